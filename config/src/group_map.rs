@@ -1,0 +1,393 @@
+//! The one mapping function: every wire form a group takes, both directions.
+//!
+//! A [`GroupMap`] is built from validated rules (see [`crate::validate`]), so
+//! it is a bijection over the groups it touches. Every method returns `None`
+//! when nothing in its input is mapped, without allocating, so callers can
+//! leave untouched bytes untouched.
+
+use std::collections::HashMap;
+
+use crate::dns::has_label_suffix;
+
+/// Which way a name travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// App names to cluster names (`foo.example.io` -> `foo.team-b.example.com`):
+    /// requests from a sidecar app, responses from a fronted app.
+    ToCluster,
+    /// Cluster names to app names: responses to a sidecar app, requests to a
+    /// fronted app.
+    ToApp,
+}
+
+impl Direction {
+    /// The other direction.
+    pub fn flip(self) -> Direction {
+        match self {
+            Direction::ToCluster => Direction::ToApp,
+            Direction::ToApp => Direction::ToCluster,
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Direction::ToCluster => 0,
+            Direction::ToApp => 1,
+        }
+    }
+}
+
+/// One rename rule, as validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// Exactly one group: `from` (the app's name) is `to` on the cluster.
+    Exact { from: String, to: String },
+    /// Every group equal to or ending in `.from` has that suffix replaced by `to`.
+    Suffix { from: String, to: String },
+}
+
+impl Rule {
+    /// The names this rule reads and writes in `dir`: `(source, target)`.
+    pub fn ends(&self, dir: Direction) -> (&str, &str) {
+        let (from, to) = match self {
+            Rule::Exact { from, to } | Rule::Suffix { from, to } => (from, to),
+        };
+        match dir {
+            Direction::ToCluster => (from, to),
+            Direction::ToApp => (to, from),
+        }
+    }
+
+    /// True for a DNS-suffix rule.
+    pub fn is_suffix(&self) -> bool {
+        matches!(self, Rule::Suffix { .. })
+    }
+
+    /// True when `group` is in this rule's source set in `dir`.
+    pub fn covers(&self, group: &str, dir: Direction) -> bool {
+        let (source, _) = self.ends(dir);
+        match self {
+            Rule::Exact { .. } => group == source,
+            Rule::Suffix { .. } => has_label_suffix(group, source),
+        }
+    }
+
+    /// Applies this rule to a group it covers.
+    fn apply(&self, group: &str, dir: Direction) -> String {
+        let (source, target) = self.ends(dir);
+        match self {
+            Rule::Exact { .. } => target.to_owned(),
+            Rule::Suffix { .. } => {
+                let head = &group[..group.len() - source.len()];
+                let mut out = String::with_capacity(head.len() + target.len());
+                out.push_str(head);
+                out.push_str(target);
+                out
+            }
+        }
+    }
+}
+
+/// The wire form of a string that carries a group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Form {
+    /// A bare group: `foo.example.io`.
+    Group,
+    /// `group/version`; a bare `version` is the core group and never mapped.
+    ApiVersion,
+    /// `first.group` with one leading label: CRD names (`plural.group`),
+    /// APIService names (`version.group`), `resource.group` references.
+    QualifiedName,
+    /// Free text (a `Status` message) with `resource.group` tokens inside.
+    Text,
+    /// Reverse-DNS OpenAPI definition name: `io.k8s.samplecontroller.v1.Foo`.
+    ReverseDns,
+    /// A path with the group after `apis/`.
+    ApiPath,
+}
+
+/// A rule plus its per-rule switches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MapRule {
+    /// The mapping itself.
+    pub rule: Rule,
+    /// Whether string values of keys named `apiGroup`/`apiVersion` anywhere in
+    /// an object are renamed for this rule (the reference-key heuristic).
+    pub reference_keys: bool,
+}
+
+/// Maps API groups between the app's names and the cluster's, in every wire
+/// form: `group`, `group/version`, `plural.group`, `version.group`,
+/// `resource.group` inside text, reverse-DNS OpenAPI names and
+/// `apis/group/version` paths.
+///
+/// ```
+/// use regroup_config::{Direction, GroupMap, MapRule, Rule};
+/// let map = GroupMap::new(vec![MapRule {
+///     rule: Rule::Exact { from: "foo.example.io".into(), to: "foo.team-b.example.com".into() },
+///     reference_keys: true,
+/// }]).unwrap();
+/// assert_eq!(map.map_api_version("foo.example.io/v1", Direction::ToCluster).as_deref(),
+///            Some("foo.team-b.example.com/v1"));
+/// assert_eq!(map.map_group("apps", Direction::ToCluster), None);
+/// ```
+#[derive(Clone, Debug)]
+pub struct GroupMap {
+    rules: Vec<MapRule>,
+    /// Exact-rule lookup per direction: source name -> rule index.
+    exact: [HashMap<String, usize>; 2],
+    /// Indexes of suffix rules.
+    suffix: Vec<usize>,
+}
+
+impl GroupMap {
+    /// Builds a map from rules, rejecting any set that is not a bijection or
+    /// touches a built-in group (see [`crate::validate::rule_conflicts`]).
+    pub fn new(rules: Vec<MapRule>) -> Result<GroupMap, Vec<crate::validate::RuleProblem>> {
+        let problems = crate::validate::rule_conflicts(&rules);
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let mut exact = [HashMap::new(), HashMap::new()];
+        let mut suffix = Vec::new();
+        for (i, r) in rules.iter().enumerate() {
+            match &r.rule {
+                Rule::Exact { from, to } => {
+                    exact[0].insert(from.clone(), i);
+                    exact[1].insert(to.clone(), i);
+                }
+                Rule::Suffix { .. } => suffix.push(i),
+            }
+        }
+        Ok(GroupMap {
+            rules,
+            exact,
+            suffix,
+        })
+    }
+
+    /// The rules, in configuration order.
+    pub fn rules(&self) -> &[MapRule] {
+        &self.rules
+    }
+
+    /// The rule that maps `group` in `dir`, if any.
+    pub fn rule_for(&self, group: &str, dir: Direction) -> Option<&MapRule> {
+        if let Some(&i) = self.exact[dir.index()].get(group) {
+            return Some(&self.rules[i]);
+        }
+        self.suffix
+            .iter()
+            .map(|&i| &self.rules[i])
+            .find(|r| r.rule.covers(group, dir))
+    }
+
+    /// Maps `value`, read as `form`. `None`: nothing in it is mapped.
+    pub fn map(&self, form: Form, value: &str, dir: Direction) -> Option<String> {
+        match form {
+            Form::Group => self.map_group(value, dir),
+            Form::ApiVersion => self.map_api_version(value, dir),
+            Form::QualifiedName => self.map_qualified_name(value, dir),
+            Form::Text => self.map_text(value, dir),
+            Form::ReverseDns => self.map_reverse_dns(value, dir),
+            Form::ApiPath => self.map_api_path(value, dir),
+        }
+    }
+
+    /// Maps a bare group name. `None`: not mapped (leave it as it is).
+    pub fn map_group(&self, group: &str, dir: Direction) -> Option<String> {
+        self.rule_for(group, dir).map(|r| r.rule.apply(group, dir))
+    }
+
+    /// Like [`map_group`](Self::map_group), but only through rules that allow
+    /// the `apiGroup`/`apiVersion` reference-key heuristic.
+    pub fn map_group_by_reference_key(&self, group: &str, dir: Direction) -> Option<String> {
+        self.rule_for(group, dir)
+            .filter(|r| r.reference_keys)
+            .map(|r| r.rule.apply(group, dir))
+    }
+
+    /// Maps `group/version`. A bare `version` (the core group) is never mapped.
+    pub fn map_api_version(&self, api_version: &str, dir: Direction) -> Option<String> {
+        self.map_api_version_with(api_version, |g| self.map_group(g, dir))
+    }
+
+    /// [`map_api_version`](Self::map_api_version) through rules that allow
+    /// the reference-key heuristic.
+    pub fn map_api_version_by_reference_key(
+        &self,
+        api_version: &str,
+        dir: Direction,
+    ) -> Option<String> {
+        self.map_api_version_with(api_version, |g| self.map_group_by_reference_key(g, dir))
+    }
+
+    fn map_api_version_with(
+        &self,
+        api_version: &str,
+        map: impl Fn(&str) -> Option<String>,
+    ) -> Option<String> {
+        let (group, version) = api_version.split_once('/')?;
+        let mapped = map(group)?;
+        Some(format!("{mapped}/{version}"))
+    }
+
+    /// Maps a name of the form `first.group`, where `first` is one DNS label:
+    /// CRD names (`plural.group`) and APIService names (`version.group`).
+    pub fn map_qualified_name(&self, name: &str, dir: Direction) -> Option<String> {
+        let (first, group) = name.split_once('.')?;
+        let mapped = self.map_group(group, dir)?;
+        Some(format!("{first}.{mapped}"))
+    }
+
+    /// Maps a CRD name, `plural.group`.
+    pub fn map_plural_group(&self, name: &str, dir: Direction) -> Option<String> {
+        self.map_qualified_name(name, dir)
+    }
+
+    /// Maps an APIService name, `version.group`.
+    pub fn map_version_group(&self, name: &str, dir: Direction) -> Option<String> {
+        self.map_qualified_name(name, dir)
+    }
+
+    /// Maps group references inside free text such as a `Status` message:
+    /// a token `resource.group` / `Kind.group` or a token that is exactly a
+    /// mapped group (`in group "foo.example.io"`). Tokens are maximal runs of
+    /// `[A-Za-z0-9.-]`; anything else in the text is kept byte for byte.
+    pub fn map_text(&self, text: &str, dir: Direction) -> Option<String> {
+        if !self.could_occur(text, dir) {
+            return None;
+        }
+        let mut out: Option<String> = None;
+        let mut copied = 0;
+        let bytes = text.as_bytes();
+        let is_tok = |b: u8| b.is_ascii_alphanumeric() || b == b'.' || b == b'-';
+        let mut i = 0;
+        while i < bytes.len() {
+            if !is_tok(bytes[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < bytes.len() && is_tok(bytes[i]) {
+                i += 1;
+            }
+            let token = text[start..i].trim_end_matches('.');
+            if let Some((offset, mapped)) = self.map_token(token, dir) {
+                let o = out.get_or_insert_with(|| String::with_capacity(text.len() + 16));
+                o.push_str(&text[copied..start + offset]);
+                o.push_str(&mapped);
+                copied = start + token.len();
+            }
+        }
+        let mut o = out?;
+        o.push_str(&text[copied..]);
+        Some(o)
+    }
+
+    /// In a text token, the byte offset and mapping of the group it names.
+    fn map_token(&self, token: &str, dir: Direction) -> Option<(usize, String)> {
+        if let Some(m) = self.map_group(token, dir) {
+            return Some((0, m));
+        }
+        // `resource.group`: try each dot from the left, longest group first.
+        let mut from = 0;
+        while let Some(p) = token[from..].find('.') {
+            let at = from + p + 1;
+            if let Some(m) = self.map_group(&token[at..], dir) {
+                return Some((at, m));
+            }
+            from = at;
+        }
+        None
+    }
+
+    /// Maps an OpenAPI definition name in reverse-DNS form:
+    /// `io.k8s.samplecontroller.v1alpha1.Foo` (group `samplecontroller.k8s.io`)
+    /// <-> `com.example.team1.samplecontroller.v1alpha1.Foo`. The group is the
+    /// labels before the first version-shaped label (`v1`, `v2beta1`, ...).
+    pub fn map_reverse_dns(&self, name: &str, dir: Direction) -> Option<String> {
+        let mut end = None;
+        let mut pos = 0;
+        for label in name.split('.') {
+            if pos > 0 && is_version_label(label) {
+                end = Some(pos - 1);
+                break;
+            }
+            pos += label.len() + 1;
+        }
+        let end = end?;
+        let reversed_group = &name[..end];
+        let group = reverse_labels(reversed_group);
+        let mapped = self.map_group(&group, dir)?;
+        Some(format!("{}{}", reverse_labels(&mapped), &name[end..]))
+    }
+
+    /// Maps a path whose group follows `apis/`: `/apis/g/v/...`,
+    /// `apis/g/v` (OpenAPI v3 index keys) and `/openapi/v3/apis/g/v`.
+    pub fn map_api_path(&self, path: &str, dir: Direction) -> Option<String> {
+        let lead = if path.starts_with('/') { 1 } else { 0 };
+        let mut at = lead;
+        if path[at..].starts_with("openapi/v3/") {
+            at += "openapi/v3/".len();
+        }
+        let rest = path[at..].strip_prefix("apis/")?;
+        at += "apis/".len();
+        let group_len = rest.find(['/', '?']).unwrap_or(rest.len());
+        let mapped = self.map_group(&rest[..group_len], dir)?;
+        Some(format!(
+            "{}{}{}",
+            &path[..at],
+            mapped,
+            &path[at + group_len..]
+        ))
+    }
+
+    /// True when `group`, seen arriving in `dir`, must be hidden: it already
+    /// is one of the names the other side uses. For the app (`ToApp`), an
+    /// upstream group named like an original is shadowed, because that name
+    /// now means the renamed group.
+    pub fn is_shadowed(&self, group: &str, dir: Direction) -> bool {
+        self.rule_for(group, dir.flip()).is_some()
+    }
+
+    /// The strings whose absence from a byte buffer proves nothing in it is
+    /// mapped in `dir` (the bare source groups and suffixes). Text that might
+    /// hide one behind a JSON `\u` escape must be checked separately.
+    pub fn needles(&self, dir: Direction) -> Vec<&str> {
+        self.rules.iter().map(|r| r.rule.ends(dir).0).collect()
+    }
+
+    /// Cheap pre-check: could `text` contain a name mapped in `dir`?
+    fn could_occur(&self, text: &str, dir: Direction) -> bool {
+        self.rules.iter().any(|r| text.contains(r.rule.ends(dir).0))
+    }
+}
+
+/// `v1`, `v1alpha1`, `v2beta3`: Kubernetes version labels.
+pub fn is_version_label(label: &str) -> bool {
+    let Some(rest) = label.strip_prefix('v') else {
+        return false;
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || rest.starts_with('0') {
+        return false;
+    }
+    let tail = &rest[digits..];
+    if tail.is_empty() {
+        return true;
+    }
+    let n = tail
+        .strip_prefix("alpha")
+        .or_else(|| tail.strip_prefix("beta"));
+    matches!(n, Some(d) if !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()) && !d.starts_with('0'))
+}
+
+fn reverse_labels(s: &str) -> String {
+    let mut labels: Vec<&str> = s.split('.').collect();
+    labels.reverse();
+    labels.join(".")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,16 @@
+//! regroup's configuration: the YAML schema, its validation, and the
+//! [`GroupMap`] that renames API groups in every wire form.
+//!
+//! Pure: no I/O, no clocks, no network. The proxy and `regroup render` build
+//! on it; everything here is testable with strings.
+
+pub mod builtin;
+pub mod dns;
+pub mod field_path;
+pub mod group_map;
+pub mod load;
+pub mod schema;
+pub mod validate;
+
+pub use group_map::{is_version_label, Direction, Form, GroupMap, MapRule, Rule};
+pub use load::{load, ConfigError, CustomField, Settings};

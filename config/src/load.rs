@@ -1,0 +1,314 @@
+//! From YAML text to validated [`Settings`], with every error naming its line.
+
+use std::fmt;
+use std::net::SocketAddr;
+
+use crate::dns::subdomain_problem;
+use crate::field_path::FieldPath;
+use crate::group_map::{Direction, Form, GroupMap, MapRule, Rule};
+use crate::schema::{ConfigFile, FieldForm, Front, Listeners, RuleSpec};
+use crate::validate::describe;
+
+/// A configured app-specific field: in objects of `group`/`kind` (app names),
+/// the value at `path` carries a group in `form`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CustomField {
+    /// The kind's group, as the app knows it.
+    pub group: String,
+    /// The kind.
+    pub kind: String,
+    /// Where the value is.
+    pub path: FieldPath,
+    /// How it names a group.
+    pub form: Form,
+}
+
+/// A validated configuration.
+#[derive(Debug)]
+pub struct Settings {
+    /// The rename bijection.
+    pub map: GroupMap,
+    /// App-specific fields (the config's `fields`).
+    pub fields: Vec<CustomField>,
+    /// The rest of the file, as written (already checked).
+    pub file: ConfigFile,
+}
+
+/// Why a configuration was refused: every problem found, each with its line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// One message per problem, `line N: ...` where a line is known.
+    pub problems: Vec<String>,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.problems.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            f.write_str(p)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Parses and validates a configuration file's text.
+pub fn load(text: &str) -> Result<Settings, ConfigError> {
+    let file: ConfigFile = if text.trim().is_empty() {
+        ConfigFile::default()
+    } else {
+        serde_saphyr::from_str(text).map_err(|e| ConfigError {
+            problems: vec![format!("invalid configuration: {e}")],
+        })?
+    };
+    let mut problems = Vec::new();
+
+    let lines: Vec<u64> = file.rules.iter().map(|r| r.referenced.line()).collect();
+    let mut rules = Vec::new();
+    for (i, spec) in file.rules.iter().enumerate() {
+        match rule_from_spec(&spec.value) {
+            Ok(r) => rules.push(r),
+            Err(msg) => problems.push(format!("line {}: rule {}: {msg}", lines[i], i + 1)),
+        }
+    }
+    if file.rules.is_empty() {
+        problems.push("no rules: a configuration needs at least one rule under `rules:`".into());
+    }
+    let map = if problems.is_empty() {
+        match GroupMap::new(rules) {
+            Ok(m) => Some(m),
+            Err(errs) => {
+                for e in errs {
+                    let at: Vec<String> = e.rules.iter().map(|&i| lines[i].to_string()).collect();
+                    let word = if at.len() > 1 { "lines" } else { "line" };
+                    problems.push(format!("{word} {}: {}", at.join(" and "), e.message));
+                }
+                None
+            }
+        }
+    } else {
+        None
+    };
+
+    let mut fields = Vec::new();
+    for (i, f) in file.fields.iter().enumerate() {
+        let line = f.referenced.line();
+        let f = &f.value;
+        let at = format!("line {line}: field {} ({} {})", i + 1, f.group, f.kind);
+        if let Some(p) = subdomain_problem(&f.group) {
+            problems.push(format!("{at}: group `{}` is not valid: {p}", f.group));
+            continue;
+        }
+        if let Some(m) = &map {
+            if m.map_group(&f.group, Direction::ToCluster).is_none() {
+                problems.push(format!(
+                    "{at}: no rule renames group `{}` (fields name the app's original group)",
+                    f.group
+                ));
+            }
+        }
+        if f.kind.is_empty() || !f.kind.starts_with(|c: char| c.is_ascii_uppercase()) {
+            problems.push(format!(
+                "{at}: kind `{}` must be a Kubernetes kind (UpperCamelCase)",
+                f.kind
+            ));
+        }
+        match FieldPath::parse(&f.path) {
+            Ok(path) => fields.push(CustomField {
+                group: f.group.clone(),
+                kind: f.kind.clone(),
+                path,
+                form: match f.form {
+                    FieldForm::Group => Form::Group,
+                    FieldForm::ApiVersion => Form::ApiVersion,
+                    FieldForm::ResourceGroup => Form::QualifiedName,
+                },
+            }),
+            Err(e) => problems.push(format!("{at}: {e}")),
+        }
+    }
+
+    check_listeners(&file.listeners, &mut problems);
+    if let Some(front) = &file.front {
+        check_front(front, &mut problems);
+    }
+
+    match map {
+        Some(map) if problems.is_empty() => Ok(Settings { map, fields, file }),
+        _ => Err(ConfigError { problems }),
+    }
+}
+
+fn rule_from_spec(s: &RuleSpec) -> Result<MapRule, String> {
+    let reference_keys = s.reference_keys.unwrap_or(true);
+    let rule = match (&s.from, &s.to, &s.from_suffix, &s.to_suffix) {
+        (Some(from), Some(to), None, None) => Rule::Exact {
+            from: from.clone(),
+            to: to.clone(),
+        },
+        (None, None, Some(from), Some(to)) => Rule::Suffix {
+            from: from.clone(),
+            to: to.clone(),
+        },
+        (Some(_), None, None, None) => return Err("`from` needs a `to`".into()),
+        (None, Some(_), None, None) => return Err("`to` needs a `from`".into()),
+        (None, None, Some(_), None) => return Err("`fromSuffix` needs a `toSuffix`".into()),
+        (None, None, None, Some(_)) => return Err("`toSuffix` needs a `fromSuffix`".into()),
+        (None, None, None, None) => {
+            return Err("a rule needs `from`/`to` or `fromSuffix`/`toSuffix`".into())
+        }
+        _ => {
+            return Err(
+                "a rule is either exact (`from`/`to`) or a suffix rule (`fromSuffix`/`toSuffix`), not both"
+                    .into(),
+            )
+        }
+    };
+    Ok(MapRule {
+        rule,
+        reference_keys,
+    })
+}
+
+fn is_loopback(addr: &SocketAddr) -> bool {
+    addr.ip().is_loopback()
+}
+
+fn check_listeners(l: &Listeners, problems: &mut Vec<String>) {
+    if let Some(http) = &l.http {
+        if !is_loopback(http) {
+            problems.push(format!(
+                "listeners.http: {http} is not a loopback address; the plain-HTTP listener \
+                 carries regroup's own credentials and must stay on 127.0.0.1 or [::1]"
+            ));
+        }
+    }
+    if let Some(tls) = &l.tls {
+        match (&tls.cert_file, &tls.key_file, &tls.generated_ca_file) {
+            (Some(_), Some(_), None) | (None, None, Some(_)) => {}
+            (Some(_), None, _) | (None, Some(_), _) => {
+                problems.push("listeners.tls: `certFile` and `keyFile` go together".into())
+            }
+            (Some(_), Some(_), Some(_)) => problems.push(
+                "listeners.tls: use either `certFile`/`keyFile` or `generatedCaFile`, not both"
+                    .into(),
+            ),
+            (None, None, None) => problems
+                .push("listeners.tls: needs `certFile`/`keyFile` or `generatedCaFile`".into()),
+        }
+    }
+}
+
+fn check_front(f: &Front, problems: &mut Vec<String>) {
+    if f.cert_file.is_some() != f.key_file.is_some() {
+        problems.push("front: `certFile` and `keyFile` go together".into());
+    }
+    let Some(rest) = f
+        .backend
+        .strip_prefix("https://")
+        .or_else(|| f.backend.strip_prefix("http://"))
+    else {
+        problems.push(format!(
+            "front.backend: `{}` must be an http:// or https:// URL",
+            f.backend
+        ));
+        return;
+    };
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+    };
+    let loopback = host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if f.dangerous_insecure_backend && !loopback {
+        problems.push(format!(
+            "front.dangerousInsecureBackend is only allowed for a loopback backend, not `{host}`"
+        ));
+    }
+    if !f.request_header.from_cluster && f.request_header.client_ca_file.is_none() {
+        problems.push(
+            "front.requestHeader: with `fromCluster: false`, `clientCaFile` is required".into(),
+        );
+    }
+}
+
+impl Settings {
+    /// The effective rename table and settings, as `regroup check` prints it.
+    pub fn effective_table(&self) -> String {
+        let mut out = String::new();
+        let rows: Vec<[String; 5]> = self
+            .map
+            .rules()
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let (kind, app, cluster) = match &r.rule {
+                    Rule::Exact { from, to } => ("exact", from.clone(), to.clone()),
+                    Rule::Suffix { from, to } => ("suffix", format!("*.{from}"), format!("*.{to}")),
+                };
+                [
+                    (i + 1).to_string(),
+                    kind.into(),
+                    app,
+                    cluster,
+                    if r.reference_keys { "on" } else { "off" }.into(),
+                ]
+            })
+            .collect();
+        let header = [
+            "RULE",
+            "KIND",
+            "APP GROUP",
+            "CLUSTER GROUP",
+            "REFERENCE KEYS",
+        ];
+        let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+        for r in &rows {
+            for (w, c) in widths.iter_mut().zip(r) {
+                *w = (*w).max(c.len());
+            }
+        }
+        let mut line = |cells: Vec<&str>| {
+            let mut l = String::new();
+            for (i, c) in cells.iter().enumerate() {
+                if i + 1 == cells.len() {
+                    l.push_str(c);
+                } else {
+                    l.push_str(&format!("{c:<w$}  ", w = widths[i]));
+                }
+            }
+            out.push_str(&l);
+            out.push('\n');
+        };
+        line(header.to_vec());
+        for r in &rows {
+            line(r.iter().map(String::as_str).collect());
+        }
+        for r in self.map.rules() {
+            if r.rule.is_suffix() {
+                let (from, to) = r.rule.ends(Direction::ToCluster);
+                out.push_str(&format!(
+                    "  (suffix rule {} also maps `{from}` itself to `{to}`)\n",
+                    describe(&r.rule)
+                ));
+            }
+        }
+        if !self.fields.is_empty() {
+            out.push_str("\nFIELDS\n");
+            for f in &self.fields {
+                out.push_str(&format!(
+                    "{}/{}  {}  ({:?})\n",
+                    f.group, f.kind, f.path, f.form
+                ));
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,257 @@
+//! The YAML configuration file, as written by users. Unknown keys are errors.
+//!
+//! See `docs/config.md` for the reference. Validation of what the types
+//! can't express lives in [`crate::load`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+/// The whole file.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ConfigFile {
+    /// Rename rules, applied as one bijection (order never matters).
+    #[serde(default)]
+    pub rules: Vec<Spanned<RuleSpec>>,
+    /// App-specific group-bearing fields of custom kinds.
+    #[serde(default)]
+    pub fields: Vec<Spanned<FieldSpec>>,
+    /// Where the sidecar listens for the app.
+    #[serde(default)]
+    pub listeners: Listeners,
+    /// The kube-apiserver regroup forwards to.
+    #[serde(default)]
+    pub upstream: Upstream,
+    /// Which credentials regroup sends upstream.
+    #[serde(default)]
+    pub credentials: Credentials,
+    /// The aggregated-API front, when the app is itself an aggregated server.
+    #[serde(default)]
+    pub front: Option<Front>,
+    /// Log level and format.
+    #[serde(default)]
+    pub logging: Logging,
+}
+
+/// One rule as written: either `from`/`to` or `fromSuffix`/`toSuffix`.
+#[derive(Debug, Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RuleSpec {
+    /// Exact group, as the app knows it.
+    pub from: Option<String>,
+    /// Exact group on the cluster.
+    pub to: Option<String>,
+    /// DNS suffix (on a label boundary) of the app's groups.
+    pub from_suffix: Option<String>,
+    /// DNS suffix that replaces it on the cluster.
+    pub to_suffix: Option<String>,
+    /// Rename string values of keys named `apiGroup`/`apiVersion` anywhere in
+    /// an object (default true).
+    pub reference_keys: Option<bool>,
+}
+
+/// An app-specific field that holds a group reference.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FieldSpec {
+    /// The kind's group, as the app knows it.
+    pub group: String,
+    /// The kind (`TokenCredentialRequest`).
+    pub kind: String,
+    /// Path inside the object: `spec.identityProviders[].objectRef.apiGroup`.
+    pub path: String,
+    /// How the value names a group.
+    pub form: FieldForm,
+}
+
+/// The forms a configured field's value may take.
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+pub enum FieldForm {
+    /// A bare group.
+    #[serde(rename = "group")]
+    Group,
+    /// `group/version`.
+    #[serde(rename = "apiVersion")]
+    ApiVersion,
+    /// `resource.group` (also `plural.group`, `version.group`).
+    #[serde(rename = "resource.group")]
+    ResourceGroup,
+}
+
+/// Listeners for the app (the sidecar side).
+#[derive(Debug, Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Listeners {
+    /// Plain-HTTP listener, like `kubectl proxy` (loopback only).
+    pub http: Option<SocketAddr>,
+    /// TLS listener for apps that use in-cluster config.
+    pub tls: Option<TlsListener>,
+    /// Prometheus `/metrics` and `/healthz`.
+    pub metrics: Option<SocketAddr>,
+}
+
+/// A TLS listener: either certificate files or a generated CA.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TlsListener {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// PEM serving certificate chain (with `keyFile`).
+    pub cert_file: Option<PathBuf>,
+    /// PEM private key (with `certFile`).
+    pub key_file: Option<PathBuf>,
+    /// Without cert files: generate a CA and a serving certificate for
+    /// 127.0.0.1/localhost, and write the CA certificate here (for a projected
+    /// service-account volume's `ca.crt`).
+    pub generated_ca_file: Option<PathBuf>,
+}
+
+/// The kube-apiserver to forward to. With nothing set: `$KUBECONFIG`, then
+/// `~/.kube/config`, then in-cluster.
+#[derive(Debug, Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Upstream {
+    /// Kubeconfig file to read the server, CA and credentials from.
+    pub kubeconfig: Option<PathBuf>,
+    /// Context in that kubeconfig (default: its current context).
+    pub context: Option<String>,
+    /// Use in-cluster config (service-account token and CA).
+    #[serde(default)]
+    pub in_cluster: bool,
+    /// Skip verification of the apiserver's certificate. Insecure; for
+    /// throwaway test clusters only, and logged loudly.
+    #[serde(default)]
+    pub dangerous_insecure_skip_tls_verify: bool,
+}
+
+/// How regroup authenticates upstream.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Credentials {
+    /// Forward the app's own `Authorization` header when it sends one
+    /// (default true: the apiserver sees the app's identity).
+    #[serde(default = "yes")]
+    pub pass_through: bool,
+}
+
+impl Default for Credentials {
+    fn default() -> Self {
+        Credentials { pass_through: true }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The aggregated-API front listener.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Front {
+    /// Address the APIService's Service points at.
+    pub listen: SocketAddr,
+    /// PEM serving certificate (reloaded when it changes).
+    pub cert_file: Option<PathBuf>,
+    /// PEM private key.
+    pub key_file: Option<PathBuf>,
+    /// The app's own aggregated server, e.g. `https://127.0.0.1:8443`.
+    pub backend: String,
+    /// CA that signs the backend's serving certificate.
+    pub backend_ca_file: Option<PathBuf>,
+    /// Don't verify the backend's certificate (loopback backends only).
+    #[serde(default)]
+    pub dangerous_insecure_backend: bool,
+    /// How callers (the cluster's aggregator) are authenticated.
+    #[serde(default)]
+    pub request_header: RequestHeader,
+}
+
+/// Request-header (front-proxy) authentication of callers, as kube-apiserver's.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RequestHeader {
+    /// Read CA, allowed names and header names from
+    /// `kube-system/extension-apiserver-authentication` (default true).
+    #[serde(default = "yes")]
+    pub from_cluster: bool,
+    /// PEM CA bundle that front-proxy client certificates must chain to.
+    pub client_ca_file: Option<PathBuf>,
+    /// Allowed client certificate common names (empty: any).
+    #[serde(default)]
+    pub allowed_names: Vec<String>,
+    /// Headers carrying the user name.
+    #[serde(default = "default_user_headers")]
+    pub username_headers: Vec<String>,
+    /// Headers carrying groups.
+    #[serde(default = "default_group_headers")]
+    pub group_headers: Vec<String>,
+    /// Prefixes of headers carrying extra attributes.
+    #[serde(default = "default_extra_prefixes")]
+    pub extra_headers_prefixes: Vec<String>,
+}
+
+impl Default for RequestHeader {
+    fn default() -> Self {
+        RequestHeader {
+            from_cluster: true,
+            client_ca_file: None,
+            allowed_names: Vec::new(),
+            username_headers: default_user_headers(),
+            group_headers: default_group_headers(),
+            extra_headers_prefixes: default_extra_prefixes(),
+        }
+    }
+}
+
+fn default_user_headers() -> Vec<String> {
+    vec!["X-Remote-User".into()]
+}
+fn default_group_headers() -> Vec<String> {
+    vec!["X-Remote-Group".into()]
+}
+fn default_extra_prefixes() -> Vec<String> {
+    vec!["X-Remote-Extra-".into()]
+}
+
+/// Logging.
+#[derive(Debug, Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Logging {
+    /// `error`, `warn`, `info` (default), `debug` or `trace`.
+    #[serde(default)]
+    pub level: LogLevel,
+    /// `text` (default) or `json`.
+    #[serde(default)]
+    pub format: LogFormat,
+}
+
+/// Log level.
+#[derive(Debug, Deserialize, Default, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    /// Errors only.
+    Error,
+    /// Warnings and errors.
+    Warn,
+    /// The default.
+    #[default]
+    Info,
+    /// Per-request detail (never bodies or credentials).
+    Debug,
+    /// Everything.
+    Trace,
+}
+
+/// Log line format.
+#[derive(Debug, Deserialize, Default, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
