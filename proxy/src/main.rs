@@ -1,1 +1,97 @@
-fn main() {}
+//! The `regroup` command line.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use regroup_config::{Direction, Settings};
+
+/// regroup renames Kubernetes API groups between an unmodified app and the
+/// cluster.
+#[derive(Parser)]
+#[command(name = "regroup", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate a configuration and print the effective rename table.
+    Check {
+        /// The configuration file.
+        #[arg(short = 'c', long = "config")]
+        config: PathBuf,
+    },
+    /// Rename groups in manifests (CRDs, APIServices, RBAC, webhook
+    /// configurations, custom resources): YAML or JSON in, YAML out.
+    Render {
+        /// The configuration file.
+        #[arg(short = 'c', long = "config")]
+        config: PathBuf,
+        /// Manifest file, or `-` for standard input.
+        #[arg(short = 'f', long = "filename", default_value = "-")]
+        file: String,
+        /// Rename cluster names back to the app's names instead.
+        #[arg(long)]
+        to_app: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("regroup: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> Result<(), String> {
+    match command {
+        Command::Check { config } => {
+            let settings = load_config(&config)?;
+            print!("{}", settings.effective_table());
+            println!("{}: OK", config.display());
+            Ok(())
+        }
+        Command::Render {
+            config,
+            file,
+            to_app,
+        } => {
+            let settings = load_config(&config)?;
+            let input = read_input(&file)?;
+            let dir = if to_app {
+                Direction::ToApp
+            } else {
+                Direction::ToCluster
+            };
+            let out = regroup::render::render(&input, &settings, dir)
+                .map_err(|e| format!("{file}: {e}"))?;
+            print!("{out}");
+            Ok(())
+        }
+    }
+}
+
+fn load_config(path: &Path) -> Result<Settings, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
+    regroup_config::load(&text).map_err(|e| format!("{}:\n{e}", path.display()))
+}
+
+fn read_input(file: &str) -> Result<String, String> {
+    if file == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
+        Ok(s)
+    } else {
+        std::fs::read_to_string(file).map_err(|e| format!("cannot read {file}: {e}"))
+    }
+}

@@ -1,0 +1,6 @@
+//! regroup: a transforming reverse proxy for the Kubernetes API that renames
+//! API groups both ways. This library holds the rewriting engine and the
+//! commands; `main.rs` is only the command line.
+
+pub mod render;
+pub mod rewrite;

@@ -1,0 +1,159 @@
+//! `regroup render`: the same renaming, offline, on manifests.
+//!
+//! Multi-document YAML (or a JSON stream) in, renamed YAML out, in document
+//! order, so an admin can `regroup render -c rules.yaml -f crds.yaml |
+//! kubectl apply -f -`. Either the whole output or an error: never part of it.
+
+use regroup_config::{Direction, Settings};
+use serde_json::Value as Json;
+use serde_saphyr::Spanned;
+
+use crate::rewrite::{Catalog, JsonRewriter};
+
+/// Why a manifest stream could not be rendered. The message names the
+/// document (1-based, in input order) and its line.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct RenderError(pub String);
+
+/// A parsed input document and the line it starts on.
+struct Doc {
+    line: usize,
+    value: Json,
+}
+
+/// Renames every group in `input` (YAML documents or JSON values) in `dir`
+/// and returns the documents as YAML.
+pub fn render(input: &str, settings: &Settings, dir: Direction) -> Result<String, RenderError> {
+    let docs = if looks_like_json(input) {
+        parse_json(input)?
+    } else {
+        parse_yaml(input)?
+    };
+    let catalog = Catalog::new(&settings.fields);
+    let rewriter = JsonRewriter::new(&settings.map, &catalog, dir);
+    let mut out = Vec::with_capacity(docs.len());
+    for (i, mut doc) in docs.into_iter().enumerate() {
+        let at = format!("document {} (line {})", i + 1, doc.line);
+        let Some(obj) = doc.value.as_object() else {
+            return Err(RenderError(format!(
+                "{at}: expected a Kubernetes object (a mapping with apiVersion and kind), found {}",
+                kind_of(&doc.value)
+            )));
+        };
+        if !obj.contains_key("kind") || !obj.contains_key("apiVersion") {
+            return Err(RenderError(format!(
+                "{at}: not a Kubernetes object: `apiVersion` and `kind` are required"
+            )));
+        }
+        rewriter
+            .rewrite(&mut doc.value)
+            .map_err(|e| RenderError(format!("{at}: {e}")))?;
+        out.push(doc.value);
+    }
+    if out.is_empty() {
+        return Ok(String::new());
+    }
+    serde_saphyr::to_string_multiple(&out)
+        .map_err(|e| RenderError(format!("could not write YAML: {e}")))
+}
+
+fn looks_like_json(input: &str) -> bool {
+    input.trim_start().starts_with(['{', '['])
+}
+
+fn kind_of(v: &Json) -> &'static str {
+    match v {
+        Json::Null => "an empty value",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "a list",
+        Json::Object(_) => "a mapping",
+    }
+}
+
+fn parse_yaml(input: &str) -> Result<Vec<Doc>, RenderError> {
+    match serde_saphyr::from_multiple::<Spanned<Json>>(input) {
+        Ok(docs) => Ok(docs
+            .into_iter()
+            .filter(|d| !d.value.is_null())
+            .map(|d| Doc {
+                line: d.referenced.line() as usize,
+                value: d.value,
+            })
+            .collect()),
+        Err(e) => {
+            let line = e.location().map(|l| l.line() as usize);
+            let at = match line {
+                Some(l) => format!("document {} (line {l})", yaml_document_at(input, l)),
+                None => "input".to_string(),
+            };
+            Err(RenderError(format!("{at}: invalid YAML: {e}")))
+        }
+    }
+}
+
+/// The 1-based index of the YAML document containing `line`, counting `---`
+/// separators (a leading one does not start a second document).
+fn yaml_document_at(input: &str, line: usize) -> usize {
+    let mut doc = 1;
+    let mut content_seen = false;
+    for l in input.lines().take(line.saturating_sub(1)) {
+        if l.starts_with("---") {
+            if content_seen {
+                doc += 1;
+            }
+            content_seen = false;
+        } else if !l.trim().is_empty() && !l.trim_start().starts_with('#') {
+            content_seen = true;
+        }
+    }
+    doc
+}
+
+fn parse_json(input: &str) -> Result<Vec<Doc>, RenderError> {
+    let mut docs = Vec::new();
+    let mut stream = serde_json::Deserializer::from_str(input).into_iter::<Json>();
+    loop {
+        let start = stream.byte_offset();
+        match stream.next() {
+            None => break,
+            Some(Ok(Json::Array(items))) => {
+                // A top-level JSON array: each element is a document.
+                let line = line_of(input, start);
+                docs.extend(items.into_iter().map(|value| Doc { line, value }));
+            }
+            Some(Ok(value)) => docs.push(Doc {
+                line: line_of(input, start),
+                value,
+            }),
+            Some(Err(e)) => {
+                return Err(RenderError(format!(
+                    "document {} (line {}): invalid JSON: {e}",
+                    docs.len() + 1,
+                    e.line()
+                )))
+            }
+        }
+    }
+    Ok(docs)
+}
+
+fn line_of(input: &str, offset: usize) -> usize {
+    let skipped = input[offset..].len() - input[offset..].trim_start().len();
+    input[..offset + skipped].matches('\n').count() + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn document_index_counts_separators_after_content() {
+        let y = "---\na: 1\n---\n# c\nb: 2\n---\nc: [\n";
+        assert_eq!(yaml_document_at(y, 2), 1);
+        assert_eq!(yaml_document_at(y, 5), 2);
+        assert_eq!(yaml_document_at(y, 7), 3);
+    }
+}

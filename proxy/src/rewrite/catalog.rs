@@ -1,0 +1,328 @@
+//! The catalog: every place a group lives in a Kubernetes object.
+//!
+//! This is the one list of group-bearing fields (DESIGN.md, "Where groups
+//! live"). Codecs only walk: the JSON walker ([`super::json`]) applies these
+//! places to `serde_json::Value`s, and the protobuf walker reads the same
+//! places, translating each JSON field name to its proto field through the
+//! descriptors' `json_name`. Nothing is renamed outside this list, except
+//! the reference-key heuristic (string values of keys named `apiGroup` or
+//! `apiVersion`), which [`Catalog::reference_keys_skip`] bounds.
+
+use regroup_config::field_path::FieldPath;
+use regroup_config::{CustomField, Form};
+
+/// Which objects a place applies to, by the object's group (as the app names
+/// it) and kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Selector {
+    /// Every object, whatever its kind.
+    AnyObject,
+    /// Every list (`kind` ending in `List` with an `items` array).
+    AnyList,
+    /// Objects of one of these groups and one of these kinds.
+    Kinds {
+        /// Accepted groups (`""` is core).
+        groups: Vec<String>,
+        /// Accepted kinds.
+        kinds: Vec<String>,
+    },
+}
+
+impl Selector {
+    fn kinds(groups: &[&str], kinds: &[&str]) -> Selector {
+        Selector::Kinds {
+            groups: groups.iter().map(|s| s.to_string()).collect(),
+            kinds: kinds.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// True when an object of `group`/`kind` (app names) is selected.
+    pub fn matches(&self, group: &str, kind: &str) -> bool {
+        match self {
+            Selector::AnyObject => true,
+            Selector::AnyList => kind.ends_with("List"),
+            Selector::Kinds { groups, kinds } => {
+                groups.iter().any(|g| g == group) && kinds.iter().any(|k| k == kind)
+            }
+        }
+    }
+}
+
+/// What sits at a place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// A string naming a group in this form (each string, through `[]`).
+    Value(Form),
+    /// An embedded Kubernetes object that carries its own `apiVersion`/`kind`.
+    Object,
+    /// The `items` of a list: objects whose kind, when absent, is the list's
+    /// kind without `List`.
+    Items,
+    /// An array of discovery entries; in the app's direction, entries whose
+    /// group (a string at this sub-path of the entry) is shadowed are dropped.
+    /// Runs before the entries' own renames.
+    DropShadowed(&'static str),
+}
+
+/// One group-bearing place.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// Which objects have it.
+    pub selector: Selector,
+    /// Where in the object.
+    pub path: FieldPath,
+    /// What is there.
+    pub slot: Slot,
+}
+
+/// The built-in places: (selector groups, kinds, path, slot). `None` groups
+/// means "any object" (kinds ignored); a `kinds` of `["*List"]` means any list.
+type Row = (
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static str,
+    Slot,
+);
+
+const ANY: &[&str] = &[];
+const CORE: &[&str] = &[""];
+const META: &[&str] = &["", "meta.k8s.io"];
+const APIEXT: &[&str] = &["apiextensions.k8s.io"];
+const APIREG: &[&str] = &["apiregistration.k8s.io"];
+const RBAC: &[&str] = &["rbac.authorization.k8s.io"];
+const AUTHZ: &[&str] = &["authorization.k8s.io"];
+const ADMREG: &[&str] = &["admissionregistration.k8s.io"];
+const ADMISSION: &[&str] = &["admission.k8s.io"];
+const EVENTS: &[&str] = &["events.k8s.io"];
+const AUTOSCALING: &[&str] = &["autoscaling"];
+const DISCOVERY: &[&str] = &["apidiscovery.k8s.io"];
+
+use Form::{ApiVersion, Group, QualifiedName, Text};
+use Slot::{DropShadowed, Items, Object, Value};
+
+/// The table. Order matters only for `DropShadowed`, which must come before
+/// the renames of the entries it filters.
+const BUILTIN: &[Row] = &[
+    // Every object.
+    (ANY, &["*"], "apiVersion", Value(ApiVersion)),
+    (ANY, &["*"], "metadata.ownerReferences[].apiVersion", Value(ApiVersion)),
+    (ANY, &["*"], "metadata.managedFields[].apiVersion", Value(ApiVersion)),
+    // Lists, tables, watch events.
+    (ANY, &["*List"], "items", Items),
+    (META, &["Table"], "rows[].object", Object),
+    (META, &["WatchEvent"], "object", Object),
+    // CustomResourceDefinition and APIService names.
+    (APIEXT, &["CustomResourceDefinition"], "metadata.name", Value(QualifiedName)),
+    (APIEXT, &["CustomResourceDefinition"], "spec.group", Value(Group)),
+    (APIREG, &["APIService"], "metadata.name", Value(QualifiedName)),
+    (APIREG, &["APIService"], "spec.group", Value(Group)),
+    // RBAC.
+    (RBAC, &["Role", "ClusterRole"], "rules[].apiGroups[]", Value(Group)),
+    (RBAC, &["RoleBinding", "ClusterRoleBinding"], "subjects[].apiGroup", Value(Group)),
+    (RBAC, &["RoleBinding", "ClusterRoleBinding"], "roleRef.apiGroup", Value(Group)),
+    // Authorization reviews.
+    (
+        AUTHZ,
+        &["SubjectAccessReview", "LocalSubjectAccessReview", "SelfSubjectAccessReview"],
+        "spec.resourceAttributes.group",
+        Value(Group),
+    ),
+    (AUTHZ, &["SelfSubjectRulesReview"], "status.resourceRules[].apiGroups[]", Value(Group)),
+    // Admission configuration.
+    (
+        ADMREG,
+        &["ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"],
+        "webhooks[].rules[].apiGroups[]",
+        Value(Group),
+    ),
+    (
+        ADMREG,
+        &["ValidatingAdmissionPolicy", "MutatingAdmissionPolicy"],
+        "spec.matchConstraints.resourceRules[].apiGroups[]",
+        Value(Group),
+    ),
+    (
+        ADMREG,
+        &["ValidatingAdmissionPolicy", "MutatingAdmissionPolicy"],
+        "spec.matchConstraints.excludeResourceRules[].apiGroups[]",
+        Value(Group),
+    ),
+    (
+        ADMREG,
+        &["ValidatingAdmissionPolicy", "MutatingAdmissionPolicy"],
+        "spec.paramKind.apiVersion",
+        Value(ApiVersion),
+    ),
+    (
+        ADMREG,
+        &["ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicyBinding"],
+        "spec.matchResources.resourceRules[].apiGroups[]",
+        Value(Group),
+    ),
+    (
+        ADMREG,
+        &["ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicyBinding"],
+        "spec.matchResources.excludeResourceRules[].apiGroups[]",
+        Value(Group),
+    ),
+    // AdmissionReview (webhooks served through the front).
+    (ADMISSION, &["AdmissionReview"], "request.kind.group", Value(Group)),
+    (ADMISSION, &["AdmissionReview"], "request.resource.group", Value(Group)),
+    (ADMISSION, &["AdmissionReview"], "request.requestKind.group", Value(Group)),
+    (ADMISSION, &["AdmissionReview"], "request.requestResource.group", Value(Group)),
+    (ADMISSION, &["AdmissionReview"], "request.object", Object),
+    (ADMISSION, &["AdmissionReview"], "request.oldObject", Object),
+    // References to other objects.
+    (CORE, &["Event"], "involvedObject.apiVersion", Value(ApiVersion)),
+    (CORE, &["Event"], "related.apiVersion", Value(ApiVersion)),
+    (EVENTS, &["Event"], "regarding.apiVersion", Value(ApiVersion)),
+    (EVENTS, &["Event"], "related.apiVersion", Value(ApiVersion)),
+    (CORE, &["PersistentVolumeClaim"], "spec.dataSource.apiGroup", Value(Group)),
+    (CORE, &["PersistentVolumeClaim"], "spec.dataSourceRef.apiGroup", Value(Group)),
+    (AUTOSCALING, &["HorizontalPodAutoscaler"], "spec.scaleTargetRef.apiVersion", Value(ApiVersion)),
+    (
+        AUTOSCALING,
+        &["HorizontalPodAutoscaler"],
+        "spec.metrics[].object.describedObject.apiVersion",
+        Value(ApiVersion),
+    ),
+    (
+        AUTOSCALING,
+        &["HorizontalPodAutoscaler"],
+        "status.currentMetrics[].object.describedObject.apiVersion",
+        Value(ApiVersion),
+    ),
+    // Status errors.
+    (META, &["Status"], "details.group", Value(Group)),
+    (META, &["Status"], "message", Value(Text)),
+    (META, &["Status"], "details.causes[].message", Value(Text)),
+    // Discovery. Shadowed upstream groups are dropped before renaming.
+    (CORE, &["APIGroupList"], "groups", DropShadowed("name")),
+    (CORE, &["APIGroupList"], "groups[].name", Value(Group)),
+    (CORE, &["APIGroupList"], "groups[].versions[].groupVersion", Value(ApiVersion)),
+    (CORE, &["APIGroupList"], "groups[].preferredVersion.groupVersion", Value(ApiVersion)),
+    (CORE, &["APIGroup"], "name", Value(Group)),
+    (CORE, &["APIGroup"], "versions[].groupVersion", Value(ApiVersion)),
+    (CORE, &["APIGroup"], "preferredVersion.groupVersion", Value(ApiVersion)),
+    (CORE, &["APIResourceList"], "groupVersion", Value(ApiVersion)),
+    (CORE, &["APIResourceList"], "resources[].group", Value(Group)),
+    // Aggregated discovery (v2beta1 and v2): items are APIGroupDiscovery.
+    (DISCOVERY, &["APIGroupDiscoveryList"], "items", DropShadowed("metadata.name")),
+    (DISCOVERY, &["APIGroupDiscovery"], "metadata.name", Value(Group)),
+    (
+        DISCOVERY,
+        &["APIGroupDiscovery"],
+        "versions[].resources[].responseKind.group",
+        Value(Group),
+    ),
+    (
+        DISCOVERY,
+        &["APIGroupDiscovery"],
+        "versions[].resources[].subresources[].responseKind.group",
+        Value(Group),
+    ),
+];
+
+/// Keys under which the reference-key heuristic never looks: free-form maps
+/// whose keys are user data, not schema.
+const HEURISTIC_SKIP_METADATA: &[&str] = &["labels", "annotations", "managedFields"];
+/// Kinds whose `data`-like members are opaque user data.
+const OPAQUE_DATA_KINDS: &[&str] = &["ConfigMap", "Secret"];
+const OPAQUE_DATA_KEYS: &[&str] = &["data", "binaryData", "stringData"];
+
+/// The catalog in use: the built-in places plus the config's `fields`.
+#[derive(Clone, Debug)]
+pub struct Catalog {
+    places: Vec<Place>,
+}
+
+impl Catalog {
+    /// The built-in catalog plus app-specific fields from the config.
+    pub fn new(custom: &[CustomField]) -> Catalog {
+        let mut places: Vec<Place> = BUILTIN
+            .iter()
+            .map(|(groups, kinds, path, slot)| Place {
+                selector: if groups.is_empty() {
+                    if kinds == &["*List"] {
+                        Selector::AnyList
+                    } else {
+                        Selector::AnyObject
+                    }
+                } else {
+                    Selector::kinds(groups, kinds)
+                },
+                path: FieldPath::parse(path).expect("built-in catalog paths are valid"),
+                slot: *slot,
+            })
+            .collect();
+        places.extend(custom.iter().map(|f| Place {
+            selector: Selector::kinds(&[&f.group], &[&f.kind]),
+            path: f.path.clone(),
+            slot: Slot::Value(f.form),
+        }));
+        Catalog { places }
+    }
+
+    /// Every place, in application order.
+    pub fn places(&self) -> &[Place] {
+        &self.places
+    }
+
+    /// The places of an object of `group`/`kind` (app names), in order.
+    pub fn places_for<'a>(
+        &'a self,
+        group: &'a str,
+        kind: &'a str,
+    ) -> impl Iterator<Item = &'a Place> + 'a {
+        self.places
+            .iter()
+            .filter(move |p| p.selector.matches(group, kind))
+    }
+
+    /// True when the reference-key heuristic must not descend into member
+    /// `key` of an object of `kind`, found at `depth` (0 = the object's own
+    /// members) under `parent` (the enclosing member's name).
+    pub fn reference_keys_skip(kind: &str, parent: Option<&str>, depth: usize, key: &str) -> bool {
+        (depth == 1 && parent == Some("metadata") && HEURISTIC_SKIP_METADATA.contains(&key))
+            || (depth == 0
+                && OPAQUE_DATA_KINDS.contains(&kind)
+                && OPAQUE_DATA_KEYS.contains(&key))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_path_parses() {
+        let c = Catalog::new(&[]);
+        assert_eq!(c.places().len(), BUILTIN.len());
+    }
+
+    #[test]
+    fn selectors_pick_kinds_by_app_group() {
+        let c = Catalog::new(&[]);
+        let crd: Vec<String> = c
+            .places_for("apiextensions.k8s.io", "CustomResourceDefinition")
+            .map(|p| p.path.to_string())
+            .collect();
+        assert!(crd.contains(&"metadata.name".to_string()));
+        assert!(crd.contains(&"spec.group".to_string()));
+        assert!(crd.contains(&"apiVersion".to_string()));
+        let list: Vec<Slot> = c.places_for("", "ConfigMapList").map(|p| p.slot).collect();
+        assert!(list.contains(&Slot::Items));
+        let cm: Vec<String> = c
+            .places_for("", "ConfigMap")
+            .map(|p| p.path.to_string())
+            .collect();
+        assert_eq!(
+            cm,
+            [
+                "apiVersion",
+                "metadata.ownerReferences[].apiVersion",
+                "metadata.managedFields[].apiVersion"
+            ]
+        );
+    }
+}

@@ -1,0 +1,8 @@
+//! Renaming groups in bodies: the catalog of places and the codecs that
+//! walk it.
+
+pub mod catalog;
+pub mod json;
+
+pub use catalog::Catalog;
+pub use json::{JsonRewriter, RewriteError};
