@@ -105,33 +105,85 @@ use Slot::{DropShadowed, Items, Object, Value};
 const BUILTIN: &[Row] = &[
     // Every object.
     (ANY, &["*"], "apiVersion", Value(ApiVersion)),
-    (ANY, &["*"], "metadata.ownerReferences[].apiVersion", Value(ApiVersion)),
-    (ANY, &["*"], "metadata.managedFields[].apiVersion", Value(ApiVersion)),
+    (
+        ANY,
+        &["*"],
+        "metadata.ownerReferences[].apiVersion",
+        Value(ApiVersion),
+    ),
+    (
+        ANY,
+        &["*"],
+        "metadata.managedFields[].apiVersion",
+        Value(ApiVersion),
+    ),
     // Lists, tables, watch events.
     (ANY, &["*List"], "items", Items),
     (META, &["Table"], "rows[].object", Object),
     (META, &["WatchEvent"], "object", Object),
     // CustomResourceDefinition and APIService names.
-    (APIEXT, &["CustomResourceDefinition"], "metadata.name", Value(QualifiedName)),
-    (APIEXT, &["CustomResourceDefinition"], "spec.group", Value(Group)),
-    (APIREG, &["APIService"], "metadata.name", Value(QualifiedName)),
+    (
+        APIEXT,
+        &["CustomResourceDefinition"],
+        "metadata.name",
+        Value(QualifiedName),
+    ),
+    (
+        APIEXT,
+        &["CustomResourceDefinition"],
+        "spec.group",
+        Value(Group),
+    ),
+    (
+        APIREG,
+        &["APIService"],
+        "metadata.name",
+        Value(QualifiedName),
+    ),
     (APIREG, &["APIService"], "spec.group", Value(Group)),
     // RBAC.
-    (RBAC, &["Role", "ClusterRole"], "rules[].apiGroups[]", Value(Group)),
-    (RBAC, &["RoleBinding", "ClusterRoleBinding"], "subjects[].apiGroup", Value(Group)),
-    (RBAC, &["RoleBinding", "ClusterRoleBinding"], "roleRef.apiGroup", Value(Group)),
+    (
+        RBAC,
+        &["Role", "ClusterRole"],
+        "rules[].apiGroups[]",
+        Value(Group),
+    ),
+    (
+        RBAC,
+        &["RoleBinding", "ClusterRoleBinding"],
+        "subjects[].apiGroup",
+        Value(Group),
+    ),
+    (
+        RBAC,
+        &["RoleBinding", "ClusterRoleBinding"],
+        "roleRef.apiGroup",
+        Value(Group),
+    ),
     // Authorization reviews.
     (
         AUTHZ,
-        &["SubjectAccessReview", "LocalSubjectAccessReview", "SelfSubjectAccessReview"],
+        &[
+            "SubjectAccessReview",
+            "LocalSubjectAccessReview",
+            "SelfSubjectAccessReview",
+        ],
         "spec.resourceAttributes.group",
         Value(Group),
     ),
-    (AUTHZ, &["SelfSubjectRulesReview"], "status.resourceRules[].apiGroups[]", Value(Group)),
+    (
+        AUTHZ,
+        &["SelfSubjectRulesReview"],
+        "status.resourceRules[].apiGroups[]",
+        Value(Group),
+    ),
     // Admission configuration.
     (
         ADMREG,
-        &["ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"],
+        &[
+            "ValidatingWebhookConfiguration",
+            "MutatingWebhookConfiguration",
+        ],
         "webhooks[].rules[].apiGroups[]",
         Value(Group),
     ),
@@ -155,31 +207,82 @@ const BUILTIN: &[Row] = &[
     ),
     (
         ADMREG,
-        &["ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicyBinding"],
+        &[
+            "ValidatingAdmissionPolicyBinding",
+            "MutatingAdmissionPolicyBinding",
+        ],
         "spec.matchResources.resourceRules[].apiGroups[]",
         Value(Group),
     ),
     (
         ADMREG,
-        &["ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicyBinding"],
+        &[
+            "ValidatingAdmissionPolicyBinding",
+            "MutatingAdmissionPolicyBinding",
+        ],
         "spec.matchResources.excludeResourceRules[].apiGroups[]",
         Value(Group),
     ),
     // AdmissionReview (webhooks served through the front).
-    (ADMISSION, &["AdmissionReview"], "request.kind.group", Value(Group)),
-    (ADMISSION, &["AdmissionReview"], "request.resource.group", Value(Group)),
-    (ADMISSION, &["AdmissionReview"], "request.requestKind.group", Value(Group)),
-    (ADMISSION, &["AdmissionReview"], "request.requestResource.group", Value(Group)),
+    (
+        ADMISSION,
+        &["AdmissionReview"],
+        "request.kind.group",
+        Value(Group),
+    ),
+    (
+        ADMISSION,
+        &["AdmissionReview"],
+        "request.resource.group",
+        Value(Group),
+    ),
+    (
+        ADMISSION,
+        &["AdmissionReview"],
+        "request.requestKind.group",
+        Value(Group),
+    ),
+    (
+        ADMISSION,
+        &["AdmissionReview"],
+        "request.requestResource.group",
+        Value(Group),
+    ),
     (ADMISSION, &["AdmissionReview"], "request.object", Object),
     (ADMISSION, &["AdmissionReview"], "request.oldObject", Object),
     // References to other objects.
-    (CORE, &["Event"], "involvedObject.apiVersion", Value(ApiVersion)),
+    (
+        CORE,
+        &["Event"],
+        "involvedObject.apiVersion",
+        Value(ApiVersion),
+    ),
     (CORE, &["Event"], "related.apiVersion", Value(ApiVersion)),
-    (EVENTS, &["Event"], "regarding.apiVersion", Value(ApiVersion)),
+    (
+        EVENTS,
+        &["Event"],
+        "regarding.apiVersion",
+        Value(ApiVersion),
+    ),
     (EVENTS, &["Event"], "related.apiVersion", Value(ApiVersion)),
-    (CORE, &["PersistentVolumeClaim"], "spec.dataSource.apiGroup", Value(Group)),
-    (CORE, &["PersistentVolumeClaim"], "spec.dataSourceRef.apiGroup", Value(Group)),
-    (AUTOSCALING, &["HorizontalPodAutoscaler"], "spec.scaleTargetRef.apiVersion", Value(ApiVersion)),
+    (
+        CORE,
+        &["PersistentVolumeClaim"],
+        "spec.dataSource.apiGroup",
+        Value(Group),
+    ),
+    (
+        CORE,
+        &["PersistentVolumeClaim"],
+        "spec.dataSourceRef.apiGroup",
+        Value(Group),
+    ),
+    (
+        AUTOSCALING,
+        &["HorizontalPodAutoscaler"],
+        "spec.scaleTargetRef.apiVersion",
+        Value(ApiVersion),
+    ),
     (
         AUTOSCALING,
         &["HorizontalPodAutoscaler"],
@@ -199,16 +302,56 @@ const BUILTIN: &[Row] = &[
     // Discovery. Shadowed upstream groups are dropped before renaming.
     (CORE, &["APIGroupList"], "groups", DropShadowed("name")),
     (CORE, &["APIGroupList"], "groups[].name", Value(Group)),
-    (CORE, &["APIGroupList"], "groups[].versions[].groupVersion", Value(ApiVersion)),
-    (CORE, &["APIGroupList"], "groups[].preferredVersion.groupVersion", Value(ApiVersion)),
+    (
+        CORE,
+        &["APIGroupList"],
+        "groups[].versions[].groupVersion",
+        Value(ApiVersion),
+    ),
+    (
+        CORE,
+        &["APIGroupList"],
+        "groups[].preferredVersion.groupVersion",
+        Value(ApiVersion),
+    ),
     (CORE, &["APIGroup"], "name", Value(Group)),
-    (CORE, &["APIGroup"], "versions[].groupVersion", Value(ApiVersion)),
-    (CORE, &["APIGroup"], "preferredVersion.groupVersion", Value(ApiVersion)),
-    (CORE, &["APIResourceList"], "groupVersion", Value(ApiVersion)),
-    (CORE, &["APIResourceList"], "resources[].group", Value(Group)),
+    (
+        CORE,
+        &["APIGroup"],
+        "versions[].groupVersion",
+        Value(ApiVersion),
+    ),
+    (
+        CORE,
+        &["APIGroup"],
+        "preferredVersion.groupVersion",
+        Value(ApiVersion),
+    ),
+    (
+        CORE,
+        &["APIResourceList"],
+        "groupVersion",
+        Value(ApiVersion),
+    ),
+    (
+        CORE,
+        &["APIResourceList"],
+        "resources[].group",
+        Value(Group),
+    ),
     // Aggregated discovery (v2beta1 and v2): items are APIGroupDiscovery.
-    (DISCOVERY, &["APIGroupDiscoveryList"], "items", DropShadowed("metadata.name")),
-    (DISCOVERY, &["APIGroupDiscovery"], "metadata.name", Value(Group)),
+    (
+        DISCOVERY,
+        &["APIGroupDiscoveryList"],
+        "items",
+        DropShadowed("metadata.name"),
+    ),
+    (
+        DISCOVERY,
+        &["APIGroupDiscovery"],
+        "metadata.name",
+        Value(Group),
+    ),
     (
         DISCOVERY,
         &["APIGroupDiscovery"],
@@ -263,6 +406,19 @@ impl Catalog {
         Catalog { places }
     }
 
+    /// The kind served at `group`/`resource` when its objects' names carry a
+    /// group, so that metadata-only responses (which name only
+    /// `PartialObjectMetadata`) still get their names renamed.
+    pub fn kind_for_resource(group: &str, resource: &str) -> Option<&'static str> {
+        match (group, resource) {
+            ("apiextensions.k8s.io", "customresourcedefinitions") => {
+                Some("CustomResourceDefinition")
+            }
+            ("apiregistration.k8s.io", "apiservices") => Some("APIService"),
+            _ => None,
+        }
+    }
+
     /// Every place, in application order.
     pub fn places(&self) -> &[Place] {
         &self.places
@@ -284,9 +440,7 @@ impl Catalog {
     /// members) under `parent` (the enclosing member's name).
     pub fn reference_keys_skip(kind: &str, parent: Option<&str>, depth: usize, key: &str) -> bool {
         (depth == 1 && parent == Some("metadata") && HEURISTIC_SKIP_METADATA.contains(&key))
-            || (depth == 0
-                && OPAQUE_DATA_KINDS.contains(&kind)
-                && OPAQUE_DATA_KEYS.contains(&key))
+            || (depth == 0 && OPAQUE_DATA_KINDS.contains(&kind) && OPAQUE_DATA_KEYS.contains(&key))
     }
 }
 

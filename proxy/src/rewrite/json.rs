@@ -34,9 +34,7 @@ struct TypeOf {
 
 impl TypeOf {
     fn group(&self) -> &str {
-        self.api_version
-            .split_once('/')
-            .map_or("", |(g, _)| g)
+        self.api_version.split_once('/').map_or("", |(g, _)| g)
     }
 }
 
@@ -57,7 +55,22 @@ impl<'a> JsonRewriter<'a> {
     /// (including lists, tables, watch events, Status and discovery
     /// documents). Returns whether anything changed.
     pub fn rewrite(&self, obj: &mut Json) -> Result<bool, RewriteError> {
-        self.object(obj, None)
+        self.object(obj, None, None)
+    }
+
+    /// Like [`rewrite`](Self::rewrite), for a response to a request that
+    /// addressed objects of `group`/`kind` (app names): metadata-only forms
+    /// (`PartialObjectMetadata`, also inside lists, Table rows and watch
+    /// events) lose their kind, but their name may still carry a group
+    /// (`version.group` of an APIService). See [`Catalog::kind_for_resource`].
+    pub fn rewrite_addressed(
+        &self,
+        obj: &mut Json,
+        group: &str,
+        kind: &str,
+    ) -> Result<bool, RewriteError> {
+        let addressed = (group, kind);
+        self.object(obj, None, Some(addressed))
     }
 
     /// Like [`rewrite`](Self::rewrite), for a partial object (a merge or
@@ -73,10 +86,15 @@ impl<'a> JsonRewriter<'a> {
             api_version: api_version.to_owned(),
             kind: kind.to_owned(),
         };
-        self.object(obj, Some(&hint))
+        self.object(obj, Some(&hint), None)
     }
 
-    fn object(&self, obj: &mut Json, hint: Option<&TypeOf>) -> Result<bool, RewriteError> {
+    fn object(
+        &self,
+        obj: &mut Json,
+        hint: Option<&TypeOf>,
+        addressed: Option<(&str, &str)>,
+    ) -> Result<bool, RewriteError> {
         let Some(members) = obj.as_object() else {
             return Ok(false);
         };
@@ -100,11 +118,15 @@ impl<'a> JsonRewriter<'a> {
             Direction::ToApp => self.map.map_group(group_in, Direction::ToApp),
             Direction::ToCluster => None,
         };
-        let app_group = app_group.as_deref().unwrap_or(group_in);
+        let mut app_group = app_group.as_deref().unwrap_or(group_in);
+        let mut kind = ty.kind.as_str();
+        if let Some((g, k)) = addressed.filter(|_| kind == "PartialObjectMetadata") {
+            (app_group, kind) = (g, k);
+        }
 
         let mut changed = false;
         let mut embedded: Vec<&str> = Vec::new();
-        for place in self.catalog.places_for(app_group, &ty.kind) {
+        for place in self.catalog.places_for(app_group, kind) {
             let slot = place.slot;
             if matches!(slot, Slot::Object | Slot::Items) {
                 if let Some(Step::Key(k)) = place.path.steps().first() {
@@ -116,36 +138,44 @@ impl<'a> JsonRewriter<'a> {
                 if result.is_err() {
                     return;
                 }
-                match self.slot(leaf, slot, &ty) {
+                match self.slot(leaf, slot, &ty, addressed) {
                     Ok(c) => changed |= c,
                     Err(e) => result = Err(e),
                 }
             });
             result?;
         }
-        changed |= self.reference_keys(obj, &ty.kind, None, 0, &embedded);
+        changed |= self.reference_keys(obj, kind, None, 0, &embedded);
         Ok(changed)
     }
 
-    fn slot(&self, leaf: &mut Json, slot: Slot, ty: &TypeOf) -> Result<bool, RewriteError> {
+    fn slot(
+        &self,
+        leaf: &mut Json,
+        slot: Slot,
+        ty: &TypeOf,
+        addressed: Option<(&str, &str)>,
+    ) -> Result<bool, RewriteError> {
         match slot {
             Slot::Value(form) => self.value(leaf, form),
-            Slot::Object => self.object(leaf, None),
+            Slot::Object => self.object(leaf, None, addressed),
             Slot::Items => {
                 let Some(items) = leaf.as_array_mut() else {
                     return Ok(false);
                 };
                 // A typed list's items omit apiVersion/kind; `v1 List` items
                 // always carry their own.
-                let hint = ty.kind.strip_suffix("List").filter(|k| !k.is_empty()).map(|k| {
-                    TypeOf {
+                let hint = ty
+                    .kind
+                    .strip_suffix("List")
+                    .filter(|k| !k.is_empty())
+                    .map(|k| TypeOf {
                         api_version: ty.api_version.clone(),
                         kind: k.to_owned(),
-                    }
-                });
+                    });
                 let mut changed = false;
                 for item in items {
-                    changed |= self.object(item, hint.as_ref())?;
+                    changed |= self.object(item, hint.as_ref(), addressed)?;
                 }
                 Ok(changed)
             }

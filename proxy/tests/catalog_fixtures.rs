@@ -1,0 +1,292 @@
+//! The catalog, on real kube-apiserver bytes: every JSON object captured in
+//! the `renamed` world, renamed for the app, equals the `orig` world's object
+//! (and the reverse), once volatile fields and the world's own name are
+//! masked. Equality of the whole document pins both halves of the contract:
+//! every group-bearing field is renamed, and nothing else changes (label keys
+//! such as `samplecontroller.k8s.io/owner` included).
+
+mod common;
+
+use common::{case_names, fixture_map, Case};
+use regroup::rewrite::{Catalog, JsonRewriter};
+use regroup_config::Direction;
+use serde_json::Value as Json;
+
+/// Members that differ between runs and worlds (fixtures README, "Volatile
+/// fields"), plus those the README lists as differing for timing reasons.
+const VOLATILE: &[&str] = &[
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "generation",
+    "time",
+    "lastTransitionTime",
+    "continue",
+    "storageVersionHash", // computed by the server from the group
+    "cells",              // Table Age columns
+    "conditions",         // CRD approval condition exists only for *.k8s.io
+    "nonResourceRules",   // came back in a different order
+    "remainingItemCount",
+];
+
+/// Cases whose differences are outside the rename (fixtures README):
+/// the members to mask in them on top of [`VOLATILE`].
+fn extra_masks(name: &str) -> &'static [&'static str] {
+    if name.contains("-crd") {
+        // managedFields record the CRD approval condition, which only the
+        // protected *.k8s.io group gets.
+        &["fieldsV1"]
+    } else if name.starts_with("251-") {
+        // "too old resource version: 1 (<current RV>)".
+        &["message"]
+    } else {
+        &[]
+    }
+}
+
+/// Replaces the world's name (namespace, cluster-scoped names, label value)
+/// with a placeholder and masks volatile members.
+fn normalize(v: &mut Json, world: &str, extra: &[&str]) {
+    match v {
+        Json::Object(m) => {
+            let members = std::mem::take(m);
+            for (k, mut child) in members {
+                if VOLATILE.contains(&k.as_str()) || extra.contains(&k.as_str()) {
+                    child = Json::String("<masked>".into());
+                } else {
+                    normalize(&mut child, world, extra);
+                }
+                m.insert(mask_uid_key(&k), child);
+            }
+        }
+        Json::Array(a) => a.iter_mut().for_each(|e| normalize(e, world, extra)),
+        Json::String(s) => *s = mask_world(s, world),
+        _ => {}
+    }
+}
+
+/// managedFields keys such as `k:{"uid":"7a72..."}` embed volatile uids.
+fn mask_uid_key(k: &str) -> String {
+    match k.find("\"uid\":\"") {
+        Some(i) => {
+            let start = i + 7;
+            let end = k[start..].find('"').map_or(k.len(), |e| start + e);
+            format!("{}<uid>{}", &k[..start], &k[end..])
+        }
+        None => k.to_owned(),
+    }
+}
+
+fn mask_world(s: &str, world: &str) -> String {
+    // Only whole DNS-ish tokens: `renamed`, `foo-viewer-renamed`, `renamed-bulk`.
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find(world) {
+        let before = rest[..i].chars().last();
+        let after = rest[i + world.len()..].chars().next();
+        let boundary = |c: Option<char>| c.is_none_or(|c| !c.is_ascii_alphanumeric());
+        out.push_str(&rest[..i]);
+        out.push_str(if boundary(before) && boundary(after) {
+            "<world>"
+        } else {
+            world
+        });
+        rest = &rest[i + world.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The JSON documents of a body: one object, or newline-delimited watch events.
+fn documents(body: &[u8]) -> Option<Vec<Json>> {
+    if let Ok(v) = serde_json::from_slice::<Json>(body) {
+        return v.is_object().then(|| vec![v]);
+    }
+    let docs: Result<Vec<Json>, _> = body
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(serde_json::from_slice)
+        .collect();
+    docs.ok().filter(|d| !d.is_empty())
+}
+
+/// Drops BOOKMARK events, whose number depends on timing.
+fn without_bookmarks(docs: Vec<Json>) -> Vec<Json> {
+    docs.into_iter()
+        .filter(|d| d.get("type").and_then(Json::as_str) != Some("BOOKMARK"))
+        .collect()
+}
+
+fn rewrite_all(docs: &mut [Json], dir: Direction, addressed: Option<(&str, &str)>) -> bool {
+    let map = fixture_map();
+    let catalog = Catalog::new(&[]);
+    let rw = JsonRewriter::new(&map, &catalog, dir);
+    let mut changed = false;
+    for d in docs {
+        changed |= match addressed {
+            Some((g, k)) => rw.rewrite_addressed(d, g, k),
+            None => rw.rewrite(d),
+        }
+        .expect("rewrite");
+    }
+    changed
+}
+
+/// The kind a request path addresses, when its objects' names carry a
+/// group: `/apis/{group}/{version}/{resource}[/{name}]`.
+fn addressed(path: &str) -> Option<(&'static str, &'static str)> {
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match parts.as_slice() {
+        ["apis", group @ "apiextensions.k8s.io", _, resource, ..]
+        | ["apis", group @ "apiregistration.k8s.io", _, resource, ..] => {
+            let g: &'static str = if *group == "apiextensions.k8s.io" {
+                "apiextensions.k8s.io"
+            } else {
+                "apiregistration.k8s.io"
+            };
+            Catalog::kind_for_resource(g, resource).map(|k| (g, k))
+        }
+        _ => None,
+    }
+}
+
+/// Where two documents first differ, and how.
+fn first_difference(got: &Json, want: &Json, at: String) -> Option<String> {
+    match (got, want) {
+        (Json::Object(a), Json::Object(b)) => {
+            for (k, va) in a {
+                match b.get(k) {
+                    Some(vb) => {
+                        if let Some(d) = first_difference(va, vb, format!("{at}.{k}")) {
+                            return Some(d);
+                        }
+                    }
+                    None => return Some(format!("{at}.{k}: unexpected member")),
+                }
+            }
+            b.keys()
+                .find(|k| !a.contains_key(*k))
+                .map(|k| format!("{at}.{k}: missing member"))
+        }
+        (Json::Array(a), Json::Array(b)) if a.len() == b.len() => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .find_map(|(i, (x, y))| first_difference(x, y, format!("{at}[{i}]"))),
+        _ if got == want => None,
+        _ => Some(format!("{at}: got {got}, want {want}")),
+    }
+}
+
+struct Pair {
+    name: String,
+    case: String,
+    addressed: Option<(&'static str, &'static str)>,
+    orig: Vec<Json>,
+    renamed: Vec<Json>,
+}
+
+/// Every paired JSON body: responses, and request bodies that are whole objects.
+fn json_pairs() -> Vec<Pair> {
+    let mut pairs = Vec::new();
+    for name in case_names() {
+        let (o, r) = (Case::load("orig", &name), Case::load("renamed", &name));
+        if o.response_type().starts_with("application/json") && !o.gzipped() {
+            if let (Some(a), Some(b)) = (documents(&o.response), documents(&r.response)) {
+                pairs.push(Pair {
+                    name: format!("{name} response"),
+                    case: name.clone(),
+                    addressed: addressed(o.exchange["path"].as_str().unwrap_or("")),
+                    orig: without_bookmarks(a),
+                    renamed: without_bookmarks(b),
+                });
+            }
+        }
+        if o.request_type() == "application/json" {
+            if let (Some(a), Some(b)) = (
+                o.request.as_deref().and_then(documents),
+                r.request.as_deref().and_then(documents),
+            ) {
+                if a[0].get("kind").is_some() {
+                    pairs.push(Pair {
+                        name: format!("{name} request"),
+                        case: name.clone(),
+                        addressed: None,
+                        orig: a,
+                        renamed: b,
+                    });
+                }
+            }
+        }
+    }
+    pairs
+}
+
+fn compare(dir: Direction) {
+    let pairs = json_pairs();
+    assert!(
+        pairs.len() > 150,
+        "expected most JSON cases, got {}",
+        pairs.len()
+    );
+    let mut failures = Vec::new();
+    let mut renamed_something = 0;
+    for p in pairs {
+        let (mut input, mut want, in_world, want_world) = match dir {
+            Direction::ToApp => (p.renamed, p.orig, "renamed", "orig"),
+            Direction::ToCluster => (p.orig, p.renamed, "orig", "renamed"),
+        };
+        if rewrite_all(&mut input, dir, p.addressed) {
+            renamed_something += 1;
+        }
+        let extra = extra_masks(&p.case);
+        input.iter_mut().for_each(|d| normalize(d, in_world, extra));
+        want.iter_mut()
+            .for_each(|d| normalize(d, want_world, extra));
+        if input != want {
+            failures.push(format!(
+                "{}: {}",
+                p.name,
+                first_difference(&Json::from(input), &Json::from(want), String::new())
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    assert!(
+        renamed_something > 100,
+        "only {renamed_something} documents carried a group"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} cases differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn renamed_world_responses_read_as_orig_world_for_the_app() {
+    compare(Direction::ToApp);
+}
+
+#[test]
+fn orig_world_bodies_read_as_renamed_world_for_the_cluster() {
+    compare(Direction::ToCluster);
+}
+
+/// The comparison above is not vacuous: without the rewrite, the worlds differ.
+#[test]
+fn worlds_differ_without_the_rewrite() {
+    let mut differing = 0;
+    for p in json_pairs() {
+        let (mut a, mut b) = (p.renamed, p.orig);
+        let extra = extra_masks(&p.case);
+        a.iter_mut().for_each(|d| normalize(d, "renamed", extra));
+        b.iter_mut().for_each(|d| normalize(d, "orig", extra));
+        if a != b {
+            differing += 1;
+        }
+    }
+    assert!(differing > 100, "only {differing} pairs differ by group");
+}
