@@ -2,7 +2,8 @@
 //!
 //! One syntax for the built-in catalog and for the config's app-specific
 //! `fields`: dot-separated JSON field names, `[]` after a name meaning "each
-//! element of this array".
+//! element of this array", and `["a.b/c"]` for a member whose name contains
+//! dots (an annotation key).
 
 use std::fmt;
 
@@ -35,23 +36,58 @@ impl FieldPath {
             return Err("path is empty".into());
         }
         let mut steps = Vec::new();
-        for part in s.split('.') {
-            let mut name = part;
-            let mut each = 0;
-            while let Some(n) = name.strip_suffix("[]") {
-                name = n;
-                each += 1;
+        let mut rest = s;
+        let mut expect_name = true;
+        while !rest.is_empty() {
+            if let Some(r) = rest.strip_prefix("[]") {
+                if expect_name {
+                    return Err(format!("path `{s}` has an empty field name"));
+                }
+                steps.push(Step::Each);
+                rest = r;
+            } else if let Some(r) = rest.strip_prefix("[\"") {
+                let end = r
+                    .find("\"]")
+                    .ok_or_else(|| format!("path `{s}`: unterminated `[\"`"))?;
+                if end == 0 {
+                    return Err(format!("path `{s}` has an empty field name"));
+                }
+                steps.push(Step::Key(r[..end].to_owned()));
+                rest = &r[end + 2..];
+                expect_name = false;
+            } else if let Some(r) = rest.strip_prefix('.') {
+                if expect_name {
+                    return Err(format!("path `{s}` has an empty field name"));
+                }
+                rest = r;
+                expect_name = true;
+                if rest.is_empty() || rest.starts_with('[') && !rest.starts_with("[\"") {
+                    return Err(format!("path `{s}` has an empty field name"));
+                }
+            } else {
+                if !expect_name {
+                    return Err(format!("path `{s}`: expected `.`, `[]` or `[\"` before `{rest}`"));
+                }
+                let end = rest.find(['.', '[']).unwrap_or(rest.len());
+                let name = &rest[..end];
+                if name.is_empty() || name.contains(']') {
+                    return Err(format!(
+                        "path `{s}`: `{rest}` is not a field name (only `[]`, meaning every element, \
+                         or `[\"name\"]` may follow a name)"
+                    ));
+                }
+                steps.push(Step::Key(name.to_owned()));
+                rest = &rest[end..];
+                expect_name = false;
+                if rest.starts_with('[') && !rest.starts_with("[]") && !rest.starts_with("[\"") {
+                    return Err(format!(
+                        "path `{s}`: only `[]` (every element) or `[\"name\"]` may follow `{name}`"
+                    ));
+                }
             }
-            if name.is_empty() {
-                return Err(format!("path `{s}` has an empty field name"));
-            }
-            if name.contains(['[', ']']) {
-                return Err(format!(
-                    "path `{s}`: `{part}` is not a field name (only `[]`, meaning every element, may follow a name)"
-                ));
-            }
-            steps.push(Step::Key(name.to_owned()));
-            steps.extend(std::iter::repeat_n(Step::Each, each));
+        }
+        if expect_name {
+            return Err(format!("path `{s}` has an empty field name"));
         }
         Ok(FieldPath { steps })
     }
@@ -67,6 +103,7 @@ impl fmt::Display for FieldPath {
         let mut first = true;
         for s in &self.steps {
             match s {
+                Step::Key(k) if k.contains(['.', '[', ']']) => write!(f, "[\"{k}\"]")?,
                 Step::Key(k) => {
                     if !first {
                         f.write_str(".")?;
@@ -87,7 +124,13 @@ mod tests {
 
     #[test]
     fn paths_round_trip_through_display() {
-        for s in ["spec.group", "rules[].apiGroups[]", "items", "a[][].b"] {
+        for s in [
+            "spec.group",
+            "rules[].apiGroups[]",
+            "items",
+            "a[][].b",
+            "metadata.annotations[\"autoscaling.alpha.kubernetes.io/metrics\"]",
+        ] {
             assert_eq!(FieldPath::parse(s).unwrap().to_string(), s);
         }
     }
@@ -98,5 +141,24 @@ mod tests {
         assert!(FieldPath::parse("spec..group").is_err());
         assert!(FieldPath::parse("spec.[]").is_err());
         assert!(FieldPath::parse("a[0].b").is_err());
+        assert!(FieldPath::parse("a.").is_err());
+        assert!(FieldPath::parse(".a").is_err());
+        assert!(FieldPath::parse("a[\"b").is_err());
+        assert!(FieldPath::parse("a[\"\"]").is_err());
+        assert!(FieldPath::parse("a[\"b\"]c").is_err());
+    }
+
+    #[test]
+    fn quoted_keys_may_contain_dots() {
+        let p = FieldPath::parse("metadata.annotations[\"a.b/c\"][]").unwrap();
+        assert_eq!(
+            p.steps(),
+            &[
+                Step::Key("metadata".into()),
+                Step::Key("annotations".into()),
+                Step::Key("a.b/c".into()),
+                Step::Each
+            ]
+        );
     }
 }

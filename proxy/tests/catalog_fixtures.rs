@@ -203,6 +203,17 @@ fn json_pairs() -> Vec<Pair> {
                 });
             }
         }
+        if o.response_type() == "application/yaml" {
+            let yaml =
+                |b: &[u8]| -> Json { serde_saphyr::from_slice(b).expect("captured YAML parses") };
+            pairs.push(Pair {
+                name: format!("{name} response (yaml)"),
+                case: name.clone(),
+                addressed: None,
+                orig: vec![yaml(&o.response)],
+                renamed: vec![yaml(&r.response)],
+            });
+        }
         if o.request_type() == "application/json" {
             if let (Some(a), Some(b)) = (
                 o.request.as_deref().and_then(documents),

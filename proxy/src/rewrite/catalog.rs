@@ -58,6 +58,10 @@ pub enum Slot {
     /// The `items` of a list: objects whose kind, when absent, is the list's
     /// kind without `List`.
     Items,
+    /// A string holding JSON (an annotation the apiserver writes); inside
+    /// it, the value at this path (applied to each element when the JSON is
+    /// an array) names a group in this form.
+    JsonString(&'static str, Form),
     /// An array of discovery entries; in the app's direction, entries whose
     /// group (a string at this sub-path of the entry) is shadowed are dropped.
     /// Runs before the entries' own renames.
@@ -98,10 +102,9 @@ const AUTOSCALING: &[&str] = &["autoscaling"];
 const DISCOVERY: &[&str] = &["apidiscovery.k8s.io"];
 
 use Form::{ApiVersion, Group, QualifiedName, Text};
-use Slot::{DropShadowed, Items, Object, Value};
+use Slot::{DropShadowed, Items, JsonString, Object, Value};
 
-/// The table. Order matters only for `DropShadowed`, which must come before
-/// the renames of the entries it filters.
+/// The table. `DropShadowed` rows are applied before all others.
 const BUILTIN: &[Row] = &[
     // Every object.
     (ANY, &["*"], "apiVersion", Value(ApiVersion)),
@@ -295,6 +298,32 @@ const BUILTIN: &[Row] = &[
         "status.currentMetrics[].object.describedObject.apiVersion",
         Value(ApiVersion),
     ),
+    // autoscaling/v2beta1 names the object `target`.
+    (
+        AUTOSCALING,
+        &["HorizontalPodAutoscaler"],
+        "spec.metrics[].object.target.apiVersion",
+        Value(ApiVersion),
+    ),
+    (
+        AUTOSCALING,
+        &["HorizontalPodAutoscaler"],
+        "status.currentMetrics[].object.target.apiVersion",
+        Value(ApiVersion),
+    ),
+    // autoscaling/v1 carries v2 metrics as JSON in annotations.
+    (
+        AUTOSCALING,
+        &["HorizontalPodAutoscaler"],
+        "metadata.annotations[\"autoscaling.alpha.kubernetes.io/metrics\"]",
+        JsonString("object.target.apiVersion", ApiVersion),
+    ),
+    (
+        AUTOSCALING,
+        &["HorizontalPodAutoscaler"],
+        "metadata.annotations[\"autoscaling.alpha.kubernetes.io/current-metrics\"]",
+        JsonString("object.target.apiVersion", ApiVersion),
+    ),
     // Status errors.
     (META, &["Status"], "details.group", Value(Group)),
     (META, &["Status"], "message", Value(Text)),
@@ -403,6 +432,9 @@ impl Catalog {
             path: f.path.clone(),
             slot: Slot::Value(f.form),
         }));
+        // Shadowed entries must be dropped while they still carry the names
+        // they arrived with, before any rename (the generic `items` too).
+        places.sort_by_key(|p| !matches!(p.slot, Slot::DropShadowed(_)));
         Catalog { places }
     }
 

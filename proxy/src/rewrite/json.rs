@@ -14,6 +14,9 @@ use super::catalog::{Catalog, Slot};
 /// Why an object could not be renamed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RewriteError {
+    /// A field that must hold JSON (an apiserver-written annotation) doesn't.
+    #[error("`{0}` must hold JSON: {1}")]
+    EmbeddedJson(String, String),
     /// A renamed name would not be a valid Kubernetes name any more.
     #[error("renaming `{from}` gives `{to}`, longer than {MAX_SUBDOMAIN} characters")]
     TooLong {
@@ -176,6 +179,35 @@ impl<'a> JsonRewriter<'a> {
                 let mut changed = false;
                 for item in items {
                     changed |= self.object(item, hint.as_ref(), addressed)?;
+                }
+                Ok(changed)
+            }
+            Slot::JsonString(inner, form) => {
+                let Some(text) = leaf.as_str() else {
+                    return Ok(false);
+                };
+                if !self.map.needles(self.dir).iter().any(|n| text.contains(n)) {
+                    return Ok(false);
+                }
+                let mut doc: Json = serde_json::from_str(text)
+                    .map_err(|e| RewriteError::EmbeddedJson(inner.to_owned(), e.to_string()))?;
+                let steps = regroup_config::field_path::FieldPath::parse(inner)
+                    .expect("catalog sub-paths are valid");
+                let mut changed = false;
+                let mut result = Ok(());
+                let mut apply = |v: &mut Json| {
+                    visit(v, steps.steps(), &mut |l| match self.value(l, form) {
+                        Ok(c) => changed |= c,
+                        Err(e) => result = Err(e),
+                    })
+                };
+                match doc.as_array_mut() {
+                    Some(elems) => elems.iter_mut().for_each(&mut apply),
+                    None => apply(&mut doc),
+                }
+                result?;
+                if changed {
+                    *leaf = Json::String(doc.to_string());
                 }
                 Ok(changed)
             }

@@ -1,1 +1,359 @@
+//! Catalog rows that the captures don't cover (or cover only one way), the
+//! reference-key heuristic, custom fields, shadowing and errors.
 
+use regroup_config::field_path::FieldPath;
+use regroup_config::{CustomField, Direction, Form, GroupMap, MapRule, Rule};
+use serde_json::{json, Value as Json};
+
+use super::*;
+use crate::rewrite::Catalog;
+
+fn rule(from: &str, to: &str, suffix: bool, reference_keys: bool) -> MapRule {
+    let (from, to) = (from.to_string(), to.to_string());
+    MapRule {
+        rule: if suffix {
+            Rule::Suffix { from, to }
+        } else {
+            Rule::Exact { from, to }
+        },
+        reference_keys,
+    }
+}
+
+fn map() -> GroupMap {
+    GroupMap::new(vec![
+        rule(
+            "samplecontroller.k8s.io",
+            "samplecontroller.team1.example.com",
+            false,
+            true,
+        ),
+        rule("pinniped.dev", "pinniped.team1.example.com", true, true),
+    ])
+    .unwrap()
+}
+
+const APP: &str = "samplecontroller.k8s.io";
+const CLUSTER: &str = "samplecontroller.team1.example.com";
+
+/// Renames `app` to the cluster and checks it equals `cluster`, then renames
+/// `cluster` back and checks it equals `app`.
+fn both_ways(app: Json, cluster: Json) {
+    both_ways_with(&map(), &Catalog::new(&[]), app, cluster);
+}
+
+fn both_ways_with(map: &GroupMap, catalog: &Catalog, app: Json, cluster: Json) {
+    let mut v = app.clone();
+    JsonRewriter::new(map, catalog, Direction::ToCluster)
+        .rewrite(&mut v)
+        .unwrap();
+    assert_eq!(v, cluster, "to cluster");
+    let mut v = cluster;
+    JsonRewriter::new(map, catalog, Direction::ToApp)
+        .rewrite(&mut v)
+        .unwrap();
+    assert_eq!(v, app, "to app");
+}
+
+fn to(dir: Direction, mut v: Json) -> Json {
+    JsonRewriter::new(&map(), &Catalog::new(&[]), dir)
+        .rewrite(&mut v)
+        .unwrap();
+    v
+}
+
+#[test]
+fn every_object_renames_apiversion_owner_references_and_managed_fields() {
+    let obj = |g: &str| {
+        json!({"apiVersion": format!("{g}/v1alpha1"), "kind": "Foo", "metadata": {
+            "name": "a",
+            "labels": {"samplecontroller.k8s.io/owner": "x"},
+            "ownerReferences": [{"apiVersion": format!("{g}/v1alpha1"), "kind": "Foo", "name": "p", "uid": "u"}],
+            "managedFields": [{"manager": "m", "apiVersion": format!("{g}/v1alpha1"), "fieldsV1": {"f:spec": {}}}]
+        }})
+    };
+    both_ways(obj(APP), obj(CLUSTER));
+}
+
+#[test]
+fn validating_admission_policy_and_binding_rename_resource_rules_and_param_kind() {
+    let vap = |g: &str| {
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "p"},
+            "spec": {"paramKind": {"apiVersion": format!("{g}/v1"), "kind": "Params"},
+                "matchConstraints": {
+                    "resourceRules": [{"apiGroups": [g, "apps", "*"], "resources": ["foos"]}],
+                    "excludeResourceRules": [{"apiGroups": [g], "resources": ["foos/status"]}]}}})
+    };
+    both_ways(vap(APP), vap(CLUSTER));
+    let binding = |g: &str| {
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "b"},
+            "spec": {"matchResources": {"resourceRules": [{"apiGroups": [g]}],
+                "excludeResourceRules": [{"apiGroups": [g]}]}}})
+    };
+    both_ways(binding(APP), binding(CLUSTER));
+}
+
+#[test]
+fn mutating_webhook_configuration_renames_rule_groups() {
+    let mwc = |g: &str| {
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "m"},
+            "webhooks": [{"name": "w.example.com", "rules": [{"apiGroups": [g, ""], "apiVersions": ["*"]}]}]})
+    };
+    both_ways(mwc(APP), mwc(CLUSTER));
+}
+
+#[test]
+fn admission_review_renames_kinds_resources_and_embedded_objects() {
+    let review = |g: &str| {
+        let gvk = json!({"group": g, "version": "v1alpha1", "kind": "Foo"});
+        let gvr = json!({"group": g, "version": "v1alpha1", "resource": "foos"});
+        let obj = json!({"apiVersion": format!("{g}/v1alpha1"), "kind": "Foo", "metadata": {"name": "a"}});
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "1", "kind": gvk, "resource": gvr, "requestKind": gvk,
+                "requestResource": gvr, "object": obj, "oldObject": obj,
+                "userInfo": {"username": "samplecontroller.k8s.io"}}})
+    };
+    both_ways(review(APP), review(CLUSTER));
+}
+
+#[test]
+fn self_subject_rules_review_status_groups_are_renamed() {
+    let ssrr = |g: &str| {
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+            "spec": {"namespace": "n"},
+            "status": {"resourceRules": [{"verbs": ["get"], "apiGroups": [g], "resources": ["foos"]}]}})
+    };
+    both_ways(ssrr(APP), ssrr(CLUSTER));
+}
+
+#[test]
+fn aggregated_discovery_renames_groups_and_response_kinds() {
+    // Hand-written per apidiscovery.k8s.io/v2 (the 1.24 capture predates it).
+    let doc = |g: &str| {
+        json!({"apiVersion": "apidiscovery.k8s.io/v2", "kind": "APIGroupDiscoveryList",
+            "metadata": {}, "items": [
+            {"metadata": {"name": "apps"}, "versions": [{"version": "v1", "resources": [
+                {"resource": "deployments", "responseKind": {"group": "apps", "version": "v1", "kind": "Deployment"}}]}]},
+            {"metadata": {"name": g}, "versions": [{"version": "v1alpha1", "resources": [
+                {"resource": "foos", "responseKind": {"group": g, "version": "v1alpha1", "kind": "Foo"},
+                 "subresources": [{"subresource": "scale",
+                    "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"}},
+                    {"subresource": "status", "responseKind": {"group": g, "version": "v1alpha1", "kind": "Foo"}}]}]}]}]})
+    };
+    both_ways(doc(APP), doc(CLUSTER));
+}
+
+#[test]
+fn aggregated_discovery_hides_shadowed_upstream_groups_from_the_app() {
+    let entry = |g: &str, v: &str| json!({"metadata": {"name": g}, "versions": [{"version": v}]});
+    let upstream = json!({"apiVersion": "apidiscovery.k8s.io/v2beta1", "kind": "APIGroupDiscoveryList",
+        "items": [entry(APP, "v1"), entry(CLUSTER, "v1alpha1")]});
+    let seen = to(Direction::ToApp, upstream);
+    assert_eq!(seen["items"], json!([entry(APP, "v1alpha1")]));
+}
+
+#[test]
+fn discovery_group_list_from_a_real_cluster_shows_one_renamed_group() {
+    // common/006: /apis of the capture cluster, which serves both worlds.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../testdata/kube-1.24/common/006-discovery-apis-json/response.body"
+    );
+    let upstream: Json = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let names = |v: &Json| -> Vec<String> {
+        v["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(names(&upstream).contains(&APP.to_string()));
+    assert!(names(&upstream).contains(&CLUSTER.to_string()));
+    let app_view = to(Direction::ToApp, upstream.clone());
+    let app_names = names(&app_view);
+    assert_eq!(app_names.iter().filter(|n| *n == APP).count(), 1);
+    assert!(!app_names.contains(&CLUSTER.to_string()));
+    let original_index = names(&upstream).iter().position(|n| n == CLUSTER).unwrap();
+    let mut renamed_entry = upstream["groups"][original_index].clone();
+    let shown = app_view["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == APP)
+        .unwrap();
+    // The one the app sees is the cluster's renamed group, renamed back.
+    renamed_entry["name"] = json!(APP);
+    for v in renamed_entry["versions"].as_array_mut().unwrap() {
+        let gv = v["groupVersion"].as_str().unwrap().replace(CLUSTER, APP);
+        v["groupVersion"] = json!(gv);
+    }
+    let pv = renamed_entry["preferredVersion"]["groupVersion"]
+        .as_str()
+        .unwrap()
+        .replace(CLUSTER, APP);
+    renamed_entry["preferredVersion"]["groupVersion"] = json!(pv);
+    assert_eq!(shown, &renamed_entry);
+    assert_eq!(app_names.len(), names(&upstream).len() - 1);
+}
+
+#[test]
+fn status_message_and_causes_rename_resource_group_tokens() {
+    let status = |g: &str| {
+        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "message": format!("Foo.{g} \"bad\" is invalid: spec: Required value"),
+            "details": {"name": "bad", "group": g, "kind": "Foo",
+                "causes": [{"message": format!("no matches for kind \"Foo\" in group \"{g}\""), "field": "spec"}]},
+            "code": 422})
+    };
+    both_ways(status(APP), status(CLUSTER));
+}
+
+#[test]
+fn watch_events_rename_their_object() {
+    let ev = |g: &str| json!({"type": "ADDED", "object": {"apiVersion": format!("{g}/v1alpha1"), "kind": "Foo"}});
+    both_ways(ev(APP), ev(CLUSTER));
+}
+
+#[test]
+fn reference_keys_anywhere_are_renamed_but_not_in_labels_annotations_or_configmap_data() {
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "c", "annotations": {"apiVersion": format!("{APP}/v1")},
+                     "labels": {"apiGroup": APP}},
+        "data": {"apiVersion": format!("{APP}/v1"), "apiGroup": APP}});
+    assert_eq!(to(Direction::ToCluster, cm.clone()), cm);
+
+    let custom = |g: &str| {
+        json!({"apiVersion": "login.concierge.pinniped.dev/v1alpha1", "kind": "TokenCredentialRequest",
+            "spec": {"authenticator": {"apiGroup": g, "kind": "WebhookAuthenticator"},
+                     "deep": [{"ref": {"apiVersion": format!("{g}/v1")}}]}})
+    };
+    let mut want = custom("authentication.concierge.pinniped.team1.example.com");
+    want["apiVersion"] = json!("login.concierge.pinniped.team1.example.com/v1alpha1");
+    both_ways(custom("authentication.concierge.pinniped.dev"), want);
+}
+
+#[test]
+fn reference_keys_can_be_turned_off_per_rule_while_catalog_places_still_rename() {
+    let map = GroupMap::new(vec![rule(
+        "pinniped.dev",
+        "pinniped.team1.example.com",
+        true,
+        false,
+    )])
+    .unwrap();
+    let mut v = json!({"apiVersion": "login.concierge.pinniped.dev/v1alpha1", "kind": "TokenCredentialRequest",
+        "spec": {"authenticator": {"apiGroup": "authentication.concierge.pinniped.dev"}}});
+    JsonRewriter::new(&map, &Catalog::new(&[]), Direction::ToCluster)
+        .rewrite(&mut v)
+        .unwrap();
+    assert_eq!(
+        v["apiVersion"],
+        "login.concierge.pinniped.team1.example.com/v1alpha1"
+    );
+    assert_eq!(
+        v["spec"]["authenticator"]["apiGroup"],
+        "authentication.concierge.pinniped.dev"
+    );
+
+    // A configured field renames it regardless of the heuristic.
+    let fields = [CustomField {
+        group: "login.concierge.pinniped.dev".into(),
+        kind: "TokenCredentialRequest".into(),
+        path: FieldPath::parse("spec.authenticator.apiGroup").unwrap(),
+        form: Form::Group,
+    }];
+    let catalog = Catalog::new(&fields);
+    let app = json!({"apiVersion": "login.concierge.pinniped.dev/v1alpha1", "kind": "TokenCredentialRequest",
+        "spec": {"authenticator": {"apiGroup": "authentication.concierge.pinniped.dev"}}});
+    let cluster = json!({"apiVersion": "login.concierge.pinniped.team1.example.com/v1alpha1", "kind": "TokenCredentialRequest",
+        "spec": {"authenticator": {"apiGroup": "authentication.concierge.pinniped.team1.example.com"}}});
+    both_ways_with(&map, &catalog, app, cluster);
+}
+
+#[test]
+fn custom_fields_take_each_form() {
+    let map = GroupMap::new(vec![rule(APP, CLUSTER, false, false)]).unwrap();
+    let field = |path: &str, form| CustomField {
+        group: APP.into(),
+        kind: "Foo".into(),
+        path: FieldPath::parse(path).unwrap(),
+        form,
+    };
+    let catalog = Catalog::new(&[
+        field("spec.targets[].group", Form::Group),
+        field("spec.ref.version", Form::ApiVersion),
+        field("spec.crdName", Form::QualifiedName),
+    ]);
+    let foo = |g: &str| {
+        json!({"apiVersion": format!("{g}/v1alpha1"), "kind": "Foo", "spec": {
+            "targets": [{"group": g}, {"group": "apps"}],
+            "ref": {"version": format!("{g}/v1")},
+            "crdName": format!("foos.{g}")}})
+    };
+    both_ways_with(&map, &catalog, foo(APP), foo(CLUSTER));
+}
+
+#[test]
+fn secret_types_label_keys_and_free_text_stay() {
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "type": "secrets.pinniped.dev/oidc-client",
+        "metadata": {"name": "s", "labels": {"deployment.pinniped.dev": "x"},
+                     "annotations": {"note": "see login.concierge.pinniped.dev"}},
+        "stringData": {"apiGroup": "login.concierge.pinniped.dev"}});
+    assert_eq!(to(Direction::ToCluster, secret.clone()), secret);
+}
+
+#[test]
+fn merge_patches_without_type_use_the_addressed_kind() {
+    let patch = |g: &str| json!({"rules": [{"apiGroups": [g], "verbs": ["get"]}]});
+    let mut v = patch(APP);
+    JsonRewriter::new(&map(), &Catalog::new(&[]), Direction::ToCluster)
+        .rewrite_as(&mut v, "rbac.authorization.k8s.io/v1", "Role")
+        .unwrap();
+    assert_eq!(v, patch(CLUSTER));
+}
+
+#[test]
+fn typed_list_items_inherit_the_list_kind() {
+    let list = |g: &str| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleList",
+            "items": [{"metadata": {"name": "r"}, "rules": [{"apiGroups": [g]}]}]})
+    };
+    both_ways(list(APP), list(CLUSTER));
+}
+
+#[test]
+fn generic_v1_list_items_use_their_own_kinds() {
+    let list = |g: &str| {
+        json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+             "metadata": {"name": format!("foos.{g}")}, "spec": {"group": g}},
+            {"apiVersion": format!("{g}/v1alpha1"), "kind": "Foo", "metadata": {"name": "a"}}]})
+    };
+    both_ways(list(APP), list(CLUSTER));
+}
+
+#[test]
+fn renamed_names_longer_than_a_dns_subdomain_are_an_error() {
+    let long_to = format!("{}.example.com", "a".repeat(60)) + &".b".repeat(80);
+    assert!(long_to.len() < 251);
+    let map = GroupMap::new(vec![rule(APP, &long_to, false, true)]).unwrap();
+    let mut crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{}.{APP}", "x".repeat(60))}, "spec": {"group": APP}});
+    let err = JsonRewriter::new(&map, &Catalog::new(&[]), Direction::ToCluster)
+        .rewrite(&mut crd)
+        .unwrap_err();
+    assert!(err.to_string().contains("longer than 253"), "{err}");
+}
+
+#[test]
+fn nothing_mapped_reports_no_change() {
+    let mut v = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}});
+    let changed = JsonRewriter::new(&map(), &Catalog::new(&[]), Direction::ToCluster)
+        .rewrite(&mut v)
+        .unwrap();
+    assert!(!changed);
+}
