@@ -1,0 +1,212 @@
+//! `regroup render`, through the real binary: golden output, the way back,
+//! real captured objects, and errors that leave stdout empty.
+
+mod common;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value as Json;
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/render")
+}
+
+fn regroup(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_regroup"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run regroup");
+    let mut pipe = child.stdin.take().unwrap();
+    pipe.write_all(stdin.unwrap_or_default()).unwrap();
+    drop(pipe);
+    child.wait_with_output().unwrap()
+}
+
+fn config() -> String {
+    dir().join("config.yaml").display().to_string()
+}
+
+fn yaml_docs(s: &[u8]) -> Vec<Json> {
+    serde_saphyr::from_multiple(std::str::from_utf8(s).unwrap()).expect("valid YAML")
+}
+
+#[test]
+fn render_matches_the_golden_file() {
+    let input = dir().join("input.yaml").display().to_string();
+    let out = regroup(&["render", "-c", &config(), "-f", &input], None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let golden = dir().join("cluster.yaml");
+    if std::env::var_os("REGROUP_BLESS").is_some() {
+        std::fs::write(&golden, &out.stdout).unwrap();
+    }
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        std::fs::read_to_string(golden).unwrap()
+    );
+}
+
+#[test]
+fn render_to_app_from_stdin_gives_back_the_input_documents() {
+    let golden = std::fs::read(dir().join("cluster.yaml")).unwrap();
+    let out = regroup(&["render", "-c", &config(), "--to-app"], Some(&golden));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let input = std::fs::read(dir().join("input.yaml")).unwrap();
+    assert_eq!(yaml_docs(&out.stdout), yaml_docs(&input));
+}
+
+/// The orig world's captured request bodies (CRD, Foo, ClusterRole, VWC,
+/// APIService, Role, RoleBinding, ...), as one YAML stream, render to the
+/// renamed world's request bodies.
+#[test]
+fn render_turns_captured_orig_objects_into_the_renamed_worlds() {
+    let cases = [
+        "001-create-crd",
+        "002-create-foo-alpha",
+        "007-create-deployment",
+        "010-create-role",
+        "011-create-rolebinding",
+        "012-create-event-core",
+        "013-create-event-eventsv1",
+        "014-create-pvc",
+        "015-create-hpa-v2",
+        "016-create-clusterrole",
+        "017-create-validatingwebhookconfiguration",
+        "018-create-apiservice",
+        "019-create-subjectaccessreview-jane-get",
+    ];
+    let world_stream = |world: &str| -> Vec<u8> {
+        let mut s = Vec::new();
+        for c in cases {
+            let case = common::Case::load(world, c);
+            s.extend_from_slice(b"---\n");
+            s.extend_from_slice(case.request.as_deref().expect("request body"));
+            s.push(b'\n');
+        }
+        s
+    };
+    let config_path = std::env::temp_dir().join(format!("regroup-render-{}.yaml", std::process::id()));
+    std::fs::write(
+        &config_path,
+        "rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n\
+         - from: wardle.example.com\n  to: wardle.team1.example.com\n",
+    )
+    .unwrap();
+    let out = regroup(
+        &["render", "-c", config_path.to_str().unwrap()],
+        Some(&world_stream("orig")),
+    );
+    std::fs::remove_file(&config_path).ok();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let got = yaml_docs(&out.stdout);
+    let want = yaml_docs(&world_stream("renamed"));
+    assert_eq!(got.len(), cases.len());
+    for ((g, w), case) in got.iter().zip(&want).zip(cases) {
+        // The worlds differ only by group, the world's name and owner uids.
+        let g = without_uids(g)
+            .replace("\"orig\"", "\"renamed\"")
+            .replace("-orig\"", "-renamed\"");
+        assert_eq!(g, without_uids(w), "{case}");
+    }
+}
+
+fn without_uids(v: &Json) -> String {
+    fn mask(v: &mut Json) {
+        match v {
+            Json::Object(m) => {
+                for (k, c) in m.iter_mut() {
+                    if k == "uid" {
+                        *c = Json::Null;
+                    } else {
+                        mask(c);
+                    }
+                }
+            }
+            Json::Array(a) => a.iter_mut().for_each(mask),
+            _ => {}
+        }
+    }
+    let mut v = v.clone();
+    mask(&mut v);
+    serde_json::to_string(&v).unwrap()
+}
+
+#[test]
+fn render_accepts_a_json_stream_and_a_json_array() {
+    let json = br#"{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"name":"a"}}
+[{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"r"},"rules":[{"apiGroups":["samplecontroller.k8s.io"]}]}]"#;
+    let out = regroup(&["render", "-c", &config(), "-f", "-"], Some(json));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let docs = yaml_docs(&out.stdout);
+    assert_eq!(docs.len(), 2);
+    assert_eq!(docs[0]["apiVersion"], "samplecontroller.team1.example.com/v1alpha1");
+    assert_eq!(docs[1]["rules"][0]["apiGroups"][0], "samplecontroller.team1.example.com");
+}
+
+fn assert_fails(input: &str, expect: &[&str]) {
+    let out = regroup(&["render", "-c", &config()], Some(input.as_bytes()));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "should fail");
+    assert!(out.stdout.is_empty(), "nothing partial on stdout: {:?}", String::from_utf8_lossy(&out.stdout));
+    for e in expect {
+        assert!(err.contains(e), "stderr should mention {e:?}:\n{err}");
+    }
+}
+
+#[test]
+fn render_rejects_invalid_yaml_naming_document_and_line() {
+    let input = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\n---\nkind: Foo\nmetadata: [unclosed\n";
+    assert_fails(input, &["document 3", "line 9"]);
+}
+
+#[test]
+fn render_rejects_documents_that_are_not_objects() {
+    assert_fails(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n- just\n- a list\n",
+        &["document 2", "line 5", "expected a Kubernetes object"],
+    );
+    assert_fails(
+        "apiVersion: v1\nkind: ConfigMap\n---\nmetadata: {name: a}\n",
+        &["document 2", "`apiVersion` and `kind` are required"],
+    );
+}
+
+#[test]
+fn render_rejects_invalid_json_naming_document() {
+    assert_fails(
+        "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}\n{\"apiVersion\": \n",
+        &["document 2", "invalid JSON"],
+    );
+}
+
+#[test]
+fn render_fails_on_a_bad_config() {
+    let path = std::env::temp_dir().join(format!("regroup-bad-{}.yaml", std::process::id()));
+    std::fs::write(&path, "rules:\n- from: apps\n  to: apps.example.com\n").unwrap();
+    let out = regroup(&["render", "-c", path.to_str().unwrap()], Some(b"{}"));
+    std::fs::remove_file(&path).ok();
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 2"));
+}
+
+#[test]
+fn check_prints_the_effective_table_or_fails_with_status_1() {
+    let out = regroup(&["check", "-c", &config()], None);
+    assert!(out.status.success());
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("samplecontroller.k8s.io"));
+    assert!(table.contains("*.pinniped.team1.example.com"));
+    assert!(table.contains("spec.identityProviders[].objectRef.apiGroup"));
+
+    let path = std::env::temp_dir().join(format!("regroup-check-{}.yaml", std::process::id()));
+    std::fs::write(&path, "rules:\n- from: a.example.com\n  to: b.example.com\n  bogus: 1\n").unwrap();
+    let out = regroup(&["check", "-c", path.to_str().unwrap()], None);
+    std::fs::remove_file(&path).ok();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bogus"));
+}
