@@ -66,7 +66,9 @@ impl FieldPath {
                 }
             } else {
                 if !expect_name {
-                    return Err(format!("path `{s}`: expected `.`, `[]` or `[\"` before `{rest}`"));
+                    return Err(format!(
+                        "path `{s}`: expected `.`, `[]` or `[\"` before `{rest}`"
+                    ));
                 }
                 let end = rest.find(['.', '[']).unwrap_or(rest.len());
                 let name = &rest[..end];

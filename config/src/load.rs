@@ -291,11 +291,12 @@ impl Settings {
         for r in &rows {
             line(r.iter().map(String::as_str).collect());
         }
-        for r in self.map.rules() {
+        for (i, r) in self.map.rules().iter().enumerate() {
             if r.rule.is_suffix() {
                 let (from, to) = r.rule.ends(Direction::ToCluster);
                 out.push_str(&format!(
-                    "  (suffix rule {} also maps `{from}` itself to `{to}`)\n",
+                    "  (rule {}, {}, also maps `{from}` itself to `{to}`)\n",
+                    i + 1,
                     describe(&r.rule)
                 ));
             }

@@ -84,14 +84,28 @@ struct GroupMapLite<'a>(&'a Rule);
 
 impl GroupMapLite<'_> {
     fn apply(&self, group: &str) -> Option<String> {
-        if !self.0.covers(group, Direction::ToCluster) {
+        self.apply_in(group, Direction::ToCluster)
+    }
+
+    fn apply_in(&self, group: &str, dir: Direction) -> Option<String> {
+        if !self.0.covers(group, dir) {
             return None;
         }
-        let (from, to) = self.0.ends(Direction::ToCluster);
+        let (source, target) = self.0.ends(dir);
         Some(match self.0 {
-            Rule::Exact { .. } => to.to_owned(),
-            Rule::Suffix { .. } => format!("{}{}", &group[..group.len() - from.len()], to),
+            Rule::Exact { .. } => target.to_owned(),
+            Rule::Suffix { .. } => format!("{}{}", &group[..group.len() - source.len()], target),
         })
+    }
+}
+
+/// Of two intersecting name sets, the name inside both: the exact name, or
+/// the longer of two nested suffixes.
+fn narrower<'a>(a: Names<'a>, b: Names<'a>) -> &'a str {
+    if !a.suffix || (b.suffix && has_label_suffix(a.name, b.name)) {
+        a.name
+    } else {
+        b.name
     }
 }
 
@@ -127,7 +141,20 @@ pub fn rule_conflicts(rules: &[MapRule]) -> Vec<RuleProblem> {
                 continue;
             }
             if da.intersects(db) {
-                if !agree(&a.rule, &b.rule) {
+                if !da.suffix && !db.suffix {
+                    out.push(problem(
+                        vec![i, j],
+                        format!(
+                            "duplicate rules: rule {} ({}) and rule {} ({}) both rename `{}`; \
+                             an app group may appear in one rule only",
+                            i + 1,
+                            describe(&a.rule),
+                            j + 1,
+                            describe(&b.rule),
+                            da.name
+                        ),
+                    ));
+                } else if !agree(&a.rule, &b.rule) {
                     out.push(problem(
                         vec![i, j],
                         format!(
@@ -137,21 +164,30 @@ pub fn rule_conflicts(rules: &[MapRule]) -> Vec<RuleProblem> {
                             describe(&a.rule),
                             j + 1,
                             describe(&b.rule),
-                            if da.suffix { db.name } else { da.name }
+                            narrower(da, db)
                         ),
                     ));
                 }
             } else if ra.intersects(rb) {
+                // Some cluster group both rules produce; each rule's preimage
+                // of it is a different app group.
+                let shared = narrower(ra, rb);
+                let app_a = GroupMapLite(&a.rule).apply_in(shared, Direction::ToApp);
+                let app_b = GroupMapLite(&b.rule).apply_in(shared, Direction::ToApp);
                 out.push(problem(
                     vec![i, j],
                     format!(
-                        "not a bijection: rule {} ({}) and rule {} ({}) can map two different \
-                         app groups to the same cluster group under `{}`",
+                        "not a bijection: rule {} ({}) and rule {} ({}) map two different app \
+                         groups to one cluster group: `{}` (rule {}) and `{}` (rule {}) would \
+                         both become `{shared}`",
                         i + 1,
                         describe(&a.rule),
                         j + 1,
                         describe(&b.rule),
-                        if ra.suffix { rb.name } else { ra.name }
+                        app_a.unwrap_or_default(),
+                        i + 1,
+                        app_b.unwrap_or_default(),
+                        j + 1,
                     ),
                 ));
             }
