@@ -39,7 +39,11 @@ fn yaml_docs(s: &[u8]) -> Vec<Json> {
 fn render_matches_the_golden_file() {
     let input = dir().join("input.yaml").display().to_string();
     let out = regroup(&["render", "-c", &config(), "-f", &input], None);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let golden = dir().join("cluster.yaml");
     if std::env::var_os("REGROUP_BLESS").is_some() {
         std::fs::write(&golden, &out.stdout).unwrap();
@@ -54,7 +58,11 @@ fn render_matches_the_golden_file() {
 fn render_to_app_from_stdin_gives_back_the_input_documents() {
     let golden = std::fs::read(dir().join("cluster.yaml")).unwrap();
     let out = regroup(&["render", "-c", &config(), "--to-app"], Some(&golden));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let input = std::fs::read(dir().join("input.yaml")).unwrap();
     assert_eq!(yaml_docs(&out.stdout), yaml_docs(&input));
 }
@@ -89,7 +97,8 @@ fn render_turns_captured_orig_objects_into_the_renamed_worlds() {
         }
         s
     };
-    let config_path = std::env::temp_dir().join(format!("regroup-render-{}.yaml", std::process::id()));
+    let config_path =
+        std::env::temp_dir().join(format!("regroup-render-{}.yaml", std::process::id()));
     std::fs::write(
         &config_path,
         "rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n\
@@ -101,7 +110,11 @@ fn render_turns_captured_orig_objects_into_the_renamed_worlds() {
         Some(&world_stream("orig")),
     );
     std::fs::remove_file(&config_path).ok();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let got = yaml_docs(&out.stdout);
     let want = yaml_docs(&world_stream("renamed"));
     assert_eq!(got.len(), cases.len());
@@ -140,18 +153,32 @@ fn render_accepts_a_json_stream_and_a_json_array() {
     let json = br#"{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"name":"a"}}
 [{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"r"},"rules":[{"apiGroups":["samplecontroller.k8s.io"]}]}]"#;
     let out = regroup(&["render", "-c", &config(), "-f", "-"], Some(json));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let docs = yaml_docs(&out.stdout);
     assert_eq!(docs.len(), 2);
-    assert_eq!(docs[0]["apiVersion"], "samplecontroller.team1.example.com/v1alpha1");
-    assert_eq!(docs[1]["rules"][0]["apiGroups"][0], "samplecontroller.team1.example.com");
+    assert_eq!(
+        docs[0]["apiVersion"],
+        "samplecontroller.team1.example.com/v1alpha1"
+    );
+    assert_eq!(
+        docs[1]["rules"][0]["apiGroups"][0],
+        "samplecontroller.team1.example.com"
+    );
 }
 
 fn assert_fails(input: &str, expect: &[&str]) {
     let out = regroup(&["render", "-c", &config()], Some(input.as_bytes()));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "should fail");
-    assert!(out.stdout.is_empty(), "nothing partial on stdout: {:?}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.stdout.is_empty(),
+        "nothing partial on stdout: {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     for e in expect {
         assert!(err.contains(e), "stderr should mention {e:?}:\n{err}");
     }
@@ -204,7 +231,11 @@ fn check_prints_the_effective_table_or_fails_with_status_1() {
     assert!(table.contains("spec.identityProviders[].objectRef.apiGroup"));
 
     let path = std::env::temp_dir().join(format!("regroup-check-{}.yaml", std::process::id()));
-    std::fs::write(&path, "rules:\n- from: a.example.com\n  to: b.example.com\n  bogus: 1\n").unwrap();
+    std::fs::write(
+        &path,
+        "rules:\n- from: a.example.com\n  to: b.example.com\n  bogus: 1\n",
+    )
+    .unwrap();
     let out = regroup(&["check", "-c", path.to_str().unwrap()], None);
     std::fs::remove_file(&path).ok();
     assert_eq!(out.status.code(), Some(1));

@@ -1,19 +1,31 @@
-//! Applies the [catalog](super::catalog) to `serde_json::Value` objects.
+//! Applies the [catalog](super::catalog) to JSON, splicing bytes.
 //!
-//! The reference walker: used by `regroup render`, for request bodies, and as
-//! the structured path the streaming codecs fall back to when a buffer
-//! contains a mapped name.
+//! The input is parsed lazily (serde_json `RawValue`s) and only along the
+//! catalog's paths, and only into subtrees whose bytes contain a mapped name
+//! (or a `\u` escape that could hide one). Each renamed string becomes an
+//! edit of its byte range; every other byte (whitespace, member order,
+//! number spelling, escapes) is copied as it came. A body with no mapped name
+//! at all is not parsed.
 
+use std::borrow::Cow;
+use std::fmt;
+
+use aho_corasick::AhoCorasick;
 use regroup_config::dns::MAX_SUBDOMAIN;
-use regroup_config::field_path::Step;
+use regroup_config::field_path::{FieldPath, Step};
 use regroup_config::{Direction, Form, GroupMap};
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::Value as Json;
 
 use super::catalog::{Catalog, Slot};
 
-/// Why an object could not be renamed.
+/// Why a body could not be renamed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RewriteError {
+    /// The body is not valid JSON (where a rewrite was required).
+    #[error("malformed JSON: {0}")]
+    Malformed(String),
     /// A field that must hold JSON (an apiserver-written annotation) doesn't.
     #[error("`{0}` must hold JSON: {1}")]
     EmbeddedJson(String, String),
@@ -27,8 +39,12 @@ pub enum RewriteError {
     },
 }
 
+fn malformed(e: impl fmt::Display) -> RewriteError {
+    RewriteError::Malformed(e.to_string())
+}
+
 /// The group and kind of an object, as found in its input.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 struct TypeOf {
     /// `apiVersion` as it arrived (input naming), or empty.
     api_version: String,
@@ -41,76 +57,329 @@ impl TypeOf {
     }
 }
 
-/// Renames groups in JSON objects, in one direction.
+/// One replacement of `input[start..end]`.
+struct Edit {
+    start: usize,
+    end: usize,
+    text: String,
+}
+
+/// The edits collected over one input text.
+struct Walk<'i> {
+    input: &'i str,
+    edits: Vec<Edit>,
+}
+
+impl<'i> Walk<'i> {
+    fn new(input: &'i str) -> Self {
+        Walk {
+            input,
+            edits: Vec::new(),
+        }
+    }
+
+    fn offset(&self, raw: &RawValue) -> usize {
+        raw.get().as_ptr() as usize - self.input.as_ptr() as usize
+    }
+
+    fn replace(&mut self, raw: &RawValue, text: String) {
+        let start = self.offset(raw);
+        self.edits.push(Edit {
+            start,
+            end: start + raw.get().len(),
+            text,
+        });
+    }
+
+    /// The input with the edits applied; `None` when there are none. Edits
+    /// nested in an earlier one (a rename inside a dropped entry) and
+    /// duplicates are skipped.
+    fn finish(mut self) -> Option<String> {
+        if self.edits.is_empty() {
+            return None;
+        }
+        self.edits
+            .sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
+        let mut out = String::with_capacity(self.input.len() + 64);
+        let mut cursor = 0;
+        for e in &self.edits {
+            if e.start < cursor {
+                continue;
+            }
+            out.push_str(&self.input[cursor..e.start]);
+            out.push_str(&e.text);
+            cursor = e.end;
+        }
+        out.push_str(&self.input[cursor..]);
+        Some(out)
+    }
+}
+
+/// An object member name, borrowed unless it had escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// An object's members, in order, values unparsed.
+struct Members<'a>(Vec<(Key<'a>, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Members<'de>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(kv) = m.next_entry::<Key<'de>, &'de RawValue>()? {
+                    out.push(kv);
+                }
+                Ok(Members(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// An array's elements, unparsed.
+struct Elements<'a>(Vec<&'a RawValue>);
+
+impl<'de> Deserialize<'de> for Elements<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Elements<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Elements<'de>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(e) = s.next_element::<&'de RawValue>()? {
+                    out.push(e);
+                }
+                Ok(Elements(out))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+fn members(raw: &RawValue) -> Result<Option<Vec<(Key<'_>, &RawValue)>>, RewriteError> {
+    if !raw.get().starts_with('{') {
+        return Ok(None);
+    }
+    let m: Members = serde_json::from_str(raw.get()).map_err(malformed)?;
+    Ok(Some(m.0))
+}
+
+fn elements(raw: &RawValue) -> Result<Option<Vec<&RawValue>>, RewriteError> {
+    if !raw.get().starts_with('[') {
+        return Ok(None);
+    }
+    let e: Elements = serde_json::from_str(raw.get()).map_err(malformed)?;
+    Ok(Some(e.0))
+}
+
+/// A JSON string's value; `None` for any other JSON type.
+fn string(raw: &RawValue) -> Result<Option<Cow<'_, str>>, RewriteError> {
+    let t = raw.get();
+    if !t.starts_with('"') {
+        return Ok(None);
+    }
+    if !t.contains('\\') {
+        return Ok(Some(Cow::Borrowed(&t[1..t.len() - 1])));
+    }
+    serde_json::from_str::<String>(t)
+        .map(|s| Some(Cow::Owned(s)))
+        .map_err(malformed)
+}
+
+fn member<'a>(ms: &[(Key<'a>, &'a RawValue)], name: &str) -> Option<&'a RawValue> {
+    // Duplicate names: the last wins, as in Go's decoder.
+    ms.iter().rev().find(|(k, _)| k.0 == name).map(|(_, v)| *v)
+}
+
+fn quote(s: &str) -> String {
+    serde_json::to_string(s).expect("strings serialize")
+}
+
+/// Renames groups in JSON bodies, in one direction.
 pub struct JsonRewriter<'a> {
     map: &'a GroupMap,
     catalog: &'a Catalog,
     dir: Direction,
+    /// Every mapped name of both directions (shadowing looks for the other
+    /// side's names) and `\u`.
+    finder: AhoCorasick,
 }
 
 impl<'a> JsonRewriter<'a> {
     /// A rewriter for `dir`.
     pub fn new(map: &'a GroupMap, catalog: &'a Catalog, dir: Direction) -> Self {
-        JsonRewriter { map, catalog, dir }
+        let mut needles: Vec<&str> = map.needles(Direction::ToCluster);
+        needles.extend(map.needles(Direction::ToApp));
+        needles.push("\\u");
+        let finder = AhoCorasick::new(needles).expect("needles build an automaton");
+        JsonRewriter {
+            map,
+            catalog,
+            dir,
+            finder,
+        }
     }
 
-    /// Renames every catalogued place in `obj`, an object of any kind
-    /// (including lists, tables, watch events, Status and discovery
-    /// documents). Returns whether anything changed.
-    pub fn rewrite(&self, obj: &mut Json) -> Result<bool, RewriteError> {
-        self.object(obj, None, None)
+    /// The direction this rewriter renames in.
+    pub fn direction(&self) -> Direction {
+        self.dir
     }
 
-    /// Like [`rewrite`](Self::rewrite), for a response to a request that
-    /// addressed objects of `group`/`kind` (app names): metadata-only forms
-    /// (`PartialObjectMetadata`, also inside lists, Table rows and watch
+    /// True when `bytes` could contain a name this rewriter maps (or hides).
+    /// When false, the bytes can be forwarded untouched without parsing.
+    pub fn may_contain(&self, bytes: &[u8]) -> bool {
+        self.finder.is_match(bytes)
+    }
+
+    /// Renames every catalogued place in `input`, one JSON object of any
+    /// kind (including lists, tables, watch events, Status and discovery
+    /// documents). `Ok(None)`: nothing to rename; forward `input` as is.
+    pub fn rewrite_bytes(&self, input: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
+        self.bytes(input, None, None)
+    }
+
+    /// [`rewrite_bytes`](Self::rewrite_bytes) for a partial object (a merge
+    /// or strategic-merge patch): `api_version`/`kind` (input naming) stand
+    /// in for members the object lacks.
+    pub fn rewrite_bytes_as(
+        &self,
+        input: &[u8],
+        api_version: &str,
+        kind: &str,
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        let hint = TypeOf {
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+        };
+        self.bytes(input, Some(&hint), None)
+    }
+
+    /// [`rewrite_bytes`](Self::rewrite_bytes) for a response to a request
+    /// that addressed objects of `group`/`kind` (app names): metadata-only
+    /// forms (`PartialObjectMetadata`, also in lists, Table rows and watch
     /// events) lose their kind, but their name may still carry a group
     /// (`version.group` of an APIService). See [`Catalog::kind_for_resource`].
-    pub fn rewrite_addressed(
+    pub fn rewrite_bytes_addressed(
         &self,
-        obj: &mut Json,
+        input: &[u8],
         group: &str,
         kind: &str,
-    ) -> Result<bool, RewriteError> {
-        let addressed = (group, kind);
-        self.object(obj, None, Some(addressed))
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        self.bytes(input, None, Some((group, kind)))
     }
 
-    /// Like [`rewrite`](Self::rewrite), for a partial object (a merge or
-    /// strategic-merge patch) that may lack `apiVersion`/`kind`: they are
-    /// taken from `api_version`/`kind` (input naming) when absent.
+    fn bytes(
+        &self,
+        input: &[u8],
+        hint: Option<&TypeOf>,
+        addressed: Option<(&str, &str)>,
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        if !self.may_contain(input) {
+            return Ok(None);
+        }
+        let text = std::str::from_utf8(input).map_err(malformed)?;
+        let root: &RawValue = serde_json::from_str(text).map_err(malformed)?;
+        let mut walk = Walk::new(text);
+        self.object(&mut walk, root, hint, addressed)?;
+        Ok(walk.finish().map(String::into_bytes))
+    }
+
+    /// Renames a `serde_json::Value` in place (through the same byte engine).
+    /// Returns whether anything changed.
+    pub fn rewrite(&self, obj: &mut Json) -> Result<bool, RewriteError> {
+        self.value_via_bytes(obj, |b| self.rewrite_bytes(b))
+    }
+
+    /// [`rewrite_bytes_as`](Self::rewrite_bytes_as) on a `Value`.
     pub fn rewrite_as(
         &self,
         obj: &mut Json,
         api_version: &str,
         kind: &str,
     ) -> Result<bool, RewriteError> {
-        let hint = TypeOf {
-            api_version: api_version.to_owned(),
-            kind: kind.to_owned(),
-        };
-        self.object(obj, Some(&hint), None)
+        self.value_via_bytes(obj, |b| self.rewrite_bytes_as(b, api_version, kind))
+    }
+
+    /// [`rewrite_bytes_addressed`](Self::rewrite_bytes_addressed) on a `Value`.
+    pub fn rewrite_addressed(
+        &self,
+        obj: &mut Json,
+        group: &str,
+        kind: &str,
+    ) -> Result<bool, RewriteError> {
+        self.value_via_bytes(obj, |b| self.rewrite_bytes_addressed(b, group, kind))
+    }
+
+    fn value_via_bytes(
+        &self,
+        obj: &mut Json,
+        f: impl FnOnce(&[u8]) -> Result<Option<Vec<u8>>, RewriteError>,
+    ) -> Result<bool, RewriteError> {
+        let bytes = serde_json::to_vec(obj).map_err(malformed)?;
+        match f(&bytes)? {
+            Some(out) => {
+                *obj = serde_json::from_slice(&out).map_err(malformed)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     fn object(
         &self,
-        obj: &mut Json,
+        w: &mut Walk<'_>,
+        raw: &RawValue,
         hint: Option<&TypeOf>,
         addressed: Option<(&str, &str)>,
-    ) -> Result<bool, RewriteError> {
-        let Some(members) = obj.as_object() else {
-            return Ok(false);
+    ) -> Result<(), RewriteError> {
+        if !self.may_contain(raw.get().as_bytes()) {
+            return Ok(());
+        }
+        let Some(ms) = members(raw)? else {
+            return Ok(());
         };
-        let str_of = |k: &str| members.get(k).and_then(Json::as_str).map(str::to_owned);
+        let str_of = |k: &str| -> Result<Option<String>, RewriteError> {
+            Ok(match member(&ms, k) {
+                Some(v) => string(v)?.map(Cow::into_owned),
+                None => None,
+            })
+        };
         let mut ty = TypeOf {
-            api_version: str_of("apiVersion")
+            api_version: str_of("apiVersion")?
                 .or_else(|| hint.map(|h| h.api_version.clone()))
                 .unwrap_or_default(),
-            kind: str_of("kind")
+            kind: str_of("kind")?
                 .or_else(|| hint.map(|h| h.kind.clone()))
                 .unwrap_or_default(),
         };
-        if ty.kind.is_empty() && members.contains_key("type") && members.contains_key("object") {
+        if ty.kind.is_empty() && member(&ms, "type").is_some() && member(&ms, "object").is_some() {
             ty = TypeOf {
                 api_version: "meta.k8s.io/v1".into(),
                 kind: "WatchEvent".into(),
@@ -127,44 +396,69 @@ impl<'a> JsonRewriter<'a> {
             (app_group, kind) = (g, k);
         }
 
-        let mut changed = false;
         let mut embedded: Vec<&str> = Vec::new();
         for place in self.catalog.places_for(app_group, kind) {
-            let slot = place.slot;
-            if matches!(slot, Slot::Object | Slot::Items) {
+            if matches!(place.slot, Slot::Object | Slot::Items) {
                 if let Some(Step::Key(k)) = place.path.steps().first() {
                     embedded.push(k);
                 }
             }
-            let mut result = Ok(());
-            visit(obj, place.path.steps(), &mut |leaf| {
-                if result.is_err() {
-                    return;
-                }
-                match self.slot(leaf, slot, &ty, addressed) {
-                    Ok(c) => changed |= c,
-                    Err(e) => result = Err(e),
-                }
-            });
-            result?;
+            self.place(w, raw, place.path.steps(), place.slot, &ty, addressed)?;
         }
-        changed |= self.reference_keys(obj, kind, None, 0, &embedded);
-        Ok(changed)
+        self.reference_keys(w, raw, kind, None, 0, &embedded)
+    }
+
+    fn place(
+        &self,
+        w: &mut Walk<'_>,
+        raw: &RawValue,
+        steps: &[Step],
+        slot: Slot,
+        ty: &TypeOf,
+        addressed: Option<(&str, &str)>,
+    ) -> Result<(), RewriteError> {
+        // Shadowing must see every entry; everything else only where a
+        // mapped name could be.
+        if !matches!(slot, Slot::DropShadowed(_)) && !self.may_contain(raw.get().as_bytes()) {
+            return Ok(());
+        }
+        match steps.split_first() {
+            None => self.slot(w, raw, slot, ty, addressed),
+            Some((Step::Key(k), rest)) => {
+                if let Some(ms) = members(raw)? {
+                    for (key, v) in ms {
+                        if key.0 == *k {
+                            self.place(w, v, rest, slot, ty, addressed)?;
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Some((Step::Each, rest)) => {
+                if let Some(es) = elements(raw)? {
+                    for e in es {
+                        self.place(w, e, rest, slot, ty, addressed)?;
+                    }
+                }
+                Ok(())
+            }
+        }
     }
 
     fn slot(
         &self,
-        leaf: &mut Json,
+        w: &mut Walk<'_>,
+        raw: &RawValue,
         slot: Slot,
         ty: &TypeOf,
         addressed: Option<(&str, &str)>,
-    ) -> Result<bool, RewriteError> {
+    ) -> Result<(), RewriteError> {
         match slot {
-            Slot::Value(form) => self.value(leaf, form),
-            Slot::Object => self.object(leaf, None, addressed),
+            Slot::Value(form) => self.value(w, raw, form),
+            Slot::Object => self.object(w, raw, None, addressed),
             Slot::Items => {
-                let Some(items) = leaf.as_array_mut() else {
-                    return Ok(false);
+                let Some(items) = elements(raw)? else {
+                    return Ok(());
                 };
                 // A typed list's items omit apiVersion/kind; `v1 List` items
                 // always carry their own.
@@ -176,72 +470,141 @@ impl<'a> JsonRewriter<'a> {
                         api_version: ty.api_version.clone(),
                         kind: k.to_owned(),
                     });
-                let mut changed = false;
                 for item in items {
-                    changed |= self.object(item, hint.as_ref(), addressed)?;
+                    self.object(w, item, hint.as_ref(), addressed)?;
                 }
-                Ok(changed)
+                Ok(())
             }
-            Slot::JsonString(inner, form) => {
-                let Some(text) = leaf.as_str() else {
-                    return Ok(false);
-                };
-                if !self.map.needles(self.dir).iter().any(|n| text.contains(n)) {
-                    return Ok(false);
-                }
-                let mut doc: Json = serde_json::from_str(text)
-                    .map_err(|e| RewriteError::EmbeddedJson(inner.to_owned(), e.to_string()))?;
-                let steps = regroup_config::field_path::FieldPath::parse(inner)
-                    .expect("catalog sub-paths are valid");
-                let mut changed = false;
-                let mut result = Ok(());
-                let mut apply = |v: &mut Json| {
-                    visit(v, steps.steps(), &mut |l| match self.value(l, form) {
-                        Ok(c) => changed |= c,
-                        Err(e) => result = Err(e),
-                    })
-                };
-                match doc.as_array_mut() {
-                    Some(elems) => elems.iter_mut().for_each(&mut apply),
-                    None => apply(&mut doc),
-                }
-                result?;
-                if changed {
-                    *leaf = Json::String(doc.to_string());
-                }
-                Ok(changed)
-            }
-            Slot::DropShadowed(sub) => {
-                let Some(entries) = leaf.as_array_mut() else {
-                    return Ok(false);
-                };
-                let steps = regroup_config::field_path::FieldPath::parse(sub)
-                    .expect("catalog sub-paths are valid");
-                let before = entries.len();
-                entries.retain(|e| {
-                    let name = get(e, steps.steps()).and_then(Json::as_str);
-                    !name.is_some_and(|g| self.map.is_shadowed(g, self.dir))
-                });
-                Ok(entries.len() != before)
-            }
+            Slot::JsonString(inner, form) => self.json_string(w, raw, inner, form),
+            Slot::DropShadowed(sub) => self.drop_shadowed(w, raw, sub),
         }
     }
 
-    fn value(&self, leaf: &mut Json, form: Form) -> Result<bool, RewriteError> {
-        let Some(s) = leaf.as_str() else {
-            return Ok(false);
+    fn value(&self, w: &mut Walk<'_>, raw: &RawValue, form: Form) -> Result<(), RewriteError> {
+        let Some(s) = string(raw)? else {
+            return Ok(());
         };
-        let Some(mapped) = self.map.map(form, s, self.dir) else {
-            return Ok(false);
+        let Some(mapped) = self.map.map(form, &s, self.dir) else {
+            return Ok(());
         };
         if matches!(form, Form::Group | Form::QualifiedName) && mapped.len() > MAX_SUBDOMAIN {
             return Err(RewriteError::TooLong {
-                from: s.to_owned(),
+                from: s.into_owned(),
                 to: mapped,
             });
         }
-        *leaf = Json::String(mapped);
-        Ok(true)
+        w.replace(raw, quote(&mapped));
+        Ok(())
+    }
+
+    /// A string holding JSON: rename inside it, at `inner`, and re-quote.
+    fn json_string(
+        &self,
+        w: &mut Walk<'_>,
+        raw: &RawValue,
+        inner: &str,
+        form: Form,
+    ) -> Result<(), RewriteError> {
+        let Some(text) = string(raw)? else {
+            return Ok(());
+        };
+        let doc: &RawValue = serde_json::from_str(&text)
+            .map_err(|e| RewriteError::EmbeddedJson(inner.to_owned(), e.to_string()))?;
+        let path = FieldPath::parse(inner).expect("catalog sub-paths are valid");
+        let mut inner_walk = Walk::new(&text);
+        let slot = Slot::Value(form);
+        let ty = TypeOf::default();
+        match elements(doc)? {
+            Some(es) => {
+                for e in es {
+                    self.place(&mut inner_walk, e, path.steps(), slot, &ty, None)?;
+                }
+            }
+            None => self.place(&mut inner_walk, doc, path.steps(), slot, &ty, None)?,
+        }
+        if let Some(new_text) = inner_walk.finish() {
+            w.replace(raw, quote(&new_text));
+        }
+        Ok(())
+    }
+
+    /// Drops the entries of a discovery array whose group is shadowed, as
+    /// edits that delete them with their separating commas.
+    fn drop_shadowed(
+        &self,
+        w: &mut Walk<'_>,
+        raw: &RawValue,
+        sub: &str,
+    ) -> Result<(), RewriteError> {
+        let Some(entries) = elements(raw)? else {
+            return Ok(());
+        };
+        let path = FieldPath::parse(sub).expect("catalog sub-paths are valid");
+        let mut keep = Vec::with_capacity(entries.len());
+        for e in &entries {
+            let mut v: &RawValue = e;
+            let mut found = true;
+            for step in path.steps() {
+                let next = match step {
+                    Step::Key(k) => match members(v)? {
+                        Some(ms) => member(&ms, k),
+                        None => None,
+                    },
+                    Step::Each => None,
+                };
+                match next {
+                    Some(n) => v = n,
+                    None => {
+                        found = false;
+                        break;
+                    }
+                }
+            }
+            let shadowed = found && string(v)?.is_some_and(|g| self.map.is_shadowed(&g, self.dir));
+            keep.push(!shadowed);
+        }
+        if keep.iter().all(|k| *k) {
+            return Ok(());
+        }
+        let base = w.offset(raw);
+        let text = raw.get();
+        let content = (base + 1, base + text.len() - 1);
+        let span = |e: &RawValue| {
+            let s = w.offset(e);
+            (s, s + e.get().len())
+        };
+        let kept: Vec<(usize, usize)> = entries
+            .iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(e, _)| span(e))
+            .collect();
+        let mut deletions: Vec<(usize, usize, &str)> = Vec::new();
+        match (kept.first(), kept.last()) {
+            (None, _) | (_, None) => deletions.push((content.0, content.1, "")),
+            (Some(first), Some(last)) => {
+                if first.0 > span(entries[0]).0 {
+                    deletions.push((content.0, first.0, ""));
+                }
+                for pair in kept.windows(2) {
+                    let between = &w.input[pair[0].1..pair[1].0];
+                    if between.trim() != "," {
+                        deletions.push((pair[0].1, pair[1].0, ","));
+                    }
+                }
+                if last.1 < span(entries[entries.len() - 1]).1 {
+                    deletions.push((last.1, content.1, ""));
+                }
+            }
+        }
+        for (start, end, text) in deletions {
+            w.edits.push(Edit {
+                start,
+                end,
+                text: text.to_owned(),
+            });
+        }
+        Ok(())
     }
 
     /// The heuristic: string values of keys named `apiGroup`/`apiVersion`
@@ -249,73 +612,43 @@ impl<'a> JsonRewriter<'a> {
     /// objects (which get their own pass, knowing their kind).
     fn reference_keys(
         &self,
-        v: &mut Json,
+        w: &mut Walk<'_>,
+        raw: &RawValue,
         kind: &str,
         parent: Option<&str>,
         depth: usize,
         embedded: &[&str],
-    ) -> bool {
-        let mut changed = false;
-        match v {
-            Json::Object(members) => {
-                for (k, child) in members.iter_mut() {
-                    if (depth == 0 && embedded.contains(&k.as_str()))
-                        || Catalog::reference_keys_skip(kind, parent, depth, k)
-                    {
-                        continue;
+    ) -> Result<(), RewriteError> {
+        if !self.may_contain(raw.get().as_bytes()) {
+            return Ok(());
+        }
+        if let Some(ms) = members(raw)? {
+            for (k, child) in ms {
+                let k = k.0.as_ref();
+                if (depth == 0 && embedded.contains(&k))
+                    || Catalog::reference_keys_skip(kind, parent, depth, k)
+                {
+                    continue;
+                }
+                let mapped = match (k, string(child)?) {
+                    ("apiVersion", Some(s)) => {
+                        self.map.map_api_version_by_reference_key(&s, self.dir)
                     }
-                    let mapped = match (k.as_str(), child.as_str()) {
-                        ("apiVersion", Some(s)) => {
-                            self.map.map_api_version_by_reference_key(s, self.dir)
-                        }
-                        ("apiGroup", Some(s)) => self.map.map_group_by_reference_key(s, self.dir),
-                        _ => None,
-                    };
-                    if let Some(m) = mapped {
-                        *child = Json::String(m);
-                        changed = true;
-                    } else {
-                        changed |= self.reference_keys(child, kind, Some(k), depth + 1, embedded);
-                    }
+                    ("apiGroup", Some(s)) => self.map.map_group_by_reference_key(&s, self.dir),
+                    _ => None,
+                };
+                match mapped {
+                    Some(m) => w.replace(child, quote(&m)),
+                    None => self.reference_keys(w, child, kind, Some(k), depth + 1, embedded)?,
                 }
             }
-            Json::Array(elems) => {
-                for e in elems {
-                    changed |= self.reference_keys(e, kind, parent, depth, embedded);
-                }
+        } else if let Some(es) = elements(raw)? {
+            for e in es {
+                self.reference_keys(w, e, kind, parent, depth, embedded)?;
             }
-            _ => {}
         }
-        changed
+        Ok(())
     }
-}
-
-/// Calls `f` on every value reached by `steps` (missing members and
-/// mismatched types are simply not reached).
-fn visit(v: &mut Json, steps: &[Step], f: &mut dyn FnMut(&mut Json)) {
-    match steps.split_first() {
-        None => f(v),
-        Some((Step::Key(k), rest)) => {
-            if let Some(child) = v.as_object_mut().and_then(|m| m.get_mut(k.as_str())) {
-                visit(child, rest, f);
-            }
-        }
-        Some((Step::Each, rest)) => {
-            if let Some(elems) = v.as_array_mut() {
-                for e in elems {
-                    visit(e, rest, f);
-                }
-            }
-        }
-    }
-}
-
-/// The value at a path without `[]` steps.
-fn get<'v>(v: &'v Json, steps: &[Step]) -> Option<&'v Json> {
-    steps.iter().try_fold(v, |v, s| match s {
-        Step::Key(k) => v.get(k.as_str()),
-        Step::Each => None,
-    })
 }
 
 #[cfg(test)]

@@ -357,3 +357,71 @@ fn nothing_mapped_reports_no_change() {
         .unwrap();
     assert!(!changed);
 }
+
+fn bytes(dir: Direction, input: &str) -> Option<String> {
+    JsonRewriter::new(&map(), &Catalog::new(&[]), dir)
+        .rewrite_bytes(input.as_bytes())
+        .unwrap()
+        .map(|b| String::from_utf8(b).unwrap())
+}
+
+#[test]
+fn splicing_keeps_every_other_byte() {
+    let input = "{ \"kind\" : \"Foo\",\n  \"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\", \"n\": 1.50e3, \"s\": \"\\u00e9\" }\n";
+    let want = "{ \"kind\" : \"Foo\",\n  \"apiVersion\":\"samplecontroller.team1.example.com/v1alpha1\", \"n\": 1.50e3, \"s\": \"\\u00e9\" }\n";
+    assert_eq!(bytes(Direction::ToCluster, input).as_deref(), Some(want));
+}
+
+#[test]
+fn bodies_without_a_mapped_name_are_not_parsed() {
+    // Not even valid JSON: without a needle, it is never looked at.
+    assert_eq!(bytes(Direction::ToCluster, "{not json at all"), None);
+}
+
+#[test]
+fn malformed_json_with_a_mapped_name_is_an_error() {
+    let err = JsonRewriter::new(&map(), &Catalog::new(&[]), Direction::ToCluster)
+        .rewrite_bytes(b"{\"apiVersion\": \"samplecontroller.k8s.io/v1\",")
+        .unwrap_err();
+    assert!(matches!(err, RewriteError::Malformed(_)), "{err}");
+}
+
+#[test]
+fn groups_hidden_behind_unicode_escapes_are_found() {
+    let input = r#"{"apiVersion":"samplecontroller\u002ek8s.io/v1alpha1","kind":"Foo"}"#;
+    assert_eq!(
+        bytes(Direction::ToCluster, input).as_deref(),
+        Some(r#"{"apiVersion":"samplecontroller.team1.example.com/v1alpha1","kind":"Foo"}"#)
+    );
+}
+
+#[test]
+fn shadowed_discovery_entries_are_deleted_with_their_commas() {
+    let list = |entries: &[&str]| {
+        let groups: Vec<String> = entries
+            .iter()
+            .map(|g| format!("{{\"name\":\"{g}\"}}"))
+            .collect();
+        format!(
+            r#"{{"kind":"APIGroupList","apiVersion":"v1","groups":[{}]}}"#,
+            groups.join(",")
+        )
+    };
+    let cases: &[(&[&str], &[&str])] = &[
+        (&[APP, "apps", CLUSTER], &["apps", APP]),
+        (&["apps", APP, "batch"], &["apps", "batch"]),
+        (&[APP, "apps"], &["apps"]),
+        (&["apps", APP], &["apps"]),
+        (&[APP], &[]),
+        (&[APP, "pinniped.dev", "apps"], &["apps"]),
+        (
+            &["apps", APP, "login.pinniped.dev", "batch", CLUSTER],
+            &["apps", "batch", APP],
+        ),
+    ];
+    for (upstream, seen) in cases {
+        let got = bytes(Direction::ToApp, &list(upstream)).unwrap();
+        assert_eq!(got, list(seen), "from {upstream:?}");
+        serde_json::from_str::<Json>(&got).unwrap();
+    }
+}
