@@ -4,3 +4,6 @@
 
 pub mod render;
 pub mod rewrite;
+pub mod route;
+pub mod serve;
+pub mod upstream;

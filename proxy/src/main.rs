@@ -18,6 +18,24 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the proxy: listen for the app and forward to the kube-apiserver,
+    /// renaming groups both ways.
+    Serve {
+        /// The configuration file.
+        #[arg(short = 'c', long = "config")]
+        config: PathBuf,
+        /// Kubeconfig of the upstream apiserver (overrides the config file;
+        /// default: $KUBECONFIG, then ~/.kube/config, then in-cluster).
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// Context in the kubeconfig (default: its current context).
+        #[arg(long)]
+        context: Option<String>,
+        /// Plain-HTTP listener for the app, like `kubectl proxy` (overrides
+        /// `listeners.http`; default 127.0.0.1:8001).
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+    },
     /// Validate a configuration and print the effective rename table.
     Check {
         /// The configuration file.
@@ -41,6 +59,33 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Serve {
+        config,
+        kubeconfig,
+        context,
+        listen,
+    } = cli.command
+    {
+        let settings = match load_config(&config) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("regroup: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let opts = regroup::serve::run::Options {
+            kubeconfig,
+            context,
+            listen,
+        };
+        return match regroup::serve::run::run(settings, opts) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("regroup: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -52,6 +97,7 @@ fn main() -> ExitCode {
 
 fn run(command: Command) -> Result<(), String> {
     match command {
+        Command::Serve { .. } => unreachable!("handled in main"),
         Command::Check { config } => {
             let settings = load_config(&config)?;
             print!("{}", settings.effective_table());

@@ -7,116 +7,13 @@
 
 mod common;
 
-use common::{case_names, fixture_map, Case};
+use common::{
+    case_names, documents, extra_masks, first_difference, fixture_map, normalize,
+    without_bookmarks, Case,
+};
 use regroup::rewrite::{Catalog, JsonRewriter};
 use regroup_config::Direction;
 use serde_json::Value as Json;
-
-/// Members that differ between runs and worlds (fixtures README, "Volatile
-/// fields"), plus those the README lists as differing for timing reasons.
-const VOLATILE: &[&str] = &[
-    "uid",
-    "resourceVersion",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "generation",
-    "time",
-    "lastTransitionTime",
-    "continue",
-    "storageVersionHash", // computed by the server from the group
-    "cells",              // Table Age columns
-    "conditions",         // CRD approval condition exists only for *.k8s.io
-    "nonResourceRules",   // came back in a different order
-    "remainingItemCount",
-];
-
-/// Cases whose differences are outside the rename (fixtures README):
-/// the members to mask in them on top of [`VOLATILE`].
-fn extra_masks(name: &str) -> &'static [&'static str] {
-    if name.contains("-crd") {
-        // managedFields record the CRD approval condition, which only the
-        // protected *.k8s.io group gets.
-        &["fieldsV1"]
-    } else if name.starts_with("251-") {
-        // "too old resource version: 1 (<current RV>)".
-        &["message"]
-    } else {
-        &[]
-    }
-}
-
-/// Replaces the world's name (namespace, cluster-scoped names, label value)
-/// with a placeholder and masks volatile members.
-fn normalize(v: &mut Json, world: &str, extra: &[&str]) {
-    match v {
-        Json::Object(m) => {
-            let members = std::mem::take(m);
-            for (k, mut child) in members {
-                if VOLATILE.contains(&k.as_str()) || extra.contains(&k.as_str()) {
-                    child = Json::String("<masked>".into());
-                } else {
-                    normalize(&mut child, world, extra);
-                }
-                m.insert(mask_uid_key(&k), child);
-            }
-        }
-        Json::Array(a) => a.iter_mut().for_each(|e| normalize(e, world, extra)),
-        Json::String(s) => *s = mask_world(s, world),
-        _ => {}
-    }
-}
-
-/// managedFields keys such as `k:{"uid":"7a72..."}` embed volatile uids.
-fn mask_uid_key(k: &str) -> String {
-    match k.find("\"uid\":\"") {
-        Some(i) => {
-            let start = i + 7;
-            let end = k[start..].find('"').map_or(k.len(), |e| start + e);
-            format!("{}<uid>{}", &k[..start], &k[end..])
-        }
-        None => k.to_owned(),
-    }
-}
-
-fn mask_world(s: &str, world: &str) -> String {
-    // Only whole DNS-ish tokens: `renamed`, `foo-viewer-renamed`, `renamed-bulk`.
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(i) = rest.find(world) {
-        let before = rest[..i].chars().last();
-        let after = rest[i + world.len()..].chars().next();
-        let boundary = |c: Option<char>| c.is_none_or(|c| !c.is_ascii_alphanumeric());
-        out.push_str(&rest[..i]);
-        out.push_str(if boundary(before) && boundary(after) {
-            "<world>"
-        } else {
-            world
-        });
-        rest = &rest[i + world.len()..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// The JSON documents of a body: one object, or newline-delimited watch events.
-fn documents(body: &[u8]) -> Option<Vec<Json>> {
-    if let Ok(v) = serde_json::from_slice::<Json>(body) {
-        return v.is_object().then(|| vec![v]);
-    }
-    let docs: Result<Vec<Json>, _> = body
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(serde_json::from_slice)
-        .collect();
-    docs.ok().filter(|d| !d.is_empty())
-}
-
-/// Drops BOOKMARK events, whose number depends on timing.
-fn without_bookmarks(docs: Vec<Json>) -> Vec<Json> {
-    docs.into_iter()
-        .filter(|d| d.get("type").and_then(Json::as_str) != Some("BOOKMARK"))
-        .collect()
-}
 
 fn rewrite_all(docs: &mut [Json], dir: Direction, addressed: Option<(&str, &str)>) -> bool {
     let map = fixture_map();
@@ -148,34 +45,6 @@ fn addressed(path: &str) -> Option<(&'static str, &'static str)> {
             Catalog::kind_for_resource(g, resource).map(|k| (g, k))
         }
         _ => None,
-    }
-}
-
-/// Where two documents first differ, and how.
-fn first_difference(got: &Json, want: &Json, at: String) -> Option<String> {
-    match (got, want) {
-        (Json::Object(a), Json::Object(b)) => {
-            for (k, va) in a {
-                match b.get(k) {
-                    Some(vb) => {
-                        if let Some(d) = first_difference(va, vb, format!("{at}.{k}")) {
-                            return Some(d);
-                        }
-                    }
-                    None => return Some(format!("{at}.{k}: unexpected member")),
-                }
-            }
-            b.keys()
-                .find(|k| !a.contains_key(*k))
-                .map(|k| format!("{at}.{k}: missing member"))
-        }
-        (Json::Array(a), Json::Array(b)) if a.len() == b.len() => a
-            .iter()
-            .zip(b)
-            .enumerate()
-            .find_map(|(i, (x, y))| first_difference(x, y, format!("{at}[{i}]"))),
-        _ if got == want => None,
-        _ => Some(format!("{at}: got {got}, want {want}")),
     }
 }
 

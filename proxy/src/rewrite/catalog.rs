@@ -395,6 +395,84 @@ const BUILTIN: &[Row] = &[
     ),
 ];
 
+/// Built-in resources whose kinds have places of their own.
+const RESOURCE_KINDS: &[(&str, &str, &str)] = &[
+    (
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+    ),
+    ("apiregistration.k8s.io", "apiservices", "APIService"),
+    ("rbac.authorization.k8s.io", "roles", "Role"),
+    ("rbac.authorization.k8s.io", "clusterroles", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "rolebindings", "RoleBinding"),
+    (
+        "rbac.authorization.k8s.io",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+    ),
+    (
+        "authorization.k8s.io",
+        "subjectaccessreviews",
+        "SubjectAccessReview",
+    ),
+    (
+        "authorization.k8s.io",
+        "localsubjectaccessreviews",
+        "LocalSubjectAccessReview",
+    ),
+    (
+        "authorization.k8s.io",
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+    ),
+    (
+        "authorization.k8s.io",
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicy",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicybindings",
+        "ValidatingAdmissionPolicyBinding",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "mutatingadmissionpolicies",
+        "MutatingAdmissionPolicy",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "mutatingadmissionpolicybindings",
+        "MutatingAdmissionPolicyBinding",
+    ),
+    ("", "events", "Event"),
+    ("events.k8s.io", "events", "Event"),
+    ("", "persistentvolumeclaims", "PersistentVolumeClaim"),
+    (
+        "autoscaling",
+        "horizontalpodautoscalers",
+        "HorizontalPodAutoscaler",
+    ),
+    ("", "configmaps", "ConfigMap"),
+    ("", "secrets", "Secret"),
+];
+
 /// Keys under which the reference-key heuristic never looks: free-form maps
 /// whose keys are user data, not schema.
 const HEURISTIC_SKIP_METADATA: &[&str] = &["labels", "annotations", "managedFields"];
@@ -438,17 +516,16 @@ impl Catalog {
         Catalog { places }
     }
 
-    /// The kind served at `group`/`resource` when its objects' names carry a
-    /// group, so that metadata-only responses (which name only
-    /// `PartialObjectMetadata`) still get their names renamed.
+    /// The kind served at `group`/`resource`, for the built-in resources
+    /// whose objects carry groups: partial bodies (merge patches) and
+    /// metadata-only responses (which name only `PartialObjectMetadata`)
+    /// still get their kind's places. Custom resources return `None`: their
+    /// places are the generic ones and the reference-key heuristic.
     pub fn kind_for_resource(group: &str, resource: &str) -> Option<&'static str> {
-        match (group, resource) {
-            ("apiextensions.k8s.io", "customresourcedefinitions") => {
-                Some("CustomResourceDefinition")
-            }
-            ("apiregistration.k8s.io", "apiservices") => Some("APIService"),
-            _ => None,
-        }
+        RESOURCE_KINDS
+            .iter()
+            .find(|(g, r, _)| *g == group && *r == resource)
+            .map(|(_, _, k)| *k)
     }
 
     /// Every place, in application order.

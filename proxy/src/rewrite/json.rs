@@ -230,6 +230,8 @@ pub struct JsonRewriter<'a> {
     /// Every mapped name of both directions (shadowing looks for the other
     /// side's names) and `\u`.
     finder: AhoCorasick,
+    /// The names alone, for binary bodies where `\u` means nothing.
+    names: AhoCorasick,
 }
 
 impl<'a> JsonRewriter<'a> {
@@ -237,6 +239,7 @@ impl<'a> JsonRewriter<'a> {
     pub fn new(map: &'a GroupMap, catalog: &'a Catalog, dir: Direction) -> Self {
         let mut needles: Vec<&str> = map.needles(Direction::ToCluster);
         needles.extend(map.needles(Direction::ToApp));
+        let names = AhoCorasick::new(&needles).expect("needles build an automaton");
         needles.push("\\u");
         let finder = AhoCorasick::new(needles).expect("needles build an automaton");
         JsonRewriter {
@@ -244,6 +247,7 @@ impl<'a> JsonRewriter<'a> {
             catalog,
             dir,
             finder,
+            names,
         }
     }
 
@@ -256,6 +260,12 @@ impl<'a> JsonRewriter<'a> {
     /// When false, the bytes can be forwarded untouched without parsing.
     pub fn may_contain(&self, bytes: &[u8]) -> bool {
         self.finder.is_match(bytes)
+    }
+
+    /// True when binary `bytes` (protobuf) contain a mapped name of either
+    /// side.
+    pub fn may_contain_name(&self, bytes: &[u8]) -> bool {
+        self.names.is_match(bytes)
     }
 
     /// Renames every catalogued place in `input`, one JSON object of any

@@ -1,0 +1,450 @@
+//! A request's Kubernetes meaning, read from its URL the way
+//! kube-apiserver's `RequestInfo` does, and the URL rewritten for the other
+//! side.
+
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, CONTROLS};
+use regroup_config::{Direction, GroupMap};
+
+/// What a request addresses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestInfo {
+    /// `/api/...` or `/apis/...` with a version: a resource or discovery path.
+    pub is_api: bool,
+    /// The group (`""` for `/api`), percent-decoded, as the caller named it.
+    pub group: String,
+    /// The version, if the path has one.
+    pub version: Option<String>,
+    /// The namespace, for namespaced paths.
+    pub namespace: Option<String>,
+    /// The resource (`foos`), if any.
+    pub resource: Option<String>,
+    /// The object name, if any.
+    pub name: Option<String>,
+    /// The subresource (`status`, `scale`, `log`, `exec`, ...), if any.
+    pub subresource: Option<String>,
+    /// A watch: the legacy `/watch/` path or `?watch=true|1`.
+    pub watch: bool,
+}
+
+impl RequestInfo {
+    /// Reads a request path (as sent, percent-encoded) and its raw query.
+    ///
+    /// ```
+    /// let i = regroup::route::RequestInfo::parse(
+    ///     "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/alpha/status", None);
+    /// assert_eq!(i.group, "samplecontroller.k8s.io");
+    /// assert_eq!(i.resource.as_deref(), Some("foos"));
+    /// assert_eq!(i.subresource.as_deref(), Some("status"));
+    /// ```
+    pub fn parse(path: &str, query: Option<&str>) -> RequestInfo {
+        let segments: Vec<String> = path
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
+            .collect();
+        let mut info = RequestInfo {
+            watch: query.is_some_and(query_says_watch),
+            ..RequestInfo::default()
+        };
+        let mut rest: &[String] = match segments.first().map(String::as_str) {
+            Some("api") => {
+                info.is_api = true;
+                &segments[1..]
+            }
+            Some("apis") => {
+                info.is_api = true;
+                match segments.get(1) {
+                    Some(g) => {
+                        info.group = g.clone();
+                        &segments[2..]
+                    }
+                    None => return info,
+                }
+            }
+            _ => return info,
+        };
+        let Some((version, r)) = rest.split_first() else {
+            return info;
+        };
+        info.version = Some(version.clone());
+        rest = r;
+        if rest.first().map(String::as_str) == Some("watch") {
+            info.watch = true;
+            rest = &rest[1..];
+        }
+        if rest.first().map(String::as_str) == Some("namespaces") && rest.len() > 1 {
+            info.namespace = Some(rest[1].clone());
+            // `namespaces/{ns}/status` and `/finalize` are subresources of the
+            // namespace itself.
+            if rest.len() > 2 && !matches!(rest[2].as_str(), "status" | "finalize") {
+                rest = &rest[2..];
+            }
+        }
+        info.resource = rest.first().cloned();
+        info.name = rest.get(1).cloned();
+        info.subresource = rest.get(2).cloned();
+        info
+    }
+
+    /// `group/version` (or `version` for the core group).
+    pub fn api_version(&self) -> Option<String> {
+        let v = self.version.as_ref()?;
+        Some(if self.group.is_empty() {
+            v.clone()
+        } else {
+            format!("{}/{v}", self.group)
+        })
+    }
+}
+
+fn query_says_watch(q: &str) -> bool {
+    q.split('&').any(|kv| {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        k == "watch" && matches!(v, "true" | "1")
+    })
+}
+
+/// Characters escaped when a rewritten query value is re-encoded.
+const QUERY_VALUE: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'&')
+    .add(b'+')
+    .add(b',')
+    .add(b'/')
+    .add(b'<')
+    .add(b'=')
+    .add(b'>')
+    .add(b'?');
+
+/// Resources whose object names carry a group (`plural.group`,
+/// `version.group`): their names are renamed in paths and selectors too.
+fn names_carry_group(group: &str, resource: Option<&str>) -> bool {
+    matches!(
+        (group, resource),
+        ("apiextensions.k8s.io", Some("customresourcedefinitions"))
+            | ("apiregistration.k8s.io", Some("apiservices"))
+    )
+}
+
+/// Rewrites a raw request path: the group of `/apis/{group}/...` and
+/// `/openapi/v3/apis/{group}/...`, and the object name of a CRD or an
+/// APIService. `None`: unchanged.
+pub fn rewrite_path(path: &str, map: &GroupMap, dir: Direction) -> Option<String> {
+    let info = RequestInfo::parse(path, None);
+    let mut segments: Vec<String> = path.split('/').map(str::to_owned).collect();
+    let mut changed = false;
+    // ["", "apis", group, ...] or ["", "openapi", "v3", "apis", group, ...]
+    let group_at = match (
+        segments.get(1).map(String::as_str),
+        segments.get(2).map(String::as_str),
+    ) {
+        (Some("apis"), _) => Some(2),
+        (Some("openapi"), Some("v3")) if segments.get(3).map(String::as_str) == Some("apis") => {
+            Some(4)
+        }
+        _ => None,
+    };
+    if let Some(i) = group_at {
+        if let Some(seg) = segments.get(i) {
+            let group = percent_decode_str(seg).decode_utf8().ok()?;
+            if let Some(mapped) = map.map_group(&group, dir) {
+                segments[i] = mapped;
+                changed = true;
+            }
+        }
+    }
+    if names_carry_group(&info.group, info.resource.as_deref()) {
+        if let Some(name) = &info.name {
+            if let Some(mapped) = map.map_qualified_name(name, dir) {
+                // The name is the segment after the resource's.
+                let resource = info.resource.as_deref().unwrap_or_default();
+                if let Some(r) = segments.iter().position(|s| s == resource) {
+                    if r + 1 < segments.len() {
+                        segments[r + 1] = mapped;
+                        changed = true;
+                    }
+                }
+            }
+        }
+    }
+    changed.then(|| segments.join("/"))
+}
+
+/// Rewrites `fieldSelector` requirements on `*.apiVersion` / `*.apiGroup`
+/// (`involvedObject.apiVersion=foo.example.io/v1`). `None`: unchanged, so the
+/// raw query goes on byte for byte.
+pub fn rewrite_query(query: &str, map: &GroupMap, dir: Direction) -> Option<String> {
+    rewrite_query_for(query, &RequestInfo::default(), map, dir)
+}
+
+/// [`rewrite_query`] knowing the request: `metadata.name` selectors on
+/// CRDs and APIServices (`kubectl get crd foos.foo.example.io -w`) name a
+/// group too.
+pub fn rewrite_query_for(
+    query: &str,
+    info: &RequestInfo,
+    map: &GroupMap,
+    dir: Direction,
+) -> Option<String> {
+    let names = names_carry_group(&info.group, info.resource.as_deref());
+    let mut changed = false;
+    let parts: Vec<String> = query
+        .split('&')
+        .map(|kv| {
+            let Some(("fieldSelector", raw)) = kv.split_once('=') else {
+                return kv.to_owned();
+            };
+            let value = percent_decode_str(&raw.replace('+', " "))
+                .decode_utf8_lossy()
+                .into_owned();
+            match rewrite_field_selector(&value, names, map, dir) {
+                Some(v) => {
+                    changed = true;
+                    format!("fieldSelector={}", utf8_percent_encode(&v, QUERY_VALUE))
+                }
+                None => kv.to_owned(),
+            }
+        })
+        .collect();
+    changed.then(|| parts.join("&"))
+}
+
+fn rewrite_field_selector(
+    selector: &str,
+    names: bool,
+    map: &GroupMap,
+    dir: Direction,
+) -> Option<String> {
+    let mut changed = false;
+    let reqs: Vec<String> = selector
+        .split(',')
+        .map(|req| {
+            let op_at = req.find(['=', '!']).unwrap_or(req.len());
+            let (field, rest) = req.split_at(op_at);
+            let op_len = rest.len() - rest.trim_start_matches(['=', '!']).len();
+            let (op, value) = rest.split_at(op_len);
+            let mapped = if field.trim().ends_with(".apiVersion") {
+                map.map_api_version(value, dir)
+            } else if field.trim().ends_with(".apiGroup") {
+                map.map_group(value, dir)
+            } else if names && field.trim() == "metadata.name" {
+                map.map_qualified_name(value, dir)
+            } else {
+                None
+            };
+            match mapped {
+                Some(m) => {
+                    changed = true;
+                    format!("{field}{op}{m}")
+                }
+                None => req.to_owned(),
+            }
+        })
+        .collect();
+    changed.then(|| reqs.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use regroup_config::{MapRule, Rule};
+
+    fn map() -> GroupMap {
+        GroupMap::new(vec![MapRule {
+            rule: Rule::Exact {
+                from: "samplecontroller.k8s.io".into(),
+                to: "samplecontroller.team1.example.com".into(),
+            },
+            reference_keys: true,
+        }])
+        .unwrap()
+    }
+
+    fn info(path: &str, q: Option<&str>) -> RequestInfo {
+        RequestInfo::parse(path, q)
+    }
+
+    #[test]
+    fn namespaced_resource_paths() {
+        let i = info(
+            "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/alpha",
+            None,
+        );
+        assert_eq!(i.group, "samplecontroller.k8s.io");
+        assert_eq!(i.version.as_deref(), Some("v1alpha1"));
+        assert_eq!(i.namespace.as_deref(), Some("ns"));
+        assert_eq!(i.resource.as_deref(), Some("foos"));
+        assert_eq!(i.name.as_deref(), Some("alpha"));
+        assert!(!i.watch);
+        assert_eq!(
+            i.api_version().as_deref(),
+            Some("samplecontroller.k8s.io/v1alpha1")
+        );
+    }
+
+    #[test]
+    fn cluster_scoped_core_and_discovery_paths() {
+        let i = info("/api/v1/namespaces/ns", None);
+        assert_eq!(
+            (i.group.as_str(), i.resource.as_deref(), i.name.as_deref()),
+            ("", Some("namespaces"), Some("ns"))
+        );
+        let i = info("/api/v1/namespaces/ns/status", None);
+        assert_eq!(
+            (
+                i.resource.as_deref(),
+                i.name.as_deref(),
+                i.subresource.as_deref()
+            ),
+            (Some("namespaces"), Some("ns"), Some("status"))
+        );
+        let i = info("/apis/samplecontroller.k8s.io", None);
+        assert_eq!(
+            (i.group.as_str(), i.version.as_deref()),
+            ("samplecontroller.k8s.io", None)
+        );
+        let i = info("/apis", None);
+        assert!(i.is_api && i.group.is_empty());
+        let i = info("/version", None);
+        assert!(!i.is_api);
+        let i = info(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/foos.samplecontroller.k8s.io",
+            None,
+        );
+        assert_eq!(i.name.as_deref(), Some("foos.samplecontroller.k8s.io"));
+    }
+
+    #[test]
+    fn watches_by_query_and_legacy_path() {
+        assert!(
+            info(
+                "/apis/g.io/v1/namespaces/n/foos",
+                Some("watch=1&resourceVersion=5")
+            )
+            .watch
+        );
+        assert!(info("/apis/g.io/v1/namespaces/n/foos", Some("watch=true")).watch);
+        assert!(!info("/apis/g.io/v1/namespaces/n/foos", Some("watch=false")).watch);
+        let i = info("/apis/g.io/v1/watch/namespaces/n/foos", None);
+        assert!(i.watch);
+        assert_eq!(
+            (i.namespace.as_deref(), i.resource.as_deref()),
+            (Some("n"), Some("foos"))
+        );
+    }
+
+    #[test]
+    fn percent_encoded_groups_are_decoded_before_matching() {
+        let i = info("/apis/samplecontroller%2Ek8s.io/v1alpha1/foos", None);
+        assert_eq!(i.group, "samplecontroller.k8s.io");
+        assert_eq!(
+            rewrite_path(
+                "/apis/samplecontroller%2Ek8s.io/v1alpha1/foos",
+                &map(),
+                Direction::ToCluster
+            )
+            .as_deref(),
+            Some("/apis/samplecontroller.team1.example.com/v1alpha1/foos")
+        );
+    }
+
+    #[test]
+    fn paths_are_rewritten_only_in_the_group_segment() {
+        let m = map();
+        assert_eq!(
+            rewrite_path("/apis/samplecontroller.k8s.io/v1alpha1/namespaces/samplecontroller.k8s.io/foos", &m, Direction::ToCluster).as_deref(),
+            Some("/apis/samplecontroller.team1.example.com/v1alpha1/namespaces/samplecontroller.k8s.io/foos")
+        );
+        assert_eq!(
+            rewrite_path("/apis/samplecontroller.k8s.io", &m, Direction::ToCluster).as_deref(),
+            Some("/apis/samplecontroller.team1.example.com")
+        );
+        assert_eq!(rewrite_path("/api/v1/pods", &m, Direction::ToCluster), None);
+        assert_eq!(
+            rewrite_path("/apis/apps/v1", &m, Direction::ToCluster),
+            None
+        );
+    }
+
+    #[test]
+    fn crd_and_apiservice_names_and_openapi_v3_paths_are_rewritten() {
+        let m = map();
+        assert_eq!(
+            rewrite_path("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/foos.samplecontroller.k8s.io", &m, Direction::ToCluster).as_deref(),
+            Some("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/foos.samplecontroller.team1.example.com")
+        );
+        assert_eq!(
+            rewrite_path("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/foos.samplecontroller.k8s.io/status", &m, Direction::ToCluster).as_deref(),
+            Some("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/foos.samplecontroller.team1.example.com/status")
+        );
+        assert_eq!(
+            rewrite_path(
+                "/api/v1/namespaces/ns/configmaps/foos.samplecontroller.k8s.io",
+                &m,
+                Direction::ToCluster
+            ),
+            None
+        );
+        assert_eq!(
+            rewrite_path(
+                "/openapi/v3/apis/samplecontroller.k8s.io/v1alpha1",
+                &m,
+                Direction::ToCluster
+            )
+            .as_deref(),
+            Some("/openapi/v3/apis/samplecontroller.team1.example.com/v1alpha1")
+        );
+        let info = RequestInfo::parse(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            None,
+        );
+        assert_eq!(
+            rewrite_query_for(
+                "fieldSelector=metadata.name%3Dfoos.samplecontroller.k8s.io&watch=1",
+                &info,
+                &m,
+                Direction::ToCluster
+            )
+            .as_deref(),
+            Some("fieldSelector=metadata.name%3Dfoos.samplecontroller.team1.example.com&watch=1")
+        );
+        assert_eq!(
+            rewrite_query(
+                "fieldSelector=metadata.name%3Dfoos.samplecontroller.k8s.io",
+                &m,
+                Direction::ToCluster
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn field_selectors_naming_an_api_version_are_rewritten() {
+        let m = map();
+        let q = "fieldSelector=involvedObject.apiVersion%3Dsamplecontroller.k8s.io%2Fv1alpha1%2CinvolvedObject.name%3Dalpha&limit=5";
+        assert_eq!(
+            rewrite_query(q, &m, Direction::ToCluster).as_deref(),
+            Some("fieldSelector=involvedObject.apiVersion%3Dsamplecontroller.team1.example.com%2Fv1alpha1%2CinvolvedObject.name%3Dalpha&limit=5")
+        );
+        assert_eq!(
+            rewrite_query(
+                "fieldSelector=metadata.name%3Dx&watch=1",
+                &m,
+                Direction::ToCluster
+            ),
+            None
+        );
+        assert_eq!(
+            rewrite_query(
+                "fieldSelector=regarding.apiVersion!=samplecontroller.k8s.io/v1",
+                &m,
+                Direction::ToCluster
+            )
+            .as_deref(),
+            Some("fieldSelector=regarding.apiVersion!%3Dsamplecontroller.team1.example.com%2Fv1")
+        );
+    }
+}

@@ -1,0 +1,173 @@
+//! Bodies: whole, collected with a limit, and rewritten frame by frame as
+//! they stream.
+
+use bytes::{Buf, Bytes, BytesMut};
+use futures_util::stream;
+use http_body::Frame;
+use http_body_util::{BodyExt, Full, Limited, StreamBody};
+use hyper::body::Incoming;
+
+use crate::rewrite::RewriteError;
+use crate::upstream::{Body, BoxError};
+
+/// A body of these bytes.
+pub fn full(b: impl Into<Bytes>) -> Body {
+    Full::new(b.into()).map_err(|never| match never {}).boxed()
+}
+
+/// An incoming body passed on as it streams.
+pub fn pass(b: Incoming) -> Body {
+    b.map_err(|e| Box::new(e) as BoxError).boxed()
+}
+
+/// Why a body could not be collected.
+#[derive(Debug, thiserror::Error)]
+pub enum CollectError {
+    /// Larger than the limit.
+    #[error("body larger than {0} bytes")]
+    TooLarge(usize),
+    /// The connection failed mid-body.
+    #[error("reading body: {0}")]
+    Io(String),
+}
+
+/// Reads a whole body, refusing more than `limit` bytes.
+pub async fn collect<B>(b: B, limit: usize) -> Result<Bytes, CollectError>
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    match Limited::new(b, limit).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(CollectError::TooLarge(limit)),
+        Err(e) => Err(CollectError::Io(e.to_string())),
+    }
+}
+
+/// How a stream is cut into frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// Newline-delimited JSON (watch events).
+    Lines,
+    /// 4-byte big-endian length, then that many bytes (protobuf watch).
+    LengthPrefixed,
+}
+
+/// Splits the next whole frame off `buf`: for lines, the bytes up to and
+/// including `\n`.
+fn next_frame(buf: &mut BytesMut, framing: Framing) -> Option<Bytes> {
+    match framing {
+        Framing::Lines => {
+            let at = memchr_newline(buf)?;
+            Some(buf.split_to(at + 1).freeze())
+        }
+        Framing::LengthPrefixed => {
+            let len = u32::from_be_bytes(buf.get(..4)?.try_into().ok()?) as usize;
+            if buf.len() < 4 + len {
+                return None;
+            }
+            Some(buf.split_to(4 + len).freeze())
+        }
+    }
+}
+
+fn memchr_newline(b: &[u8]) -> Option<usize> {
+    b.iter().position(|&c| c == b'\n')
+}
+
+struct FrameState<F> {
+    body: Incoming,
+    buf: BytesMut,
+    rewrite: F,
+    framing: Framing,
+    upstream_done: bool,
+    failed: bool,
+}
+
+/// Rewrites a stream frame by frame as frames arrive, never waiting for the
+/// end: each complete frame is rewritten and sent on its own. A frame that
+/// can't be rewritten ends the stream with `on_error`'s last frame (a watch
+/// ERROR event), so the client re-lists instead of seeing unrenamed bytes.
+/// Dropping the returned body drops the upstream body, closing it.
+pub fn rewrite_frames<F, E>(body: Incoming, framing: Framing, rewrite: F, on_error: E) -> Body
+where
+    F: Fn(&[u8]) -> Result<Option<Vec<u8>>, RewriteError> + Send + Sync + 'static,
+    E: Fn(&RewriteError) -> Bytes + Send + Sync + 'static,
+{
+    let state = FrameState {
+        body,
+        buf: BytesMut::new(),
+        rewrite,
+        framing,
+        upstream_done: false,
+        failed: false,
+    };
+    let on_error = std::sync::Arc::new(on_error);
+    let s = stream::unfold(state, move |mut st| {
+        let on_error = on_error.clone();
+        async move {
+            if st.failed {
+                return None;
+            }
+            loop {
+                let frame = match next_frame(&mut st.buf, st.framing) {
+                    Some(f) => Some(f),
+                    None if st.upstream_done => {
+                        if st.buf.has_remaining() {
+                            tracing::warn!(
+                                bytes = st.buf.len(),
+                                "upstream stream ended mid-frame; dropping the partial frame"
+                            );
+                        }
+                        return None;
+                    }
+                    None => None,
+                };
+                if let Some(f) = frame {
+                    let (content, newline) = match st.framing {
+                        Framing::Lines => match f.strip_suffix(b"\n") {
+                            Some(c) => (c, true),
+                            None => (&f[..], false),
+                        },
+                        Framing::LengthPrefixed => (&f[..], false),
+                    };
+                    return match (st.rewrite)(content) {
+                        Ok(None) => Some((Ok(Frame::data(f)), st)),
+                        Ok(Some(mut out)) => {
+                            if newline {
+                                out.push(b'\n');
+                            }
+                            Some((Ok(Frame::data(Bytes::from(out))), st))
+                        }
+                        Err(e) => {
+                            tracing::error!(
+                                "upstream stream frame can't be renamed, closing the stream: {e}"
+                            );
+                            st.failed = true;
+                            let last = on_error(&e);
+                            if last.is_empty() {
+                                return None;
+                            }
+                            Some((Ok(Frame::data(last)), st))
+                        }
+                    };
+                }
+                match st.body.frame().await {
+                    Some(Ok(f)) => {
+                        if let Ok(data) = f.into_data() {
+                            st.buf.extend_from_slice(&data);
+                        }
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!("upstream stream ended with an error: {e}");
+                        st.upstream_done = true;
+                        // Drop a partial frame: never forward half an event.
+                        st.buf.clear();
+                    }
+                    None => st.upstream_done = true,
+                }
+            }
+        }
+    });
+    StreamBody::new(s).boxed()
+}

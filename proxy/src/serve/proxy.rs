@@ -1,0 +1,633 @@
+//! The proxy: one engine, given the GroupMap and a direction. The sidecar
+//! renames requests to the cluster's names and responses back to the app's;
+//! the aggregated front (later) is the same with the direction flipped.
+
+use std::convert::Infallible;
+use std::io::Read;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use regroup_config::{Direction, GroupMap};
+use serde_json::Value as Json;
+
+use super::body::{collect, full, pass, rewrite_frames, CollectError, Framing};
+use super::status::{page_not_found, Failure};
+use crate::rewrite::{Catalog, JsonRewriter, RewriteError};
+use crate::route::{self, RequestInfo};
+use crate::upstream::{Body, Upstream};
+
+/// The largest request or non-streamed response body regroup rewrites.
+const BODY_LIMIT: usize = 256 << 20;
+
+/// Hop-by-hop headers, never forwarded (RFC 9110 7.6.1).
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Shared state of every request.
+pub struct Proxy {
+    map: &'static GroupMap,
+    /// Renames requests (towards the side that is not the caller).
+    requests: JsonRewriter<'static>,
+    /// Renames responses (back towards the caller).
+    responses: JsonRewriter<'static>,
+    upstream: Upstream,
+    pass_through_auth: bool,
+    /// Appended to ETags of bodies regroup may rewrite, so a cache keyed by
+    /// an ETag never mixes renamed and unrenamed bytes, or two rule sets.
+    etag_tag: String,
+}
+
+impl Proxy {
+    /// A sidecar proxy: the caller is the app.
+    pub fn sidecar(
+        map: &'static GroupMap,
+        catalog: &'static Catalog,
+        upstream: Upstream,
+        pass_through_auth: bool,
+    ) -> Proxy {
+        let mut h: u32 = 0x811c_9dc5;
+        for r in map.rules() {
+            for s in [
+                r.rule.ends(Direction::ToCluster).0,
+                r.rule.ends(Direction::ToCluster).1,
+            ] {
+                for b in s.bytes().chain([0]) {
+                    h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+                }
+            }
+        }
+        Proxy {
+            map,
+            requests: JsonRewriter::new(map, catalog, Direction::ToCluster),
+            responses: JsonRewriter::new(map, catalog, Direction::ToApp),
+            upstream,
+            pass_through_auth,
+            etag_tag: format!("-rg{h:08x}"),
+        }
+    }
+
+    fn request_dir(&self) -> Direction {
+        self.requests.direction()
+    }
+
+    /// Serves one request. Every failure becomes a `Status`.
+    pub async fn handle(
+        self: Arc<Self>,
+        req: Request<Incoming>,
+    ) -> Result<Response<Body>, Infallible> {
+        let started = Instant::now();
+        let method = req.method().clone();
+        let path = req.uri().path().to_owned();
+        let info = RequestInfo::parse(&path, req.uri().query());
+        let resp = match self.forward(req, &info).await {
+            Ok(r) => r,
+            Err(f) => {
+                tracing::warn!(%method, %path, code = f.code.as_u16(), reason = f.reason, "{}", f.message);
+                f.into_response()
+            }
+        };
+        tracing::debug!(
+            %method,
+            %path,
+            status = resp.status().as_u16(),
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            "request"
+        );
+        Ok(resp)
+    }
+
+    async fn forward(
+        self: &Arc<Self>,
+        req: Request<Incoming>,
+        info: &RequestInfo,
+    ) -> Result<Response<Body>, Failure> {
+        let dir = self.request_dir();
+        if info.is_api && !info.group.is_empty() && self.map.is_shadowed(&info.group, dir) {
+            // The caller named the other side's group: it doesn't exist here.
+            return Ok(page_not_found());
+        }
+        let path = req.uri().path();
+        let mut pq = route::rewrite_path(path, self.map, dir).unwrap_or_else(|| path.to_owned());
+        if let Some(q) = req.uri().query() {
+            pq.push('?');
+            pq.push_str(
+                &route::rewrite_query_for(q, info, self.map, dir).unwrap_or_else(|| q.to_owned()),
+            );
+        }
+        let uri = self
+            .upstream
+            .uri(&pq)
+            .map_err(|e| Failure::bad_request(format!("invalid request URI: {e}")))?;
+
+        let (mut parts, body) = req.into_parts();
+        let upgrade = is_upgrade(&parts.headers);
+        let own_auth =
+            !(self.pass_through_auth && parts.headers.contains_key(header::AUTHORIZATION));
+        let mut headers = self.request_headers(&parts.headers, upgrade);
+        if own_auth {
+            if let Some(v) = self.upstream.authorization(false) {
+                headers.insert(header::AUTHORIZATION, v);
+            }
+        }
+
+        if upgrade {
+            let on_upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
+            return self
+                .upgrade(parts.method, uri, headers, body, on_upgrade)
+                .await;
+        }
+
+        let body = if info.is_api && carries_body(&parts.method) {
+            self.request_body(info, &mut headers, body).await?
+        } else {
+            pass(body)
+        };
+        let retry_safe = own_auth
+            && self.upstream.can_refresh()
+            && matches!(parts.method, Method::GET | Method::HEAD);
+        let mut up = Request::builder()
+            .method(parts.method.clone())
+            .uri(uri.clone())
+            .body(body)
+            .expect("parts are valid");
+        *up.headers_mut() = headers.clone();
+        let mut resp = self.send(up).await?;
+        if resp.status() == StatusCode::UNAUTHORIZED && retry_safe {
+            // A rotated token: read it again and retry once.
+            if let Some(v) = self.upstream.authorization(true) {
+                headers.insert(header::AUTHORIZATION, v);
+            }
+            let mut up = Request::builder()
+                .method(parts.method.clone())
+                .uri(uri)
+                .body(full(Bytes::new()))
+                .expect("parts are valid");
+            *up.headers_mut() = headers;
+            resp = self.send(up).await?;
+        }
+        self.response(info, resp).await
+    }
+
+    async fn send(&self, up: Request<Body>) -> Result<Response<Incoming>, Failure> {
+        self.upstream.send(up).await.map_err(|e| {
+            let mut msg = e.to_string();
+            let mut src = std::error::Error::source(&e);
+            while let Some(s) = src {
+                msg.push_str(": ");
+                msg.push_str(&s.to_string());
+                src = s.source();
+            }
+            Failure::unavailable(format!("the Kubernetes API server is unavailable: {msg}"))
+        })
+    }
+
+    fn request_headers(&self, incoming: &HeaderMap, upgrade: bool) -> HeaderMap {
+        let mut h = HeaderMap::with_capacity(incoming.len());
+        for (name, value) in incoming {
+            let n = name.as_str();
+            let hop =
+                HOP_BY_HOP.contains(&n) && !(upgrade && matches!(n, "connection" | "upgrade"));
+            if hop
+                || name == header::HOST
+                || name == header::ACCEPT_ENCODING
+                || (!self.pass_through_auth && name == header::AUTHORIZATION)
+                // Front-proxy identity headers are only trusted from an
+                // authenticated front-proxy caller, never from the app.
+                || n.starts_with("x-remote-")
+            {
+                continue;
+            }
+            if name == header::IF_NONE_MATCH {
+                if let Ok(v) = value.to_str() {
+                    if let Ok(v) = HeaderValue::from_str(&v.replace(&self.etag_tag, "")) {
+                        h.append(name.clone(), v);
+                        continue;
+                    }
+                }
+            }
+            h.append(name.clone(), value.clone());
+        }
+        h
+    }
+
+    /// Renames a request body of a rewritable type; other bodies stream on.
+    async fn request_body(
+        &self,
+        info: &RequestInfo,
+        headers: &mut HeaderMap,
+        body: Incoming,
+    ) -> Result<Body, Failure> {
+        let media = media_type(headers);
+        let kind = request_kind(info);
+        let hint_version = info.api_version().unwrap_or_default();
+        let is_kube_proto = media.starts_with("application/vnd.kubernetes.protobuf");
+        let rewritable = matches!(
+            media.as_str(),
+            "application/json"
+                | "application/merge-patch+json"
+                | "application/strategic-merge-patch+json"
+                | "application/json-patch+json"
+                | "application/apply-patch+yaml"
+                | "application/yaml"
+        ) || is_kube_proto;
+        if !rewritable {
+            return Ok(pass(body));
+        }
+        let bytes = collect(body, BODY_LIMIT).await.map_err(|e| match e {
+            CollectError::TooLarge(n) => {
+                Failure::too_large(format!("request body larger than {n} bytes"))
+            }
+            CollectError::Io(m) => Failure::bad_request(m),
+        })?;
+        let (api_version, kind) = match (info.subresource.as_deref(), kind) {
+            (Some("scale"), _) => ("autoscaling/v1".to_string(), "Scale"),
+            (_, k) => (hint_version, k.unwrap_or("")),
+        };
+        let rw = &self.requests;
+        let bad = |e: RewriteError| {
+            Failure::bad_request(format!("the request body can't be renamed: {e}"))
+        };
+        let out: Option<Vec<u8>> = match media.as_str() {
+            "application/json"
+            | "application/merge-patch+json"
+            | "application/strategic-merge-patch+json" => rw
+                .rewrite_bytes_as(&bytes, &api_version, kind)
+                .map_err(bad)?,
+            "application/json-patch+json" => {
+                json_patch(rw, &bytes, &api_version, kind).map_err(bad)?
+            }
+            "application/apply-patch+yaml" | "application/yaml" => {
+                if !rw.may_contain(&bytes) {
+                    None
+                } else {
+                    let text = std::str::from_utf8(&bytes).map_err(|e| {
+                        Failure::bad_request(format!("the request body is not UTF-8: {e}"))
+                    })?;
+                    let doc: Json = serde_saphyr::from_str(text).map_err(|e| {
+                        Failure::bad_request(format!("the request body is not valid YAML: {e}"))
+                    })?;
+                    let json = serde_json::to_vec(&doc).expect("values serialize");
+                    let renamed = rw
+                        .rewrite_bytes_as(&json, &api_version, kind)
+                        .map_err(bad)?;
+                    // JSON is YAML: apply-patch+yaml accepts it as it is.
+                    if media == "application/yaml" {
+                        headers.insert(
+                            header::CONTENT_TYPE,
+                            HeaderValue::from_static("application/json"),
+                        );
+                    }
+                    Some(renamed.unwrap_or(json))
+                }
+            }
+            _ => {
+                if rw.may_contain_name(&bytes) {
+                    return Err(Failure::unsupported(
+                        "regroup does not rename Kubernetes protobuf request bodies yet; \
+                         send this request as application/json",
+                    ));
+                }
+                None
+            }
+        };
+        let bytes = out.map(Bytes::from).unwrap_or(bytes);
+        headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+        Ok(full(bytes))
+    }
+
+    async fn response(
+        self: &Arc<Self>,
+        info: &RequestInfo,
+        resp: Response<Incoming>,
+    ) -> Result<Response<Body>, Failure> {
+        let (mut parts, body) = resp.into_parts();
+        let media = media_type(&parts.headers);
+        strip_hop_by_hop(&mut parts.headers);
+        self.response_headers(&mut parts.headers);
+        if !info.is_api {
+            return Ok(Response::from_parts(parts, pass(body)));
+        }
+        let gzip = parts
+            .headers
+            .get(header::CONTENT_ENCODING)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
+        let addressed = request_kind(info).map(|k| (info.group.clone(), k));
+        let is_kube_proto = media.starts_with("application/vnd.kubernetes.protobuf");
+        let json = media == "application/json";
+        let yaml = media == "application/yaml";
+        if !(json || yaml || is_kube_proto) {
+            return Ok(Response::from_parts(parts, pass(body)));
+        }
+        self.tag_etag(&mut parts.headers);
+
+        if info.watch && parts.status.is_success() {
+            if gzip {
+                return Err(Failure::bad_gateway(
+                    "gzip-encoded watch streams are not supported",
+                ));
+            }
+            parts.headers.remove(header::CONTENT_LENGTH);
+            let this = Arc::clone(self);
+            let body = if json {
+                let addressed = addressed.clone();
+                rewrite_frames(
+                    body,
+                    Framing::Lines,
+                    move |event| match &addressed {
+                        Some((g, k)) => this.responses.rewrite_bytes_addressed(event, g, k),
+                        None => this.responses.rewrite_bytes(event),
+                    },
+                    |e| {
+                        let f = Failure::bad_gateway(format!(
+                            "a watch event from the API server can't be renamed: {e}"
+                        ));
+                        Bytes::from(format!(
+                            "{{\"type\":\"ERROR\",\"object\":{}}}\n",
+                            f.status_json()
+                        ))
+                    },
+                )
+            } else {
+                // Protobuf watch frames: renaming arrives with the protobuf
+                // codec; until then, a frame naming a mapped group ends the
+                // stream rather than reach the app unrenamed.
+                let this2 = this.clone();
+                rewrite_frames(
+                    body,
+                    Framing::LengthPrefixed,
+                    move |frame| {
+                        if this2.responses.may_contain_name(frame) {
+                            Err(RewriteError::Malformed(
+                                "protobuf watch frames naming a renamed group are not renamed yet"
+                                    .into(),
+                            ))
+                        } else {
+                            Ok(None)
+                        }
+                    },
+                    |_| Bytes::new(),
+                )
+            };
+            return Ok(Response::from_parts(parts, body));
+        }
+
+        let mut bytes = collect(body, BODY_LIMIT)
+            .await
+            .map_err(|e| Failure::bad_gateway(format!("reading the API server's response: {e}")))?;
+        if gzip {
+            let mut out = Vec::with_capacity(bytes.len() * 4);
+            flate2::read::GzDecoder::new(&bytes[..])
+                .read_to_end(&mut out)
+                .map_err(|e| {
+                    Failure::bad_gateway(format!("the API server's gzip body is corrupt: {e}"))
+                })?;
+            bytes = Bytes::from(out);
+            parts.headers.remove(header::CONTENT_ENCODING);
+        }
+        let rw = &self.responses;
+        let bad = |e: RewriteError| {
+            Failure::bad_gateway(format!("the API server's response can't be renamed: {e}"))
+        };
+        let out = if json {
+            match &addressed {
+                Some((g, k)) => rw.rewrite_bytes_addressed(&bytes, g, k),
+                None => rw.rewrite_bytes(&bytes),
+            }
+            .map_err(bad)?
+        } else if yaml {
+            if rw.may_contain(&bytes) {
+                let text = std::str::from_utf8(&bytes)
+                    .map_err(|e| bad(RewriteError::Malformed(e.to_string())))?;
+                let doc: Json = serde_saphyr::from_str(text)
+                    .map_err(|e| bad(RewriteError::Malformed(e.to_string())))?;
+                let json = serde_json::to_vec(&doc).expect("values serialize");
+                match rw.rewrite_bytes(&json).map_err(bad)? {
+                    Some(renamed) => {
+                        let v: Json = serde_json::from_slice(&renamed)
+                            .map_err(|e| bad(RewriteError::Malformed(e.to_string())))?;
+                        Some(
+                            serde_saphyr::to_string(&v)
+                                .map_err(|e| bad(RewriteError::Malformed(e.to_string())))?
+                                .into_bytes(),
+                        )
+                    }
+                    None => None,
+                }
+            } else {
+                None
+            }
+        } else if rw.may_contain_name(&bytes) {
+            tracing::error!(path = %info_path(info), "protobuf response names a renamed group; refusing it until the protobuf codec exists");
+            return Err(Failure::bad_gateway(
+                "regroup does not rename Kubernetes protobuf responses yet; request application/json",
+            ));
+        } else {
+            None
+        };
+        let bytes = out.map(Bytes::from).unwrap_or(bytes);
+        parts
+            .headers
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+        Ok(Response::from_parts(parts, full(bytes)))
+    }
+
+    /// `Warning` texts and `Location` paths name groups too.
+    fn response_headers(&self, h: &mut HeaderMap) {
+        let dir = self.responses.direction();
+        let warnings: Vec<HeaderValue> = h.get_all(header::WARNING).iter().cloned().collect();
+        if !warnings.is_empty() {
+            h.remove(header::WARNING);
+            for w in warnings {
+                let v = w
+                    .to_str()
+                    .ok()
+                    .and_then(|s| self.map.map_text(s, dir))
+                    .and_then(|s| HeaderValue::from_str(&s).ok())
+                    .unwrap_or(w);
+                h.append(header::WARNING, v);
+            }
+        }
+        if let Some(loc) = h.get(header::LOCATION).and_then(|v| v.to_str().ok()) {
+            if let Some(v) =
+                route::rewrite_path(loc, self.map, dir).and_then(|s| HeaderValue::from_str(&s).ok())
+            {
+                h.insert(header::LOCATION, v);
+            }
+        }
+    }
+
+    fn tag_etag(&self, h: &mut HeaderMap) {
+        if let Some(v) = h.get(header::ETAG).and_then(|v| v.to_str().ok()) {
+            let tagged = match v.strip_suffix('"') {
+                Some(head) => format!("{head}{}\"", self.etag_tag),
+                None => format!("{v}{}", self.etag_tag),
+            };
+            if let Ok(v) = HeaderValue::from_str(&tagged) {
+                h.insert(header::ETAG, v);
+            }
+        }
+    }
+
+    /// Protocol upgrades (exec, attach, port-forward over SPDY or
+    /// WebSocket) carry no group: the bytes are spliced both ways.
+    async fn upgrade(
+        &self,
+        method: Method,
+        uri: http::Uri,
+        headers: HeaderMap,
+        body: Incoming,
+        on_upgrade: Option<hyper::upgrade::OnUpgrade>,
+    ) -> Result<Response<Body>, Failure> {
+        let mut up = Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(pass(body))
+            .expect("parts are valid");
+        *up.headers_mut() = headers;
+        let mut resp = self.upstream.send_upgrade(up).await.map_err(|e| {
+            Failure::unavailable(format!("the Kubernetes API server is unavailable: {e}"))
+        })?;
+        if resp.status() != StatusCode::SWITCHING_PROTOCOLS {
+            let (parts, body) = resp.into_parts();
+            return Ok(Response::from_parts(parts, pass(body)));
+        }
+        let upstream_io = hyper::upgrade::on(&mut resp);
+        let Some(client_io) = on_upgrade else {
+            return Err(Failure::bad_request("this connection can't be upgraded"));
+        };
+        tokio::spawn(async move {
+            match tokio::try_join!(client_io, upstream_io) {
+                Ok((c, u)) => {
+                    let mut c = hyper_util::rt::TokioIo::new(c);
+                    let mut u = hyper_util::rt::TokioIo::new(u);
+                    if let Err(e) = tokio::io::copy_bidirectional(&mut c, &mut u).await {
+                        tracing::debug!("upgraded stream ended: {e}");
+                    }
+                }
+                Err(e) => tracing::warn!("protocol upgrade failed: {e}"),
+            }
+        });
+        let (parts, _) = resp.into_parts();
+        Ok(Response::from_parts(parts, full(Bytes::new())))
+    }
+}
+
+fn info_path(info: &RequestInfo) -> String {
+    format!(
+        "{}/{}/{}",
+        info.group,
+        info.version.as_deref().unwrap_or(""),
+        info.resource.as_deref().unwrap_or("")
+    )
+}
+
+/// The kind addressed by a request, where its objects carry groups.
+fn request_kind(info: &RequestInfo) -> Option<&'static str> {
+    Catalog::kind_for_resource(&info.group, info.resource.as_deref()?)
+}
+
+fn carries_body(m: &Method) -> bool {
+    matches!(
+        *m,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    )
+}
+
+fn is_upgrade(h: &HeaderMap) -> bool {
+    h.contains_key(header::UPGRADE)
+        && h.get_all(header::CONNECTION).iter().any(|v| {
+            v.to_str().is_ok_and(|s| {
+                s.split(',')
+                    .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+            })
+        })
+}
+
+fn strip_hop_by_hop(h: &mut HeaderMap) {
+    for name in HOP_BY_HOP {
+        h.remove(HeaderName::from_static(name));
+    }
+}
+
+/// The media type of `Content-Type`, lower-cased, without parameters.
+fn media_type(h: &HeaderMap) -> String {
+    h.get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_default()
+}
+
+/// Renames each operation of a JSON Patch: the `value` is placed at its
+/// `path` in an otherwise empty object of the addressed kind, renamed there
+/// by the catalog, and taken back out.
+fn json_patch(
+    rw: &JsonRewriter<'_>,
+    bytes: &[u8],
+    api_version: &str,
+    kind: &str,
+) -> Result<Option<Vec<u8>>, RewriteError> {
+    if !rw.may_contain(bytes) {
+        return Ok(None);
+    }
+    let mut ops: Vec<Json> =
+        serde_json::from_slice(bytes).map_err(|e| RewriteError::Malformed(e.to_string()))?;
+    let mut changed = false;
+    for op in &mut ops {
+        let Some(path) = op.get("path").and_then(Json::as_str).map(str::to_owned) else {
+            continue;
+        };
+        let Some(value) = op.get_mut("value") else {
+            continue;
+        };
+        let tokens: Vec<String> = path
+            .split('/')
+            .skip(1)
+            .map(|t| t.replace("~1", "/").replace("~0", "~"))
+            .collect();
+        let mut wrapped = value.clone();
+        for t in tokens.iter().rev() {
+            wrapped = if t == "-" || t.parse::<usize>().is_ok() {
+                Json::Array(vec![wrapped])
+            } else {
+                let mut m = serde_json::Map::new();
+                m.insert(t.clone(), wrapped);
+                Json::Object(m)
+            };
+        }
+        if !wrapped.is_object() {
+            continue;
+        }
+        if rw.rewrite_as(&mut wrapped, api_version, kind)? {
+            let mut v = &wrapped;
+            for t in &tokens {
+                v = if t == "-" || t.parse::<usize>().is_ok() {
+                    &v[0]
+                } else {
+                    &v[t.as_str()]
+                };
+            }
+            if v != value {
+                *value = v.clone();
+                changed = true;
+            }
+        }
+    }
+    Ok(changed.then(|| serde_json::to_vec(&ops).expect("values serialize")))
+}

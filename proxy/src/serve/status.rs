@@ -1,0 +1,112 @@
+//! Every error regroup answers with becomes a Kubernetes `Status`, here.
+
+use bytes::Bytes;
+use http::{header, HeaderValue, Response, StatusCode};
+
+use super::body::full;
+use crate::upstream::Body;
+
+/// A failure to answer as a Kubernetes `Status`.
+#[derive(Debug)]
+pub struct Failure {
+    /// HTTP status.
+    pub code: StatusCode,
+    /// `Status.reason` (`BadRequest`, `ServiceUnavailable`, ...).
+    pub reason: &'static str,
+    /// `Status.message`: says what failed, never bodies or credentials.
+    pub message: String,
+}
+
+impl Failure {
+    /// 400: the app's own request can't be renamed.
+    pub fn bad_request(message: impl Into<String>) -> Failure {
+        Failure {
+            code: StatusCode::BAD_REQUEST,
+            reason: "BadRequest",
+            message: message.into(),
+        }
+    }
+
+    /// 413: a body too large to rewrite.
+    pub fn too_large(message: impl Into<String>) -> Failure {
+        Failure {
+            code: StatusCode::PAYLOAD_TOO_LARGE,
+            reason: "RequestEntityTooLarge",
+            message: message.into(),
+        }
+    }
+
+    /// 415: a body in a form regroup can't rename yet.
+    pub fn unsupported(message: impl Into<String>) -> Failure {
+        Failure {
+            code: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            reason: "UnsupportedMediaType",
+            message: message.into(),
+        }
+    }
+
+    /// 502: the apiserver's reply can't be renamed.
+    pub fn bad_gateway(message: impl Into<String>) -> Failure {
+        Failure {
+            code: StatusCode::BAD_GATEWAY,
+            reason: "InternalError",
+            message: message.into(),
+        }
+    }
+
+    /// 503: the apiserver can't be reached.
+    pub fn unavailable(message: impl Into<String>) -> Failure {
+        Failure {
+            code: StatusCode::SERVICE_UNAVAILABLE,
+            reason: "ServiceUnavailable",
+            message: message.into(),
+        }
+    }
+
+    /// The `Status` object's JSON.
+    pub fn status_json(&self) -> String {
+        serde_json::json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code.as_u16(),
+        })
+        .to_string()
+    }
+
+    /// The HTTP response.
+    pub fn into_response(self) -> Response<Body> {
+        let mut r = Response::new(full(Bytes::from(self.status_json())));
+        *r.status_mut() = self.code;
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        r
+    }
+}
+
+/// What kube-apiserver answers for a group it doesn't serve (byte for byte,
+/// see the capture `237-get-unknown-group-404`): a shadowed group looks
+/// exactly like a missing one.
+pub fn page_not_found() -> Response<Body> {
+    let mut r = Response::new(full(Bytes::from_static(b"404 page not found\n")));
+    *r.status_mut() = StatusCode::NOT_FOUND;
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    r
+}
