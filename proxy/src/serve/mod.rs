@@ -4,6 +4,7 @@ pub mod body;
 pub mod proxy;
 pub mod run;
 pub mod status;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -30,6 +31,29 @@ pub async fn serve_plain(listener: TcpListener, proxy: Arc<Proxy>) {
         let proxy = proxy.clone();
         tokio::spawn(async move {
             serve_connection(TokioIo::new(stream), peer, proxy).await;
+        });
+    }
+}
+
+/// Like [`serve_plain`], over TLS (h2 and http/1.1 by ALPN).
+pub async fn serve_tls(listener: TcpListener, tls: Arc<rustls::ServerConfig>, proxy: Arc<Proxy>) {
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let proxy = proxy.clone();
+        let acceptor = acceptor.clone();
+        tokio::spawn(async move {
+            match acceptor.accept(stream).await {
+                Ok(tls) => serve_connection(TokioIo::new(tls), peer, proxy).await,
+                Err(e) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
+            }
         });
     }
 }

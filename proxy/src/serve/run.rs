@@ -70,10 +70,32 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             rules = settings.map.rules().len(),
             "regroup serving"
         );
-        let server = tokio::spawn(super::serve_plain(listener, proxy));
+        let mut servers = vec![tokio::spawn(super::serve_plain(listener, proxy.clone()))];
+        if let Some(tls) = &settings.file.listeners.tls {
+            let id = match (&tls.cert_file, &tls.key_file, &tls.generated_ca_file) {
+                (Some(c), Some(k), _) => super::tls::from_files(c, k)?,
+                (_, _, Some(ca_file)) => {
+                    let id = super::tls::generate()?;
+                    let ca = id.ca_pem.as_deref().unwrap_or_default();
+                    std::fs::write(ca_file, ca)
+                        .map_err(|e| format!("writing the generated CA to {}: {e}", ca_file.display()))?;
+                    tracing::info!(ca = %ca_file.display(), "generated a serving CA for the TLS listener");
+                    id
+                }
+                _ => return Err("listeners.tls needs certFile/keyFile or generatedCaFile".into()),
+            };
+            let cfg = super::tls::server_config(&id)?;
+            let l = TcpListener::bind(tls.listen)
+                .await
+                .map_err(|e| format!("listening on {}: {e}", tls.listen))?;
+            tracing::info!(listen = %tls.listen, "regroup serving TLS");
+            servers.push(tokio::spawn(super::serve_tls(l, cfg, proxy)));
+        }
         shutdown_signal().await;
         tracing::info!("shutting down");
-        server.abort();
+        for s in servers {
+            s.abort();
+        }
         Ok(())
     })
 }

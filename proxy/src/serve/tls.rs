@@ -1,0 +1,84 @@
+//! TLS for the sidecar listener: certificate files, or a CA and serving
+//! certificate generated at start for 127.0.0.1/localhost, the CA written
+//! where a projected service-account volume can carry it as `ca.crt`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
+};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::ServerConfig;
+
+/// A certificate chain and its key, PEM.
+pub struct Identity {
+    /// PEM certificate chain (leaf first).
+    pub cert_pem: String,
+    /// PEM private key.
+    pub key_pem: String,
+    /// PEM of the CA that signed it, when regroup generated it.
+    pub ca_pem: Option<String>,
+}
+
+/// Reads a certificate and key from files.
+pub fn from_files(cert: &Path, key: &Path) -> Result<Identity, String> {
+    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    Ok(Identity {
+        cert_pem: read(cert)?,
+        key_pem: read(key)?,
+        ca_pem: None,
+    })
+}
+
+/// Generates a CA and a serving certificate for 127.0.0.1, ::1 and
+/// localhost (rcgen's default validity: they live as long as the process
+/// that generated them, and are generated anew at each start).
+pub fn generate() -> Result<Identity, String> {
+    let e = |e: rcgen::Error| format!("generating certificates: {e}");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(e)?;
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "regroup sidecar CA");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().map_err(e)?).map_err(e)?;
+
+    let mut leaf = CertificateParams::new(vec![
+        "127.0.0.1".to_string(),
+        "::1".to_string(),
+        "localhost".to_string(),
+    ])
+    .map_err(e)?;
+    leaf.distinguished_name.push(DnType::CommonName, "regroup");
+    let key = KeyPair::generate().map_err(e)?;
+    let cert = leaf.signed_by(&key, &ca).map_err(e)?;
+    Ok(Identity {
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+        ca_pem: Some(ca.pem()),
+    })
+}
+
+/// A rustls server configuration offering h2 and http/1.1.
+pub fn server_config(id: &Identity) -> Result<Arc<ServerConfig>, String> {
+    let certs: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_slice_iter(id.cert_pem.as_bytes())
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("serving certificate: {e}"))?;
+    if certs.is_empty() {
+        return Err("serving certificate: no PEM certificate found".into());
+    }
+    let key = PrivateKeyDer::from_pem_slice(id.key_pem.as_bytes())
+        .map_err(|e| format!("serving key: {e}"))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("serving certificate: {e}"))?;
+    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(cfg))
+}
