@@ -305,6 +305,22 @@ impl<'a> JsonRewriter<'a> {
         self.bytes(input, None, Some((group, kind)))
     }
 
+    /// The general form: `hint` (`apiVersion`, `kind`) as for
+    /// [`rewrite_bytes_as`](Self::rewrite_bytes_as), `addressed` as for
+    /// [`rewrite_bytes_addressed`](Self::rewrite_bytes_addressed).
+    pub fn rewrite_bytes_with(
+        &self,
+        input: &[u8],
+        hint: Option<(&str, &str)>,
+        addressed: Option<(&str, &str)>,
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        let hint = hint.map(|(a, k)| TypeOf {
+            api_version: a.to_owned(),
+            kind: k.to_owned(),
+        });
+        self.bytes(input, hint.as_ref(), addressed)
+    }
+
     fn bytes(
         &self,
         input: &[u8],

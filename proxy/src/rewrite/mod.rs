@@ -3,6 +3,7 @@
 
 pub mod catalog;
 pub mod json;
+pub mod list_stream;
 
 pub use catalog::Catalog;
 pub use json::{JsonRewriter, RewriteError};

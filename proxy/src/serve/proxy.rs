@@ -16,6 +16,7 @@ use serde_json::Value as Json;
 
 use super::body::{collect, full, pass, rewrite_frames, CollectError, Framing};
 use super::status::{page_not_found, Failure};
+use crate::rewrite::list_stream::ListStream;
 use crate::rewrite::{Catalog, JsonRewriter, RewriteError};
 use crate::route::{self, RequestInfo};
 use crate::upstream::{Body, Upstream};
@@ -176,7 +177,7 @@ impl Proxy {
             *up.headers_mut() = headers;
             resp = self.send(up).await?;
         }
-        self.response(info, resp).await
+        self.response(info, parts.method == Method::GET, resp).await
     }
 
     async fn send(&self, up: Request<Body>) -> Result<Response<Incoming>, Failure> {
@@ -309,6 +310,7 @@ impl Proxy {
     async fn response(
         self: &Arc<Self>,
         info: &RequestInfo,
+        is_read: bool,
         resp: Response<Incoming>,
     ) -> Result<Response<Body>, Failure> {
         let (mut parts, body) = resp.into_parts();
@@ -380,6 +382,14 @@ impl Proxy {
                 )
             };
             return Ok(Response::from_parts(parts, body));
+        }
+
+        if json && !gzip && info.name.is_none() && parts.status.is_success() && is_read {
+            // A list: streamed item by item, memory bounded by one item.
+            parts.headers.remove(header::CONTENT_LENGTH);
+            let this = Arc::clone(self);
+            let stream = ListStream::new(addressed, BODY_LIMIT);
+            return Ok(Response::from_parts(parts, stream_list(this, body, stream)));
         }
 
         let mut bytes = collect(body, BODY_LIMIT)
@@ -521,6 +531,56 @@ impl Proxy {
         let (parts, _) = resp.into_parts();
         Ok(Response::from_parts(parts, full(Bytes::new())))
     }
+}
+
+/// A list body renamed as it streams. A failure mid-stream aborts the body
+/// (the client sees a broken response, never unrenamed bytes).
+fn stream_list(proxy: Arc<Proxy>, body: Incoming, list: ListStream) -> Body {
+    use http_body_util::BodyExt;
+    struct St {
+        proxy: Arc<Proxy>,
+        body: Incoming,
+        list: Option<ListStream>,
+    }
+    let st = St {
+        proxy,
+        body,
+        list: Some(list),
+    };
+    let s = futures_util::stream::unfold(st, |mut st| async move {
+        loop {
+            let list = st.list.as_mut()?;
+            match st.body.frame().await {
+                Some(Ok(f)) => {
+                    let Ok(data) = f.into_data() else { continue };
+                    match list.feed(&st.proxy.responses, &data) {
+                        Ok(out) if out.is_empty() => continue,
+                        Ok(out) => return Some((Ok(http_body::Frame::data(Bytes::from(out))), st)),
+                        Err(e) => {
+                            tracing::error!("the API server's list can't be renamed, aborting the response: {e}");
+                            st.list = None;
+                            return Some((Err(Box::new(e) as crate::upstream::BoxError), st));
+                        }
+                    }
+                }
+                Some(Err(e)) => {
+                    st.list = None;
+                    return Some((Err(Box::new(e) as crate::upstream::BoxError), st));
+                }
+                None => {
+                    let list = st.list.take()?;
+                    return match list.finish(&st.proxy.responses) {
+                        Ok(out) => Some((Ok(http_body::Frame::data(Bytes::from(out))), st)),
+                        Err(e) => {
+                            tracing::error!("the API server's list can't be renamed, aborting the response: {e}");
+                            Some((Err(Box::new(e) as crate::upstream::BoxError), st))
+                        }
+                    };
+                }
+            }
+        }
+    });
+    http_body_util::StreamBody::new(s).boxed()
 }
 
 fn info_path(info: &RequestInfo) -> String {
