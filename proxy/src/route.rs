@@ -100,7 +100,8 @@ impl RequestInfo {
 fn query_says_watch(q: &str) -> bool {
     q.split('&').any(|kv| {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-        k == "watch" && matches!(v, "true" | "1")
+        // Go's strconv.ParseBool, as kube-apiserver reads it.
+        k == "watch" && matches!(v, "1" | "t" | "T" | "true" | "TRUE" | "True")
     })
 }
 
@@ -328,6 +329,9 @@ mod tests {
         );
         assert!(info("/apis/g.io/v1/namespaces/n/foos", Some("watch=true")).watch);
         assert!(!info("/apis/g.io/v1/namespaces/n/foos", Some("watch=false")).watch);
+        assert!(info("/apis/g.io/v1/namespaces/n/foos", Some("watch=True")).watch);
+        assert!(info("/apis/g.io/v1/namespaces/n/foos", Some("watch=t")).watch);
+        assert!(!info("/apis/g.io/v1/namespaces/n/foos", Some("watch=0")).watch);
         let i = info("/apis/g.io/v1/watch/namespaces/n/foos", None);
         assert!(i.watch);
         assert_eq!(

@@ -8,7 +8,9 @@
 //! at all is not parsed.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
+use std::rc::Rc;
 
 use aho_corasick::AhoCorasick;
 use regroup_config::dns::MAX_SUBDOMAIN;
@@ -64,10 +66,18 @@ struct Edit {
     text: String,
 }
 
-/// The edits collected over one input text.
+type MemberList<'i> = Rc<Vec<(Key<'i>, &'i RawValue)>>;
+type ElementList<'i> = Rc<Vec<&'i RawValue>>;
+
+/// The edits collected over one input text, and what was already parsed
+/// of it (each value is parsed at most once, however many places and the
+/// heuristic visit it).
 struct Walk<'i> {
     input: &'i str,
     edits: Vec<Edit>,
+    members: HashMap<usize, Option<MemberList<'i>>>,
+    elements: HashMap<usize, Option<ElementList<'i>>>,
+    contains: HashMap<usize, bool>,
 }
 
 impl<'i> Walk<'i> {
@@ -75,7 +85,30 @@ impl<'i> Walk<'i> {
         Walk {
             input,
             edits: Vec::new(),
+            members: HashMap::new(),
+            elements: HashMap::new(),
+            contains: HashMap::new(),
         }
+    }
+
+    fn members(&mut self, raw: &'i RawValue) -> Result<Option<MemberList<'i>>, RewriteError> {
+        let at = self.offset(raw);
+        if let Some(m) = self.members.get(&at) {
+            return Ok(m.clone());
+        }
+        let m = members(raw)?.map(Rc::new);
+        self.members.insert(at, m.clone());
+        Ok(m)
+    }
+
+    fn elements(&mut self, raw: &'i RawValue) -> Result<Option<ElementList<'i>>, RewriteError> {
+        let at = self.offset(raw);
+        if let Some(e) = self.elements.get(&at) {
+            return Ok(e.clone());
+        }
+        let e = elements(raw)?.map(Rc::new);
+        self.elements.insert(at, e.clone());
+        Ok(e)
     }
 
     fn offset(&self, raw: &RawValue) -> usize {
@@ -378,17 +411,25 @@ impl<'a> JsonRewriter<'a> {
         }
     }
 
-    fn object(
+    /// True when `raw` could hold a mapped name (memoized per value).
+    fn may<'i>(&self, w: &mut Walk<'i>, raw: &'i RawValue) -> bool {
+        let at = w.offset(raw);
+        *w.contains
+            .entry(at)
+            .or_insert_with(|| self.finder.is_match(raw.get().as_bytes()))
+    }
+
+    fn object<'i>(
         &self,
-        w: &mut Walk<'_>,
-        raw: &RawValue,
+        w: &mut Walk<'i>,
+        raw: &'i RawValue,
         hint: Option<&TypeOf>,
         addressed: Option<(&str, &str)>,
     ) -> Result<(), RewriteError> {
-        if !self.may_contain(raw.get().as_bytes()) {
+        if !self.may(w, raw) {
             return Ok(());
         }
-        let Some(ms) = members(raw)? else {
+        let Some(ms) = w.members(raw)? else {
             return Ok(());
         };
         let str_of = |k: &str| -> Result<Option<String>, RewriteError> {
@@ -434,10 +475,10 @@ impl<'a> JsonRewriter<'a> {
         self.reference_keys(w, raw, kind, None, 0, &embedded)
     }
 
-    fn place(
+    fn place<'i>(
         &self,
-        w: &mut Walk<'_>,
-        raw: &RawValue,
+        w: &mut Walk<'i>,
+        raw: &'i RawValue,
         steps: &[Step],
         slot: Slot,
         ty: &TypeOf,
@@ -445,14 +486,14 @@ impl<'a> JsonRewriter<'a> {
     ) -> Result<(), RewriteError> {
         // Shadowing must see every entry; everything else only where a
         // mapped name could be.
-        if !matches!(slot, Slot::DropShadowed(_)) && !self.may_contain(raw.get().as_bytes()) {
+        if !matches!(slot, Slot::DropShadowed(_)) && !self.may(w, raw) {
             return Ok(());
         }
         match steps.split_first() {
             None => self.slot(w, raw, slot, ty, addressed),
             Some((Step::Key(k), rest)) => {
-                if let Some(ms) = members(raw)? {
-                    for (key, v) in ms {
+                if let Some(ms) = w.members(raw)? {
+                    for (key, v) in ms.iter() {
                         if key.0 == *k {
                             self.place(w, v, rest, slot, ty, addressed)?;
                         }
@@ -461,8 +502,8 @@ impl<'a> JsonRewriter<'a> {
                 Ok(())
             }
             Some((Step::Each, rest)) => {
-                if let Some(es) = elements(raw)? {
-                    for e in es {
+                if let Some(es) = w.elements(raw)? {
+                    for e in es.iter() {
                         self.place(w, e, rest, slot, ty, addressed)?;
                     }
                 }
@@ -471,10 +512,10 @@ impl<'a> JsonRewriter<'a> {
         }
     }
 
-    fn slot(
+    fn slot<'i>(
         &self,
-        w: &mut Walk<'_>,
-        raw: &RawValue,
+        w: &mut Walk<'i>,
+        raw: &'i RawValue,
         slot: Slot,
         ty: &TypeOf,
         addressed: Option<(&str, &str)>,
@@ -483,7 +524,7 @@ impl<'a> JsonRewriter<'a> {
             Slot::Value(form) => self.value(w, raw, form),
             Slot::Object => self.object(w, raw, None, addressed),
             Slot::Items => {
-                let Some(items) = elements(raw)? else {
+                let Some(items) = w.elements(raw)? else {
                     return Ok(());
                 };
                 // A typed list's items omit apiVersion/kind; `v1 List` items
@@ -496,7 +537,7 @@ impl<'a> JsonRewriter<'a> {
                         api_version: ty.api_version.clone(),
                         kind: k.to_owned(),
                     });
-                for item in items {
+                for item in items.iter() {
                     self.object(w, item, hint.as_ref(), addressed)?;
                 }
                 Ok(())
@@ -506,7 +547,12 @@ impl<'a> JsonRewriter<'a> {
         }
     }
 
-    fn value(&self, w: &mut Walk<'_>, raw: &RawValue, form: Form) -> Result<(), RewriteError> {
+    fn value<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        raw: &'i RawValue,
+        form: Form,
+    ) -> Result<(), RewriteError> {
         let Some(s) = string(raw)? else {
             return Ok(());
         };
@@ -524,10 +570,10 @@ impl<'a> JsonRewriter<'a> {
     }
 
     /// A string holding JSON: rename inside it, at `inner`, and re-quote.
-    fn json_string(
+    fn json_string<'i>(
         &self,
-        w: &mut Walk<'_>,
-        raw: &RawValue,
+        w: &mut Walk<'i>,
+        raw: &'i RawValue,
         inner: &str,
         form: Form,
     ) -> Result<(), RewriteError> {
@@ -556,23 +602,23 @@ impl<'a> JsonRewriter<'a> {
 
     /// Drops the entries of a discovery array whose group is shadowed, as
     /// edits that delete them with their separating commas.
-    fn drop_shadowed(
+    fn drop_shadowed<'i>(
         &self,
-        w: &mut Walk<'_>,
-        raw: &RawValue,
+        w: &mut Walk<'i>,
+        raw: &'i RawValue,
         sub: &str,
     ) -> Result<(), RewriteError> {
-        let Some(entries) = elements(raw)? else {
+        let Some(entries) = w.elements(raw)? else {
             return Ok(());
         };
         let path = FieldPath::parse(sub).expect("catalog sub-paths are valid");
         let mut keep = Vec::with_capacity(entries.len());
-        for e in &entries {
-            let mut v: &RawValue = e;
+        for e in entries.iter() {
+            let mut v: &'i RawValue = e;
             let mut found = true;
             for step in path.steps() {
                 let next = match step {
-                    Step::Key(k) => match members(v)? {
+                    Step::Key(k) => match w.members(v)? {
                         Some(ms) => member(&ms, k),
                         None => None,
                     },
@@ -636,20 +682,21 @@ impl<'a> JsonRewriter<'a> {
     /// The heuristic: string values of keys named `apiGroup`/`apiVersion`
     /// anywhere in the object, except in user-data maps and in embedded
     /// objects (which get their own pass, knowing their kind).
-    fn reference_keys(
+    fn reference_keys<'i>(
         &self,
-        w: &mut Walk<'_>,
-        raw: &RawValue,
+        w: &mut Walk<'i>,
+        raw: &'i RawValue,
         kind: &str,
         parent: Option<&str>,
         depth: usize,
         embedded: &[&str],
     ) -> Result<(), RewriteError> {
-        if !self.may_contain(raw.get().as_bytes()) {
+        if !self.may(w, raw) {
             return Ok(());
         }
-        if let Some(ms) = members(raw)? {
-            for (k, child) in ms {
+        if let Some(ms) = w.members(raw)? {
+            for (k, child) in ms.iter() {
+                let child: &'i RawValue = child;
                 let k = k.0.as_ref();
                 if (depth == 0 && embedded.contains(&k))
                     || Catalog::reference_keys_skip(kind, parent, depth, k)
@@ -668,8 +715,8 @@ impl<'a> JsonRewriter<'a> {
                     None => self.reference_keys(w, child, kind, Some(k), depth + 1, embedded)?,
                 }
             }
-        } else if let Some(es) = elements(raw)? {
-            for e in es {
+        } else if let Some(es) = w.elements(raw)? {
+            for e in es.iter() {
                 self.reference_keys(w, e, kind, parent, depth, embedded)?;
             }
         }

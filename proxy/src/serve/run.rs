@@ -150,8 +150,10 @@ fn init_logging(settings: &Settings) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("REGROUP_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("regroup={level},warn")));
+    use std::io::IsTerminal;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let _ = match settings.file.logging.format {
         LogFormat::Json => builder.json().try_init(),
