@@ -37,11 +37,7 @@ fn list(n: usize, percent: usize) -> Vec<u8> {
     let captured: Json = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     let item = serde_json::to_string(&captured["items"][0]).unwrap();
     let unmapped = item.replace(CLUSTER, OTHER);
-    let every = if percent == 0 {
-        usize::MAX
-    } else {
-        100 / percent
-    };
+    let every = 100usize.checked_div(percent).unwrap_or(usize::MAX);
     let items: Vec<&str> = (0..n)
         .map(|i| {
             if i % every == 0 {
