@@ -1,0 +1,845 @@
+#!/usr/bin/env python3
+"""A small stand-in kube-apiserver (Python stdlib) for regroup's e2e tests.
+
+It plays a cluster where only the RENAMED world exists: the Foo CRD is served in
+group samplecontroller.team1.example.com. Discovery, /version and OpenAPI are the
+bytes captured from a real kube-apiserver 1.24 (testdata/kube-1.24, see its
+README); objects live in memory. Where it approximates the real server, a comment
+says so. It never logs bodies or credentials: one line per request on stderr.
+
+    python3 e2e/standin/server.py --port 0    # prints "LISTENING <port>" first
+"""
+import argparse
+import datetime
+import functools
+import json
+import os
+import re
+import select
+import ssl
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, unquote, urlsplit
+
+try:  # PyYAML is in e2e/.venv (the kubernetes client needs it); without it,
+    import yaml  # server-side apply bodies must be JSON (which is also YAML).
+except ImportError:
+    yaml = None
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.environ.get("REGROUP_TESTDATA") or os.path.join(HERE, "..", "..", "testdata", "kube-1.24")
+GROUP = "samplecontroller.team1.example.com"  # the only Foo group this cluster serves
+ORIG = "samplecontroller.k8s.io"  # listed in the captured /apis and OpenAPI, served nowhere
+# Direct mode only (tests without a proxy, see e2e/README.md): hide ORIG from /apis and OpenAPI JSON.
+HIDE_ORIG = os.environ.get("REGROUP_STANDIN_HIDE_ORIG") == "1"
+WATCH_TRUE = ("1", "t", "T", "true", "TRUE", "True")  # Go's strconv.ParseBool
+
+
+@functools.lru_cache(maxsize=None)
+def captured(case):
+    with open(os.path.join(DATA, case, "response.body"), "rb") as f:
+        return f.read()
+
+
+def cjson(case):  # a fresh parsed copy: callers modify it
+    return json.loads(captured(case))
+
+
+# Kinds with an in-memory store, by (group, plural). `cols`: the capture whose
+# Table columnDefinitions the real server sent for that kind.
+KINDS = {
+    ("", "namespaces"): dict(kind="Namespace", versions=["v1"], status=True, gen=False, builtin=True, cluster=True,
+                             cols=None),
+    ("", "configmaps"): dict(kind="ConfigMap", versions=["v1"], status=False, gen=False, builtin=True,
+                             cols="renamed/128-list-configmap-table"),
+    ("apps", "deployments"): dict(kind="Deployment", versions=["v1"], status=True, gen=True, builtin=True,
+                                  cols="renamed/123-list-deployment-table"),
+    # CRDs are stored and reported Established, so that conftest's real-cluster
+    # path can run against the stand-in; they don't change what is served.
+    ("apiextensions.k8s.io", "customresourcedefinitions"): dict(
+        kind="CustomResourceDefinition", versions=["v1"], status=True, gen=True, builtin=True, cluster=True,
+        cols="renamed/118-list-crd-table"),
+    (GROUP, "foos"): dict(kind="Foo", versions=["v1alpha1", "v1beta1"], status=True, gen=True, builtin=False,
+                          cols="renamed/113-list-foo-table", deprecated=["v1beta1"]),
+}
+# Strategic merge patch, approximated: these lists merge by key (their
+# patchMergeKey); other lists are replaced; $-directives ($setElementOrder,
+# $retainKeys) are dropped, `$patch: delete` in a keyed list item is honoured.
+SMP_KEYS = {"ownerReferences": "uid", "containers": "name", "initContainers": "name", "env": "name",
+            "volumes": "name", "volumeMounts": "mountPath", "ports": "containerPort", "imagePullSecrets": "name"}
+
+
+def dumps(obj):  # compact, newline-terminated: Go's json.Encoder, as in every captured JSON body
+    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+
+def copy(obj):
+    return json.loads(json.dumps(obj))
+
+
+def now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def gv(group, version):
+    return f"{group}/{version}" if group else version
+
+
+class ApiError(Exception):
+    """A Status answer, shaped like the captures (renamed/199, 230, 233)."""
+
+    def __init__(self, code, reason, message, details=None, raw=None, ctype="application/json"):
+        super().__init__(message)
+        self.code, self.reason, self.message, self.details, self.raw, self.ctype = \
+            code, reason, message, details, raw, ctype
+
+    def body(self):
+        if self.raw is not None:
+            return self.raw
+        st = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+              "message": self.message, "reason": self.reason}
+        if self.details is not None:
+            st["details"] = self.details
+        return dumps(dict(st, code=self.code))
+
+
+def obj_error(code, reason, group, plural, name, text):
+    """`foos.samplecontroller.team1.example.com "x" not found` and its kin."""
+    details = {"name": name, "group": group, "kind": plural} if group else {"name": name, "kind": plural}
+    what = f"{plural}.{group}" if group else plural
+    return ApiError(code, reason, text.format(f'{what} "{name}"'), details)
+
+
+def not_found(group, plural, name):
+    return obj_error(404, "NotFound", group, plural, name, "{} not found")
+
+
+def conflict(r):
+    return obj_error(409, "Conflict", r.group, r.plural, r.name, "Operation cannot be fulfilled on {}: the object has "
+                     "been modified; please apply your changes to the latest version and try again")
+
+
+def page_not_found():  # the real answer for an unknown group or version (renamed/237, 238)
+    return ApiError(404, "", "", raw=b"404 page not found\n", ctype="text/plain; charset=utf-8")
+
+
+class Store:
+    """Objects by (group, plural, namespace, name), in their storage version,
+    and the log of every event since start-up, which watches replay from."""
+
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.objs, self.log, self.rv = {}, [], 0
+
+    def commit(self, etype, key, obj):  # the caller holds self.cond
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        if etype == "DELETED":
+            self.objs.pop(key, None)
+        else:
+            self.objs[key] = obj
+        self.log.append((self.rv, etype, key, copy(obj)))
+        self.cond.notify_all()
+        return obj
+
+
+STORE = Store()
+
+
+def selector(q):
+    """labelSelector, minimal: comma-separated `k=v`, `k==v`, `k!=v`, `k`, `!k`;
+    fieldSelector: metadata.name and metadata.namespace only. Anything else is
+    refused with 400 rather than ignored."""
+    labels, fields = [], []
+    for part in filter(None, (p.strip() for p in (q.get("labelSelector") or "").split(","))):
+        m = re.fullmatch(r"(!?)([\w./-]+)\s*(?:(==|=|!=)\s*([\w.-]*))?", part)
+        if not m:
+            raise ApiError(400, "BadRequest", f"stand-in: unsupported labelSelector {part!r}")
+        labels.append(m.groups())
+    for part in filter(None, (q.get("fieldSelector") or "").split(",")):
+        m = re.fullmatch(r"metadata\.(name|namespace)(==|=|!=)(.*)", part)
+        if not m:
+            raise ApiError(400, "BadRequest", f"stand-in: unsupported fieldSelector {part!r}")
+        fields.append(m.groups())
+
+    def ok(key, obj):
+        lab = (obj.get("metadata") or {}).get("labels") or {}
+        for neg, k, op, v in labels:
+            if (op is None and (k in lab) == bool(neg)) or (op in ("=", "==") and lab.get(k) != v) \
+                    or (op == "!=" and lab.get(k) == v):
+                return False
+        return all((key[3 if f == "name" else 2] == v) == (op != "!=") for f, op, v in fields)
+    return ok
+
+
+def matches(key, obj, r, sel):
+    return key[:2] == (r.group, r.plural) and (r.ns is None or key[2] == r.ns) and sel(key, obj)
+
+
+# ---- patches ---------------------------------------------------------------------
+
+def merge_patch(target, patch, smp=False):
+    """RFC 7386 JSON merge patch; with smp=True, the strategic approximation."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if smp and k.startswith("$"):
+            continue
+        if v is None:
+            out.pop(k, None)
+        elif smp and k in SMP_KEYS and isinstance(v, list) and isinstance(out.get(k), list):
+            mk, merged = SMP_KEYS[k], list(out[k])
+            for item in (i for i in v if isinstance(i, dict)):
+                idx = next((n for n, o in enumerate(merged) if o.get(mk) == item.get(mk)), None)
+                if item.get("$patch") == "delete":
+                    merged = [o for o in merged if o.get(mk) != item.get(mk)]
+                elif idx is None:
+                    merged.append(merge_patch({}, item, smp))
+                else:
+                    merged[idx] = merge_patch(merged[idx], item, smp)
+            out[k] = merged
+        else:
+            out[k] = merge_patch(out.get(k), v, smp)
+    return out
+
+
+def json_patch(doc, ops):
+    """RFC 6902: add, remove, replace, move, copy, test."""
+    def walk(path):
+        toks = [t.replace("~1", "/").replace("~0", "~") for t in path.split("/")[1:]]
+        parent = doc
+        for t in toks[:-1]:
+            parent = parent[int(t)] if isinstance(parent, list) else parent[t]
+        return parent, (toks[-1] if not isinstance(parent, list) or toks[-1] == "-" else int(toks[-1]))
+
+    def remove(path):
+        parent, last = walk(path)
+        return parent.pop(last)
+
+    def add(path, value):
+        parent, last = walk(path)
+        if isinstance(parent, list):
+            parent.insert(len(parent) if last == "-" else last, value)
+        else:
+            parent[last] = value
+    try:
+        for op in ops:
+            o, p = op["op"], op["path"]
+            if o in ("remove", "replace"):
+                remove(p)
+            if o in ("add", "replace"):
+                add(p, op["value"])
+            elif o in ("move", "copy"):
+                parent, last = walk(op["from"])
+                add(p, remove(op["from"]) if o == "move" else copy(parent[last]))
+            elif o == "test" and (lambda pl: pl[0][pl[1]])(walk(p)) != op["value"]:
+                raise ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: "
+                                               f"testing value {p} failed")
+    except (KeyError, IndexError, ValueError, TypeError) as e:
+        raise ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: {e!r}")
+    return doc
+
+
+def fieldset(obj):
+    """A minimal FieldsV1: the keys present, lists as leaves."""
+    return {f"f:{k}": fieldset(v) for k, v in obj.items()} if isinstance(obj, dict) else {}
+
+
+def manage(obj, manager, operation, apiversion, applied=None, sub=None):
+    """managedFields, minimally: one entry per (manager, operation, subresource)
+    with the fields of the applied config (Apply) or of the whole object. No
+    field ownership is computed, so apply never reports a conflict."""
+    src = applied if applied is not None else obj
+    fs = fieldset({k: v for k, v in src.items() if k not in ("apiVersion", "kind", "metadata")})
+    md = {k: v for k, v in (src.get("metadata") or {}).items() if k in ("labels", "annotations", "ownerReferences")}
+    if md:
+        fs["f:metadata"] = fieldset(md)
+    entry = {"manager": manager, "operation": operation, "apiVersion": apiversion, "time": now(),
+             "fieldsType": "FieldsV1", "fieldsV1": fs}
+    if sub:
+        entry["subresource"] = sub
+    obj["metadata"]["managedFields"] = [m for m in obj["metadata"].get("managedFields") or [] if (
+        m.get("manager"), m.get("operation"), m.get("subresource")) != (manager, operation, sub)] + [entry]
+
+
+# ---- content negotiation and rendering ---------------------------------------------
+
+def accepted(accept, table_ok=True):
+    """The first servable range of Accept: 'json', 'table' or 'pom'. JSON only:
+    this stand-in cannot encode protobuf, so a protobuf range is skipped (a real
+    server answers protobuf for built-in kinds), and YAML is not offered."""
+    for rng in (accept or "application/json").split(","):
+        parts = [p.strip() for p in rng.split(";")]
+        params = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+        if parts[0] not in ("application/json", "application/*", "*/*"):
+            continue
+        if "as" not in params:
+            return "json"
+        if table_ok and params.get("g") == "meta.k8s.io" and params.get("v") in ("v1", "v1beta1"):
+            if params["as"] == "Table":
+                return "table"
+            if params["as"] in ("PartialObjectMetadata", "PartialObjectMetadataList"):
+                return "pom"
+    raise ApiError(406, "NotAcceptable", "", raw=captured("common/011-discovery-apis-aggregated-v2beta1-only"))
+
+
+def age(ts):  # kubectl's HumanDuration, its first steps
+    s = max(int(time.time() - datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S%z").timestamp()), 0)
+    if s < 120:
+        return f"{s}s"
+    if s < 600:
+        return f"{s // 60}m{s % 60}s" if s % 60 else f"{s // 60}m"
+    return f"{s // 60}m" if s < 3 * 3600 else f"{s // 3600}h"
+
+
+def cells(plural, o):
+    md, spec, st = o["metadata"], o.get("spec") or {}, o.get("status") or {}
+    if plural == "foos":  # the CRD's additionalPrinterColumns (renamed/036)
+        return [md["name"], spec.get("deploymentName"), spec.get("replicas"), st.get("availableReplicas")]
+    if plural == "namespaces":
+        return [md["name"], st.get("phase"), age(md["creationTimestamp"])]
+    if plural == "customresourcedefinitions":
+        return [md["name"], md["creationTimestamp"]]
+    if plural == "configmaps":
+        return [md["name"], len(o.get("data") or {}) + len(o.get("binaryData") or {}), age(md["creationTimestamp"])]
+    ctrs = (spec.get("template") or {}).get("spec", {}).get("containers") or []
+    sel = ",".join(f"{k}={v}" for k, v in sorted(((spec.get("selector") or {}).get("matchLabels") or {}).items()))
+    return [md["name"], f'{st.get("readyReplicas", 0)}/{spec.get("replicas", 1)}', st.get("updatedReplicas", 0),
+            st.get("availableReplicas", 0), age(md["creationTimestamp"]), ",".join(c.get("name", "") for c in ctrs),
+            ",".join(c.get("image", "") for c in ctrs), sel]
+
+
+def as_version(obj, r):
+    """The CRD's conversion strategy None: only apiVersion changes."""
+    return dict(obj, apiVersion=gv(r.group, r.version))
+
+
+def pom(o):
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}
+
+
+def render_table(r, objs, rv, q, with_cols=True):
+    """meta.k8s.io/v1 Table; rows[].object per includeObject (default Metadata)."""
+    inc, rows = q.get("includeObject", "Metadata"), []
+    for o in objs:
+        row = {"cells": cells(r.plural, o)}
+        if inc != "None":
+            row["object"] = as_version(o, r) if inc == "Object" else pom(o)
+        rows.append(row)
+    cols = None
+    if with_cols and r.kind["cols"]:
+        cols = cjson(r.kind["cols"])["columnDefinitions"]
+    elif with_cols:  # namespaces (not captured): the ConfigMap table's Name and Age, and a Status
+        cm = cjson("renamed/128-list-configmap-table")["columnDefinitions"]
+        cols = [cm[0], {"name": "Status", "type": "string", "format": "", "description": "The status of the namespace",
+                        "priority": 0}, cm[-1]]
+    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": rv},
+            "columnDefinitions": cols, "rows": rows}
+
+
+def render_one(r, o, fmt, q, with_cols=True):
+    if fmt == "table":
+        return render_table(r, [o], o["metadata"]["resourceVersion"], q, with_cols)
+    return pom(o) if fmt == "pom" else as_version(o, r)
+
+
+# ---- discovery and OpenAPI -------------------------------------------------------------
+
+def apis_doc():
+    """/apis as captured (common/006) minus the wardle APIService groups: that
+    APIService had no backend (its discovery answered 503, renamed/269) and a
+    503 there fails every kubectl discovery. Both Foo groups stay: ORIG is
+    listed but served nowhere -- through regroup it must be shadowed."""
+    doc = cjson("common/006-discovery-apis-json")
+    doc["groups"] = [g for g in doc["groups"] if not g["name"].startswith("wardle.")
+                     and not (HIDE_ORIG and g["name"] == ORIG)]
+    return doc
+
+
+def served_group_versions():
+    return {v["groupVersion"] for g in apis_doc()["groups"] for v in g["versions"] if g["name"] != ORIG} | {"v1"}
+
+
+VERBS = {"get": "get", "list": "list", "watch": "watch", "watchlist": "watch", "post": "create", "put": "update",
+         "patch": "patch", "delete": "delete", "deletecollection": "deletecollection"}
+
+
+@functools.lru_cache(maxsize=None)
+def openapi_v2_paths():
+    return list(cjson("common/012-openapi-v2-json")["paths"].items())
+
+
+@functools.lru_cache(maxsize=None)
+def resource_list(group, version):
+    if group == GROUP:
+        return captured({"v1alpha1": "renamed/264-discovery-v1alpha1-json",
+                         "v1beta1": "renamed/266-discovery-v1beta1-json"}[version])
+    if (group, version) == ("apiregistration.k8s.io", "v1"):
+        return captured("common/008-discovery-apiregistration-v1-json")
+    # Not captured: synthesized from the captured OpenAPI v2 (common/012), whose
+    # paths name each resource of the group-version with its kind and verbs
+    # (shortNames, categories and storageVersionHash are not in it). kubectl
+    # refuses empty lists ("received empty response"), so these can't be empty.
+    prefix, res = f"/apis/{group}/{version}/", {}
+    for path, item in openapi_v2_paths():
+        if not path.startswith(prefix):
+            continue
+        rest = path[len(prefix):].removeprefix("watch/")
+        namespaced = rest.startswith("namespaces/{namespace}/")
+        parts = rest.split("/")[2:] if namespaced else rest.split("/")
+        if len(parts) > 1 and parts[1] != "{name}":
+            continue
+        name = "/".join(parts[:1] + parts[2:3])
+        for op in item.values():
+            gvk = op.get("x-kubernetes-group-version-kind") if isinstance(op, dict) else None
+            if not gvk or op.get("x-kubernetes-action") not in VERBS:
+                continue
+            e = res.setdefault(name, {"name": name, "singularName": "", "namespaced": False, "kind": gvk["kind"],
+                                      "verbs": []})
+            e["namespaced"] |= namespaced
+            if (gvk["group"], gvk["version"]) != (group, version):  # deployments/scale: autoscaling/v1 Scale
+                e.update(group=gvk["group"], version=gvk["version"])
+            e["verbs"] = sorted(set(e["verbs"]) | {VERBS[op["x-kubernetes-action"]]})
+    return dumps({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv(group, version),
+                  "resources": [res[k] for k in sorted(res)]})
+
+
+def discovery(path, accept):
+    """Discovery, /version, health and OpenAPI: (body, content type), or None."""
+    js, text = "application/json", "text/plain; charset=utf-8"
+    if path in ("/api", "/apis"):
+        # 1.24 predates aggregated discovery: given a JSON fallback in Accept it
+        # answers the plain list (common/010), else 406 (common/011).
+        accepted(accept, table_ok=False)
+        return (captured("common/002-discovery-api-json") if path == "/api" else dumps(apis_doc())), js
+    fixed = {"/api/v1": "common/004-discovery-api-v1-json", "/version": "common/001-version",
+             f"/apis/{GROUP}": "renamed/262-discovery-group-json"}
+    if path in fixed:
+        return captured(fixed[path]), js
+    if path in ("/healthz", "/livez", "/readyz"):
+        return b"ok", text
+    # OpenAPI as captured. The capture cluster had both Foo groups, so these
+    # documents name ORIG too (like /apis: regroup must shadow it). HIDE_ORIG
+    # strips it from the JSON forms (not from the protobuf v2).
+    if path == "/openapi/v2":
+        if "protobuf" in (accept or ""):
+            return captured("common/013-openapi-v2-protobuf"), "application/octet-stream"
+        if not HIDE_ORIG:
+            return captured("common/012-openapi-v2-json"), text
+        doc = cjson("common/012-openapi-v2-json")
+        doc["paths"] = {k: v for k, v in doc["paths"].items() if not k.startswith(f"/apis/{ORIG}/")}
+        doc["definitions"] = {k: v for k, v in doc["definitions"].items()
+                              if not k.startswith("io.k8s.samplecontroller.")}
+        return dumps(doc), text
+    if path == "/openapi/v3":  # 1.24's index form: {"Paths": [...]}
+        doc = cjson("common/014-openapi-v3-index")
+        doc["Paths"] = [p for p in doc["Paths"] if not (HIDE_ORIG and p.startswith(f"apis/{ORIG}/"))]
+        return (dumps(doc) if HIDE_ORIG else captured("common/014-openapi-v3-index")), text
+    v3 = {f"/openapi/v3/apis/{GROUP}/v1alpha1": "renamed/270-openapi-v3-group-v1alpha1-json",
+          f"/openapi/v3/apis/{GROUP}/v1beta1": "renamed/272-openapi-v3-group-v1beta1-json"}
+    if path in v3:
+        return captured(v3[path]), text
+    if path.startswith("/openapi/"):
+        raise page_not_found()  # the other v3 documents were not captured
+    m = re.fullmatch(r"/apis/([^/]+)(?:/([^/]+))?/?", path)
+    if not m:
+        return None
+    group, version = m.groups()
+    for g in apis_doc()["groups"]:
+        if g["name"] == group and group != ORIG and version is None:
+            return dumps(dict({"kind": "APIGroup", "apiVersion": "v1"}, **g)), js
+    if version is not None and gv(group, version) in served_group_versions():
+        return resource_list(group, version), js
+    raise page_not_found()
+
+
+# ---- requests -------------------------------------------------------------------------
+
+class Req:
+    """A resource path: group, version, namespace, plural, name, subresource."""
+
+    def __init__(self, path):
+        m = re.fullmatch(r"/(?:api/(v1)|apis/([^/]+)/([^/]+))/(.+)", path)
+        if not m or gv(m.group(2) or "", m.group(1) or m.group(3)) not in served_group_versions():
+            raise page_not_found()  # e.g. ORIG: that group does not exist on this cluster
+        self.group, self.version = m.group(2) or "", m.group(1) or m.group(3)
+        parts = [unquote(p) for p in m.group(4).split("/")]
+        self.legacy_watch = parts[0] == "watch"
+        parts = parts[1:] if self.legacy_watch else parts
+        self.ns = None
+        if parts[0] == "namespaces" and len(parts) >= 3:
+            self.ns, parts = parts[1], parts[2:]
+        self.plural, self.name, self.sub = (parts + [None, None])[:3]
+        self.kind = KINDS.get((self.group, self.plural))
+        if self.kind is None or self.version not in self.kind["versions"] or len(parts) > 3 \
+                or bool(self.kind.get("cluster")) and self.ns is not None \
+                or self.sub not in (None, "status") or (self.sub and not self.kind["status"]):
+            # no store for it here (a real server would serve the kind or subresource)
+            raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+        self.key = (self.group, self.plural, self.ns, self.name)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version, sys_version = "regroup-e2e-standin", ""
+
+    def log_message(self, fmt, *args):  # replaced by log_request below
+        pass
+
+    def log_request(self, code="-", size="-"):
+        extra = ""
+        if self.server.verbose:  # these headers only: never Authorization, never bodies
+            extra = " " + json.dumps({h: self.headers[h] for h in ("Accept", "Content-Type", "User-Agent")
+                                      if self.headers.get(h)})
+        sys.stderr.write(f"{self.command} {self.path} {code}{extra}\n")
+        sys.stderr.flush()
+
+    def read_body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":  # a proxy may stream a rewritten body
+            data = b""
+            while size := int(self.rfile.readline().split(b";")[0].strip(), 16):
+                data += self.rfile.read(size)
+                self.rfile.readline()
+            while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers
+                pass
+            return data
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def chunk(self, data):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def reply(self, code, body, ctype="application/json", warning=None):
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Cache-Control", "no-cache, private")
+        if warning:
+            self.send_header("Warning", warning)
+        big = len(body) > 2048  # like Go's net/http: a body past its buffer goes out chunked
+        self.send_header(*(("Transfer-Encoding", "chunked") if big else ("Content-Length", str(len(body)))))
+        self.end_headers()
+        if big:
+            self.chunk(body)
+            self.wfile.write(b"0\r\n\r\n")
+        else:
+            self.wfile.write(body)
+
+    def handle_any(self):
+        body = self.read_body()
+        url = urlsplit(self.path)
+        q = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        accept = self.headers.get("Accept")
+        try:
+            if self.server.token and self.headers.get("Authorization") != f"Bearer {self.server.token}":
+                raise ApiError(401, "Unauthorized", "Unauthorized")
+            doc = discovery(unquote(url.path), accept) if self.command == "GET" else None
+            if doc is not None:
+                return self.reply(200, *doc)
+            r = Req(url.path)
+            warning = None
+            if r.version in r.kind.get("deprecated", []):  # the CRD's v1beta1: deprecated, no deprecationWarning
+                warning = f'299 - "{gv(r.group, r.version)} {r.kind["kind"]} is deprecated"'
+            if self.command == "GET" and (r.legacy_watch or q.get("watch") in WATCH_TRUE) and not r.name:
+                return self.watch(r, q, accepted(accept), warning)
+            code, obj = self.dispatch(r, q, body, accept)
+            self.reply(code, dumps(obj), warning=warning)
+        except ApiError as e:
+            self.reply(e.code, e.body(), e.ctype)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
+
+    def decode(self, body):
+        ctype = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip()
+        if ctype.startswith("application/vnd.kubernetes.protobuf"):
+            raise ApiError(415, "UnsupportedMediaType", "stand-in: protobuf request bodies are not supported")
+        try:
+            return yaml.safe_load(body) if ctype == "application/apply-patch+yaml" and yaml else json.loads(body)
+        except ValueError as e:
+            raise ApiError(400, "BadRequest", f"stand-in could not decode the {ctype} body: {e}")
+
+    def dispatch(self, r, q, body, accept):
+        m, st = self.command, STORE
+        manager = q.get("fieldManager") or (self.headers.get("User-Agent") or "unknown").split("/")[0]
+        dry = q.get("dryRun") == "All"
+        with st.cond:
+            cur = st.objs.get(r.key) if r.name else None
+            if m == "GET" and r.name:
+                if cur is None:
+                    raise not_found(r.group, r.plural, r.name)
+                return 200, render_one(r, cur, accepted(accept), q)
+            if m == "GET":
+                # limit and continue are ignored: the whole list comes in one page.
+                sel, fmt, rv = selector(q), accepted(accept), str(st.rv)
+                objs = [o for k, o in sorted(st.objs.items()) if matches(k, o, r, sel)]
+                if fmt == "table":
+                    return 200, render_table(r, objs, rv, q)
+                if fmt == "pom":
+                    return 200, {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                                 "metadata": {"resourceVersion": rv}, "items": [pom(o) for o in objs]}
+                items = [as_version(o, r) for o in objs]
+                if r.kind["builtin"]:  # typed lists leave out the items' apiVersion and kind
+                    items = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in items]
+                return 200, {"kind": r.kind["kind"] + "List", "apiVersion": gv(r.group, r.version),
+                             "metadata": {"resourceVersion": rv}, "items": items}
+            accepted(accept)  # writes answer JSON
+            if m == "DELETE" and r.name and not r.sub:
+                if cur is None:
+                    raise not_found(r.group, r.plural, r.name)
+                # Deleted at once: no finalizers, no graceful deletion, no garbage
+                # collection; a namespace takes its objects with it (no Terminating).
+                for key in [k for k in st.objs if k == r.key or (r.plural == "namespaces" and k[2] == r.name)]:
+                    if not dry:
+                        st.commit("DELETED", key, copy(st.objs[key]))
+                det = {"name": r.name, "group": r.group, "kind": r.plural, "uid": cur["metadata"]["uid"]}
+                if not r.group:
+                    del det["group"]
+                return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": det}
+            if m == "POST" and not r.name and (r.ns is None) == bool(r.kind.get("cluster")):
+                if r.ns is not None and ("", "namespaces", None, r.ns) not in st.objs:
+                    raise not_found("", "namespaces", r.ns)
+                obj = self.check(r, self.decode(body), None)
+                md = obj["metadata"]
+                if not md.get("name"):
+                    md["name"] = md["generateName"] + uuid.uuid4().hex[:5]
+                key = (r.group, r.plural, r.ns, md["name"])
+                if key in st.objs:
+                    raise obj_error(409, "AlreadyExists", r.group, r.plural, md["name"], "{} already exists")
+                return 201, self.store_new(r, key, obj, manager, "Update", dry)
+            if m == "PUT" and r.name:
+                obj = self.check(r, self.decode(body), r.name)
+                if cur is None:
+                    raise not_found(r.group, r.plural, r.name)
+                if obj["metadata"].get("resourceVersion") not in (None, "", cur["metadata"]["resourceVersion"]):
+                    raise conflict(r)
+                return 200, self.store_update(r, cur, obj, manager, "Update", dry)
+            if m == "PATCH" and r.name:
+                return self.patch(r, cur, body, q, manager, dry)
+        raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+    @staticmethod
+    def check(r, obj, name):
+        """What the real server checks that catches a proxy bug: the body's
+        apiVersion and kind, its name and namespace against the URL. The CRD's
+        schema is NOT validated."""
+        if not isinstance(obj, dict) or not isinstance(obj.setdefault("metadata", {}), dict):
+            raise ApiError(400, "BadRequest", "the object provided is not a JSON object")
+        want, md = gv(r.group, r.version), obj["metadata"]
+        if obj.get("apiVersion") != want:
+            raise ApiError(400, "BadRequest", f"the API version in the data ({obj.get('apiVersion')}) does not match "
+                                              f"the expected API version ({want})")
+        if obj.get("kind") != r.kind["kind"]:
+            raise ApiError(400, "BadRequest", f"the kind in the data ({obj.get('kind')}) does not match the expected "
+                                              f"kind ({r.kind['kind']})")
+        if md.get("namespace") not in (None, r.ns):
+            raise ApiError(400, "BadRequest", "the namespace of the provided object does not match the namespace "
+                                              "sent on the request")
+        if name is not None and md.get("name") not in (None, name):
+            raise ApiError(400, "BadRequest", "the name of the object does not match the name on the URL")
+        if name is None and not md.get("name") and not md.get("generateName"):
+            raise ApiError(422, "Invalid", f'{r.kind["kind"]} "" is invalid: metadata.name: Required value: name or '
+                                           'generateName is required')
+        return obj
+
+    @staticmethod
+    def store_new(r, key, obj, manager, op, dry, applied=None):
+        md = obj["metadata"]
+        md.update(name=key[3], namespace=r.ns, uid=str(uuid.uuid4()), creationTimestamp=now())
+        md.pop("resourceVersion", None)
+        if r.ns is None:
+            del md["namespace"]
+        if r.plural == "namespaces":
+            md.setdefault("labels", {})["kubernetes.io/metadata.name"] = key[3]
+            obj.update(spec={"finalizers": ["kubernetes"]}, status={"phase": "Active"})
+        if r.plural == "customresourcedefinitions":  # conditions as in renamed/036
+            spec = obj.get("spec") or {}
+            obj["status"] = {"conditions": [
+                {"type": t, "status": "True", "lastTransitionTime": now(), "reason": why, "message": msg}
+                for t, why, msg in (("NamesAccepted", "NoConflicts", "no conflicts found"),
+                                    ("Established", "InitialNamesAccepted", "the initial names have been accepted"))],
+                "acceptedNames": spec.get("names", {}),
+                "storedVersions": [v["name"] for v in spec.get("versions", []) if v.get("storage")]}
+        if r.kind["gen"]:
+            md["generation"] = 1
+        obj["apiVersion"] = gv(r.group, r.kind["versions"][0])  # kept in the storage version
+        manage(obj, manager, op, gv(r.group, r.version), applied)
+        return as_version(obj if dry else STORE.commit("ADDED", key, obj), r)
+
+    @staticmethod
+    def store_update(r, cur, obj, manager, op, dry, applied=None):
+        new, old = copy(obj), cur["metadata"]
+        new["apiVersion"], md = cur["apiVersion"], new["metadata"]
+        for k in ("name", "namespace", "uid", "creationTimestamp", "generation"):
+            md.pop(k, None)
+            if k in old:
+                md[k] = old[k]
+        md.setdefault("managedFields", old.get("managedFields", []))
+        if r.kind["status"]:  # status subresource: the main resource ignores status, /status all but status
+            if r.sub == "status":
+                new = dict(cur, status=new.get("status"), metadata=dict(old, managedFields=md["managedFields"]))
+                md = new["metadata"]
+            elif "status" in cur:
+                new["status"] = cur["status"]
+            else:
+                new.pop("status", None)
+        spec = lambda o: {k: v for k, v in o.items() if k not in ("metadata", "status", "apiVersion")}  # noqa: E731
+        meta = lambda m: {k: v for k, v in m.items() if k not in ("managedFields", "resourceVersion")}  # noqa: E731
+        if spec(new) == spec(cur) and new.get("status") == cur.get("status") and meta(md) == meta(old):
+            return as_version(cur, r)  # a no-op write changes nothing, not even resourceVersion
+        if r.kind["gen"] and spec(new) != spec(cur):
+            md["generation"] = old.get("generation", 1) + 1
+        manage(new, manager, op, gv(r.group, r.version), applied, r.sub)
+        return as_version(new if dry else STORE.commit("MODIFIED", r.key, new), r)
+
+    def patch(self, r, cur, body, q, manager, dry):
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        types = ["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"]
+        if r.kind["builtin"]:
+            types.insert(2, "application/strategic-merge-patch+json")
+        if ctype not in types:  # e.g. strategic merge patch on a custom resource (renamed/202)
+            raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "
+                                                        "accepted media types include: " + ", ".join(types))
+        p = self.decode(body)
+        if ctype == "application/apply-patch+yaml":
+            # Server-side apply, approximated: create, or merge the applied config
+            # onto the live object as a merge patch would. No field ownership: no
+            # conflicts (force is moot), fields a manager stops applying stay.
+            if not q.get("fieldManager"):
+                raise ApiError(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required '
+                                               'value: is required for apply patch')
+            p = self.check(r, p, r.name)
+            if cur is None:
+                obj = copy(p)
+                obj["metadata"]["name"] = r.name
+                return 201, self.store_new(r, r.key, obj, manager, "Apply", dry, applied=p)
+            return 200, self.store_update(r, cur, merge_patch(cur, p), manager, "Apply", dry, applied=p)
+        if cur is None:
+            raise not_found(r.group, r.plural, r.name)
+        live = as_version(copy(cur), r)
+        if ctype == "application/json-patch+json":
+            new = json_patch(live, p if isinstance(p, list) else [])
+        else:
+            new = merge_patch(live, p, smp=ctype.startswith("application/strategic"))
+        self.check(r, new, r.name)
+        if new["metadata"].get("resourceVersion") not in (None, "", cur["metadata"]["resourceVersion"]):
+            raise conflict(r)  # a patch that sets resourceVersion makes it a precondition
+        return 200, self.store_update(r, cur, new, manager, "Update", dry)
+
+    def watch(self, r, q, fmt, warning):
+        """Newline-delimited JSON WatchEvents, chunked. resourceVersion absent or
+        "0": ADDED for what exists, then live events; N: every logged event after
+        N (the log reaches back to start-up, so never "too old"). No BOOKMARKs.
+        Ends at timeoutSeconds (default 1800 s) or when the client goes away."""
+        sel, first = selector(q), [True]
+        deadline = time.monotonic() + float(q.get("timeoutSeconds") or 1800)
+
+        def frame(etype, obj):
+            out = render_one(r, obj, fmt, q, with_cols=first[0])  # a Table stream has columns once
+            first[0] = False
+            return dumps({"type": etype, "object": out})
+
+        with STORE.cond:
+            rv = q.get("resourceVersion") or "0"
+            last = STORE.rv if rv == "0" else int(rv)
+            burst = b"".join(frame("ADDED", o) for k, o in sorted(STORE.objs.items())
+                             if rv == "0" and matches(k, o, r, sel))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Cache-Control", "no-cache, private")
+        if warning:
+            self.send_header("Warning", warning)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.close_connection = True
+        # A burst goes in 2048-byte chunks that split events, as the real server's
+        # did (testdata README, "Watch streams"); live events one chunk each.
+        for i in range(0, len(burst), 2048):
+            self.chunk(burst[i:i + 2048])
+        self.wfile.flush()
+        while time.monotonic() < deadline:
+            with STORE.cond:
+                evs = [e for e in STORE.log[last:] if e[0] > last]  # log index i holds rv i+1
+                if not evs:
+                    STORE.cond.wait(timeout=min(0.5, max(deadline - time.monotonic(), 0)))
+            for erv, etype, key, obj in evs:
+                last = erv
+                if matches(key, obj, r, sel):
+                    self.chunk(frame(etype, obj))
+            self.wfile.flush()
+            if select.select([self.connection], [], [], 0)[0]:  # the client sends nothing during a watch,
+                try:  # so readable means it closed the connection
+                    self.connection.settimeout(0.2)
+                    if not self.connection.recv(1):
+                        return
+                except (OSError, ssl.SSLError):
+                    return
+                finally:
+                    self.connection.settimeout(None)
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+# ---- seeds and main ---------------------------------------------------------------------
+
+def seed_objects(namespace):
+    """The captured renamed-world objects, moved to `namespace`: Foos alpha, beta,
+    gamma (renamed/111), Deployment alpha-deploy (renamed/121) and ConfigMaps
+    alpha-cm, beta-cm (renamed/126), the last three with ownerReferences to Foos.
+    The captured uids are kept, so the ownerReferences hold."""
+    out = []
+    for case, apiv, kind in (("renamed/111-list-foo-json", None, None),
+                             ("renamed/121-list-deployment-json", "apps/v1", "Deployment"),
+                             ("renamed/126-list-configmap-json", "v1", "ConfigMap")):
+        for item in cjson(case)["items"]:
+            item = dict({"apiVersion": apiv, "kind": kind}, **item) if apiv else item
+            item["metadata"]["namespace"] = namespace
+            out.append(item)
+    return out
+
+
+def seed(namespace):
+    with STORE.cond:
+        for name in dict.fromkeys(["default", "kube-system", namespace or "default"]):
+            STORE.commit("ADDED", ("", "namespaces", None, name), {
+                "apiVersion": "v1", "kind": "Namespace", "spec": {"finalizers": ["kubernetes"]},
+                "status": {"phase": "Active"}, "metadata": {"name": name, "uid": str(uuid.uuid4()),
+                                                            "creationTimestamp": now(),
+                                                            "labels": {"kubernetes.io/metadata.name": name}}})
+        for obj in seed_objects(namespace) if namespace else []:
+            group = obj["apiVersion"].rpartition("/")[0]
+            plural = next(p for (g, p), k in KINDS.items() if g == group and k["kind"] == obj["kind"])
+            STORE.commit("ADDED", (group, plural, namespace, obj["metadata"]["name"]), obj)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--port", type=int, default=0, help="0: pick a free port")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--seed-namespace", default="e2e", help="namespace of the captured seed objects ('' for none)")
+    ap.add_argument("--tls-cert", help="serve HTTPS with this PEM certificate (and --tls-key)")
+    ap.add_argument("--tls-key")
+    ap.add_argument("--token", help="require 'Authorization: Bearer TOKEN' (else 401)")
+    ap.add_argument("-v", "--verbose", action="store_true", help="also log Accept, Content-Type and User-Agent")
+    args = ap.parse_args()
+    seed(args.seed_namespace)
+    srv = ThreadingHTTPServer((args.host, args.port), Handler)
+    srv.daemon_threads = True
+    srv.token, srv.verbose = args.token, args.verbose
+    if args.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+        ctx.set_alpn_protocols(["http/1.1"])
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    print(f"LISTENING {srv.server_address[1]}", flush=True)
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""Helpers shared by conftest.py and the tests: constants, kubectl, processes."""
+import json
+import os
+import queue
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+E2E = Path(__file__).resolve().parents[1]
+REPO = E2E.parent
+KUBECTL = Path(os.environ.get("REGROUP_E2E_KUBECTL") or E2E / ".bin" / "kubectl")
+
+ORIG_GROUP = "samplecontroller.k8s.io"  # what the app (kubectl, python client) uses
+CLUSTER_GROUP = "samplecontroller.team1.example.com"  # the only Foo group on the cluster
+CONFIG_YAML = f"rules:\n  - from: {ORIG_GROUP}\n    to: {CLUSTER_GROUP}\n"
+
+# REGROUP_E2E_DIRECT=1 is a debugging aid for the stand-in and the tests: no
+# proxy; the "app" talks to the upstream directly, in the cluster's group.
+DIRECT = os.environ.get("REGROUP_E2E_DIRECT") == "1"
+APP_GROUP = CLUSTER_GROUP if DIRECT else ORIG_GROUP
+# The group the app must never see: the cluster's name through the proxy; in
+# direct mode the original one (which the stand-in then hides from /apis).
+HIDDEN_GROUP = ORIG_GROUP if DIRECT else CLUSTER_GROUP
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc, timeout, what, log):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"{what} exited with status {proc.returncode} before listening:\n{tail(log)}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    pytest.fail(f"{what} did not accept connections on 127.0.0.1:{port} within {timeout}s:\n{tail(log)}")
+
+
+def tail(path, n=60):
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(lines[-n:])
+
+
+def stop(proc):
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def write_kubeconfig(path, server, namespace, user=None, cluster_extra=None):
+    """A kubeconfig in JSON (valid YAML). `user` is the user entry ({} for none)."""
+    cluster = dict({"server": server}, **(cluster_extra or {}))
+    cfg = {"apiVersion": "v1", "kind": "Config", "current-context": "e2e",
+           "clusters": [{"name": "e2e", "cluster": cluster}],
+           "users": [{"name": "e2e", "user": user or {}}],
+           "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "e2e", "namespace": namespace}}]}
+    Path(path).write_text(json.dumps(cfg, indent=1))
+    os.chmod(path, 0o600)
+    return Path(path)
+
+
+class Kubectl:
+    """Runs e2e/.bin/kubectl with one kubeconfig and its own discovery cache.
+    `logs` are files whose tails are shown when a command fails (the proxy's
+    and the stand-in's request logs)."""
+
+    def __init__(self, kubeconfig, cache_dir, namespace, logs=()):
+        self.kubeconfig, self.cache_dir, self.namespace, self.logs = kubeconfig, cache_dir, namespace, list(logs)
+
+    def argv(self, *args):
+        return [str(KUBECTL), "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.cache_dir),
+                "-n", self.namespace, *map(str, args)]
+
+    def run(self, *args, timeout=30, check=True, input=None):
+        try:
+            p = subprocess.run(self.argv(*args), input=input, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            pytest.fail(f"kubectl {' '.join(map(str, args))} timed out after {timeout}s\n"
+                        f"stderr:\n{e.stderr or ''}{self.log_tails()}")
+        if check and p.returncode != 0:
+            pytest.fail(f"kubectl {' '.join(map(str, args))} failed ({p.returncode})\n"
+                        f"stderr:\n{p.stderr}\nstdout:\n{p.stdout[:2000]}{self.log_tails()}")
+        return p
+
+    def __call__(self, *args, **kw):
+        """stdout of a kubectl command that must succeed."""
+        return self.run(*args, **kw).stdout
+
+    def json(self, *args, **kw):
+        return json.loads(self(*args, "-o", "json", **kw))
+
+    def fails(self, *args, **kw):
+        """stderr of a kubectl command that must fail."""
+        p = self.run(*args, check=False, **kw)
+        assert p.returncode != 0, f"kubectl {' '.join(map(str, args))} succeeded unexpectedly:\n{p.stdout}"
+        return p.stderr
+
+    def log_tails(self):
+        return "".join(f"\n--- last lines of {log} ---\n{tail(log, 25)}" for log in self.logs)
+
+
+class Stream:
+    """A long-running process whose stdout is a sequence of JSON documents
+    (kubectl --watch -o json prints one indented object after another), or of
+    lines with lines=True."""
+
+    def __init__(self, argv, lines=False):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.docs, self.stderr = queue.Queue(), []
+        threading.Thread(target=self._lines if lines else self._read, daemon=True).start()
+        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
+
+    def _read(self):
+        buf, dec = "", json.JSONDecoder()
+        for line in self.proc.stdout:
+            buf += line
+            while buf.strip():
+                try:
+                    doc, end = dec.raw_decode(buf.lstrip())
+                except ValueError:
+                    break
+                self.docs.put(doc)
+                buf = buf.lstrip()[end:]
+        self.docs.put(None)
+
+    def _lines(self):
+        for line in self.proc.stdout:
+            self.docs.put(line.rstrip("\n"))
+        self.docs.put(None)
+
+    def until(self, pred, timeout, seen):
+        """Collect documents into `seen` until pred(doc) is true; returns that doc."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                doc = self.docs.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                break
+            if doc is None:
+                break
+            seen.append(doc)
+            if pred(doc):
+                return doc
+        got = [d if isinstance(d, str) else (d.get("type"), (d.get("object") or {}).get("metadata", {}).get("name"))
+               for d in seen]
+        pytest.fail(f"watch did not produce the expected event within {timeout}s; got {len(seen)} documents: "
+                    f"{got}\nkubectl stderr:\n{''.join(self.stderr)}")
+
+    def close(self):
+        stop(self.proc)

@@ -1,0 +1,99 @@
+"""Self-checks of the stand-in against the real apiserver's captured answers
+(testdata/kube-1.24), straight to the stand-in, no proxy: what the e2e tests
+pin through regroup is only as good as the upstream they run against."""
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import standin_module
+from e2e_support import CLUSTER_GROUP, ORIG_GROUP
+
+FOOS = f"/apis/{CLUSTER_GROUP}/v1alpha1/namespaces/e2e/foos"
+KUBECTL_TABLE = ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,"
+                 "application/json")
+
+
+@pytest.fixture(scope="module")
+def standin(upstream):
+    if upstream.url is None:
+        pytest.skip("checks the stand-in itself; REGROUP_E2E_KUBECONFIG runs against a real cluster")
+    mod = standin_module()
+
+    def request(path, accept="application/json", method="GET", body=None, ctype="application/json"):
+        req = urllib.request.Request(upstream.url + path, method=method, data=body,
+                                     headers={"Accept": accept, "Content-Type": ctype})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return resp.status, dict(resp.headers), resp.read()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read()
+    return request, mod.captured
+
+
+def masked(obj):
+    """Volatile fields and the capture's namespace, masked."""
+    text = json.dumps(obj).replace('"namespace": "renamed"', '"namespace": "e2e"')
+    obj = json.loads(text)
+    for o in [obj] + obj.get("items", []) + [r.get("object", {}) for r in obj.get("rows", [])]:
+        o.get("metadata", {}).pop("resourceVersion", None)
+    return obj
+
+
+def test_get_foo_matches_the_capture(standin):
+    request, captured = standin
+    status, _, body = request(FOOS + "/alpha")
+    assert status == 200
+    assert masked(json.loads(body)) == masked(json.loads(captured("renamed/027-get-foo-json")))
+
+
+def test_list_foos_as_kubectl_table_matches_the_capture(standin):
+    request, captured = standin
+    status, _, body = request(FOOS, accept=KUBECTL_TABLE)
+    got, want = masked(json.loads(body)), masked(json.loads(captured("renamed/179-list-foo-kubectl-accept")))
+    assert status == 200 and got["kind"] == "Table"
+    assert got["columnDefinitions"] == want["columnDefinitions"]
+    assert [r for r in got["rows"] if r["cells"][0] in ("alpha", "beta", "gamma")] == want["rows"]
+
+
+def test_errors_are_byte_for_byte_the_captured_status(standin):
+    request, captured = standin
+    assert request(FOOS + "/missing")[::2] == (404, captured("renamed/230-get-foo-missing-404"))
+    smp = request(FOOS + "/alpha", method="PATCH", body=b'{"spec":{"replicas":2}}',
+                  ctype="application/strategic-merge-patch+json")
+    assert smp[::2] == (415, captured("renamed/202-patch-foo-delta-strategic-merge-patch"))
+    dup = json.dumps({"apiVersion": f"{CLUSTER_GROUP}/v1alpha1", "kind": "Foo", "metadata": {"name": "alpha"}})
+    assert request(FOOS, method="POST", body=dup.encode())[::2] == \
+        (409, captured("renamed/233-create-foo-duplicate-409"))
+
+
+def test_original_group_does_not_exist_on_the_standin(standin):
+    request, captured = standin
+    status, headers, body = request(f"/apis/{ORIG_GROUP}/v1alpha1/namespaces/e2e/foos")
+    assert (status, body) == (404, captured("renamed/237-get-unknown-group-404"))
+    assert headers["Content-Type"] == "text/plain; charset=utf-8"
+
+
+def test_aggregated_discovery_is_answered_like_1_24(standin):
+    request, captured = standin
+    only = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+    assert request("/apis", accept=only)[::2] == (406, captured("common/011-discovery-apis-aggregated-v2beta1-only"))
+    status, _, body = request("/apis", accept=only + ",application/json")
+    assert status == 200 and json.loads(body)["kind"] == "APIGroupList"
+
+
+def test_deprecated_version_warns_like_the_capture(standin):
+    request, _ = standin
+    status, headers, _ = request(f"/apis/{CLUSTER_GROUP}/v1beta1/namespaces/e2e/foos/alpha")
+    assert status == 200
+    assert headers["Warning"] == f'299 - "{CLUSTER_GROUP}/v1beta1 Foo is deprecated"'  # renamed/103
+
+
+def test_watch_from_zero_sends_existing_objects_then_ends_at_timeout(standin):
+    request, _ = standin
+    status, headers, body = request(FOOS + "?watch=1&resourceVersion=0&timeoutSeconds=1")
+    assert status == 200 and headers["Transfer-Encoding"] == "chunked"
+    events = [json.loads(line) for line in body.decode().splitlines()]
+    assert {(e["type"], e["object"]["metadata"]["name"]) for e in events} >= {("ADDED", "alpha"), ("ADDED", "beta")}
+    assert {e["object"]["apiVersion"] for e in events} == {f"{CLUSTER_GROUP}/v1alpha1"}
