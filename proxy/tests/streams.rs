@@ -1,0 +1,332 @@
+//! Streams and failures over real sockets: watch events pass as they
+//! arrive, a departed client tears down the upstream watch, a dropped
+//! upstream ends the client's watch cleanly, protocol upgrades are spliced,
+//! and malformed bodies become Status errors (400 from the app, 502 from the
+//! apiserver).
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use regroup::rewrite::Catalog;
+use regroup::serve::Proxy;
+use regroup::upstream::{Resolved, Upstream};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+type UpBody = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
+
+/// An upstream whose every response comes from `respond`.
+async fn upstream<F>(respond: F) -> String
+where
+    F: Fn(Request<hyper::body::Incoming>) -> Response<UpBody> + Send + Sync + 'static,
+{
+    let respond = Arc::new(respond);
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (s, _) = l.accept().await.unwrap();
+            let respond = respond.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |req| {
+                    let r = respond(req);
+                    async move { Ok::<_, std::convert::Infallible>(r) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(s), svc)
+                    .with_upgrades()
+                    .await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+async fn regroup(server: String) -> String {
+    let map = Box::leak(Box::new(common::fixture_map()));
+    let catalog: &'static Catalog = Box::leak(Box::new(Catalog::new(&[])));
+    let up = Upstream::new(
+        &Resolved {
+            server,
+            ..Resolved::default()
+        },
+        false,
+    )
+    .unwrap();
+    let proxy = Arc::new(Proxy::sidecar(map, catalog, up, true));
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(regroup::serve::serve_plain(l, proxy));
+    addr.to_string()
+}
+
+fn event(kind: &str, name: &str) -> Bytes {
+    Bytes::from(format!(
+        "{{\"type\":\"{kind}\",\"object\":{{\"apiVersion\":\"samplecontroller.team1.example.com/v1alpha1\",\"kind\":\"Foo\",\"metadata\":{{\"name\":\"{name}\"}}}}}}\n"
+    ))
+}
+
+/// A watch whose events the test sends one by one; the receiver half tells
+/// when the upstream body was dropped (the connection torn down).
+fn watch_upstream(
+    events: mpsc::Receiver<Bytes>,
+    closed: mpsc::Sender<()>,
+) -> impl Fn(Request<hyper::body::Incoming>) -> Response<UpBody> {
+    let events = Arc::new(std::sync::Mutex::new(Some(events)));
+    move |_req| {
+        let mut rx = events.lock().unwrap().take().expect("one watch");
+        let closed = closed.clone();
+        let s = async_stream(
+            move |tx: mpsc::Sender<Result<Frame<Bytes>, std::convert::Infallible>>| async move {
+                while let Some(e) = rx.recv().await {
+                    if tx.send(Ok(Frame::data(e))).await.is_err() {
+                        let _ = closed.send(()).await;
+                        return;
+                    }
+                }
+            },
+        );
+        Response::builder()
+            .header("content-type", "application/json")
+            .body(StreamBody::new(s).boxed())
+            .unwrap()
+    }
+}
+
+/// A stream fed by a task; the task sees send errors once the stream is dropped.
+fn async_stream<F, Fut>(
+    f: F,
+) -> impl futures_util::Stream<Item = Result<Frame<Bytes>, std::convert::Infallible>>
+where
+    F: FnOnce(mpsc::Sender<Result<Frame<Bytes>, std::convert::Infallible>>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, mut rx) = mpsc::channel(1);
+    tokio::spawn(f(tx));
+    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+const WATCH: &str = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos?watch=1";
+
+#[tokio::test]
+async fn watch_events_arrive_one_by_one_renamed_and_a_dropped_upstream_ends_cleanly() {
+    let (tx, rx) = mpsc::channel(8);
+    let (closed_tx, _closed_rx) = mpsc::channel(1);
+    let addr = regroup(upstream(watch_upstream(rx, closed_tx)).await).await;
+    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .build_http::<Full<Bytes>>();
+    let resp = client
+        .request(
+            Request::get(format!("http://{addr}{WATCH}"))
+                .body(Full::default())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut body = resp.into_body();
+    for name in ["a", "b"] {
+        tx.send(event("ADDED", name)).await.unwrap();
+        // Each event arrives before the next is even sent: nothing buffered.
+        let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
+            .await
+            .expect("event forwarded without waiting for more")
+            .unwrap()
+            .unwrap();
+        let data = frame.into_data().unwrap();
+        let text = String::from_utf8_lossy(&data);
+        assert!(
+            text.contains("\"samplecontroller.k8s.io/v1alpha1\""),
+            "{text}"
+        );
+        assert!(text.contains(&format!("\"name\":\"{name}\"")) && text.ends_with('\n'));
+    }
+    drop(tx); // the upstream ends the watch
+    let end = tokio::time::timeout(Duration::from_secs(5), body.frame())
+        .await
+        .unwrap();
+    assert!(end.is_none(), "the client's watch ends cleanly");
+}
+
+#[tokio::test]
+async fn a_client_that_goes_away_tears_down_the_upstream_watch() {
+    let (tx, rx) = mpsc::channel(8);
+    let (closed_tx, mut closed_rx) = mpsc::channel(1);
+    let addr = regroup(upstream(watch_upstream(rx, closed_tx)).await).await;
+    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .build_http::<Full<Bytes>>();
+    let resp = client
+        .request(
+            Request::get(format!("http://{addr}{WATCH}"))
+                .body(Full::default())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut body = resp.into_body();
+    tx.send(event("ADDED", "a")).await.unwrap();
+    body.frame().await.unwrap().unwrap();
+    drop(body);
+    drop(client);
+    // Keep sending until the upstream notices nobody reads any more.
+    let gone = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let _ = tx.send(event("MODIFIED", "a")).await;
+            tokio::select! {
+                _ = closed_rx.recv() => return,
+                _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+            }
+        }
+    })
+    .await;
+    assert!(gone.is_ok(), "the upstream watch was not torn down");
+}
+
+#[tokio::test]
+async fn a_malformed_watch_event_becomes_an_error_event_and_ends_the_watch() {
+    let server = upstream(|_| {
+        let body = "{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"samplecontroller.team1.example.com/v1alpha1\"\n{\"type\":\"ADDED\"}\n";
+        Response::builder()
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body)).boxed())
+            .unwrap()
+    })
+    .await;
+    let addr = regroup(server).await;
+    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .build_http::<Full<Bytes>>();
+    let resp = client
+        .request(
+            Request::get(format!("http://{addr}{WATCH}"))
+                .body(Full::default())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    let text = String::from_utf8_lossy(&body);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    let ev: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(ev["type"], "ERROR");
+    assert_eq!(ev["object"]["kind"], "Status");
+    assert_eq!(ev["object"]["code"], 502);
+    assert!(!text.contains("team1"), "never the unrenamed bytes");
+}
+
+#[tokio::test]
+async fn malformed_bodies_are_400_from_the_app_and_502_from_the_apiserver() {
+    let server = upstream(|_| {
+        Response::builder()
+            .header("content-type", "application/json")
+            .body(
+                Full::new(Bytes::from_static(
+                    b"{\"apiVersion\":\"samplecontroller.team1.example.com/v1\",",
+                ))
+                .boxed(),
+            )
+            .unwrap()
+    })
+    .await;
+    let addr = regroup(server).await;
+    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .build_http::<Full<Bytes>>();
+    let send = |req: Request<Full<Bytes>>| {
+        let client = client.clone();
+        async move {
+            let resp = client.request(req).await.unwrap();
+            let status = resp.status();
+            let body = resp.into_body().collect().await.unwrap().to_bytes();
+            (
+                status,
+                serde_json::from_slice::<serde_json::Value>(&body).unwrap(),
+            )
+        }
+    };
+    let (status, st) = send(
+        Request::post(format!(
+            "http://{addr}/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos"
+        ))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(
+            b"{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",",
+        )))
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        (st["kind"].as_str(), st["code"].as_u64()),
+        (Some("Status"), Some(400))
+    );
+    let (status, st) = send(
+        Request::get(format!(
+            "http://{addr}/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/a"
+        ))
+        .body(Full::default())
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    assert_eq!(
+        (st["kind"].as_str(), st["code"].as_u64()),
+        (Some("Status"), Some(502))
+    );
+}
+
+#[tokio::test]
+async fn protocol_upgrades_are_spliced_both_ways() {
+    let server = upstream(|mut req| {
+        assert_eq!(req.headers().get("upgrade").unwrap(), "SPDY/3.1");
+        let on = hyper::upgrade::on(&mut req);
+        tokio::spawn(async move {
+            let mut io = TokioIo::new(on.await.unwrap());
+            let mut buf = [0u8; 5];
+            io.read_exact(&mut buf).await.unwrap();
+            io.write_all(
+                &buf.iter()
+                    .map(|b| b.to_ascii_uppercase())
+                    .collect::<Vec<_>>(),
+            )
+            .await
+            .unwrap();
+        });
+        Response::builder()
+            .status(StatusCode::SWITCHING_PROTOCOLS)
+            .header("connection", "Upgrade")
+            .header("upgrade", "SPDY/3.1")
+            .body(Full::new(Bytes::new()).boxed())
+            .unwrap()
+    })
+    .await;
+    let addr = regroup(server).await;
+    let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn.with_upgrades());
+    let req = Request::post("/api/v1/namespaces/ns/pods/p/exec?command=sh")
+        .header("host", "x")
+        .header("connection", "Upgrade")
+        .header("upgrade", "SPDY/3.1")
+        .body(Full::<Bytes>::default())
+        .unwrap();
+    let resp = sender.send_request(req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::SWITCHING_PROTOCOLS);
+    let mut io = TokioIo::new(hyper::upgrade::on(resp).await.unwrap());
+    io.write_all(b"hello").await.unwrap();
+    let mut buf = [0u8; 5];
+    tokio::time::timeout(Duration::from_secs(5), io.read_exact(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&buf, b"HELLO");
+}
