@@ -19,42 +19,46 @@ pub use proxy::Proxy;
 /// Accepts connections on `listener` and serves each with `proxy`, HTTP/1.1
 /// and HTTP/2 (h2c prior knowledge) alike, until the task is dropped.
 pub async fn serve_plain(listener: TcpListener, proxy: Arc<Proxy>) {
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!("accept failed: {e}");
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
+    accept_loop(listener, move |stream, peer| {
         let proxy = proxy.clone();
-        tokio::spawn(async move {
-            serve_connection(TokioIo::new(stream), peer, proxy).await;
-        });
-    }
+        async move { serve_connection(TokioIo::new(stream), peer, proxy).await }
+    })
+    .await
 }
 
 /// Like [`serve_plain`], over TLS (h2 and http/1.1 by ALPN).
 pub async fn serve_tls(listener: TcpListener, tls: Arc<rustls::ServerConfig>, proxy: Arc<Proxy>) {
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!("accept failed: {e}");
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let proxy = proxy.clone();
-        let acceptor = acceptor.clone();
-        tokio::spawn(async move {
+    accept_loop(listener, move |stream, peer| {
+        let (proxy, acceptor) = (proxy.clone(), acceptor.clone());
+        async move {
             match acceptor.accept(stream).await {
                 Ok(tls) => serve_connection(TokioIo::new(tls), peer, proxy).await,
                 Err(e) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
             }
-        });
+        }
+    })
+    .await
+}
+
+/// Accepts forever, one task per connection.
+async fn accept_loop<F, Fut>(listener: TcpListener, mut on_connection: F)
+where
+    F: FnMut(tokio::net::TcpStream, SocketAddr) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    loop {
+        match listener.accept().await {
+            Ok((stream, peer)) => {
+                let _ = stream.set_nodelay(true);
+                tokio::spawn(on_connection(stream, peer));
+            }
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                // Out of file descriptors and the like: don't spin.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
     }
 }
 
