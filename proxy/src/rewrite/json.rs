@@ -8,19 +8,17 @@
 //! at all is not parsed.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fmt;
-use std::rc::Rc;
 
 use aho_corasick::AhoCorasick;
 use regroup_config::dns::MAX_SUBDOMAIN;
 use regroup_config::field_path::{FieldPath, Step};
 use regroup_config::{Direction, Form, GroupMap};
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Value as Json;
 
 use super::catalog::{Catalog, Slot};
+use super::raw::{elements, member, quote, string, Walk};
 
 /// Why a body could not be renamed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,9 +37,13 @@ pub enum RewriteError {
         /// The name after.
         to: String,
     },
+    /// The body is not valid Kubernetes protobuf (where a rewrite was
+    /// required).
+    #[error("malformed protobuf: {0}")]
+    Protobuf(String),
 }
 
-fn malformed(e: impl fmt::Display) -> RewriteError {
+pub(crate) fn malformed(e: impl fmt::Display) -> RewriteError {
     RewriteError::Malformed(e.to_string())
 }
 
@@ -57,202 +59,6 @@ impl TypeOf {
     fn group(&self) -> &str {
         self.api_version.split_once('/').map_or("", |(g, _)| g)
     }
-}
-
-/// One replacement of `input[start..end]`.
-struct Edit {
-    start: usize,
-    end: usize,
-    text: String,
-}
-
-type MemberList<'i> = Rc<Vec<(Key<'i>, &'i RawValue)>>;
-type ElementList<'i> = Rc<Vec<&'i RawValue>>;
-
-/// The edits collected over one input text, and what was already parsed
-/// of it (each value is parsed at most once, however many places and the
-/// heuristic visit it).
-struct Walk<'i> {
-    input: &'i str,
-    edits: Vec<Edit>,
-    members: HashMap<usize, Option<MemberList<'i>>>,
-    elements: HashMap<usize, Option<ElementList<'i>>>,
-    contains: HashMap<usize, bool>,
-}
-
-impl<'i> Walk<'i> {
-    fn new(input: &'i str) -> Self {
-        Walk {
-            input,
-            edits: Vec::new(),
-            members: HashMap::new(),
-            elements: HashMap::new(),
-            contains: HashMap::new(),
-        }
-    }
-
-    fn members(&mut self, raw: &'i RawValue) -> Result<Option<MemberList<'i>>, RewriteError> {
-        let at = self.offset(raw);
-        if let Some(m) = self.members.get(&at) {
-            return Ok(m.clone());
-        }
-        let m = members(raw)?.map(Rc::new);
-        self.members.insert(at, m.clone());
-        Ok(m)
-    }
-
-    fn elements(&mut self, raw: &'i RawValue) -> Result<Option<ElementList<'i>>, RewriteError> {
-        let at = self.offset(raw);
-        if let Some(e) = self.elements.get(&at) {
-            return Ok(e.clone());
-        }
-        let e = elements(raw)?.map(Rc::new);
-        self.elements.insert(at, e.clone());
-        Ok(e)
-    }
-
-    fn offset(&self, raw: &RawValue) -> usize {
-        raw.get().as_ptr() as usize - self.input.as_ptr() as usize
-    }
-
-    fn replace(&mut self, raw: &RawValue, text: String) {
-        let start = self.offset(raw);
-        self.edits.push(Edit {
-            start,
-            end: start + raw.get().len(),
-            text,
-        });
-    }
-
-    /// The input with the edits applied; `None` when there are none. Edits
-    /// nested in an earlier one (a rename inside a dropped entry) and
-    /// duplicates are skipped.
-    fn finish(mut self) -> Option<String> {
-        if self.edits.is_empty() {
-            return None;
-        }
-        self.edits
-            .sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
-        let mut out = String::with_capacity(self.input.len() + 64);
-        let mut cursor = 0;
-        for e in &self.edits {
-            if e.start < cursor {
-                continue;
-            }
-            out.push_str(&self.input[cursor..e.start]);
-            out.push_str(&e.text);
-            cursor = e.end;
-        }
-        out.push_str(&self.input[cursor..]);
-        Some(out)
-    }
-}
-
-/// An object member name, borrowed unless it had escapes.
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
-
-/// An object's members, in order, values unparsed.
-struct Members<'a>(Vec<(Key<'a>, &'a RawValue)>);
-
-impl<'de> Deserialize<'de> for Members<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Members<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Members<'de>, A::Error> {
-                let mut out = Vec::new();
-                while let Some(kv) = m.next_entry::<Key<'de>, &'de RawValue>()? {
-                    out.push(kv);
-                }
-                Ok(Members(out))
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
-
-/// An array's elements, unparsed.
-struct Elements<'a>(Vec<&'a RawValue>);
-
-impl<'de> Deserialize<'de> for Elements<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Elements<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an array")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Elements<'de>, A::Error> {
-                let mut out = Vec::new();
-                while let Some(e) = s.next_element::<&'de RawValue>()? {
-                    out.push(e);
-                }
-                Ok(Elements(out))
-            }
-        }
-        d.deserialize_seq(V)
-    }
-}
-
-fn members(raw: &RawValue) -> Result<Option<Vec<(Key<'_>, &RawValue)>>, RewriteError> {
-    if !raw.get().starts_with('{') {
-        return Ok(None);
-    }
-    let m: Members = serde_json::from_str(raw.get()).map_err(malformed)?;
-    Ok(Some(m.0))
-}
-
-fn elements(raw: &RawValue) -> Result<Option<Vec<&RawValue>>, RewriteError> {
-    if !raw.get().starts_with('[') {
-        return Ok(None);
-    }
-    let e: Elements = serde_json::from_str(raw.get()).map_err(malformed)?;
-    Ok(Some(e.0))
-}
-
-/// A JSON string's value; `None` for any other JSON type.
-fn string(raw: &RawValue) -> Result<Option<Cow<'_, str>>, RewriteError> {
-    let t = raw.get();
-    if !t.starts_with('"') {
-        return Ok(None);
-    }
-    if !t.contains('\\') {
-        return Ok(Some(Cow::Borrowed(&t[1..t.len() - 1])));
-    }
-    serde_json::from_str::<String>(t)
-        .map(|s| Some(Cow::Owned(s)))
-        .map_err(malformed)
-}
-
-fn member<'a>(ms: &[(Key<'a>, &'a RawValue)], name: &str) -> Option<&'a RawValue> {
-    // Duplicate names: the last wins, as in Go's decoder.
-    ms.iter().rev().find(|(k, _)| k.0 == name).map(|(_, v)| *v)
-}
-
-fn quote(s: &str) -> String {
-    serde_json::to_string(s).expect("strings serialize")
 }
 
 /// Renames groups in JSON bodies, in one direction.
@@ -638,44 +444,14 @@ impl<'a> JsonRewriter<'a> {
         if keep.iter().all(|k| *k) {
             return Ok(());
         }
-        let base = w.offset(raw);
-        let text = raw.get();
-        let content = (base + 1, base + text.len() - 1);
-        let span = |e: &RawValue| {
-            let s = w.offset(e);
-            (s, s + e.get().len())
-        };
-        let kept: Vec<(usize, usize)> = entries
+        let spans: Vec<(usize, usize)> = entries
             .iter()
-            .zip(&keep)
-            .filter(|(_, k)| **k)
-            .map(|(e, _)| span(e))
+            .map(|e| {
+                let s = w.offset(e);
+                (s, s + e.get().len())
+            })
             .collect();
-        let mut deletions: Vec<(usize, usize, &str)> = Vec::new();
-        match (kept.first(), kept.last()) {
-            (None, _) | (_, None) => deletions.push((content.0, content.1, "")),
-            (Some(first), Some(last)) => {
-                if first.0 > span(entries[0]).0 {
-                    deletions.push((content.0, first.0, ""));
-                }
-                for pair in kept.windows(2) {
-                    let between = &w.input[pair[0].1..pair[1].0];
-                    if between.trim() != "," {
-                        deletions.push((pair[0].1, pair[1].0, ","));
-                    }
-                }
-                if last.1 < span(entries[entries.len() - 1]).1 {
-                    deletions.push((last.1, content.1, ""));
-                }
-            }
-        }
-        for (start, end, text) in deletions {
-            w.edits.push(Edit {
-                start,
-                end,
-                text: text.to_owned(),
-            });
-        }
+        w.delete_entries(raw, &spans, &keep);
         Ok(())
     }
 

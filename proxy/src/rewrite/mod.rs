@@ -4,6 +4,8 @@
 pub mod catalog;
 pub mod json;
 pub mod list_stream;
+pub mod openapi;
+mod raw;
 
 pub use catalog::Catalog;
 pub use json::{JsonRewriter, RewriteError};

@@ -222,3 +222,17 @@ pub fn first_difference(got: &Json, want: &Json, at: String) -> Option<String> {
         _ => Some(format!("{at}: got {got}, want {want}")),
     }
 }
+
+/// Removes members with these names everywhere in `v`.
+pub fn strip_members(v: &mut Json, names: &[&str]) {
+    match v {
+        Json::Object(m) => {
+            for n in names {
+                m.remove(*n);
+            }
+            m.values_mut().for_each(|c| strip_members(c, names));
+        }
+        Json::Array(a) => a.iter_mut().for_each(|c| strip_members(c, names)),
+        _ => {}
+    }
+}
