@@ -488,11 +488,8 @@ impl Proxy {
         let bytes = collect(body, BODY_LIMIT)
             .await
             .map_err(|e| Failure::bad_gateway(format!("reading the API server's OpenAPI: {e}")))?;
-        if !bytes
-            .iter()
-            .find(|b| !b.is_ascii_whitespace())
-            .is_some_and(|b| *b == b'{')
-        {
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        if first != Some(&b'{') {
             return Ok(Response::from_parts(parts, full(bytes)));
         }
         let out = self.openapi.rewrite_bytes(&bytes).map_err(|e| {
