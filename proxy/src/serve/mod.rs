@@ -5,6 +5,7 @@ pub mod proxy;
 pub mod run;
 pub mod status;
 pub mod tls;
+pub mod trust;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

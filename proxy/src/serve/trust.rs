@@ -1,0 +1,286 @@
+//! How an app that is itself an aggregated API server comes to trust
+//! regroup's front, with no change to the app (DESIGN.md, "Aggregated
+//! front"), done in the sidecar path:
+//!
+//! - In what the app reads of `kube-system/extension-apiserver-authentication`,
+//!   regroup's client CA is appended to `requestheader-client-ca-file` and
+//!   its client certificate's CN to `requestheader-allowed-names` (when that
+//!   list restricts names), so the app accepts regroup as a front proxy.
+//! - When the app writes its APIService, the cluster stores regroup's front
+//!   serving CA in `spec.caBundle` (the aggregator must trust regroup, which
+//!   it calls), and the bundle the app wrote is kept in an annotation; when
+//!   the app reads its APIService back it sees its own bundle, so its own
+//!   CA-rotation controller never fights regroup.
+
+use regroup_config::{Direction, GroupMap};
+use serde_json::{Map, Value as Json};
+
+/// Where the app's own `spec.caBundle` is kept on the cluster's APIService.
+pub const APP_CA_BUNDLE_ANNOTATION: &str = "regroup.dev/app-ca-bundle";
+
+/// What regroup's front needs the app and the cluster to trust.
+#[derive(Clone, Debug)]
+pub struct FrontTrust {
+    /// PEM of the CA that signed regroup's client certificate to the app.
+    pub client_ca_pem: String,
+    /// The CN of that client certificate.
+    pub client_cn: String,
+    /// base64 of the PEM CA that signed regroup's front serving certificate.
+    pub serving_ca_bundle: String,
+}
+
+fn is_authentication_configmap(o: &Json) -> bool {
+    o["kind"] == "ConfigMap"
+        && o["metadata"]["namespace"] == "kube-system"
+        && o["metadata"]["name"] == "extension-apiserver-authentication"
+}
+
+fn is_apiservice(o: &Json) -> bool {
+    o["kind"] == "APIService"
+        && o["apiVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("apiregistration.k8s.io/"))
+}
+
+/// Calls `f` on every object of a document: itself, list items, a watch
+/// event's object.
+fn each_object(doc: &mut Json, f: &mut dyn FnMut(&mut Json) -> bool) -> bool {
+    if doc.get("type").is_some() && doc.get("object").is_some() && doc.get("kind").is_none() {
+        return each_object(&mut doc["object"], f);
+    }
+    let mut changed = false;
+    if doc.get("items").is_some_and(Json::is_array) {
+        let list_kind = doc_kind_without_list(doc);
+        if let Some(items) = doc.get_mut("items").and_then(Json::as_array_mut) {
+            for item in items {
+                // Typed lists omit their items' kind.
+                if item.get("kind").is_none() {
+                    if let (Some(k), Some(m)) = (&list_kind, item.as_object_mut()) {
+                        m.insert("kind".into(), Json::String(k.0.clone()));
+                        m.insert("apiVersion".into(), Json::String(k.1.clone()));
+                        changed |= f(item);
+                        let m = item.as_object_mut().expect("still an object");
+                        m.remove("kind");
+                        m.remove("apiVersion");
+                        continue;
+                    }
+                }
+                changed |= f(item);
+            }
+        }
+        return changed;
+    }
+    f(doc)
+}
+
+fn doc_kind_without_list(doc: &Json) -> Option<(String, String)> {
+    let kind = doc["kind"].as_str()?.strip_suffix("List")?;
+    Some((kind.to_owned(), doc["apiVersion"].as_str()?.to_owned()))
+}
+
+impl FrontTrust {
+    /// Responses to the app: the authentication ConfigMap amended, the
+    /// app's own APIService bundle shown back. Returns whether it changed.
+    pub fn to_app(&self, doc: &mut Json) -> bool {
+        each_object(doc, &mut |o| {
+            if is_authentication_configmap(o) {
+                self.amend_authentication(o)
+            } else if is_apiservice(o) {
+                restore_app_bundle(o)
+            } else {
+                false
+            }
+        })
+    }
+
+    /// Requests from the app (already renamed for the cluster): an
+    /// APIService of a renamed group gets regroup's serving CA, and the
+    /// app's bundle is kept aside. `kind` names the addressed kind for
+    /// partial bodies (merge patches).
+    pub fn to_cluster(&self, doc: &mut Json, map: &GroupMap, partial_apiservice: bool) -> bool {
+        let mut f = |o: &mut Json| -> bool {
+            let ours = partial_apiservice || is_apiservice(o);
+            let group = o["spec"]["group"].as_str().or_else(|| {
+                // version.group names, for patches without spec.group.
+                o["metadata"]["name"]
+                    .as_str()
+                    .and_then(|n| n.split_once('.').map(|(_, g)| g))
+            });
+            let renamed = group.is_some_and(|g| map.rule_for(g, Direction::ToApp).is_some());
+            ours && (renamed || partial_apiservice) && self.substitute_bundle(o)
+        };
+        each_object(doc, &mut f)
+    }
+
+    fn amend_authentication(&self, cm: &mut Json) -> bool {
+        let Some(data) = cm.get_mut("data").and_then(Json::as_object_mut) else {
+            return false;
+        };
+        let mut changed = false;
+        if let Some(Json::String(bundle)) = data.get_mut("requestheader-client-ca-file") {
+            if !bundle.contains(self.client_ca_pem.trim()) {
+                if !bundle.ends_with('\n') {
+                    bundle.push('\n');
+                }
+                bundle.push_str(&self.client_ca_pem);
+                changed = true;
+            }
+        }
+        if let Some(Json::String(names)) = data.get_mut("requestheader-allowed-names") {
+            // A JSON list in a string; empty means any name is allowed.
+            if let Ok(mut list) = serde_json::from_str::<Vec<String>>(names) {
+                if !list.is_empty() && !list.contains(&self.client_cn) {
+                    list.push(self.client_cn.clone());
+                    *names = serde_json::to_string(&list).expect("strings serialize");
+                    changed = true;
+                }
+            }
+        }
+        changed
+    }
+
+    fn substitute_bundle(&self, o: &mut Json) -> bool {
+        let Some(spec) = o.get_mut("spec").and_then(Json::as_object_mut) else {
+            return false;
+        };
+        let Some(app_bundle) = spec.get("caBundle").cloned() else {
+            return false;
+        };
+        if app_bundle == self.serving_ca_bundle.as_str() {
+            return false;
+        }
+        spec.insert(
+            "caBundle".into(),
+            Json::String(self.serving_ca_bundle.clone()),
+        );
+        let meta = o
+            .as_object_mut()
+            .expect("an object")
+            .entry("metadata")
+            .or_insert_with(|| Json::Object(Map::new()));
+        if let Some(meta) = meta.as_object_mut() {
+            let ann = meta
+                .entry("annotations")
+                .or_insert_with(|| Json::Object(Map::new()));
+            if let Some(ann) = ann.as_object_mut() {
+                ann.insert(APP_CA_BUNDLE_ANNOTATION.into(), app_bundle);
+            }
+        }
+        true
+    }
+}
+
+/// The app reads back the bundle it wrote; the annotation is regroup's.
+fn restore_app_bundle(o: &mut Json) -> bool {
+    let Some(app_bundle) = o["metadata"]["annotations"]
+        .as_object_mut()
+        .and_then(|a| a.remove(APP_CA_BUNDLE_ANNOTATION))
+    else {
+        return false;
+    };
+    if o["metadata"]["annotations"]
+        .as_object()
+        .is_some_and(Map::is_empty)
+    {
+        if let Some(m) = o["metadata"].as_object_mut() {
+            m.remove("annotations");
+        }
+    }
+    if let Some(spec) = o.get_mut("spec").and_then(Json::as_object_mut) {
+        spec.insert("caBundle".into(), app_bundle);
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use regroup_config::{MapRule, Rule};
+    use serde_json::json;
+
+    fn trust() -> FrontTrust {
+        FrontTrust {
+            client_ca_pem: "-----BEGIN CERTIFICATE-----\nREGROUP\n-----END CERTIFICATE-----\n"
+                .into(),
+            client_cn: "regroup-front".into(),
+            serving_ca_bundle: "UkVHUk9VUA==".into(),
+        }
+    }
+
+    fn map() -> GroupMap {
+        GroupMap::new(vec![MapRule {
+            rule: Rule::Exact {
+                from: "wardle.example.com".into(),
+                to: "wardle.team1.example.com".into(),
+            },
+            reference_keys: true,
+        }])
+        .unwrap()
+    }
+
+    fn configmap(names: &str) -> Json {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "extension-apiserver-authentication", "namespace": "kube-system"},
+            "data": {"requestheader-client-ca-file": "-----BEGIN CERTIFICATE-----\nCLUSTER\n-----END CERTIFICATE-----\n",
+                     "requestheader-allowed-names": names,
+                     "requestheader-username-headers": "[\"X-Remote-User\"]"}})
+    }
+
+    #[test]
+    fn the_app_sees_regroups_ca_and_name_in_the_authentication_configmap() {
+        let mut cm = configmap("[\"front-proxy-client\"]");
+        assert!(trust().to_app(&mut cm));
+        let ca = cm["data"]["requestheader-client-ca-file"].as_str().unwrap();
+        assert!(ca.contains("CLUSTER") && ca.contains("REGROUP"));
+        assert_eq!(
+            cm["data"]["requestheader-allowed-names"],
+            "[\"front-proxy-client\",\"regroup-front\"]"
+        );
+        // Idempotent, and an empty list (any name) stays empty.
+        assert!(!trust().to_app(&mut cm));
+        let mut any = configmap("[]");
+        trust().to_app(&mut any);
+        assert_eq!(any["data"]["requestheader-allowed-names"], "[]");
+        // In a typed list and a watch event too.
+        let mut list =
+            json!({"apiVersion": "v1", "kind": "ConfigMapList", "items": [configmap("[\"a\"]")]});
+        list["items"][0].as_object_mut().unwrap().remove("kind");
+        list["items"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("apiVersion");
+        assert!(trust().to_app(&mut list));
+        assert!(list["items"][0].get("kind").is_none());
+        let mut ev = json!({"type": "MODIFIED", "object": configmap("[\"a\"]")});
+        assert!(trust().to_app(&mut ev));
+    }
+
+    #[test]
+    fn the_cluster_stores_regroups_serving_ca_and_the_app_reads_back_its_own() {
+        let app_written = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": "v1alpha1.wardle.team1.example.com"},
+            "spec": {"group": "wardle.team1.example.com", "version": "v1alpha1", "caBundle": "QVBQ"}});
+        let mut stored = app_written.clone();
+        assert!(trust().to_cluster(&mut stored, &map(), false));
+        assert_eq!(stored["spec"]["caBundle"], "UkVHUk9VUA==");
+        assert_eq!(
+            stored["metadata"]["annotations"][APP_CA_BUNDLE_ANNOTATION],
+            "QVBQ"
+        );
+        let mut read = stored.clone();
+        assert!(trust().to_app(&mut read));
+        assert_eq!(read, app_written);
+        // Another app's APIService is left alone.
+        let mut other = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": "v1beta1.metrics.k8s.io"},
+            "spec": {"group": "metrics.k8s.io", "caBundle": "T1RIRVI="}});
+        assert!(!trust().to_cluster(&mut other, &map(), false));
+        // A merge patch of the bundle (the app's rotation controller).
+        let mut patch = json!({"spec": {"caBundle": "TkVX"}});
+        assert!(trust().to_cluster(&mut patch, &map(), true));
+        assert_eq!(
+            patch,
+            json!({"spec": {"caBundle": "UkVHUk9VUA=="}, "metadata": {"annotations": {APP_CA_BUNDLE_ANNOTATION: "TkVX"}}})
+        );
+    }
+}
