@@ -157,6 +157,14 @@ pub struct Front {
     pub cert_file: Option<PathBuf>,
     /// PEM private key.
     pub key_file: Option<PathBuf>,
+    /// PEM CA that signed `certFile`: what the cluster's APIService
+    /// `caBundle` must hold so the aggregator trusts regroup.
+    pub ca_file: Option<PathBuf>,
+    /// Without cert files: DNS names of the generated serving certificate
+    /// (the Service the APIService points at, e.g. `api.team1.svc`), besides
+    /// localhost.
+    #[serde(default)]
+    pub generated_dns_names: Vec<String>,
     /// The app's own aggregated server, e.g. `https://127.0.0.1:8443`.
     pub backend: String,
     /// CA that signs the backend's serving certificate.

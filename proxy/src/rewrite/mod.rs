@@ -5,7 +5,9 @@ pub mod catalog;
 pub mod json;
 pub mod list_stream;
 pub mod openapi;
+pub mod protobuf;
 mod raw;
 
 pub use catalog::Catalog;
 pub use json::{JsonRewriter, RewriteError};
+pub use protobuf::ProtoRewriter;

@@ -1,6 +1,7 @@
 //! Listeners: the sidecar (plain HTTP and TLS on loopback) for the app.
 
 pub mod body;
+pub mod front;
 pub mod proxy;
 pub mod run;
 pub mod status;
@@ -36,6 +37,38 @@ pub async fn serve_tls(listener: TcpListener, tls: Arc<rustls::ServerConfig>, pr
             match acceptor.accept(stream).await {
                 Ok(tls) => serve_connection(TokioIo::new(tls), peer, proxy).await,
                 Err(e) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
+            }
+        }
+    })
+    .await
+}
+
+/// The aggregated front: TLS whose configuration may change (certificate
+/// and request-header CA reloads), each request authenticated with the
+/// connection's verified client certificate.
+pub async fn serve_front(
+    listener: TcpListener,
+    tls: Arc<front::tls::ReloadingConfig>,
+    proxy: Arc<Proxy>,
+) {
+    accept_loop(listener, move |stream, peer| {
+        let (proxy, acceptor) = (proxy.clone(), tls.acceptor());
+        async move {
+            let tls = match acceptor.accept(stream).await {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::info!(%peer, "front TLS handshake failed (untrusted or invalid client certificate?): {e}");
+                    return;
+                }
+            };
+            let certs: Arc<Option<Vec<rustls::pki_types::CertificateDer<'static>>>> =
+                Arc::new(tls.get_ref().1.peer_certificates().map(|c| c.iter().map(|c| c.clone().into_owned()).collect()));
+            let svc = service_fn(move |req| proxy.clone().handle_front(req, certs.clone()));
+            if let Err(e) = auto::Builder::new(TokioExecutor::new())
+                .serve_connection_with_upgrades(TokioIo::new(tls), svc)
+                .await
+            {
+                tracing::debug!(%peer, "front connection ended: {e}");
             }
         }
     })

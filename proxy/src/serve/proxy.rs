@@ -4,7 +4,7 @@
 
 use std::convert::Infallible;
 use std::io::Read;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -15,7 +15,9 @@ use regroup_config::{Direction, GroupMap};
 use serde_json::Value as Json;
 
 use super::body::{collect, full, pass, rewrite_frames, CollectError, Framing};
+use super::front::auth::{self as front_auth, RequestHeaderConfig};
 use super::status::{page_not_found, Failure};
+use super::trust::FrontTrust;
 use crate::rewrite::list_stream::ListStream;
 use crate::rewrite::openapi::OpenApiRewriter;
 use crate::rewrite::{Catalog, JsonRewriter, RewriteError};
@@ -47,6 +49,11 @@ pub struct Proxy {
     openapi: OpenApiRewriter<'static>,
     upstream: Upstream,
     pass_through_auth: bool,
+    /// Sidecar: how the app comes to trust regroup's front, when there is one.
+    trust: Option<FrontTrust>,
+    /// Front: how callers are authenticated (changes when the cluster's
+    /// request-header configuration does).
+    front_auth: Option<Arc<RwLock<RequestHeaderConfig>>>,
     /// Appended to ETags of bodies regroup may rewrite, so a cache keyed by
     /// an ETag never mixes renamed and unrenamed bytes, or two rule sets.
     etag_tag: String,
@@ -60,27 +67,119 @@ impl Proxy {
         upstream: Upstream,
         pass_through_auth: bool,
     ) -> Proxy {
-        let mut h: u32 = 0x811c_9dc5;
-        for r in map.rules() {
-            for s in [
-                r.rule.ends(Direction::ToCluster).0,
-                r.rule.ends(Direction::ToCluster).1,
-            ] {
-                for b in s.bytes().chain([0]) {
-                    h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
-                }
-            }
-        }
-        let etag_tag = format!("-rg{h:08x}");
+        Proxy::new(
+            map,
+            catalog,
+            upstream,
+            Direction::ToCluster,
+            pass_through_auth,
+            rules_tag(map),
+        )
+    }
+
+    fn new(
+        map: &'static GroupMap,
+        catalog: &'static Catalog,
+        upstream: Upstream,
+        request_dir: Direction,
+        pass_through_auth: bool,
+        etag_tag: String,
+    ) -> Proxy {
         Proxy {
             map,
-            requests: JsonRewriter::new(map, catalog, Direction::ToCluster),
-            responses: JsonRewriter::new(map, catalog, Direction::ToApp),
-            openapi: OpenApiRewriter::new(map, Direction::ToApp, &etag_tag),
+            requests: JsonRewriter::new(map, catalog, request_dir),
+            responses: JsonRewriter::new(map, catalog, request_dir.flip()),
+            openapi: OpenApiRewriter::new(map, request_dir.flip(), &etag_tag),
             upstream,
             pass_through_auth,
+            trust: None,
+            front_auth: None,
             etag_tag,
         }
+    }
+
+    /// GETs a JSON document from the upstream with regroup's own
+    /// credentials (regroup's own reads, not the app's).
+    pub async fn get_json(&self, path: &str) -> Result<Json, String> {
+        let uri = self.upstream.uri(path).map_err(|e| e.to_string())?;
+        let mut req = Request::get(uri)
+            .body(full(Bytes::new()))
+            .expect("valid request");
+        req.headers_mut()
+            .insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        if let Some(v) = self.upstream.authorization(false) {
+            req.headers_mut().insert(header::AUTHORIZATION, v);
+        }
+        let resp = self
+            .upstream
+            .send(req)
+            .await
+            .map_err(|e| format!("GET {path}: {e}"))?;
+        let status = resp.status();
+        let body = collect(resp.into_body(), BODY_LIMIT)
+            .await
+            .map_err(|e| format!("GET {path}: {e}"))?;
+        if !status.is_success() {
+            return Err(format!("GET {path}: {status}"));
+        }
+        serde_json::from_slice(&body).map_err(|e| format!("GET {path}: {e}"))
+    }
+
+    /// The same sidecar, also making the app trust regroup's front.
+    pub fn with_trust(mut self, trust: FrontTrust) -> Proxy {
+        self.trust = Some(trust);
+        self
+    }
+
+    /// The aggregated front: callers are the cluster's aggregator (cluster
+    /// names), `backend` is the app's own aggregated server (app names).
+    /// The direction is the sidecar's, flipped.
+    pub fn front(
+        map: &'static GroupMap,
+        catalog: &'static Catalog,
+        backend: Upstream,
+        auth: Arc<RwLock<RequestHeaderConfig>>,
+    ) -> Proxy {
+        let mut p = Proxy::new(
+            map,
+            catalog,
+            backend,
+            Direction::ToApp,
+            true,
+            rules_tag(map),
+        );
+        p.front_auth = Some(auth);
+        p
+    }
+
+    /// Serves one front request: authenticates the caller as
+    /// kube-apiserver's request-header authenticator does, then forwards
+    /// with the identity in the configured headers.
+    pub async fn handle_front(
+        self: Arc<Self>,
+        mut req: Request<Incoming>,
+        peer: Arc<Option<Vec<rustls::pki_types::CertificateDer<'static>>>>,
+    ) -> Result<Response<Body>, Infallible> {
+        let Some(auth) = self.front_auth.clone() else {
+            return Ok(Failure::unavailable("not a front listener").into_response());
+        };
+        let cfg = auth.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let result = front_auth::authenticate(peer.as_deref(), req.headers(), &cfg);
+        front_auth::strip_identity_headers(req.headers_mut(), &cfg);
+        match result {
+            Ok(id) => set_identity(req.headers_mut(), &cfg, &id),
+            Err(front_auth::Rejection::NoClientCertificate)
+                if req.headers().contains_key(header::AUTHORIZATION) =>
+            {
+                // No front-proxy certificate, but a token: the app delegates
+                // its TokenReview itself; no identity headers go with it.
+            }
+            Err(r) => {
+                tracing::warn!(reason = r.reason(), path = %req.uri().path(), "front caller rejected");
+                return Ok(r.failure().into_response());
+            }
+        }
+        self.handle(req).await
     }
 
     fn request_dir(&self) -> Direction {
@@ -220,8 +319,9 @@ impl Proxy {
                 || name == header::ACCEPT_ENCODING
                 || (!self.pass_through_auth && name == header::AUTHORIZATION)
                 // Front-proxy identity headers are only trusted from an
-                // authenticated front-proxy caller, never from the app.
-                || n.starts_with("x-remote-")
+                // authenticated front-proxy caller (the front sets them
+                // itself after authenticating), never from the app.
+                || (self.front_auth.is_none() && n.starts_with("x-remote-"))
             {
                 continue;
             }
@@ -318,7 +418,17 @@ impl Proxy {
                 None
             }
         };
-        let bytes = out.map(Bytes::from).unwrap_or(bytes);
+        let mut bytes = out.map(Bytes::from).unwrap_or(bytes);
+        if let Some(trust) = &self.trust {
+            if trust_relevant(info) && media != "application/json-patch+json" && !is_kube_proto {
+                let partial = media != "application/json" && media != "application/yaml";
+                if let Ok(mut v) = serde_json::from_slice::<Json>(&bytes) {
+                    if trust.to_cluster(&mut v, self.map, partial) {
+                        bytes = Bytes::from(serde_json::to_vec(&v).expect("values serialize"));
+                    }
+                }
+            }
+        }
         headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
         Ok(full(bytes))
     }
@@ -353,6 +463,7 @@ impl Proxy {
         }
         self.tag_etag(&mut parts.headers);
 
+        let trusting = self.trust.is_some() && trust_relevant(info);
         if info.watch && parts.status.is_success() {
             if gzip {
                 return Err(Failure::bad_gateway(
@@ -366,9 +477,14 @@ impl Proxy {
                 rewrite_frames(
                     body,
                     Framing::Lines,
-                    move |event| match &addressed {
-                        Some((g, k)) => this.responses.rewrite_bytes_addressed(event, g, k),
-                        None => this.responses.rewrite_bytes(event),
+                    move |event| {
+                        let out = match &addressed {
+                            Some((g, k)) => this.responses.rewrite_bytes_addressed(event, g, k),
+                            None => this.responses.rewrite_bytes(event),
+                        }?;
+                        Ok(this
+                            .trust_to_app(trusting, out.as_deref().unwrap_or(event))
+                            .or(out))
                     },
                     |e| {
                         let f = Failure::bad_gateway(format!(
@@ -404,7 +520,8 @@ impl Proxy {
             return Ok(Response::from_parts(parts, body));
         }
 
-        if json && !gzip && info.name.is_none() && parts.status.is_success() && is_read {
+        if json && !gzip && info.name.is_none() && parts.status.is_success() && is_read && !trusting
+        {
             // A list: streamed item by item, memory bounded by one item.
             parts.headers.remove(header::CONTENT_LENGTH);
             let this = Arc::clone(self);
@@ -465,11 +582,27 @@ impl Proxy {
         } else {
             None
         };
+        let out = match (
+            json,
+            self.trust_to_app(trusting, out.as_deref().unwrap_or(&bytes)),
+        ) {
+            (true, Some(t)) => Some(t),
+            _ => out,
+        };
         let bytes = out.map(Bytes::from).unwrap_or(bytes);
         parts
             .headers
             .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
         Ok(Response::from_parts(parts, full(bytes)))
+    }
+
+    /// The front-trust amendments of a renamed JSON document, if any apply.
+    fn trust_to_app(&self, trusting: bool, doc: &[u8]) -> Option<Vec<u8>> {
+        let trust = self.trust.as_ref().filter(|_| trusting)?;
+        let mut v: Json = serde_json::from_slice(doc).ok()?;
+        trust
+            .to_app(&mut v)
+            .then(|| serde_json::to_vec(&v).expect("values serialize"))
     }
 
     /// OpenAPI documents: JSON renamed whole (they are served as
@@ -643,9 +776,65 @@ fn info_path(info: &RequestInfo) -> String {
     )
 }
 
+/// A tag derived from the rules (FNV-1a), appended to ETags and OpenAPI
+/// hashes.
+fn rules_tag(map: &GroupMap) -> String {
+    let mut h: u32 = 0x811c_9dc5;
+    for r in map.rules() {
+        let (from, to) = r.rule.ends(Direction::ToCluster);
+        for b in from.bytes().chain([0]).chain(to.bytes()).chain([0]) {
+            h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+    }
+    format!("-rg{h:08x}")
+}
+
+/// The forwarded identity, in the first configured header of each kind.
+fn set_identity(h: &mut HeaderMap, cfg: &RequestHeaderConfig, id: &front_auth::Identity) {
+    let put = |h: &mut HeaderMap, name: &str, value: &str| {
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            h.append(n, v);
+        }
+    };
+    if let Some(n) = cfg.username_headers.first() {
+        put(h, n, &id.user);
+    }
+    if let (Some(n), Some(uid)) = (cfg.uid_headers.first(), &id.uid) {
+        put(h, n, uid);
+    }
+    if let Some(n) = cfg.group_headers.first() {
+        for g in &id.groups {
+            put(h, n, g);
+        }
+    }
+    if let Some(prefix) = cfg.extra_headers_prefixes.first() {
+        for (k, vs) in &id.extra {
+            let key: String =
+                percent_encoding::utf8_percent_encode(k, percent_encoding::NON_ALPHANUMERIC)
+                    .to_string();
+            for v in vs {
+                put(h, &format!("{prefix}{key}"), v);
+            }
+        }
+    }
+}
+
 /// The kind addressed by a request, where its objects carry groups.
 fn request_kind(info: &RequestInfo) -> Option<&'static str> {
     Catalog::kind_for_resource(&info.group, info.resource.as_deref()?)
+}
+
+/// Requests whose objects the front-trust hooks look at: the
+/// authentication ConfigMap and APIServices.
+fn trust_relevant(info: &RequestInfo) -> bool {
+    match (info.group.as_str(), info.resource.as_deref()) {
+        ("", Some("configmaps")) => info.namespace.as_deref() == Some("kube-system"),
+        ("apiregistration.k8s.io", Some("apiservices")) => true,
+        _ => false,
+    }
 }
 
 fn is_openapi(path: &str) -> bool {

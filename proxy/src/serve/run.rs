@@ -8,6 +8,7 @@ use regroup_config::schema::{LogFormat, LogLevel};
 use regroup_config::Settings;
 use tokio::net::TcpListener;
 
+use super::trust::FrontTrust;
 use super::Proxy;
 use crate::rewrite::Catalog;
 use crate::upstream::{kubeconfig, Upstream};
@@ -55,12 +56,21 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
         .map_err(|e| format!("starting the runtime: {e}"))?;
     runtime.block_on(async move {
         let upstream_desc = upstream.describe().to_owned();
-        let proxy = Arc::new(Proxy::sidecar(
-            &settings.map,
-            catalog,
-            upstream,
-            settings.file.credentials.pass_through,
-        ));
+        let mut servers = Vec::new();
+        let mut sidecar = Proxy::sidecar(&settings.map, catalog, upstream, settings.file.credentials.pass_through);
+        let mut follow = None;
+        if let Some(front) = &settings.file.front {
+            let started = start_front(settings, catalog, front, &sidecar).await?;
+            servers.push(started.task);
+            if let Some(t) = started.trust {
+                sidecar = sidecar.with_trust(t);
+            }
+            follow = started.follow;
+        }
+        let proxy = Arc::new(sidecar);
+        if let Some((auth, tls, allowed)) = follow {
+            servers.push(tokio::spawn(follow_authentication_configmap(proxy.clone(), auth, tls, allowed)));
+        }
         let listener = TcpListener::bind(listen)
             .await
             .map_err(|e| format!("listening on {listen}: {e}"))?;
@@ -70,7 +80,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             rules = settings.map.rules().len(),
             "regroup serving"
         );
-        let mut servers = vec![tokio::spawn(super::serve_plain(listener, proxy.clone()))];
+        servers.push(tokio::spawn(super::serve_plain(listener, proxy.clone())));
         if let Some(tls) = &settings.file.listeners.tls {
             let id = match (&tls.cert_file, &tls.key_file, &tls.generated_ca_file) {
                 (Some(c), Some(k), _) => super::tls::from_files(c, k)?,
@@ -98,6 +108,197 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
         }
         Ok(())
     })
+}
+
+/// The CN of the client certificate regroup presents to the app.
+const FRONT_CLIENT_CN: &str = "regroup-front-proxy";
+
+type AuthLock = Arc<std::sync::RwLock<super::front::auth::RequestHeaderConfig>>;
+type Follow = (
+    AuthLock,
+    Arc<super::front::tls::ReloadingConfig>,
+    Vec<String>,
+);
+
+/// A started front.
+struct StartedFront {
+    task: tokio::task::JoinHandle<()>,
+    /// What the sidecar must do so the app and the cluster trust the front.
+    trust: Option<FrontTrust>,
+    /// When the request-header settings come from the cluster: what to
+    /// update when they change (and the configured allowed names).
+    follow: Option<Follow>,
+}
+
+/// How often the cluster's request-header settings are read again.
+const AUTHENTICATION_REFRESH: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Keeps the front's request-header CA and settings in step with
+/// `kube-system/extension-apiserver-authentication`.
+async fn follow_authentication_configmap(
+    proxy: Arc<Proxy>,
+    auth: AuthLock,
+    tls: Arc<super::front::tls::ReloadingConfig>,
+    allowed: Vec<String>,
+) {
+    use super::front::auth::parse_extension_apiserver_authentication_json;
+    let mut last: Option<serde_json::Map<String, serde_json::Value>> = None;
+    loop {
+        tokio::time::sleep(AUTHENTICATION_REFRESH).await;
+        let data = match fetch_authentication_configmap(&proxy).await {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!("reading the cluster's request-header settings: {e}");
+                continue;
+            }
+        };
+        if last.as_ref() == Some(&data) {
+            continue;
+        }
+        match parse_extension_apiserver_authentication_json(&data) {
+            Ok((ca, mut cfg)) => {
+                if !allowed.is_empty() {
+                    cfg.allowed_names = allowed.clone();
+                }
+                if let Err(e) = tls.set_client_ca_pem(ca) {
+                    tracing::warn!("the cluster's request-header CA can't be used: {e}");
+                    continue;
+                }
+                *auth.write().unwrap_or_else(|p| p.into_inner()) = cfg;
+                tracing::info!("front: request-header settings updated from the cluster");
+                last = Some(data);
+            }
+            Err(e) => tracing::warn!("the cluster's request-header settings are invalid: {e}"),
+        }
+    }
+}
+
+/// Starts the aggregated front.
+async fn start_front(
+    settings: &'static Settings,
+    catalog: &'static Catalog,
+    front: &'static regroup_config::schema::Front,
+    sidecar: &Proxy,
+) -> Result<StartedFront, String> {
+    use super::front::auth::{parse_extension_apiserver_authentication_json, RequestHeaderConfig};
+    use super::front::tls::{ClientCaSource, ReloadingConfig, ServingSource};
+    use base64::Engine as _;
+
+    // regroup's own front-proxy identity towards the app.
+    let client = super::tls::generate_for(
+        "regroup front-proxy client CA",
+        &[FRONT_CLIENT_CN.into()],
+        true,
+    )?;
+    let (serving, serving_ca) = match (&front.cert_file, &front.key_file) {
+        (Some(cert), Some(key)) => {
+            let ca = match &front.ca_file {
+                Some(p) => Some(
+                    std::fs::read_to_string(p)
+                        .map_err(|e| format!("front.caFile {}: {e}", p.display()))?,
+                ),
+                None => None,
+            };
+            (
+                ServingSource::Files {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                },
+                ca,
+            )
+        }
+        _ => {
+            let id = super::tls::generate_for(
+                "regroup front serving CA",
+                &front.generated_dns_names,
+                false,
+            )?;
+            (ServingSource::fixed(&id), id.ca_pem.clone())
+        }
+    };
+    let rh = &front.request_header;
+    let mut cfg = RequestHeaderConfig::default();
+    let ca_source = if rh.from_cluster {
+        let data = fetch_authentication_configmap(sidecar).await?;
+        let (ca, from_cluster) = parse_extension_apiserver_authentication_json(&data)?;
+        cfg = from_cluster;
+        ClientCaSource::Pem(ca)
+    } else {
+        let file = rh
+            .client_ca_file
+            .clone()
+            .ok_or("front.requestHeader.clientCaFile is required")?;
+        cfg.username_headers = rh.username_headers.clone();
+        cfg.group_headers = rh.group_headers.clone();
+        cfg.extra_headers_prefixes = rh.extra_headers_prefixes.clone();
+        ClientCaSource::File(file)
+    };
+    if !rh.allowed_names.is_empty() {
+        cfg.allowed_names = rh.allowed_names.clone();
+    }
+    let tls = Arc::new(ReloadingConfig::new(serving, ca_source)?);
+    let backend_ca = match &front.backend_ca_file {
+        Some(p) => Some(
+            std::fs::read(p).map_err(|e| format!("front.backendCaFile {}: {e}", p.display()))?,
+        ),
+        None => None,
+    };
+    let backend = Upstream::new(
+        &kubeconfig::Resolved {
+            server: front.backend.clone(),
+            ca_pem: backend_ca,
+            insecure: front.dangerous_insecure_backend,
+            client_cert: Some((
+                client.cert_pem.clone().into_bytes(),
+                client.key_pem.clone().into_bytes(),
+            )),
+            ..kubeconfig::Resolved::default()
+        },
+        false,
+    )
+    .map_err(|e| format!("front.backend: {e}"))?;
+    if front.dangerous_insecure_backend {
+        tracing::warn!(backend = %front.backend, "the app's certificate is NOT verified (dangerousInsecureBackend)");
+    }
+    let auth = Arc::new(std::sync::RwLock::new(cfg));
+    let proxy = Arc::new(Proxy::front(&settings.map, catalog, backend, auth.clone()));
+    let listener = TcpListener::bind(front.listen)
+        .await
+        .map_err(|e| format!("listening on {}: {e}", front.listen))?;
+    tracing::info!(listen = %front.listen, backend = %front.backend, "regroup serving the aggregated front");
+    let task = tokio::spawn(super::serve_front(listener, tls.clone(), proxy));
+    let trust = serving_ca.map(|ca| FrontTrust {
+        client_ca_pem: client.ca_pem.clone().unwrap_or_default(),
+        client_cn: FRONT_CLIENT_CN.into(),
+        serving_ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca),
+    });
+    if trust.is_none() {
+        tracing::warn!(
+            "front.caFile not set: the cluster's APIService caBundle is left as the app wrote it"
+        );
+    }
+    let follow = rh
+        .from_cluster
+        .then(|| (auth, tls, rh.allowed_names.clone()));
+    Ok(StartedFront {
+        task,
+        trust,
+        follow,
+    })
+}
+
+/// `kube-system/extension-apiserver-authentication`'s data, read with
+/// regroup's own credentials.
+async fn fetch_authentication_configmap(
+    sidecar: &Proxy,
+) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    let v = sidecar
+        .get_json("/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication")
+        .await?;
+    match v.get("data") {
+        Some(serde_json::Value::Object(m)) => Ok(m.clone()),
+        _ => Err("kube-system/extension-apiserver-authentication has no data".into()),
+    }
 }
 
 async fn shutdown_signal() {

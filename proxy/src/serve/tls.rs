@@ -32,26 +32,50 @@ pub fn from_files(cert: &Path, key: &Path) -> Result<Identity, String> {
     })
 }
 
-/// Generates a CA and a serving certificate for 127.0.0.1, ::1 and
-/// localhost (rcgen's default validity: they live as long as the process
+/// Generates a CA and a serving certificate for 127.0.0.1, ::1,
+/// localhost and `extra_names` (rcgen's default validity: they live as long as the process
 /// that generated them, and are generated anew at each start).
 pub fn generate() -> Result<Identity, String> {
+    generate_for("regroup sidecar CA", &[], false)
+}
+
+/// Generates a CA and a certificate signed by it: a serving certificate for
+/// the loopback names and `extra_names`, or (`client`) a client certificate
+/// whose CN is `extra_names[0]`.
+pub fn generate_for(
+    ca_name: &str,
+    extra_names: &[String],
+    client: bool,
+) -> Result<Identity, String> {
     let e = |e: rcgen::Error| format!("generating certificates: {e}");
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(e)?;
     ca_params
         .distinguished_name
-        .push(DnType::CommonName, "regroup sidecar CA");
+        .push(DnType::CommonName, ca_name);
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
     let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().map_err(e)?).map_err(e)?;
 
-    let mut leaf = CertificateParams::new(vec![
-        "127.0.0.1".to_string(),
-        "::1".to_string(),
-        "localhost".to_string(),
-    ])
-    .map_err(e)?;
-    leaf.distinguished_name.push(DnType::CommonName, "regroup");
+    let leaf = if client {
+        let mut p = CertificateParams::new(Vec::<String>::new()).map_err(e)?;
+        let cn = extra_names
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "regroup".into());
+        p.distinguished_name.push(DnType::CommonName, cn);
+        p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        p
+    } else {
+        let mut names = vec![
+            "127.0.0.1".to_string(),
+            "::1".to_string(),
+            "localhost".to_string(),
+        ];
+        names.extend(extra_names.iter().cloned());
+        let mut p = CertificateParams::new(names).map_err(e)?;
+        p.distinguished_name.push(DnType::CommonName, "regroup");
+        p
+    };
     let key = KeyPair::generate().map_err(e)?;
     let cert = leaf.signed_by(&key, &ca).map_err(e)?;
     Ok(Identity {

@@ -1,0 +1,131 @@
+//! The envelope of every Kubernetes protobuf body: the magic `k8s\0`, then a
+//! `runtime.Unknown` {1 typeMeta {1 apiVersion, 2 kind}, 2 raw, 3
+//! contentEncoding, 4 contentType}. The type names the message `raw` holds.
+
+use super::types;
+use super::walker::Walk;
+use super::wire::{wrong_wire, Field, Fields, LEN};
+use super::{malformed, ProtoRewriter};
+use crate::rewrite::json::RewriteError;
+use regroup_config::Direction;
+
+/// The four bytes before every enveloped object.
+pub const MAGIC: &[u8] = b"k8s\0";
+
+/// How deep embedded objects may nest (a watch event's object is one level).
+pub(super) const MAX_DEPTH: usize = 8;
+
+/// The only content type the walker reads (empty means the same).
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+fn text<'i>(w: &Walk<'i>, f: &Field, what: &str) -> Result<&'i str, RewriteError> {
+    if f.wire != LEN {
+        return Err(wrong_wire(f));
+    }
+    std::str::from_utf8(&w.input[f.value_start..f.end])
+        .map_err(|_| malformed(format!("the envelope's {what} is not UTF-8")))
+}
+
+impl ProtoRewriter<'_> {
+    /// The enveloped object in `input[start..end]` (magic included).
+    pub(super) fn envelope(
+        &self,
+        w: &mut Walk<'_>,
+        start: usize,
+        end: usize,
+    ) -> Result<isize, RewriteError> {
+        if !w.input[start..end].starts_with(MAGIC) {
+            return Err(malformed("missing the k8s\\0 envelope magic"));
+        }
+        if w.depth >= MAX_DEPTH {
+            return Err(malformed(format!(
+                "embedded objects nested more than {MAX_DEPTH} deep"
+            )));
+        }
+        w.depth += 1;
+        let d = self.unknown(w, start + MAGIC.len(), end);
+        w.depth -= 1;
+        d
+    }
+
+    fn unknown(&self, w: &mut Walk<'_>, start: usize, end: usize) -> Result<isize, RewriteError> {
+        let mut type_metas = Vec::new();
+        let (mut raw, mut encoding, mut content_type) = (None, "", "");
+        for f in Fields::new(w.input, start, end) {
+            let f = f?;
+            match f.number {
+                1 if f.wire == LEN => type_metas.push(f),
+                2 if f.wire == LEN => raw = Some(f),
+                3 => encoding = text(w, &f, "contentEncoding")?,
+                4 => content_type = text(w, &f, "contentType")?,
+                1 | 2 => return Err(wrong_wire(&f)),
+                _ => {}
+            }
+        }
+        // The type: the last value of each member wins, across occurrences.
+        let (mut api_version, mut kind) = ("", "");
+        let mut api_version_fields = Vec::new();
+        for tm in &type_metas {
+            for f in Fields::new(w.input, tm.value_start, tm.end) {
+                let f = f?;
+                match f.number {
+                    1 => {
+                        api_version = text(w, &f, "apiVersion")?;
+                        api_version_fields.push((*tm, f));
+                    }
+                    2 => kind = text(w, &f, "kind")?,
+                    _ => {}
+                }
+            }
+        }
+        if !encoding.is_empty() {
+            return Err(malformed(format!(
+                "unsupported envelope contentEncoding `{encoding}`"
+            )));
+        }
+        if !content_type.is_empty() && content_type != PROTOBUF {
+            return Err(malformed(format!(
+                "unsupported envelope contentType `{content_type}`"
+            )));
+        }
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let app_group = match self.dir {
+            Direction::ToApp => self.map.map_group(group, Direction::ToApp),
+            Direction::ToCluster => None,
+        };
+        let app_group = app_group.as_deref().unwrap_or(group);
+        let (message, fallback) = types::resolve(app_group, version, kind);
+        let addressed = w.addressed.clone();
+        let addressed = addressed.as_ref().map(|(g, k)| (g.as_str(), k.as_str()));
+        let plan = self.plan(&message, app_group, kind, addressed, fallback);
+
+        let mut d = 0;
+        if let Some(form) = plan.api_version {
+            for tm in &type_metas {
+                if !w.has_match(tm.value_start, tm.end) {
+                    continue;
+                }
+                let fields: Vec<Field> = api_version_fields
+                    .iter()
+                    .filter(|(t, _)| t == tm)
+                    .map(|(_, f)| *f)
+                    .collect();
+                d += self.length_delimited(w, tm, |w| {
+                    let mut d = 0;
+                    for f in &fields {
+                        d += self.string_field(w, f, form)?;
+                    }
+                    Ok(d)
+                })?;
+            }
+        }
+        if let Some(raw) = raw {
+            if w.has_match(raw.value_start, raw.end) {
+                d += self.length_delimited(w, &raw, |w| {
+                    self.object(w, raw.value_start, raw.end, &plan)
+                })?;
+            }
+        }
+        Ok(d)
+    }
+}

@@ -1,0 +1,356 @@
+//! The wire-format walk: along a [`Plan`], only into fields whose bytes hold
+//! a mapped name, collecting edits (renamed strings, dropped entries, the
+//! length prefixes above them); everything else is copied as it came.
+
+use regroup_config::dns::MAX_SUBDOMAIN;
+use regroup_config::field_path::FieldPath;
+use regroup_config::Form;
+
+use super::plan::{Act, Node, Plan};
+use super::wire::{last_len_field, put_varint, wrong_wire, Field, Fields, LEN};
+use super::{embedded_json, malformed, ProtoRewriter};
+use crate::rewrite::json::RewriteError;
+
+/// A replacement of `input[start..end]`.
+#[derive(Debug)]
+pub(super) struct Edit {
+    start: usize,
+    end: usize,
+    text: Vec<u8>,
+}
+
+/// Marks an edit slot reserved for a length prefix that didn't change.
+const UNUSED: usize = usize::MAX;
+
+/// One walk over one input: where mapped names occur, and the edits.
+pub(super) struct Walk<'i> {
+    pub input: &'i [u8],
+    /// Every occurrence of a mapped name (either side's), sorted by start.
+    matches: Vec<(usize, usize)>,
+    edits: Vec<Edit>,
+    /// Nested envelopes entered (embedded objects inside embedded objects).
+    pub depth: usize,
+    /// The group and kind the request addressed, for metadata-only objects.
+    pub addressed: Option<(String, String)>,
+}
+
+impl<'i> Walk<'i> {
+    pub(super) fn new(
+        input: &'i [u8],
+        mut matches: Vec<(usize, usize)>,
+        addressed: Option<(&str, &str)>,
+    ) -> Self {
+        matches.sort_unstable();
+        Walk {
+            input,
+            matches,
+            edits: Vec::new(),
+            depth: 0,
+            addressed: addressed.map(|(g, k)| (g.to_owned(), k.to_owned())),
+        }
+    }
+
+    /// True when a mapped name lies wholly inside `input[start..end]`.
+    pub(super) fn has_match(&self, start: usize, end: usize) -> bool {
+        let i = self.matches.partition_point(|m| m.0 < start);
+        self.matches[i..]
+            .iter()
+            .take_while(|m| m.0 < end)
+            .any(|m| m.1 <= end)
+    }
+
+    fn push(&mut self, start: usize, end: usize, text: Vec<u8>) {
+        self.edits.push(Edit { start, end, text });
+    }
+
+    fn reserve(&mut self) -> usize {
+        self.push(UNUSED, UNUSED, Vec::new());
+        self.edits.len() - 1
+    }
+
+    /// The input with the edits applied; `None` when there are none.
+    pub(super) fn finish(self) -> Option<Vec<u8>> {
+        let mut edits: Vec<Edit> = self
+            .edits
+            .into_iter()
+            .filter(|e| e.start != UNUSED)
+            .collect();
+        if edits.is_empty() {
+            return None;
+        }
+        edits.sort_by_key(|e| e.start);
+        let grown: usize = edits.iter().map(|e| e.text.len()).sum();
+        let mut out = Vec::with_capacity(self.input.len() + grown);
+        let mut at = 0;
+        for e in &edits {
+            debug_assert!(e.start >= at, "edits never overlap");
+            out.extend_from_slice(&self.input[at..e.start]);
+            out.extend_from_slice(&e.text);
+            at = e.end;
+        }
+        out.extend_from_slice(&self.input[at..]);
+        Some(out)
+    }
+}
+
+fn change(new: usize, old: usize) -> isize {
+    new as isize - old as isize
+}
+
+impl ProtoRewriter<'_> {
+    /// Walks the message in `input[start..end]` along `node`'s fields;
+    /// returns how much its length changed.
+    pub(super) fn message(
+        &self,
+        w: &mut Walk<'_>,
+        start: usize,
+        end: usize,
+        node: &Node,
+    ) -> Result<isize, RewriteError> {
+        if node.fields.is_empty() {
+            return Ok(0);
+        }
+        let mut delta = 0;
+        for f in Fields::new(w.input, start, end) {
+            let f = f?;
+            if let Some(child) = node.child(f.number) {
+                delta += self.field(w, &f, child)?;
+            }
+        }
+        Ok(delta)
+    }
+
+    /// An object's message, per its plan: a fallback message for an unknown
+    /// kind is left alone when its bytes don't parse as the convention says.
+    pub(super) fn object(
+        &self,
+        w: &mut Walk<'_>,
+        start: usize,
+        end: usize,
+        plan: &Plan,
+    ) -> Result<isize, RewriteError> {
+        if !plan.lenient {
+            return self.message(w, start, end, &plan.root);
+        }
+        let saved = w.edits.len();
+        match self.message(w, start, end, &plan.root) {
+            // Bytes that don't follow the convention; other errors (a name
+            // too long) are errors whatever the kind.
+            Err(RewriteError::Protobuf(_)) => {
+                w.edits.truncate(saved);
+                Ok(0)
+            }
+            other => other,
+        }
+    }
+
+    /// One occurrence of a field the plan descends into.
+    fn field(&self, w: &mut Walk<'_>, f: &Field, node: &Node) -> Result<isize, RewriteError> {
+        if f.wire != LEN {
+            return Err(wrong_wire(f));
+        }
+        if node.is_empty() || !w.has_match(f.value_start, f.end) {
+            return Ok(0);
+        }
+        if let Some(path) = &node.drop {
+            if self.shadowed(w, f.value_start, f.end, path)? {
+                w.push(f.start, f.end, Vec::new());
+                return Ok(-((f.end - f.start) as isize));
+            }
+        }
+        let (start, end) = (f.value_start, f.end);
+        self.length_delimited(w, f, |w| {
+            let mut d = match &node.act {
+                None => 0,
+                Some(Act::Value(form)) => self.value(w, start, end, *form)?,
+                Some(Act::JsonString(path, form)) => {
+                    self.json_string(w, start, end, path, *form)?
+                }
+                Some(Act::Object) => self.raw_extension(w, start, end)?,
+                Some(Act::Items(plan)) => self.object(w, start, end, plan)?,
+            };
+            if !node.fields.is_empty() {
+                d += self.message(w, start, end, node)?;
+            }
+            if !node.entries.is_empty() {
+                d += self.map_entry(w, start, end, node)?;
+            }
+            Ok(d)
+        })
+    }
+
+    /// Runs `inner` on the value of length-delimited field `f` and, when the
+    /// value's length changed, re-encodes its length prefix (shortest form;
+    /// an unchanged length keeps its bytes).
+    pub(super) fn length_delimited(
+        &self,
+        w: &mut Walk<'_>,
+        f: &Field,
+        inner: impl FnOnce(&mut Walk<'_>) -> Result<isize, RewriteError>,
+    ) -> Result<isize, RewriteError> {
+        let slot = w.reserve();
+        let d = inner(w)?;
+        if d == 0 {
+            return Ok(0);
+        }
+        let len = (f.end - f.value_start) as isize + d;
+        let mut prefix = Vec::with_capacity(10);
+        put_varint(len as u64, &mut prefix);
+        let grown = change(prefix.len(), f.value_start - f.len_start);
+        w.edits[slot] = Edit {
+            start: f.len_start,
+            end: f.value_start,
+            text: prefix,
+        };
+        Ok(d + grown)
+    }
+
+    /// A string field's own length prefix and its renamed value.
+    pub(super) fn string_field(
+        &self,
+        w: &mut Walk<'_>,
+        f: &Field,
+        form: Form,
+    ) -> Result<isize, RewriteError> {
+        if f.wire != LEN {
+            return Err(wrong_wire(f));
+        }
+        let (start, end) = (f.value_start, f.end);
+        self.length_delimited(w, f, |w| self.value(w, start, end, form))
+    }
+
+    /// A string naming a group in `form`.
+    fn value(
+        &self,
+        w: &mut Walk<'_>,
+        start: usize,
+        end: usize,
+        form: Form,
+    ) -> Result<isize, RewriteError> {
+        // Not UTF-8: not a name (Go doesn't check proto2 strings).
+        let Ok(s) = std::str::from_utf8(&w.input[start..end]) else {
+            return Ok(0);
+        };
+        let Some(mapped) = self.map.map(form, s, self.dir) else {
+            return Ok(0);
+        };
+        if matches!(form, Form::Group | Form::QualifiedName) && mapped.len() > MAX_SUBDOMAIN {
+            return Err(RewriteError::TooLong {
+                from: s.to_owned(),
+                to: mapped,
+            });
+        }
+        let d = change(mapped.len(), end - start);
+        w.push(start, end, mapped.into_bytes());
+        Ok(d)
+    }
+
+    /// A string holding JSON with a place inside.
+    fn json_string(
+        &self,
+        w: &mut Walk<'_>,
+        start: usize,
+        end: usize,
+        path: &FieldPath,
+        form: Form,
+    ) -> Result<isize, RewriteError> {
+        let text = std::str::from_utf8(&w.input[start..end])
+            .map_err(|e| RewriteError::EmbeddedJson(path.to_string(), e.to_string()))?;
+        let Some(new) = embedded_json::rename(text, path, form, self.map, self.dir)? else {
+            return Ok(0);
+        };
+        let d = change(new.len(), end - start);
+        w.push(start, end, new.into_bytes());
+        Ok(d)
+    }
+
+    /// A map entry: the node of its key, applied to its value.
+    fn map_entry(
+        &self,
+        w: &mut Walk<'_>,
+        start: usize,
+        end: usize,
+        node: &Node,
+    ) -> Result<isize, RewriteError> {
+        let Some(key) = last_len_field(w.input, start, end, 1)? else {
+            return Ok(0);
+        };
+        let Some(entry) = node.entry(&w.input[key.value_start..key.end]) else {
+            return Ok(0);
+        };
+        let mut d = 0;
+        for f in Fields::new(w.input, start, end) {
+            let f = f?;
+            if f.number == 2 {
+                d += self.field(w, &f, entry)?;
+            }
+        }
+        Ok(d)
+    }
+
+    /// A `RawExtension` message: its `raw` (field 1) is an embedded object.
+    fn raw_extension(
+        &self,
+        w: &mut Walk<'_>,
+        start: usize,
+        end: usize,
+    ) -> Result<isize, RewriteError> {
+        let mut d = 0;
+        for f in Fields::new(w.input, start, end) {
+            let f = f?;
+            if f.number != 1 {
+                continue;
+            }
+            if f.wire != LEN {
+                return Err(wrong_wire(&f));
+            }
+            if !w.has_match(f.value_start, f.end) {
+                continue;
+            }
+            let (rs, re) = (f.value_start, f.end);
+            d += self.length_delimited(w, &f, |w| self.embedded(w, rs, re))?;
+        }
+        Ok(d)
+    }
+
+    /// Embedded object bytes: an envelope, or JSON.
+    fn embedded(&self, w: &mut Walk<'_>, start: usize, end: usize) -> Result<isize, RewriteError> {
+        let bytes = &w.input[start..end];
+        if bytes.starts_with(super::envelope::MAGIC) {
+            return self.envelope(w, start, end);
+        }
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+            let addressed = w.addressed.as_ref().map(|(g, k)| (g.as_str(), k.as_str()));
+            return match self.json.rewrite_bytes_with(bytes, None, addressed)? {
+                Some(new) => {
+                    let d = change(new.len(), end - start);
+                    w.push(start, end, new);
+                    Ok(d)
+                }
+                None => Ok(0),
+            };
+        }
+        Err(malformed(
+            "an embedded object is neither an enveloped protobuf object nor JSON",
+        ))
+    }
+
+    /// Whether the discovery entry in `input[start..end]` names a shadowed
+    /// group at `path`.
+    fn shadowed(
+        &self,
+        w: &Walk<'_>,
+        mut start: usize,
+        mut end: usize,
+        path: &[u32],
+    ) -> Result<bool, RewriteError> {
+        for &n in path {
+            match last_len_field(w.input, start, end, n)? {
+                Some(f) => (start, end) = (f.value_start, f.end),
+                None => return Ok(false),
+            }
+        }
+        Ok(std::str::from_utf8(&w.input[start..end])
+            .is_ok_and(|g| self.map.is_shadowed(g, self.dir)))
+    }
+}

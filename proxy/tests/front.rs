@@ -1,0 +1,319 @@
+//! The aggregated front over real TLS: a caller with a front-proxy
+//! certificate reaches the app's own aggregated server under the cluster's
+//! group, the app sees its own group and the caller's identity (and regroup's
+//! client certificate), and answers come back in the cluster's names.
+//! Callers without a valid front-proxy certificate never get identity
+//! headers through.
+
+use std::sync::{Arc, Mutex, RwLock};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use regroup::rewrite::Catalog;
+use regroup::serve::front::auth::RequestHeaderConfig;
+use regroup::serve::front::tls::{ClientCaSource, ReloadingConfig, ServingSource};
+use regroup::serve::{tls, Proxy};
+use regroup::upstream::{Resolved, Upstream};
+use regroup_config::{GroupMap, MapRule, Rule};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::net::TcpListener;
+
+#[derive(Default, Clone, Debug)]
+struct Seen {
+    path: String,
+    user: Option<String>,
+    groups: Vec<String>,
+    authorization: Option<String>,
+    client_cert: bool,
+}
+
+const FLUNDER: &str = r#"{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":{"name":"f","namespace":"ns"}}"#;
+
+/// The app's aggregated server: TLS, asks for a client certificate signed by
+/// `client_ca` (regroup's), records what it saw, answers in app names.
+async fn app_backend(
+    serving: &tls::Identity,
+    client_ca: &str,
+    seen: Arc<Mutex<Vec<Seen>>>,
+) -> String {
+    let roots = {
+        let mut r = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_slice_iter(client_ca.as_bytes()) {
+            r.add(c.unwrap()).unwrap();
+        }
+        Arc::new(r)
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier =
+        rustls::server::WebPkiClientVerifier::builder_with_provider(roots, provider.clone())
+            .allow_unauthenticated()
+            .build()
+            .unwrap();
+    let certs: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_slice_iter(serving.cert_pem.as_bytes())
+            .collect::<Result<_, _>>()
+            .unwrap();
+    let key = PrivateKeyDer::from_pem_slice(serving.key_pem.as_bytes()).unwrap();
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(certs, key)
+        .unwrap();
+    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (s, _) = l.accept().await.unwrap();
+            let (acceptor, seen) = (acceptor.clone(), seen.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(s).await else {
+                    return;
+                };
+                let client_cert = tls.get_ref().1.peer_certificates().is_some();
+                let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
+                    let seen = seen.clone();
+                    async move {
+                        let h =
+                            |n: &str| req.headers().get(n).map(|v| v.to_str().unwrap().to_owned());
+                        seen.lock().unwrap().push(Seen {
+                            path: req.uri().path().to_owned(),
+                            user: h("x-remote-user"),
+                            groups: req
+                                .headers()
+                                .get_all("x-remote-group")
+                                .iter()
+                                .map(|v| v.to_str().unwrap().to_owned())
+                                .collect(),
+                            authorization: h("authorization"),
+                            client_cert,
+                        });
+                        Ok::<_, std::convert::Infallible>(
+                            Response::builder()
+                                .header("content-type", "application/json")
+                                .body(Full::new(Bytes::from_static(FLUNDER.as_bytes())))
+                                .unwrap(),
+                        )
+                    }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(tls), svc)
+                    .await;
+            });
+        }
+    });
+    format!("https://127.0.0.1:{}", addr.port())
+}
+
+struct Front {
+    url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    serving_ca: String,
+    front_proxy: tls::Identity,
+}
+
+async fn front() -> Front {
+    let map: &'static GroupMap = Box::leak(Box::new(
+        GroupMap::new(vec![MapRule {
+            rule: Rule::Exact {
+                from: "wardle.example.com".into(),
+                to: "wardle.team1.example.com".into(),
+            },
+            reference_keys: true,
+        }])
+        .unwrap(),
+    ));
+    let catalog: &'static Catalog = Box::leak(Box::new(Catalog::new(&[])));
+    // The cluster's front-proxy client (the aggregator) and its CA.
+    let front_proxy =
+        tls::generate_for("front-proxy-ca", &["front-proxy-client".into()], true).unwrap();
+    // regroup's own client identity towards the app, and the app's serving cert.
+    let regroup_client =
+        tls::generate_for("regroup client CA", &["regroup-front-proxy".into()], true).unwrap();
+    let app_serving = tls::generate().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let backend = app_backend(
+        &app_serving,
+        regroup_client.ca_pem.as_deref().unwrap(),
+        seen.clone(),
+    )
+    .await;
+    let up = Upstream::new(
+        &Resolved {
+            server: backend,
+            ca_pem: app_serving.ca_pem.clone().map(String::into_bytes),
+            client_cert: Some((
+                regroup_client.cert_pem.clone().into_bytes(),
+                regroup_client.key_pem.clone().into_bytes(),
+            )),
+            ..Resolved::default()
+        },
+        false,
+    )
+    .unwrap();
+    let cfg = RequestHeaderConfig {
+        allowed_names: vec!["front-proxy-client".into()],
+        ..RequestHeaderConfig::default()
+    };
+    let proxy = Arc::new(Proxy::front(map, catalog, up, Arc::new(RwLock::new(cfg))));
+    let serving = tls::generate().unwrap();
+    let reloading = Arc::new(
+        ReloadingConfig::new(
+            ServingSource::fixed(&serving),
+            ClientCaSource::Pem(front_proxy.ca_pem.clone().unwrap().into_bytes()),
+        )
+        .unwrap(),
+    );
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    tokio::spawn(regroup::serve::serve_front(l, reloading, proxy));
+    Front {
+        url: format!("https://127.0.0.1:{port}"),
+        seen,
+        serving_ca: serving.ca_pem.unwrap(),
+        front_proxy,
+    }
+}
+
+/// A caller trusting the front's serving CA, with `client` as its certificate.
+fn caller(
+    f: &Front,
+    client: Option<&tls::Identity>,
+) -> hyper_util::client::legacy::Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    Full<Bytes>,
+> {
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_slice_iter(f.serving_ca.as_bytes()) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let b = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots);
+    let cfg = match client {
+        Some(id) => b
+            .with_client_auth_cert(
+                CertificateDer::pem_slice_iter(id.cert_pem.as_bytes())
+                    .collect::<Result<_, _>>()
+                    .unwrap(),
+                PrivateKeyDer::from_pem_slice(id.key_pem.as_bytes()).unwrap(),
+            )
+            .unwrap(),
+        None => b.with_no_client_auth(),
+    };
+    let conn = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(cfg)
+        .https_only()
+        .enable_all_versions()
+        .build();
+    hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(conn)
+}
+
+const PATH: &str = "/apis/wardle.team1.example.com/v1alpha1/namespaces/ns/flunders/f";
+
+async fn get(
+    c: &hyper_util::client::legacy::Client<
+        hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+        Full<Bytes>,
+    >,
+    url: String,
+    headers: &[(&str, &str)],
+) -> Result<(StatusCode, String), String> {
+    let mut req = Request::get(url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = c
+        .request(req.body(Full::default()).unwrap())
+        .await
+        .map_err(|e| format!("{e:?}"))?;
+    let status = resp.status();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+#[tokio::test]
+async fn an_authenticated_aggregator_reaches_the_app_under_the_clusters_group() {
+    let f = front().await;
+    let c = caller(&f, Some(&f.front_proxy));
+    let (status, body) = get(
+        &c,
+        format!("{}{PATH}", f.url),
+        &[
+            ("x-remote-user", "alice"),
+            ("x-remote-group", "devs"),
+            ("x-remote-group", "system:authenticated"),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        body.contains("\"wardle.team1.example.com/v1alpha1\""),
+        "{body}"
+    );
+    let seen = f.seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(
+        seen.path,
+        "/apis/wardle.example.com/v1alpha1/namespaces/ns/flunders/f"
+    );
+    assert_eq!(seen.user.as_deref(), Some("alice"));
+    assert_eq!(seen.groups, ["devs", "system:authenticated"]);
+    assert!(
+        seen.client_cert,
+        "regroup presents its own client certificate to the app"
+    );
+}
+
+#[tokio::test]
+async fn callers_without_a_front_proxy_certificate_get_401_and_never_forward_identity() {
+    let f = front().await;
+    let anonymous = caller(&f, None);
+    let (status, body) = get(
+        &anonymous,
+        format!("{}{PATH}", f.url),
+        &[("x-remote-user", "system:admin")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert!(body.contains("\"kind\":\"Status\""));
+    assert!(f.seen.lock().unwrap().is_empty(), "nothing reached the app");
+
+    // A token without a certificate goes to the app, which reviews it; the
+    // spoofed identity does not.
+    let (status, _) = get(
+        &anonymous,
+        format!("{}{PATH}", f.url),
+        &[
+            ("authorization", "Bearer t0ken"),
+            ("x-remote-user", "system:admin"),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    let seen = f.seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(seen.authorization.as_deref(), Some("Bearer t0ken"));
+    assert_eq!(seen.user, None);
+
+    // A certificate from another CA never completes the handshake.
+    let stranger =
+        tls::generate_for("some other CA", &["front-proxy-client".into()], true).unwrap();
+    assert!(get(
+        &caller(&f, Some(&stranger)),
+        format!("{}{PATH}", f.url),
+        &[]
+    )
+    .await
+    .is_err());
+}
