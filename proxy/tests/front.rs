@@ -80,6 +80,9 @@ async fn app_backend(
                 let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
                     let seen = seen.clone();
                     async move {
+                        let (parts, body) = req.into_parts();
+                        let req = Request::from_parts(parts, ());
+                        let body = body.collect().await.unwrap().to_bytes();
                         let h =
                             |n: &str| req.headers().get(n).map(|v| v.to_str().unwrap().to_owned());
                         seen.lock().unwrap().push(Seen {
@@ -94,10 +97,19 @@ async fn app_backend(
                             authorization: h("authorization"),
                             client_cert,
                         });
+                        // Creates echo the body (as the app saw it); watches
+                        // send two events; everything else is one Flunder.
+                        let answer = if req.method() == http::Method::POST {
+                            body
+                        } else if req.uri().query().is_some_and(|q| q.contains("watch=1")) {
+                            Bytes::from(format!("{{\"type\":\"ADDED\",\"object\":{FLUNDER}}}\n{{\"type\":\"DELETED\",\"object\":{FLUNDER}}}\n"))
+                        } else {
+                            Bytes::from_static(FLUNDER.as_bytes())
+                        };
                         Ok::<_, std::convert::Infallible>(
                             Response::builder()
                                 .header("content-type", "application/json")
-                                .body(Full::new(Bytes::from_static(FLUNDER.as_bytes())))
+                                .body(Full::new(answer))
                                 .unwrap(),
                         )
                     }
@@ -316,4 +328,54 @@ async fn callers_without_a_front_proxy_certificate_get_401_and_never_forward_ide
     )
     .await
     .is_err());
+}
+
+#[tokio::test]
+async fn creates_and_watches_are_renamed_both_ways_through_the_front() {
+    let f = front().await;
+    let c = caller(&f, Some(&f.front_proxy));
+    let created = r#"{"apiVersion":"wardle.team1.example.com/v1alpha1","kind":"Flunder","metadata":{"name":"g"},"spec":{"reference":"x"}}"#;
+    let req = Request::post(format!(
+        "{}/apis/wardle.team1.example.com/v1alpha1/namespaces/ns/flunders",
+        f.url
+    ))
+    .header("content-type", "application/json")
+    .header(
+        "x-remote-user",
+        "system:serviceaccount:kube-system:generic-garbage-collector",
+    )
+    .body(Full::new(Bytes::from_static(created.as_bytes())))
+    .unwrap();
+    let resp = c.request(req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    // The app saw its own group; the aggregator sees the cluster's again.
+    assert_eq!(String::from_utf8_lossy(&body), created);
+    assert_eq!(
+        f.seen.lock().unwrap().last().unwrap().path,
+        "/apis/wardle.example.com/v1alpha1/namespaces/ns/flunders"
+    );
+
+    let (status, body) = get(
+        &c,
+        format!(
+            "{}/apis/wardle.team1.example.com/v1alpha1/namespaces/ns/flunders?watch=1",
+            f.url
+        ),
+        &[("x-remote-user", "alice")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    let events: Vec<serde_json::Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 2);
+    for e in &events {
+        assert_eq!(
+            e["object"]["apiVersion"],
+            "wardle.team1.example.com/v1alpha1"
+        );
+    }
 }
