@@ -44,6 +44,9 @@ where
     }
 }
 
+/// The largest single watch event or frame regroup buffers.
+pub const MAX_FRAME: usize = 64 << 20;
+
 /// How a stream is cut into frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Framing {
@@ -151,6 +154,16 @@ where
                             Some((Ok(Frame::data(last)), st))
                         }
                     };
+                }
+                if st.buf.len() > MAX_FRAME {
+                    // A hostile or broken length prefix (or an endless line):
+                    // never buffer without bound.
+                    tracing::error!(
+                        bytes = st.buf.len(),
+                        "upstream stream frame larger than {MAX_FRAME} bytes, closing the stream"
+                    );
+                    st.failed = true;
+                    return None;
                 }
                 match st.body.frame().await {
                     Some(Ok(f)) => {

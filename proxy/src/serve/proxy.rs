@@ -20,6 +20,7 @@ use super::status::{page_not_found, Failure};
 use super::trust::FrontTrust;
 use crate::rewrite::list_stream::ListStream;
 use crate::rewrite::openapi::OpenApiRewriter;
+use crate::rewrite::ProtoRewriter;
 use crate::rewrite::{Catalog, JsonRewriter, RewriteError};
 use crate::route::{self, RequestInfo};
 use crate::upstream::{Body, Upstream};
@@ -47,6 +48,10 @@ pub struct Proxy {
     responses: JsonRewriter<'static>,
     /// Renames OpenAPI documents in responses.
     openapi: OpenApiRewriter<'static>,
+    /// Renames Kubernetes protobuf request bodies.
+    proto_requests: ProtoRewriter<'static>,
+    /// Renames Kubernetes protobuf responses and watch frames.
+    proto_responses: ProtoRewriter<'static>,
     upstream: Upstream,
     pass_through_auth: bool,
     /// Sidecar: how the app comes to trust regroup's front, when there is one.
@@ -90,6 +95,8 @@ impl Proxy {
             requests: JsonRewriter::new(map, catalog, request_dir),
             responses: JsonRewriter::new(map, catalog, request_dir.flip()),
             openapi: OpenApiRewriter::new(map, request_dir.flip(), &etag_tag),
+            proto_requests: ProtoRewriter::new(map, catalog, request_dir),
+            proto_responses: ProtoRewriter::new(map, catalog, request_dir.flip()),
             upstream,
             pass_through_auth,
             trust: None,
@@ -408,15 +415,7 @@ impl Proxy {
                     Some(renamed.unwrap_or(json))
                 }
             }
-            _ => {
-                if rw.may_contain_name(&bytes) {
-                    return Err(Failure::unsupported(
-                        "regroup does not rename Kubernetes protobuf request bodies yet; \
-                         send this request as application/json",
-                    ));
-                }
-                None
-            }
+            _ => self.proto_requests.rewrite_bytes(&bytes).map_err(bad)?,
         };
         let mut bytes = out.map(Bytes::from).unwrap_or(bytes);
         if let Some(trust) = &self.trust {
@@ -497,22 +496,26 @@ impl Proxy {
                     },
                 )
             } else {
-                // Protobuf watch frames: renaming arrives with the protobuf
-                // codec; until then, a frame naming a mapped group ends the
-                // stream rather than reach the app unrenamed.
-                let this2 = this.clone();
+                // Protobuf watch: 4-byte big-endian length, then a raw
+                // WatchEvent. A frame that can't be renamed ends the stream
+                // (the client re-lists) rather than reach the app unrenamed.
                 rewrite_frames(
                     body,
                     Framing::LengthPrefixed,
                     move |frame| {
-                        if this2.responses.may_contain_name(frame) {
-                            Err(RewriteError::Malformed(
-                                "protobuf watch frames naming a renamed group are not renamed yet"
-                                    .into(),
-                            ))
-                        } else {
-                            Ok(None)
-                        }
+                        let event = &frame[4..];
+                        let out = match &addressed {
+                            Some((g, k)) => this
+                                .proto_responses
+                                .rewrite_watch_frame_addressed(event, g, k),
+                            None => this.proto_responses.rewrite_watch_frame(event),
+                        }?;
+                        Ok(out.map(|e| {
+                            let mut f = Vec::with_capacity(e.len() + 4);
+                            f.extend_from_slice(&(e.len() as u32).to_be_bytes());
+                            f.extend_from_slice(&e);
+                            f
+                        }))
                     },
                     |_| Bytes::new(),
                 )
@@ -574,13 +577,12 @@ impl Proxy {
             } else {
                 None
             }
-        } else if rw.may_contain_name(&bytes) {
-            tracing::error!(path = %info_path(info), "protobuf response names a renamed group; refusing it until the protobuf codec exists");
-            return Err(Failure::bad_gateway(
-                "regroup does not rename Kubernetes protobuf responses yet; request application/json",
-            ));
         } else {
-            None
+            match &addressed {
+                Some((g, k)) => self.proto_responses.rewrite_bytes_addressed(&bytes, g, k),
+                None => self.proto_responses.rewrite_bytes(&bytes),
+            }
+            .map_err(bad)?
         };
         let out = match (
             json,
@@ -765,15 +767,6 @@ fn stream_list(proxy: Arc<Proxy>, body: Incoming, list: ListStream) -> Body {
         }
     });
     http_body_util::StreamBody::new(s).boxed()
-}
-
-fn info_path(info: &RequestInfo) -> String {
-    format!(
-        "{}/{}/{}",
-        info.group,
-        info.version.as_deref().unwrap_or(""),
-        info.resource.as_deref().unwrap_or("")
-    )
 }
 
 /// A tag derived from the rules (FNV-1a), appended to ETags and OpenAPI
