@@ -162,7 +162,6 @@ where
                         bytes = st.buf.len(),
                         "upstream stream frame larger than {MAX_FRAME} bytes, closing the stream"
                     );
-                    st.failed = true;
                     return None;
                 }
                 match st.body.frame().await {
