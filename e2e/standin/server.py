@@ -38,6 +38,17 @@ HIDE_ORIG = os.environ.get("REGROUP_STANDIN_HIDE_ORIG") == "1"
 WATCH_TRUE = ("1", "t", "T", "true", "TRUE", "True")  # Go's strconv.ParseBool
 
 
+# (method, path, watch) -> (renamed-world case, Content-Type) replayed for a
+# protobuf Accept: a Deployment owned by Foo alpha, a watch of ConfigMaps
+# owned by Foo alpha.
+PROTOBUF_REPLAYS = {
+    ("GET", "/apis/apps/v1/namespaces/renamed/deployments/alpha-deploy", False):
+        ("renamed/042-get-deployment-protobuf", "application/vnd.kubernetes.protobuf"),
+    ("GET", "/api/v1/namespaces/renamed/configmaps", True):
+        ("renamed/254-watch-configmap-protobuf", "application/vnd.kubernetes.protobuf;stream=watch"),
+}
+
+
 @functools.lru_cache(maxsize=None)
 def captured(case):
     with open(os.path.join(DATA, case, "response.body"), "rb") as f:
@@ -532,6 +543,12 @@ class Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         q = {k: v[-1] for k, v in parse_qs(url.query).items()}
         accept = self.headers.get("Accept")
+        # Protobuf: this stand-in can't encode it, so it replays a few real
+        # captured protobuf answers byte for byte, at their captured paths.
+        replay = PROTOBUF_REPLAYS.get((self.command, url.path, "watch" in q))
+        if replay and "application/vnd.kubernetes.protobuf" in (accept or ""):
+            case, ctype = replay
+            return self.reply(200, captured(case), ctype)
         try:
             if self.server.token and self.headers.get("Authorization") != f"Bearer {self.server.token}":
                 raise ApiError(401, "Unauthorized", "Unauthorized")

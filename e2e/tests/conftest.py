@@ -192,3 +192,11 @@ def pyclient(regroup):
 def _kubectl_installed():
     if not KUBECTL.exists():
         pytest.fail(f"{KUBECTL} is missing: run e2e/install.sh")
+
+
+@pytest.fixture(scope="session")
+def proxy_url(regroup):
+    """The app's server URL (regroup's listener), for raw HTTP clients."""
+    if DIRECT:
+        pytest.skip("REGROUP_E2E_DIRECT: no proxy to rename the replayed protobuf")
+    return json.loads(open(regroup).read())["clusters"][0]["cluster"]["server"]
