@@ -1,0 +1,299 @@
+//! The aggregated front through the real `regroup` binary and real TLS:
+//! configuration from files (request-header CA, serving certificate), a
+//! caller with a front-proxy certificate, an app backend over TLS that sees
+//! its own group, the caller's identity and regroup's client certificate;
+//! a caller without a certificate gets 401 and reaches nothing.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use regroup::serve::tls;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::net::TcpListener;
+
+#[derive(Default, Clone, Debug)]
+struct Seen {
+    path: String,
+    user: Option<String>,
+    client_cert: bool,
+}
+
+fn server_config(id: &tls::Identity, ask_client_cert: bool) -> Arc<rustls::ServerConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let certs: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_slice_iter(id.cert_pem.as_bytes())
+            .collect::<Result<_, _>>()
+            .unwrap();
+    let key = PrivateKeyDer::from_pem_slice(id.key_pem.as_bytes()).unwrap();
+    let b = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap();
+    let b = if ask_client_cert {
+        // Any client certificate is recorded (the app's own trust is the
+        // authentication ConfigMap's business, tested elsewhere).
+        #[derive(Debug)]
+        struct Any(Arc<rustls::crypto::CryptoProvider>);
+        impl rustls::server::danger::ClientCertVerifier for Any {
+            fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+                &[]
+            }
+            fn client_auth_mandatory(&self) -> bool {
+                false
+            }
+            fn verify_client_cert(
+                &self,
+                _: &CertificateDer<'_>,
+                _: &[CertificateDer<'_>],
+                _: rustls::pki_types::UnixTime,
+            ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+                Ok(rustls::server::danger::ClientCertVerified::assertion())
+            }
+            fn verify_tls12_signature(
+                &self,
+                m: &[u8],
+                c: &CertificateDer<'_>,
+                d: &rustls::DigitallySignedStruct,
+            ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error>
+            {
+                rustls::crypto::verify_tls12_signature(
+                    m,
+                    c,
+                    d,
+                    &self.0.signature_verification_algorithms,
+                )
+            }
+            fn verify_tls13_signature(
+                &self,
+                m: &[u8],
+                c: &CertificateDer<'_>,
+                d: &rustls::DigitallySignedStruct,
+            ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error>
+            {
+                rustls::crypto::verify_tls13_signature(
+                    m,
+                    c,
+                    d,
+                    &self.0.signature_verification_algorithms,
+                )
+            }
+            fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+                self.0.signature_verification_algorithms.supported_schemes()
+            }
+        }
+        b.with_client_cert_verifier(Arc::new(Any(provider)))
+    } else {
+        b.with_no_client_auth()
+    };
+    let mut cfg = b.with_single_cert(certs, key).unwrap();
+    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Arc::new(cfg)
+}
+
+async fn app_backend(seen: Arc<Mutex<Vec<Seen>>>) -> u16 {
+    let id = tls::generate().unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(server_config(&id, true));
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let (s, _) = l.accept().await.unwrap();
+            let (acceptor, seen) = (acceptor.clone(), seen.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(s).await else {
+                    return;
+                };
+                let client_cert = tls.get_ref().1.peer_certificates().is_some();
+                let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
+                    let seen = seen.clone();
+                    async move {
+                        seen.lock().unwrap().push(Seen {
+                            path: req.uri().path().to_owned(),
+                            user: req
+                                .headers()
+                                .get("x-remote-user")
+                                .map(|v| v.to_str().unwrap().to_owned()),
+                            client_cert,
+                        });
+                        let body = r#"{"apiVersion":"wardle.example.com/v1alpha1","kind":"FlunderList","items":[{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":{"name":"f"}}]}"#;
+                        Ok::<_, std::convert::Infallible>(
+                            Response::builder()
+                                .header("content-type", "application/json")
+                                .body(Full::new(Bytes::from_static(body.as_bytes())))
+                                .unwrap(),
+                        )
+                    }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(tls), svc)
+                    .await;
+            });
+        }
+    });
+    port
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Kill(Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn client(
+    ca_pem: &str,
+    cert: Option<&tls::Identity>,
+) -> hyper_util::client::legacy::Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    Full<Bytes>,
+> {
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let b = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots);
+    let cfg = match cert {
+        Some(id) => b
+            .with_client_auth_cert(
+                CertificateDer::pem_slice_iter(id.cert_pem.as_bytes())
+                    .collect::<Result<_, _>>()
+                    .unwrap(),
+                PrivateKeyDer::from_pem_slice(id.key_pem.as_bytes()).unwrap(),
+            )
+            .unwrap(),
+        None => b.with_no_client_auth(),
+    };
+    let conn = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(cfg)
+        .https_only()
+        .enable_all_versions()
+        .build();
+    hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(conn)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_binary_fronts_an_aggregated_app_for_authenticated_callers_only() {
+    let dir = std::env::temp_dir().join(format!("regroup-front-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // The cluster's front-proxy CA and the aggregator's client certificate.
+    let aggregator =
+        tls::generate_for("front-proxy-ca", &["front-proxy-client".into()], true).unwrap();
+    std::fs::write(
+        dir.join("front-proxy-ca.crt"),
+        aggregator.ca_pem.as_deref().unwrap(),
+    )
+    .unwrap();
+    // regroup's front serving certificate, from files.
+    let serving = tls::generate().unwrap();
+    std::fs::write(dir.join("front.crt"), &serving.cert_pem).unwrap();
+    std::fs::write(dir.join("front.key"), &serving.key_pem).unwrap();
+    std::fs::write(dir.join("front-ca.crt"), serving.ca_pem.as_deref().unwrap()).unwrap();
+
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let backend = app_backend(seen.clone()).await;
+    let (front_port, sidecar_port) = (free_port(), free_port());
+    std::fs::write(
+        dir.join("config.yaml"),
+        format!(
+            "rules:\n- from: wardle.example.com\n  to: wardle.team1.example.com\n\
+             listeners:\n  http: 127.0.0.1:{sidecar_port}\n\
+             front:\n  listen: 127.0.0.1:{front_port}\n  certFile: {d}/front.crt\n  keyFile: {d}/front.key\n  caFile: {d}/front-ca.crt\n\
+             \x20 backend: https://127.0.0.1:{backend}\n  dangerousInsecureBackend: true\n\
+             \x20 requestHeader:\n    fromCluster: false\n    clientCaFile: {d}/front-proxy-ca.crt\n    allowedNames: [front-proxy-client]\n",
+            d = dir.display()
+        ),
+    )
+    .unwrap();
+    // The sidecar's upstream is not used by this test.
+    std::fs::write(
+        dir.join("kubeconfig"),
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\n",
+    )
+    .unwrap();
+    let _regroup = Kill(
+        Command::new(env!("CARGO_BIN_EXE_regroup"))
+            .arg("serve")
+            .arg("-c")
+            .arg(dir.join("config.yaml"))
+            .arg("--kubeconfig")
+            .arg(dir.join("kubeconfig"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tokio::net::TcpStream::connect(("127.0.0.1", front_port))
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "regroup's front did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let url = format!("https://127.0.0.1:{front_port}/apis/wardle.team1.example.com/v1alpha1/namespaces/ns/flunders");
+    let ca = serving.ca_pem.clone().unwrap();
+
+    let c = client(&ca, Some(&aggregator));
+    let resp = c
+        .request(
+            Request::get(&url)
+                .header("x-remote-user", "alice")
+                .body(Full::default())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    let text = String::from_utf8_lossy(&body);
+    assert!(
+        text.contains("wardle.team1.example.com/v1alpha1")
+            && !text.contains("\"wardle.example.com/"),
+        "{text}"
+    );
+    let s = seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(
+        s.path,
+        "/apis/wardle.example.com/v1alpha1/namespaces/ns/flunders"
+    );
+    assert_eq!(s.user.as_deref(), Some("alice"));
+    assert!(
+        s.client_cert,
+        "regroup presents its client certificate to the app"
+    );
+
+    let n = seen.lock().unwrap().len();
+    let anonymous = client(&ca, None);
+    let resp = anonymous
+        .request(
+            Request::get(&url)
+                .header("x-remote-user", "system:admin")
+                .body(Full::default())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(seen.lock().unwrap().len(), n, "nothing reached the app");
+    std::fs::remove_dir_all(&dir).ok();
+}
