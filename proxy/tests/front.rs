@@ -300,6 +300,13 @@ async fn callers_without_a_front_proxy_certificate_get_401_and_never_forward_ide
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
     assert!(body.contains("\"kind\":\"Status\""));
     assert!(f.seen.lock().unwrap().is_empty(), "nothing reached the app");
+    // Metrics say who was rejected and why, with no certificate or header content.
+    let text = regroup::serve::metrics::metrics().encode();
+    assert!(
+        text.contains("regroup_front_rejections_total{reason=\"no_client_certificate\"}"),
+        "{text}"
+    );
+    assert!(!text.contains("system:admin"));
 
     // A token without a certificate goes to the app, which reviews it; the
     // spoofed identity does not.

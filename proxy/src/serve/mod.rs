@@ -2,6 +2,7 @@
 
 pub mod body;
 pub mod front;
+pub mod metrics;
 pub mod proxy;
 pub mod run;
 pub mod status;

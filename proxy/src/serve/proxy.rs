@@ -182,6 +182,8 @@ impl Proxy {
                 // its TokenReview itself; no identity headers go with it.
             }
             Err(r) => {
+                super::metrics::metrics().rejection(r.reason());
+                super::metrics::metrics().request("front", http::StatusCode::UNAUTHORIZED);
                 tracing::warn!(reason = r.reason(), path = %req.uri().path(), "front caller rejected");
                 return Ok(r.failure().into_response());
             }
@@ -202,13 +204,20 @@ impl Proxy {
         let method = req.method().clone();
         let path = req.uri().path().to_owned();
         let info = RequestInfo::parse(&path, req.uri().query());
+        let listener = if self.front_auth.is_some() {
+            "front"
+        } else {
+            "sidecar"
+        };
         let resp = match self.forward(req, &info).await {
             Ok(r) => r,
             Err(f) => {
+                super::metrics::metrics().error(listener, f.reason);
                 tracing::warn!(%method, %path, code = f.code.as_u16(), reason = f.reason, "{}", f.message);
                 f.into_response()
             }
         };
+        super::metrics::metrics().request(listener, resp.status());
         tracing::debug!(
             %method,
             %path,

@@ -81,6 +81,13 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             "regroup serving"
         );
         servers.push(tokio::spawn(super::serve_plain(listener, proxy.clone())));
+        if let Some(addr) = settings.file.listeners.metrics {
+            let l = TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("listening on {addr}: {e}"))?;
+            tracing::info!(listen = %addr, "metrics on /metrics, health on /healthz");
+            servers.push(tokio::spawn(super::metrics::serve_metrics(l)));
+        }
         if let Some(tls) = &settings.file.listeners.tls {
             let id = match (&tls.cert_file, &tls.key_file, &tls.generated_ca_file) {
                 (Some(c), Some(k), _) => super::tls::from_files(c, k)?,
