@@ -2,6 +2,7 @@
 front of it, and kubectl / Python clients on the app side. See e2e/README.md."""
 import importlib.util
 import json
+from pathlib import Path
 import os
 import select
 import subprocess
@@ -69,7 +70,8 @@ def regroup_bin():
     p = subprocess.run(["cargo", "build", "-p", "regroup"], cwd=REPO, capture_output=True, text=True, timeout=1500)
     if p.returncode != 0:
         pytest.fail(f"cargo build -p regroup failed:\n{p.stderr[-4000:]}")
-    return str(REPO / "target" / "debug" / "regroup")
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
+    return str((REPO / target) / "debug" / "regroup")
 
 
 @pytest.fixture(scope="session")
