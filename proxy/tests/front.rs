@@ -5,6 +5,8 @@
 //! Callers without a valid front-proxy certificate never get identity
 //! headers through.
 
+mod tls_support;
+
 use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::Bytes;
@@ -201,33 +203,7 @@ fn caller(
     hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
     Full<Bytes>,
 > {
-    let mut roots = rustls::RootCertStore::empty();
-    for c in CertificateDer::pem_slice_iter(f.serving_ca.as_bytes()) {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let b = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots);
-    let cfg = match client {
-        Some(id) => b
-            .with_client_auth_cert(
-                CertificateDer::pem_slice_iter(id.cert_pem.as_bytes())
-                    .collect::<Result<_, _>>()
-                    .unwrap(),
-                PrivateKeyDer::from_pem_slice(id.key_pem.as_bytes()).unwrap(),
-            )
-            .unwrap(),
-        None => b.with_no_client_auth(),
-    };
-    let conn = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(cfg)
-        .https_only()
-        .enable_all_versions()
-        .build();
-    hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(conn)
+    tls_support::https_client(&f.serving_ca, client)
 }
 
 const PATH: &str = "/apis/wardle.team1.example.com/v1alpha1/namespaces/ns/flunders/f";

@@ -4,6 +4,8 @@
 //! its own group, the caller's identity and regroup's client certificate;
 //! a caller without a certificate gets 401 and reaches nothing.
 
+mod tls_support;
+
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -155,41 +157,7 @@ impl Drop for Kill {
     }
 }
 
-fn client(
-    ca_pem: &str,
-    cert: Option<&tls::Identity>,
-) -> hyper_util::client::legacy::Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    Full<Bytes>,
-> {
-    let mut roots = rustls::RootCertStore::empty();
-    for c in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let b = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots);
-    let cfg = match cert {
-        Some(id) => b
-            .with_client_auth_cert(
-                CertificateDer::pem_slice_iter(id.cert_pem.as_bytes())
-                    .collect::<Result<_, _>>()
-                    .unwrap(),
-                PrivateKeyDer::from_pem_slice(id.key_pem.as_bytes()).unwrap(),
-            )
-            .unwrap(),
-        None => b.with_no_client_auth(),
-    };
-    let conn = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(cfg)
-        .https_only()
-        .enable_all_versions()
-        .build();
-    hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(conn)
-}
+use tls_support::https_client as client;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_real_binary_fronts_an_aggregated_app_for_authenticated_callers_only() {
