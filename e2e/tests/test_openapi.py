@@ -5,8 +5,6 @@ field-validation check."""
 import json
 import re
 
-import pytest
-
 from e2e_support import APP_GROUP, HIDDEN_GROUP
 
 
@@ -22,10 +20,9 @@ def no_duplicate_keys(pairs):
 
 
 # kubectl 1.31 reads /openapi/v2 in protobuf from a 1.24-era server (its v3
-# index is the old format); regroup does not rename the protobuf form yet.
-# This passes against the stand-in only because the captured document came
-# from a cluster that served both groups; a real cluster needs that codec.
-@pytest.mark.xfail(strict=False, reason="OpenAPI v2 in protobuf is not renamed yet (issue #6)")
+# index is the old format): regroup renames the gnostic protobuf document
+# (the capture serves both worlds; the original world's entries are shadowed,
+# so what kubectl finds is the cluster's renamed Foo).
 def test_kubectl_explain_foo_in_the_original_group(app):
     out = app("explain", "foos.spec", f"--api-version={APP_GROUP}/v1alpha1")
     assert re.search(rf"^VERSION:\s+{re.escape(APP_GROUP)}/v1alpha1$", out, re.M), out
@@ -60,3 +57,18 @@ def test_openapi_v3_index_lists_the_original_group_once(app):
     paths = index.get("Paths") or list(index.get("paths", {}))
     mine = [p for p in paths if "samplecontroller" in p]
     assert sorted(mine) == [f"apis/{APP_GROUP}/v1alpha1", f"apis/{APP_GROUP}/v1beta1"]
+
+
+def test_openapi_v2_protobuf_is_renamed_through_the_proxy(proxy_url):
+    """client-go's OpenAPISchema(): GET /openapi/v2 in gnostic protobuf."""
+    import http.client
+    from urllib.parse import urlsplit
+    u = urlsplit(proxy_url)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    c.request("GET", "/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"})
+    r = c.getresponse()
+    body = r.read()
+    assert r.status == 200, body[:200]
+    assert reverse_dns(APP_GROUP).encode() + b".v1alpha1.Foo" in body
+    assert HIDDEN_GROUP.encode() not in body
+    assert reverse_dns(HIDDEN_GROUP).encode() not in body

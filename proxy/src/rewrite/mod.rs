@@ -5,6 +5,7 @@ pub mod catalog;
 pub mod json;
 pub mod list_stream;
 pub mod openapi;
+pub mod openapi_proto;
 pub mod protobuf;
 mod raw;
 

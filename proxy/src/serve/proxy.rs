@@ -20,6 +20,7 @@ use super::status::{page_not_found, Failure};
 use super::trust::FrontTrust;
 use crate::rewrite::list_stream::ListStream;
 use crate::rewrite::openapi::OpenApiRewriter;
+use crate::rewrite::openapi_proto::OpenApiProtoRewriter;
 use crate::rewrite::ProtoRewriter;
 use crate::rewrite::{Catalog, JsonRewriter, RewriteError};
 use crate::route::{self, RequestInfo};
@@ -48,6 +49,8 @@ pub struct Proxy {
     responses: JsonRewriter<'static>,
     /// Renames OpenAPI documents in responses.
     openapi: OpenApiRewriter<'static>,
+    /// Renames OpenAPI v2 in protobuf (gnostic) in responses.
+    openapi_proto: OpenApiProtoRewriter<'static>,
     /// Renames Kubernetes protobuf request bodies.
     proto_requests: ProtoRewriter<'static>,
     /// Renames Kubernetes protobuf responses and watch frames.
@@ -95,6 +98,7 @@ impl Proxy {
             requests: JsonRewriter::new(map, catalog, request_dir),
             responses: JsonRewriter::new(map, catalog, request_dir.flip()),
             openapi: OpenApiRewriter::new(map, request_dir.flip(), &etag_tag),
+            openapi_proto: OpenApiProtoRewriter::new(map, request_dir.flip()),
             proto_requests: ProtoRewriter::new(map, catalog, request_dir),
             proto_responses: ProtoRewriter::new(map, catalog, request_dir.flip()),
             upstream,
@@ -453,7 +457,7 @@ impl Proxy {
         strip_hop_by_hop(&mut parts.headers);
         self.response_headers(&mut parts.headers);
         if is_openapi(path) && parts.status.is_success() {
-            return self.openapi_response(parts, body, &media).await;
+            return self.openapi_response(parts, body, &media, path).await;
         }
         if !info.is_api {
             return Ok(Response::from_parts(parts, pass(body)));
@@ -624,15 +628,29 @@ impl Proxy {
         mut parts: http::response::Parts,
         body: Incoming,
         media: &str,
+        path: &str,
     ) -> Result<Response<Body>, Failure> {
-        if media.contains("protobuf") {
-            tracing::warn!("OpenAPI v2 in protobuf passes through unrenamed (not supported yet)");
+        // 1.24 serves the gnostic protobuf as application/octet-stream.
+        let v2 = path == "/openapi/v2";
+        if media.contains("protobuf") && !v2 {
+            tracing::warn!("OpenAPI v3 in protobuf passes through unrenamed (not supported yet)");
             return Ok(Response::from_parts(parts, pass(body)));
         }
         let bytes = collect(body, BODY_LIMIT)
             .await
             .map_err(|e| Failure::bad_gateway(format!("reading the API server's OpenAPI: {e}")))?;
         let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        if v2 && first != Some(&b'{') {
+            let out = self.openapi_proto.rewrite_bytes(&bytes).map_err(|e| {
+                Failure::bad_gateway(format!("the API server's OpenAPI can't be renamed: {e}"))
+            })?;
+            self.tag_etag(&mut parts.headers);
+            let bytes = out.map(Bytes::from).unwrap_or(bytes);
+            parts
+                .headers
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+            return Ok(Response::from_parts(parts, full(bytes)));
+        }
         if first != Some(&b'{') {
             return Ok(Response::from_parts(parts, full(bytes)));
         }
