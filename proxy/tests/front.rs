@@ -33,6 +33,9 @@ struct Seen {
     client_cert: bool,
 }
 
+/// The app's own OpenAPI v3 document for its group, in app names.
+const APP_OPENAPI: &str = r##"{"openapi":"3.0.0","paths":{"/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders":{"get":{"responses":{"200":{"content":{"application/json":{"schema":{"$ref":"#/components/schemas/com.example.wardle.v1alpha1.FlunderList"}}}}},"x-kubernetes-group-version-kind":{"group":"wardle.example.com","version":"v1alpha1","kind":"Flunder"}}}},"components":{"schemas":{"com.example.wardle.v1alpha1.Flunder":{"type":"object","x-kubernetes-group-version-kind":[{"group":"wardle.example.com","kind":"Flunder","version":"v1alpha1"}]},"com.example.wardle.v1alpha1.FlunderList":{"type":"object","properties":{"items":{"type":"array","items":{"$ref":"#/components/schemas/com.example.wardle.v1alpha1.Flunder"}}}}}}}"##;
+
 const FLUNDER: &str = r#"{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":{"name":"f","namespace":"ns"}}"#;
 
 /// The app's aggregated server: TLS, asks for a client certificate signed by
@@ -101,7 +104,9 @@ async fn app_backend(
                         });
                         // Creates echo the body (as the app saw it); watches
                         // send two events; everything else is one Flunder.
-                        let answer = if req.method() == http::Method::POST {
+                        let answer = if req.uri().path().starts_with("/openapi/") {
+                            Bytes::from_static(APP_OPENAPI.as_bytes())
+                        } else if req.method() == http::Method::POST {
                             body
                         } else if req.uri().query().is_some_and(|q| q.contains("watch=1")) {
                             Bytes::from(format!("{{\"type\":\"ADDED\",\"object\":{FLUNDER}}}\n{{\"type\":\"DELETED\",\"object\":{FLUNDER}}}\n"))
@@ -361,4 +366,36 @@ async fn creates_and_watches_are_renamed_both_ways_through_the_front() {
             "wardle.team1.example.com/v1alpha1"
         );
     }
+}
+
+#[tokio::test]
+async fn the_apps_own_openapi_reaches_the_aggregator_in_the_clusters_names() {
+    let f = front().await;
+    let c = caller(&f, Some(&f.front_proxy));
+    let (status, body) = get(
+        &c,
+        format!(
+            "{}/openapi/v3/apis/wardle.team1.example.com/v1alpha1",
+            f.url
+        ),
+        &[("x-remote-user", "system:kube-aggregator")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        f.seen.lock().unwrap().last().unwrap().path,
+        "/openapi/v3/apis/wardle.example.com/v1alpha1"
+    );
+    let want = APP_OPENAPI
+        .replace(
+            "/apis/wardle.example.com/",
+            "/apis/wardle.team1.example.com/",
+        )
+        .replace("com.example.wardle.", "com.example.team1.wardle.")
+        .replace(
+            "\"group\":\"wardle.example.com\"",
+            "\"group\":\"wardle.team1.example.com\"",
+        );
+    assert_eq!(body, want);
 }
