@@ -115,6 +115,9 @@ async fn app_backend(seen: Arc<Mutex<Vec<Seen>>>) -> u16 {
                 let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
                     let seen = seen.clone();
                     async move {
+                        let (parts, body) = req.into_parts();
+                        let req = Request::from_parts(parts, ());
+                        let sent = body.collect().await.unwrap().to_bytes();
                         seen.lock().unwrap().push(Seen {
                             path: req.uri().path().to_owned(),
                             user: req
@@ -123,11 +126,22 @@ async fn app_backend(seen: Arc<Mutex<Vec<Seen>>>) -> u16 {
                                 .map(|v| v.to_str().unwrap().to_owned()),
                             client_cert,
                         });
-                        let body = r#"{"apiVersion":"wardle.example.com/v1alpha1","kind":"FlunderList","items":[{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":{"name":"f"}}]}"#;
+                        // A list; a create echoes the object it got (app names);
+                        // a watch sends one event per line.
+                        let flunder = r#"{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":{"name":"f"}}"#;
+                        let body = if req.method() == http::Method::POST {
+                            sent
+                        } else if req.uri().query().is_some_and(|q| q.contains("watch=1")) {
+                            Bytes::from(format!("{{\"type\":\"ADDED\",\"object\":{flunder}}}\n{{\"type\":\"MODIFIED\",\"object\":{flunder}}}\n"))
+                        } else {
+                            Bytes::from(format!(
+                                r#"{{"apiVersion":"wardle.example.com/v1alpha1","kind":"FlunderList","items":[{flunder}]}}"#
+                            ))
+                        };
                         Ok::<_, std::convert::Infallible>(
                             Response::builder()
                                 .header("content-type", "application/json")
-                                .body(Full::new(Bytes::from_static(body.as_bytes())))
+                                .body(Full::new(body))
                                 .unwrap(),
                         )
                     }
@@ -248,6 +262,41 @@ async fn the_real_binary_fronts_an_aggregated_app_for_authenticated_callers_only
     assert!(
         s.client_cert,
         "regroup presents its client certificate to the app"
+    );
+
+    // Create: the app gets its own names, the aggregator the cluster's back.
+    let created = r#"{"apiVersion":"wardle.team1.example.com/v1alpha1","kind":"Flunder","metadata":{"name":"g"}}"#;
+    let resp = c
+        .request(
+            Request::post(&url)
+                .header("content-type", "application/json")
+                .header("x-remote-user", "alice")
+                .body(Full::new(Bytes::from_static(created.as_bytes())))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(String::from_utf8_lossy(&body), created);
+
+    // Watch: every event in the cluster's names.
+    let resp = c
+        .request(
+            Request::get(format!("{url}?watch=1"))
+                .header("x-remote-user", "alice")
+                .body(Full::default())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    let text = String::from_utf8_lossy(&body);
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(
+        text.lines()
+            .all(|l| l.contains("\"wardle.team1.example.com/v1alpha1\"")),
+        "{text}"
     );
 
     let n = seen.lock().unwrap().len();
