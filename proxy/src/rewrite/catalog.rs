@@ -480,6 +480,31 @@ const HEURISTIC_SKIP_METADATA: &[&str] = &["labels", "annotations", "managedFiel
 const OPAQUE_DATA_KINDS: &[&str] = &["ConfigMap", "Secret"];
 const OPAQUE_DATA_KEYS: &[&str] = &["data", "binaryData", "stringData"];
 
+/// Where groups live in OpenAPI documents (DESIGN.md's OpenAPI row), read
+/// by both OpenAPI walkers (`rewrite/openapi.rs` for JSON, v2 and v3;
+/// `rewrite/openapi_proto.rs` for gnostic protobuf, v2).
+pub mod openapi {
+    /// Root member whose keys are API paths (`/apis/{group}/...`, or
+    /// `apis/{group}/{version}` in the v3 index); shadowed groups' entries
+    /// are dropped.
+    pub const PATHS: &str = "paths";
+    /// Root member of the 1.24 v3 index: a list of API paths.
+    pub const PATH_LIST: &str = "Paths";
+    /// Root member (v2) whose keys are reverse-DNS definition names.
+    pub const DEFINITIONS: &str = "definitions";
+    /// Root member (v3) holding [`SCHEMAS`].
+    pub const COMPONENTS: &str = "components";
+    /// Member of [`COMPONENTS`] whose keys are reverse-DNS schema names.
+    pub const SCHEMAS: &str = "schemas";
+    /// Anywhere: a reference `#/definitions/NAME` or `#/components/schemas/NAME`.
+    pub const REF: &str = "$ref";
+    /// Anywhere: `{group, version, kind}` (an object on operations, a list on
+    /// definitions); its `group` is renamed.
+    pub const GVK: &str = "x-kubernetes-group-version-kind";
+    /// In a v3 index entry: `/openapi/v3/apis/{group}/{version}?hash=...`.
+    pub const SERVER_RELATIVE_URL: &str = "serverRelativeURL";
+}
+
 /// The catalog in use: the built-in places plus the config's `fields`.
 #[derive(Clone, Debug)]
 pub struct Catalog {

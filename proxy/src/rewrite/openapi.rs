@@ -14,6 +14,9 @@ use aho_corasick::AhoCorasick;
 use regroup_config::{Direction, GroupMap};
 use serde_json::value::RawValue;
 
+use super::catalog::openapi::{
+    COMPONENTS, DEFINITIONS, GVK, PATHS, PATH_LIST, REF, SCHEMAS, SERVER_RELATIVE_URL,
+};
 use super::json::{malformed, RewriteError};
 use super::raw::{quote, string, Walk};
 
@@ -64,13 +67,13 @@ impl<'a> OpenApiRewriter<'a> {
         if let Some(ms) = w.members(root)? {
             for (k, v) in ms.iter() {
                 match k.0.as_ref() {
-                    "paths" if v.get().starts_with('{') => self.paths(&mut w, v)?,
-                    "Paths" => self.path_list(&mut w, v)?,
-                    "definitions" => self.schemas(&mut w, v)?,
-                    "components" => {
+                    PATHS if v.get().starts_with('{') => self.paths(&mut w, v)?,
+                    PATH_LIST => self.path_list(&mut w, v)?,
+                    DEFINITIONS => self.schemas(&mut w, v)?,
+                    COMPONENTS => {
                         if let Some(cs) = w.members(v)? {
                             for (ck, cv) in cs.iter() {
-                                if ck.0 == "schemas" {
+                                if ck.0 == SCHEMAS {
                                     self.schemas(&mut w, cv)?;
                                 } else {
                                     self.generic(&mut w, cv)?;
@@ -198,14 +201,14 @@ impl<'a> OpenApiRewriter<'a> {
         if let Some(ms) = w.members(v)? {
             for (k, c) in ms.iter() {
                 match k.0.as_ref() {
-                    "$ref" => {
+                    REF => {
                         if let Some(r) = string(c)? {
                             if let Some(m) = self.map_ref(&r) {
                                 w.replace(c, quote(&m));
                             }
                         }
                     }
-                    "x-kubernetes-group-version-kind" => {
+                    GVK => {
                         // A list on definitions, a single object on operations.
                         let gvks: Vec<&'i RawValue> = match w.elements(c)? {
                             Some(es) => es.iter().copied().collect(),
@@ -225,7 +228,7 @@ impl<'a> OpenApiRewriter<'a> {
                             }
                         }
                     }
-                    "serverRelativeURL" => {
+                    SERVER_RELATIVE_URL => {
                         if let Some(u) = string(c)? {
                             let mut url = self
                                 .map

@@ -49,7 +49,7 @@ use super::RewriteError;
 pub const MAX_DEPTH: usize = 100;
 
 /// The vendor extension that carries group-version-kinds.
-const GVK_EXTENSION: &str = "x-kubernetes-group-version-kind";
+const GVK_EXTENSION: &str = super::catalog::openapi::GVK;
 
 fn malformed(e: impl std::fmt::Display) -> RewriteError {
     RewriteError::Protobuf(format!("OpenAPI v2: {e}"))
