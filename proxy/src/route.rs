@@ -120,14 +120,10 @@ const QUERY_VALUE: &AsciiSet = &CONTROLS
     .add(b'>')
     .add(b'?');
 
-/// Resources whose object names carry a group (`plural.group`,
-/// `version.group`): their names are renamed in paths and selectors too.
+/// Resources whose object names carry a group (CRDs, APIServices), as
+/// the catalog says.
 fn names_carry_group(group: &str, resource: Option<&str>) -> bool {
-    matches!(
-        (group, resource),
-        ("apiextensions.k8s.io", Some("customresourcedefinitions"))
-            | ("apiregistration.k8s.io", Some("apiservices"))
-    )
+    resource.is_some_and(|r| crate::rewrite::Catalog::names_carry_group(group, r))
 }
 
 /// Rewrites a raw request path: the group of `/apis/{group}/...` and

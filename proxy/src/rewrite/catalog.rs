@@ -553,6 +553,22 @@ impl Catalog {
             .map(|(_, _, k)| *k)
     }
 
+    /// True when the objects served at `group`/`resource` have names that
+    /// carry a group (`plural.group`, `version.group`): the catalog has a
+    /// `metadata.name` place for their kind. Their names are renamed in URLs
+    /// and `metadata.name` selectors too.
+    pub fn names_carry_group(group: &str, resource: &str) -> bool {
+        let Some(kind) = Catalog::kind_for_resource(group, resource) else {
+            return false;
+        };
+        BUILTIN.iter().any(|(groups, kinds, path, slot)| {
+            groups.contains(&group)
+                && kinds.contains(&kind)
+                && *path == "metadata.name"
+                && *slot == Value(QualifiedName)
+        })
+    }
+
     /// Every place, in application order.
     pub fn places(&self) -> &[Place] {
         &self.places
