@@ -95,16 +95,8 @@ impl<'a> OpenApiRewriter<'a> {
             .or_insert_with(|| self.finder.is_match(raw.get().as_bytes()))
     }
 
-    /// The group a path names after `apis/`, if any.
-    fn group_of_path(path: &str) -> Option<&str> {
-        let p = path.trim_start_matches('/');
-        let p = p.strip_prefix("openapi/v3/").unwrap_or(p);
-        let rest = p.strip_prefix("apis/")?;
-        Some(rest.split(['/', '?']).next().unwrap_or(rest))
-    }
-
     fn path_shadowed(&self, path: &str) -> bool {
-        Self::group_of_path(path).is_some_and(|g| self.map.is_shadowed(g, self.dir))
+        group_of_path(path).is_some_and(|g| self.map.is_shadowed(g, self.dir))
     }
 
     /// An object keyed by API paths: rename or drop each key, walk values.
@@ -260,6 +252,14 @@ impl<'a> OpenApiRewriter<'a> {
         let m = self.map.map_reverse_dns(name, self.dir)?;
         Some(format!("{prefix}/{m}"))
     }
+}
+
+/// The group a path names after `apis/` (also `/openapi/v3/apis/`), if any.
+pub(crate) fn group_of_path(path: &str) -> Option<&str> {
+    let p = path.trim_start_matches('/');
+    let p = p.strip_prefix("openapi/v3/").unwrap_or(p);
+    let rest = p.strip_prefix("apis/")?;
+    Some(rest.split(['/', '?']).next().unwrap_or(rest))
 }
 
 #[cfg(test)]

@@ -42,6 +42,7 @@
 use aho_corasick::AhoCorasick;
 use regroup_config::{Direction, GroupMap};
 
+use super::protobuf::wire::{put_varint, read_varint};
 use super::RewriteError;
 
 /// How deeply messages may nest before the input is refused (schemas nest
@@ -211,35 +212,6 @@ struct Field {
     /// Where the value starts (after the length).
     value_start: usize,
     end: usize,
-}
-
-fn read_varint(buf: &[u8], mut pos: usize, end: usize) -> Result<(u64, usize), RewriteError> {
-    let mut value: u64 = 0;
-    for i in 0..10 {
-        if pos >= end {
-            return Err(malformed("truncated varint"));
-        }
-        let Some(&b) = buf.get(pos) else {
-            return Err(malformed("truncated varint"));
-        };
-        pos += 1;
-        if i == 9 && b > 1 {
-            return Err(malformed("varint overflows 64 bits"));
-        }
-        value |= u64::from(b & 0x7f) << (7 * i);
-        if b < 0x80 {
-            return Ok((value, pos));
-        }
-    }
-    Err(malformed("varint longer than 10 bytes"))
-}
-
-fn put_varint(mut v: u64, out: &mut Vec<u8>) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
 }
 
 /// The next field of `buf[pos..end]` (`end <= buf.len()`).
@@ -487,16 +459,8 @@ impl<'a> OpenApiProtoRewriter<'a> {
         })
     }
 
-    /// The group a path names after `apis/`, if any.
-    fn group_of_path(path: &str) -> Option<&str> {
-        let p = path.trim_start_matches('/');
-        let p = p.strip_prefix("openapi/v3/").unwrap_or(p);
-        let rest = p.strip_prefix("apis/")?;
-        Some(rest.split(['/', '?']).next().unwrap_or(rest))
-    }
-
     fn path_shadowed(&self, path: &str) -> bool {
-        Self::group_of_path(path).is_some_and(|g| self.map.is_shadowed(g, self.dir))
+        super::openapi::group_of_path(path).is_some_and(|g| self.map.is_shadowed(g, self.dir))
     }
 
     /// `#/definitions/NAME`.

@@ -640,21 +640,12 @@ impl Proxy {
             .await
             .map_err(|e| Failure::bad_gateway(format!("reading the API server's OpenAPI: {e}")))?;
         let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-        if v2 && first != Some(&b'{') {
-            let out = self.openapi_proto.rewrite_bytes(&bytes).map_err(|e| {
-                Failure::bad_gateway(format!("the API server's OpenAPI can't be renamed: {e}"))
-            })?;
-            self.tag_etag(&mut parts.headers);
-            let bytes = out.map(Bytes::from).unwrap_or(bytes);
-            parts
-                .headers
-                .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-            return Ok(Response::from_parts(parts, full(bytes)));
+        let out = match (first == Some(&b'{'), v2) {
+            (true, _) => self.openapi.rewrite_bytes(&bytes),
+            (false, true) => self.openapi_proto.rewrite_bytes(&bytes),
+            (false, false) => return Ok(Response::from_parts(parts, full(bytes))),
         }
-        if first != Some(&b'{') {
-            return Ok(Response::from_parts(parts, full(bytes)));
-        }
-        let out = self.openapi.rewrite_bytes(&bytes).map_err(|e| {
+        .map_err(|e| {
             Failure::bad_gateway(format!("the API server's OpenAPI can't be renamed: {e}"))
         })?;
         self.tag_etag(&mut parts.headers);

@@ -73,7 +73,7 @@ pub mod plan;
 pub mod stream;
 pub mod types;
 mod walker;
-mod wire;
+pub(crate) mod wire;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};

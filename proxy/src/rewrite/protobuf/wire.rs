@@ -38,7 +38,7 @@ pub(super) struct Field {
 }
 
 /// Reads a varint at `pos`, not past `end`: the value and the position after.
-pub(super) fn read_varint(
+pub(crate) fn read_varint(
     buf: &[u8],
     mut pos: usize,
     end: usize,
@@ -61,7 +61,7 @@ pub(super) fn read_varint(
 }
 
 /// Appends the shortest encoding of `v`.
-pub(super) fn put_varint(mut v: u64, out: &mut Vec<u8>) {
+pub(crate) fn put_varint(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
