@@ -10,12 +10,15 @@ says so. It never logs bodies or credentials: one line per request on stderr.
     python3 e2e/standin/server.py --port 0    # prints "LISTENING <port>" first
 """
 import argparse
+import base64
 import datetime
 import functools
+import http.client
 import json
 import os
 import re
 import select
+import socket
 import ssl
 import sys
 import threading
@@ -73,6 +76,13 @@ KINDS = {
     ("apiextensions.k8s.io", "customresourcedefinitions"): dict(
         kind="CustomResourceDefinition", versions=["v1"], status=True, gen=True, builtin=True, cluster=True,
         cols="renamed/118-list-crd-table"),
+    # What the aggregator needs (aggregation below): APIServices, and the
+    # Services and Endpoints they point at.
+    ("apiregistration.k8s.io", "apiservices"): dict(
+        kind="APIService", versions=["v1"], status=True, gen=False, builtin=True, cluster=True,
+        cols="renamed/173-list-apiservice-table"),
+    ("", "services"): dict(kind="Service", versions=["v1"], status=True, gen=False, builtin=True, cols=None),
+    ("", "endpoints"): dict(kind="Endpoints", versions=["v1"], status=False, gen=False, builtin=True, cols=None),
     (GROUP, "foos"): dict(kind="Foo", versions=["v1alpha1", "v1beta1"], status=True, gen=True, builtin=False,
                           cols="renamed/113-list-foo-table", deprecated=["v1beta1"]),
 }
@@ -317,6 +327,12 @@ def cells(plural, o):
         return [md["name"], md["creationTimestamp"]]
     if plural == "configmaps":
         return [md["name"], len(o.get("data") or {}) + len(o.get("binaryData") or {}), age(md["creationTimestamp"])]
+    if plural == "apiservices":  # Available is not computed: the stand-in never runs the availability check
+        ref = spec.get("service")
+        return [md["name"], f'{ref["namespace"]}/{ref["name"]}' if ref else "Local", "Unknown",
+                age(md["creationTimestamp"])]
+    if plural in ("services", "endpoints"):  # under the namespace-style columns (Name, Status, Age)
+        return [md["name"], "", age(md["creationTimestamp"])]
     ctrs = (spec.get("template") or {}).get("spec", {}).get("containers") or []
     sel = ",".join(f"{k}={v}" for k, v in sorted(((spec.get("selector") or {}).get("matchLabels") or {}).items()))
     return [md["name"], f'{st.get("readyReplicas", 0)}/{spec.get("replicas", 1)}', st.get("updatedReplicas", 0),
@@ -361,12 +377,13 @@ def render_one(r, o, fmt, q, with_cols=True):
 # ---- discovery and OpenAPI -------------------------------------------------------------
 
 def apis_doc():
-    """/apis as captured (common/006) minus the wardle APIService groups: that
-    APIService had no backend (its discovery answered 503, renamed/269) and a
-    503 there fails every kubectl discovery. Both Foo groups stay: ORIG is
-    listed but served nowhere -- through regroup it must be shadowed."""
+    """/apis as captured (common/006), with the wardle groups only while an
+    APIService for them is registered here: the captured APIService had no
+    backend (its discovery answered 503, renamed/269) and a 503 there fails
+    every kubectl discovery. Both Foo groups stay: ORIG is listed but served
+    nowhere -- through regroup it must be shadowed."""
     doc = cjson("common/006-discovery-apis-json")
-    doc["groups"] = [g for g in doc["groups"] if not g["name"].startswith("wardle.")
+    doc["groups"] = [g for g in doc["groups"] if (not g["name"].startswith("wardle.") or g["name"] in aggregated())
                      and not (HIDE_ORIG and g["name"] == ORIG)]
     return doc
 
@@ -468,6 +485,69 @@ def discovery(path, accept):
     raise page_not_found()
 
 
+# ---- aggregation -----------------------------------------------------------------------
+# With --proxy-client-cert/--proxy-client-key the stand-in also plays the
+# aggregator of kube-apiserver as the fixtures' cluster ran it
+# (--enable-aggregator-routing): a request under /apis/{group}/{version} of a
+# registered APIService goes to the first address of its Service's Endpoints,
+# over TLS verified with spec.caBundle for {service}.{namespace}.svc, with the
+# proxy-client certificate and the caller's identity in X-Remote-* headers.
+# Not done: the availability check and APIService status, aggregated OpenAPI.
+PROXY_CLIENT = {}  # "cert", "key": PEM files, set by main
+CALLER = ("standin-admin", ["system:masters", "system:authenticated"])  # every caller (credentials aren't checked)
+NOT_FORWARDED = {"authorization", "connection", "keep-alive", "transfer-encoding", "content-length", "host", "upgrade",
+                 "proxy-connection", "te", "trailer"}
+
+
+def aggregated():
+    """Groups with a registered APIService that points at a Service."""
+    with STORE.cond:
+        return {o["spec"].get("group") for (g, p, _, _), o in STORE.objs.items()
+                if (g, p) == ("apiregistration.k8s.io", "apiservices") and (o.get("spec") or {}).get("service")}
+
+
+def apiservice_for(path):
+    m = re.match(r"/apis/([^/]+)/([^/?]+)(?:/|$)", path)
+    if not m or not PROXY_CLIENT:
+        return None
+    with STORE.cond:
+        o = STORE.objs.get(("apiregistration.k8s.io", "apiservices", None, f"{m.group(2)}.{m.group(1)}"))
+    return copy(o) if o and (o.get("spec") or {}).get("service") else None
+
+
+def service_unavailable(why):
+    """The aggregator's answer when it can't reach the service (orig/269); the
+    reason goes to the log only, as kube-apiserver does."""
+    sys.stderr.write(f"aggregator: service unavailable: {why}\n")
+    return ApiError(503, "", "", raw=b"service unavailable\n", ctype="text/plain; charset=utf-8")
+
+
+def endpoint_of(ref):
+    """(ip, port) behind a Service reference, resolved through its Endpoints."""
+    ns, name, port = ref["namespace"], ref["name"], ref.get("port", 443)
+    with STORE.cond:
+        svc, eps = STORE.objs.get(("", "services", ns, name)), STORE.objs.get(("", "endpoints", ns, name))
+    try:
+        sport = next(p for p in svc["spec"]["ports"] if p["port"] == port)
+        subset = eps["subsets"][0]
+        eport = next(p["port"] for p in subset["ports"] if p.get("name") == sport.get("name"))
+        return subset["addresses"][0]["ip"], eport
+    except (TypeError, KeyError, IndexError, StopIteration):
+        raise service_unavailable(f"no endpoint for service {ns}/{name} port {port}")
+
+
+def subject_access_review(sar):
+    """The stand-in's authorization: the caller may do anything in a group this
+    cluster has (core, the groups of /apis but ORIG); a review naming a group
+    it doesn't have (an app's un-renamed group) is denied, as RBAC would deny
+    it to roles written for the cluster's groups."""
+    attrs = (sar.get("spec") or {}).get("resourceAttributes")
+    groups = {g["name"] for g in apis_doc()["groups"] if g["name"] != ORIG} | {""}
+    allowed = attrs is None or attrs.get("group", "") in groups
+    reason = "" if allowed else f"stand-in: no such API group {attrs.get('group')!r} on this cluster"
+    return dict(sar, status=dict({"allowed": allowed}, **({"reason": reason} if reason else {})))
+
+
 # ---- requests -------------------------------------------------------------------------
 
 class Req:
@@ -552,6 +632,11 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if self.server.token and self.headers.get("Authorization") != f"Bearer {self.server.token}":
                 raise ApiError(401, "Unauthorized", "Unauthorized")
+            apisvc = apiservice_for(url.path)
+            if apisvc:
+                return self.aggregate(apisvc, body)
+            if (self.command, url.path) == ("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews"):
+                return self.reply(201, dumps(subject_access_review(self.decode(body))))
             doc = discovery(unquote(url.path), accept) if self.command == "GET" else None
             if doc is not None:
                 return self.reply(200, *doc)
@@ -569,6 +654,60 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
+
+    def aggregate(self, apisvc, body):
+        """Proxies this request to the APIService's backend (aggregation above),
+        streaming the answer back as it arrives (watches)."""
+        spec = apisvc["spec"]
+        ref = spec["service"]
+        ip, port = endpoint_of(ref)
+        if spec.get("insecureSkipTLSVerify"):
+            ctx = ssl._create_unverified_context()
+        else:
+            try:
+                ctx = ssl.create_default_context(cadata=base64.b64decode(spec.get("caBundle") or "").decode())
+            except (ValueError, ssl.SSLError) as e:
+                raise service_unavailable(f"caBundle of {apisvc['metadata']['name']}: {e}")
+        ctx.load_cert_chain(PROXY_CLIENT["cert"], PROXY_CLIENT["key"])
+        ctx.set_alpn_protocols(["http/1.1"])
+        try:
+            sock = socket.create_connection((ip, port), timeout=10)
+            sock = ctx.wrap_socket(sock, server_hostname=f"{ref['name']}.{ref['namespace']}.svc")
+            sock.settimeout(None)
+        except (OSError, ssl.SSLError) as e:
+            raise service_unavailable(f"{ip}:{port}: {e}")
+        conn = http.client.HTTPConnection(ip, port)
+        conn.sock = sock
+        try:
+            conn.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
+            conn.putheader("Host", f"{ref['name']}.{ref['namespace']}.svc:{ref.get('port', 443)}")
+            for k, v in self.headers.items():
+                if k.lower() not in NOT_FORWARDED and not k.lower().startswith(("x-remote-", "impersonate-")):
+                    conn.putheader(k, v)
+            conn.putheader("X-Remote-User", CALLER[0])
+            for g in CALLER[1]:
+                conn.putheader("X-Remote-Group", g)
+            conn.putheader("Content-Length", str(len(body)))
+            conn.endheaders(body)
+            resp = conn.getresponse()
+        except (OSError, http.client.HTTPException) as e:
+            conn.close()
+            raise service_unavailable(f"{ip}:{port}: {e}")
+        self.send_response(resp.status)
+        for k, v in resp.getheaders():
+            if k.lower() not in NOT_FORWARDED:
+                self.send_header(k, v)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            while data := resp.read1(65536):
+                self.chunk(data)
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        finally:
+            conn.close()
 
     def decode(self, body):
         ctype = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip()
@@ -832,6 +971,22 @@ def seed(namespace):
             STORE.commit("ADDED", (group, plural, namespace, obj["metadata"]["name"]), obj)
 
 
+def seed_authentication(ca_pem):
+    """kube-system/extension-apiserver-authentication as kube-apiserver
+    publishes it with --requestheader-* flags (kubeadm's defaults); the
+    stand-in's client CA is the same CA (no client certificates are checked)."""
+    data = {"client-ca-file": ca_pem, "requestheader-client-ca-file": ca_pem,
+            "requestheader-allowed-names": '["front-proxy-client"]',
+            "requestheader-username-headers": '["X-Remote-User"]',
+            "requestheader-group-headers": '["X-Remote-Group"]',
+            "requestheader-extra-headers-prefix": '["X-Remote-Extra-"]'}
+    with STORE.cond:
+        STORE.commit("ADDED", ("", "configmaps", "kube-system", "extension-apiserver-authentication"), {
+            "apiVersion": "v1", "kind": "ConfigMap", "data": data,
+            "metadata": {"name": "extension-apiserver-authentication", "namespace": "kube-system",
+                         "uid": str(uuid.uuid4()), "creationTimestamp": now()}})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, default=0, help="0: pick a free port")
@@ -840,9 +995,17 @@ def main():
     ap.add_argument("--tls-cert", help="serve HTTPS with this PEM certificate (and --tls-key)")
     ap.add_argument("--tls-key")
     ap.add_argument("--token", help="require 'Authorization: Bearer TOKEN' (else 401)")
+    ap.add_argument("--requestheader-ca", help="PEM CA of front-proxy client certificates: published in "
+                                               "kube-system/extension-apiserver-authentication")
+    ap.add_argument("--proxy-client-cert", help="the aggregator's client certificate (PEM; signed by that CA)")
+    ap.add_argument("--proxy-client-key")
     ap.add_argument("-v", "--verbose", action="store_true", help="also log Accept, Content-Type and User-Agent")
     args = ap.parse_args()
     seed(args.seed_namespace)
+    if args.requestheader_ca:
+        seed_authentication(open(args.requestheader_ca).read())
+    if args.proxy_client_cert:
+        PROXY_CLIENT.update(cert=args.proxy_client_cert, key=args.proxy_client_key)
     srv = ThreadingHTTPServer((args.host, args.port), Handler)
     srv.daemon_threads = True
     srv.token, srv.verbose = args.token, args.verbose

@@ -87,13 +87,31 @@ class Upstream:
 
 
 @pytest.fixture(scope="session")
+def front_proxy_pki(workdir):
+    """The stand-in cluster's front-proxy PKI (kube-apiserver's
+    --requestheader-client-ca-file and --proxy-client-cert-file/-key-file):
+    (CA, the aggregator's client certificate CN=front-proxy-client). A real
+    cluster has its own; this one's key lets tests sign other callers."""
+    from pki import issue, new_ca
+    ca = new_ca("e2e-front-proxy-ca")
+    client = issue(ca, "front-proxy-client", client=True)
+    ca.write(workdir, "front-proxy-ca")
+    client.write(workdir, "front-proxy-client")
+    return ca, client
+
+
+@pytest.fixture(scope="session")
 def upstream(workdir, request):
     """The cluster the proxy forwards to, in which only the renamed group exists."""
     if os.environ.get("REGROUP_E2E_KUBECONFIG"):
         yield from real_cluster(workdir, request)
         return
     env = {"REGROUP_STANDIN_HIDE_ORIG": "1"} if DIRECT else {}
-    proc, port, log = start_standin(workdir, "upstream", "--seed-namespace", "e2e", env=env)
+    request.getfixturevalue("front_proxy_pki")
+    proc, port, log = start_standin(workdir, "upstream", "--seed-namespace", "e2e", "--requestheader-ca",
+                                    workdir / "front-proxy-ca.crt", "--proxy-client-cert",
+                                    workdir / "front-proxy-client.crt", "--proxy-client-key",
+                                    workdir / "front-proxy-client.key", env=env)
     kc = write_kubeconfig(workdir / "upstream.kubeconfig", f"http://127.0.0.1:{port}", "e2e")
     yield Upstream(kc, "e2e", Kubectl(kc, workdir / "cache-upstream", "e2e", [log]), f"http://127.0.0.1:{port}")
     stop(proc)

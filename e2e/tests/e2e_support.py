@@ -16,7 +16,10 @@ KUBECTL = Path(os.environ.get("REGROUP_E2E_KUBECTL") or E2E / ".bin" / "kubectl"
 
 ORIG_GROUP = "samplecontroller.k8s.io"  # what the app (kubectl, python client) uses
 CLUSTER_GROUP = "samplecontroller.team1.example.com"  # the only Foo group on the cluster
-CONFIG_YAML = f"rules:\n  - from: {ORIG_GROUP}\n    to: {CLUSTER_GROUP}\n"
+# The app's aggregated API (e2e/standin/aggregated.py) and its cluster name.
+ORIG_AGG_GROUP, CLUSTER_AGG_GROUP = "wardle.example.com", "wardle.team1.example.com"
+CONFIG_YAML = (f"rules:\n  - from: {ORIG_GROUP}\n    to: {CLUSTER_GROUP}\n"
+               f"  - from: {ORIG_AGG_GROUP}\n    to: {CLUSTER_AGG_GROUP}\n")
 
 # REGROUP_E2E_DIRECT=1 is a debugging aid for the stand-in and the tests: no
 # proxy; the "app" talks to the upstream directly, in the cluster's group.
