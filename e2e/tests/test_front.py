@@ -25,6 +25,7 @@ import ssl
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from urllib.parse import urlsplit
 
@@ -301,7 +302,7 @@ def test_a_bearer_token_alone_goes_to_the_app_untouched(front):
     assert "bearer-token" in app_requests(front)[-1]
 
 
-def test_a_certificate_from_another_ca_fails_the_handshake(front, workdir):
+def test_a_certificate_from_another_ca_fails_the_handshake(front):
     from pki import issue, new_ca
     stranger = issue(new_ca("not-the-front-proxy-ca"), "front-proxy-client", client=True)
     code, _, err = call_front(front, PATH % (CLUSTER_AGG_GROUP, front.ns),

@@ -2,8 +2,6 @@
 proxy reads the server, certificate-authority-data and token from its
 kubeconfig; the app's kubeconfig still has plain HTTP and no credentials."""
 import base64
-import datetime
-import ipaddress
 import json
 import secrets
 import ssl
@@ -17,33 +15,12 @@ from e2e_support import APP_GROUP, CLUSTER_GROUP, DIRECT, Kubectl, stop, write_k
 
 
 def make_ca_and_server_cert(workdir):
-    x509 = pytest.importorskip("cryptography.x509", reason="the cryptography package makes the test certificates")
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    now = datetime.datetime.now(datetime.timezone.utc)
-
-    def cert(subject, key, issuer, issuer_key, ca):
-        b = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
-             .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
-             .public_key(key.public_key()).serial_number(x509.random_serial_number())
-             .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
-        if not ca:
-            b = b.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-                                                             x509.DNSName("localhost")]), critical=False)
-        return b.sign(issuer_key, hashes.SHA256())
-
-    ca_key, srv_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca = cert("regroup-e2e-ca", ca_key, "regroup-e2e-ca", ca_key, True)
-    srv = cert("127.0.0.1", srv_key, "regroup-e2e-ca", ca_key, False)
-    pem = lambda c: c.public_bytes(serialization.Encoding.PEM)  # noqa: E731
-    (workdir / "tls.crt").write_bytes(pem(srv))
-    (workdir / "tls.key").write_bytes(srv_key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-    (workdir / "ca.crt").write_bytes(pem(ca))
-    return pem(ca)
+    """ca.crt, tls.crt/tls.key for 127.0.0.1 and localhost; returns the CA PEM."""
+    from pki import issue, new_ca
+    ca = new_ca("regroup-e2e-ca")
+    ca.write(workdir, "ca")
+    issue(ca, "127.0.0.1", dns=["localhost"], ips=["127.0.0.1"]).write(workdir, "tls")
+    return ca.cert_pem
 
 
 @pytest.fixture(scope="module")
