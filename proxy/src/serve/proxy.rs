@@ -2,6 +2,8 @@
 //! renames requests to the cluster's names and responses back to the app's;
 //! the aggregated front (later) is the same with the direction flipped.
 
+mod trust_patch;
+
 use std::convert::Infallible;
 use std::io::Read;
 use std::sync::{Arc, RwLock};
@@ -253,6 +255,7 @@ impl Proxy {
         }
         let req_path = path.to_owned();
         let mut pq = route::rewrite_path(path, self.map, dir).unwrap_or_else(|| path.to_owned());
+        let cluster_path = pq.clone();
         if let Some(q) = req.uri().query() {
             let q =
                 route::rewrite_query_for(q, info, self.map, dir).unwrap_or_else(|| q.to_owned());
@@ -281,6 +284,17 @@ impl Proxy {
             return self
                 .upgrade(parts.method, uri, headers, body, on_upgrade)
                 .await;
+        }
+
+        if self.trust.is_some()
+            && trust_patch::applies(info, &parts.method, &media_type(&headers), self.map, dir)
+        {
+            let target = trust_patch::Target {
+                app_path: &req_path,
+                cluster_path: &cluster_path,
+                query: parts.uri.query(),
+            };
+            return self.trust_json_patch(info, target, headers, body).await;
         }
 
         let body = if info.is_api && carries_body(&parts.method) {
@@ -381,12 +395,7 @@ impl Proxy {
         if !rewritable {
             return Ok(pass(body));
         }
-        let bytes = collect(body, BODY_LIMIT).await.map_err(|e| match e {
-            CollectError::TooLarge(n) => {
-                Failure::too_large(format!("request body larger than {n} bytes"))
-            }
-            CollectError::Io(m) => Failure::bad_request(m),
-        })?;
+        let bytes = read_request_body(body).await?;
         let (api_version, kind) = match (info.subresource.as_deref(), kind) {
             (Some("scale"), _) => ("autoscaling/v1".to_string(), "Scale"),
             (_, k) => (hint_version, k.unwrap_or("")),
@@ -432,6 +441,8 @@ impl Proxy {
         };
         let mut bytes = out.map(Bytes::from).unwrap_or(bytes);
         if let Some(trust) = &self.trust {
+            // JSON Patches of the app's own APIService never get here
+            // (trust_patch applies them); others have no object to amend.
             if trust_relevant(info) && media != "application/json-patch+json" && !is_kube_proto {
                 let partial = media != "application/json" && media != "application/yaml";
                 if let Ok(mut v) = serde_json::from_slice::<Json>(&bytes) {
@@ -831,6 +842,16 @@ fn set_identity(h: &mut HeaderMap, cfg: &RequestHeaderConfig, id: &front_auth::I
             }
         }
     }
+}
+
+/// A whole request body, within [`BODY_LIMIT`].
+async fn read_request_body(body: Incoming) -> Result<Bytes, Failure> {
+    collect(body, BODY_LIMIT).await.map_err(|e| match e {
+        CollectError::TooLarge(n) => {
+            Failure::too_large(format!("request body larger than {n} bytes"))
+        }
+        CollectError::Io(m) => Failure::bad_request(m),
+    })
 }
 
 /// The kind addressed by a request, where its objects carry groups.

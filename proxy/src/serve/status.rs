@@ -45,6 +45,16 @@ impl Failure {
         }
     }
 
+    /// 422, as kube-apiserver answers a JSON Patch that does not apply (a
+    /// failed `test`, a missing path): its generic message, whatever failed.
+    pub fn patch_does_not_apply() -> Failure {
+        Failure {
+            code: StatusCode::UNPROCESSABLE_ENTITY,
+            reason: "Invalid",
+            message: "the server rejected our request due to an error in our request".into(),
+        }
+    }
+
     /// 502: the apiserver's reply can't be renamed.
     pub fn bad_gateway(message: impl Into<String>) -> Failure {
         Failure {

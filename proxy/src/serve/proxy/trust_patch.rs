@@ -1,0 +1,440 @@
+//! JSON Patches (RFC 6902) of the app's own APIService when regroup makes
+//! the cluster trust its front (see [`FrontTrust`]).
+//!
+//! The cluster's APIService holds regroup's serving CA in `spec.caBundle`
+//! and the app's bundle in an annotation, so the app's patch can't be
+//! forwarded as written: its `replace /spec/caBundle` would make the
+//! aggregator distrust regroup, and its `test /spec/caBundle` would compare
+//! against regroup's CA. Instead regroup does what kube-apiserver does with
+//! any patch, on the app's view of the object: GET the current object, show
+//! it as the app would read it (app names, the app's bundle), apply the
+//! patch, turn the result back into the cluster's form, and PUT it with the
+//! resourceVersion that was read, again from the GET on a conflict.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use json_patch::PatchOperation;
+use regroup_config::{Direction, GroupMap};
+use serde_json::Value as Json;
+
+use super::{read_request_body, request_kind, Proxy, BODY_LIMIT};
+use crate::route::RequestInfo;
+use crate::serve::body::{collect, full};
+use crate::serve::status::Failure;
+use crate::serve::trust::FrontTrust;
+use crate::upstream::Body;
+
+/// kube-apiserver's limit on the operations of one JSON Patch.
+const MAX_OPERATIONS: usize = 10_000;
+
+/// Times the object is read, patched and written before a conflict is
+/// returned to the app (kube-apiserver retries a patch on conflicts too).
+const ATTEMPTS: usize = 5;
+
+/// The PATCH query parameters that an update takes as well (kube-apiserver's
+/// `patchToUpdateOptions`).
+const UPDATE_PARAMETERS: &[&str] = &["dryRun", "fieldManager", "fieldValidation"];
+
+/// True for a JSON Patch of an APIService of a renamed group, named as the
+/// app names it: the APIServices whose `caBundle` regroup looks after.
+pub(super) fn applies(
+    info: &RequestInfo,
+    method: &Method,
+    media: &str,
+    map: &GroupMap,
+    dir: Direction,
+) -> bool {
+    *method == Method::PATCH
+        && media == "application/json-patch+json"
+        && info.is_api
+        && info.group == "apiregistration.k8s.io"
+        && info.resource.as_deref() == Some("apiservices")
+        && info.subresource.is_none()
+        && info
+            .name
+            .as_deref()
+            .and_then(|n| n.split_once('.'))
+            .is_some_and(|(_, group)| map.rule_for(group, dir).is_some())
+}
+
+/// The operations of a JSON Patch, or the Status kube-apiserver answers:
+/// 400 for a body that is not a list of objects, 413 past its operation
+/// limit, 422 for an operation it can't apply (an unknown `op`, a missing
+/// or invalid `path`). Messages never quote the body.
+pub(super) fn parse(bytes: &[u8]) -> Result<Vec<PatchOperation>, Failure> {
+    let doc: Json = serde_json::from_slice(bytes).map_err(|e| {
+        Failure::bad_request(format!(
+            "invalid JSON patch: not JSON (line {}, column {})",
+            e.line(),
+            e.column()
+        ))
+    })?;
+    let ops = match doc {
+        // Go reads `null` as an empty list.
+        Json::Null => Vec::new(),
+        Json::Array(ops) if ops.iter().all(Json::is_object) => ops,
+        _ => {
+            return Err(Failure::bad_request(
+                "invalid JSON patch: expected a list of operations",
+            ))
+        }
+    };
+    if ops.len() > MAX_OPERATIONS {
+        return Err(Failure::too_large(format!(
+            "Request entity too large: The allowed maximum operations in a JSON patch is {MAX_OPERATIONS}, got {}",
+            ops.len()
+        )));
+    }
+    ops.into_iter()
+        .enumerate()
+        .map(|(i, op)| {
+            serde_json::from_value(op).map_err(|_| {
+                tracing::info!(
+                    operation = i,
+                    "JSON patch operation is not valid (op, path or value)"
+                );
+                Failure::patch_does_not_apply()
+            })
+        })
+        .collect()
+}
+
+/// Applies `ops` to `doc`, all or nothing: a failed `test` or a path that
+/// does not exist is kube-apiserver's 422, and nothing is written.
+pub(super) fn apply(mut doc: Json, ops: &[PatchOperation]) -> Result<Json, Failure> {
+    // The document is dropped on failure: no need for the crate's undo.
+    match json_patch::patch_unsafe(&mut doc, ops) {
+        Ok(()) => Ok(doc),
+        Err(e) => {
+            tracing::info!(
+                operation = e.operation,
+                path = %e.path,
+                "JSON patch of the app's APIService does not apply: {}",
+                e.kind
+            );
+            Err(Failure::patch_does_not_apply())
+        }
+    }
+}
+
+/// Sets the patched object's `metadata.resourceVersion` to the one read
+/// (`current`), so the write fails rather than overwrite a change made since.
+/// A patch that sets another resourceVersion itself asks for that version
+/// (a precondition, as kube-apiserver honors it): kept, and `true` (a
+/// conflict is then the app's answer, not a reason to try again).
+pub(super) fn pin_resource_version(patched: &mut Json, current: Option<&str>) -> bool {
+    let Some(meta) = patched.get_mut("metadata").and_then(Json::as_object_mut) else {
+        return false;
+    };
+    match (meta.get("resourceVersion").and_then(Json::as_str), current) {
+        (Some(asked), Some(read)) if asked != read => true,
+        (_, Some(read)) => {
+            meta.insert("resourceVersion".into(), Json::String(read.to_owned()));
+            false
+        }
+        (_, None) => false,
+    }
+}
+
+/// The query of the update: the PATCH's parameters that an update takes,
+/// byte for byte; `None` when there are none.
+pub(super) fn update_query(query: Option<&str>) -> Option<String> {
+    let kept: Vec<&str> = query?
+        .split('&')
+        .filter(|kv| {
+            let key = kv.split_once('=').map_or(*kv, |(k, _)| k);
+            UPDATE_PARAMETERS.contains(&key)
+        })
+        .collect();
+    (!kept.is_empty()).then(|| kept.join("&"))
+}
+
+/// Headers of regroup's own requests on the app's behalf: the app's
+/// (credentials, impersonation, user agent) without those of its body.
+fn headers_without_body(headers: &HeaderMap) -> HeaderMap {
+    let mut h = headers.clone();
+    for name in [
+        header::CONTENT_TYPE,
+        header::CONTENT_LENGTH,
+        header::CONTENT_ENCODING,
+        header::EXPECT,
+    ] {
+        h.remove(name);
+    }
+    h
+}
+
+/// Where the request goes upstream, in the cluster's names.
+pub(super) struct Target<'a> {
+    /// The app's own request path (app names), for the response path.
+    pub app_path: &'a str,
+    /// The object's path in the cluster's names, without a query.
+    pub cluster_path: &'a str,
+    /// The app's query, as it sent it.
+    pub query: Option<&'a str>,
+}
+
+impl Proxy {
+    /// Serves a JSON Patch for which [`applies`] is true (and the proxy has
+    /// a trust). `headers` are those forwarded upstream.
+    pub(super) async fn trust_json_patch(
+        self: &Arc<Self>,
+        info: &RequestInfo,
+        target: Target<'_>,
+        headers: HeaderMap,
+        body: Incoming,
+    ) -> Result<Response<Body>, Failure> {
+        let Some(trust) = self.trust.as_ref() else {
+            return Err(Failure::unavailable("no front trust configured"));
+        };
+        let ops = parse(&read_request_body(body).await?)?;
+        let kind = request_kind(info).unwrap_or("APIService");
+        let api_version = info.api_version().unwrap_or_default();
+        let bad_uri = |e: http::Error| Failure::bad_request(format!("invalid request URI: {e}"));
+        let get_uri = self.upstream.uri(target.cluster_path).map_err(bad_uri)?;
+        let put_uri = match update_query(target.query) {
+            Some(q) => self.upstream.uri(&format!("{}?{q}", target.cluster_path)),
+            None => self.upstream.uri(target.cluster_path),
+        }
+        .map_err(bad_uri)?;
+        let mut get_headers = headers_without_body(&headers);
+        get_headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        let mut put_headers = headers_without_body(&headers);
+        put_headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+
+        let mut attempt = 1;
+        loop {
+            let mut get = Request::get(get_uri.clone())
+                .body(full(Bytes::new()))
+                .expect("parts are valid");
+            *get.headers_mut() = get_headers.clone();
+            let current = self.send(get).await?;
+            if !current.status().is_success() {
+                // Not found, forbidden, ...: the app sees the upstream's
+                // answer, renamed as any.
+                return self.response(info, target.app_path, false, current).await;
+            }
+            let (view, read_version) = self.app_view(current, info, kind, trust).await?;
+            let mut patched = apply(view, &ops)?;
+            let pinned = pin_resource_version(&mut patched, read_version.as_deref());
+            self.requests
+                .rewrite_as(&mut patched, &api_version, kind)
+                .map_err(|e| {
+                    Failure::bad_request(format!("the patched object can't be renamed: {e}"))
+                })?;
+            trust.to_cluster(&mut patched, self.map, false);
+            let bytes = Bytes::from(serde_json::to_vec(&patched).expect("values serialize"));
+            let mut put = Request::put(put_uri.clone())
+                .body(full(bytes.clone()))
+                .expect("parts are valid");
+            *put.headers_mut() = put_headers.clone();
+            put.headers_mut()
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+            let written = self.send(put).await?;
+            if written.status() == StatusCode::CONFLICT && !pinned && attempt < ATTEMPTS {
+                tracing::debug!(
+                    attempt,
+                    path = target.app_path,
+                    "the APIService changed while it was patched; patching again"
+                );
+                // Read to the end, so the connection can be used again.
+                let _ = collect(written.into_body(), BODY_LIMIT).await;
+                attempt += 1;
+                continue;
+            }
+            return self.response(info, target.app_path, false, written).await;
+        }
+    }
+
+    /// The object as the app reads it (renamed, its own bundle shown), and
+    /// the resourceVersion read.
+    async fn app_view(
+        &self,
+        resp: Response<Incoming>,
+        info: &RequestInfo,
+        kind: &str,
+        trust: &FrontTrust,
+    ) -> Result<(Json, Option<String>), Failure> {
+        let bad = |m: String| Failure::bad_gateway(format!("reading the APIService to patch: {m}"));
+        if resp.headers().contains_key(header::CONTENT_ENCODING) {
+            return Err(bad("the API server's answer is encoded".into()));
+        }
+        let bytes = collect(resp.into_body(), BODY_LIMIT)
+            .await
+            .map_err(|e| bad(e.to_string()))?;
+        let renamed = self
+            .responses
+            .rewrite_bytes_addressed(&bytes, &info.group, kind)
+            .map_err(|e| bad(e.to_string()))?;
+        let mut view: Json = serde_json::from_slice(renamed.as_deref().unwrap_or(&bytes))
+            .map_err(|e| bad(format!("not JSON: {e}")))?;
+        if !view.is_object() {
+            return Err(bad("not an object".into()));
+        }
+        trust.to_app(&mut view);
+        let version = view["metadata"]["resourceVersion"]
+            .as_str()
+            .map(str::to_owned);
+        Ok((view, version))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use regroup_config::{MapRule, Rule};
+    use serde_json::json;
+
+    fn map() -> GroupMap {
+        GroupMap::new(vec![MapRule {
+            rule: Rule::Exact {
+                from: "wardle.example.com".into(),
+                to: "wardle.team1.example.com".into(),
+            },
+            reference_keys: true,
+        }])
+        .unwrap()
+    }
+
+    fn info(path: &str) -> RequestInfo {
+        RequestInfo::parse(path, None)
+    }
+
+    #[test]
+    fn only_json_patches_of_apiservices_of_renamed_groups() {
+        let m = map();
+        let ours = info("/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.wardle.example.com");
+        let json_patch = "application/json-patch+json";
+        let to_cluster = Direction::ToCluster;
+        assert!(applies(&ours, &Method::PATCH, json_patch, &m, to_cluster));
+        // Other patch types, methods, groups, subresources, resources.
+        assert!(!applies(
+            &ours,
+            &Method::PATCH,
+            "application/merge-patch+json",
+            &m,
+            to_cluster
+        ));
+        assert!(!applies(&ours, &Method::PUT, json_patch, &m, to_cluster));
+        let other = info("/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io");
+        assert!(!applies(&other, &Method::PATCH, json_patch, &m, to_cluster));
+        let status =
+            info("/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.wardle.example.com/status");
+        assert!(!applies(
+            &status,
+            &Method::PATCH,
+            json_patch,
+            &m,
+            to_cluster
+        ));
+        let crd = info(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/flunders.wardle.example.com",
+        );
+        assert!(!applies(&crd, &Method::PATCH, json_patch, &m, to_cluster));
+        let unnamed = info("/apis/apiregistration.k8s.io/v1/apiservices");
+        assert!(!applies(
+            &unnamed,
+            &Method::PATCH,
+            json_patch,
+            &m,
+            to_cluster
+        ));
+        // The cluster's name of the group is not the app's.
+        let cluster_named =
+            info("/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.wardle.team1.example.com");
+        assert!(!applies(
+            &cluster_named,
+            &Method::PATCH,
+            json_patch,
+            &m,
+            to_cluster
+        ));
+    }
+
+    #[test]
+    fn malformed_patches_are_kube_apiservers_statuses() {
+        let code = |body: &[u8]| parse(body).map(|_| ()).unwrap_err().code.as_u16();
+        assert_eq!(code(b"{not json"), 400);
+        assert_eq!(code(br#"{"op":"add"}"#), 400);
+        assert_eq!(code(br#"["add"]"#), 400);
+        assert_eq!(code(br#"[{"op":"frobnicate","path":"/a"}]"#), 422);
+        assert_eq!(code(br#"[{"op":"add","path":"no-slash","value":1}]"#), 422);
+        assert_eq!(code(br#"[{"op":"add"}]"#), 422);
+        let many = format!(
+            "[{}]",
+            vec![r#"{"op":"remove","path":"/a"}"#; 10_001].join(",")
+        );
+        assert_eq!(code(many.as_bytes()), 413);
+        // The message never quotes the body.
+        let f = parse(br#"["SECRET-BUNDLE"]"#).unwrap_err();
+        assert!(!f.message.contains("SECRET"), "{}", f.message);
+        assert!(parse(b"null").unwrap().is_empty());
+        assert_eq!(
+            parse(br#"[{"op":"test","path":"/spec/caBundle","value":"QQ=="}]"#)
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_patch_applies_all_or_fails_with_422() {
+        let doc = json!({"metadata": {"name": "a"}, "spec": {"caBundle": "T0xE"}});
+        let ops = parse(
+            br#"[{"op":"test","path":"/spec/caBundle","value":"T0xE"},
+                 {"op":"replace","path":"/spec/caBundle","value":"TkVX"}]"#,
+        )
+        .unwrap();
+        let out = apply(doc.clone(), &ops).unwrap();
+        assert_eq!(out["spec"]["caBundle"], "TkVX");
+        let failing = parse(
+            br#"[{"op":"replace","path":"/spec/caBundle","value":"TkVX"},
+                 {"op":"test","path":"/spec/caBundle","value":"T0xE"}]"#,
+        )
+        .unwrap();
+        let f = apply(doc.clone(), &failing).unwrap_err();
+        assert_eq!((f.code.as_u16(), f.reason), (422, "Invalid"));
+        let missing =
+            parse(br#"[{"op":"replace","path":"/spec/nothing/here","value":1}]"#).unwrap();
+        assert_eq!(apply(doc, &missing).unwrap_err().code.as_u16(), 422);
+    }
+
+    #[test]
+    fn the_write_is_conditional_on_the_version_read_unless_the_patch_names_one() {
+        let mut patched = json!({"metadata": {"name": "a", "resourceVersion": "7"}});
+        assert!(!pin_resource_version(&mut patched, Some("7")));
+        assert_eq!(patched["metadata"]["resourceVersion"], "7");
+        // Removed by the patch: still conditional on what was read.
+        let mut removed = json!({"metadata": {"name": "a"}});
+        assert!(!pin_resource_version(&mut removed, Some("7")));
+        assert_eq!(removed["metadata"]["resourceVersion"], "7");
+        // Replaced by the patch: the app's precondition stands.
+        let mut asked = json!({"metadata": {"name": "a", "resourceVersion": "5"}});
+        assert!(pin_resource_version(&mut asked, Some("7")));
+        assert_eq!(asked["metadata"]["resourceVersion"], "5");
+        // Metadata replaced by something else: left to the server to refuse.
+        let mut odd = json!({"metadata": 3});
+        assert!(!pin_resource_version(&mut odd, Some("7")));
+        assert_eq!(odd["metadata"], 3);
+    }
+
+    #[test]
+    fn the_update_keeps_the_options_an_update_takes() {
+        assert_eq!(update_query(None), None);
+        assert_eq!(update_query(Some("pretty=true")), None);
+        assert_eq!(
+            update_query(Some(
+                "dryRun=All&force=true&fieldManager=rotator&fieldValidation=Strict&timeout=5s"
+            ))
+            .as_deref(),
+            Some("dryRun=All&fieldManager=rotator&fieldValidation=Strict")
+        );
+    }
+}
