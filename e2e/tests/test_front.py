@@ -346,9 +346,9 @@ def test_the_apps_subject_access_review_is_renamed(front, upstream):
     reviews of groups it doesn't have, so there an un-renamed review fails
     (checked straight against it); a real cluster's admin is allowed both."""
     sar = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-           "spec": {"user": "standin-admin", "groups": ["system:authenticated"], "resourceAttributes": {
-               "group": ORIG_AGG_GROUP, "version": "v1alpha1", "resource": "flunders", "verb": "list",
-               "namespace": front.ns}}}
+           "spec": {"user": "standin-admin", "groups": ["system:masters", "system:authenticated"],
+                    "resourceAttributes": {"group": ORIG_AGG_GROUP, "version": "v1alpha1", "resource": "flunders",
+                                           "verb": "list", "namespace": front.ns}}}
 
     def review(base):
         req = urllib.request.Request(base + "/apis/authorization.k8s.io/v1/subjectaccessreviews", method="POST",
