@@ -362,3 +362,33 @@ def test_the_apps_subject_access_review_is_renamed(front, upstream):
     if not REAL:
         direct = review(upstream.url)
         assert direct["status"]["allowed"] is False, "the stand-in would allow an un-renamed review"
+
+
+def test_the_front_follows_the_clusters_request_header_settings(front, request):
+    """The front watches kube-system/extension-apiserver-authentication: a name
+    the cluster adds to requestheader-allowed-names is accepted within seconds
+    (the stand-in only: a real cluster's ConfigMap belongs to kube-apiserver)."""
+    if REAL:
+        pytest.skip("kube-apiserver owns the real cluster's extension-apiserver-authentication")
+    ca, _ = request.getfixturevalue("front_proxy_pki")
+    from pki import issue
+    cert = issue(ca, "late-addition", client=True).write(front.dir, "late-addition")
+    path, headers = PATH % (CLUSTER_AGG_GROUP, front.ns), {"X-Remote-User": "e2e-late"}
+    assert call_front(front, path, cert=cert, headers=headers)[0] == 401
+    cm = ["configmap", "extension-apiserver-authentication", "-n", "kube-system"]
+    names = json.loads(front.cluster.json("get", *cm)["data"]["requestheader-allowed-names"])
+    patch = {"data": {"requestheader-allowed-names": json.dumps(names + ["late-addition"])}}
+    front.cluster("patch", *cm, "--type", "merge", "-p", json.dumps(patch))
+    try:
+        deadline, code = time.monotonic() + 10, None
+        while time.monotonic() < deadline and code != 200:
+            time.sleep(0.2)
+            code = call_front(front, path, cert=cert, headers=headers)[0]
+        assert code == 200, "the front did not pick up the new allowed name within 10 s"
+    finally:
+        patch = {"data": {"requestheader-allowed-names": json.dumps(names)}}
+        front.cluster("patch", *cm, "--type", "merge", "-p", json.dumps(patch))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and call_front(front, path, cert=cert, headers=headers)[0] != 401:
+        time.sleep(0.2)
+    assert call_front(front, path, cert=cert, headers=headers)[0] == 401

@@ -183,3 +183,44 @@ where
     });
     StreamBody::new(s).boxed()
 }
+
+/// Newline-delimited JSON read line by line, as regroup's own watches need
+/// (not forwarded anywhere): each line without its `\n`.
+pub struct Lines {
+    body: Incoming,
+    buf: BytesMut,
+    limit: usize,
+}
+
+impl Lines {
+    /// Reads `body`, refusing lines longer than `limit` bytes.
+    pub fn new(body: Incoming, limit: usize) -> Lines {
+        Lines {
+            body,
+            buf: BytesMut::new(),
+            limit,
+        }
+    }
+
+    /// The next whole line; `None` at the end of the body (a partial last
+    /// line is dropped: never half an event).
+    pub async fn next(&mut self) -> Result<Option<Bytes>, String> {
+        loop {
+            if let Some(line) = next_frame(&mut self.buf, Framing::Lines) {
+                return Ok(Some(line.slice(..line.len() - 1)));
+            }
+            if self.buf.len() > self.limit {
+                return Err(format!("a line longer than {} bytes", self.limit));
+            }
+            match self.body.frame().await {
+                Some(Ok(f)) => {
+                    if let Ok(data) = f.into_data() {
+                        self.buf.extend_from_slice(&data);
+                    }
+                }
+                Some(Err(e)) => return Err(e.to_string()),
+                None => return Ok(None),
+            }
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! Listeners: the sidecar (plain HTTP and TLS on loopback) for the app.
 
 pub mod body;
+mod follow;
 pub mod front;
 pub mod metrics;
 pub mod proxy;

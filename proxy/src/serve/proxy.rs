@@ -114,6 +114,20 @@ impl Proxy {
     /// GETs a JSON document from the upstream with regroup's own
     /// credentials (regroup's own reads, not the app's).
     pub async fn get_json(&self, path: &str) -> Result<Json, String> {
+        let resp = self.get_upstream(path).await?;
+        let status = resp.status();
+        let body = collect(resp.into_body(), BODY_LIMIT)
+            .await
+            .map_err(|e| format!("GET {path}: {e}"))?;
+        if !status.is_success() {
+            return Err(format!("GET {path}: {status}"));
+        }
+        serde_json::from_slice(&body).map_err(|e| format!("GET {path}: {e}"))
+    }
+
+    /// A JSON GET to the upstream with regroup's own credentials, its body
+    /// left to the caller (a watch streams).
+    pub async fn get_upstream(&self, path: &str) -> Result<Response<Incoming>, String> {
         let uri = self.upstream.uri(path).map_err(|e| e.to_string())?;
         let mut req = Request::get(uri)
             .body(full(Bytes::new()))
@@ -123,19 +137,10 @@ impl Proxy {
         if let Some(v) = self.upstream.authorization(false) {
             req.headers_mut().insert(header::AUTHORIZATION, v);
         }
-        let resp = self
-            .upstream
+        self.upstream
             .send(req)
             .await
-            .map_err(|e| format!("GET {path}: {e}"))?;
-        let status = resp.status();
-        let body = collect(resp.into_body(), BODY_LIMIT)
-            .await
-            .map_err(|e| format!("GET {path}: {e}"))?;
-        if !status.is_success() {
-            return Err(format!("GET {path}: {status}"));
-        }
-        serde_json::from_slice(&body).map_err(|e| format!("GET {path}: {e}"))
+            .map_err(|e| format!("GET {path}: {e}"))
     }
 
     /// The same sidecar, also making the app trust regroup's front.

@@ -68,8 +68,8 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             follow = started.follow;
         }
         let proxy = Arc::new(sidecar);
-        if let Some((auth, tls, allowed)) = follow {
-            servers.push(tokio::spawn(follow_authentication_configmap(proxy.clone(), auth, tls, allowed)));
+        if let Some(follower) = follow {
+            servers.push(tokio::spawn(super::follow::follow(proxy.clone(), follower)));
         }
         let listener = TcpListener::bind(listen)
             .await
@@ -120,13 +120,6 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
 /// The CN of the client certificate regroup presents to the app.
 const FRONT_CLIENT_CN: &str = "regroup-front-proxy";
 
-type AuthLock = Arc<std::sync::RwLock<super::front::auth::RequestHeaderConfig>>;
-type Follow = (
-    AuthLock,
-    Arc<super::front::tls::ReloadingConfig>,
-    Vec<String>,
-);
-
 /// A started front.
 struct StartedFront {
     task: tokio::task::JoinHandle<()>,
@@ -134,50 +127,7 @@ struct StartedFront {
     trust: Option<FrontTrust>,
     /// When the request-header settings come from the cluster: what to
     /// update when they change (and the configured allowed names).
-    follow: Option<Follow>,
-}
-
-/// How often the cluster's request-header settings are read again.
-const AUTHENTICATION_REFRESH: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// Keeps the front's request-header CA and settings in step with
-/// `kube-system/extension-apiserver-authentication`.
-async fn follow_authentication_configmap(
-    proxy: Arc<Proxy>,
-    auth: AuthLock,
-    tls: Arc<super::front::tls::ReloadingConfig>,
-    allowed: Vec<String>,
-) {
-    use super::front::auth::parse_extension_apiserver_authentication_json;
-    let mut last: Option<serde_json::Map<String, serde_json::Value>> = None;
-    loop {
-        tokio::time::sleep(AUTHENTICATION_REFRESH).await;
-        let data = match fetch_authentication_configmap(&proxy).await {
-            Ok(d) => d,
-            Err(e) => {
-                tracing::warn!("reading the cluster's request-header settings: {e}");
-                continue;
-            }
-        };
-        if last.as_ref() == Some(&data) {
-            continue;
-        }
-        match parse_extension_apiserver_authentication_json(&data) {
-            Ok((ca, mut cfg)) => {
-                if !allowed.is_empty() {
-                    cfg.allowed_names = allowed.clone();
-                }
-                if let Err(e) = tls.set_client_ca_pem(ca) {
-                    tracing::warn!("the cluster's request-header CA can't be used: {e}");
-                    continue;
-                }
-                *auth.write().unwrap_or_else(|p| p.into_inner()) = cfg;
-                tracing::info!("front: request-header settings updated from the cluster");
-                last = Some(data);
-            }
-            Err(e) => tracing::warn!("the cluster's request-header settings are invalid: {e}"),
-        }
-    }
+    follow: Option<super::follow::Follower>,
 }
 
 /// Starts the aggregated front.
@@ -225,10 +175,12 @@ async fn start_front(
     };
     let rh = &front.request_header;
     let mut cfg = RequestHeaderConfig::default();
+    let mut from_cluster_data = None;
     let ca_source = if rh.from_cluster {
-        let data = fetch_authentication_configmap(sidecar).await?;
+        let data = super::follow::read_authentication_configmap(sidecar).await?;
         let (ca, from_cluster) = parse_extension_apiserver_authentication_json(&data)?;
         cfg = from_cluster;
+        from_cluster_data = Some(data);
         ClientCaSource::Pem(ca)
     } else {
         let file = rh
@@ -284,28 +236,17 @@ async fn start_front(
             "front.caFile not set: the cluster's APIService caBundle is left as the app wrote it"
         );
     }
-    let follow = rh
-        .from_cluster
-        .then(|| (auth, tls, rh.allowed_names.clone()));
+    let follow = rh.from_cluster.then(|| super::follow::Follower {
+        auth,
+        tls,
+        allowed: rh.allowed_names.clone(),
+        last: from_cluster_data,
+    });
     Ok(StartedFront {
         task,
         trust,
         follow,
     })
-}
-
-/// `kube-system/extension-apiserver-authentication`'s data, read with
-/// regroup's own credentials.
-async fn fetch_authentication_configmap(
-    sidecar: &Proxy,
-) -> Result<serde_json::Map<String, serde_json::Value>, String> {
-    let v = sidecar
-        .get_json("/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication")
-        .await?;
-    match v.get("data") {
-        Some(serde_json::Value::Object(m)) => Ok(m.clone()),
-        _ => Err("kube-system/extension-apiserver-authentication has no data".into()),
-    }
 }
 
 async fn shutdown_signal() {
