@@ -130,6 +130,17 @@ DISCOVERY = {
 }
 
 
+# Aggregated discovery (apidiscovery.k8s.io/v2), which aggregators since 1.27
+# ask a backend's /apis for before falling back to the documents above.
+AGGREGATED_CTYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+AGGREGATED = {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": [
+    {"metadata": {"name": GROUP, "creationTimestamp": None}, "versions": [
+        {"version": VERSION, "freshness": "Current", "resources": [
+            {"resource": "flunders", "responseKind": {"group": GROUP, "version": VERSION, "kind": "Flunder"},
+             "scope": "Namespaced", "singularResource": "flunder",
+             "verbs": ["create", "delete", "get", "list", "watch"]}]}]}]}
+
+
 class Handler(apiserver.Handler):
     server_version = "regroup-e2e-aggregated"
 
@@ -141,6 +152,9 @@ class Handler(apiserver.Handler):
             if url.path in ("/healthz", "/readyz", "/livez"):
                 return self.reply(200, b"ok", "text/plain; charset=utf-8")
             user, groups = self.authenticate()
+            accept = self.headers.get("Accept") or ""
+            if url.path == "/apis" and "v=v2;as=APIGroupDiscoveryList" in accept.replace(" ", ""):
+                return self.reply(200, dumps(AGGREGATED), AGGREGATED_CTYPE)
             if url.path in DISCOVERY and self.command == "GET":
                 return self.reply(200, dumps(DISCOVERY[url.path]))
             self.resource(url.path, q, body, user, groups)

@@ -340,6 +340,24 @@ def test_a_front_proxy_caller_lists_directly(front, request, workdir):
     assert "user=e2e-direct" in app_requests(front)[-1]
 
 
+def test_aggregated_discovery_from_the_app_arrives_in_the_cluster_names(front, request, workdir):
+    """What aggregators since 1.27 ask a backend's /apis for: the app's
+    APIGroupDiscoveryList, renamed on its way out of the front."""
+    if REAL:
+        pytest.skip("the cluster's front-proxy client key is not available to the suite on a real cluster")
+    request.getfixturevalue("front_proxy_pki")
+    cert = (workdir / "front-proxy-client.crt", workdir / "front-proxy-client.key")
+    accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+    code, body, err = call_front(front, "/apis", cert=cert,
+                                 headers={"X-Remote-User": "system:kube-aggregator", "Accept": accept})
+    assert err is None and code == 200, (code, body[:300])
+    doc = json.loads(body)
+    assert doc["kind"] == "APIGroupDiscoveryList"
+    assert [g["metadata"]["name"] for g in doc["items"]] == [CLUSTER_AGG_GROUP]
+    res = doc["items"][0]["versions"][0]["resources"][0]
+    assert res["resource"] == "flunders" and res["responseKind"]["group"] == CLUSTER_AGG_GROUP
+
+
 def test_the_apps_subject_access_review_is_renamed(front, upstream):
     """The app authorizes in its own group (wardle.example.com) through the
     sidecar; the cluster has only the renamed group. The stand-in denies
