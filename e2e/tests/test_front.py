@@ -196,11 +196,14 @@ def test_discovery_through_the_aggregator_names_the_cluster_group(front):
     assert [r["name"] for r in doc["resources"]] == ["flunders"]
     p = front.cluster.run("api-resources", f"--api-group={CLUSTER_AGG_GROUP}", "-o", "name", check=False)
     assert p.stdout.split() == [f"flunders.{CLUSTER_AGG_GROUP}"], p.stderr
-    # The stand-in lists the original Foo group in /apis without serving it (its
-    # /apis is the capture of a cluster with both worlds): kubectl complains
-    # about that group, and only that one.
+    # kubectl reports every group whose discovery failed. None may be ours. The
+    # stand-in lists the original Foo group in /apis without serving it (its
+    # /apis is the capture of a cluster with both worlds), so there that group
+    # is reported, and only that one; a real cluster may have broken
+    # aggregated APIs of its own.
     errors = [line for line in p.stderr.splitlines() if "unable to retrieve" in line or "couldn't get" in line]
-    assert all(ORIG_GROUP in line for line in errors) and (p.returncode == 0 or not REAL), p.stderr
+    assert not [line for line in errors if "wardle." in line], p.stderr
+    assert REAL or all(ORIG_GROUP in line for line in errors), p.stderr
 
 
 def test_list_through_the_aggregator(front):
