@@ -21,7 +21,6 @@ e2e.regroup.dev/created-by. It never logs bodies or credentials.
 """
 import argparse
 import json
-import select
 import ssl
 import sys
 import threading
@@ -272,15 +271,8 @@ class Handler(apiserver.Handler):
                 if ns in (None, o["metadata"]["namespace"]):
                     self.chunk(dumps({"type": etype, "object": o}))
             self.wfile.flush()
-            if select.select([self.connection], [], [], 0)[0]:  # the client sends nothing during a watch,
-                try:  # so readable means it closed the connection
-                    self.connection.settimeout(0.2)
-                    if not self.connection.recv(1):
-                        return
-                except (OSError, ssl.SSLError):
-                    return
-                finally:
-                    self.connection.settimeout(None)
+            if self.client_gone():
+                return
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 

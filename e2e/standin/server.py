@@ -885,6 +885,19 @@ class Handler(BaseHTTPRequestHandler):
             raise conflict(r)  # a patch that sets resourceVersion makes it a precondition
         return 200, self.store_update(r, cur, new, manager, "Update", dry)
 
+    def client_gone(self):
+        """During a watch the client sends nothing, so a readable connection
+        that yields no byte means it closed."""
+        if not select.select([self.connection], [], [], 0)[0]:
+            return False
+        try:
+            self.connection.settimeout(0.2)
+            return not self.connection.recv(1)
+        except (OSError, ssl.SSLError):
+            return True
+        finally:
+            self.connection.settimeout(None)
+
     def watch(self, r, q, fmt, warning):
         """Newline-delimited JSON WatchEvents, chunked. resourceVersion absent or
         "0": ADDED for what exists, then live events; N: every logged event after
@@ -926,15 +939,8 @@ class Handler(BaseHTTPRequestHandler):
                 if matches(key, obj, r, sel):
                     self.chunk(frame(etype, obj))
             self.wfile.flush()
-            if select.select([self.connection], [], [], 0)[0]:  # the client sends nothing during a watch,
-                try:  # so readable means it closed the connection
-                    self.connection.settimeout(0.2)
-                    if not self.connection.recv(1):
-                        return
-                except (OSError, ssl.SSLError):
-                    return
-                finally:
-                    self.connection.settimeout(None)
+            if self.client_gone():
+                return
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 

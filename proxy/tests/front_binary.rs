@@ -16,8 +16,6 @@ use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use regroup::serve::tls;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpListener;
 
 #[derive(Default, Clone, Debug)]
@@ -27,80 +25,9 @@ struct Seen {
     client_cert: bool,
 }
 
-fn server_config(id: &tls::Identity, ask_client_cert: bool) -> Arc<rustls::ServerConfig> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let certs: Vec<CertificateDer<'static>> =
-        CertificateDer::pem_slice_iter(id.cert_pem.as_bytes())
-            .collect::<Result<_, _>>()
-            .unwrap();
-    let key = PrivateKeyDer::from_pem_slice(id.key_pem.as_bytes()).unwrap();
-    let b = rustls::ServerConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .unwrap();
-    let b = if ask_client_cert {
-        // Any client certificate is recorded (the app's own trust is the
-        // authentication ConfigMap's business, tested elsewhere).
-        #[derive(Debug)]
-        struct Any(Arc<rustls::crypto::CryptoProvider>);
-        impl rustls::server::danger::ClientCertVerifier for Any {
-            fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
-                &[]
-            }
-            fn client_auth_mandatory(&self) -> bool {
-                false
-            }
-            fn verify_client_cert(
-                &self,
-                _: &CertificateDer<'_>,
-                _: &[CertificateDer<'_>],
-                _: rustls::pki_types::UnixTime,
-            ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
-                Ok(rustls::server::danger::ClientCertVerified::assertion())
-            }
-            fn verify_tls12_signature(
-                &self,
-                m: &[u8],
-                c: &CertificateDer<'_>,
-                d: &rustls::DigitallySignedStruct,
-            ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error>
-            {
-                rustls::crypto::verify_tls12_signature(
-                    m,
-                    c,
-                    d,
-                    &self.0.signature_verification_algorithms,
-                )
-            }
-            fn verify_tls13_signature(
-                &self,
-                m: &[u8],
-                c: &CertificateDer<'_>,
-                d: &rustls::DigitallySignedStruct,
-            ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error>
-            {
-                rustls::crypto::verify_tls13_signature(
-                    m,
-                    c,
-                    d,
-                    &self.0.signature_verification_algorithms,
-                )
-            }
-            fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-                self.0.signature_verification_algorithms.supported_schemes()
-            }
-        }
-        b.with_client_cert_verifier(Arc::new(Any(provider)))
-    } else {
-        b.with_no_client_auth()
-    };
-    let mut cfg = b.with_single_cert(certs, key).unwrap();
-    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Arc::new(cfg)
-}
-
 async fn app_backend(seen: Arc<Mutex<Vec<Seen>>>) -> u16 {
     let id = tls::generate().unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(server_config(&id, true));
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls_support::app_server_config(&id, true));
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = l.local_addr().unwrap().port();
     tokio::spawn(async move {
