@@ -302,11 +302,7 @@ def main():
     ctx.load_verify_locations(cadata=TRUST["ca"])
     ctx.set_alpn_protocols(["http/1.1"])
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-    print(f"LISTENING {srv.server_address[1]}", flush=True)
-    try:
-        srv.serve_forever()
-    except KeyboardInterrupt:
-        pass
+    apiserver.announce_and_serve(srv)
 
 
 if __name__ == "__main__":

@@ -1020,6 +1020,11 @@ def main():
         ctx.load_cert_chain(args.tls_cert, args.tls_key)
         ctx.set_alpn_protocols(["http/1.1"])
         srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    announce_and_serve(srv)
+
+
+def announce_and_serve(srv):
+    """Prints the port the test harness waits for, then serves until killed."""
     print(f"LISTENING {srv.server_address[1]}", flush=True)
     try:
         srv.serve_forever()

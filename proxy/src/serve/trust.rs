@@ -193,7 +193,7 @@ fn restore_app_bundle(o: &mut Json) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use regroup_config::{MapRule, Rule};
     use serde_json::json;
@@ -207,7 +207,8 @@ mod tests {
         }
     }
 
-    fn map() -> GroupMap {
+    /// wardle.example.com -> wardle.team1.example.com.
+    pub(crate) fn map() -> GroupMap {
         GroupMap::new(vec![MapRule {
             rule: Rule::Exact {
                 from: "wardle.example.com".into(),

@@ -289,19 +289,8 @@ impl Proxy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use regroup_config::{MapRule, Rule};
+    use crate::serve::trust::tests::map;
     use serde_json::json;
-
-    fn map() -> GroupMap {
-        GroupMap::new(vec![MapRule {
-            rule: Rule::Exact {
-                from: "wardle.example.com".into(),
-                to: "wardle.team1.example.com".into(),
-            },
-            reference_keys: true,
-        }])
-        .unwrap()
-    }
 
     fn info(path: &str) -> RequestInfo {
         RequestInfo::parse(path, None)
