@@ -66,6 +66,18 @@ pub enum Slot {
     /// group (a string at this sub-path of the entry) is shadowed are dropped.
     /// Runs before the entries' own renames.
     DropShadowed(&'static str),
+    /// An object naming another object by (group, resource, name) members
+    /// (a Status's `details`): the name is a qualified name
+    /// (`plural.group`, `version.group`) when that resource's names carry a
+    /// group (see [`Catalog::names_carry_group`]), else left alone.
+    NameOf {
+        /// The member holding the API group.
+        group: &'static str,
+        /// The member holding the resource (plural).
+        resource: &'static str,
+        /// The member holding the name.
+        name: &'static str,
+    },
 }
 
 /// One group-bearing place.
@@ -326,6 +338,17 @@ const BUILTIN: &[Row] = &[
     ),
     // Status errors.
     (META, &["Status"], "details.group", Value(Group)),
+    // `apiservices.apiregistration.k8s.io "v1.g" not found`: details.name.
+    (
+        META,
+        &["Status"],
+        "details",
+        Slot::NameOf {
+            group: "group",
+            resource: "kind",
+            name: "name",
+        },
+    ),
     (META, &["Status"], "message", Value(Text)),
     (META, &["Status"], "details.causes[].message", Value(Text)),
     // Discovery. Shadowed upstream groups are dropped before renaming.

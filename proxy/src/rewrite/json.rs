@@ -350,6 +350,30 @@ impl<'a> JsonRewriter<'a> {
             }
             Slot::JsonString(inner, form) => self.json_string(w, raw, inner, form),
             Slot::DropShadowed(sub) => self.drop_shadowed(w, raw, sub),
+            Slot::NameOf {
+                group,
+                resource,
+                name,
+            } => {
+                let Some(ms) = w.members(raw)? else {
+                    return Ok(());
+                };
+                let text = |k: &str| -> Result<Option<Cow<'i, str>>, RewriteError> {
+                    Ok(match member(&ms, k) {
+                        Some(v) => string(v)?,
+                        None => None,
+                    })
+                };
+                let (Some(g), Some(r)) = (text(group)?, text(resource)?) else {
+                    return Ok(());
+                };
+                match member(&ms, name) {
+                    Some(v) if Catalog::names_carry_group(&g, &r) => {
+                        self.value(w, v, Form::QualifiedName)
+                    }
+                    _ => Ok(()),
+                }
+            }
         }
     }
 

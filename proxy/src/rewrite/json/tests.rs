@@ -425,3 +425,40 @@ fn shadowed_discovery_entries_are_deleted_with_their_commas() {
         serde_json::from_str::<Json>(&got).unwrap();
     }
 }
+
+#[test]
+fn status_details_name_is_renamed_only_for_resources_whose_names_carry_a_group() {
+    let status = |name: &str, group: &str, kind: &str| {
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "reason": "NotFound", "code": 404,
+               "details": {"name": name, "group": group, "kind": kind}})
+    };
+    // CRD and APIService names carry the group.
+    both_ways(
+        status(
+            &format!("foos.{APP}"),
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+        ),
+        status(
+            &format!("foos.{CLUSTER}"),
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+        ),
+    );
+    both_ways(
+        status(
+            &format!("v1alpha1.{APP}"),
+            "apiregistration.k8s.io",
+            "apiservices",
+        ),
+        status(
+            &format!("v1alpha1.{CLUSTER}"),
+            "apiregistration.k8s.io",
+            "apiservices",
+        ),
+    );
+    // A ConfigMap's name that happens to end in a mapped group is just a name.
+    let cm = status(&format!("x.{CLUSTER}"), "", "configmaps");
+    assert_eq!(to(Direction::ToApp, cm.clone()), cm);
+}
