@@ -129,7 +129,9 @@ front:
              "spec": {"ports": [{"name": "https", "port": 443, "targetPort": f.port}]}},
             {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": SERVICE, "namespace": ns},
              "subsets": [{"addresses": [{"ip": f.host}], "ports": [{"name": "https", "port": f.port}]}]}]}))
-        # The app registers its APIService, in its own group and with its own CA.
+        # The app registers its APIService, in its own group and with its own CA
+        # (after removing one an interrupted run may have left behind).
+        f.cluster("delete", "apiservice", f"v1alpha1.{CLUSTER_AGG_GROUP}", "--ignore-not-found")
         f.app_bundle = base64.b64encode(app_ca.cert_pem).decode()
         f.app("create", "-f", "-", input=json.dumps({
             "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
@@ -157,8 +159,10 @@ def wait_for_aggregator(f, timeout=90):
         if time.monotonic() > deadline:
             status = f.cluster.run("get", "apiservice", f"v1alpha1.{CLUSTER_AGG_GROUP}", "-o",
                                    "jsonpath={.status.conditions}", check=False).stdout
+            hint = (f"\nThe front listens on {f.host}:{f.port}; if the cluster can't reach that address, set "
+                    "REGROUP_E2E_FRONT_HOST to one it can.") if REAL else ""
             pytest.fail(f"the aggregator did not reach the front within {timeout}s: {p.stderr}\n"
-                        f"APIService conditions: {status}{f.cluster.log_tails()}")
+                        f"APIService conditions: {status}{hint}{f.cluster.log_tails()}")
         time.sleep(1)
 
 
