@@ -3,6 +3,7 @@
 //! the aggregated front (later) is the same with the direction flipped.
 
 mod trust_patch;
+mod trust_proto;
 
 use std::convert::Infallible;
 use std::io::Read;
@@ -448,7 +449,13 @@ impl Proxy {
         if let Some(trust) = &self.trust {
             // JSON Patches of the app's own APIService never get here
             // (trust_patch applies them); others have no object to amend.
-            if trust_relevant(info) && media != "application/json-patch+json" && !is_kube_proto {
+            if trust_relevant(info) && is_kube_proto {
+                if let Some(b) = trust.proto_to_cluster(&bytes, self.map).map_err(|e| {
+                    Failure::bad_request(format!("the request body can't be read: {e}"))
+                })? {
+                    bytes = Bytes::from(b);
+                }
+            } else if trust_relevant(info) && media != "application/json-patch+json" {
                 let partial = media != "application/json" && media != "application/yaml";
                 if let Ok(mut v) = serde_json::from_slice::<Json>(&bytes) {
                     if trust.to_cluster(&mut v, self.map, partial) {
@@ -539,6 +546,12 @@ impl Proxy {
                                 .rewrite_watch_frame_addressed(event, g, k),
                             None => this.proto_responses.rewrite_watch_frame(event),
                         }?;
+                        let out = match this.trust.as_ref().filter(|_| trusting) {
+                            Some(t) => t
+                                .proto_watch_event_to_app(out.as_deref().unwrap_or(event))?
+                                .or(out),
+                            None => out,
+                        };
                         Ok(out.map(|e| {
                             let mut f = Vec::with_capacity(e.len() + 4);
                             f.extend_from_slice(&(e.len() as u32).to_be_bytes());
@@ -613,11 +626,15 @@ impl Proxy {
             }
             .map_err(bad)?
         };
-        let out = match (
-            json,
-            self.trust_to_app(trusting, out.as_deref().unwrap_or(&bytes)),
-        ) {
-            (true, Some(t)) => Some(t),
+        let out = match self.trust.as_ref().filter(|_| trusting) {
+            Some(_) if json => self
+                .trust_to_app(trusting, out.as_deref().unwrap_or(&bytes))
+                .or(out),
+            // Errors are Status objects, whatever the body.
+            Some(t) if is_kube_proto && parts.status.is_success() => t
+                .proto_to_app(out.as_deref().unwrap_or(&bytes))
+                .map_err(bad)?
+                .or(out),
             _ => out,
         };
         let bytes = out.map(Bytes::from).unwrap_or(bytes);

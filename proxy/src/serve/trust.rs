@@ -11,7 +11,13 @@
 //!   it calls), and the bundle the app wrote is kept in an annotation; when
 //!   the app reads its APIService back it sees its own bundle, so its own
 //!   CA-rotation controller never fights regroup.
+//!
+//! Both in JSON (here) and in Kubernetes protobuf (`proxy/trust_proto.rs`,
+//! the encoding client-go uses for built-in types), with one policy: the
+//! functions below decide what is amended and into what; each encoding only
+//! finds the objects and reads and writes the values.
 
+use base64::Engine as _;
 use regroup_config::{Direction, GroupMap};
 use serde_json::{Map, Value as Json};
 
@@ -29,17 +35,68 @@ pub struct FrontTrust {
     pub serving_ca_bundle: String,
 }
 
+// The policy, over plain values, shared by the JSON documents below and the
+// protobuf objects of `proxy/trust_proto.rs`: which objects are amended, and
+// into what.
+
+/// The name of the ConfigMap kube-apiserver publishes its request-header
+/// configuration in.
+pub(crate) const AUTHENTICATION_CONFIGMAP: &str = "extension-apiserver-authentication";
+
+/// True for `kube-system/extension-apiserver-authentication`.
+pub(crate) fn is_authentication_configmap_at(namespace: Option<&str>, name: Option<&str>) -> bool {
+    namespace == Some("kube-system") && name == Some(AUTHENTICATION_CONFIGMAP)
+}
+
+/// True for an `apiVersion` of APIServices (any version of the group).
+pub(crate) fn is_apiservice_version(api_version: &str) -> bool {
+    api_version.starts_with("apiregistration.k8s.io/")
+}
+
+/// True when an APIService written by the app (already in the cluster's
+/// names) is of a renamed group, read from `spec.group` or else from its
+/// `version.group` name: regroup's front serves it, so its bundle is
+/// regroup's.
+pub(crate) fn is_renamed_apiservice(
+    map: &GroupMap,
+    spec_group: Option<&str>,
+    name: Option<&str>,
+) -> bool {
+    let group = spec_group.or_else(|| name.and_then(|n| n.split_once('.').map(|(_, g)| g)));
+    group.is_some_and(|g| map.rule_for(g, Direction::ToApp).is_some())
+}
+
+/// The annotation value that keeps the app's bundle, given as raw bytes
+/// (protobuf): base64, as JSON writes `[]byte`, so JSON and protobuf
+/// readers agree on it.
+pub(crate) fn annotation_for_bundle(raw: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(raw)
+}
+
+/// The raw bytes of a bundle kept in the annotation (base64, as JSON
+/// writes it; Go's decoder skips line breaks, so does this one). `None`
+/// when it is not base64.
+pub(crate) fn bundle_from_annotation(value: &str) -> Option<Vec<u8>> {
+    let engine = &base64::engine::general_purpose::STANDARD;
+    engine.decode(value).ok().or_else(|| {
+        let compact: String = value
+            .chars()
+            .filter(|c| !matches!(c, '\r' | '\n'))
+            .collect();
+        engine.decode(compact).ok()
+    })
+}
+
 fn is_authentication_configmap(o: &Json) -> bool {
     o["kind"] == "ConfigMap"
-        && o["metadata"]["namespace"] == "kube-system"
-        && o["metadata"]["name"] == "extension-apiserver-authentication"
+        && is_authentication_configmap_at(
+            o["metadata"]["namespace"].as_str(),
+            o["metadata"]["name"].as_str(),
+        )
 }
 
 fn is_apiservice(o: &Json) -> bool {
-    o["kind"] == "APIService"
-        && o["apiVersion"]
-            .as_str()
-            .is_some_and(|v| v.starts_with("apiregistration.k8s.io/"))
+    o["kind"] == "APIService" && o["apiVersion"].as_str().is_some_and(is_apiservice_version)
 }
 
 /// Calls `f` on every object of a document: itself, list items, a watch
@@ -100,13 +157,11 @@ impl FrontTrust {
     pub fn to_cluster(&self, doc: &mut Json, map: &GroupMap, partial_apiservice: bool) -> bool {
         let mut f = |o: &mut Json| -> bool {
             let ours = partial_apiservice || is_apiservice(o);
-            let group = o["spec"]["group"].as_str().or_else(|| {
-                // version.group names, for patches without spec.group.
-                o["metadata"]["name"]
-                    .as_str()
-                    .and_then(|n| n.split_once('.').map(|(_, g)| g))
-            });
-            let renamed = group.is_some_and(|g| map.rule_for(g, Direction::ToApp).is_some());
+            let renamed = is_renamed_apiservice(
+                map,
+                o["spec"]["group"].as_str(),
+                o["metadata"]["name"].as_str(),
+            );
             ours && (renamed || partial_apiservice) && self.substitute_bundle(o)
         };
         each_object(doc, &mut f)
@@ -117,26 +172,55 @@ impl FrontTrust {
             return false;
         };
         let mut changed = false;
-        if let Some(Json::String(bundle)) = data.get_mut("requestheader-client-ca-file") {
-            if !bundle.contains(self.client_ca_pem.trim()) {
-                if !bundle.ends_with('\n') {
-                    bundle.push('\n');
-                }
-                bundle.push_str(&self.client_ca_pem);
-                changed = true;
-            }
-        }
-        if let Some(Json::String(names)) = data.get_mut("requestheader-allowed-names") {
-            // A JSON list in a string; empty means any name is allowed.
-            if let Ok(mut list) = serde_json::from_str::<Vec<String>>(names) {
-                if !list.is_empty() && !list.contains(&self.client_cn) {
-                    list.push(self.client_cn.clone());
-                    *names = serde_json::to_string(&list).expect("strings serialize");
+        for (key, value) in data.iter_mut() {
+            if let Json::String(v) = value {
+                if let Some(new) = self.amended_authentication_entry(key, v) {
+                    *v = new;
                     changed = true;
                 }
             }
         }
         changed
+    }
+
+    /// The new value of one `data` entry of the authentication ConfigMap,
+    /// if regroup amends it: its client CA appended to
+    /// `requestheader-client-ca-file`, its CN to a restricting
+    /// `requestheader-allowed-names`.
+    pub(crate) fn amended_authentication_entry(&self, key: &str, value: &str) -> Option<String> {
+        match key {
+            "requestheader-client-ca-file" => self.amended_client_ca(value),
+            "requestheader-allowed-names" => self.amended_allowed_names(value),
+            _ => None,
+        }
+    }
+
+    fn amended_client_ca(&self, bundle: &str) -> Option<String> {
+        if bundle.contains(self.client_ca_pem.trim()) {
+            return None;
+        }
+        let mut bundle = bundle.to_owned();
+        if !bundle.ends_with('\n') {
+            bundle.push('\n');
+        }
+        bundle.push_str(&self.client_ca_pem);
+        Some(bundle)
+    }
+
+    fn amended_allowed_names(&self, names: &str) -> Option<String> {
+        // A JSON list in a string; empty means any name is allowed.
+        let mut list = serde_json::from_str::<Vec<String>>(names).ok()?;
+        if list.is_empty() || list.contains(&self.client_cn) {
+            return None;
+        }
+        list.push(self.client_cn.clone());
+        Some(serde_json::to_string(&list).expect("strings serialize"))
+    }
+
+    /// True when `app_bundle` (base64, as JSON writes it) already is
+    /// regroup's serving CA: nothing to substitute.
+    pub(crate) fn is_serving_bundle(&self, app_bundle: &str) -> bool {
+        app_bundle == self.serving_ca_bundle
     }
 
     fn substitute_bundle(&self, o: &mut Json) -> bool {
@@ -146,7 +230,10 @@ impl FrontTrust {
         let Some(app_bundle) = spec.get("caBundle").cloned() else {
             return false;
         };
-        if app_bundle == self.serving_ca_bundle.as_str() {
+        if app_bundle
+            .as_str()
+            .is_some_and(|b| self.is_serving_bundle(b))
+        {
             return false;
         }
         spec.insert(

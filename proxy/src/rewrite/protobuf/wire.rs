@@ -11,7 +11,7 @@ pub(super) const VARINT: u8 = 0;
 /// Wire type of a 64-bit field.
 pub(super) const I64: u8 = 1;
 /// Wire type of a length-delimited field (strings, bytes, messages).
-pub(super) const LEN: u8 = 2;
+pub(crate) const LEN: u8 = 2;
 /// Wire type of a 32-bit field.
 pub(super) const I32: u8 = 5;
 
@@ -20,7 +20,7 @@ const MAX_FIELD: u64 = (1 << 29) - 1;
 
 /// One field of a message, as positions in the input (absolute offsets).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Field {
+pub(crate) struct Field {
     /// The field number.
     pub number: u32,
     /// The wire type.
@@ -70,7 +70,7 @@ pub(crate) fn put_varint(mut v: u64, out: &mut Vec<u8>) {
 }
 
 /// The fields of the message in `buf[start..end]`, in order.
-pub(super) struct Fields<'a> {
+pub(crate) struct Fields<'a> {
     buf: &'a [u8],
     pos: usize,
     end: usize,
@@ -79,7 +79,7 @@ pub(super) struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     /// Iterates the fields in `buf[start..end]` (`end <= buf.len()`).
-    pub(super) fn new(buf: &'a [u8], start: usize, end: usize) -> Self {
+    pub(crate) fn new(buf: &'a [u8], start: usize, end: usize) -> Self {
         debug_assert!(start <= end && end <= buf.len());
         Fields {
             buf,
