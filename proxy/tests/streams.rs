@@ -15,9 +15,6 @@ use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use regroup::rewrite::Catalog;
-use regroup::serve::Proxy;
-use regroup::upstream::{Resolved, Upstream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -52,21 +49,7 @@ where
 }
 
 async fn regroup(server: String) -> String {
-    let map = Box::leak(Box::new(common::fixture_map()));
-    let catalog: &'static Catalog = Box::leak(Box::new(Catalog::new(&[])));
-    let up = Upstream::new(
-        &Resolved {
-            server,
-            ..Resolved::default()
-        },
-        false,
-    )
-    .unwrap();
-    let proxy = Arc::new(Proxy::sidecar(map, catalog, up, true));
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(regroup::serve::serve_plain(l, proxy));
-    addr.to_string()
+    common::sidecar(server, None).await.to_string()
 }
 
 fn event(kind: &str, name: &str) -> Bytes {

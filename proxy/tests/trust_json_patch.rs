@@ -15,10 +15,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use regroup::rewrite::Catalog;
 use regroup::serve::trust::{FrontTrust, APP_CA_BUNDLE_ANNOTATION};
-use regroup::serve::Proxy;
-use regroup::upstream::{Resolved, Upstream};
 use serde_json::{json, Value as Json};
 use tokio::net::TcpListener;
 
@@ -194,25 +191,12 @@ async fn setup() -> (Arc<Mutex<Store>>, String) {
     store.objects.insert(METRICS.into(), metrics_apiservice());
     let store = Arc::new(Mutex::new(store));
     let server = upstream(store.clone()).await;
-    let map = Box::leak(Box::new(common::fixture_map()));
-    let catalog: &'static Catalog = Box::leak(Box::new(Catalog::new(&[])));
-    let up = Upstream::new(
-        &Resolved {
-            server,
-            ..Resolved::default()
-        },
-        false,
-    )
-    .unwrap();
     let trust = FrontTrust {
         client_ca_pem: "-----BEGIN CERTIFICATE-----\nREGROUP\n-----END CERTIFICATE-----\n".into(),
         client_cn: "regroup-front-proxy".into(),
         serving_ca_bundle: SERVING_CA.into(),
     };
-    let proxy = Arc::new(Proxy::sidecar(map, catalog, up, true).with_trust(trust));
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(regroup::serve::serve_plain(l, proxy));
+    let addr = common::sidecar(server, Some(trust)).await;
     (store, format!("http://{addr}"))
 }
 

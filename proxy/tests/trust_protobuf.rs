@@ -21,10 +21,7 @@ use prost::Message as _;
 use prost_reflect::{DynamicMessage, MapKey, Value};
 use protobuf_support::{decode_envelope, frames, md, UNKNOWN, WATCH_EVENT};
 use regroup::rewrite::protobuf::MAGIC;
-use regroup::rewrite::Catalog;
 use regroup::serve::trust::{FrontTrust, APP_CA_BUNDLE_ANNOTATION};
-use regroup::serve::Proxy;
-use regroup::upstream::{Resolved, Upstream};
 use tokio::net::TcpListener;
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
@@ -317,25 +314,12 @@ async fn setup() -> (Arc<Mutex<Store>>, String) {
         .insert(BROKEN.into(), [MAGIC, &u.encode_to_vec()].concat());
     let store = Arc::new(Mutex::new(store));
     let server = upstream(store.clone()).await;
-    let map = Box::leak(Box::new(common::fixture_map()));
-    let catalog: &'static Catalog = Box::leak(Box::new(Catalog::new(&[])));
-    let up = Upstream::new(
-        &Resolved {
-            server,
-            ..Resolved::default()
-        },
-        false,
-    )
-    .unwrap();
     let trust = FrontTrust {
         client_ca_pem: REGROUP_CLIENT_CA.into(),
         client_cn: "regroup-front-proxy".into(),
         serving_ca_bundle: b64(SERVING_PEM),
     };
-    let proxy = Arc::new(Proxy::sidecar(map, catalog, up, true).with_trust(trust));
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(regroup::serve::serve_plain(l, proxy));
+    let addr = common::sidecar(server, Some(trust)).await;
     (store, format!("http://{addr}"))
 }
 

@@ -236,3 +236,31 @@ pub fn strip_members(v: &mut Json, names: &[&str]) {
         _ => {}
     }
 }
+
+/// The sidecar (fixture rules, built-in catalog, the app's credentials
+/// passed through) in front of `server`, on a loopback port, making the app
+/// trust a front when `trust` is given. Returns its address.
+pub async fn sidecar(
+    server: String,
+    trust: Option<regroup::serve::trust::FrontTrust>,
+) -> std::net::SocketAddr {
+    let map = Box::leak(Box::new(fixture_map()));
+    let catalog: &'static regroup::rewrite::Catalog =
+        Box::leak(Box::new(regroup::rewrite::Catalog::new(&[])));
+    let up = regroup::upstream::Upstream::new(
+        &regroup::upstream::Resolved {
+            server,
+            ..Default::default()
+        },
+        false,
+    )
+    .unwrap();
+    let mut proxy = regroup::serve::Proxy::sidecar(map, catalog, up, true);
+    if let Some(t) = trust {
+        proxy = proxy.with_trust(t);
+    }
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(regroup::serve::serve_plain(l, std::sync::Arc::new(proxy)));
+    addr
+}
