@@ -203,10 +203,15 @@ async fn setup() -> (Arc<Mutex<Store>>, String) {
 /// PATCHes `path_and_query` with a JSON Patch as the app would, with its
 /// own token.
 async fn json_patch(base: &str, path_and_query: &str, body: &str) -> (StatusCode, Json) {
+    patch(base, path_and_query, "application/json-patch+json", body).await
+}
+
+/// PATCHes `path_and_query` with a patch of this content type.
+async fn patch(base: &str, path_and_query: &str, ctype: &str, body: &str) -> (StatusCode, Json) {
     let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
         .build_http::<Full<Bytes>>();
     let req = Request::patch(format!("{base}{path_and_query}"))
-        .header("content-type", "application/json-patch+json")
+        .header("content-type", ctype)
         .header("accept", "application/json")
         .header("authorization", "Bearer app-token")
         .body(Full::new(Bytes::from(body.to_owned())))
@@ -403,4 +408,26 @@ async fn json_patches_of_apiservices_not_renamed_are_forwarded_as_written() {
         Some("application/json-patch+json")
     );
     assert_eq!(seen.query.as_deref(), Some("fieldManager=x"));
+}
+
+#[tokio::test]
+async fn merge_patches_get_the_serving_ca_only_for_the_apps_own_apiservice() {
+    let (store, base) = setup().await;
+    let body = r#"{"spec":{"caBundle":"TkVX"}}"#;
+    let ctype = "application/merge-patch+json";
+    // The app's own APIService (its name in the app's group).
+    let (code, _) = patch(&base, APP_PATH, ctype, body).await;
+    assert_eq!(code, StatusCode::OK);
+    // Another APIService this app may patch (metrics.k8s.io is not renamed).
+    let (code, _) = patch(&base, &format!("{PREFIX}{METRICS}"), ctype, body).await;
+    assert_eq!(code, StatusCode::OK);
+    let store = store.lock().unwrap();
+    assert_eq!(store.methods(), [Method::PATCH, Method::PATCH]);
+    let ours: Json = serde_json::from_slice(&store.seen[0].body).unwrap();
+    assert_eq!(ours["spec"]["caBundle"], SERVING_CA);
+    assert_eq!(
+        ours["metadata"]["annotations"][APP_CA_BUNDLE_ANNOTATION],
+        "TkVX"
+    );
+    assert_eq!(store.seen[1].body, Bytes::from(body), "byte for byte");
 }

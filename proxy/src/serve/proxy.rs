@@ -14,7 +14,7 @@ use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
-use regroup_config::{Direction, GroupMap};
+use regroup_config::{Direction, Form, GroupMap};
 use serde_json::Value as Json;
 
 use super::body::{collect, full, pass, rewrite_frames, CollectError, Framing};
@@ -456,9 +456,16 @@ impl Proxy {
                     bytes = Bytes::from(b);
                 }
             } else if trust_relevant(info) && media != "application/json-patch+json" {
-                let partial = media != "application/json" && media != "application/yaml";
+                // A merge patch names its APIService in the URL only.
+                let patched = (media != "application/json" && media != "application/yaml")
+                    .then_some(info.name.as_deref())
+                    .flatten()
+                    .map(|n| {
+                        let cluster = self.map.map(Form::QualifiedName, n, Direction::ToCluster);
+                        cluster.unwrap_or_else(|| n.to_owned())
+                    });
                 if let Ok(mut v) = serde_json::from_slice::<Json>(&bytes) {
-                    if trust.to_cluster(&mut v, self.map, partial) {
+                    if trust.to_cluster(&mut v, self.map, patched.as_deref()) {
                         bytes = Bytes::from(serde_json::to_vec(&v).expect("values serialize"));
                     }
                 }

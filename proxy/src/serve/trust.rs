@@ -152,17 +152,18 @@ impl FrontTrust {
 
     /// Requests from the app (already renamed for the cluster): an
     /// APIService of a renamed group gets regroup's serving CA, and the
-    /// app's bundle is kept aside. `kind` names the addressed kind for
-    /// partial bodies (merge patches).
-    pub fn to_cluster(&self, doc: &mut Json, map: &GroupMap, partial_apiservice: bool) -> bool {
+    /// app's bundle is kept aside. `patched` is the (cluster) name of the
+    /// APIService a partial body (a merge patch) is for: such a body names
+    /// neither its kind nor, often, its group.
+    pub fn to_cluster(&self, doc: &mut Json, map: &GroupMap, patched: Option<&str>) -> bool {
         let mut f = |o: &mut Json| -> bool {
-            let ours = partial_apiservice || is_apiservice(o);
+            let ours = patched.is_some() || is_apiservice(o);
             let renamed = is_renamed_apiservice(
                 map,
                 o["spec"]["group"].as_str(),
-                o["metadata"]["name"].as_str(),
+                o["metadata"]["name"].as_str().or(patched),
             );
-            ours && (renamed || partial_apiservice) && self.substitute_bundle(o)
+            ours && renamed && self.substitute_bundle(o)
         };
         each_object(doc, &mut f)
     }
@@ -349,7 +350,7 @@ pub(crate) mod tests {
             "metadata": {"name": "v1alpha1.wardle.team1.example.com"},
             "spec": {"group": "wardle.team1.example.com", "version": "v1alpha1", "caBundle": "QVBQ"}});
         let mut stored = app_written.clone();
-        assert!(trust().to_cluster(&mut stored, &map(), false));
+        assert!(trust().to_cluster(&mut stored, &map(), None));
         assert_eq!(stored["spec"]["caBundle"], "UkVHUk9VUA==");
         assert_eq!(
             stored["metadata"]["annotations"][APP_CA_BUNDLE_ANNOTATION],
@@ -362,13 +363,18 @@ pub(crate) mod tests {
         let mut other = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
             "metadata": {"name": "v1beta1.metrics.k8s.io"},
             "spec": {"group": "metrics.k8s.io", "caBundle": "T1RIRVI="}});
-        assert!(!trust().to_cluster(&mut other, &map(), false));
+        assert!(!trust().to_cluster(&mut other, &map(), None));
         // A merge patch of the bundle (the app's rotation controller).
         let mut patch = json!({"spec": {"caBundle": "TkVX"}});
-        assert!(trust().to_cluster(&mut patch, &map(), true));
+        let ours = Some("v1alpha1.wardle.team1.example.com");
+        assert!(trust().to_cluster(&mut patch, &map(), ours));
         assert_eq!(
             patch,
             json!({"spec": {"caBundle": "UkVHUk9VUA=="}, "metadata": {"annotations": {APP_CA_BUNDLE_ANNOTATION: "TkVX"}}})
         );
+        // ... and another app's, patched by this app, is left alone.
+        let mut patch = json!({"spec": {"caBundle": "TkVX"}});
+        assert!(!trust().to_cluster(&mut patch, &map(), Some("v1beta1.metrics.k8s.io")));
+        assert_eq!(patch, json!({"spec": {"caBundle": "TkVX"}}));
     }
 }

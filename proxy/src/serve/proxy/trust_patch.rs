@@ -229,7 +229,7 @@ impl Proxy {
                 .map_err(|e| {
                     Failure::bad_request(format!("the patched object can't be renamed: {e}"))
                 })?;
-            trust.to_cluster(&mut patched, self.map, false);
+            trust.to_cluster(&mut patched, self.map, None);
             let bytes = Bytes::from(serde_json::to_vec(&patched).expect("values serialize"));
             let mut put = Request::put(put_uri.clone())
                 .body(full(bytes.clone()))

@@ -449,7 +449,7 @@ fn json_and_protobuf_agree_on_the_annotation() {
     let mut written = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
         "metadata": {"name": "v1alpha1.wardle.team1.example.com"},
         "spec": {"group": "wardle.team1.example.com", "caBundle": b64(APP_PEM)}});
-    assert!(t.to_cluster(&mut written, &map(), false));
+    assert!(t.to_cluster(&mut written, &map(), None));
     let json_kept = written["metadata"]["annotations"][APP_CA_BUNDLE_ANNOTATION]
         .as_str()
         .unwrap();
