@@ -11,7 +11,9 @@
 //! field is a map key (`metadata.annotations["..."]`). A root `apiVersion`
 //! that the message lacks is the envelope's `typeMeta.apiVersion`. A path
 //! that doesn't exist in the message (a place of another version of the
-//! kind, or of a JSON-only form) is no place of it.
+//! kind, or of a JSON-only form) is no place of it. The members a `NameOf`
+//! place names (a Status's `details.group`, `.kind`, `.name`) are found the
+//! same way, as field numbers of its message.
 
 use std::sync::Arc;
 
@@ -46,6 +48,14 @@ pub(super) enum Act {
     Object,
     /// A list's items, each a message walked with this plan.
     Items(Arc<Plan>),
+    /// A message naming an object by (group, resource, name), by these
+    /// field numbers (a Status's `details`): the name is a qualified name
+    /// when that resource's names carry a group.
+    NameOf {
+        group: u32,
+        resource: u32,
+        name: u32,
+    },
 }
 
 /// A field on the way to places, or where places end.
@@ -192,6 +202,15 @@ fn is_string(f: &FieldDescriptor) -> bool {
     matches!(f.kind(), Kind::String)
 }
 
+/// The number of `message`'s own singular string field named `json`: the
+/// walker reads it directly, so not one reached through an inline field.
+fn string_field_number(message: &MessageDescriptor, json: &str) -> Option<u32> {
+    match by_json_name(message, json)?.as_slice() {
+        [f] if is_string(f) && !f.is_list() => Some(f.number()),
+        _ => None,
+    }
+}
+
 fn is_raw_extension(f: &FieldDescriptor) -> bool {
     matches!(f.kind(), Kind::Message(m) if m.full_name() == RAW_EXTENSION)
 }
@@ -267,6 +286,26 @@ pub(super) fn build(catalog: &Catalog, target: &Target<'_>) -> Plan {
                     },
                 );
                 insert(&mut plan.root, &path, Some(Act::Items(Arc::new(items))));
+            }
+            Slot::NameOf {
+                group,
+                resource,
+                name,
+            } if !on_list => {
+                let Kind::Message(inner) = last.kind() else {
+                    continue;
+                };
+                let number = |json: &str| string_field_number(&inner, json);
+                if let (Some(group), Some(resource), Some(name)) =
+                    (number(group), number(resource), number(name))
+                {
+                    let act = Act::NameOf {
+                        group,
+                        resource,
+                        name,
+                    };
+                    insert(&mut plan.root, &path, Some(act));
+                }
             }
             Slot::DropShadowed(sub) if on_list => {
                 let Kind::Message(entry) = last.kind() else {

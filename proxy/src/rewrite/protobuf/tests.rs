@@ -7,7 +7,7 @@ use prost_reflect::{DynamicMessage, Value};
 use regroup_config::field_path::FieldPath;
 use regroup_config::{CustomField, Direction, Form, GroupMap, MapRule, Rule};
 
-use super::plan::translate_path;
+use super::plan::{build, translate_path, Act, Node, Target};
 use super::types::{descriptor_pool, known_kinds};
 use super::{ProtoRewriter, WatchStream, MAGIC};
 use crate::rewrite::catalog::{Catalog, Selector, Slot};
@@ -631,6 +631,134 @@ fn status_group_and_message_are_renamed() {
     );
 }
 
+const STATUS: &str = "k8s.io.apimachinery.pkg.apis.meta.v1.Status";
+
+fn new_message(name: &str) -> DynamicMessage {
+    DynamicMessage::new(descriptor_pool().get_message_by_name(name).unwrap())
+}
+
+/// The NotFound Status the apiserver answers for `resource.group "name"`.
+fn not_found(name: &str, group: &str, resource: &str) -> DynamicMessage {
+    let mut details = new_message("k8s.io.apimachinery.pkg.apis.meta.v1.StatusDetails");
+    details.set_field_by_name("name", Value::String(name.into()));
+    details.set_field_by_name("group", Value::String(group.into()));
+    details.set_field_by_name("kind", Value::String(resource.into()));
+    let mut status = new_message(STATUS);
+    status.set_field_by_name(
+        "metadata",
+        Value::Message(new_message("k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta")),
+    );
+    status.set_field_by_name("status", Value::String("Failure".into()));
+    let message = format!(r#"{resource}.{group} "{name}" not found"#);
+    status.set_field_by_name("message", Value::String(message));
+    status.set_field_by_name("reason", Value::String("NotFound".into()));
+    status.set_field_by_name("details", Value::Message(details));
+    status.set_field_by_name("code", Value::I32(404));
+    status
+}
+
+fn enveloped_status(status: &DynamicMessage) -> Vec<u8> {
+    envelope("v1", "Status", &status.encode_to_vec())
+}
+
+fn decoded_status(bytes: &[u8]) -> DynamicMessage {
+    decode(STATUS, &unwrap_envelope(bytes).1)
+}
+
+#[test]
+fn status_details_name_is_renamed_only_for_resources_whose_names_carry_a_group() {
+    let (map, catalog) = (map(), Catalog::new(&[]));
+    let (to_app, to_cluster) = rewriters(&map, &catalog);
+    // CRD and APIService names carry the group.
+    for (first, group, resource) in [
+        ("foos", "apiextensions.k8s.io", "customresourcedefinitions"),
+        ("v1alpha1", "apiregistration.k8s.io", "apiservices"),
+    ] {
+        let app = not_found(&format!("{first}.{APP}"), group, resource);
+        let cluster = not_found(&format!("{first}.{CLUSTER}"), group, resource);
+        let out = to_app
+            .rewrite_bytes(&enveloped_status(&cluster))
+            .unwrap()
+            .expect("renamed");
+        assert_eq!(decoded_status(&out), app, "{resource} for the app");
+        let out = to_cluster
+            .rewrite_bytes(&enveloped_status(&app))
+            .unwrap()
+            .expect("renamed");
+        assert_eq!(decoded_status(&out), cluster, "{resource} for the cluster");
+        assert_eq!(out, enveloped_status(&cluster), "{resource} bytes");
+    }
+    // A ConfigMap's name that happens to end in a mapped group is just a
+    // name (without a message, which would be renamed as text).
+    for (side, rw) in [(CLUSTER, &to_app), (APP, &to_cluster)] {
+        let mut cm = not_found(&format!("x.{side}"), "", "configmaps");
+        cm.clear_field_by_name("message");
+        assert_eq!(rw.rewrite_bytes(&enveloped_status(&cm)), Ok(None));
+    }
+}
+
+#[test]
+fn status_details_are_read_whatever_their_order_on_the_wire() {
+    // Kind and group after an unknown field, before the name; an earlier
+    // group that the last one overrides (protobuf: the last wins).
+    let status = |name: &str| {
+        let details = cat(&[
+            ld(2, "apps"),
+            vi(99, 1),
+            ld(3, "customresourcedefinitions"),
+            ld(2, "apiextensions.k8s.io"),
+            ld(1, name),
+        ]);
+        envelope("v1", "Status", &cat(&[ld(5, details), vi(6, 404)]))
+    };
+    let input = status(&format!("foos.{CLUSTER}"));
+    let out = for_app(&input);
+    assert_eq!(out, status(&format!("foos.{APP}")));
+    // The last group wins the other way round too: not a CRD after all.
+    let details = cat(&[
+        ld(2, "apiextensions.k8s.io"),
+        ld(3, "customresourcedefinitions"),
+        ld(1, format!("foos.{CLUSTER}")),
+        ld(2, "apps"),
+    ]);
+    let (map, catalog) = (map(), Catalog::new(&[]));
+    let (to_app, _) = rewriters(&map, &catalog);
+    assert_eq!(
+        to_app.rewrite_bytes(&envelope("v1", "Status", &ld(5, details))),
+        Ok(None)
+    );
+}
+
+#[test]
+fn name_of_acts_only_in_status_plans() {
+    // Every other kind's walk is as it was: no act reads sibling fields.
+    fn name_ofs(node: &Node) -> usize {
+        let own = match &node.act {
+            Some(Act::NameOf { .. }) => 1,
+            Some(Act::Items(plan)) => name_ofs(&plan.root),
+            _ => 0,
+        };
+        let below = node.fields.iter().map(|(_, n)| n);
+        own + below
+            .chain(node.entries.iter().map(|(_, n)| n))
+            .map(name_ofs)
+            .sum::<usize>()
+    }
+    let catalog = Catalog::new(&[]);
+    for (g, v, k, m) in known_kinds() {
+        let target = Target {
+            message: &m,
+            group: g,
+            kind: &k,
+            addressed: None,
+            lenient: false,
+        };
+        let plan = build(&catalog, &target);
+        let want = usize::from(k == "Status");
+        assert_eq!(name_ofs(&plan.root), want, "{g}/{v} {k}");
+    }
+}
+
 #[test]
 fn names_too_long_for_kubernetes_are_refused() {
     // A valid group whose CRD name (`plural.group`) would pass 253.
@@ -686,6 +814,33 @@ fn custom_fields_of_the_config_apply_to_protobuf_too() {
             &cat(&[ld(1, metadata("e", &[])), ld(3, APP), ld(4, CLUSTER)])
         )
     );
+}
+
+#[test]
+fn a_config_field_at_a_status_name_is_renamed_once() {
+    // The config's place at `details.name` has the field; the catalog's
+    // `details` place doesn't edit the same bytes again.
+    let custom = CustomField {
+        group: String::new(),
+        kind: "Status".into(),
+        path: FieldPath::parse("details.name").unwrap(),
+        form: Form::QualifiedName,
+    };
+    let map = map();
+    let catalog = Catalog::new(&[custom]);
+    let rw = ProtoRewriter::new(&map, &catalog, Direction::ToApp);
+    let crd = |name: &str| {
+        enveloped_status(&not_found(
+            name,
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+        ))
+    };
+    let out = rw
+        .rewrite_bytes(&crd(&format!("foos.{CLUSTER}")))
+        .unwrap()
+        .unwrap();
+    assert_eq!(out, crd(&format!("foos.{APP}")));
 }
 
 /// Every built-in catalog place reaches a field in at least one message of
@@ -843,6 +998,24 @@ fn malformed_envelopes_are_errors() {
         ld(3, "gzip"),
     ]));
     assert!(matches!(errors(&gz), RewriteError::Protobuf(m) if m.contains("contentEncoding")));
+}
+
+#[test]
+fn malformed_status_details_are_errors() {
+    // A group or resource that isn't length-delimited, wherever it comes.
+    let name = ld(1, format!("foos.{CLUSTER}"));
+    let crd = ld(3, "customresourcedefinitions");
+    for details in [
+        cat(&[name.clone(), vi(2, 7), crd.clone()]),
+        cat(&[vi(3, 7), ld(2, "apiextensions.k8s.io"), name.clone()]),
+    ] {
+        let status = envelope("v1", "Status", &ld(5, details));
+        assert!(matches!(errors(&status), RewriteError::Protobuf(_)));
+    }
+    // A name that isn't, once the details say it carries a group.
+    let details = cat(&[ld(2, "apiextensions.k8s.io"), crd, vi(1, 7), name]);
+    let status = envelope("v1", "Status", &ld(5, details));
+    assert!(matches!(errors(&status), RewriteError::Protobuf(_)));
 }
 
 #[test]

@@ -9,6 +9,7 @@ use regroup_config::Form;
 use super::plan::{Act, Node, Plan};
 use super::wire::{last_len_field, put_varint, wrong_wire, Field, Fields, LEN};
 use super::{embedded_json, malformed, ProtoRewriter};
+use crate::rewrite::catalog::Catalog;
 use crate::rewrite::json::RewriteError;
 
 /// A replacement of `input[start..end]`.
@@ -93,6 +94,15 @@ impl<'i> Walk<'i> {
     }
 }
 
+/// A string field's text; not UTF-8 is no name (Go doesn't check proto2
+/// strings), so it reads as empty.
+fn string_text<'i>(input: &'i [u8], f: &Field) -> Result<&'i str, RewriteError> {
+    if f.wire != LEN {
+        return Err(wrong_wire(f));
+    }
+    Ok(std::str::from_utf8(&input[f.value_start..f.end]).unwrap_or(""))
+}
+
 fn change(new: usize, old: usize) -> isize {
     new as isize - old as isize
 }
@@ -168,6 +178,11 @@ impl ProtoRewriter<'_> {
                 }
                 Some(Act::Object) => self.raw_extension(w, start, end)?,
                 Some(Act::Items(plan)) => self.object(w, start, end, plan)?,
+                Some(Act::NameOf {
+                    group,
+                    resource,
+                    name,
+                }) => self.name_of(w, start, end, [*group, *resource, *name], node)?,
             };
             if !node.fields.is_empty() {
                 d += self.message(w, start, end, node)?;
@@ -242,6 +257,47 @@ impl ProtoRewriter<'_> {
         }
         let d = change(mapped.len(), end - start);
         w.push(start, end, mapped.into_bytes());
+        Ok(d)
+    }
+
+    /// A message naming an object by the fields numbered (group, resource,
+    /// name): each name is a qualified name when that resource's names
+    /// carry a group. Group and resource are read first: on the wire they
+    /// may come after the name.
+    fn name_of(
+        &self,
+        w: &mut Walk<'_>,
+        start: usize,
+        end: usize,
+        [group, resource, name]: [u32; 3],
+        node: &Node,
+    ) -> Result<isize, RewriteError> {
+        // A name with a place of its own (a config field) is that place's:
+        // one edit per byte range.
+        if node.child(name).is_some_and(|c| c.act.is_some()) {
+            return Ok(0);
+        }
+        let input = w.input;
+        // Absent is empty (protobuf's default), which names no such resource.
+        let (mut g, mut r, mut names) = ("", "", Vec::new());
+        for f in Fields::new(input, start, end) {
+            let f = f?;
+            // The last of each wins (protobuf), wherever it comes.
+            if f.number == name {
+                names.push(f);
+            } else if f.number == group {
+                g = string_text(input, &f)?;
+            } else if f.number == resource {
+                r = string_text(input, &f)?;
+            }
+        }
+        if !Catalog::names_carry_group(g, r) {
+            return Ok(0);
+        }
+        let mut d = 0;
+        for f in &names {
+            d += self.string_field(w, f, Form::QualifiedName)?;
+        }
         Ok(d)
     }
 
