@@ -84,22 +84,23 @@ impl Follower {
 pub async fn follow(proxy: Arc<Proxy>, mut f: Follower) {
     let mut pause = RETRY.0;
     loop {
-        match read_and_watch(&proxy, &mut f).await {
-            Ok(()) => pause = RETRY.0,
-            Err(e) => {
-                tracing::warn!("following the cluster's request-header settings: {e}");
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(RETRY.1);
-            }
-        }
+        let Err(e) = read_and_watch(&proxy, &mut f, &mut pause).await;
+        tracing::warn!("following the cluster's request-header settings: {e}");
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(RETRY.1);
     }
 }
 
 /// One read, then watches from its resourceVersion for as long as they
-/// succeed. Returns an error to be read again.
-async fn read_and_watch(proxy: &Proxy, f: &mut Follower) -> Result<(), String> {
+/// succeed; returns why it stopped. A successful read resets `pause`.
+async fn read_and_watch(
+    proxy: &Proxy,
+    f: &mut Follower,
+    pause: &mut Duration,
+) -> Result<std::convert::Infallible, String> {
     let (data, mut rv) = data_of(&proxy.get_json(CONFIGMAP).await?)?;
     f.apply(data);
+    *pause = RETRY.0;
     loop {
         let started = tokio::time::Instant::now();
         let resp = proxy.get_upstream(&format!("{WATCH}{rv}")).await?;
