@@ -141,3 +141,131 @@ async fn read_and_watch(
         tokio::time::sleep_until(started + RETRY.0).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use bytes::Bytes;
+    use futures_util::StreamExt as _;
+    use http::{Request, Response};
+    use http_body_util::{BodyExt, StreamBody};
+    use hyper::body::Frame;
+    use hyper::service::service_fn;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use serde_json::json;
+    use tokio::net::TcpListener;
+
+    use super::*;
+    use crate::rewrite::Catalog;
+    use crate::serve::front::tls::{ClientCaSource, ServingSource};
+    use crate::serve::tls;
+    use crate::upstream::{Resolved, Upstream};
+
+    fn configmap(ca: &str, names: &str, rv: &str) -> Json {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": "extension-apiserver-authentication", "namespace": "kube-system",
+            "resourceVersion": rv},
+            "data": {"requestheader-client-ca-file": ca, "requestheader-allowed-names": names}})
+    }
+
+    /// An API server whose first watch fails with 410 Gone and whose second
+    /// sends a MODIFIED event, then stays open. Counts the reads.
+    async fn apiserver(ca: String, reads: Arc<AtomicUsize>) -> String {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let watches = Arc::new(AtomicUsize::new(0));
+        tokio::spawn(async move {
+            loop {
+                let (s, _) = l.accept().await.unwrap();
+                let (ca, reads, watches) = (ca.clone(), reads.clone(), watches.clone());
+                let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
+                    let (ca, reads, watches) = (ca.clone(), reads.clone(), watches.clone());
+                    async move {
+                        let line = |v: Json| {
+                            Ok::<_, crate::upstream::BoxError>(Frame::data(Bytes::from(format!(
+                                "{v}\n"
+                            ))))
+                        };
+                        let watch = req.uri().query().is_some_and(|q| q.contains("watch=1"));
+                        let (frames, open) = if watch {
+                            match watches.fetch_add(1, Ordering::SeqCst) {
+                                0 => (
+                                    vec![line(json!({"type": "ERROR", "object": {
+                                    "kind": "Status", "code": 410, "message": "too old resource version"}}))],
+                                    false,
+                                ),
+                                _ => (
+                                    vec![line(json!({"type": "MODIFIED",
+                                    "object": configmap(&ca, "[\"modified\"]", "20")}))],
+                                    true,
+                                ),
+                            }
+                        } else {
+                            let n = reads.fetch_add(1, Ordering::SeqCst);
+                            (
+                                vec![line(configmap(&ca, &format!("[\"read-{n}\"]"), "10"))],
+                                false,
+                            )
+                        };
+                        let body = futures_util::stream::iter(frames);
+                        let body: crate::upstream::Body = if open {
+                            // The second watch stays open after its event.
+                            let tail = futures_util::stream::pending();
+                            BodyExt::boxed(StreamBody::new(body.chain(tail)))
+                        } else {
+                            BodyExt::boxed(StreamBody::new(body))
+                        };
+                        Ok::<_, std::convert::Infallible>(Response::new(body))
+                    }
+                });
+                tokio::spawn(async move {
+                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(s), svc)
+                        .await;
+                });
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    #[tokio::test]
+    async fn a_gone_watch_is_read_again_and_the_next_change_applies() {
+        let id = tls::generate().unwrap();
+        let ca = id.ca_pem.clone().unwrap();
+        let reads = Arc::new(AtomicUsize::new(0));
+        let server = apiserver(ca.clone(), reads.clone()).await;
+        let map = Box::leak(Box::new(regroup_config::GroupMap::new(vec![]).unwrap()));
+        let catalog: &'static Catalog = Box::leak(Box::new(Catalog::new(&[])));
+        let up = Upstream::new(
+            &Resolved {
+                server,
+                ..Resolved::default()
+            },
+            false,
+        )
+        .unwrap();
+        let proxy = Arc::new(Proxy::sidecar(map, catalog, up, false));
+        let auth = Arc::new(RwLock::new(RequestHeaderConfig::default()));
+        let tls = Arc::new(
+            ReloadingConfig::new(ServingSource::fixed(&id), ClientCaSource::Pem(ca.into()))
+                .unwrap(),
+        );
+        let follower = Follower {
+            auth: auth.clone(),
+            tls,
+            allowed: vec![],
+            last: None,
+        };
+        let task = tokio::spawn(follow(proxy, follower));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let names = || auth.read().unwrap().allowed_names.clone();
+        while names() != ["modified"] && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        task.abort();
+        assert_eq!(names(), ["modified"]);
+        // Read, watch (410), read again, watch (MODIFIED).
+        assert_eq!(reads.load(Ordering::SeqCst), 2);
+    }
+}
