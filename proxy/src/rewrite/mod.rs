@@ -1,14 +1,20 @@
-//! Renaming groups in bodies: the catalog of places and the codecs that
-//! walk it.
+//! Renaming groups in bodies: the catalog of places, the codecs that walk
+//! it (one per wire form), the framer of streams, and the engine that holds
+//! them all for one configuration.
 
 pub mod catalog;
+pub mod engine;
+pub mod framing;
 pub mod json;
+pub mod json_patch;
 pub mod list_stream;
 pub mod openapi;
 pub mod openapi_proto;
 pub mod protobuf;
 mod raw;
+pub mod yaml;
 
 pub use catalog::Catalog;
+pub use engine::{Context, Engine};
 pub use json::{JsonRewriter, RewriteError};
 pub use protobuf::ProtoRewriter;

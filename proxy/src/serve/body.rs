@@ -1,12 +1,14 @@
 //! Bodies: whole, collected with a limit, and rewritten frame by frame as
 //! they stream.
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::Bytes;
 use futures_util::stream;
 use http_body::Frame;
 use http_body_util::{BodyExt, Full, Limited, StreamBody};
 use hyper::body::Incoming;
 
+use crate::rewrite::framing::Framer;
+pub use crate::rewrite::framing::Framing;
 use crate::rewrite::RewriteError;
 use crate::upstream::{Body, BoxError};
 
@@ -47,51 +49,21 @@ where
 /// The largest single watch event or frame regroup buffers.
 pub const MAX_FRAME: usize = 64 << 20;
 
-/// How a stream is cut into frames.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Framing {
-    /// Newline-delimited JSON (watch events).
-    Lines,
-    /// 4-byte big-endian length, then that many bytes (protobuf watch).
-    LengthPrefixed,
-}
-
-/// Splits the next whole frame off `buf`: for lines, the bytes up to and
-/// including `\n`.
-fn next_frame(buf: &mut BytesMut, framing: Framing) -> Option<Bytes> {
-    match framing {
-        Framing::Lines => {
-            let at = memchr_newline(buf)?;
-            Some(buf.split_to(at + 1).freeze())
-        }
-        Framing::LengthPrefixed => {
-            let len = u32::from_be_bytes(buf.get(..4)?.try_into().ok()?) as usize;
-            if buf.len() < 4 + len {
-                return None;
-            }
-            Some(buf.split_to(4 + len).freeze())
-        }
-    }
-}
-
-fn memchr_newline(b: &[u8]) -> Option<usize> {
-    b.iter().position(|&c| c == b'\n')
-}
-
 struct FrameState<F> {
     body: Incoming,
-    buf: BytesMut,
+    framer: Framer,
     rewrite: F,
-    framing: Framing,
     upstream_done: bool,
     failed: bool,
 }
 
 /// Rewrites a stream frame by frame as frames arrive, never waiting for the
-/// end: each complete frame is rewritten and sent on its own. A frame that
-/// can't be rewritten ends the stream with `on_error`'s last frame (a watch
-/// ERROR event), so the client re-lists instead of seeing unrenamed bytes.
-/// Dropping the returned body drops the upstream body, closing it.
+/// end: each complete frame's content (without its `\n` or length prefix)
+/// is given to `rewrite`, and what it returns is framed again and sent on
+/// its own. A frame that can't be rewritten ends the stream with
+/// `on_error`'s last frame (a watch ERROR event), so the client re-lists
+/// instead of seeing unrenamed bytes. Dropping the returned body drops the
+/// upstream body, closing it.
 pub fn rewrite_frames<F, E>(body: Incoming, framing: Framing, rewrite: F, on_error: E) -> Body
 where
     F: Fn(&[u8]) -> Result<Option<Vec<u8>>, RewriteError> + Send + Sync + 'static,
@@ -99,9 +71,8 @@ where
 {
     let state = FrameState {
         body,
-        buf: BytesMut::new(),
+        framer: Framer::new(framing, MAX_FRAME),
         rewrite,
-        framing,
         upstream_done: false,
         failed: false,
     };
@@ -113,35 +84,26 @@ where
                 return None;
             }
             loop {
-                let frame = match next_frame(&mut st.buf, st.framing) {
-                    Some(f) => Some(f),
-                    None if st.upstream_done => {
-                        if st.buf.has_remaining() {
-                            tracing::warn!(
-                                bytes = st.buf.len(),
-                                "upstream stream ended mid-frame; dropping the partial frame"
-                            );
-                        }
+                let frame = match st.framer.next_frame() {
+                    Ok(f) => f,
+                    Err(e) => {
+                        // A hostile or broken length prefix (or an endless
+                        // line): never buffer without bound.
+                        tracing::error!("upstream stream: {e}; closing the stream");
                         return None;
                     }
-                    None => None,
                 };
                 if let Some(f) = frame {
-                    let (content, newline) = match st.framing {
-                        Framing::Lines => match f.strip_suffix(b"\n") {
-                            Some(c) => (c, true),
-                            None => (&f[..], false),
-                        },
-                        Framing::LengthPrefixed => (&f[..], false),
-                    };
-                    return match (st.rewrite)(content) {
+                    let framing = st.framer.framing();
+                    return match (st.rewrite)(framing.content(&f)) {
                         Ok(None) => Some((Ok(Frame::data(f)), st)),
-                        Ok(Some(mut out)) => {
-                            if newline {
-                                out.push(b'\n');
+                        Ok(Some(out)) => match framing.frame(&out) {
+                            Ok(out) => Some((Ok(Frame::data(Bytes::from(out))), st)),
+                            Err(e) => {
+                                tracing::error!("upstream stream: {e}; closing the stream");
+                                None
                             }
-                            Some((Ok(Frame::data(Bytes::from(out))), st))
-                        }
+                        },
                         Err(e) => {
                             tracing::error!(
                                 "upstream stream frame can't be renamed, closing the stream: {e}"
@@ -155,26 +117,26 @@ where
                         }
                     };
                 }
-                if st.buf.len() > MAX_FRAME {
-                    // A hostile or broken length prefix (or an endless line):
-                    // never buffer without bound.
-                    tracing::error!(
-                        bytes = st.buf.len(),
-                        "upstream stream frame larger than {MAX_FRAME} bytes, closing the stream"
-                    );
+                if st.upstream_done {
+                    if st.framer.pending() > 0 {
+                        tracing::warn!(
+                            bytes = st.framer.pending(),
+                            "upstream stream ended mid-frame; dropping the partial frame"
+                        );
+                    }
                     return None;
                 }
                 match st.body.frame().await {
                     Some(Ok(f)) => {
                         if let Ok(data) = f.into_data() {
-                            st.buf.extend_from_slice(&data);
+                            st.framer.push(&data);
                         }
                     }
                     Some(Err(e)) => {
                         tracing::warn!("upstream stream ended with an error: {e}");
                         st.upstream_done = true;
                         // Drop a partial frame: never forward half an event.
-                        st.buf.clear();
+                        st.framer = Framer::new(framing, MAX_FRAME);
                     }
                     None => st.upstream_done = true,
                 }
@@ -188,8 +150,7 @@ where
 /// (not forwarded anywhere): each line without its `\n`.
 pub struct Lines {
     body: Incoming,
-    buf: BytesMut,
-    limit: usize,
+    framer: Framer,
 }
 
 impl Lines {
@@ -197,8 +158,7 @@ impl Lines {
     pub fn new(body: Incoming, limit: usize) -> Lines {
         Lines {
             body,
-            buf: BytesMut::new(),
-            limit,
+            framer: Framer::new(Framing::Lines, limit),
         }
     }
 
@@ -206,16 +166,13 @@ impl Lines {
     /// line is dropped: never half an event).
     pub async fn next(&mut self) -> Result<Option<Bytes>, String> {
         loop {
-            if let Some(line) = next_frame(&mut self.buf, Framing::Lines) {
+            if let Some(line) = self.framer.next_frame().map_err(|e| e.to_string())? {
                 return Ok(Some(line.slice(..line.len() - 1)));
-            }
-            if self.buf.len() > self.limit {
-                return Err(format!("a line longer than {} bytes", self.limit));
             }
             match self.body.frame().await {
                 Some(Ok(f)) => {
                     if let Ok(data) = f.into_data() {
-                        self.buf.extend_from_slice(&data);
+                        self.framer.push(&data);
                     }
                 }
                 Some(Err(e)) => return Err(e.to_string()),

@@ -13,7 +13,7 @@ use serde_json::{Map, Value as Json};
 use super::body::Lines;
 use super::front::auth::{parse_extension_apiserver_authentication_json, RequestHeaderConfig};
 use super::front::tls::ReloadingConfig;
-use super::Proxy;
+use super::own_client::OwnClient;
 
 const CONFIGMAP: &str =
     "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication";
@@ -27,8 +27,10 @@ const RETRY: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs
 
 /// `kube-system/extension-apiserver-authentication`'s data, read with
 /// regroup's own credentials.
-pub async fn read_authentication_configmap(proxy: &Proxy) -> Result<Map<String, Json>, String> {
-    let v = proxy.get_json(CONFIGMAP).await?;
+pub async fn read_authentication_configmap(
+    client: &OwnClient,
+) -> Result<Map<String, Json>, String> {
+    let v = client.get_json(CONFIGMAP).await?;
     data_of(&v).map(|(d, _)| d)
 }
 
@@ -81,10 +83,10 @@ impl Follower {
 }
 
 /// Follows the ConfigMap until the process ends.
-pub async fn follow(proxy: Arc<Proxy>, mut f: Follower) {
+pub async fn follow(client: OwnClient, mut f: Follower) {
     let mut pause = RETRY.0;
     loop {
-        let Err(e) = read_and_watch(&proxy, &mut f, &mut pause).await;
+        let Err(e) = read_and_watch(&client, &mut f, &mut pause).await;
         tracing::warn!("following the cluster's request-header settings: {e}");
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(RETRY.1);
@@ -94,16 +96,16 @@ pub async fn follow(proxy: Arc<Proxy>, mut f: Follower) {
 /// One read, then watches from its resourceVersion for as long as they
 /// succeed; returns why it stopped. A successful read resets `pause`.
 async fn read_and_watch(
-    proxy: &Proxy,
+    client: &OwnClient,
     f: &mut Follower,
     pause: &mut Duration,
 ) -> Result<std::convert::Infallible, String> {
-    let (data, mut rv) = data_of(&proxy.get_json(CONFIGMAP).await?)?;
+    let (data, mut rv) = data_of(&client.get_json(CONFIGMAP).await?)?;
     f.apply(data);
     *pause = RETRY.0;
     loop {
         let started = tokio::time::Instant::now();
-        let resp = proxy.get_upstream(&format!("{WATCH}{rv}")).await?;
+        let resp = client.get(&format!("{WATCH}{rv}")).await?;
         if !resp.status().is_success() {
             return Err(format!("watch: {}", resp.status()));
         }
@@ -160,6 +162,7 @@ mod tests {
     use crate::rewrite::Catalog;
     use crate::serve::front::tls::{ClientCaSource, ServingSource};
     use crate::serve::tls;
+    use crate::serve::Proxy;
     use crate::upstream::{Resolved, Upstream};
 
     fn configmap(ca: &str, names: &str, rv: &str) -> Json {
@@ -245,7 +248,7 @@ mod tests {
             false,
         )
         .unwrap();
-        let proxy = Arc::new(Proxy::sidecar(map, catalog, up, false));
+        let client = Proxy::sidecar(map, catalog, up, false).own_client();
         let auth = Arc::new(RwLock::new(RequestHeaderConfig::default()));
         let tls = Arc::new(
             ReloadingConfig::new(ServingSource::fixed(&id), ClientCaSource::Pem(ca.into()))
@@ -257,7 +260,7 @@ mod tests {
             allowed: vec![],
             last: None,
         };
-        let task = tokio::spawn(follow(proxy, follower));
+        let task = tokio::spawn(follow(client, follower));
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         let names = || auth.read().unwrap().allowed_names.clone();
         while names() != ["modified"] && tokio::time::Instant::now() < deadline {

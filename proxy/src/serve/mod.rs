@@ -1,11 +1,15 @@
-//! Listeners: the sidecar (plain HTTP and TLS on loopback) for the app.
+//! Listeners and the stacks behind them: the sidecar (plain HTTP and TLS on
+//! loopback) for the app, the aggregated front for the cluster.
 
 pub mod body;
 mod follow;
 pub mod front;
+pub mod live;
 pub mod metrics;
+pub mod own_client;
 pub mod proxy;
 pub mod run;
+mod stack;
 pub mod status;
 pub mod tls;
 pub mod trust;

@@ -8,9 +8,10 @@ use regroup_config::schema::{LogFormat, LogLevel};
 use regroup_config::Settings;
 use tokio::net::TcpListener;
 
+use super::live::Live;
 use super::trust::FrontTrust;
 use super::Proxy;
-use crate::rewrite::Catalog;
+use crate::rewrite::{Catalog, Engine};
 use crate::upstream::{kubeconfig, Upstream};
 
 /// Command-line overrides of the config file.
@@ -40,7 +41,10 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
     if resolved.insecure || settings.file.upstream.dangerous_insecure_skip_tls_verify {
         tracing::warn!("the API server's certificate is NOT verified (insecure-skip-tls-verify)");
     }
-    let catalog: &'static Catalog = Box::leak(Box::new(Catalog::new(&settings.fields)));
+    let live = Live::new(Engine::new(
+        settings.map.clone(),
+        Catalog::new(&settings.fields),
+    ));
     let listen = opts
         .listen
         .or(settings.file.listeners.http)
@@ -57,10 +61,10 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
     runtime.block_on(async move {
         let upstream_desc = upstream.describe().to_owned();
         let mut servers = Vec::new();
-        let mut sidecar = Proxy::sidecar(&settings.map, catalog, upstream, settings.file.credentials.pass_through);
+        let mut sidecar = Proxy::sidecar_live(live.clone(), Arc::new(upstream), settings.file.credentials.pass_through);
         let mut follow = None;
         if let Some(front) = &settings.file.front {
-            let started = start_front(settings, catalog, front, &sidecar).await?;
+            let started = start_front(live.clone(), front, &sidecar).await?;
             servers.push(started.task);
             if let Some(t) = started.trust {
                 sidecar = sidecar.with_trust(t);
@@ -69,7 +73,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
         }
         let proxy = Arc::new(sidecar);
         if let Some(follower) = follow {
-            servers.push(tokio::spawn(super::follow::follow(proxy.clone(), follower)));
+            servers.push(tokio::spawn(super::follow::follow(proxy.own_client(), follower)));
         }
         let listener = TcpListener::bind(listen)
             .await
@@ -132,8 +136,7 @@ struct StartedFront {
 
 /// Starts the aggregated front.
 async fn start_front(
-    settings: &'static Settings,
-    catalog: &'static Catalog,
+    live: Live,
     front: &'static regroup_config::schema::Front,
     sidecar: &Proxy,
 ) -> Result<StartedFront, String> {
@@ -177,7 +180,7 @@ async fn start_front(
     let mut cfg = RequestHeaderConfig::default();
     let mut from_cluster_data = None;
     let ca_source = if rh.from_cluster {
-        let data = super::follow::read_authentication_configmap(sidecar).await?;
+        let data = super::follow::read_authentication_configmap(&sidecar.own_client()).await?;
         let (ca, from_cluster) = parse_extension_apiserver_authentication_json(&data)?;
         cfg = from_cluster;
         from_cluster_data = Some(data);
@@ -220,7 +223,7 @@ async fn start_front(
         tracing::warn!(backend = %front.backend, "the app's certificate is NOT verified (dangerousInsecureBackend)");
     }
     let auth = Arc::new(std::sync::RwLock::new(cfg));
-    let proxy = Arc::new(Proxy::front(&settings.map, catalog, backend, auth.clone()));
+    let proxy = Arc::new(Proxy::front_live(live, Arc::new(backend), auth.clone()));
     let listener = TcpListener::bind(front.listen)
         .await
         .map_err(|e| format!("listening on {}: {e}", front.listen))?;

@@ -75,16 +75,7 @@ impl Failure {
 
     /// The `Status` object's JSON.
     pub fn status_json(&self) -> String {
-        serde_json::json!({
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code.as_u16(),
-        })
-        .to_string()
+        crate::kube::status::failure_json(self.code.as_u16(), self.reason, &self.message)
     }
 
     /// The HTTP response.

@@ -11,8 +11,6 @@
 //! patch, turn the result back into the cluster's form, and PUT it with the
 //! resourceVersion that was read, again from the GET on a conflict.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
@@ -21,9 +19,11 @@ use json_patch::PatchOperation;
 use regroup_config::{Direction, GroupMap};
 use serde_json::Value as Json;
 
-use super::{read_request_body, request_kind, Proxy, BODY_LIMIT};
-use crate::route::RequestInfo;
+use crate::kube::{MediaType, PatchKind, RequestInfo};
 use crate::serve::body::{collect, full};
+use crate::serve::stack::credentials::send_once;
+use crate::serve::stack::request_body::read;
+use crate::serve::stack::{response, Exchange, Forward, BODY_LIMIT};
 use crate::serve::status::Failure;
 use crate::serve::trust::FrontTrust;
 use crate::upstream::Body;
@@ -41,7 +41,7 @@ const UPDATE_PARAMETERS: &[&str] = &["dryRun", "fieldManager", "fieldValidation"
 
 /// True for a JSON Patch of an APIService of a renamed group, named as the
 /// app names it: the APIServices whose `caBundle` regroup looks after.
-pub(super) fn applies(
+pub(crate) fn applies(
     info: &RequestInfo,
     method: &Method,
     media: &str,
@@ -49,7 +49,7 @@ pub(super) fn applies(
     dir: Direction,
 ) -> bool {
     *method == Method::PATCH
-        && media == "application/json-patch+json"
+        && MediaType::parse(Some(media)) == MediaType::Patch(PatchKind::Json)
         && info.is_api
         && info.group == "apiregistration.k8s.io"
         && info.resource.as_deref() == Some("apiservices")
@@ -65,7 +65,7 @@ pub(super) fn applies(
 /// 400 for a body that is not a list of objects, 413 past its operation
 /// limit, 422 for an operation it can't apply (an unknown `op`, a missing
 /// or invalid `path`). Messages never quote the body.
-pub(super) fn parse(bytes: &[u8]) -> Result<Vec<PatchOperation>, Failure> {
+pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<PatchOperation>, Failure> {
     let doc: Json = serde_json::from_slice(bytes).map_err(|e| {
         Failure::bad_request(format!(
             "invalid JSON patch: not JSON (line {}, column {})",
@@ -168,122 +168,119 @@ fn headers_without_body(headers: &HeaderMap) -> HeaderMap {
     h
 }
 
-/// Where the request goes upstream, in the cluster's names.
-pub(super) struct Target<'a> {
-    /// The app's own request path (app names), for the response path.
-    pub app_path: &'a str,
-    /// The object's path in the cluster's names, without a query.
-    pub cluster_path: &'a str,
-    /// The app's query, as it sent it.
-    pub query: Option<&'a str>,
+/// [`applies`] to a request on its way, given the headers it forwards.
+pub(crate) fn applies_to(x: &Exchange, headers: &HeaderMap, dir: Direction) -> bool {
+    let media = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    applies(&x.info, &x.method, media, x.engine.map(), dir)
 }
 
-impl Proxy {
-    /// Serves a JSON Patch for which [`applies`] is true (and the proxy has
-    /// a trust). `headers` are those forwarded upstream.
-    pub(super) async fn trust_json_patch(
-        self: &Arc<Self>,
-        info: &RequestInfo,
-        target: Target<'_>,
-        headers: HeaderMap,
-        body: Incoming,
-    ) -> Result<Response<Body>, Failure> {
-        let Some(trust) = self.trust.as_ref() else {
-            return Err(Failure::unavailable("no front trust configured"));
-        };
-        let ops = parse(&read_request_body(body).await?)?;
-        let kind = request_kind(info).unwrap_or("APIService");
-        let api_version = info.api_version().unwrap_or_default();
-        let bad_uri = |e: http::Error| Failure::bad_request(format!("invalid request URI: {e}"));
-        let get_uri = self.upstream.uri(target.cluster_path).map_err(bad_uri)?;
-        let put_uri = match update_query(target.query) {
-            Some(q) => self.upstream.uri(&format!("{}?{q}", target.cluster_path)),
-            None => self.upstream.uri(target.cluster_path),
-        }
-        .map_err(bad_uri)?;
-        let mut get_headers = headers_without_body(&headers);
-        get_headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-        let mut put_headers = headers_without_body(&headers);
-        put_headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-
-        let mut attempt = 1;
-        loop {
-            let mut get = Request::get(get_uri.clone())
-                .body(full(Bytes::new()))
-                .expect("parts are valid");
-            *get.headers_mut() = get_headers.clone();
-            let current = self.send(get).await?;
-            if !current.status().is_success() {
-                // Not found, forbidden, ...: the app sees the upstream's
-                // answer, renamed as any.
-                return self.response(info, target.app_path, false, current).await;
-            }
-            let (view, read_version) = self.app_view(current, info, kind, trust).await?;
-            let mut patched = apply(view, &ops)?;
-            let pinned = pin_resource_version(&mut patched, read_version.as_deref());
-            self.requests
-                .rewrite_as(&mut patched, &api_version, kind)
-                .map_err(|e| {
-                    Failure::bad_request(format!("the patched object can't be renamed: {e}"))
-                })?;
-            trust.to_cluster(&mut patched, self.map, None);
-            let bytes = Bytes::from(serde_json::to_vec(&patched).expect("values serialize"));
-            let mut put = Request::put(put_uri.clone())
-                .body(full(bytes.clone()))
-                .expect("parts are valid");
-            *put.headers_mut() = put_headers.clone();
-            put.headers_mut()
-                .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-            let written = self.send(put).await?;
-            if written.status() == StatusCode::CONFLICT && !pinned && attempt < ATTEMPTS {
-                tracing::debug!(
-                    attempt,
-                    path = target.app_path,
-                    "the APIService changed while it was patched; patching again"
-                );
-                // Read to the end, so the connection can be used again.
-                let _ = collect(written.into_body(), BODY_LIMIT).await;
-                attempt += 1;
-                continue;
-            }
-            return self.response(info, target.app_path, false, written).await;
-        }
+/// Serves a JSON Patch for which [`applies`] is true. `headers` are those
+/// forwarded upstream; `query` the app's, as it sent it.
+pub(crate) async fn serve(
+    fwd: &Forward,
+    trust: &FrontTrust,
+    x: &Exchange,
+    query: Option<&str>,
+    headers: HeaderMap,
+    body: Incoming,
+) -> Result<Response<Body>, Failure> {
+    let ops = parse(&read(body).await?)?;
+    let kind = x.kind().unwrap_or("APIService");
+    let api_version = x.info.api_version().unwrap_or_default();
+    let bad_uri = |e: http::Error| Failure::bad_request(format!("invalid request URI: {e}"));
+    let get_uri = fwd.upstream.uri(&x.upstream_path).map_err(bad_uri)?;
+    let put_uri = match update_query(query) {
+        Some(q) => fwd.upstream.uri(&format!("{}?{q}", x.upstream_path)),
+        None => fwd.upstream.uri(&x.upstream_path),
     }
+    .map_err(bad_uri)?;
+    let mut get_headers = headers_without_body(&headers);
+    get_headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+    let mut put_headers = headers_without_body(&headers);
+    put_headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
 
-    /// The object as the app reads it (renamed, its own bundle shown), and
-    /// the resourceVersion read.
-    async fn app_view(
-        &self,
-        resp: Response<Incoming>,
-        info: &RequestInfo,
-        kind: &str,
-        trust: &FrontTrust,
-    ) -> Result<(Json, Option<String>), Failure> {
-        let bad = |m: String| Failure::bad_gateway(format!("reading the APIService to patch: {m}"));
-        if resp.headers().contains_key(header::CONTENT_ENCODING) {
-            return Err(bad("the API server's answer is encoded".into()));
+    let mut attempt = 1;
+    loop {
+        let mut get = Request::get(get_uri.clone())
+            .body(full(Bytes::new()))
+            .expect("parts are valid");
+        *get.headers_mut() = get_headers.clone();
+        let current = send_once(fwd, get).await?;
+        if !current.status().is_success() {
+            // Not found, forbidden, ...: the app sees the upstream's
+            // answer, renamed as any.
+            return response::rename(fwd, x, current).await;
         }
-        let bytes = collect(resp.into_body(), BODY_LIMIT)
-            .await
-            .map_err(|e| bad(e.to_string()))?;
-        let renamed = self
-            .responses
-            .rewrite_bytes_addressed(&bytes, &info.group, kind)
-            .map_err(|e| bad(e.to_string()))?;
-        let mut view: Json = serde_json::from_slice(renamed.as_deref().unwrap_or(&bytes))
-            .map_err(|e| bad(format!("not JSON: {e}")))?;
-        if !view.is_object() {
-            return Err(bad("not an object".into()));
+        let (view, read_version) = app_view(fwd, x, current, kind, trust).await?;
+        let mut patched = apply(view, &ops)?;
+        let pinned = pin_resource_version(&mut patched, read_version.as_deref());
+        x.engine
+            .json(fwd.dir)
+            .rewrite_as(&mut patched, &api_version, kind)
+            .map_err(|e| {
+                Failure::bad_request(format!("the patched object can't be renamed: {e}"))
+            })?;
+        trust.to_cluster(&mut patched, x.engine.map(), None);
+        let bytes = Bytes::from(serde_json::to_vec(&patched).expect("values serialize"));
+        let mut put = Request::put(put_uri.clone())
+            .body(full(bytes.clone()))
+            .expect("parts are valid");
+        *put.headers_mut() = put_headers.clone();
+        put.headers_mut()
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+        let written = send_once(fwd, put).await?;
+        if written.status() == StatusCode::CONFLICT && !pinned && attempt < ATTEMPTS {
+            tracing::debug!(
+                attempt,
+                path = x.caller_path,
+                "the APIService changed while it was patched; patching again"
+            );
+            // Read to the end, so the connection can be used again.
+            let _ = collect(written.into_body(), BODY_LIMIT).await;
+            attempt += 1;
+            continue;
         }
-        trust.to_app(&mut view);
-        let version = view["metadata"]["resourceVersion"]
-            .as_str()
-            .map(str::to_owned);
-        Ok((view, version))
+        return response::rename(fwd, x, written).await;
     }
+}
+
+/// The object as the app reads it (renamed, its own bundle shown), and
+/// the resourceVersion read.
+async fn app_view(
+    fwd: &Forward,
+    x: &Exchange,
+    resp: Response<Incoming>,
+    kind: &str,
+    trust: &FrontTrust,
+) -> Result<(Json, Option<String>), Failure> {
+    let bad = |m: String| Failure::bad_gateway(format!("reading the APIService to patch: {m}"));
+    if resp.headers().contains_key(header::CONTENT_ENCODING) {
+        return Err(bad("the API server's answer is encoded".into()));
+    }
+    let bytes = collect(resp.into_body(), BODY_LIMIT)
+        .await
+        .map_err(|e| bad(e.to_string()))?;
+    let renamed = x
+        .engine
+        .json(fwd.dir.flip())
+        .rewrite_bytes_addressed(&bytes, &x.info.group, kind)
+        .map_err(|e| bad(e.to_string()))?;
+    let mut view: Json = serde_json::from_slice(renamed.as_deref().unwrap_or(&bytes))
+        .map_err(|e| bad(format!("not JSON: {e}")))?;
+    if !view.is_object() {
+        return Err(bad("not an object".into()));
+    }
+    trust.to_app(&mut view);
+    let version = view["metadata"]["resourceVersion"]
+        .as_str()
+        .map(str::to_owned);
+    Ok((view, version))
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! How an app that is itself an aggregated API server comes to trust
-//! regroup's front, with no change to the app (DESIGN.md, "Aggregated
-//! front"), done in the sidecar path:
+//! regroup's front, with no change to the app (docs/front.md), done in the
+//! sidecar path:
 //!
 //! - In what the app reads of `kube-system/extension-apiserver-authentication`,
 //!   regroup's client CA is appended to `requestheader-client-ca-file` and
@@ -12,10 +12,16 @@
 //!   the app reads its APIService back it sees its own bundle, so its own
 //!   CA-rotation controller never fights regroup.
 //!
-//! Both in JSON (here) and in Kubernetes protobuf (`proxy/trust_proto.rs`,
-//! the encoding client-go uses for built-in types), with one policy: the
-//! functions below decide what is amended and into what; each encoding only
-//! finds the objects and reads and writes the values.
+//! Both in JSON (here) and in Kubernetes protobuf (`proto.rs`, the encoding
+//! client-go uses for built-in types), with one policy: the functions below
+//! decide what is amended and into what; each encoding only finds the
+//! objects and reads and writes the values. `hooks.rs` is where the request
+//! pipeline calls in, and the one place that decides which requests the
+//! trust looks at; `patch.rs` serves JSON Patches of the app's APIService.
+
+pub(crate) mod hooks;
+pub(crate) mod patch;
+mod proto;
 
 use base64::Engine as _;
 use regroup_config::{Direction, GroupMap};
@@ -36,7 +42,7 @@ pub struct FrontTrust {
 }
 
 // The policy, over plain values, shared by the JSON documents below and the
-// protobuf objects of `proxy/trust_proto.rs`: which objects are amended, and
+// protobuf objects of `proto.rs`: which objects are amended, and
 // into what.
 
 /// The name of the ConfigMap kube-apiserver publishes its request-header

@@ -1,0 +1,104 @@
+//! A request's Kubernetes meaning, read from its URL the way
+//! kube-apiserver's `RequestInfo` does. Pure: no I/O.
+
+use percent_encoding::percent_decode_str;
+
+/// What a request addresses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestInfo {
+    /// `/api/...` or `/apis/...` with a version: a resource or discovery path.
+    pub is_api: bool,
+    /// The group (`""` for `/api`), percent-decoded, as the caller named it.
+    pub group: String,
+    /// The version, if the path has one.
+    pub version: Option<String>,
+    /// The namespace, for namespaced paths.
+    pub namespace: Option<String>,
+    /// The resource (`foos`), if any.
+    pub resource: Option<String>,
+    /// The object name, if any.
+    pub name: Option<String>,
+    /// The subresource (`status`, `scale`, `log`, `exec`, ...), if any.
+    pub subresource: Option<String>,
+    /// A watch: the legacy `/watch/` path or `?watch=true|1`.
+    pub watch: bool,
+}
+
+impl RequestInfo {
+    /// Reads a request path (as sent, percent-encoded) and its raw query.
+    ///
+    /// ```
+    /// let i = regroup::kube::request::RequestInfo::parse(
+    ///     "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/alpha/status", None);
+    /// assert_eq!(i.group, "samplecontroller.k8s.io");
+    /// assert_eq!(i.resource.as_deref(), Some("foos"));
+    /// assert_eq!(i.subresource.as_deref(), Some("status"));
+    /// ```
+    pub fn parse(path: &str, query: Option<&str>) -> RequestInfo {
+        let segments: Vec<String> = path
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
+            .collect();
+        let mut info = RequestInfo {
+            watch: query.is_some_and(query_says_watch),
+            ..RequestInfo::default()
+        };
+        let mut rest: &[String] = match segments.first().map(String::as_str) {
+            Some("api") => {
+                info.is_api = true;
+                &segments[1..]
+            }
+            Some("apis") => {
+                info.is_api = true;
+                match segments.get(1) {
+                    Some(g) => {
+                        info.group = g.clone();
+                        &segments[2..]
+                    }
+                    None => return info,
+                }
+            }
+            _ => return info,
+        };
+        let Some((version, r)) = rest.split_first() else {
+            return info;
+        };
+        info.version = Some(version.clone());
+        rest = r;
+        if rest.first().map(String::as_str) == Some("watch") {
+            info.watch = true;
+            rest = &rest[1..];
+        }
+        if rest.first().map(String::as_str) == Some("namespaces") && rest.len() > 1 {
+            info.namespace = Some(rest[1].clone());
+            // `namespaces/{ns}/status` and `/finalize` are subresources of the
+            // namespace itself.
+            if rest.len() > 2 && !matches!(rest[2].as_str(), "status" | "finalize") {
+                rest = &rest[2..];
+            }
+        }
+        info.resource = rest.first().cloned();
+        info.name = rest.get(1).cloned();
+        info.subresource = rest.get(2).cloned();
+        info
+    }
+
+    /// `group/version` (or `version` for the core group).
+    pub fn api_version(&self) -> Option<String> {
+        let v = self.version.as_ref()?;
+        Some(if self.group.is_empty() {
+            v.clone()
+        } else {
+            format!("{}/{v}", self.group)
+        })
+    }
+}
+
+fn query_says_watch(q: &str) -> bool {
+    q.split('&').any(|kv| {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        // Go's strconv.ParseBool, as kube-apiserver reads it.
+        k == "watch" && matches!(v, "1" | "t" | "T" | "true" | "TRUE" | "True")
+    })
+}

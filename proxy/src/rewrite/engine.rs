@@ -1,0 +1,252 @@
+//! The rewrite engine: built once from the configuration, it owns the rules
+//! and catalog and one codec per wire form and direction. Every layer that
+//! renames asks it with `(direction, wire form, context, bytes)`; nothing
+//! else constructs a codec on the request path.
+
+use regroup_config::{Direction, GroupMap};
+
+use super::json_patch;
+use super::openapi::OpenApiRewriter;
+use super::openapi_proto::OpenApiProtoRewriter;
+use super::yaml;
+use super::{Catalog, JsonRewriter, ProtoRewriter, RewriteError};
+use crate::kube::Wire;
+use crate::rewrite::framing::Framing;
+
+/// What the rules are, owned by the engine.
+struct Rules {
+    map: GroupMap,
+    catalog: Catalog,
+}
+
+/// The codecs, one per wire form and direction (`[ToCluster, ToApp]`),
+/// borrowing the rules.
+struct Codecs<'a> {
+    json: [JsonRewriter<'a>; 2],
+    proto: [ProtoRewriter<'a>; 2],
+    openapi: [OpenApiRewriter<'a>; 2],
+    openapi_proto: [OpenApiProtoRewriter<'a>; 2],
+}
+
+self_cell::self_cell!(
+    struct Cell {
+        owner: Rules,
+        #[covariant]
+        dependent: Codecs,
+    }
+);
+
+/// What a body is about, beyond its bytes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Context<'c> {
+    /// `apiVersion` and `kind` (in the input's names) standing in for the
+    /// members a partial object lacks: a patch's target, from the URL.
+    pub hint: Option<(&'c str, &'c str)>,
+    /// The group and kind (app names) the request addressed: metadata-only
+    /// forms lose their kind, but their names may carry a group.
+    pub addressed: Option<(&'c str, &'c str)>,
+}
+
+/// The engine. Immutable; a new configuration is a new engine.
+pub struct Engine {
+    cell: Cell,
+    tag: String,
+}
+
+fn at(dir: Direction) -> usize {
+    match dir {
+        Direction::ToCluster => 0,
+        Direction::ToApp => 1,
+    }
+}
+
+impl Engine {
+    /// Builds every codec once for `map` and `catalog`.
+    pub fn new(map: GroupMap, catalog: Catalog) -> Engine {
+        let tag = rules_tag(&map);
+        let cell = Cell::new(Rules { map, catalog }, |r| {
+            let both = |d: Direction| [d, d.flip()];
+            let [c, a] = both(Direction::ToCluster);
+            Codecs {
+                json: [
+                    JsonRewriter::new(&r.map, &r.catalog, c),
+                    JsonRewriter::new(&r.map, &r.catalog, a),
+                ],
+                proto: [
+                    ProtoRewriter::new(&r.map, &r.catalog, c),
+                    ProtoRewriter::new(&r.map, &r.catalog, a),
+                ],
+                openapi: [
+                    OpenApiRewriter::new(&r.map, c, &tag),
+                    OpenApiRewriter::new(&r.map, a, &tag),
+                ],
+                openapi_proto: [
+                    OpenApiProtoRewriter::new(&r.map, c),
+                    OpenApiProtoRewriter::new(&r.map, a),
+                ],
+            }
+        });
+        Engine { cell, tag }
+    }
+
+    /// The rename rules.
+    pub fn map(&self) -> &GroupMap {
+        &self.cell.borrow_owner().map
+    }
+
+    /// The catalog of group-bearing places.
+    pub fn catalog(&self) -> &Catalog {
+        &self.cell.borrow_owner().catalog
+    }
+
+    /// A tag derived from the rules, appended to ETags and OpenAPI hashes so
+    /// that no cache mixes renamed and unrenamed bytes, or two rule sets.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// The JSON codec for `dir`.
+    pub fn json(&self, dir: Direction) -> &JsonRewriter<'_> {
+        &self.cell.borrow_dependent().json[at(dir)]
+    }
+
+    /// The Kubernetes protobuf codec for `dir`.
+    pub fn proto(&self, dir: Direction) -> &ProtoRewriter<'_> {
+        &self.cell.borrow_dependent().proto[at(dir)]
+    }
+
+    /// Renames one body. `Ok(None)`: nothing to rename, forward the bytes as
+    /// they are. YAML comes out as JSON (JSON is YAML; see [`yaml`]).
+    /// `Wire::Opaque` bodies are never renamed; `Wire::Unrenamable` ones are
+    /// an error (the caller refuses them before reading).
+    pub fn body(
+        &self,
+        dir: Direction,
+        wire: Wire,
+        cx: Context<'_>,
+        bytes: &[u8],
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        let json = self.json(dir);
+        match wire {
+            Wire::Json => json.rewrite_bytes_with(bytes, cx.hint, cx.addressed),
+            Wire::JsonPatch => {
+                let (api_version, kind) = cx.hint.unwrap_or_default();
+                json_patch::rewrite(json, bytes, api_version, kind)
+            }
+            Wire::Yaml => yaml::rewrite_to_json(json, bytes, cx.hint, cx.addressed),
+            Wire::Protobuf => match cx.addressed {
+                Some((g, k)) => self.proto(dir).rewrite_bytes_addressed(bytes, g, k),
+                None => self.proto(dir).rewrite_bytes(bytes),
+            },
+            Wire::Unrenamable => Err(RewriteError::Malformed(
+                "an encoding regroup can't rename".into(),
+            )),
+            Wire::Opaque => Ok(None),
+        }
+    }
+
+    /// Renames the content of one watch frame (without its `\n` or length
+    /// prefix): a JSON `WatchEvent` line or a raw protobuf `WatchEvent`.
+    pub fn watch_event(
+        &self,
+        dir: Direction,
+        framing: Framing,
+        cx: Context<'_>,
+        event: &[u8],
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        match (framing, cx.addressed) {
+            (Framing::Lines, _) => self.json(dir).rewrite_bytes_with(event, None, cx.addressed),
+            (Framing::LengthPrefixed, Some((g, k))) => {
+                self.proto(dir).rewrite_watch_frame_addressed(event, g, k)
+            }
+            (Framing::LengthPrefixed, None) => self.proto(dir).rewrite_watch_frame(event),
+        }
+    }
+
+    /// Renames an OpenAPI document: v2 or v3 JSON, or the v2 protobuf
+    /// (gnostic) when `proto`.
+    pub fn openapi(
+        &self,
+        dir: Direction,
+        proto: bool,
+        bytes: &[u8],
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        let codecs = self.cell.borrow_dependent();
+        if proto {
+            codecs.openapi_proto[at(dir)].rewrite_bytes(bytes)
+        } else {
+            codecs.openapi[at(dir)].rewrite_bytes(bytes)
+        }
+    }
+}
+
+/// A tag derived from the rules (FNV-1a).
+fn rules_tag(map: &GroupMap) -> String {
+    let mut h: u32 = 0x811c_9dc5;
+    for r in map.rules() {
+        let (from, to) = r.rule.ends(Direction::ToCluster);
+        for b in from.bytes().chain([0]).chain(to.bytes()).chain([0]) {
+            h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+    }
+    format!("-rg{h:08x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use regroup_config::{MapRule, Rule};
+
+    fn engine(to: &str) -> Engine {
+        let map = GroupMap::new(vec![MapRule {
+            rule: Rule::Exact {
+                from: "samplecontroller.k8s.io".into(),
+                to: to.into(),
+            },
+            reference_keys: true,
+        }])
+        .unwrap();
+        Engine::new(map, Catalog::new(&[]))
+    }
+
+    #[test]
+    fn direction_is_data() {
+        let e = engine("samplecontroller.team1.example.com");
+        let app = br#"{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo"}"#;
+        let cluster = e
+            .body(Direction::ToCluster, Wire::Json, Context::default(), app)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            cluster,
+            br#"{"apiVersion":"samplecontroller.team1.example.com/v1alpha1","kind":"Foo"}"#
+        );
+        let back = e
+            .body(Direction::ToApp, Wire::Json, Context::default(), &cluster)
+            .unwrap()
+            .unwrap();
+        assert_eq!(back, app);
+        assert_eq!(
+            e.body(Direction::ToCluster, Wire::Opaque, Context::default(), app)
+                .unwrap(),
+            None
+        );
+        assert!(e
+            .body(
+                Direction::ToCluster,
+                Wire::Unrenamable,
+                Context::default(),
+                app
+            )
+            .is_err());
+    }
+
+    #[test]
+    fn the_tag_follows_the_rules() {
+        let a = engine("samplecontroller.team1.example.com");
+        let b = engine("samplecontroller.team2.example.com");
+        assert_ne!(a.tag(), b.tag());
+        assert_eq!(a.tag(), engine("samplecontroller.team1.example.com").tag());
+        assert!(a.tag().starts_with("-rg"));
+    }
+}

@@ -1,0 +1,60 @@
+//! regroup's own reads of the cluster (the front's request-header
+//! settings), with regroup's own credentials: a small Kubernetes client over
+//! the upstream, apart from the app's traffic.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{Request, Response};
+use hyper::body::Incoming;
+use serde_json::Value as Json;
+
+use super::body::{collect, full};
+use crate::upstream::Upstream;
+
+/// The largest document regroup reads for itself.
+const LIMIT: usize = 16 << 20;
+
+/// regroup's own client of the upstream.
+#[derive(Clone)]
+pub struct OwnClient {
+    upstream: Arc<Upstream>,
+}
+
+impl OwnClient {
+    /// A client of `upstream`.
+    pub fn new(upstream: Arc<Upstream>) -> OwnClient {
+        OwnClient { upstream }
+    }
+
+    /// GETs a JSON document.
+    pub async fn get_json(&self, path: &str) -> Result<Json, String> {
+        let resp = self.get(path).await?;
+        let status = resp.status();
+        let body = collect(resp.into_body(), LIMIT)
+            .await
+            .map_err(|e| format!("GET {path}: {e}"))?;
+        if !status.is_success() {
+            return Err(format!("GET {path}: {status}"));
+        }
+        serde_json::from_slice(&body).map_err(|e| format!("GET {path}: {e}"))
+    }
+
+    /// A JSON GET whose body is left to the caller (a watch streams).
+    pub async fn get(&self, path: &str) -> Result<Response<Incoming>, String> {
+        let uri = self.upstream.uri(path).map_err(|e| e.to_string())?;
+        let mut req = Request::get(uri)
+            .body(full(Bytes::new()))
+            .expect("valid request");
+        req.headers_mut()
+            .insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        if let Some(v) = self.upstream.authorization(false) {
+            req.headers_mut().insert(header::AUTHORIZATION, v);
+        }
+        self.upstream
+            .send(req)
+            .await
+            .map_err(|e| format!("GET {path}: {e}"))
+    }
+}

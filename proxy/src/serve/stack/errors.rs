@@ -1,0 +1,63 @@
+//! The one place a failure becomes the caller's answer: a Kubernetes
+//! `Status`, a log line (never a body or a credential) and a counter.
+
+use std::time::Instant;
+
+use http::{Method, Response};
+
+use crate::serve::metrics::metrics;
+use crate::serve::status::Failure;
+use crate::upstream::Body;
+
+/// Answers a request whose pipeline ended with `result`.
+pub(crate) fn answer(
+    listener: &'static str,
+    method: &Method,
+    path: &str,
+    started: Instant,
+    result: Result<Response<Body>, Failure>,
+) -> Response<Body> {
+    let resp = match result {
+        Ok(r) => r,
+        Err(f) => {
+            metrics().error(listener, f.reason);
+            tracing::warn!(%method, %path, code = f.code.as_u16(), reason = f.reason, "{}", f.message);
+            f.into_response()
+        }
+    };
+    metrics().request(listener, resp.status());
+    tracing::debug!(
+        %method,
+        %path,
+        status = resp.status().as_u16(),
+        ms = started.elapsed().as_secs_f64() * 1e3,
+        "request"
+    );
+    resp
+}
+
+/// A caller refused before its request was forwarded (the front's
+/// authentication): counted by reason.
+pub(crate) fn refused(
+    listener: &'static str,
+    path: &str,
+    reason: &'static str,
+    f: Failure,
+) -> Response<Body> {
+    metrics().rejection(reason);
+    metrics().request(listener, f.code);
+    tracing::warn!(reason, %path, "{listener} caller rejected");
+    f.into_response()
+}
+
+/// The upstream could not be reached: the message names the cause chain.
+pub(crate) fn unavailable(e: &dyn std::error::Error) -> Failure {
+    let mut msg = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        src = s.source();
+    }
+    Failure::unavailable(format!("the Kubernetes API server is unavailable: {msg}"))
+}

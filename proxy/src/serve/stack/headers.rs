@@ -1,0 +1,106 @@
+//! Headers both ways: what is forwarded upstream, and the group-bearing
+//! response headers (`Warning`, `Location`) renamed back.
+
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+
+use super::{etag, Forward};
+use crate::kube::media;
+use crate::rewrite::Engine;
+use crate::route;
+
+/// Hop-by-hop headers, never forwarded (RFC 9110 7.6.1).
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// A protocol upgrade (`Connection: upgrade` and `Upgrade`).
+pub(crate) fn is_upgrade(h: &HeaderMap) -> bool {
+    h.contains_key(header::UPGRADE)
+        && h.get_all(header::CONNECTION).iter().any(|v| {
+            v.to_str().is_ok_and(|s| {
+                s.split(',')
+                    .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+            })
+        })
+}
+
+/// The headers forwarded upstream. `Accept` loses the media types regroup
+/// can't rename, so the upstream answers in one it can.
+pub(crate) fn request(
+    fwd: &Forward,
+    engine: &Engine,
+    incoming: &HeaderMap,
+    upgrade: bool,
+) -> HeaderMap {
+    let mut h = HeaderMap::with_capacity(incoming.len());
+    for (name, value) in incoming {
+        let n = name.as_str();
+        let hop = HOP_BY_HOP.contains(&n) && !(upgrade && matches!(n, "connection" | "upgrade"));
+        if hop
+            || name == header::HOST
+            || name == header::ACCEPT_ENCODING
+            || (!fwd.pass_through_auth && name == header::AUTHORIZATION)
+            || (!fwd.forwards_identity && n.starts_with("x-remote-"))
+        {
+            continue;
+        }
+        if name == header::IF_NONE_MATCH {
+            h.append(name.clone(), etag::untag_value(engine, value));
+            continue;
+        }
+        if name == header::ACCEPT {
+            if let Some(kept) = value
+                .to_str()
+                .ok()
+                .and_then(media::accept_without_unrenamable)
+            {
+                if let Ok(v) = HeaderValue::from_str(&kept) {
+                    if !kept.is_empty() {
+                        h.append(name.clone(), v);
+                    }
+                }
+                continue;
+            }
+        }
+        h.append(name.clone(), value.clone());
+    }
+    h
+}
+
+/// Removes the hop-by-hop headers of a response.
+pub(crate) fn strip_hop_by_hop(h: &mut HeaderMap) {
+    for name in HOP_BY_HOP {
+        h.remove(HeaderName::from_static(name));
+    }
+}
+
+/// `Warning` texts and `Location` paths name groups too.
+pub(crate) fn response(fwd: &Forward, engine: &Engine, h: &mut HeaderMap) {
+    let (map, dir) = (engine.map(), fwd.dir.flip());
+    let warnings: Vec<HeaderValue> = h.get_all(header::WARNING).iter().cloned().collect();
+    if !warnings.is_empty() {
+        h.remove(header::WARNING);
+        for w in warnings {
+            let v = w
+                .to_str()
+                .ok()
+                .and_then(|s| map.map_text(s, dir))
+                .and_then(|s| HeaderValue::from_str(&s).ok())
+                .unwrap_or(w);
+            h.append(header::WARNING, v);
+        }
+    }
+    if let Some(loc) = h.get(header::LOCATION).and_then(|v| v.to_str().ok()) {
+        if let Some(v) =
+            route::rewrite_path(loc, map, dir).and_then(|s| HeaderValue::from_str(&s).ok())
+        {
+            h.insert(header::LOCATION, v);
+        }
+    }
+}

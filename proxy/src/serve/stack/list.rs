@@ -1,0 +1,81 @@
+//! JSON lists renamed item by item as they stream: memory is bounded by the
+//! largest item. A failure mid-stream aborts the body (the client sees a
+//! broken response, never unrenamed bytes).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header;
+use http::response::Parts;
+use http::Response;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use regroup_config::Direction;
+
+use super::{Exchange, Forward, BODY_LIMIT};
+use crate::rewrite::list_stream::ListStream;
+use crate::rewrite::Engine;
+use crate::upstream::{Body, BoxError};
+
+struct State {
+    engine: Arc<Engine>,
+    dir: Direction,
+    body: Incoming,
+    list: Option<ListStream>,
+}
+
+fn aborted(e: impl Into<BoxError>) -> Result<http_body::Frame<Bytes>, BoxError> {
+    Err(e.into())
+}
+
+/// The list response, its body renamed as it streams.
+pub(crate) fn stream(
+    fwd: &Forward,
+    x: &Exchange,
+    mut parts: Parts,
+    body: Incoming,
+) -> Response<Body> {
+    parts.headers.remove(header::CONTENT_LENGTH);
+    let addressed = x.kind().map(|k| (x.info.group.clone(), k));
+    let st = State {
+        engine: x.engine.clone(),
+        dir: fwd.dir.flip(),
+        body,
+        list: Some(ListStream::new(addressed, BODY_LIMIT)),
+    };
+    let s = futures_util::stream::unfold(st, |mut st| async move {
+        loop {
+            let list = st.list.as_mut()?;
+            let rw = st.engine.json(st.dir);
+            match st.body.frame().await {
+                Some(Ok(f)) => {
+                    let Ok(data) = f.into_data() else { continue };
+                    match list.feed(rw, &data) {
+                        Ok(out) if out.is_empty() => continue,
+                        Ok(out) => return Some((Ok(http_body::Frame::data(Bytes::from(out))), st)),
+                        Err(e) => {
+                            tracing::error!("the API server's list can't be renamed, aborting the response: {e}");
+                            st.list = None;
+                            return Some((aborted(e), st));
+                        }
+                    }
+                }
+                Some(Err(e)) => {
+                    st.list = None;
+                    return Some((aborted(e), st));
+                }
+                None => {
+                    let list = st.list.take()?;
+                    return match list.finish(st.engine.json(st.dir)) {
+                        Ok(out) => Some((Ok(http_body::Frame::data(Bytes::from(out))), st)),
+                        Err(e) => {
+                            tracing::error!("the API server's list can't be renamed, aborting the response: {e}");
+                            Some((aborted(e), st))
+                        }
+                    };
+                }
+            }
+        }
+    });
+    Response::from_parts(parts, http_body_util::StreamBody::new(s).boxed())
+}

@@ -1,0 +1,120 @@
+//! The request pipeline both stacks share, as small layers called in
+//! order, each in its own file:
+//!
+//! 1. `target`: the shadowed group answers 404; the path and query renamed
+//!    towards the upstream.
+//! 2. `headers` and `etag`: what is forwarded (hop-by-hop, identity and
+//!    regroup's ETag tags removed).
+//! 3. `credentials`: whose credential goes upstream.
+//! 4. `upgrade`: exec/attach/port-forward are spliced as bytes; done.
+//! 5. `trust::patch`: a JSON Patch of the app's own APIService (front
+//!    trust); done.
+//! 6. `request_body`: the body renamed by the engine.
+//! 7. `credentials::send`: sent, a 401 retried once with a fresh token.
+//! 8. `response`: headers and body renamed back (`openapi`, `watch`,
+//!    `list`, `whole`).
+//!
+//! Every failure is a [`Failure`], turned into a `Status` in one place
+//! (`errors`). The sidecar stack is this pipeline; the front stack puts
+//! `identity` (front-proxy authentication) before it.
+
+pub(crate) mod credentials;
+pub(crate) mod errors;
+pub(crate) mod etag;
+pub(crate) mod gzip;
+pub(crate) mod headers;
+pub(crate) mod identity;
+pub(crate) mod list;
+pub(crate) mod openapi;
+pub(crate) mod request_body;
+pub(crate) mod response;
+pub(crate) mod target;
+pub(crate) mod upgrade;
+pub(crate) mod watch;
+pub(crate) mod whole;
+
+use std::sync::Arc;
+
+use http::{Request, Response};
+use hyper::body::Incoming;
+use regroup_config::Direction;
+
+use super::status::{page_not_found, Failure};
+use super::trust::{self, FrontTrust};
+use crate::kube::RequestInfo;
+use crate::rewrite::{Catalog, Engine};
+use crate::upstream::{Body, Upstream};
+
+/// The largest request or non-streamed response body regroup rewrites.
+pub(crate) const BODY_LIMIT: usize = 256 << 20;
+
+/// Where one stack forwards to, and how.
+pub(crate) struct Forward {
+    pub upstream: Arc<Upstream>,
+    /// Requests are renamed in this direction, responses in the other.
+    pub dir: Direction,
+    /// The caller's own `Authorization` goes upstream when it sent one.
+    pub pass_through_auth: bool,
+    /// Sidecar with a front: how the app and the cluster come to trust it.
+    pub trust: Option<Arc<FrontTrust>>,
+    /// `sidecar` or `front`, in metrics and logs.
+    pub listener: &'static str,
+    /// The front sets `X-Remote-*` itself after authenticating the caller;
+    /// the sidecar never forwards them from the app.
+    pub forwards_identity: bool,
+}
+
+/// One request on its way through the layers.
+pub(crate) struct Exchange {
+    /// The engine loaded for this request, kept to its end.
+    pub engine: Arc<Engine>,
+    pub info: RequestInfo,
+    pub method: http::Method,
+    /// The path as the caller sent it (its names).
+    pub caller_path: String,
+    /// The path in the upstream's names, without a query.
+    pub upstream_path: String,
+}
+
+impl Exchange {
+    /// The kind addressed by the request, where its objects carry groups.
+    pub fn kind(&self) -> Option<&'static str> {
+        Catalog::kind_for_resource(&self.info.group, self.info.resource.as_deref()?)
+    }
+}
+
+/// The pipeline: one request, caller to upstream and back.
+pub(crate) async fn forward(
+    fwd: &Forward,
+    engine: Arc<Engine>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    let info = RequestInfo::parse(req.uri().path(), req.uri().query());
+    let Some(to) = target::resolve(fwd, &engine, &info, req.uri())? else {
+        // The caller named the other side's group: it doesn't exist here.
+        return Ok(page_not_found());
+    };
+    let (mut parts, body) = req.into_parts();
+    let upgrade = headers::is_upgrade(&parts.headers);
+    let mut out = headers::request(fwd, &engine, &parts.headers, upgrade);
+    let own = credentials::lend(fwd, &parts.headers, &mut out);
+    if upgrade {
+        let on_upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
+        return upgrade::splice(fwd, parts.method, to.uri, out, body, on_upgrade).await;
+    }
+    let x = Exchange {
+        engine,
+        info,
+        method: parts.method,
+        caller_path: parts.uri.path().to_owned(),
+        upstream_path: to.path,
+    };
+    if let Some(t) = &fwd.trust {
+        if trust::patch::applies_to(&x, &out, fwd.dir) {
+            return trust::patch::serve(fwd, t, &x, parts.uri.query(), out, body).await;
+        }
+    }
+    let body = request_body::rename(fwd, &x, &mut out, body).await?;
+    let resp = credentials::send(fwd, &x.method, to.uri, out, body, own).await?;
+    response::rename(fwd, &x, resp).await
+}

@@ -1,0 +1,86 @@
+//! The request body, renamed towards the upstream by the engine. Bodies
+//! that carry no group stream on untouched; encodings regroup can't rename
+//! are refused (the client falls back to JSON).
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::Method;
+use hyper::body::Incoming;
+
+use super::{Exchange, Forward, BODY_LIMIT};
+use crate::kube::{MediaType, Wire};
+use crate::rewrite::{Context, RewriteError};
+use crate::serve::body::{collect, full, pass, CollectError};
+use crate::serve::status::Failure;
+use crate::serve::trust;
+use crate::upstream::Body;
+
+fn carries_body(m: &Method) -> bool {
+    matches!(
+        *m,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    )
+}
+
+/// Renames a request body; `headers` (those forwarded) get its new length.
+pub(crate) async fn rename(
+    fwd: &Forward,
+    x: &Exchange,
+    headers: &mut HeaderMap,
+    body: Incoming,
+) -> Result<Body, Failure> {
+    if !(x.info.is_api && carries_body(&x.method)) {
+        return Ok(pass(body));
+    }
+    let media = MediaType::of(headers);
+    let wire = media.request_wire();
+    match wire {
+        Wire::Opaque => return Ok(pass(body)),
+        Wire::Unrenamable => {
+            return Err(Failure::unsupported(
+                "regroup can't rename this encoding (CBOR); send JSON, YAML or protobuf",
+            ))
+        }
+        _ => {}
+    }
+    let bytes = read(body).await?;
+    let hint_version = x.info.api_version().unwrap_or_default();
+    // A subresource body keeps its own kind's group.
+    let (api_version, kind) = match (x.info.subresource.as_deref(), x.kind()) {
+        (Some("scale"), _) => ("autoscaling/v1".to_string(), "Scale"),
+        (_, k) => (hint_version, k.unwrap_or("")),
+    };
+    let cx = Context {
+        hint: Some((&api_version, kind)),
+        addressed: None,
+    };
+    let out = x
+        .engine
+        .body(fwd.dir, wire, cx, &bytes)
+        .map_err(|e: RewriteError| {
+            Failure::bad_request(format!("the request body can't be renamed: {e}"))
+        })?;
+    if out.is_some() && media == MediaType::Yaml {
+        // Renamed YAML is sent as JSON (JSON is YAML).
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+    }
+    let mut bytes = out.map(Bytes::from).unwrap_or(bytes);
+    if let Some(t) = &fwd.trust {
+        bytes = trust::hooks::request_body(t, x, media, bytes)?;
+    }
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+    Ok(full(bytes))
+}
+
+/// A whole request body, within [`BODY_LIMIT`].
+pub(crate) async fn read(body: Incoming) -> Result<Bytes, Failure> {
+    collect(body, BODY_LIMIT).await.map_err(|e| match e {
+        CollectError::TooLarge(n) => {
+            Failure::too_large(format!("request body larger than {n} bytes"))
+        }
+        CollectError::Io(m) => Failure::bad_request(m),
+    })
+}

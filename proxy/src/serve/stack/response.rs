@@ -1,0 +1,63 @@
+//! The upstream's answer renamed back towards the caller: headers first,
+//! then the body by its form (OpenAPI, watch, list, whole).
+
+use http::header::{self, HeaderMap};
+use http::{Method, Response};
+use hyper::body::Incoming;
+
+use super::{etag, headers, list, openapi, watch, whole, Exchange, Forward};
+use crate::kube::{MediaType, Wire};
+use crate::serve::body::pass;
+use crate::serve::status::Failure;
+use crate::serve::trust::hooks;
+use crate::upstream::Body;
+
+/// Renames a response.
+pub(crate) async fn rename(
+    fwd: &Forward,
+    x: &Exchange,
+    resp: Response<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    let (mut parts, body) = resp.into_parts();
+    let media = MediaType::of(&parts.headers);
+    headers::strip_hop_by_hop(&mut parts.headers);
+    headers::response(fwd, &x.engine, &mut parts.headers);
+    let success = parts.status.is_success();
+    if openapi::is_openapi(&x.caller_path) && success {
+        return openapi::rename(fwd, x, parts, body).await;
+    }
+    if !x.info.is_api {
+        return Ok(Response::from_parts(parts, pass(body)));
+    }
+    match media.response_wire() {
+        Wire::Opaque => return Ok(Response::from_parts(parts, pass(body))),
+        Wire::Unrenamable => {
+            return Err(Failure::bad_gateway(
+                "the API server answered in an encoding regroup can't rename (CBOR)",
+            ))
+        }
+        _ => {}
+    }
+    etag::tag(&x.engine, &mut parts.headers);
+    let trust = fwd.trust.clone().filter(|_| hooks::relevant(&x.info));
+    let gzip = is_gzip(&parts.headers);
+    if x.info.watch && success {
+        return watch::rename(fwd, x, parts, body, media, gzip, trust);
+    }
+    let list = media == MediaType::Json
+        && !gzip
+        && x.info.name.is_none()
+        && success
+        && x.method == Method::GET
+        && trust.is_none();
+    if list {
+        // Memory bounded by one item, not by the list.
+        return Ok(list::stream(fwd, x, parts, body));
+    }
+    whole::rename(fwd, x, parts, body, media, gzip, trust.as_deref()).await
+}
+
+fn is_gzip(h: &HeaderMap) -> bool {
+    h.get(header::CONTENT_ENCODING)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"))
+}

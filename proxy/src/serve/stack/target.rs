@@ -1,0 +1,54 @@
+//! Where a request goes: refused as not found when it names the other
+//! side's group (shadowed), else its path and query in the upstream's names.
+
+use http::Uri;
+
+use super::{etag, Forward};
+use crate::kube::RequestInfo;
+use crate::rewrite::Engine;
+use crate::route;
+use crate::serve::status::Failure;
+
+/// The upstream address of a request.
+pub(crate) struct Target {
+    /// The full URI (path and query renamed).
+    pub uri: Uri,
+    /// The path alone, renamed.
+    pub path: String,
+}
+
+/// `Ok(None)`: the request names a shadowed group and must look exactly
+/// like a request for a group that does not exist.
+pub(crate) fn resolve(
+    fwd: &Forward,
+    engine: &Engine,
+    info: &RequestInfo,
+    uri: &Uri,
+) -> Result<Option<Target>, Failure> {
+    let (map, dir) = (engine.map(), fwd.dir);
+    let path = uri.path();
+    let openapi_group = path
+        .strip_prefix("/openapi/v3/apis/")
+        .map(|r| r.split('/').next().unwrap_or(r));
+    let named_group = if info.is_api {
+        Some(info.group.as_str())
+    } else {
+        openapi_group
+    };
+    if named_group.is_some_and(|g| !g.is_empty() && map.is_shadowed(g, dir)) {
+        return Ok(None);
+    }
+    let renamed = route::rewrite_path(path, map, dir).unwrap_or_else(|| path.to_owned());
+    let mut pq = renamed.clone();
+    if let Some(q) = uri.query() {
+        let q = route::rewrite_query_for(q, info, map, dir).unwrap_or_else(|| q.to_owned());
+        pq.push('?');
+        // OpenAPI v3 documents are addressed by the hash regroup tagged.
+        pq.push_str(&etag::untag(engine, &q));
+    }
+    let uri = fwd
+        .upstream
+        .uri(&pq)
+        .map_err(|e| Failure::bad_request(format!("invalid request URI: {e}")))?;
+    Ok(Some(Target { uri, path: renamed }))
+}

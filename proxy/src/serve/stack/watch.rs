@@ -1,0 +1,74 @@
+//! Watch streams renamed event by event as they arrive. An event that can't
+//! be renamed ends the stream (a JSON watch with an `ERROR` event), so the
+//! client re-lists rather than see unrenamed bytes.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header;
+use http::response::Parts;
+use http::Response;
+use hyper::body::Incoming;
+
+use super::{Exchange, Forward};
+use crate::kube::status::watch_error_line;
+use crate::kube::MediaType;
+use crate::rewrite::framing::Framing;
+use crate::rewrite::Context;
+use crate::serve::body::rewrite_frames;
+use crate::serve::status::Failure;
+use crate::serve::trust::{hooks, FrontTrust};
+use crate::upstream::Body;
+
+/// Renames a watch response's stream.
+pub(crate) fn rename(
+    fwd: &Forward,
+    x: &Exchange,
+    mut parts: Parts,
+    body: Incoming,
+    media: MediaType,
+    gzip: bool,
+    trust: Option<Arc<FrontTrust>>,
+) -> Result<Response<Body>, Failure> {
+    if gzip {
+        return Err(Failure::bad_gateway(
+            "gzip-encoded watch streams are not supported",
+        ));
+    }
+    parts.headers.remove(header::CONTENT_LENGTH);
+    let framing = match media {
+        MediaType::Protobuf => Framing::LengthPrefixed,
+        _ => Framing::Lines,
+    };
+    let engine = x.engine.clone();
+    let dir = fwd.dir.flip();
+    let addressed = x.kind().map(|k| (x.info.group.clone(), k));
+    let body = rewrite_frames(
+        body,
+        framing,
+        move |event| {
+            let cx = Context {
+                hint: None,
+                addressed: addressed.as_ref().map(|(g, k)| (g.as_str(), *k)),
+            };
+            let out = engine.watch_event(dir, framing, cx, event)?;
+            match &trust {
+                Some(t) => {
+                    Ok(hooks::watch_event(t, framing, out.as_deref().unwrap_or(event))?.or(out))
+                }
+                None => Ok(out),
+            }
+        },
+        move |e| match framing {
+            Framing::Lines => Bytes::from(watch_error_line(
+                502,
+                "InternalError",
+                &format!("a watch event from the API server can't be renamed: {e}"),
+            )),
+            // A protobuf watch has no error frame a client reads as such:
+            // the stream just ends.
+            Framing::LengthPrefixed => Bytes::new(),
+        },
+    );
+    Ok(Response::from_parts(parts, body))
+}

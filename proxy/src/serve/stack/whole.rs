@@ -1,0 +1,72 @@
+//! A response body renamed whole (objects, Status errors, discovery, YAML,
+//! protobuf), gzip inflated first.
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::response::Parts;
+use http::Response;
+use hyper::body::Incoming;
+
+use super::{gzip, Exchange, Forward, BODY_LIMIT};
+use crate::kube::MediaType;
+use crate::rewrite::{yaml, Context, RewriteError};
+use crate::serve::body::{collect, full};
+use crate::serve::status::Failure;
+use crate::serve::trust::{hooks, FrontTrust};
+use crate::upstream::Body;
+
+/// The largest inflated gzip body regroup renames.
+const INFLATED_LIMIT: usize = BODY_LIMIT;
+
+/// Renames a whole response body.
+pub(crate) async fn rename(
+    fwd: &Forward,
+    x: &Exchange,
+    mut parts: Parts,
+    body: Incoming,
+    media: MediaType,
+    gzip: bool,
+    trust: Option<&FrontTrust>,
+) -> Result<Response<Body>, Failure> {
+    let mut bytes = collect(body, BODY_LIMIT)
+        .await
+        .map_err(|e| Failure::bad_gateway(format!("reading the API server's response: {e}")))?;
+    if gzip {
+        bytes = gzip::inflate(&bytes, INFLATED_LIMIT)?;
+        parts.headers.remove(header::CONTENT_ENCODING);
+    }
+    let bad = |e: RewriteError| {
+        Failure::bad_gateway(format!("the API server's response can't be renamed: {e}"))
+    };
+    let dir = fwd.dir.flip();
+    let addressed = x.kind().map(|k| (x.info.group.as_str(), k));
+    let out = match media {
+        MediaType::Yaml => yaml::rewrite(x.engine.json(dir), &bytes, addressed),
+        _ => x.engine.body(
+            dir,
+            media.response_wire(),
+            Context {
+                hint: None,
+                addressed,
+            },
+            &bytes,
+        ),
+    }
+    .map_err(bad)?;
+    let out = match trust {
+        Some(t) => hooks::response_body(
+            t,
+            media,
+            parts.status.is_success(),
+            out.as_deref().unwrap_or(&bytes),
+        )
+        .map_err(bad)?
+        .or(out),
+        None => out,
+    };
+    let bytes = out.map(Bytes::from).unwrap_or(bytes);
+    parts
+        .headers
+        .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+    Ok(Response::from_parts(parts, full(bytes)))
+}
