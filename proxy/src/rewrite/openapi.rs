@@ -1,6 +1,6 @@
 //! OpenAPI v2 and v3 documents in JSON, renamed by splicing bytes.
 //!
-//! Where groups live in OpenAPI (DESIGN.md, the catalog's OpenAPI row):
+//! Where groups live in OpenAPI (the catalog's OpenAPI row, `catalog::openapi`):
 //! `paths` keys (`/apis/{group}/{version}/...`), definition and schema names
 //! in reverse-DNS form (`io.k8s.samplecontroller.v1alpha1.Foo`, keys of v2
 //! `definitions` and v3 `components.schemas`) and every `$ref` to them,
