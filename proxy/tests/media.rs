@@ -1,0 +1,251 @@
+//! Media types through a real listener: a body with no `Content-Type` is
+//! renamed as JSON (kube-apiserver reads it so), CBOR is never forwarded
+//! where a group could hide in it, and a gzip bomb is refused, not inflated.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use regroup::rewrite::Catalog;
+use regroup::serve::Proxy;
+use regroup::upstream::{Resolved, Upstream};
+use serde_json::Value as Json;
+use tokio::net::TcpListener;
+
+/// What the upstream saw of the last request.
+#[derive(Default, Clone, Debug)]
+struct Seen {
+    requests: usize,
+    content_type: Option<String>,
+    accept: Option<String>,
+    body: Vec<u8>,
+}
+
+/// The upstream's answer to every request.
+#[derive(Clone)]
+struct Answer {
+    content_type: &'static str,
+    gzip: bool,
+    body: Bytes,
+}
+
+async fn upstream(answer: Answer, seen: Arc<Mutex<Seen>>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (seen, answer) = (seen.clone(), answer.clone());
+            tokio::spawn(async move {
+                let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
+                    let (seen, answer) = (seen.clone(), answer.clone());
+                    async move {
+                        let header =
+                            |n: &str| req.headers().get(n).map(|v| v.to_str().unwrap().to_owned());
+                        let (content_type, accept) = (header("content-type"), header("accept"));
+                        let body = req.into_body().collect().await.unwrap().to_bytes();
+                        {
+                            let mut s = seen.lock().unwrap();
+                            s.requests += 1;
+                            s.content_type = content_type;
+                            s.accept = accept;
+                            s.body = body.to_vec();
+                        }
+                        let mut r = Response::builder().header("content-type", answer.content_type);
+                        if answer.gzip {
+                            r = r.header("content-encoding", "gzip");
+                        }
+                        Ok::<_, std::convert::Infallible>(r.body(Full::new(answer.body)).unwrap())
+                    }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+async fn sidecar(answer: Answer) -> (String, Arc<Mutex<Seen>>) {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let server = upstream(answer, seen.clone()).await;
+    let up = Upstream::new(
+        &Resolved {
+            server,
+            ..Resolved::default()
+        },
+        false,
+    )
+    .unwrap();
+    let proxy = Arc::new(Proxy::sidecar(
+        &common::fixture_map(),
+        &Catalog::new(&[]),
+        up,
+        true,
+    ));
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(regroup::serve::serve_plain(l, proxy));
+    (format!("http://{addr}"), seen)
+}
+
+async fn send(req: Request<Full<Bytes>>) -> (StatusCode, Json) {
+    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .build_http::<Full<Bytes>>();
+    let resp = client.request(req).await.unwrap();
+    let status = resp.status();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&body).unwrap_or(Json::Null))
+}
+
+fn json_answer(body: &'static str) -> Answer {
+    Answer {
+        content_type: "application/json",
+        gzip: false,
+        body: Bytes::from_static(body.as_bytes()),
+    }
+}
+
+const FOO: &str = r#"{"apiVersion":"samplecontroller.team1.example.com/v1alpha1","kind":"Foo","metadata":{"name":"alpha","namespace":"ns"}}"#;
+const FOO_PATH: &str = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/alpha";
+
+#[tokio::test]
+async fn a_create_without_content_type_is_renamed_as_json() {
+    let (url, seen) = sidecar(json_answer(r#"{"kind":"ConfigMap","apiVersion":"v1"}"#)).await;
+    let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"child","namespace":"ns","ownerReferences":[{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","name":"alpha","uid":"u"}]}}"#;
+    let req = Request::post(format!("{url}/api/v1/namespaces/ns/configmaps"))
+        .body(Full::new(Bytes::from_static(cm.as_bytes())))
+        .unwrap();
+    assert!(req.headers().get("content-type").is_none());
+    let (status, _) = send(req).await;
+    assert_eq!(status, StatusCode::OK);
+    let s = seen.lock().unwrap().clone();
+    let stored: Json = serde_json::from_slice(&s.body).unwrap();
+    assert_eq!(
+        stored["metadata"]["ownerReferences"][0]["apiVersion"],
+        "samplecontroller.team1.example.com/v1alpha1"
+    );
+    // Only the group-bearing value changed.
+    assert_eq!(
+        String::from_utf8(s.body).unwrap(),
+        cm.replace(
+            "samplecontroller.k8s.io",
+            "samplecontroller.team1.example.com"
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_cbor_body_is_refused_with_415_and_never_forwarded() {
+    for media in [
+        "application/cbor",
+        "application/apply-patch+cbor",
+        "application/cbor-seq",
+    ] {
+        let (url, seen) = sidecar(json_answer(FOO)).await;
+        let req = Request::patch(format!("{url}{FOO_PATH}"))
+            .header("content-type", media)
+            .body(Full::new(Bytes::from_static(b"\xa1\x64kind\x63Foo")))
+            .unwrap();
+        let (status, body) = send(req).await;
+        assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{media}");
+        assert_eq!(body["kind"], "Status");
+        assert_eq!(body["reason"], "UnsupportedMediaType");
+        assert_eq!(
+            seen.lock().unwrap().requests,
+            0,
+            "{media} reached the upstream"
+        );
+    }
+}
+
+#[tokio::test]
+async fn cbor_is_removed_from_accept() {
+    let (url, seen) = sidecar(json_answer(FOO)).await;
+    let req = Request::get(format!("{url}{FOO_PATH}"))
+        .header("accept", "application/cbor, application/json;q=0.9")
+        .body(Full::default())
+        .unwrap();
+    let (status, body) = send(req).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["apiVersion"], "samplecontroller.k8s.io/v1alpha1");
+    assert_eq!(
+        seen.lock().unwrap().accept.as_deref(),
+        Some("application/json;q=0.9")
+    );
+
+    let (url, seen) = sidecar(json_answer(FOO)).await;
+    let req = Request::get(format!("{url}{FOO_PATH}"))
+        .header("accept", "application/cbor")
+        .body(Full::default())
+        .unwrap();
+    assert_eq!(send(req).await.0, StatusCode::OK);
+    assert_eq!(seen.lock().unwrap().accept, None);
+}
+
+#[tokio::test]
+async fn a_cbor_answer_is_a_502() {
+    let (url, _) = sidecar(Answer {
+        content_type: "application/cbor",
+        gzip: false,
+        body: Bytes::from_static(b"\xa1\x64kind\x63Foo"),
+    })
+    .await;
+    let req = Request::get(format!("{url}{FOO_PATH}"))
+        .body(Full::default())
+        .unwrap();
+    let (status, body) = send(req).await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    assert_eq!(body["kind"], "Status");
+}
+
+#[tokio::test]
+async fn a_gzip_bomb_is_refused_not_inflated() {
+    // 300 MiB of spaces after a JSON object: past the 256 MiB limit.
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(FOO.as_bytes()).unwrap();
+    let chunk = vec![b' '; 1 << 20];
+    for _ in 0..300 {
+        e.write_all(&chunk).unwrap();
+    }
+    let bomb = e.finish().unwrap();
+    assert!(bomb.len() < 1 << 20, "{} bytes", bomb.len());
+    let (url, _) = sidecar(Answer {
+        content_type: "application/json",
+        gzip: true,
+        body: Bytes::from(bomb),
+    })
+    .await;
+    let req = Request::get(format!("{url}{FOO_PATH}"))
+        .body(Full::default())
+        .unwrap();
+    let (status, body) = send(req).await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    assert!(
+        body["message"].as_str().unwrap().contains("inflates past"),
+        "{body}"
+    );
+
+    // A gzip body within the limit is renamed.
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(FOO.as_bytes()).unwrap();
+    let (url, _) = sidecar(Answer {
+        content_type: "application/json",
+        gzip: true,
+        body: Bytes::from(e.finish().unwrap()),
+    })
+    .await;
+    let req = Request::get(format!("{url}{FOO_PATH}"))
+        .body(Full::default())
+        .unwrap();
+    let (status, body) = send(req).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["apiVersion"], "samplecontroller.k8s.io/v1alpha1");
+}
