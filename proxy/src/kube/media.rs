@@ -60,6 +60,35 @@ pub enum Wire {
     Opaque,
 }
 
+/// The media types kube-apiserver speaks, by their names.
+const KNOWN: &[(&str, MediaType)] = &[
+    ("application/json", MediaType::Json),
+    ("application/yaml", MediaType::Yaml),
+    ("application/vnd.kubernetes.protobuf", MediaType::Protobuf),
+    ("application/cbor", MediaType::Cbor),
+    ("application/cbor-seq", MediaType::CborSeq),
+    (
+        "application/json-patch+json",
+        MediaType::Patch(PatchKind::Json),
+    ),
+    (
+        "application/merge-patch+json",
+        MediaType::Patch(PatchKind::Merge),
+    ),
+    (
+        "application/strategic-merge-patch+json",
+        MediaType::Patch(PatchKind::StrategicMerge),
+    ),
+    (
+        "application/apply-patch+yaml",
+        MediaType::Patch(PatchKind::ApplyYaml),
+    ),
+    (
+        "application/apply-patch+cbor",
+        MediaType::Patch(PatchKind::ApplyCbor),
+    ),
+];
+
 impl MediaType {
     /// Reads a `Content-Type` value (`None` when the header is absent).
     pub fn parse(content_type: Option<&str>) -> MediaType {
@@ -67,32 +96,13 @@ impl MediaType {
             return MediaType::Unspecified;
         };
         let essence = v.split(';').next().unwrap_or("").trim();
-        let is = |s: &str| essence.eq_ignore_ascii_case(s);
         if essence.is_empty() {
-            MediaType::Unspecified
-        } else if is("application/json") {
-            MediaType::Json
-        } else if is("application/yaml") {
-            MediaType::Yaml
-        } else if is("application/vnd.kubernetes.protobuf") {
-            MediaType::Protobuf
-        } else if is("application/cbor") {
-            MediaType::Cbor
-        } else if is("application/cbor-seq") {
-            MediaType::CborSeq
-        } else if is("application/json-patch+json") {
-            MediaType::Patch(PatchKind::Json)
-        } else if is("application/merge-patch+json") {
-            MediaType::Patch(PatchKind::Merge)
-        } else if is("application/strategic-merge-patch+json") {
-            MediaType::Patch(PatchKind::StrategicMerge)
-        } else if is("application/apply-patch+yaml") {
-            MediaType::Patch(PatchKind::ApplyYaml)
-        } else if is("application/apply-patch+cbor") {
-            MediaType::Patch(PatchKind::ApplyCbor)
-        } else {
-            MediaType::Other
+            return MediaType::Unspecified;
         }
+        KNOWN
+            .iter()
+            .find(|(name, _)| essence.eq_ignore_ascii_case(name))
+            .map_or(MediaType::Other, |(_, m)| *m)
     }
 
     /// The media type of a message's `Content-Type` header.

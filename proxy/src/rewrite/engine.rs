@@ -193,11 +193,12 @@ fn rules_tag(map: &GroupMap) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use regroup_config::{MapRule, Rule};
 
-    fn engine(to: &str) -> Engine {
+    /// An engine renaming `samplecontroller.k8s.io` to `to`.
+    pub(crate) fn engine(to: &str) -> Engine {
         let map = GroupMap::new(vec![MapRule {
             rule: Rule::Exact {
                 from: "samplecontroller.k8s.io".into(),

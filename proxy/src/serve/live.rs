@@ -33,20 +33,7 @@ impl Live {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rewrite::Catalog;
-    use regroup_config::{GroupMap, MapRule, Rule};
-
-    fn engine(to: &str) -> Engine {
-        let map = GroupMap::new(vec![MapRule {
-            rule: Rule::Exact {
-                from: "a.example.com".into(),
-                to: to.into(),
-            },
-            reference_keys: true,
-        }])
-        .unwrap();
-        Engine::new(map, Catalog::new(&[]))
-    }
+    use crate::rewrite::engine::tests::engine;
 
     #[test]
     fn a_request_keeps_its_engine_when_a_new_one_is_stored() {

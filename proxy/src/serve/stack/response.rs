@@ -1,7 +1,10 @@
 //! The upstream's answer renamed back towards the caller: headers first,
 //! then the body by its form (OpenAPI, watch, list, whole).
 
+use std::sync::Arc;
+
 use http::header::{self, HeaderMap};
+use http::response::Parts;
 use http::{Method, Response};
 use hyper::body::Incoming;
 
@@ -9,7 +12,7 @@ use super::{etag, headers, list, openapi, watch, whole, Exchange, Forward};
 use crate::kube::{MediaType, Wire};
 use crate::serve::body::pass;
 use crate::serve::status::Failure;
-use crate::serve::trust::hooks;
+use crate::serve::trust::{hooks, FrontTrust};
 use crate::upstream::Body;
 
 /// Renames a response.
@@ -41,20 +44,39 @@ pub(crate) async fn rename(
     etag::tag(&x.engine, &mut parts.headers);
     let trust = fwd.trust.clone().filter(|_| hooks::relevant(&x.info));
     let gzip = is_gzip(&parts.headers);
+    let answer = Answer {
+        parts,
+        body,
+        media,
+        gzip,
+        trust,
+    };
     if x.info.watch && success {
-        return watch::rename(fwd, x, parts, body, media, gzip, trust);
+        return watch::rename(fwd, x, answer);
     }
     let list = media == MediaType::Json
         && !gzip
         && x.info.name.is_none()
         && success
         && x.method == Method::GET
-        && trust.is_none();
+        && answer.trust.is_none();
     if list {
         // Memory bounded by one item, not by the list.
-        return Ok(list::stream(fwd, x, parts, body));
+        return Ok(list::stream(fwd, x, answer.parts, answer.body));
     }
-    whole::rename(fwd, x, parts, body, media, gzip, trust.as_deref()).await
+    whole::rename(fwd, x, answer).await
+}
+
+/// The upstream's answer to a request for a Kubernetes object, as the body
+/// layers take it.
+pub(crate) struct Answer {
+    pub parts: Parts,
+    pub body: Incoming,
+    pub media: MediaType,
+    /// `Content-Encoding: gzip`.
+    pub gzip: bool,
+    /// The front trust, when it looks at this request.
+    pub trust: Option<Arc<FrontTrust>>,
 }
 
 fn is_gzip(h: &HeaderMap) -> bool {

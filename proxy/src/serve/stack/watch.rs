@@ -2,14 +2,11 @@
 //! be renamed ends the stream (a JSON watch with an `ERROR` event), so the
 //! client re-lists rather than see unrenamed bytes.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use http::header;
-use http::response::Parts;
 use http::Response;
-use hyper::body::Incoming;
 
+use super::response::Answer;
 use super::{Exchange, Forward};
 use crate::kube::status::watch_error_line;
 use crate::kube::MediaType;
@@ -17,19 +14,22 @@ use crate::rewrite::framing::Framing;
 use crate::rewrite::Context;
 use crate::serve::body::rewrite_frames;
 use crate::serve::status::Failure;
-use crate::serve::trust::{hooks, FrontTrust};
+use crate::serve::trust::hooks;
 use crate::upstream::Body;
 
 /// Renames a watch response's stream.
 pub(crate) fn rename(
     fwd: &Forward,
     x: &Exchange,
-    mut parts: Parts,
-    body: Incoming,
-    media: MediaType,
-    gzip: bool,
-    trust: Option<Arc<FrontTrust>>,
+    answer: Answer,
 ) -> Result<Response<Body>, Failure> {
+    let Answer {
+        mut parts,
+        body,
+        media,
+        gzip,
+        trust,
+    } = answer;
     if gzip {
         return Err(Failure::bad_gateway(
             "gzip-encoded watch streams are not supported",

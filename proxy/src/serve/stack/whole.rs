@@ -3,16 +3,15 @@
 
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
-use http::response::Parts;
 use http::Response;
-use hyper::body::Incoming;
 
+use super::response::Answer;
 use super::{gzip, Exchange, Forward, BODY_LIMIT};
 use crate::kube::MediaType;
 use crate::rewrite::{yaml, Context, RewriteError};
 use crate::serve::body::{collect, full};
 use crate::serve::status::Failure;
-use crate::serve::trust::{hooks, FrontTrust};
+use crate::serve::trust::hooks;
 use crate::upstream::Body;
 
 /// The largest inflated gzip body regroup renames.
@@ -22,12 +21,15 @@ const INFLATED_LIMIT: usize = BODY_LIMIT;
 pub(crate) async fn rename(
     fwd: &Forward,
     x: &Exchange,
-    mut parts: Parts,
-    body: Incoming,
-    media: MediaType,
-    gzip: bool,
-    trust: Option<&FrontTrust>,
+    answer: Answer,
 ) -> Result<Response<Body>, Failure> {
+    let Answer {
+        mut parts,
+        body,
+        media,
+        gzip,
+        trust,
+    } = answer;
     let mut bytes = collect(body, BODY_LIMIT)
         .await
         .map_err(|e| Failure::bad_gateway(format!("reading the API server's response: {e}")))?;
@@ -53,7 +55,7 @@ pub(crate) async fn rename(
         ),
     }
     .map_err(bad)?;
-    let out = match trust {
+    let out = match trust.as_deref() {
         Some(t) => hooks::response_body(
             t,
             media,
