@@ -6,6 +6,7 @@
 use regroup_config::{Direction, GroupMap};
 
 use super::json_patch;
+use super::names::NameIndex;
 use super::openapi::OpenApiRewriter;
 use super::openapi_proto::OpenApiProtoRewriter;
 use super::yaml;
@@ -65,8 +66,8 @@ impl Engine {
     pub fn new(map: GroupMap, catalog: Catalog) -> Engine {
         let tag = rules_tag(&map);
         let cell = Cell::new(Rules { map, catalog }, |r| {
-            let both = |d: Direction| [d, d.flip()];
-            let [c, a] = both(Direction::ToCluster);
+            let (c, a) = (Direction::ToCluster, Direction::ToApp);
+            let index = NameIndex::new(&r.map);
             Codecs {
                 json: [
                     JsonRewriter::new(&r.map, &r.catalog, c),
@@ -77,12 +78,12 @@ impl Engine {
                     ProtoRewriter::new(&r.map, &r.catalog, a),
                 ],
                 openapi: [
-                    OpenApiRewriter::new(&r.map, c, &tag),
-                    OpenApiRewriter::new(&r.map, a, &tag),
+                    OpenApiRewriter::with_index(&r.map, c, &tag, index.clone()),
+                    OpenApiRewriter::with_index(&r.map, a, &tag, index.clone()),
                 ],
                 openapi_proto: [
-                    OpenApiProtoRewriter::new(&r.map, c),
-                    OpenApiProtoRewriter::new(&r.map, a),
+                    OpenApiProtoRewriter::with_index(&r.map, c, index.clone()),
+                    OpenApiProtoRewriter::with_index(&r.map, a, index),
                 ],
             }
         });

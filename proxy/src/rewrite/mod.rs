@@ -8,6 +8,7 @@ pub mod framing;
 pub mod json;
 pub mod json_patch;
 pub mod list_stream;
+pub mod names;
 pub mod openapi;
 pub mod openapi_proto;
 pub mod protobuf;

@@ -10,7 +10,6 @@
 //! discovery. Operation ids and tags embed a camel-cased group and are left
 //! as they are: no client reads them as references.
 
-use aho_corasick::AhoCorasick;
 use regroup_config::{Direction, GroupMap};
 use serde_json::value::RawValue;
 
@@ -18,6 +17,7 @@ use super::catalog::openapi::{
     COMPONENTS, DEFINITIONS, GVK, PATHS, PATH_LIST, REF, SCHEMAS, SERVER_RELATIVE_URL,
 };
 use super::json::{malformed, RewriteError};
+use super::names::NameIndex;
 use super::raw::{quote, string, Walk};
 
 /// Renames groups in OpenAPI documents, in one direction.
@@ -25,32 +25,25 @@ pub struct OpenApiRewriter<'a> {
     map: &'a GroupMap,
     dir: Direction,
     /// Names of both sides, forward and reverse-DNS, and `\u`.
-    finder: AhoCorasick,
+    index: NameIndex,
     /// Appended to the `hash` of each v3 `serverRelativeURL`, so a client
     /// cache keyed by it never mixes renamed and unrenamed documents (the
     /// proxy strips it from requests).
     hash_tag: String,
 }
 
-fn reverse(s: &str) -> String {
-    s.split('.').rev().collect::<Vec<_>>().join(".")
-}
-
 impl<'a> OpenApiRewriter<'a> {
     /// A rewriter for `dir`; `hash_tag` is appended to v3 document hashes.
     pub fn new(map: &'a GroupMap, dir: Direction, hash_tag: &str) -> Self {
-        let mut needles: Vec<String> = Vec::new();
-        for d in [Direction::ToCluster, Direction::ToApp] {
-            for n in map.needles(d) {
-                needles.push(n.to_owned());
-                needles.push(reverse(n));
-            }
-        }
-        needles.push("\\u".into());
+        Self::with_index(map, dir, hash_tag, NameIndex::new(map))
+    }
+
+    /// [`new`](Self::new) sharing the configuration's name index.
+    pub fn with_index(map: &'a GroupMap, dir: Direction, hash_tag: &str, index: NameIndex) -> Self {
         OpenApiRewriter {
             map,
             dir,
-            finder: AhoCorasick::new(needles).expect("needles build an automaton"),
+            index,
             hash_tag: hash_tag.to_owned(),
         }
     }
@@ -58,7 +51,7 @@ impl<'a> OpenApiRewriter<'a> {
     /// Renames an OpenAPI v2 or v3 document or a v3 index. `Ok(None)`:
     /// nothing to rename.
     pub fn rewrite_bytes(&self, input: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
-        if !self.finder.is_match(input) {
+        if !self.index.dns_json().is_match(input) {
             return Ok(None);
         }
         let text = std::str::from_utf8(input).map_err(malformed)?;
@@ -92,7 +85,7 @@ impl<'a> OpenApiRewriter<'a> {
         let at = w.offset(raw);
         *w.contains
             .entry(at)
-            .or_insert_with(|| self.finder.is_match(raw.get().as_bytes()))
+            .or_insert_with(|| self.index.dns_json().is_match(raw.get().as_bytes()))
     }
 
     fn path_shadowed(&self, path: &str) -> bool {

@@ -39,9 +39,9 @@
 //! at, nor are the `headers`/`examples` of responses and the security
 //! definitions, which never name a group.
 
-use aho_corasick::AhoCorasick;
 use regroup_config::{Direction, GroupMap};
 
+use super::names::NameIndex;
 use super::protobuf::wire::{put_varint, Field, Fields, LEN};
 use super::RewriteError;
 
@@ -59,10 +59,6 @@ fn malformed(e: impl std::fmt::Display) -> RewriteError {
 mod schema;
 
 use schema::{action, Action, Kind};
-
-fn reverse(s: &str) -> String {
-    s.split('.').rev().collect::<Vec<_>>().join(".")
-}
 
 /// The field of `buf[pos..end]` that starts at `pos` (`pos < end`), read
 /// by the protobuf codec's wire reader.
@@ -110,7 +106,7 @@ pub struct OpenApiProtoRewriter<'a> {
     map: &'a GroupMap,
     dir: Direction,
     /// Names of both sides, forward and reverse-DNS.
-    finder: AhoCorasick,
+    index: NameIndex,
 }
 
 /// One rewrite: the input and where mapped names occur in it.
@@ -141,29 +137,22 @@ enum Outcome {
 impl<'a> OpenApiProtoRewriter<'a> {
     /// A rewriter for `dir`.
     pub fn new(map: &'a GroupMap, dir: Direction) -> Self {
-        let mut needles: Vec<String> = Vec::new();
-        for d in [Direction::ToCluster, Direction::ToApp] {
-            for n in map.needles(d) {
-                needles.push(n.to_owned());
-                needles.push(reverse(n));
-            }
-        }
-        needles.sort();
-        needles.dedup();
-        OpenApiProtoRewriter {
-            map,
-            dir,
-            finder: AhoCorasick::new(needles).expect("needles build an automaton"),
-        }
+        Self::with_index(map, dir, NameIndex::new(map))
+    }
+
+    /// [`new`](Self::new) sharing the configuration's name index.
+    pub fn with_index(map: &'a GroupMap, dir: Direction, index: NameIndex) -> Self {
+        OpenApiProtoRewriter { map, dir, index }
     }
 
     /// Renames an `openapi.v2.Document`. `Ok(None)`: nothing to rename.
     pub fn rewrite_bytes(&self, input: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
-        if !self.finder.is_match(input) {
+        if !self.index.dns().is_match(input) {
             return Ok(None);
         }
         let mut hits: Vec<(usize, usize)> = self
-            .finder
+            .index
+            .dns()
             .find_overlapping_iter(input)
             .map(|m| (m.start(), m.end()))
             .collect();

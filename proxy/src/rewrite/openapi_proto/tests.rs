@@ -720,10 +720,10 @@ fn truncated_captures_are_refused_without_panicking() {
     }
     let map = map();
     let r = OpenApiProtoRewriter::new(&map, Direction::ToApp);
-    let first_hit = r.finder.find(&input[..]).unwrap().end();
+    let first_hit = r.index.dns().find(&input[..]).unwrap().end();
     let mut cuts: Vec<usize> = (0..input.len()).step_by(37).collect();
     // Around every mapped name, where the walker descends.
-    for m in r.finder.find_iter(&input[..]) {
+    for m in r.index.dns().find_iter(&input[..]) {
         cuts.extend(m.start().saturating_sub(6)..m.end() + 3);
     }
     let mut refused = 0;
@@ -736,7 +736,7 @@ fn truncated_captures_are_refused_without_panicking() {
     }
     assert!(refused > 1000, "{refused} of {}", cuts.len());
     // And a few cuts of the whole capture, after its first mapped name.
-    let first = r.finder.find(&full[..]).unwrap().end();
+    let first = r.index.dns().find(&full[..]).unwrap().end();
     for cut in (1..8).map(|i| first + (full.len() - first) * i / 8) {
         assert!(r.rewrite_bytes(&full[..cut]).is_err(), "cut at {cut}");
     }

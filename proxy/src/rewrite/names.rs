@@ -1,0 +1,106 @@
+//! The one index of mapped names: every codec's "could these bytes name a
+//! group?" pre-check, built once per configuration and shared by the codecs
+//! of both directions. Bytes in which no index matches are forwarded
+//! without being parsed.
+
+use std::sync::Arc;
+
+use aho_corasick::AhoCorasick;
+use regroup_config::{Direction, GroupMap};
+
+/// The automata over the names of both sides (shadowing looks for the other
+/// side's names too).
+struct Automata {
+    /// The names, as they are (binary bodies: protobuf).
+    names: AhoCorasick,
+    /// The names and `\u` (a JSON escape could hide a name).
+    json: AhoCorasick,
+    /// The names forward and in reverse-DNS (OpenAPI definition names), for
+    /// gnostic protobuf.
+    dns: AhoCorasick,
+    /// The same and `\u`, for OpenAPI JSON.
+    dns_json: AhoCorasick,
+}
+
+/// The name index of one configuration; cloning it shares it.
+#[derive(Clone)]
+pub struct NameIndex(Arc<Automata>);
+
+fn reverse(s: &str) -> String {
+    s.split('.').rev().collect::<Vec<_>>().join(".")
+}
+
+fn automaton<S: AsRef<[u8]>>(needles: &[S]) -> AhoCorasick {
+    AhoCorasick::new(needles).expect("needles build an automaton")
+}
+
+impl NameIndex {
+    /// The index of `map`'s names.
+    pub fn new(map: &GroupMap) -> NameIndex {
+        let mut names: Vec<String> = [Direction::ToCluster, Direction::ToApp]
+            .into_iter()
+            .flat_map(|d| map.needles(d))
+            .map(str::to_owned)
+            .collect();
+        names.sort();
+        names.dedup();
+        let mut dns: Vec<String> = names.iter().flat_map(|n| [n.clone(), reverse(n)]).collect();
+        dns.sort();
+        dns.dedup();
+        let with_escape = |v: &[String]| {
+            let mut v = v.to_vec();
+            v.push("\\u".into());
+            v
+        };
+        NameIndex(Arc::new(Automata {
+            json: automaton(&with_escape(&names)),
+            names: automaton(&names),
+            dns_json: automaton(&with_escape(&dns)),
+            dns: automaton(&dns),
+        }))
+    }
+
+    /// Names of both sides, for binary bodies.
+    pub fn names(&self) -> &AhoCorasick {
+        &self.0.names
+    }
+
+    /// Names of both sides and `\u`, for JSON.
+    pub fn json(&self) -> &AhoCorasick {
+        &self.0.json
+    }
+
+    /// Names of both sides, forward and reverse-DNS (OpenAPI protobuf).
+    pub fn dns(&self) -> &AhoCorasick {
+        &self.0.dns
+    }
+
+    /// Names of both sides, forward and reverse-DNS, and `\u` (OpenAPI JSON).
+    pub fn dns_json(&self) -> &AhoCorasick {
+        &self.0.dns_json
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rewrite::engine::tests::engine;
+
+    #[test]
+    fn each_automaton_finds_what_its_codec_needs() {
+        let e = engine("samplecontroller.team1.example.com");
+        let ix = NameIndex::new(e.map());
+        for a in [ix.names(), ix.json(), ix.dns(), ix.dns_json()] {
+            assert!(a.is_match("x samplecontroller.k8s.io"));
+            assert!(a.is_match("x samplecontroller.team1.example.com"));
+            assert!(!a.is_match("apps/v1"));
+        }
+        assert!(ix.json().is_match(r"\u0073"));
+        assert!(!ix.names().is_match(r"\u0073"));
+        assert!(ix.dns().is_match("io.k8s.samplecontroller.v1alpha1.Foo"));
+        assert!(ix
+            .dns_json()
+            .is_match("com.example.team1.samplecontroller.v1"));
+        assert!(!ix.json().is_match("io.k8s.samplecontroller.v1alpha1.Foo"));
+    }
+}
