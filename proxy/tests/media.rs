@@ -3,114 +3,32 @@
 //! where a group could hide in it, and a gzip bomb is refused, not inflated.
 
 mod common;
+mod upstream_support;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use regroup::rewrite::Catalog;
-use regroup::serve::Proxy;
-use regroup::upstream::{Resolved, Upstream};
+use http::{Request, StatusCode};
+use http_body_util::Full;
 use serde_json::Value as Json;
-use tokio::net::TcpListener;
-
-/// What the upstream saw of the last request.
-#[derive(Default, Clone, Debug)]
-struct Seen {
-    requests: usize,
-    content_type: Option<String>,
-    accept: Option<String>,
-    body: Vec<u8>,
-}
-
-/// The upstream's answer to every request.
-#[derive(Clone)]
-struct Answer {
-    content_type: &'static str,
-    gzip: bool,
-    body: Bytes,
-}
-
-async fn upstream(answer: Answer, seen: Arc<Mutex<Seen>>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let (stream, _) = listener.accept().await.unwrap();
-            let (seen, answer) = (seen.clone(), answer.clone());
-            tokio::spawn(async move {
-                let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let (seen, answer) = (seen.clone(), answer.clone());
-                    async move {
-                        let header =
-                            |n: &str| req.headers().get(n).map(|v| v.to_str().unwrap().to_owned());
-                        let (content_type, accept) = (header("content-type"), header("accept"));
-                        let body = req.into_body().collect().await.unwrap().to_bytes();
-                        {
-                            let mut s = seen.lock().unwrap();
-                            s.requests += 1;
-                            s.content_type = content_type;
-                            s.accept = accept;
-                            s.body = body.to_vec();
-                        }
-                        let mut r = Response::builder().header("content-type", answer.content_type);
-                        if answer.gzip {
-                            r = r.header("content-encoding", "gzip");
-                        }
-                        Ok::<_, std::convert::Infallible>(r.body(Full::new(answer.body)).unwrap())
-                    }
-                });
-                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
-    format!("http://{addr}")
-}
-
-async fn sidecar(answer: Answer) -> (String, Arc<Mutex<Seen>>) {
-    let seen = Arc::new(Mutex::new(Seen::default()));
-    let server = upstream(answer, seen.clone()).await;
-    let up = Upstream::new(
-        &Resolved {
-            server,
-            ..Resolved::default()
-        },
-        false,
-    )
-    .unwrap();
-    let proxy = Arc::new(Proxy::sidecar(
-        &common::fixture_map(),
-        &Catalog::new(&[]),
-        up,
-        true,
-    ));
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(regroup::serve::serve_plain(l, proxy));
-    (format!("http://{addr}"), seen)
-}
+use upstream_support::{Answer, Seen};
 
 async fn send(req: Request<Full<Bytes>>) -> (StatusCode, Json) {
-    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-        .build_http::<Full<Bytes>>();
-    let resp = client.request(req).await.unwrap();
-    let status = resp.status();
-    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    let (status, _, body) = upstream_support::send(req).await;
     (status, serde_json::from_slice(&body).unwrap_or(Json::Null))
 }
 
+async fn sidecar(answer: Answer) -> (String, Arc<Mutex<Seen>>) {
+    upstream_support::sidecar(&common::fixture_map(), answer).await
+}
+
 fn json_answer(body: &'static str) -> Answer {
-    Answer {
-        content_type: "application/json",
-        gzip: false,
-        body: Bytes::from_static(body.as_bytes()),
-    }
+    Answer::ok("application/json", body)
+}
+
+fn gzip_answer(body: Vec<u8>) -> Answer {
+    Answer::ok("application/json", body).with("content-encoding", "gzip")
 }
 
 const FOO: &str = r#"{"apiVersion":"samplecontroller.team1.example.com/v1alpha1","kind":"Foo","metadata":{"name":"alpha","namespace":"ns"}}"#;
@@ -192,11 +110,10 @@ async fn cbor_is_removed_from_accept() {
 
 #[tokio::test]
 async fn a_cbor_answer_is_a_502() {
-    let (url, _) = sidecar(Answer {
-        content_type: "application/cbor",
-        gzip: false,
-        body: Bytes::from_static(b"\xa1\x64kind\x63Foo"),
-    })
+    let (url, _) = sidecar(Answer::ok(
+        "application/cbor",
+        Bytes::from_static(b"\xa1\x64kind\x63Foo"),
+    ))
     .await;
     let req = Request::get(format!("{url}{FOO_PATH}"))
         .body(Full::default())
@@ -217,12 +134,7 @@ async fn a_gzip_bomb_is_refused_not_inflated() {
     }
     let bomb = e.finish().unwrap();
     assert!(bomb.len() < 1 << 20, "{} bytes", bomb.len());
-    let (url, _) = sidecar(Answer {
-        content_type: "application/json",
-        gzip: true,
-        body: Bytes::from(bomb),
-    })
-    .await;
+    let (url, _) = sidecar(gzip_answer(bomb)).await;
     let req = Request::get(format!("{url}{FOO_PATH}"))
         .body(Full::default())
         .unwrap();
@@ -236,12 +148,7 @@ async fn a_gzip_bomb_is_refused_not_inflated() {
     // A gzip body within the limit is renamed.
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     e.write_all(FOO.as_bytes()).unwrap();
-    let (url, _) = sidecar(Answer {
-        content_type: "application/json",
-        gzip: true,
-        body: Bytes::from(e.finish().unwrap()),
-    })
-    .await;
+    let (url, _) = sidecar(gzip_answer(e.finish().unwrap())).await;
     let req = Request::get(format!("{url}{FOO_PATH}"))
         .body(Full::default())
         .unwrap();

@@ -97,10 +97,53 @@ pub(crate) fn response(fwd: &Forward, engine: &Engine, h: &mut HeaderMap) {
         }
     }
     if let Some(loc) = h.get(header::LOCATION).and_then(|v| v.to_str().ok()) {
-        if let Some(v) =
-            route::rewrite_path(loc, map, dir).and_then(|s| HeaderValue::from_str(&s).ok())
+        let renamed = route::rewrite_path(loc, map, dir);
+        let tagged = tag_openapi_hash(renamed.as_deref().unwrap_or(loc), engine.tag());
+        if let Some(v) = tagged
+            .or(renamed)
+            .and_then(|s| HeaderValue::from_str(&s).ok())
         {
             h.insert(header::LOCATION, v);
         }
+    }
+}
+
+/// An OpenAPI v3 URL whose `hash` gets regroup's tag, as the hashes in the
+/// index regroup serves do (a client caches the target as immutable).
+fn tag_openapi_hash(location: &str, tag: &str) -> Option<String> {
+    let (path, query) = location.split_once('?')?;
+    if !path.starts_with("/openapi/v3/") {
+        return None;
+    }
+    let mut changed = false;
+    let query: Vec<String> = query
+        .split('&')
+        .map(|kv| match kv.strip_prefix("hash=") {
+            Some(hash) if !hash.ends_with(tag) => {
+                changed = true;
+                format!("hash={hash}{tag}")
+            }
+            _ => kv.to_owned(),
+        })
+        .collect();
+    changed.then(|| format!("{path}?{}", query.join("&")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_openapi_v3_location_gets_the_hash_tag_once() {
+        assert_eq!(
+            tag_openapi_hash("/openapi/v3/apis/g.example.com/v1?hash=AB", "-rg1").as_deref(),
+            Some("/openapi/v3/apis/g.example.com/v1?hash=AB-rg1")
+        );
+        assert_eq!(
+            tag_openapi_hash("/openapi/v3/apis/g/v1?hash=AB-rg1", "-rg1"),
+            None
+        );
+        assert_eq!(tag_openapi_hash("/apis/g/v1?hash=AB", "-rg1"), None);
+        assert_eq!(tag_openapi_hash("/openapi/v3/apis/g/v1", "-rg1"), None);
     }
 }

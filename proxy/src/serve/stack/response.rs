@@ -26,8 +26,15 @@ pub(crate) async fn rename(
     headers::strip_hop_by_hop(&mut parts.headers);
     headers::response(fwd, &x.engine, &mut parts.headers);
     let success = parts.status.is_success();
-    if openapi::is_openapi(&x.caller_path) && success {
+    let openapi = openapi::is_openapi(&x.caller_path);
+    if openapi && success {
         return openapi::rename(fwd, x, parts, body).await;
+    }
+    if (openapi || x.info.is_api) && (parts.status.is_redirection()) {
+        // A 304 revalidates, a 301 moves to the current OpenAPI hash: the
+        // ETag the client caches must be the one regroup gave it.
+        etag::tag(&x.engine, &mut parts.headers);
+        return Ok(Response::from_parts(parts, pass(body)));
     }
     if !x.info.is_api {
         return Ok(Response::from_parts(parts, pass(body)));
