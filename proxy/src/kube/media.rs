@@ -151,13 +151,26 @@ impl MediaType {
     }
 }
 
-/// Media types regroup removes from `Accept`: answers it could not rename.
-/// With them gone kube-apiserver answers in the next type the client
-/// listed, or JSON.
-pub fn unrenamable_in_accept(media_range: &str) -> bool {
-    let essence = media_range.split(';').next().unwrap_or("").trim();
-    essence.eq_ignore_ascii_case("application/cbor")
-        || essence.eq_ignore_ascii_case("application/cbor-seq")
+/// True for a media range (or a `Content-Type`) regroup can't rename:
+/// CBOR; aggregated discovery in protobuf (the apiserver's
+/// `APIGroupDiscoveryList` messages are not in regroup's protobuf subset);
+/// OpenAPI v3 in protobuf. With them gone from `Accept` kube-apiserver
+/// answers in the next type the client listed (clients list JSON after
+/// them), or JSON.
+pub fn unrenamable(media_range: &str) -> bool {
+    let mut parts = media_range.split(';');
+    let essence = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+    let mut aggregated_discovery = || {
+        parts.any(|p| {
+            p.trim()
+                .strip_prefix("as=")
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("APIGroupDiscoveryList"))
+        })
+    };
+    essence == "application/cbor"
+        || essence == "application/cbor-seq"
+        || essence.starts_with("application/com.github.proto-openapi.spec.v3")
+        || (essence == "application/vnd.kubernetes.protobuf" && aggregated_discovery())
 }
 
 /// `Accept` without the media types regroup can't rename; `None` when
@@ -165,13 +178,13 @@ pub fn unrenamable_in_accept(media_range: &str) -> bool {
 /// default).
 pub fn accept_without_unrenamable(accept: &str) -> Option<String> {
     let ranges: Vec<&str> = accept.split(',').collect();
-    if !ranges.iter().any(|r| unrenamable_in_accept(r)) {
+    if !ranges.iter().any(|r| unrenamable(r)) {
         return None;
     }
     Some(
         ranges
             .into_iter()
-            .filter(|r| !unrenamable_in_accept(r))
+            .filter(|r| !unrenamable(r))
             .map(str::trim)
             .collect::<Vec<_>>()
             .join(", "),
@@ -226,5 +239,26 @@ mod tests {
             Some("")
         );
         assert_eq!(accept_without_unrenamable("application/json, */*"), None);
+    }
+
+    #[test]
+    fn protobuf_forms_regroup_cannot_rename_leave_accept() {
+        let discovery = "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+        assert_eq!(
+            accept_without_unrenamable(discovery).as_deref(),
+            Some("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList, application/json")
+        );
+        assert!(unrenamable(
+            "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"
+        ));
+        // Plain protobuf (objects, lists, watches) is renamed.
+        assert!(!unrenamable("application/vnd.kubernetes.protobuf"));
+        assert!(!unrenamable(
+            "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io"
+        ));
+        // OpenAPI v2 in protobuf is renamed.
+        assert!(!unrenamable(
+            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+        ));
     }
 }

@@ -9,7 +9,7 @@ use http::Response;
 use hyper::body::Incoming;
 
 use super::{etag, Exchange, Forward, BODY_LIMIT};
-use crate::serve::body::{collect, full, pass};
+use crate::serve::body::{collect, full};
 use crate::serve::status::Failure;
 use crate::upstream::Body;
 
@@ -32,8 +32,8 @@ pub(crate) async fn rename(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.to_ascii_lowercase().contains("protobuf"));
     if protobuf && !v2 {
-        tracing::warn!("OpenAPI v3 in protobuf passes through unrenamed (not supported yet)");
-        return Ok(Response::from_parts(parts, pass(body)));
+        // Never passed through unrenamed.
+        return Err(super::response::unrenamable_answer());
     }
     let bytes = collect(body, BODY_LIMIT)
         .await

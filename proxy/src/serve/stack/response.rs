@@ -9,7 +9,7 @@ use http::{Method, Response};
 use hyper::body::Incoming;
 
 use super::{etag, headers, list, openapi, watch, whole, Exchange, Forward};
-use crate::kube::{MediaType, Wire};
+use crate::kube::{media, MediaType, Wire};
 use crate::serve::body::pass;
 use crate::serve::status::Failure;
 use crate::serve::trust::{hooks, FrontTrust};
@@ -39,13 +39,15 @@ pub(crate) async fn rename(
     if !x.info.is_api {
         return Ok(Response::from_parts(parts, pass(body)));
     }
+    let unrenamable = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(media::unrenamable);
     match media.response_wire() {
+        Wire::Unrenamable => return Err(unrenamable_answer()),
+        _ if unrenamable => return Err(unrenamable_answer()),
         Wire::Opaque => return Ok(Response::from_parts(parts, pass(body))),
-        Wire::Unrenamable => {
-            return Err(Failure::bad_gateway(
-                "the API server answered in an encoding regroup can't rename (CBOR)",
-            ))
-        }
         _ => {}
     }
     etag::tag(&x.engine, &mut parts.headers);
@@ -84,6 +86,12 @@ pub(crate) struct Answer {
     pub gzip: bool,
     /// The front trust, when it looks at this request.
     pub trust: Option<Arc<FrontTrust>>,
+}
+
+/// regroup asked for none of these (`stack/headers.rs` removes them from
+/// `Accept`), so an answer in one is the upstream's fault.
+pub(crate) fn unrenamable_answer() -> Failure {
+    Failure::bad_gateway("the API server answered in an encoding regroup can't rename")
 }
 
 fn is_gzip(h: &HeaderMap) -> bool {
