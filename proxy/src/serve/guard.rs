@@ -121,7 +121,7 @@ pub fn host_allowed(value: &str, allowed: &[String]) -> bool {
         }
     };
     let host = host.to_ascii_lowercase();
-    allowed.iter().any(|a| *a == host)
+    allowed.contains(&host)
 }
 
 fn is_port(s: &str) -> bool {
