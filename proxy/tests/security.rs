@@ -683,3 +683,55 @@ async fn what_already_held_still_holds() {
     let (code, _) = get(r.port, PATH, "localhost").await;
     assert_eq!(code, 200);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_are_bounded_and_idle_ones_closed() {
+    let (up, _log) = upstream().await;
+    let r = start(
+        "conns",
+        up,
+        "limits:\n  maxConnections: 3\n  idleTimeout: 1s\n",
+    )
+    .await;
+    // Three connections take every slot (each with a request answered,
+    // then idle, HTTP/2 so that only idleTimeout closes them).
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let stream = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
+        let (mut h2, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+                .await
+                .unwrap();
+        let driver = tokio::spawn(conn);
+        let resp = h2
+            .send_request(
+                Request::get(format!("http://localhost{PATH}"))
+                    .body(Full::<Bytes>::default())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        held.push((h2, driver));
+    }
+    // A fourth waits in the backlog: no answer while the three are open...
+    let started = Instant::now();
+    let fourth = tokio::spawn(get(r.port, PATH, "localhost"));
+    // ...until idleTimeout closes them, and then it is served.
+    let (code, _) = tokio::time::timeout(Duration::from_secs(10), fourth)
+        .await
+        .expect("served once idle connections closed")
+        .unwrap();
+    assert_eq!(code, 200);
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(500),
+        "the fourth connection waited for a slot ({waited:?})"
+    );
+    for (_, driver) in held {
+        let ended = tokio::time::timeout(Duration::from_secs(5), driver).await;
+        assert!(ended.is_ok(), "idle HTTP/2 connection closed by regroup");
+    }
+    let m = metrics_text(r.metrics).await;
+    assert!(m.contains("reason=\"connection_limit\""), "{m}");
+}
