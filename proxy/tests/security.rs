@@ -506,6 +506,23 @@ async fn a_slowloris_connection_is_closed_within_the_header_timeout() {
         closed_after >= Duration::from_millis(1500),
         "{closed_after:?}"
     );
+    eprintln!(
+        "slowloris: dribbling connection closed after {closed_after:?} (headerReadTimeout 2s)"
+    );
+    // A connection that sends nothing at all is closed too.
+    let mut silent = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
+    let started = Instant::now();
+    let mut buf = [0u8; 64];
+    let n = tokio::time::timeout(Duration::from_secs(20), silent.read(&mut buf))
+        .await
+        .expect("closed within 20 s");
+    let closed_after = started.elapsed();
+    assert!(matches!(n, Ok(0) | Err(_)), "{n:?}");
+    assert!(
+        closed_after < Duration::from_secs(6),
+        "silent connection closed after {closed_after:?}"
+    );
+    eprintln!("slowloris: silent connection closed after {closed_after:?}");
     // And it still serves.
     let (code, _) = get(r.port, PATH, "localhost").await;
     assert_eq!(code, 200);
@@ -525,6 +542,7 @@ async fn an_upstream_that_never_answers_gives_504_within_the_timeout() {
         "answered after {took:?}, want about the 2 s timeout"
     );
     assert_eq!(log.lock().unwrap().len(), 1, "it did reach the upstream");
+    eprintln!("hung upstream: 504 after {took:?} (upstreamResponseHeaderTimeout 2s)");
     // A watch is not cut by it: it streams past the timeout.
     let stream = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
     let (mut h1, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
@@ -629,6 +647,10 @@ async fn sighup_does_not_kill_and_sigterm_drains_then_exits_0() {
     assert!(
         term_at.elapsed() < Duration::from_secs(15),
         "exited within the grace period"
+    );
+    eprintln!(
+        "SIGTERM: exited 0 after {:?} with a 3 s request in flight",
+        term_at.elapsed()
     );
     assert!(TcpStream::connect(("127.0.0.1", r.port)).await.is_err());
     assert!(r.log().contains("drained"), "{}", r.log());

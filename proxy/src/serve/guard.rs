@@ -141,6 +141,7 @@ fn printable(s: &str) -> String {
 #[derive(Debug)]
 pub struct ConnState {
     in_flight: AtomicUsize,
+    requests: AtomicUsize,
     idle_since: Mutex<Instant>,
 }
 
@@ -148,12 +149,18 @@ impl Default for ConnState {
     fn default() -> Self {
         ConnState {
             in_flight: AtomicUsize::new(0),
+            requests: AtomicUsize::new(0),
             idle_since: Mutex::new(Instant::now()),
         }
     }
 }
 
 impl ConnState {
+    /// True until the connection's first request arrives.
+    pub fn never_used(&self) -> bool {
+        self.requests.load(Ordering::SeqCst) == 0
+    }
+
     /// How long the connection has had no request in flight (zero while
     /// one is).
     pub fn idle_for(&self) -> Duration {
@@ -175,6 +182,7 @@ struct InFlight {
 impl InFlight {
     fn new(conn: Arc<ConnState>) -> InFlight {
         conn.in_flight.fetch_add(1, Ordering::SeqCst);
+        conn.requests.fetch_add(1, Ordering::SeqCst);
         metrics().in_flight_add(1);
         InFlight { conn }
     }

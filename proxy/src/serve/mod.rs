@@ -250,8 +250,11 @@ async fn serve_connection<I, H, Fut>(
     tokio::pin!(conn);
     let mut shutdown = serving.lifecycle.subscribe();
     let idle = limits.idle_timeout;
-    let mut tick =
-        tokio::time::interval((idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(5)));
+    let opened = std::time::Instant::now();
+    let first_request = limits.header_read_timeout;
+    let period =
+        (idle.min(first_request) / 4).clamp(Duration::from_millis(10), Duration::from_secs(5));
+    let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut closing = false;
     loop {
@@ -267,7 +270,14 @@ async fn serve_connection<I, H, Fut>(
                 closing = true;
             }
             _ = tick.tick(), if !closing => {
-                if state.idle_for() >= idle {
+                // A connection that sends nothing at all (hyper's header
+                // timer starts only once it knows the protocol) is a
+                // slowloris too.
+                if state.never_used() && opened.elapsed() >= first_request {
+                    tracing::debug!(%peer, "closing a connection with no request (limits.headerReadTimeout)");
+                    conn.as_mut().graceful_shutdown();
+                    closing = true;
+                } else if state.idle_for() >= idle {
                     tracing::debug!(%peer, "closing an idle connection (limits.idleTimeout)");
                     conn.as_mut().graceful_shutdown();
                     closing = true;
