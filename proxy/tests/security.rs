@@ -429,6 +429,7 @@ async fn a_tls_listener_beyond_loopback_serves_only_callers_with_their_own_crede
         Some("Bearer the-callers-token"),
         "forwarded with the caller's token, not regroup's"
     );
+    assert!(!r.log().contains("the-callers-token") && !r.log().contains(OWN_TOKEN));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -702,8 +703,53 @@ async fn what_already_held_still_holds() {
     .await;
     assert_eq!(code, 400);
     assert!(log.lock().unwrap().is_empty());
+    // Content-Length and Transfer-Encoding together: the smuggled request
+    // behind the body never reaches the upstream as a request of its own.
+    let smuggled = "GET /api/v1/namespaces/smuggled/secrets HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    let body = format!("0\r\n\r\n{smuggled}");
+    let _ = raw(
+        r.port,
+        format!(
+            "POST /api/v1/namespaces/ns/configmaps HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    )
+    .await;
+    assert!(
+        !log.lock()
+            .unwrap()
+            .iter()
+            .any(|s| s.path.contains("smuggled")),
+        "{:?}",
+        log.lock().unwrap()
+    );
+    // 50 clients that go away in the middle of their bodies.
+    for _ in 0..50 {
+        let mut s = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
+        s.write_all(
+            b"POST /api/v1/namespaces/ns/configmaps HTTP/1.1\r\nHost: localhost\r\n\
+              Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"kind\":",
+        )
+        .await
+        .unwrap();
+        drop(s);
+    }
     let (code, _) = get(r.port, PATH, "localhost").await;
     assert_eq!(code, 200);
+    // Every aborted request is eventually no longer in flight.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let m = loop {
+        let m = metrics_text(r.metrics).await;
+        if m.contains("regroup_requests_in_flight 0") || Instant::now() > deadline {
+            break m;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(m.contains("regroup_requests_in_flight 0"), "{m}");
+    assert!(m.contains("regroup_build_info{version="), "{m}");
+    assert!(m.contains("listener=\"sidecar\",verb=\"GET\"}"), "{m}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
