@@ -61,11 +61,9 @@ impl Access {
         }
     }
 
-    /// Why this request is refused before routing, if it is.
+    /// Why this request is refused before routing, if it is: a foreign
+    /// host (403), a missing credential (401), then a confusing path (400).
     pub fn check<B>(&self, req: &Request<B>) -> Result<(), (Failure, &'static str)> {
-        if let Err(p) = check_path(req.uri().path()) {
-            return Err((Failure::bad_request(p.message()), p.reason()));
-        }
         if let Some(allowed) = &self.allowed_hosts {
             let from_uri = req.uri().authority().map(|a| a.as_str());
             let from_header = req
@@ -97,6 +95,11 @@ impl Access {
                 ),
                 "no_credential",
             ));
+        }
+        // Only then the path: a caller that may not be served learns nothing
+        // more than that.
+        if let Err(p) = check_path(req.uri().path()) {
+            return Err((Failure::bad_request(p.message()), p.reason()));
         }
         Ok(())
     }
@@ -492,7 +495,7 @@ mod tests {
     }
 
     #[test]
-    fn access_checks_path_then_host_then_credential() {
+    fn access_checks_host_then_credential_then_path() {
         let lo = Access::loopback(hosts());
         assert!(lo
             .check(&req("/api/v1", Some("localhost:1"), false))
@@ -515,6 +518,10 @@ mod tests {
             .check(&req("/api/v1/../x", Some("localhost"), false))
             .unwrap_err();
         assert_eq!((f.code.as_u16(), r), (400, "path_dot_segment"));
+        let (f, _) = lo
+            .check(&req("/api/v1/../x", Some("evil"), false))
+            .unwrap_err();
+        assert_eq!(f.code.as_u16(), 403, "a foreign caller learns nothing more");
 
         let wide = Access::beyond_loopback(false);
         let (f, r) = wide
