@@ -250,6 +250,8 @@ where
     if !watch {
         metrics().latency(access.listener, verb, started.elapsed());
     }
+    // Only a watch's event stream is ended early, never an error body.
+    let watch = watch && resp.status() == StatusCode::OK;
     let framing = if watch {
         let ctype = resp
             .headers()
