@@ -30,6 +30,11 @@ pub struct Settings {
     pub map: GroupMap,
     /// App-specific fields (the config's `fields`).
     pub fields: Vec<CustomField>,
+    /// Sizes and timeouts (`limits:`, defaults filled in).
+    pub limits: crate::Limits,
+    /// Host names accepted on loopback listeners: lower case, IPv6 without
+    /// brackets (`listeners.allowedHosts`, normalized).
+    pub allowed_hosts: Vec<String>,
     /// The rest of the file, as written (already checked).
     pub file: ConfigFile,
 }
@@ -132,12 +137,21 @@ pub fn load(text: &str) -> Result<Settings, ConfigError> {
     }
 
     check_listeners(&file.listeners, &mut problems);
+    check_lending(&file, &mut problems);
+    let allowed_hosts = allowed_hosts(&file.listeners.allowed_hosts, &mut problems);
+    problems.extend(file.limits.problems());
     if let Some(front) = &file.front {
         check_front(front, &mut problems);
     }
 
     match map {
-        Some(map) if problems.is_empty() => Ok(Settings { map, fields, file }),
+        Some(map) if problems.is_empty() => Ok(Settings {
+            map,
+            fields,
+            limits: file.limits.clone(),
+            allowed_hosts,
+            file,
+        }),
         _ => Err(ConfigError { problems }),
     }
 }
@@ -202,6 +216,50 @@ fn check_listeners(l: &Listeners, problems: &mut Vec<String>) {
     }
 }
 
+/// `credentials.passThrough: false` drops a caller's own token and sends
+/// regroup's: on a TLS listener beyond loopback that lends regroup's
+/// credential to anyone who sends any token, so it needs the explicit opt-in.
+fn check_lending(file: &ConfigFile, problems: &mut Vec<String>) {
+    let Some(tls) = &file.listeners.tls else {
+        return;
+    };
+    if !file.credentials.pass_through
+        && !is_loopback(&tls.listen)
+        && !tls.dangerous_lend_credentials
+    {
+        problems.push(format!(
+            "credentials.passThrough: false with listeners.tls.listen {} beyond loopback would \
+             replace every caller's token with regroup's own credential; keep passThrough: true \
+             (callers beyond loopback then act as themselves), bind the TLS listener to loopback, \
+             or set listeners.tls.dangerousLendCredentials: true if anyone who can reach the port \
+             may act as regroup",
+            tls.listen
+        ));
+    }
+}
+
+/// `listeners.allowedHosts`, normalized: lower case, IPv6 without brackets.
+fn allowed_hosts(hosts: &[String], problems: &mut Vec<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for h in hosts {
+        let n = h.trim().to_ascii_lowercase();
+        let n = n
+            .strip_prefix('[')
+            .and_then(|v| v.strip_suffix(']'))
+            .unwrap_or(&n)
+            .to_owned();
+        let is_ip = n.parse::<std::net::IpAddr>().is_ok();
+        if n.is_empty() || n.contains(['/', ' ', '@', '[', ']']) || (!is_ip && n.contains(':')) {
+            problems.push(format!(
+                "listeners.allowedHosts: `{h}` is not a host name or IP address (no scheme, no port)"
+            ));
+            continue;
+        }
+        out.push(n);
+    }
+    out
+}
+
 fn check_front(f: &Front, problems: &mut Vec<String>) {
     if f.cert_file.is_some() != f.key_file.is_some() {
         problems.push("front: `certFile` and `keyFile` go together".into());
@@ -240,6 +298,35 @@ fn check_front(f: &Front, problems: &mut Vec<String>) {
 }
 
 impl Settings {
+    /// Valid but risky choices, for `regroup check` and the serve log.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if let Some(tls) = &self.file.listeners.tls {
+            if tls.dangerous_lend_credentials {
+                if is_loopback(&tls.listen) {
+                    w.push(format!(
+                        "listeners.tls.dangerousLendCredentials has no effect: {} is loopback",
+                        tls.listen
+                    ));
+                } else {
+                    w.push(format!(
+                        "listeners.tls.dangerousLendCredentials: callers of {} without a credential \
+                         of their own are served with regroup's: anyone who can reach that port \
+                         acts as regroup",
+                        tls.listen
+                    ));
+                }
+            }
+        }
+        if self.file.upstream.dangerous_insecure_skip_tls_verify {
+            w.push(
+                "upstream.dangerousInsecureSkipTlsVerify: the API server's certificate is not verified"
+                    .into(),
+            );
+        }
+        w
+    }
+
     /// The effective rename table and settings, as `regroup check` prints it.
     pub fn effective_table(&self) -> String {
         let mut out = String::new();

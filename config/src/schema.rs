@@ -34,6 +34,9 @@ pub struct ConfigFile {
     /// Log level and format.
     #[serde(default)]
     pub logging: Logging,
+    /// Sizes and timeouts (see [`crate::Limits`]).
+    #[serde(default)]
+    pub limits: crate::Limits,
 }
 
 /// One rule as written: either `from`/`to` or `fromSuffix`/`toSuffix`.
@@ -82,7 +85,7 @@ pub enum FieldForm {
 }
 
 /// Listeners for the app (the sidecar side).
-#[derive(Debug, Deserialize, Default, Clone)]
+#[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Listeners {
     /// Plain-HTTP listener, like `kubectl proxy` (loopback only).
@@ -91,6 +94,28 @@ pub struct Listeners {
     pub tls: Option<TlsListener>,
     /// Prometheus `/metrics` and `/healthz`.
     pub metrics: Option<SocketAddr>,
+    /// Host names (no port) a request to a loopback listener may carry in
+    /// `Host` (or HTTP/2 `:authority`), like `kubectl proxy --accept-hosts`:
+    /// anything else is refused with 403 (DNS rebinding). IPv6 addresses
+    /// with or without brackets. Default `localhost`, `127.0.0.1`, `::1`.
+    #[serde(default = "default_allowed_hosts")]
+    pub allowed_hosts: Vec<String>,
+}
+
+impl Default for Listeners {
+    fn default() -> Self {
+        Listeners {
+            http: None,
+            tls: None,
+            metrics: None,
+            allowed_hosts: default_allowed_hosts(),
+        }
+    }
+}
+
+/// The hosts `kubectl proxy` accepts by default.
+pub fn default_allowed_hosts() -> Vec<String> {
+    vec!["localhost".into(), "127.0.0.1".into(), "::1".into()]
 }
 
 /// A TLS listener: either certificate files or a generated CA.
@@ -107,6 +132,12 @@ pub struct TlsListener {
     /// 127.0.0.1/localhost, and write the CA certificate here (for a projected
     /// service-account volume's `ca.crt`).
     pub generated_ca_file: Option<PathBuf>,
+    /// When `listen` is not loopback: also serve callers that bring no
+    /// `Authorization` of their own, with regroup's credential. Anyone who
+    /// can reach the port then acts as regroup. Default false: such callers
+    /// get 401.
+    #[serde(default)]
+    pub dangerous_lend_credentials: bool,
 }
 
 /// The kube-apiserver to forward to. With nothing set: `$KUBECONFIG`, then

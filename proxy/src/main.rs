@@ -101,6 +101,9 @@ fn run(command: Command) -> Result<(), String> {
         Command::Check { config } => {
             let settings = load_config(&config)?;
             print!("{}", settings.effective_table());
+            for w in settings.warnings() {
+                eprintln!("warning: {w}");
+            }
             println!("{}: OK", config.display());
             Ok(())
         }

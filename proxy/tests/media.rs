@@ -156,3 +156,41 @@ async fn a_gzip_bomb_is_refused_not_inflated() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["apiVersion"], "samplecontroller.k8s.io/v1alpha1");
 }
+
+#[tokio::test]
+async fn a_gzip_request_body_is_renamed_and_sent_inflated_a_bomb_is_413() {
+    let gz = |b: &[u8], times: usize| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        for _ in 0..times {
+            e.write_all(b).unwrap();
+        }
+        e.finish().unwrap()
+    };
+    let app_foo = FOO.replace(
+        "samplecontroller.team1.example.com",
+        "samplecontroller.k8s.io",
+    );
+    let (url, seen) = sidecar(json_answer(FOO)).await;
+    let req = Request::put(format!("{url}{FOO_PATH}"))
+        .header("content-type", "application/json")
+        .header("content-encoding", "gzip")
+        .body(Full::new(Bytes::from(gz(app_foo.as_bytes(), 1))))
+        .unwrap();
+    assert_eq!(send(req).await.0, StatusCode::OK);
+    let s = seen.lock().unwrap().clone();
+    assert_eq!(String::from_utf8(s.body).unwrap(), FOO);
+
+    // 300 MiB of spaces once inflated: past the 256 MiB default.
+    let mut bomb = app_foo.into_bytes();
+    bomb.extend(std::iter::repeat_n(b' ', 1 << 20));
+    let (url, seen) = sidecar(json_answer(FOO)).await;
+    let req = Request::put(format!("{url}{FOO_PATH}"))
+        .header("content-type", "application/json")
+        .header("content-encoding", "gzip")
+        .body(Full::new(Bytes::from(gz(&bomb, 300))))
+        .unwrap();
+    let (status, body) = send(req).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert_eq!(body["reason"], "RequestEntityTooLarge");
+    assert_eq!(seen.lock().unwrap().requests, 0);
+}

@@ -297,7 +297,7 @@ async fn protocol_upgrades_are_spliced_both_ways() {
         .unwrap();
     tokio::spawn(conn.with_upgrades());
     let req = Request::post("/api/v1/namespaces/ns/pods/p/exec?command=sh")
-        .header("host", "x")
+        .header("host", "localhost") // a foreign Host gets 403 (DNS rebinding)
         .header("connection", "Upgrade")
         .header("upgrade", "SPDY/3.1")
         .body(Full::<Bytes>::default())

@@ -4,7 +4,10 @@
 //! produced by reason, and front callers rejected by reason. Labels never
 //! carry paths, names, certificates or tokens.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use futures_util::future::BoxFuture;
 
 use bytes::Bytes;
 use http::{header, HeaderValue, Request, Response, StatusCode};
@@ -13,6 +16,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
@@ -26,7 +31,15 @@ pub struct Metrics {
     requests: Family<Labels, Counter>,
     errors: Family<Labels, Counter>,
     rejections: Family<Labels, Counter>,
+    in_flight: Gauge,
+    latency: Family<Labels, Histogram>,
 }
+
+/// Buckets of `regroup_request_duration_seconds` (kube-apiserver's
+/// `apiserver_request_duration_seconds` range, coarser).
+const LATENCY_BUCKETS: [f64; 14] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0,
+];
 
 /// The process's metrics.
 pub fn metrics() -> &'static Metrics {
@@ -36,6 +49,25 @@ pub fn metrics() -> &'static Metrics {
         let requests = Family::<Labels, Counter>::default();
         let errors = Family::<Labels, Counter>::default();
         let rejections = Family::<Labels, Counter>::default();
+        let in_flight = Gauge::default();
+        let latency: Family<Labels, Histogram> =
+            Family::new_with_constructor(|| Histogram::new(LATENCY_BUCKETS.iter().copied()));
+        let build_info = Family::<Labels, Gauge>::default();
+        build_info
+            .get_or_create(&vec![("version".into(), env!("CARGO_PKG_VERSION").into())])
+            .set(1);
+        registry.register("build_info", "regroup's version (always 1)", build_info);
+        registry.register(
+            "requests_in_flight",
+            "Requests being served (a watch counts until it ends)",
+            in_flight.clone(),
+        );
+        registry.register_with_unit(
+            "request_duration",
+            "Time to the response headers of non-watch requests, by listener and verb",
+            prometheus_client::registry::Unit::Seconds,
+            latency.clone(),
+        );
         registry.register(
             "requests",
             "Requests served, by listener and HTTP status code",
@@ -56,6 +88,8 @@ pub fn metrics() -> &'static Metrics {
             requests,
             errors,
             rejections,
+            in_flight,
+            latency,
         }
     })
 }
@@ -88,6 +122,21 @@ impl Metrics {
             .inc();
     }
 
+    /// Requests in flight, up or down.
+    pub fn in_flight_add(&self, n: i64) {
+        self.in_flight.inc_by(n);
+    }
+
+    /// A non-watch request's time to its response headers.
+    pub fn latency(&self, listener: &str, verb: &str, d: std::time::Duration) {
+        self.latency
+            .get_or_create(&vec![
+                ("listener".into(), listener.into()),
+                ("verb".into(), verb.into()),
+            ])
+            .observe(d.as_secs_f64());
+    }
+
     /// The OpenMetrics text.
     pub fn encode(&self) -> String {
         let mut s = String::new();
@@ -96,38 +145,87 @@ impl Metrics {
     }
 }
 
-/// Serves `/metrics` and `/healthz` until the task is dropped.
+/// What `/readyz` asks: whether regroup is draining, and a check of the
+/// upstream (an error says why it is not ready).
+#[derive(Clone, Default)]
+pub struct Health {
+    /// Set once regroup shuts down: `/readyz` then answers 503.
+    pub shutting_down: Option<Arc<AtomicBool>>,
+    /// The upstream check.
+    #[allow(clippy::type_complexity)]
+    pub upstream: Option<Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>>,
+}
+
+impl Health {
+    /// `None` when ready, else why not.
+    pub async fn not_ready(&self) -> Option<String> {
+        if self
+            .shutting_down
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::SeqCst))
+        {
+            return Some("shutting down".into());
+        }
+        match &self.upstream {
+            Some(check) => check().await.err(),
+            None => None,
+        }
+    }
+}
+
+/// Serves `/metrics`, `/healthz` and `/livez` (the process), `/readyz`
+/// (without a [`Health`]: always ready) until the task is dropped.
 pub async fn serve_metrics(listener: TcpListener) {
+    serve_health(listener, Health::default()).await
+}
+
+/// Like [`serve_metrics`], `/readyz` answering from `health`.
+pub async fn serve_health(listener: TcpListener, health: Health) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             continue;
         };
+        let health = health.clone();
         tokio::spawn(async move {
-            let svc = service_fn(|req: Request<hyper::body::Incoming>| async move {
-                let (code, ctype, body) = match req.uri().path() {
-                    "/metrics" => (
-                        StatusCode::OK,
-                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                        Bytes::from(metrics().encode()),
-                    ),
-                    "/healthz" | "/readyz" | "/livez" => {
-                        (StatusCode::OK, "text/plain", Bytes::from_static(b"ok"))
-                    }
-                    _ => (
-                        StatusCode::NOT_FOUND,
-                        "text/plain",
-                        Bytes::from_static(b"404 page not found\n"),
-                    ),
-                };
-                let mut r = Response::new(full(body));
-                *r.status_mut() = code;
-                r.headers_mut()
-                    .insert(header::CONTENT_TYPE, HeaderValue::from_static(ctype));
-                Ok::<_, std::convert::Infallible>(r)
+            let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
+                let health = health.clone();
+                async move {
+                    let (code, ctype, body) = match req.uri().path() {
+                        "/metrics" => (
+                            StatusCode::OK,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                            Bytes::from(metrics().encode()),
+                        ),
+                        "/healthz" | "/livez" => {
+                            (StatusCode::OK, "text/plain", Bytes::from_static(b"ok"))
+                        }
+                        "/readyz" => match health.not_ready().await {
+                            None => (StatusCode::OK, "text/plain", Bytes::from_static(b"ok")),
+                            Some(why) => (
+                                StatusCode::SERVICE_UNAVAILABLE,
+                                "text/plain",
+                                Bytes::from(format!("not ready: {why}\n")),
+                            ),
+                        },
+                        _ => (
+                            StatusCode::NOT_FOUND,
+                            "text/plain",
+                            Bytes::from_static(b"404 page not found\n"),
+                        ),
+                    };
+                    let mut r = Response::new(full(body));
+                    *r.status_mut() = code;
+                    r.headers_mut()
+                        .insert(header::CONTENT_TYPE, HeaderValue::from_static(ctype));
+                    Ok::<_, std::convert::Infallible>(r)
+                }
             });
-            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(stream), svc)
-                .await;
+            let mut b = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            b.http1()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(std::time::Duration::from_secs(32));
+            let _ = b.serve_connection(TokioIo::new(stream), svc).await;
         });
     }
 }

@@ -16,7 +16,7 @@ use rustls::pki_types::CertificateDer;
 use super::front::auth::RequestHeaderConfig;
 use super::live::Live;
 use super::own_client::OwnClient;
-use super::stack::{self, errors, identity, Forward};
+use super::stack::{self, errors, identity, BodyLimits, Forward};
 use super::status::Failure;
 use super::trust::FrontTrust;
 use crate::rewrite::{Catalog, Engine};
@@ -63,6 +63,7 @@ impl Proxy {
                 trust: None,
                 listener: "sidecar",
                 forwards_identity: false,
+                limits: BodyLimits::default(),
             },
             stack: Stack::Sidecar,
         }
@@ -103,9 +104,16 @@ impl Proxy {
                 trust: None,
                 listener: "front",
                 forwards_identity: true,
+                limits: BodyLimits::default(),
             },
             stack: Stack::Front { auth },
         }
+    }
+
+    /// The same stack with other body limits.
+    pub fn with_limits(mut self, limits: BodyLimits) -> Proxy {
+        self.fwd.limits = limits;
+        self
     }
 
     /// regroup's own client of this stack's upstream.

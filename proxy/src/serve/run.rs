@@ -9,8 +9,10 @@ use regroup_config::Settings;
 use tokio::net::TcpListener;
 
 use super::live::Live;
+use super::metrics::Health;
+use super::own_client::OwnClient;
 use super::trust::FrontTrust;
-use super::Proxy;
+use super::{Access, Lifecycle, Proxy, Serving};
 use crate::rewrite::{Catalog, Engine};
 use crate::upstream::{kubeconfig, Upstream};
 
@@ -33,11 +35,15 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
     init_logging(&settings);
     let settings: &'static Settings = Box::leak(Box::new(settings));
     let resolved = resolve_upstream(settings, &opts)?;
-    let upstream = Upstream::new(
+    let upstream = Upstream::with_timeouts(
         &resolved,
         settings.file.upstream.dangerous_insecure_skip_tls_verify,
+        (&settings.limits).into(),
     )
     .map_err(|e| e.to_string())?;
+    for w in settings.warnings() {
+        tracing::warn!("{w}");
+    }
     if resolved.insecure || settings.file.upstream.dangerous_insecure_skip_tls_verify {
         tracing::warn!("the API server's certificate is NOT verified (insecure-skip-tls-verify)");
     }
@@ -58,13 +64,19 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("starting the runtime: {e}"))?;
-    runtime.block_on(async move {
+    let grace = settings.limits.shutdown_grace_period;
+    let lifecycle = Lifecycle::new();
+    let serving = Serving::new(settings.limits.clone(), lifecycle.clone());
+    let result = runtime.block_on(async move {
+        #[cfg(unix)]
+        ignore_sighup()?;
         let upstream_desc = upstream.describe().to_owned();
         let mut servers = Vec::new();
-        let mut sidecar = Proxy::sidecar_live(live.clone(), Arc::new(upstream), settings.file.credentials.pass_through);
+        let mut sidecar = Proxy::sidecar_live(live.clone(), Arc::new(upstream), settings.file.credentials.pass_through)
+            .with_limits((&settings.limits).into());
         let mut follow = None;
         if let Some(front) = &settings.file.front {
-            let started = start_front(live.clone(), front, &sidecar).await?;
+            let started = start_front(settings, live.clone(), front, &sidecar, serving.clone()).await?;
             servers.push(started.task);
             if let Some(t) = started.trust {
                 sidecar = sidecar.with_trust(t);
@@ -84,13 +96,24 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             rules = settings.map.rules().len(),
             "regroup serving"
         );
-        servers.push(tokio::spawn(super::serve_plain(listener, proxy.clone())));
+        let loopback = || Access::loopback(settings.allowed_hosts.clone());
+        servers.push(tokio::spawn(super::serve_sidecar(
+            listener,
+            None,
+            proxy.clone(),
+            serving.clone(),
+            loopback(),
+        )));
         if let Some(addr) = settings.file.listeners.metrics {
             let l = TcpListener::bind(addr)
                 .await
                 .map_err(|e| format!("listening on {addr}: {e}"))?;
-            tracing::info!(listen = %addr, "metrics on /metrics, health on /healthz");
-            servers.push(tokio::spawn(super::metrics::serve_metrics(l)));
+            tracing::info!(listen = %addr, "metrics on /metrics, health on /healthz, /livez, /readyz");
+            let health = Health {
+                shutting_down: Some(lifecycle.flag()),
+                upstream: Some(upstream_check(proxy.own_client(), settings.limits.upstream_response_header_timeout)),
+            };
+            servers.push(tokio::spawn(super::metrics::serve_health(l, health)));
         }
         if let Some(tls) = &settings.file.listeners.tls {
             let id = match (&tls.cert_file, &tls.key_file, &tls.generated_ca_file) {
@@ -109,15 +132,83 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             let l = TcpListener::bind(tls.listen)
                 .await
                 .map_err(|e| format!("listening on {}: {e}", tls.listen))?;
+            let access = if tls.listen.ip().is_loopback() {
+                loopback()
+            } else {
+                if !tls.dangerous_lend_credentials {
+                    tracing::info!(listen = %tls.listen, "TLS listener beyond loopback: callers without their own credential get 401");
+                }
+                Access::beyond_loopback(tls.dangerous_lend_credentials)
+            };
             tracing::info!(listen = %tls.listen, "regroup serving TLS");
-            servers.push(tokio::spawn(super::serve_tls(l, cfg, proxy)));
+            servers.push(tokio::spawn(super::serve_sidecar(
+                l,
+                Some(cfg),
+                proxy,
+                serving.clone(),
+                access,
+            )));
         }
-        shutdown_signal().await;
-        tracing::info!("shutting down");
+        let signal = shutdown_signal().await;
+        tracing::info!(
+            signal,
+            grace_seconds = grace.as_secs_f64(),
+            "shutting down: not accepting, draining in-flight requests, ending watches"
+        );
+        lifecycle.begin_shutdown();
+        match tokio::time::timeout(grace, lifecycle.drained()).await {
+            Ok(()) => tracing::info!("drained; exiting"),
+            Err(_) => tracing::warn!(
+                open = lifecycle.open_connections(),
+                "shutdown grace period over (limits.shutdownGracePeriod); exiting with connections open"
+            ),
+        }
         for s in servers {
             s.abort();
         }
         Ok(())
+    });
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    result
+}
+
+/// SIGHUP would kill the process by default: regroup ignores it, saying so.
+#[cfg(unix)]
+fn ignore_sighup() -> Result<(), String> {
+    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .map_err(|e| format!("installing the SIGHUP handler: {e}"))?;
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            tracing::info!("SIGHUP: reloading is not implemented yet; ignored (still serving)");
+        }
+    });
+    Ok(())
+}
+
+/// `/readyz`'s upstream check: the apiserver's own `/readyz`, with
+/// regroup's credential, each time it is asked (at most 5 s). Ready when it
+/// answers below 500 (401/403/404: reachable, readyz not open to us);
+/// not ready when it can't be reached, does not answer in time, or says 5xx.
+fn upstream_check(
+    client: OwnClient,
+    header_timeout: std::time::Duration,
+) -> Arc<dyn Fn() -> futures_util::future::BoxFuture<'static, Result<(), String>> + Send + Sync> {
+    let limit = header_timeout.min(std::time::Duration::from_secs(5));
+    Arc::new(move || {
+        let client = client.clone();
+        Box::pin(async move {
+            match tokio::time::timeout(limit, client.get("/readyz")).await {
+                Err(_) => Err(format!(
+                    "upstream: GET /readyz did not answer within {}s",
+                    limit.as_secs_f64()
+                )),
+                Ok(Err(e)) => Err(format!("upstream: {e}")),
+                Ok(Ok(r)) if r.status().is_server_error() => {
+                    Err(format!("upstream: GET /readyz answered {}", r.status()))
+                }
+                Ok(Ok(_)) => Ok(()),
+            }
+        })
     })
 }
 
@@ -136,9 +227,11 @@ struct StartedFront {
 
 /// Starts the aggregated front.
 async fn start_front(
+    settings: &'static Settings,
     live: Live,
     front: &'static regroup_config::schema::Front,
     sidecar: &Proxy,
+    listening: Serving,
 ) -> Result<StartedFront, String> {
     use super::front::auth::{parse_extension_apiserver_authentication_json, RequestHeaderConfig};
     use super::front::tls::{ClientCaSource, ReloadingConfig, ServingSource};
@@ -205,7 +298,7 @@ async fn start_front(
         ),
         None => None,
     };
-    let backend = Upstream::new(
+    let backend = Upstream::with_timeouts(
         &kubeconfig::Resolved {
             server: front.backend.clone(),
             ca_pem: backend_ca,
@@ -217,18 +310,27 @@ async fn start_front(
             ..kubeconfig::Resolved::default()
         },
         false,
+        (&settings.limits).into(),
     )
     .map_err(|e| format!("front.backend: {e}"))?;
     if front.dangerous_insecure_backend {
         tracing::warn!(backend = %front.backend, "the app's certificate is NOT verified (dangerousInsecureBackend)");
     }
     let auth = Arc::new(std::sync::RwLock::new(cfg));
-    let proxy = Arc::new(Proxy::front_live(live, Arc::new(backend), auth.clone()));
+    let proxy = Arc::new(
+        Proxy::front_live(live, Arc::new(backend), auth.clone())
+            .with_limits((&settings.limits).into()),
+    );
     let listener = TcpListener::bind(front.listen)
         .await
         .map_err(|e| format!("listening on {}: {e}", front.listen))?;
     tracing::info!(listen = %front.listen, backend = %front.backend, "regroup serving the aggregated front");
-    let task = tokio::spawn(super::serve_front(listener, tls.clone(), proxy));
+    let task = tokio::spawn(super::serve_front_with(
+        listener,
+        tls.clone(),
+        proxy,
+        listening,
+    ));
     let trust = serving_ca.map(|ca| FrontTrust {
         client_ca_pem: client.ca_pem.clone().unwrap_or_default(),
         client_cn: FRONT_CLIENT_CN.into(),
@@ -252,19 +354,23 @@ async fn start_front(
     })
 }
 
-async fn shutdown_signal() {
+/// Waits for SIGINT or SIGTERM; says which.
+async fn shutdown_signal() -> &'static str {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .expect("SIGTERM handler");
         tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
+            _ = ctrl_c => "SIGINT",
+            _ = term.recv() => "SIGTERM",
         }
     }
     #[cfg(not(unix))]
-    let _ = ctrl_c.await;
+    {
+        let _ = ctrl_c.await;
+        "SIGINT"
+    }
 }
 
 fn resolve_upstream(settings: &Settings, opts: &Options) -> Result<kubeconfig::Resolved, String> {

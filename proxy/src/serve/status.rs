@@ -111,3 +111,41 @@ pub fn page_not_found() -> Response<Body> {
     );
     r
 }
+
+impl Failure {
+    /// 401, as kube-apiserver answers a caller it can't authenticate.
+    pub fn unauthorized(message: impl Into<String>) -> Failure {
+        Failure {
+            code: StatusCode::UNAUTHORIZED,
+            reason: "Unauthorized",
+            message: message.into(),
+        }
+    }
+
+    /// 403: a caller regroup won't serve (a foreign `Host`).
+    pub fn forbidden(message: impl Into<String>) -> Failure {
+        Failure {
+            code: StatusCode::FORBIDDEN,
+            reason: "Forbidden",
+            message: message.into(),
+        }
+    }
+
+    /// 504: the apiserver did not answer in time.
+    pub fn gateway_timeout(message: impl Into<String>) -> Failure {
+        Failure {
+            code: StatusCode::GATEWAY_TIMEOUT,
+            reason: "Timeout",
+            message: message.into(),
+        }
+    }
+
+    /// 429: too many requests at once.
+    pub fn too_many_requests(message: impl Into<String>) -> Failure {
+        Failure {
+            code: StatusCode::TOO_MANY_REQUESTS,
+            reason: "TooManyRequests",
+            message: message.into(),
+        }
+    }
+}

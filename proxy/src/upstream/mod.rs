@@ -60,11 +60,85 @@ pub struct Upstream {
     upgrade_client: Client<HttpsConnector<HttpConnector>, Body>,
     auth: Auth,
     description: String,
+    /// Time from sending a request to its response headers.
+    response_header_timeout: Duration,
+}
+
+/// Why a request to the upstream got no response.
+#[derive(Debug)]
+pub enum SendError {
+    /// The client failed: connect, TLS, a dropped connection.
+    Client(hyper_util::client::legacy::Error),
+    /// No response headers within the configured time
+    /// (`limits.upstreamResponseHeaderTimeout`).
+    Timeout(Duration),
+}
+
+impl SendError {
+    /// True when the apiserver did not answer in time.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, SendError::Timeout(_))
+    }
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SendError::Client(e) => e.fmt(f),
+            SendError::Timeout(d) => write!(f, "no response headers within {}s", d.as_secs_f64()),
+        }
+    }
+}
+
+impl std::error::Error for SendError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SendError::Client(e) => std::error::Error::source(e),
+            SendError::Timeout(_) => None,
+        }
+    }
+}
+
+/// The upstream's connection and response-header timeouts.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// TCP connect.
+    pub connect: Duration,
+    /// From sending a request to its response headers.
+    pub response_header: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        let l = regroup_config::Limits::default();
+        Timeouts {
+            connect: l.upstream_connect_timeout,
+            response_header: l.upstream_response_header_timeout,
+        }
+    }
+}
+
+impl From<&regroup_config::Limits> for Timeouts {
+    fn from(l: &regroup_config::Limits) -> Self {
+        Timeouts {
+            connect: l.upstream_connect_timeout,
+            response_header: l.upstream_response_header_timeout,
+        }
+    }
 }
 
 impl Upstream {
     /// Builds the client from a resolved kubeconfig or in-cluster config.
     pub fn new(r: &Resolved, insecure_override: bool) -> Result<Upstream, UpstreamError> {
+        Upstream::with_timeouts(r, insecure_override, Timeouts::default())
+    }
+
+    /// Like [`Upstream::new`], with these timeouts.
+    pub fn with_timeouts(
+        r: &Resolved,
+        insecure_override: bool,
+        timeouts: Timeouts,
+    ) -> Result<Upstream, UpstreamError> {
         let err = |message: String| UpstreamError {
             server: r.server.clone(),
             message,
@@ -96,6 +170,7 @@ impl Upstream {
             let mut http = HttpConnector::new();
             http.enforce_http(false);
             http.set_nodelay(true);
+            http.set_connect_timeout(Some(timeouts.connect));
             let mut b = hyper_rustls::HttpsConnectorBuilder::new()
                 .with_tls_config(tls.clone())
                 .https_or_http();
@@ -148,6 +223,7 @@ impl Upstream {
             upgrade_client: build(false),
             auth,
             description,
+            response_header_timeout: timeouts.response_header,
         })
     }
 
@@ -203,19 +279,27 @@ impl Upstream {
     }
 
     /// Sends a request (its URI already upstream's).
-    pub async fn send(
-        &self,
-        req: Request<Body>,
-    ) -> Result<Response<Incoming>, hyper_util::client::legacy::Error> {
-        self.client.request(req).await
+    /// Sends a request (its URI already upstream's). Only the wait for the
+    /// response headers is bounded, never the body: watches stream on.
+    pub async fn send(&self, req: Request<Body>) -> Result<Response<Incoming>, SendError> {
+        self.bounded(self.client.request(req)).await
     }
 
     /// Sends a protocol-upgrade request over HTTP/1.1.
-    pub async fn send_upgrade(
+    pub async fn send_upgrade(&self, req: Request<Body>) -> Result<Response<Incoming>, SendError> {
+        self.bounded(self.upgrade_client.request(req)).await
+    }
+
+    async fn bounded(
         &self,
-        req: Request<Body>,
-    ) -> Result<Response<Incoming>, hyper_util::client::legacy::Error> {
-        self.upgrade_client.request(req).await
+        f: impl std::future::Future<
+            Output = Result<Response<Incoming>, hyper_util::client::legacy::Error>,
+        >,
+    ) -> Result<Response<Incoming>, SendError> {
+        match tokio::time::timeout(self.response_header_timeout, f).await {
+            Ok(r) => r.map_err(SendError::Client),
+            Err(_) => Err(SendError::Timeout(self.response_header_timeout)),
+        }
     }
 }
 

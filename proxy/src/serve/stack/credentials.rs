@@ -62,5 +62,5 @@ pub(crate) async fn send_once(
     fwd.upstream
         .send(req)
         .await
-        .map_err(|e| errors::unavailable(&e))
+        .map_err(|e| errors::upstream(&e))
 }

@@ -7,7 +7,7 @@ use http::{Method, Response};
 
 use crate::serve::metrics::metrics;
 use crate::serve::status::Failure;
-use crate::upstream::Body;
+use crate::upstream::{Body, SendError};
 
 /// Answers a request whose pipeline ended with `result`.
 pub(crate) fn answer(
@@ -50,8 +50,20 @@ pub(crate) fn refused(
     f.into_response()
 }
 
+/// An upstream request that failed: `504` when the upstream did not answer
+/// within `limits.upstreamResponseHeaderTimeout`, else `503`.
+pub(crate) fn upstream(e: &SendError) -> Failure {
+    if e.is_timeout() {
+        return Failure::gateway_timeout(format!(
+            "Timeout: the Kubernetes API server did not answer: {e} \
+             (limits.upstreamResponseHeaderTimeout)"
+        ));
+    }
+    unavailable(e)
+}
+
 /// The upstream could not be reached: the message names the cause chain.
-pub(crate) fn unavailable(e: &dyn std::error::Error) -> Failure {
+fn unavailable(e: &dyn std::error::Error) -> Failure {
     let mut msg = e.to_string();
     let mut src = e.source();
     while let Some(s) = src {

@@ -7,17 +7,39 @@ use bytes::Bytes;
 
 use crate::serve::status::Failure;
 
+/// Why a gzip body was not inflated.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum InflateError {
+    #[error("gzip body is corrupt: {0}")]
+    Corrupt(String),
+    #[error("gzip body inflates past {0} bytes")]
+    TooLarge(usize),
+}
+
+impl InflateError {
+    /// As the answer to a request whose own body it is.
+    pub(crate) fn of_request(self) -> Failure {
+        match self {
+            InflateError::TooLarge(_) => Failure::too_large(format!("the request's {self}")),
+            InflateError::Corrupt(_) => Failure::bad_request(format!("the request's {self}")),
+        }
+    }
+
+    /// As the answer to a request whose upstream answered this body.
+    pub(crate) fn of_upstream(self) -> Failure {
+        Failure::bad_gateway(format!("the API server's {self}"))
+    }
+}
+
 /// Inflates `bytes`, refusing more than `limit` inflated bytes.
-pub(crate) fn inflate(bytes: &[u8], limit: usize) -> Result<Bytes, Failure> {
+pub(crate) fn inflate(bytes: &[u8], limit: usize) -> Result<Bytes, InflateError> {
     let mut out = Vec::with_capacity(bytes.len().saturating_mul(4).min(limit));
     flate2::read::GzDecoder::new(bytes)
         .take(limit as u64 + 1)
         .read_to_end(&mut out)
-        .map_err(|e| Failure::bad_gateway(format!("the API server's gzip body is corrupt: {e}")))?;
+        .map_err(|e| InflateError::Corrupt(e.to_string()))?;
     if out.len() > limit {
-        return Err(Failure::bad_gateway(format!(
-            "the API server's gzip body inflates past {limit} bytes"
-        )));
+        return Err(InflateError::TooLarge(limit));
     }
     Ok(Bytes::from(out))
 }
@@ -43,15 +65,22 @@ mod tests {
         let bomb = gzip(&vec![0u8; 1 << 20]);
         assert!(bomb.len() < 8 << 10);
         let f = inflate(&bomb, 64 << 10).unwrap_err();
-        assert_eq!(f.code, http::StatusCode::BAD_GATEWAY);
-        assert!(f.message.contains("inflates past"), "{}", f.message);
+        assert!(matches!(f, InflateError::TooLarge(_)));
+        let answer = f.of_upstream();
+        assert_eq!(answer.code, http::StatusCode::BAD_GATEWAY);
+        assert!(
+            answer.message.contains("inflates past"),
+            "{}",
+            answer.message
+        );
+        let request = inflate(&bomb, 64 << 10).unwrap_err().of_request();
+        assert_eq!(request.code, http::StatusCode::PAYLOAD_TOO_LARGE);
     }
 
     #[test]
     fn corrupt_gzip_is_a_bad_gateway() {
-        assert_eq!(
-            inflate(b"not gzip", 10).unwrap_err().code,
-            http::StatusCode::BAD_GATEWAY
-        );
+        let e = inflate(b"not gzip", 10).unwrap_err();
+        assert!(matches!(e, InflateError::Corrupt(_)));
+        assert_eq!(e.of_request().code, http::StatusCode::BAD_REQUEST);
     }
 }

@@ -45,8 +45,37 @@ use crate::kube::RequestInfo;
 use crate::rewrite::{Catalog, Engine};
 use crate::upstream::{Body, Upstream};
 
-/// The largest request or non-streamed response body regroup rewrites.
+/// The largest non-streamed response body regroup rewrites (and the
+/// largest item of a streamed list).
 pub(crate) const BODY_LIMIT: usize = 256 << 20;
+
+/// How large a body regroup reads to rename (`limits:`).
+#[derive(Clone, Copy, Debug)]
+pub struct BodyLimits {
+    /// A request body (`maxRequestBodyBytes`).
+    pub request: usize,
+    /// A gzip response body once inflated (`maxInflatedBytes`).
+    pub inflated: usize,
+}
+
+impl Default for BodyLimits {
+    fn default() -> Self {
+        let l = regroup_config::Limits::default();
+        BodyLimits {
+            request: l.max_request_body_bytes,
+            inflated: l.max_inflated_bytes,
+        }
+    }
+}
+
+impl From<&regroup_config::Limits> for BodyLimits {
+    fn from(l: &regroup_config::Limits) -> Self {
+        BodyLimits {
+            request: l.max_request_body_bytes,
+            inflated: l.max_inflated_bytes,
+        }
+    }
+}
 
 /// Where one stack forwards to, and how.
 pub(crate) struct Forward {
@@ -62,6 +91,7 @@ pub(crate) struct Forward {
     /// The front sets `X-Remote-*` itself after authenticating the caller;
     /// the sidecar never forwards them from the app.
     pub forwards_identity: bool,
+    pub limits: BodyLimits,
 }
 
 /// One request on its way through the layers.

@@ -7,7 +7,7 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::Method;
 use hyper::body::Incoming;
 
-use super::{Exchange, Forward, BODY_LIMIT};
+use super::{gzip, Exchange, Forward};
 use crate::kube::{MediaType, Wire};
 use crate::rewrite::{Context, RewriteError};
 use crate::serve::body::{collect, full, pass, CollectError};
@@ -43,7 +43,20 @@ pub(crate) async fn rename(
         }
         _ => {}
     }
-    let bytes = read(body).await?;
+    let mut bytes = read(fwd, body).await?;
+    match headers.get(header::CONTENT_ENCODING).map(|v| v.as_bytes()) {
+        None => {}
+        Some(e) if e.eq_ignore_ascii_case(b"identity") => {}
+        Some(e) if e.eq_ignore_ascii_case(b"gzip") => {
+            // Renamed bytes go upstream uncompressed.
+            bytes = gzip::inflate(&bytes, fwd.limits.inflated)
+                .map_err(gzip::InflateError::of_request)?;
+            headers.remove(header::CONTENT_ENCODING);
+        }
+        Some(_) => return Err(Failure::unsupported(
+            "regroup can't rename a body in this Content-Encoding; send it uncompressed or gzip",
+        )),
+    }
     let hint_version = x.info.api_version().unwrap_or_default();
     // A subresource body keeps its own kind's group.
     let (api_version, kind) = match (x.info.subresource.as_deref(), x.kind()) {
@@ -75,12 +88,14 @@ pub(crate) async fn rename(
     Ok(full(bytes))
 }
 
-/// A whole request body, within [`BODY_LIMIT`].
-pub(crate) async fn read(body: Incoming) -> Result<Bytes, Failure> {
-    collect(body, BODY_LIMIT).await.map_err(|e| match e {
-        CollectError::TooLarge(n) => {
-            Failure::too_large(format!("request body larger than {n} bytes"))
-        }
-        CollectError::Io(m) => Failure::bad_request(m),
-    })
+/// A whole request body, within `limits.maxRequestBodyBytes`.
+pub(crate) async fn read(fwd: &Forward, body: Incoming) -> Result<Bytes, Failure> {
+    collect(body, fwd.limits.request)
+        .await
+        .map_err(|e| match e {
+            CollectError::TooLarge(n) => {
+                Failure::too_large(format!("request body larger than {n} bytes"))
+            }
+            CollectError::Io(m) => Failure::bad_request(m),
+        })
 }

@@ -14,9 +14,6 @@ use crate::serve::status::Failure;
 use crate::serve::trust::hooks;
 use crate::upstream::Body;
 
-/// The largest inflated gzip body regroup renames.
-const INFLATED_LIMIT: usize = BODY_LIMIT;
-
 /// Renames a whole response body.
 pub(crate) async fn rename(
     fwd: &Forward,
@@ -34,7 +31,8 @@ pub(crate) async fn rename(
         .await
         .map_err(|e| Failure::bad_gateway(format!("reading the API server's response: {e}")))?;
     if gzip {
-        bytes = gzip::inflate(&bytes, INFLATED_LIMIT)?;
+        bytes =
+            gzip::inflate(&bytes, fwd.limits.inflated).map_err(gzip::InflateError::of_upstream)?;
         parts.headers.remove(header::CONTENT_ENCODING);
     }
     let bad = |e: RewriteError| {

@@ -187,7 +187,7 @@ pub(crate) async fn serve(
     headers: HeaderMap,
     body: Incoming,
 ) -> Result<Response<Body>, Failure> {
-    let ops = parse(&read(body).await?)?;
+    let ops = parse(&read(fwd, body).await?)?;
     let kind = x.kind().unwrap_or("APIService");
     let api_version = x.info.api_version().unwrap_or_default();
     let bad_uri = |e: http::Error| Failure::bad_request(format!("invalid request URI: {e}"));

@@ -1,0 +1,187 @@
+//! `limits:`: sizes and timeouts, with Kubernetes-like defaults.
+//!
+//! The defaults follow kube-apiserver's own HTTP server where it has one
+//! (`staging/src/k8s.io/apiserver/pkg/server/secure_serving.go`:
+//! `ReadHeaderTimeout` 32 s, `IdleTimeout` 90 s, `MaxHeaderBytes` 1 MiB; its
+//! non-long-running request timeout is 60 s; client-go dials for 30 s), and
+//! regroup's behaviour before the section existed otherwise (256 MiB bodies,
+//! 100 headers).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+/// Every size and timeout regroup enforces. `Default` is the documented
+/// defaults (`docs/config.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Limits {
+    /// Time a client has to send a request's headers (slowloris). For
+    /// HTTP/1.1 this also bounds waiting for the next request on a kept-alive
+    /// connection (hyper starts the clock when it waits for a request head).
+    #[serde(deserialize_with = "duration")]
+    pub header_read_timeout: Duration,
+    /// Largest request head (request line and headers), in bytes.
+    pub max_header_bytes: usize,
+    /// Most headers in one request.
+    pub max_headers: usize,
+    /// Most connections open at once on each listener; beyond it regroup
+    /// stops accepting until one closes.
+    pub max_connections: usize,
+    /// A connection with no request in flight for this long is closed.
+    #[serde(deserialize_with = "duration")]
+    pub idle_timeout: Duration,
+    /// Time to establish a TCP connection to the upstream.
+    #[serde(deserialize_with = "duration")]
+    pub upstream_connect_timeout: Duration,
+    /// Time from sending a request upstream to its response headers (never
+    /// the body: watches and large lists stream for as long as they last).
+    /// When it passes the app gets a 504 `Timeout` Status.
+    #[serde(deserialize_with = "duration")]
+    pub upstream_response_header_timeout: Duration,
+    /// Largest request body regroup reads whole to rename (413 beyond).
+    pub max_request_body_bytes: usize,
+    /// Largest size a gzip body may inflate to (either direction).
+    pub max_inflated_bytes: usize,
+    /// On SIGTERM/SIGINT: how long in-flight requests get to finish (watches
+    /// are ended cleanly at once) before regroup exits anyway.
+    #[serde(deserialize_with = "duration")]
+    pub shutdown_grace_period: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            header_read_timeout: Duration::from_secs(32),
+            max_header_bytes: 1 << 20,
+            max_headers: 100,
+            max_connections: 4096,
+            idle_timeout: Duration::from_secs(90),
+            upstream_connect_timeout: Duration::from_secs(30),
+            upstream_response_header_timeout: Duration::from_secs(60),
+            max_request_body_bytes: 256 << 20,
+            max_inflated_bytes: 256 << 20,
+            shutdown_grace_period: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The smallest `maxHeaderBytes` (hyper's smallest read buffer).
+pub const MIN_HEADER_BYTES: usize = 8192;
+
+impl Limits {
+    /// What is wrong with these limits, one message per problem.
+    pub fn problems(&self) -> Vec<String> {
+        let mut p = Vec::new();
+        for (name, d) in [
+            ("headerReadTimeout", self.header_read_timeout),
+            ("idleTimeout", self.idle_timeout),
+            ("upstreamConnectTimeout", self.upstream_connect_timeout),
+            (
+                "upstreamResponseHeaderTimeout",
+                self.upstream_response_header_timeout,
+            ),
+        ] {
+            if d.is_zero() {
+                p.push(format!("limits.{name}: must be more than 0s"));
+            }
+        }
+        if self.max_header_bytes < MIN_HEADER_BYTES || self.max_header_bytes > u32::MAX as usize {
+            p.push(format!(
+                "limits.maxHeaderBytes: {} is out of range ({MIN_HEADER_BYTES} to {})",
+                self.max_header_bytes,
+                u32::MAX
+            ));
+        }
+        for (name, v) in [
+            ("maxHeaders", self.max_headers),
+            ("maxConnections", self.max_connections),
+            ("maxRequestBodyBytes", self.max_request_body_bytes),
+            ("maxInflatedBytes", self.max_inflated_bytes),
+        ] {
+            if v == 0 {
+                p.push(format!("limits.{name}: must be at least 1"));
+            }
+        }
+        if self.max_connections > (u32::MAX >> 3) as usize {
+            p.push("limits.maxConnections: too large".into());
+        }
+        p
+    }
+}
+
+/// Parses a Go-style duration: `32s`, `500ms`, `1m30s`, `2h`, `0s`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad =
+        || format!("`{s}` is not a duration (a number and a unit: `32s`, `500ms`, `1m30s`, `2h`)");
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    let mut total = Duration::ZERO;
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+        if digits == 0 {
+            return Err(bad());
+        }
+        let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let one = match &rest[..unit_len] {
+            "ms" => Duration::from_millis(1),
+            "s" => Duration::from_secs(1),
+            "m" => Duration::from_secs(60),
+            "h" => Duration::from_secs(3600),
+            _ => return Err(bad()),
+        };
+        rest = &rest[unit_len..];
+        let add = one
+            .checked_mul(u32::try_from(n).map_err(|_| bad())?)
+            .ok_or_else(bad)?;
+        total = total.checked_add(add).ok_or_else(bad)?;
+    }
+    Ok(total)
+}
+
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let s = String::deserialize(d)?;
+    parse_duration(&s).map_err(serde::de::Error::custom)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_like_go() {
+        assert_eq!(parse_duration("32s"), Ok(Duration::from_secs(32)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+        for bad in ["", "32", "s", "3x", "-1s", "1.5s", "99999999999999999999s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        assert!(Limits::default().problems().is_empty());
+    }
+
+    #[test]
+    fn out_of_range_limits_are_named() {
+        let l = Limits {
+            header_read_timeout: Duration::ZERO,
+            max_header_bytes: 100,
+            max_connections: 0,
+            ..Limits::default()
+        };
+        let p = l.problems().join("\n");
+        assert!(p.contains("limits.headerReadTimeout"), "{p}");
+        assert!(p.contains("limits.maxHeaderBytes"), "{p}");
+        assert!(p.contains("limits.maxConnections"), "{p}");
+    }
+}

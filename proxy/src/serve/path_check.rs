@@ -1,0 +1,147 @@
+//! Paths regroup refuses before routing: the path it routes and renames
+//! must be the path every later hop sees.
+//!
+//! A path with a dot segment (`..`, `.`, also percent-encoded: `%2e%2e`,
+//! `.%2E`), an empty segment (`//apis/...`, `/api//v1`, a trailing `//`)
+//! or an encoded slash (`%2F`) can be read as another path by a hop that
+//! normalizes it (a load balancer, an aggregator, a later Go `ServeMux`,
+//! which cleans paths and redirects), while regroup would have routed and
+//! renamed it as written: `/api/v1/../../apis/<app group>/...` would reach
+//! the cluster's group of that name unrenamed, i.e. another copy's objects.
+//! kube-apiserver itself never needs them (client-go and kubectl never
+//! send them), so regroup answers 400 rather than normalize. One trailing
+//! slash (`/apis/`) is an empty last segment and allowed, as `/` is.
+
+use percent_encoding::percent_decode_str;
+
+/// Why a path is refused, for the Status message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathProblem {
+    /// Not an origin-form path (`*`, empty).
+    NotAbsolute,
+    /// A `.` or `..` segment, possibly percent-encoded.
+    DotSegment,
+    /// `//` somewhere (an empty segment other than a single trailing one).
+    EmptySegment,
+    /// `%2F`: a slash inside a segment.
+    EncodedSlash,
+}
+
+impl PathProblem {
+    /// The Status message.
+    pub fn message(self) -> &'static str {
+        match self {
+            PathProblem::NotAbsolute => "the request path must start with /",
+            PathProblem::DotSegment => {
+                "the request path has a `.` or `..` segment (possibly percent-encoded); \
+                 send the normalized path"
+            }
+            PathProblem::EmptySegment => "the request path has an empty segment (`//`)",
+            PathProblem::EncodedSlash => "the request path has an encoded slash (`%2F`)",
+        }
+    }
+
+    /// The metrics reason.
+    pub fn reason(self) -> &'static str {
+        match self {
+            PathProblem::NotAbsolute => "path_not_absolute",
+            PathProblem::DotSegment => "path_dot_segment",
+            PathProblem::EmptySegment => "path_empty_segment",
+            PathProblem::EncodedSlash => "path_encoded_slash",
+        }
+    }
+}
+
+/// Checks a raw (still percent-encoded) request path, without its query.
+pub fn check_path(path: &str) -> Result<(), PathProblem> {
+    let Some(rest) = path.strip_prefix('/') else {
+        return Err(PathProblem::NotAbsolute);
+    };
+    let segments: Vec<&str> = rest.split('/').collect();
+    let last = segments.len() - 1;
+    for (i, seg) in segments.iter().enumerate() {
+        if seg.is_empty() {
+            if i == last {
+                continue; // `/` or one trailing slash
+            }
+            return Err(PathProblem::EmptySegment);
+        }
+        if seg.contains('%') {
+            let lower = seg.to_ascii_lowercase();
+            if lower.contains("%2f") {
+                return Err(PathProblem::EncodedSlash);
+            }
+        }
+        let decoded = percent_decode_str(seg).collect::<Vec<u8>>();
+        if decoded == b"." || decoded == b".." {
+            return Err(PathProblem::DotSegment);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_segments_plain_or_encoded_are_refused() {
+        for p in [
+            "/api/v1/../../apis/samplecontroller.k8s.io/v1alpha1/foos",
+            "/api/v1/%2e%2e/%2E%2E/apis/samplecontroller.k8s.io/v1alpha1/foos",
+            "/api/v1/.%2e/apis/x",
+            "/api/v1/%2e./apis/x",
+            "/apis/./samplecontroller.k8s.io",
+            "/apis/%2e/x",
+            "/..",
+            "/apis/x/..",
+        ] {
+            assert_eq!(check_path(p), Err(PathProblem::DotSegment), "{p}");
+        }
+    }
+
+    #[test]
+    fn empty_segments_are_refused_but_one_trailing_slash_is_not() {
+        for p in [
+            "//apis/samplecontroller.k8s.io/v1alpha1",
+            "/api//v1",
+            "/apis//",
+            "//",
+        ] {
+            assert_eq!(check_path(p), Err(PathProblem::EmptySegment), "{p}");
+        }
+        for p in ["/", "/apis/", "/api/v1/namespaces/"] {
+            assert_eq!(check_path(p), Ok(()), "{p}");
+        }
+    }
+
+    #[test]
+    fn encoded_slashes_are_refused() {
+        for p in [
+            "/apis/samplecontroller.k8s.io%2Fv1alpha1/foos",
+            "/api/v1/a%2fb",
+        ] {
+            assert_eq!(check_path(p), Err(PathProblem::EncodedSlash), "{p}");
+        }
+    }
+
+    #[test]
+    fn ordinary_kubernetes_paths_pass() {
+        for p in [
+            "/api/v1/namespaces/default/pods",
+            "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/e2e/foos/alpha",
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/foos.samplecontroller.k8s.io",
+            "/openapi/v3/apis/samplecontroller.k8s.io/v1alpha1",
+            "/api/v1/namespaces/default/pods/a.b..c/log",
+            "/api/v1/namespaces/default/configmaps/...x",
+            "/api/v1/namespaces/default/configmaps/%2e%2e%2e",
+            "/api/v1/namespaces/default/configmaps/name%20with%20space",
+            "/healthz",
+            "/version",
+        ] {
+            assert_eq!(check_path(p), Ok(()), "{p}");
+        }
+        assert_eq!(check_path("*"), Err(PathProblem::NotAbsolute));
+        assert_eq!(check_path(""), Err(PathProblem::NotAbsolute));
+    }
+}

@@ -1,0 +1,805 @@
+//! The security probes of issue 15, each against the real `regroup` binary
+//! and a fake upstream on loopback that records what reaches it: no
+//! credential lent to a foreign `Host` or to a caller beyond loopback
+//! without its own, paths a later hop would read differently refused,
+//! slowloris and a hung upstream bounded, SIGHUP survived, SIGTERM drained,
+//! `/readyz` following the upstream. Negative cases first in each test.
+//! Timings are generous: a timeout is asserted as "answered within a few
+//! times the configured value", never as a performance number.
+
+mod tls_support;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const OWN_TOKEN: &str = "regroup-own-token";
+const FOO: &str = r#"{"apiVersion":"samplecontroller.team1.example.com/v1alpha1","kind":"Foo","metadata":{"name":"alpha"}}"#;
+const PATH: &str = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/alpha";
+
+#[derive(Clone, Debug)]
+struct Seen {
+    path: String,
+    authorization: Option<String>,
+}
+
+type Log = Arc<Mutex<Vec<Seen>>>;
+
+type TestBody = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
+
+/// A fake apiserver on `listener`: `/namespaces/hang/` never answers,
+/// `/namespaces/slow/` answers after 3 s, `watch=1` streams an event every
+/// 200 ms, everything else answers FOO at once.
+fn fake_upstream(listener: TcpListener, log: Log) {
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let log = log.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
+                    let log = log.clone();
+                    async move {
+                        let path = req.uri().path().to_owned();
+                        log.lock().unwrap().push(Seen {
+                            path: path.clone(),
+                            authorization: req
+                                .headers()
+                                .get("authorization")
+                                .map(|v| v.to_str().unwrap().to_owned()),
+                        });
+                        if path.contains("/namespaces/hang/") {
+                            std::future::pending::<()>().await;
+                        }
+                        if path.contains("/namespaces/slow/") {
+                            tokio::time::sleep(Duration::from_secs(3)).await;
+                        }
+                        let body: TestBody = if req.uri().query() == Some("watch=1") {
+                            let s = futures_util::stream::unfold(0u32, |n| async move {
+                                if n > 0 {
+                                    tokio::time::sleep(Duration::from_millis(200)).await;
+                                }
+                                let ev = format!(
+                                    "{{\"type\":\"ADDED\",\"object\":{{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{{\"name\":\"c{n}\"}}}}}}\n"
+                                );
+                                Some((
+                                    Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(ev))),
+                                    n + 1,
+                                ))
+                            });
+                            BodyExt::boxed(StreamBody::new(s))
+                        } else {
+                            BodyExt::boxed(Full::new(Bytes::from_static(FOO.as_bytes())))
+                        };
+                        Ok::<_, std::convert::Infallible>(
+                            Response::builder()
+                                .header("content-type", "application/json")
+                                .body(body)
+                                .unwrap(),
+                        )
+                    }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+}
+
+async fn upstream() -> (u16, Log) {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let log = Log::default();
+    fake_upstream(l, log.clone());
+    (port, log)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The real binary, killed on drop.
+struct Regroup {
+    child: Child,
+    port: u16,
+    metrics: u16,
+    dir: PathBuf,
+}
+
+impl Drop for Regroup {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Regroup {
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("regroup.log")).unwrap_or_default()
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{sig}");
+    }
+}
+
+fn test_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("regroup-sec-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write_kubeconfig(dir: &std::path::Path, upstream_port: u16) {
+    std::fs::write(
+        dir.join("kubeconfig"),
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+             clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{upstream_port}'}}}}]\n\
+             contexts: [{{name: c, context: {{cluster: c, user: u}}}}]\n\
+             users: [{{name: u, user: {{token: {OWN_TOKEN}}}}}]\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// Starts `regroup serve` with `extra` appended to the config (listeners
+/// http and metrics are set here) and waits until it listens.
+async fn start(name: &str, upstream_port: u16, extra: &str) -> Regroup {
+    let dir = test_dir(name);
+    let (port, metrics) = (free_port(), free_port());
+    std::fs::write(
+        dir.join("config.yaml"),
+        format!(
+            "rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n\
+             listeners:\n  http: 127.0.0.1:{port}\n  metrics: 127.0.0.1:{metrics}\n{extra}"
+        ),
+    )
+    .unwrap();
+    write_kubeconfig(&dir, upstream_port);
+    let log = std::fs::File::create(dir.join("regroup.log")).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_regroup"))
+        .arg("serve")
+        .arg("-c")
+        .arg(dir.join("config.yaml"))
+        .arg("--kubeconfig")
+        .arg(dir.join("kubeconfig"))
+        .env("REGROUP_LOG", "regroup=debug")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let r = Regroup {
+        child,
+        port,
+        metrics,
+        dir,
+    };
+    wait_listening(port, &r).await;
+    wait_listening(metrics, &r).await;
+    r
+}
+
+async fn wait_listening(port: u16, r: &Regroup) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "regroup did not listen on {port}:\n{}",
+            r.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// One raw HTTP/1.1 exchange (the request as bytes, exactly as written):
+/// the status code and everything after the status line.
+async fn raw(port: u16, request: &[u8]) -> (u16, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    s.write_all(request).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut out))
+        .await
+        .expect("an answer within 20 s")
+        .ok();
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let code = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, text)
+}
+
+async fn get(port: u16, path: &str, host: &str) -> (u16, String) {
+    raw(
+        port,
+        format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+}
+
+fn assert_status(text: &str, code: u16, reason: &str) {
+    assert!(
+        text.contains("\"kind\":\"Status\"")
+            && text.contains(&format!("\"code\":{code}"))
+            && text.contains(&format!("\"reason\":\"{reason}\"")),
+        "want a {code} {reason} Status, got:\n{text}"
+    );
+}
+
+async fn metrics_text(port: u16) -> String {
+    get(port, "/metrics", "127.0.0.1").await.1
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_host_gets_403_and_never_reaches_the_upstream() {
+    let (up, log) = upstream().await;
+    let r = start("host", up, "").await;
+    let p = r.port;
+
+    // DNS rebinding: a browser page on evil.example reaching 127.0.0.1.
+    for host in [
+        format!("evil.example:{p}"),
+        "evil.example".into(),
+        format!("localhost.evil.example:{p}"),
+        format!("127.0.0.1.nip.io:{p}"),
+    ] {
+        let (code, text) = get(p, PATH, &host).await;
+        assert_eq!(code, 403, "{host}: {text}");
+        assert_status(&text, 403, "Forbidden");
+    }
+    // HTTP/1.1 without Host, and an absolute-form URI naming another host.
+    let (code, _) = raw(p, format!("GET {PATH} HTTP/1.0\r\n\r\n").as_bytes()).await;
+    assert_eq!(code, 403);
+    let (code, _) = raw(
+        p,
+        format!("GET http://evil.example{PATH} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await;
+    assert_eq!(code, 403);
+    // HTTP/2: the :authority pseudo-header is checked.
+    let stream = TcpStream::connect(("127.0.0.1", p)).await.unwrap();
+    let (mut h2, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let resp = h2
+        .send_request(
+            Request::get(format!("http://evil.example:{p}{PATH}"))
+                .body(Full::<Bytes>::default())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+    assert!(
+        log.lock().unwrap().is_empty(),
+        "nothing reached the upstream: {:?}",
+        log.lock().unwrap()
+    );
+
+    // Loopback names pass, with regroup's own credential.
+    for host in [
+        format!("localhost:{p}"),
+        format!("127.0.0.1:{p}"),
+        format!("[::1]:{p}"),
+        "LOCALHOST".into(),
+    ] {
+        let (code, text) = get(p, PATH, &host).await;
+        assert_eq!(code, 200, "{host}: {text}");
+        assert!(text.contains("samplecontroller.k8s.io/v1alpha1"), "{text}");
+    }
+    let resp = h2
+        .send_request(
+            Request::get(format!("http://127.0.0.1:{p}{PATH}"))
+                .body(Full::<Bytes>::default())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let seen = log.lock().unwrap().clone();
+    assert_eq!(seen.len(), 5);
+    assert!(seen.iter().all(|s| s.authorization.as_deref()
+        == Some(&format!("Bearer {OWN_TOKEN}"))
+        && s.path == "/apis/samplecontroller.team1.example.com/v1alpha1/namespaces/ns/foos/alpha"));
+    let m = metrics_text(r.metrics).await;
+    assert!(
+        m.contains("regroup_errors_total{listener=\"sidecar\",reason=\"foreign_host\"} 7"),
+        "{m}"
+    );
+    assert!(!r.log().contains(OWN_TOKEN), "the token is never logged");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configured_allowed_hosts_replace_the_defaults() {
+    let (up, log) = upstream().await;
+    let r = start("hosts", up, "  allowedHosts: [app.internal]\n").await;
+    let (code, _) = get(r.port, PATH, "localhost").await;
+    assert_eq!(code, 403);
+    assert!(log.lock().unwrap().is_empty());
+    let (code, _) = get(r.port, PATH, "app.internal:8001").await;
+    assert_eq!(code, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paths_a_later_hop_would_read_differently_get_400_and_never_reach_the_upstream() {
+    let (up, log) = upstream().await;
+    let r = start("paths", up, "").await;
+    for path in [
+        "/api/v1/../../apis/samplecontroller.team1.example.com/v1alpha1/namespaces/ns/foos",
+        "/api/v1/%2e%2e/%2e%2e/apis/samplecontroller.team1.example.com/v1alpha1/namespaces/ns/foos",
+        "/api/v1/.%2E/x",
+        "/apis/./samplecontroller.k8s.io/v1alpha1/foos",
+        "//apis/samplecontroller.team1.example.com/v1alpha1/namespaces/ns/foos",
+        "/apis/samplecontroller.k8s.io//v1alpha1/foos",
+        "/apis/samplecontroller.k8s.io/v1alpha1/foos//",
+        "/apis/samplecontroller.team1.example.com%2Fv1alpha1/foos",
+        "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/a%2fb",
+    ] {
+        let (code, text) = get(r.port, path, "localhost").await;
+        assert_eq!(code, 400, "{path}: {text}");
+        assert_status(&text, 400, "BadRequest");
+    }
+    assert!(
+        log.lock().unwrap().is_empty(),
+        "nothing reached the upstream: {:?}",
+        log.lock().unwrap()
+    );
+    // One trailing slash is not a confusion.
+    let (code, _) = get(r.port, &format!("{PATH}/"), "localhost").await;
+    assert_eq!(code, 200);
+    let m = metrics_text(r.metrics).await;
+    assert!(m.contains("reason=\"path_dot_segment\"} 4"), "{m}");
+    assert!(m.contains("reason=\"path_empty_segment\"} 3"), "{m}");
+    assert!(m.contains("reason=\"path_encoded_slash\"} 2"), "{m}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_listener_beyond_loopback_serves_only_callers_with_their_own_credential() {
+    let (up, log) = upstream().await;
+    let tls_port = free_port();
+    let dir = test_dir("tls-ca");
+    let ca_file = dir.join("ca.crt");
+    let r = start(
+        "tls",
+        up,
+        &format!(
+            "  tls:\n    listen: 0.0.0.0:{tls_port}\n    generatedCaFile: {}\n",
+            ca_file.display()
+        ),
+    )
+    .await;
+    wait_listening(tls_port, &r).await;
+    let ca = std::fs::read_to_string(&ca_file).unwrap();
+    let c = tls_support::https_client(&ca, None);
+    let url = format!("https://127.0.0.1:{tls_port}{PATH}");
+
+    let resp = c
+        .request(Request::get(&url).body(Full::default()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    assert_status(&String::from_utf8_lossy(&body), 401, "Unauthorized");
+    assert!(
+        log.lock().unwrap().is_empty(),
+        "nothing reached the upstream"
+    );
+
+    let resp = c
+        .request(
+            Request::get(&url)
+                .header("authorization", "Bearer the-callers-token")
+                .body(Full::default())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let seen = log.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0].authorization.as_deref(),
+        Some("Bearer the-callers-token"),
+        "forwarded with the caller's token, not regroup's"
+    );
+    assert!(!r.log().contains("the-callers-token") && !r.log().contains(OWN_TOKEN));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn check_refuses_lending_by_accident_and_warns_when_opted_in() {
+    let dir = test_dir("check");
+    let base =
+        "rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n\
+                listeners:\n  tls:\n    listen: 0.0.0.0:8443\n    generatedCaFile: /tmp/ca.crt\n";
+    let check = |name: &str, yaml: String| {
+        let f = dir.join(name);
+        std::fs::write(&f, yaml).unwrap();
+        Command::new(env!("CARGO_BIN_EXE_regroup"))
+            .arg("check")
+            .arg("-c")
+            .arg(&f)
+            .output()
+            .unwrap()
+    };
+    let out = check(
+        "refused.yaml",
+        format!("{base}credentials:\n  passThrough: false\n"),
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("credentials.passThrough: false"), "{err}");
+
+    let out = check(
+        "lend.yaml",
+        format!("{base}    dangerousLendCredentials: true\n"),
+    );
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: listeners.tls.dangerousLendCredentials"),
+        "{err}"
+    );
+
+    let out = check("plain.yaml", base.to_owned());
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slowloris_connection_is_closed_within_the_header_timeout() {
+    let (up, _log) = upstream().await;
+    let r = start("slowloris", up, "limits:\n  headerReadTimeout: 2s\n").await;
+    let mut s = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
+    let started = Instant::now();
+    s.write_all(b"GET /api HTTP/1.1\r\nHost: localhost\r\n")
+        .await
+        .unwrap();
+    // One header byte every 200 ms, until regroup closes the connection.
+    let closed_after = loop {
+        let mut buf = [0u8; 512];
+        match tokio::time::timeout(Duration::from_millis(200), s.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => break started.elapsed(),
+            Ok(Ok(_)) => {} // an error response before the close
+            Err(_) => {}
+        }
+        if s.write_all(b"X").await.is_err() {
+            break started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "still open after 30 s"
+        );
+    };
+    assert!(
+        closed_after < Duration::from_secs(6),
+        "closed after {closed_after:?}, want within 3x the 2 s header timeout"
+    );
+    assert!(
+        closed_after >= Duration::from_millis(1500),
+        "{closed_after:?}"
+    );
+    eprintln!(
+        "slowloris: dribbling connection closed after {closed_after:?} (headerReadTimeout 2s)"
+    );
+    // A connection that sends nothing at all is closed too.
+    let mut silent = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
+    let started = Instant::now();
+    let mut buf = [0u8; 64];
+    let n = tokio::time::timeout(Duration::from_secs(20), silent.read(&mut buf))
+        .await
+        .expect("closed within 20 s");
+    let closed_after = started.elapsed();
+    assert!(matches!(n, Ok(0) | Err(_)), "{n:?}");
+    assert!(
+        closed_after < Duration::from_secs(6),
+        "silent connection closed after {closed_after:?}"
+    );
+    eprintln!("slowloris: silent connection closed after {closed_after:?}");
+    // And it still serves.
+    let (code, _) = get(r.port, PATH, "localhost").await;
+    assert_eq!(code, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_never_answers_gives_504_within_the_timeout() {
+    let (up, log) = upstream().await;
+    let r = start("hang", up, "limits:\n  upstreamResponseHeaderTimeout: 2s\n").await;
+    let started = Instant::now();
+    let (code, text) = get(r.port, "/api/v1/namespaces/hang/configmaps", "localhost").await;
+    let took = started.elapsed();
+    assert_eq!(code, 504, "{text}");
+    assert_status(&text, 504, "Timeout");
+    assert!(
+        took < Duration::from_secs(6) && took >= Duration::from_millis(1500),
+        "answered after {took:?}, want about the 2 s timeout"
+    );
+    assert_eq!(log.lock().unwrap().len(), 1, "it did reach the upstream");
+    eprintln!("hung upstream: 504 after {took:?} (upstreamResponseHeaderTimeout 2s)");
+    // A watch is not cut by it: it streams past the timeout.
+    let stream = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
+    let (mut h1, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let resp = h1
+        .send_request(
+            Request::get("/api/v1/namespaces/ns/configmaps?watch=1")
+                .header("host", "localhost")
+                .body(Full::<Bytes>::default())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let mut body = resp.into_body();
+    let started = Instant::now();
+    let mut events = 0;
+    while started.elapsed() < Duration::from_secs(3) {
+        let f = body.frame().await.unwrap().unwrap();
+        if f.data_ref().is_some() {
+            events += 1;
+        }
+    }
+    assert!(events >= 5, "{events} events");
+    let m = metrics_text(r.metrics).await;
+    assert!(m.contains("reason=\"Timeout\"} 1"), "{m}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_does_not_kill_and_sigterm_drains_then_exits_0() {
+    let (up, log) = upstream().await;
+    let mut r = start("lifecycle", up, "limits:\n  shutdownGracePeriod: 20s\n").await;
+    r.signal("HUP");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        r.child.try_wait().unwrap().is_none(),
+        "SIGHUP killed regroup"
+    );
+    let (code, _) = get(r.port, PATH, "localhost").await;
+    assert_eq!(code, 200, "still serving after SIGHUP");
+    assert!(r.log().contains("SIGHUP"), "{}", r.log());
+
+    // A watch and a slow request in flight.
+    let stream = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
+    let (mut h1, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let watch = h1
+        .send_request(
+            Request::get("/api/v1/namespaces/ns/configmaps?watch=1")
+                .header("host", "localhost")
+                .body(Full::<Bytes>::default())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut watch = watch.into_body();
+    assert!(watch.frame().await.unwrap().unwrap().is_data());
+    let port = r.port;
+    let slow =
+        tokio::spawn(
+            async move { get(port, "/api/v1/namespaces/slow/configmaps", "localhost").await },
+        );
+    while !log
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|s| s.path.contains("/slow/"))
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let term_at = Instant::now();
+    r.signal("TERM");
+
+    // The watch ends cleanly (a final chunk, whole events only).
+    let rest = tokio::time::timeout(Duration::from_secs(10), watch.collect())
+        .await
+        .expect("the watch ends at shutdown")
+        .expect("cleanly, not cut");
+    let rest = rest.to_bytes();
+    assert!(rest.is_empty() || rest.ends_with(b"\n"), "{rest:?}");
+    // The slow request completes.
+    let (code, text) = slow.await.unwrap();
+    assert_eq!(code, 200, "{text}");
+    assert!(
+        text.contains("samplecontroller") || text.contains("Foo"),
+        "{text}"
+    );
+    // No new connections once draining... and exit 0.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(s) = r.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "did not exit:\n{}", r.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "{status:?}\n{}", r.log());
+    assert!(
+        term_at.elapsed() < Duration::from_secs(15),
+        "exited within the grace period"
+    );
+    eprintln!(
+        "SIGTERM: exited 0 after {:?} with a 3 s request in flight",
+        term_at.elapsed()
+    );
+    assert!(TcpStream::connect(("127.0.0.1", r.port)).await.is_err());
+    assert!(r.log().contains("drained"), "{}", r.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_follows_the_upstream_and_livez_the_process() {
+    let up = free_port(); // nothing listens there yet
+    let r = start("readyz", up, "").await;
+    let (code, text) = get(r.metrics, "/readyz", "127.0.0.1").await;
+    assert_eq!(code, 503, "{text}");
+    assert!(text.contains("not ready: upstream"), "{text}");
+    let (code, _) = get(r.metrics, "/livez", "127.0.0.1").await;
+    assert_eq!(code, 200);
+
+    let l = TcpListener::bind(("127.0.0.1", up)).await.unwrap();
+    let log = Log::default();
+    fake_upstream(l, log.clone());
+    let (code, text) = get(r.metrics, "/readyz", "127.0.0.1").await;
+    assert_eq!(code, 200, "{text}");
+    assert!(log.lock().unwrap().iter().any(|s| s.path == "/readyz"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_already_held_still_holds() {
+    let (up, log) = upstream().await;
+    let r = start("held", up, "").await;
+    // A 2 MiB header is refused, and the next request served.
+    let big = "a".repeat(2 << 20);
+    let (code, _) = raw(
+        r.port,
+        format!("GET {PATH} HTTP/1.1\r\nHost: localhost\r\nX-Big: {big}\r\n\r\n").as_bytes(),
+    )
+    .await;
+    assert!(code == 431 || code == 400 || code == 0, "{code}");
+    // 2,000 headers too.
+    let many: String = (0..2000).map(|i| format!("X-H{i}: v\r\n")).collect();
+    let (code, _) = raw(
+        r.port,
+        format!("GET {PATH} HTTP/1.1\r\nHost: localhost\r\n{many}\r\n").as_bytes(),
+    )
+    .await;
+    assert!(code == 431 || code == 400 || code == 0, "{code}");
+    // Two different Content-Lengths: 400.
+    let (code, _) = raw(
+        r.port,
+        format!("POST {PATH} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{{}}").as_bytes(),
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert!(log.lock().unwrap().is_empty());
+    // Content-Length and Transfer-Encoding together: the smuggled request
+    // behind the body never reaches the upstream as a request of its own.
+    let smuggled = "GET /api/v1/namespaces/smuggled/secrets HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    let body = format!("0\r\n\r\n{smuggled}");
+    let _ = raw(
+        r.port,
+        format!(
+            "POST /api/v1/namespaces/ns/configmaps HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    )
+    .await;
+    assert!(
+        !log.lock()
+            .unwrap()
+            .iter()
+            .any(|s| s.path.contains("smuggled")),
+        "{:?}",
+        log.lock().unwrap()
+    );
+    // 50 clients that go away in the middle of their bodies.
+    for _ in 0..50 {
+        let mut s = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
+        s.write_all(
+            b"POST /api/v1/namespaces/ns/configmaps HTTP/1.1\r\nHost: localhost\r\n\
+              Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"kind\":",
+        )
+        .await
+        .unwrap();
+        drop(s);
+    }
+    let (code, _) = get(r.port, PATH, "localhost").await;
+    assert_eq!(code, 200);
+    // Every aborted request is eventually no longer in flight.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let m = loop {
+        let m = metrics_text(r.metrics).await;
+        if m.contains("regroup_requests_in_flight 0") || Instant::now() > deadline {
+            break m;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(m.contains("regroup_requests_in_flight 0"), "{m}");
+    assert!(m.contains("regroup_build_info{version="), "{m}");
+    assert!(m.contains("listener=\"sidecar\",verb=\"GET\"}"), "{m}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_are_bounded_and_idle_ones_closed() {
+    let (up, _log) = upstream().await;
+    let r = start(
+        "conns",
+        up,
+        "limits:\n  maxConnections: 3\n  idleTimeout: 1s\n",
+    )
+    .await;
+    // Three connections take every slot (each with a request answered,
+    // then idle, HTTP/2 so that only idleTimeout closes them).
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let stream = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
+        let (mut h2, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+                .await
+                .unwrap();
+        let driver = tokio::spawn(conn);
+        let resp = h2
+            .send_request(
+                Request::get(format!("http://localhost{PATH}"))
+                    .body(Full::<Bytes>::default())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        held.push((h2, driver));
+    }
+    // A fourth waits in the backlog: no answer while the three are open...
+    let started = Instant::now();
+    let fourth = tokio::spawn(get(r.port, PATH, "localhost"));
+    // ...until idleTimeout closes them, and then it is served.
+    let (code, _) = tokio::time::timeout(Duration::from_secs(10), fourth)
+        .await
+        .expect("served once idle connections closed")
+        .unwrap();
+    assert_eq!(code, 200);
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(500),
+        "the fourth connection waited for a slot ({waited:?})"
+    );
+    for (_, driver) in held {
+        let ended = tokio::time::timeout(Duration::from_secs(5), driver).await;
+        assert!(ended.is_ok(), "idle HTTP/2 connection closed by regroup");
+    }
+    let m = metrics_text(r.metrics).await;
+    assert!(m.contains("reason=\"connection_limit\""), "{m}");
+}
