@@ -33,7 +33,7 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8001";
 /// Runs the proxy until SIGINT or SIGTERM.
 pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
     init_logging(&settings);
-    let settings: &'static Settings = Box::leak(Box::new(settings));
+    let settings = &settings;
     let resolved = resolve_upstream(settings, &opts)?;
     let upstream = Upstream::with_timeouts(
         &resolved,
@@ -227,9 +227,9 @@ struct StartedFront {
 
 /// Starts the aggregated front.
 async fn start_front(
-    settings: &'static Settings,
+    settings: &Settings,
     live: Live,
-    front: &'static regroup_config::schema::Front,
+    front: &regroup_config::schema::Front,
     sidecar: &Proxy,
     listening: Serving,
 ) -> Result<StartedFront, String> {
