@@ -13,17 +13,71 @@ use regroup_config::Direction;
 pub const MAGIC: &[u8] = b"k8s\0";
 
 /// How deep embedded objects may nest (a watch event's object is one level).
-pub(super) const MAX_DEPTH: usize = 8;
+pub(crate) const MAX_DEPTH: usize = 8;
 
 /// The only content type the walker reads (empty means the same).
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
-fn text<'i>(w: &Walk<'i>, f: &Field, what: &str) -> Result<&'i str, RewriteError> {
+fn text<'i>(buf: &'i [u8], f: &Field, what: &str) -> Result<&'i str, RewriteError> {
     if f.wire != LEN {
         return Err(wrong_wire(f));
     }
-    std::str::from_utf8(&w.input[f.value_start..f.end])
+    std::str::from_utf8(&buf[f.value_start..f.end])
         .map_err(|_| malformed(format!("the envelope's {what} is not UTF-8")))
+}
+
+/// Refuses what the codecs don't read: an encoded envelope, or a content
+/// type other than protobuf.
+fn check_encoding(encoding: &str, content_type: &str) -> Result<(), RewriteError> {
+    if !encoding.is_empty() {
+        return Err(malformed(format!(
+            "unsupported envelope contentEncoding `{encoding}`"
+        )));
+    }
+    if !content_type.is_empty() && content_type != PROTOBUF {
+        return Err(malformed(format!(
+            "unsupported envelope contentType `{content_type}`"
+        )));
+    }
+    Ok(())
+}
+
+/// An envelope's type, read from its `runtime.Unknown` (without the magic):
+/// the last value of each member wins, as in Go. For readers that look at
+/// objects rather than splice the envelope (the front-trust hooks).
+#[derive(Debug, Default)]
+pub(crate) struct Head<'a> {
+    pub api_version: &'a str,
+    pub kind: &'a str,
+}
+
+impl<'a> Head<'a> {
+    /// Reads the head of `unknown`, refusing encodings the codecs don't read.
+    pub(crate) fn read(unknown: &'a [u8]) -> Result<Head<'a>, RewriteError> {
+        let mut head = Head::default();
+        let (mut encoding, mut content_type) = ("", "");
+        for f in Fields::new(unknown, 0, unknown.len()) {
+            let f = f?;
+            match f.number {
+                1 if f.wire == LEN => {
+                    for g in Fields::new(unknown, f.value_start, f.end) {
+                        let g = g?;
+                        match g.number {
+                            1 => head.api_version = text(unknown, &g, "apiVersion")?,
+                            2 => head.kind = text(unknown, &g, "kind")?,
+                            _ => {}
+                        }
+                    }
+                }
+                3 => encoding = text(unknown, &f, "contentEncoding")?,
+                4 => content_type = text(unknown, &f, "contentType")?,
+                1 => return Err(wrong_wire(&f)),
+                _ => {}
+            }
+        }
+        check_encoding(encoding, content_type)?;
+        Ok(head)
+    }
 }
 
 impl ProtoRewriter<'_> {
@@ -56,8 +110,8 @@ impl ProtoRewriter<'_> {
             match f.number {
                 1 if f.wire == LEN => type_metas.push(f),
                 2 if f.wire == LEN => raw = Some(f),
-                3 => encoding = text(w, &f, "contentEncoding")?,
-                4 => content_type = text(w, &f, "contentType")?,
+                3 => encoding = text(w.input, &f, "contentEncoding")?,
+                4 => content_type = text(w.input, &f, "contentType")?,
                 1 | 2 => return Err(wrong_wire(&f)),
                 _ => {}
             }
@@ -70,24 +124,15 @@ impl ProtoRewriter<'_> {
                 let f = f?;
                 match f.number {
                     1 => {
-                        api_version = text(w, &f, "apiVersion")?;
+                        api_version = text(w.input, &f, "apiVersion")?;
                         api_version_fields.push((*tm, f));
                     }
-                    2 => kind = text(w, &f, "kind")?,
+                    2 => kind = text(w.input, &f, "kind")?,
                     _ => {}
                 }
             }
         }
-        if !encoding.is_empty() {
-            return Err(malformed(format!(
-                "unsupported envelope contentEncoding `{encoding}`"
-            )));
-        }
-        if !content_type.is_empty() && content_type != PROTOBUF {
-            return Err(malformed(format!(
-                "unsupported envelope contentType `{content_type}`"
-            )));
-        }
+        check_encoding(encoding, content_type)?;
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
         let app_group = match self.dir {
             Direction::ToApp => self.map.map_group(group, Direction::ToApp),

@@ -186,7 +186,41 @@ pub(super) fn last_len_field(
 }
 
 /// The error for a field whose wire type is not the one its type has.
-pub(super) fn wrong_wire(f: &Field) -> RewriteError {
+/// `msg` with the value of every length-delimited field `number` replaced
+/// by what `edit` returns for it (kept where it returns `None`), the
+/// field's length prefix re-encoded in shortest form. `Ok(None)`: nothing
+/// replaced. Every other byte is copied as it came.
+pub(crate) fn splice_field(
+    msg: &[u8],
+    number: u32,
+    edit: &mut dyn FnMut(&[u8]) -> Result<Option<Vec<u8>>, RewriteError>,
+) -> Result<Option<Vec<u8>>, RewriteError> {
+    let mut out: Option<Vec<u8>> = None;
+    let mut copied = 0;
+    for f in Fields::new(msg, 0, msg.len()) {
+        let f = f?;
+        if f.number != number {
+            continue;
+        }
+        if f.wire != LEN {
+            return Err(wrong_wire(&f));
+        }
+        let Some(new) = edit(&msg[f.value_start..f.end])? else {
+            continue;
+        };
+        let o = out.get_or_insert_with(|| Vec::with_capacity(msg.len() + new.len()));
+        o.extend_from_slice(&msg[copied..f.len_start]);
+        put_varint(new.len() as u64, o);
+        o.extend_from_slice(&new);
+        copied = f.end;
+    }
+    Ok(out.map(|mut o| {
+        o.extend_from_slice(&msg[copied..]);
+        o
+    }))
+}
+
+pub(crate) fn wrong_wire(f: &Field) -> RewriteError {
     malformed(format!(
         "field {} has wire type {}, expected a length-delimited value",
         f.number, f.wire

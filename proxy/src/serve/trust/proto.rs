@@ -20,7 +20,8 @@ use prost_reflect::prost::Message as _;
 use prost_reflect::{DynamicMessage, MapKey, Value};
 use regroup_config::GroupMap;
 
-use crate::rewrite::protobuf::wire::{put_varint, Field, Fields, LEN};
+use crate::rewrite::protobuf::envelope::{Head, MAX_DEPTH};
+use crate::rewrite::protobuf::wire::splice_field as splice;
 use crate::rewrite::protobuf::{message_for, MAGIC};
 use crate::rewrite::RewriteError;
 use crate::serve::trust::{
@@ -29,17 +30,9 @@ use crate::serve::trust::{
     AUTHENTICATION_CONFIGMAP,
 };
 
-/// How deep envelopes may nest (an enveloped watch event's object is two).
-const MAX_DEPTH: usize = 4;
-
-/// The only envelope content type there is (empty means the same).
-const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
-
 /// APIServices of any version are read with v1's message: v1beta1 (served
 /// until Kubernetes 1.22) has the same fields under the same numbers.
 const APIREGISTRATION: &str = "apiregistration.k8s.io";
-
-type Edit<'e> = &'e mut dyn FnMut(&[u8]) -> Result<Option<Vec<u8>>, RewriteError>;
 
 fn malformed(e: impl std::fmt::Display) -> RewriteError {
     RewriteError::Protobuf(e.to_string())
@@ -140,18 +133,6 @@ impl Hooks<'_> {
         let Some(kind) = self.kind(head.api_version, head.kind) else {
             return Ok(None);
         };
-        if !head.content_encoding.is_empty() {
-            return Err(malformed(format!(
-                "unsupported envelope contentEncoding `{}`",
-                head.content_encoding
-            )));
-        }
-        if !head.content_type.is_empty() && head.content_type != PROTOBUF {
-            return Err(malformed(format!(
-                "unsupported envelope contentType `{}`",
-                head.content_type
-            )));
-        }
         let out = splice(unknown, 2, &mut |raw| self.object(kind, raw, depth))?;
         Ok(out.map(|u| [MAGIC, &u].concat()))
     }
@@ -341,86 +322,6 @@ fn meta_str(m: &DynamicMessage, field: &str) -> Option<String> {
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
-}
-
-/// An envelope's type and encoding (the last value of each wins).
-struct Head<'a> {
-    api_version: &'a str,
-    kind: &'a str,
-    content_encoding: &'a str,
-    content_type: &'a str,
-}
-
-impl<'a> Head<'a> {
-    fn read(unknown: &'a [u8]) -> Result<Self, RewriteError> {
-        let mut head = Head {
-            api_version: "",
-            kind: "",
-            content_encoding: "",
-            content_type: "",
-        };
-        for f in Fields::new(unknown, 0, unknown.len()) {
-            let f = f?;
-            match f.number {
-                1 => {
-                    let type_meta = len_value(unknown, &f)?;
-                    for g in Fields::new(type_meta, 0, type_meta.len()) {
-                        let g = g?;
-                        match g.number {
-                            1 => head.api_version = text(type_meta, &g, "apiVersion")?,
-                            2 => head.kind = text(type_meta, &g, "kind")?,
-                            _ => {}
-                        }
-                    }
-                }
-                3 => head.content_encoding = text(unknown, &f, "contentEncoding")?,
-                4 => head.content_type = text(unknown, &f, "contentType")?,
-                _ => {}
-            }
-        }
-        Ok(head)
-    }
-}
-
-fn len_value<'a>(buf: &'a [u8], f: &Field) -> Result<&'a [u8], RewriteError> {
-    if f.wire != LEN {
-        return Err(malformed(format!(
-            "field {} has wire type {}, not length-delimited",
-            f.number, f.wire
-        )));
-    }
-    Ok(&buf[f.value_start..f.end])
-}
-
-fn text<'a>(buf: &'a [u8], f: &Field, what: &str) -> Result<&'a str, RewriteError> {
-    std::str::from_utf8(len_value(buf, f)?)
-        .map_err(|_| malformed(format!("the envelope's {what} is not UTF-8")))
-}
-
-/// `msg` with the value of every length-delimited field `number` replaced
-/// by what `edit` returns for it (kept where it returns `None`), the
-/// field's length prefix re-encoded. `Ok(None)`: nothing replaced.
-fn splice(msg: &[u8], number: u32, edit: Edit<'_>) -> Result<Option<Vec<u8>>, RewriteError> {
-    let mut out: Option<Vec<u8>> = None;
-    let mut copied = 0;
-    for f in Fields::new(msg, 0, msg.len()) {
-        let f = f?;
-        if f.number != number {
-            continue;
-        }
-        let Some(new) = edit(len_value(msg, &f)?)? else {
-            continue;
-        };
-        let o = out.get_or_insert_with(|| Vec::with_capacity(msg.len() + new.len()));
-        o.extend_from_slice(&msg[copied..f.len_start]);
-        put_varint(new.len() as u64, o);
-        o.extend_from_slice(&new);
-        copied = f.end;
-    }
-    Ok(out.map(|mut o| {
-        o.extend_from_slice(&msg[copied..]);
-        o
-    }))
 }
 
 #[cfg(test)]
