@@ -186,6 +186,9 @@ pub(super) fn last_len_field(
 }
 
 /// The error for a field whose wire type is not the one its type has.
+/// What to put in place of a field's value (`None`: keep it).
+pub(crate) type Edit<'e> = &'e mut dyn FnMut(&[u8]) -> Result<Option<Vec<u8>>, RewriteError>;
+
 /// `msg` with the value of every length-delimited field `number` replaced
 /// by what `edit` returns for it (kept where it returns `None`), the
 /// field's length prefix re-encoded in shortest form. `Ok(None)`: nothing
@@ -193,7 +196,7 @@ pub(super) fn last_len_field(
 pub(crate) fn splice_field(
     msg: &[u8],
     number: u32,
-    edit: &mut dyn FnMut(&[u8]) -> Result<Option<Vec<u8>>, RewriteError>,
+    edit: Edit<'_>,
 ) -> Result<Option<Vec<u8>>, RewriteError> {
     let mut out: Option<Vec<u8>> = None;
     let mut copied = 0;
