@@ -73,3 +73,9 @@ fn unavailable(e: &dyn std::error::Error) -> Failure {
     }
     Failure::unavailable(format!("the Kubernetes API server is unavailable: {msg}"))
 }
+
+/// regroup asked for none of these (`stack/headers.rs` removes them from
+/// `Accept`), so an answer in one is the upstream's fault.
+pub(crate) fn unrenamable_answer() -> Failure {
+    Failure::bad_gateway("the API server answered in an encoding regroup can't rename")
+}

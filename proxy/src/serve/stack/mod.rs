@@ -7,7 +7,7 @@
 //!    regroup's ETag tags removed).
 //! 3. `credentials`: whose credential goes upstream.
 //! 4. `upgrade`: exec/attach/port-forward are spliced as bytes; done.
-//! 5. `trust::patch`: a JSON Patch of the app's own APIService (front
+//! 5. `trust_patch`: a JSON Patch of the app's own APIService (front
 //!    trust); done.
 //! 6. `request_body`: the body renamed by the engine.
 //! 7. `credentials::send`: sent, a 401 retried once with a fresh token.
@@ -29,19 +29,21 @@ pub(crate) mod openapi;
 pub(crate) mod request_body;
 pub(crate) mod response;
 pub(crate) mod target;
+pub(crate) mod trust_patch;
 pub(crate) mod upgrade;
 pub(crate) mod watch;
 pub(crate) mod whole;
 
 use std::sync::Arc;
 
+use http::response::Parts;
 use http::{Request, Response};
 use hyper::body::Incoming;
 use regroup_config::Direction;
 
 use super::status::{page_not_found, Failure};
-use super::trust::{self, FrontTrust};
-use crate::kube::RequestInfo;
+use super::trust::FrontTrust;
+use crate::kube::{MediaType, RequestInfo};
 use crate::rewrite::{Catalog, Engine};
 use crate::upstream::{Body, Upstream};
 
@@ -94,6 +96,18 @@ pub(crate) struct Forward {
     pub limits: BodyLimits,
 }
 
+/// The upstream's answer to a request for a Kubernetes object, as the body
+/// layers take it.
+pub(crate) struct Answer {
+    pub parts: Parts,
+    pub body: Incoming,
+    pub media: MediaType,
+    /// `Content-Encoding: gzip`.
+    pub gzip: bool,
+    /// The front trust, when it looks at this request.
+    pub trust: Option<Arc<FrontTrust>>,
+}
+
 /// One request on its way through the layers.
 pub(crate) struct Exchange {
     /// The engine loaded for this request, kept to its end.
@@ -140,8 +154,8 @@ pub(crate) async fn forward(
         upstream_path: to.path,
     };
     if let Some(t) = &fwd.trust {
-        if trust::patch::applies_to(&x, &out, fwd.dir) {
-            return trust::patch::serve(fwd, t, &x, parts.uri.query(), out, body).await;
+        if trust_patch::applies_to(&x, &out, fwd.dir) {
+            return trust_patch::serve(fwd, t, &x, parts.uri.query(), out, body).await;
         }
     }
     let body = request_body::rename(fwd, &x, &mut out, body).await?;

@@ -33,7 +33,7 @@ pub(crate) async fn rename(
         .is_some_and(|v| v.to_ascii_lowercase().contains("protobuf"));
     if protobuf && !v2 {
         // Never passed through unrenamed.
-        return Err(super::response::unrenamable_answer());
+        return Err(super::errors::unrenamable_answer());
     }
     let bytes = collect(body, BODY_LIMIT)
         .await

@@ -82,7 +82,7 @@ pub(crate) async fn rename(
     }
     let mut bytes = out.map(Bytes::from).unwrap_or(bytes);
     if let Some(t) = &fwd.trust {
-        bytes = trust::hooks::request_body(t, x, media, bytes)?;
+        bytes = trust::hooks::request_body(t, &x.info, x.engine.map(), media, bytes)?;
     }
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
     Ok(full(bytes))

@@ -1,18 +1,15 @@
 //! The upstream's answer renamed back towards the caller: headers first,
 //! then the body by its form (OpenAPI, watch, list, whole).
 
-use std::sync::Arc;
-
 use http::header::{self, HeaderMap};
-use http::response::Parts;
 use http::{Method, Response};
 use hyper::body::Incoming;
 
-use super::{etag, headers, list, openapi, watch, whole, Exchange, Forward};
+use super::{errors, etag, headers, list, openapi, watch, whole, Answer, Exchange, Forward};
 use crate::kube::{media, MediaType, Wire};
 use crate::serve::body::pass;
 use crate::serve::status::Failure;
-use crate::serve::trust::{hooks, FrontTrust};
+use crate::serve::trust::hooks;
 use crate::upstream::Body;
 
 /// Renames a response.
@@ -45,8 +42,8 @@ pub(crate) async fn rename(
         .and_then(|v| v.to_str().ok())
         .is_some_and(media::unrenamable);
     match media.response_wire() {
-        Wire::Unrenamable => return Err(unrenamable_answer()),
-        _ if unrenamable => return Err(unrenamable_answer()),
+        Wire::Unrenamable => return Err(errors::unrenamable_answer()),
+        _ if unrenamable => return Err(errors::unrenamable_answer()),
         Wire::Opaque => return Ok(Response::from_parts(parts, pass(body))),
         _ => {}
     }
@@ -74,24 +71,6 @@ pub(crate) async fn rename(
         return Ok(list::stream(fwd, x, answer.parts, answer.body));
     }
     whole::rename(fwd, x, answer).await
-}
-
-/// The upstream's answer to a request for a Kubernetes object, as the body
-/// layers take it.
-pub(crate) struct Answer {
-    pub parts: Parts,
-    pub body: Incoming,
-    pub media: MediaType,
-    /// `Content-Encoding: gzip`.
-    pub gzip: bool,
-    /// The front trust, when it looks at this request.
-    pub trust: Option<Arc<FrontTrust>>,
-}
-
-/// regroup asked for none of these (`stack/headers.rs` removes them from
-/// `Accept`), so an answer in one is the upstream's fault.
-pub(crate) fn unrenamable_answer() -> Failure {
-    Failure::bad_gateway("the API server answered in an encoding regroup can't rename")
 }
 
 fn is_gzip(h: &HeaderMap) -> bool {

@@ -6,8 +6,7 @@ use bytes::Bytes;
 use http::header;
 use http::Response;
 
-use super::response::Answer;
-use super::{Exchange, Forward};
+use super::{Answer, Exchange, Forward};
 use crate::kube::status::watch_error_line;
 use crate::kube::MediaType;
 use crate::rewrite::framing::Framing;

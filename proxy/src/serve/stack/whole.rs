@@ -5,8 +5,7 @@ use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::Response;
 
-use super::response::Answer;
-use super::{gzip, Exchange, Forward, BODY_LIMIT};
+use super::{gzip, Answer, Exchange, Forward, BODY_LIMIT};
 use crate::kube::MediaType;
 use crate::rewrite::{yaml, Context, RewriteError};
 use crate::serve::body::{collect, full};

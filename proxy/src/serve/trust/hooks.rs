@@ -8,9 +8,8 @@ use super::FrontTrust;
 use crate::kube::{MediaType, PatchKind, RequestInfo};
 use crate::rewrite::framing::Framing;
 use crate::rewrite::RewriteError;
-use crate::serve::stack::Exchange;
 use crate::serve::status::Failure;
-use regroup_config::{Direction, Form};
+use regroup_config::{Direction, Form, GroupMap};
 use serde_json::Value as Json;
 
 /// Requests whose objects the trust amends: the authentication ConfigMap
@@ -28,14 +27,14 @@ pub(crate) fn relevant(info: &RequestInfo) -> bool {
 /// serves those of the app's APIService; others have no object to amend).
 pub(crate) fn request_body(
     trust: &FrontTrust,
-    x: &Exchange,
+    info: &RequestInfo,
+    map: &GroupMap,
     media: MediaType,
     bytes: Bytes,
 ) -> Result<Bytes, Failure> {
-    if !relevant(&x.info) || media == MediaType::Patch(PatchKind::Json) {
+    if !relevant(info) || media == MediaType::Patch(PatchKind::Json) {
         return Ok(bytes);
     }
-    let map = x.engine.map();
     if media == MediaType::Protobuf {
         return Ok(trust
             .proto_to_cluster(&bytes, map)
@@ -46,7 +45,7 @@ pub(crate) fn request_body(
     // A merge or apply patch names its APIService in the URL only.
     let patched = media
         .is_partial()
-        .then_some(x.info.name.as_deref())
+        .then_some(info.name.as_deref())
         .flatten()
         .map(|n| {
             map.map(Form::QualifiedName, n, Direction::ToCluster)

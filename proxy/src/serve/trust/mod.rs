@@ -17,10 +17,10 @@
 //! decide what is amended and into what; each encoding only finds the
 //! objects and reads and writes the values. `hooks.rs` is where the request
 //! pipeline calls in, and the one place that decides which requests the
-//! trust looks at; `patch.rs` serves JSON Patches of the app's APIService.
+//! trust looks at. The JSON Patch of the app's own APIService is served by
+//! a layer of the stack (`stack/trust_patch.rs`).
 
 pub(crate) mod hooks;
-pub(crate) mod patch;
 mod proto;
 
 use base64::Engine as _;

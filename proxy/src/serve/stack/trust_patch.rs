@@ -19,11 +19,11 @@ use json_patch::PatchOperation;
 use regroup_config::{Direction, GroupMap};
 use serde_json::Value as Json;
 
+use super::credentials::send_once;
+use super::request_body::read;
+use super::{response, Exchange, Forward, BODY_LIMIT};
 use crate::kube::{MediaType, PatchKind, RequestInfo};
 use crate::serve::body::{collect, full};
-use crate::serve::stack::credentials::send_once;
-use crate::serve::stack::request_body::read;
-use crate::serve::stack::{response, Exchange, Forward, BODY_LIMIT};
 use crate::serve::status::Failure;
 use crate::serve::trust::FrontTrust;
 use crate::upstream::Body;
