@@ -5,21 +5,18 @@
 //! answered, in-flight tracking for idle connections and draining, and the
 //! clean end of watches on shutdown.
 
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use http::{header, Request, Response, StatusCode};
-use http_body::{Body as HttpBody, Frame, SizeHint};
 
 use super::metrics::metrics;
 use super::path_check::check_path;
 use super::status::Failure;
-use crate::upstream::{Body, BoxError};
+use super::tracked::{Framing, InFlight, Tracked};
+use crate::upstream::Body;
 
 /// Who a listener serves.
 #[derive(Debug, Clone, Default)]
@@ -143,9 +140,9 @@ fn printable(s: &str) -> String {
 /// One connection's requests in flight, for the idle timeout.
 #[derive(Debug)]
 pub struct ConnState {
-    in_flight: AtomicUsize,
-    requests: AtomicUsize,
-    idle_since: Mutex<Instant>,
+    pub(crate) in_flight: AtomicUsize,
+    pub(crate) requests: AtomicUsize,
+    pub(crate) idle_since: Mutex<Instant>,
 }
 
 impl Default for ConnState {
@@ -174,32 +171,6 @@ impl ConnState {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .elapsed()
-    }
-}
-
-/// A request in flight, until its response body ends or is dropped.
-struct InFlight {
-    conn: Arc<ConnState>,
-}
-
-impl InFlight {
-    fn new(conn: Arc<ConnState>) -> InFlight {
-        conn.in_flight.fetch_add(1, Ordering::SeqCst);
-        conn.requests.fetch_add(1, Ordering::SeqCst);
-        metrics().in_flight_add(1);
-        InFlight { conn }
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        *self
-            .conn
-            .idle_since
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = Instant::now();
-        self.conn.in_flight.fetch_sub(1, Ordering::SeqCst);
-        metrics().in_flight_add(-1);
     }
 }
 
@@ -284,154 +255,10 @@ fn verb_label(m: &http::Method) -> &'static str {
     }
 }
 
-/// A watch: `?watch=true` (any of Go's true spellings) or the legacy
-/// `/watch/` paths.
+/// A watch, as kube-apiserver reads it (`?watch=true` in any of Go's true
+/// spellings, or the legacy `/watch/` paths).
 pub fn is_watch<B>(req: &Request<B>) -> bool {
-    let path = req.uri().path();
-    let segs: Vec<&str> = path.split('/').collect();
-    let legacy = (path.starts_with("/api/") && segs.get(3) == Some(&"watch"))
-        || (path.starts_with("/apis/") && segs.get(4) == Some(&"watch"));
-    legacy
-        || req.uri().query().is_some_and(|q| {
-            q.split('&').any(|kv| {
-                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-                k == "watch" && matches!(v, "1" | "t" | "T" | "true" | "TRUE" | "True")
-            })
-        })
-}
-
-/// Where a watch stream's event boundaries are, so a shutdown ends it
-/// between two events, never inside one.
-#[derive(Debug)]
-pub enum Framing {
-    /// Not a watch: never ended early.
-    None,
-    /// JSON (and YAML-less text) watches: one event per line.
-    Lines {
-        /// The last byte sent was a newline (or nothing was sent).
-        at_boundary: bool,
-    },
-    /// Protobuf watches: 4-byte big-endian length, then the frame.
-    LengthPrefixed {
-        /// The length prefix read so far.
-        header: [u8; 4],
-        /// How many bytes of it.
-        have: usize,
-        /// Bytes of the current frame still to come.
-        remaining: usize,
-    },
-}
-
-impl Framing {
-    fn feed(&mut self, data: &[u8]) {
-        match self {
-            Framing::None => {}
-            Framing::Lines { at_boundary } => {
-                if let Some(&b) = data.last() {
-                    *at_boundary = b == b'\n';
-                }
-            }
-            Framing::LengthPrefixed {
-                header,
-                have,
-                remaining,
-            } => {
-                let mut d = data;
-                while !d.is_empty() {
-                    if *remaining > 0 {
-                        let n = (*remaining).min(d.len());
-                        *remaining -= n;
-                        d = &d[n..];
-                    } else {
-                        header[*have] = d[0];
-                        *have += 1;
-                        d = &d[1..];
-                        if *have == 4 {
-                            *remaining = u32::from_be_bytes(*header) as usize;
-                            *have = 0;
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    fn at_boundary(&self) -> bool {
-        match self {
-            Framing::None => false,
-            Framing::Lines { at_boundary } => *at_boundary,
-            Framing::LengthPrefixed {
-                have, remaining, ..
-            } => *have == 0 && *remaining == 0,
-        }
-    }
-}
-
-/// A response body that keeps its request counted in flight until it ends,
-/// and, for a watch, ends cleanly at the next event boundary once regroup
-/// shuts down (the client sees the end of the stream and watches again).
-pub struct Tracked {
-    inner: Body,
-    _token: InFlight,
-    end: Option<BoxFuture<'static, ()>>,
-    ending: bool,
-    framing: Framing,
-}
-
-impl Tracked {
-    fn wrap(
-        resp: Response<Body>,
-        token: InFlight,
-        end: Option<BoxFuture<'static, ()>>,
-        framing: Framing,
-    ) -> Response<Tracked> {
-        resp.map(|inner| Tracked {
-            inner,
-            _token: token,
-            end,
-            ending: false,
-            framing,
-        })
-    }
-}
-
-impl HttpBody for Tracked {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = &mut *self;
-        if !this.ending {
-            if let Some(end) = this.end.as_mut() {
-                if end.as_mut().poll(cx).is_ready() {
-                    this.ending = true;
-                    this.end = None;
-                    tracing::debug!("shutting down: ending a watch at the next event");
-                }
-            }
-        }
-        if this.ending && this.framing.at_boundary() {
-            return Poll::Ready(None);
-        }
-        let r = Pin::new(&mut this.inner).poll_frame(cx);
-        if let Poll::Ready(Some(Ok(frame))) = &r {
-            if let Some(d) = frame.data_ref() {
-                this.framing.feed(d);
-            }
-        }
-        r
-    }
-
-    fn is_end_stream(&self) -> bool {
-        (self.ending && self.framing.at_boundary()) || self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
+    crate::kube::RequestInfo::parse(req.uri().path(), req.uri().query()).watch
 }
 
 #[cfg(test)]
@@ -539,27 +366,5 @@ mod tests {
         ] {
             assert_eq!(is_watch(&req(uri, None, false)), w, "{uri}");
         }
-    }
-
-    #[test]
-    fn event_boundaries_are_tracked() {
-        let mut l = Framing::Lines { at_boundary: true };
-        l.feed(b"{\"type\":\"ADDED\"");
-        assert!(!l.at_boundary());
-        l.feed(b"}\n");
-        assert!(l.at_boundary());
-
-        let mut p = Framing::LengthPrefixed {
-            header: [0; 4],
-            have: 0,
-            remaining: 0,
-        };
-        assert!(p.at_boundary());
-        p.feed(&[0, 0]);
-        assert!(!p.at_boundary());
-        p.feed(&[0, 3, b'a']);
-        assert!(!p.at_boundary());
-        p.feed(&[b'b', b'c', 0, 0, 0, 1, b'x']);
-        assert!(p.at_boundary());
     }
 }

@@ -18,6 +18,7 @@ pub mod run;
 pub mod stack;
 pub mod status;
 pub mod tls;
+pub mod tracked;
 pub mod trust;
 
 use std::convert::Infallible;
