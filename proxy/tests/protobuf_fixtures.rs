@@ -17,7 +17,7 @@ mod protobuf_support;
 
 use std::io::Read;
 
-use common::{case_names, extra_masks, first_difference, fixture_map, fixtures, normalize, Case};
+use common::{case_names, first_difference, fixture_map, fixtures, normalize_docs, Case};
 use protobuf_support::{envelope_json, frame_json, frames, Naive};
 use regroup::rewrite::protobuf::WatchStream;
 use regroup::rewrite::{Catalog, ProtoRewriter};
@@ -211,16 +211,6 @@ fn decoded(c: &Capture, bytes: &[u8]) -> Vec<Json> {
     }
 }
 
-/// Members to mask beyond `common::VOLATILE` (fixtures README).
-fn masks(case: &str) -> &'static [&'static str] {
-    if case.starts_with("261-") {
-        // "too old resource version: 1 (<current RV>)", as 251 in JSON.
-        &["message"]
-    } else {
-        extra_masks(case)
-    }
-}
-
 fn compare(dir: Direction) {
     let map = fixture_map();
     let catalog = Catalog::new(&[]);
@@ -243,11 +233,10 @@ fn compare(dir: Direction) {
             })
             .expect("paired capture");
         let out = rewrite(&rw, &c, &c.bytes).unwrap_or_else(|| c.bytes.clone());
-        let extra = masks(&c.case);
         let mut got = decoded(&c, &out);
         let mut want_docs = decoded(want, &want.bytes);
-        got.iter_mut().for_each(|d| normalize(d, from, extra));
-        want_docs.iter_mut().for_each(|d| normalize(d, to, extra));
+        normalize_docs(&mut got, from, &c.case);
+        normalize_docs(&mut want_docs, to, &c.case);
         compared += 1;
         if got != want_docs {
             failures.push(format!(
@@ -287,11 +276,10 @@ fn worlds_differ_without_the_rewrite() {
             .iter()
             .find(|o| o.name.replace("orig/", "") == c.name.replace("renamed/", ""))
             .unwrap();
-        let extra = masks(&c.case);
         let mut a = decoded(&c, &c.bytes);
         let mut b = decoded(o, &o.bytes);
-        a.iter_mut().for_each(|d| normalize(d, "renamed", extra));
-        b.iter_mut().for_each(|d| normalize(d, "orig", extra));
+        normalize_docs(&mut a, "renamed", &c.case);
+        normalize_docs(&mut b, "orig", &c.case);
         differing += usize::from(a != b);
     }
     assert!(differing > 40, "only {differing} pairs differ by group");

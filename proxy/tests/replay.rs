@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use common::{
-    case_names, documents, extra_masks, first_difference, fixture_map, normalize,
+    case_names, documents, first_difference, fixture_map, normalize, normalize_docs,
     without_bookmarks, Case,
 };
 use http::{Request, Response};
@@ -181,8 +181,7 @@ fn stable_query(q: &str) -> Vec<String> {
 
 fn json_docs(bytes: &[u8], world: &str, case: &str) -> Option<Vec<Json>> {
     let mut docs = without_bookmarks(documents(bytes)?);
-    docs.iter_mut()
-        .for_each(|d| normalize(d, world, extra_masks(case)));
+    normalize_docs(&mut docs, world, case);
     Some(docs)
 }
 
@@ -299,10 +298,8 @@ async fn every_captured_exchange_reads_as_the_orig_world_through_regroup() {
                         .map(|v| vec![v])
                 });
                 let (mut got, mut want) = (got.unwrap_or_default(), want.unwrap_or_default());
-                got.iter_mut()
-                    .for_each(|d| normalize(d, "orig", extra_masks(&name)));
-                want.iter_mut()
-                    .for_each(|d| normalize(d, "renamed", extra_masks(&name)));
+                normalize_docs(&mut got, "orig", &name);
+                normalize_docs(&mut want, "renamed", &name);
                 if got != want {
                     fail(format!(
                         "upstream body ({}) differs: {}",
@@ -392,8 +389,8 @@ async fn every_captured_exchange_reads_as_the_orig_world_through_regroup() {
         } else if resp_type.starts_with("application/yaml") {
             let mut got: Json = serde_saphyr::from_slice(&body).unwrap();
             let mut want: Json = serde_saphyr::from_slice(&want_body).unwrap();
-            normalize(&mut got, "renamed", extra_masks(&name));
-            normalize(&mut want, "orig", extra_masks(&name));
+            normalize(&mut got, "renamed", &name);
+            normalize(&mut want, "orig", &name);
             if got != want {
                 fail(format!(
                     "YAML response differs: {}",

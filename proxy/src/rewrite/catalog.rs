@@ -8,7 +8,7 @@
 //! the reference-key heuristic (string values of keys named `apiGroup` or
 //! `apiVersion`), which [`Catalog::reference_keys_skip`] bounds.
 
-use regroup_config::field_path::FieldPath;
+use regroup_config::field_path::{FieldPath, Step};
 use regroup_config::{CustomField, Form};
 
 /// Which objects a place applies to, by the object's group (as the app names
@@ -66,6 +66,35 @@ pub enum Slot {
     /// group (a string at this sub-path of the entry) is shadowed are dropped.
     /// Runs before the entries' own renames.
     DropShadowed(&'static str),
+    /// An array of objects (a list's `items`): in this direction's view,
+    /// objects that are **hidden** are dropped. An object is hidden when
+    /// its kind's names carry a group (the kind has a `metadata.name` place
+    /// of form `QualifiedName`, see [`Catalog::name_form`]) and that group is
+    /// shadowed: the cluster's CRD `foos.samplecontroller.k8s.io` or
+    /// APIService `v1alpha1.samplecontroller.k8s.io` when that name now
+    /// means the renamed group. A GET of one is refused (its URL names a
+    /// shadowed group); lists and watches must not show it either.
+    DropHidden,
+    /// The rows of a Table (an array at this path): each row's cell that
+    /// names the row's object is renamed in the form of that object's
+    /// `metadata.name` place (`plural.group` of a CRD, `version.group` of
+    /// an APIService), and rows naming a hidden object (see
+    /// [`Slot::DropHidden`]) are dropped. The name cell is the one under the
+    /// column whose definition (in the Table's `columns` array) has
+    /// `format: name`; without definitions (the later events of a Table
+    /// watch send `null`), the first, where every server-side printer puts
+    /// the Name column. The row's kind is its object's (in the row member
+    /// `object`), or the addressed kind when the object is metadata only or
+    /// absent (`includeObject=None`). When the object carries a name, only a
+    /// cell equal to it is renamed.
+    TableRows {
+        /// The Table member holding the column definitions.
+        columns: &'static str,
+        /// The row member holding the cells.
+        cells: &'static str,
+        /// The row member holding the object.
+        object: &'static str,
+    },
     /// An object naming another object by (group, resource, name) members
     /// (a Status's `details`): the name is a qualified name
     /// (`plural.group`, `version.group`) when that resource's names carry a
@@ -114,9 +143,10 @@ const AUTOSCALING: &[&str] = &["autoscaling"];
 const DISCOVERY: &[&str] = &["apidiscovery.k8s.io"];
 
 use Form::{ApiVersion, Group, QualifiedName, Text};
-use Slot::{DropShadowed, Items, JsonString, Object, Value};
+use Slot::{DropHidden, DropShadowed, Items, JsonString, Object, Value};
 
-/// The table. `DropShadowed` rows are applied before all others.
+/// The table. `DropShadowed` and `DropHidden` rows are applied before all
+/// others.
 const BUILTIN: &[Row] = &[
     // Every object.
     (ANY, &["*"], "apiVersion", Value(ApiVersion)),
@@ -132,9 +162,22 @@ const BUILTIN: &[Row] = &[
         "metadata.managedFields[].apiVersion",
         Value(ApiVersion),
     ),
-    // Lists, tables, watch events.
+    // Lists, tables, watch events. Hidden objects (a shadowed group's CRD
+    // or APIService) are dropped from lists and Tables.
+    (ANY, &["*List"], "items", DropHidden),
     (ANY, &["*List"], "items", Items),
     (META, &["Table"], "rows[].object", Object),
+    // `kubectl get crd`, `kubectl get apiservice`: the NAME cell.
+    (
+        META,
+        &["Table"],
+        "rows",
+        Slot::TableRows {
+            columns: "columnDefinitions",
+            cells: "cells",
+            object: "object",
+        },
+    ),
     (META, &["WatchEvent"], "object", Object),
     // CustomResourceDefinition and APIService names.
     (
@@ -560,7 +603,7 @@ impl Catalog {
         }));
         // Shadowed entries must be dropped while they still carry the names
         // they arrived with, before any rename (the generic `items` too).
-        places.sort_by_key(|p| !matches!(p.slot, Slot::DropShadowed(_)));
+        places.sort_by_key(|p| !matches!(p.slot, Slot::DropShadowed(_) | Slot::DropHidden));
         Catalog { places }
     }
 
@@ -589,6 +632,21 @@ impl Catalog {
                 && kinds.contains(&kind)
                 && *path == "metadata.name"
                 && *slot == Value(QualifiedName)
+        })
+    }
+
+    /// The form of the name of an object of `group`/`kind` (app names)
+    /// when its names carry a group: the form of the kind's `metadata.name`
+    /// place (`QualifiedName` for CRDs and APIServices). `None` for kinds
+    /// whose names are plain names.
+    pub fn name_form(&self, group: &str, kind: &str) -> Option<Form> {
+        self.places_for(group, kind).find_map(|p| match p.slot {
+            Slot::Value(form @ QualifiedName)
+                if matches!(p.path.steps(), [Step::Key(m), Step::Key(n)] if m == "metadata" && n == "name") =>
+            {
+                Some(form)
+            }
+            _ => None,
         })
     }
 

@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 use serde_json::Value as Json;
 
 use super::catalog::{Catalog, Slot};
-use super::raw::{elements, member, quote, string, Walk};
+use super::raw::{elements, member, quote, string, Key, Walk};
 
 /// Why a body could not be renamed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -238,47 +238,238 @@ impl<'a> JsonRewriter<'a> {
         let Some(ms) = w.members(raw)? else {
             return Ok(());
         };
-        let str_of = |k: &str| -> Result<Option<String>, RewriteError> {
-            Ok(match member(&ms, k) {
-                Some(v) => string(v)?.map(Cow::into_owned),
-                None => None,
-            })
-        };
-        let mut ty = TypeOf {
-            api_version: str_of("apiVersion")?
-                .or_else(|| hint.map(|h| h.api_version.clone()))
-                .unwrap_or_default(),
-            kind: str_of("kind")?
-                .or_else(|| hint.map(|h| h.kind.clone()))
-                .unwrap_or_default(),
-        };
-        if ty.kind.is_empty() && member(&ms, "type").is_some() && member(&ms, "object").is_some() {
-            ty = TypeOf {
-                api_version: "meta.k8s.io/v1".into(),
-                kind: "WatchEvent".into(),
-            };
-        }
-        let group_in = ty.group();
-        let app_group = match self.dir {
-            Direction::ToApp => self.map.map_group(group_in, Direction::ToApp),
-            Direction::ToCluster => None,
-        };
-        let mut app_group = app_group.as_deref().unwrap_or(group_in);
-        let mut kind = ty.kind.as_str();
-        if let Some((g, k)) = addressed.filter(|_| kind == "PartialObjectMetadata") {
-            (app_group, kind) = (g, k);
-        }
+        let ty = type_of(&ms, hint)?;
+        let (app_group, kind) = self.app_type(&ty, addressed);
+        let app_group = app_group.as_ref();
 
         let mut embedded: Vec<&str> = Vec::new();
         for place in self.catalog.places_for(app_group, kind) {
-            if matches!(place.slot, Slot::Object | Slot::Items) {
+            if matches!(
+                place.slot,
+                Slot::Object | Slot::Items | Slot::TableRows { .. }
+            ) {
                 if let Some(Step::Key(k)) = place.path.steps().first() {
                     embedded.push(k);
                 }
             }
+            if let Slot::TableRows {
+                columns,
+                cells,
+                object,
+            } = place.slot
+            {
+                self.table_rows(w, raw, &place.path, [columns, cells, object], addressed)?;
+                continue;
+            }
             self.place(w, raw, place.path.steps(), place.slot, &ty, addressed)?;
         }
         self.reference_keys(w, raw, kind, None, 0, &embedded)
+    }
+
+    /// The group (app names) and kind whose places apply to an object of
+    /// type `ty`: metadata-only objects take the addressed kind.
+    fn app_type<'t>(
+        &self,
+        ty: &'t TypeOf,
+        addressed: Option<(&'t str, &'t str)>,
+    ) -> (Cow<'t, str>, &'t str) {
+        let group_in = ty.group();
+        let mut app_group = match self.dir {
+            Direction::ToApp => self
+                .map
+                .map_group(group_in, Direction::ToApp)
+                .map_or(Cow::Borrowed(group_in), Cow::Owned),
+            Direction::ToCluster => Cow::Borrowed(group_in),
+        };
+        let mut kind = ty.kind.as_str();
+        if let Some((g, k)) = addressed.filter(|_| kind == "PartialObjectMetadata") {
+            (app_group, kind) = (Cow::Borrowed(g), k);
+        }
+        (app_group, kind)
+    }
+
+    /// True when a name of form `plural.group` / `version.group` names a
+    /// shadowed group in this direction (see [`Slot::DropHidden`]).
+    fn name_hidden(&self, name: &str) -> bool {
+        name.split_once('.')
+            .is_some_and(|(_, g)| self.map.is_shadowed(g, self.dir))
+    }
+
+    /// True when the object `raw` (of type `hint` when it carries none) is
+    /// hidden in this direction (see [`Slot::DropHidden`]).
+    fn hidden<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        raw: &'i RawValue,
+        hint: Option<&TypeOf>,
+        addressed: Option<(&str, &str)>,
+    ) -> Result<bool, RewriteError> {
+        if !self.may(w, raw) {
+            return Ok(false);
+        }
+        let Some(ms) = w.members(raw)? else {
+            return Ok(false);
+        };
+        let ty = type_of(&ms, hint)?;
+        let (group, kind) = self.app_type(&ty, addressed);
+        if self.catalog.name_form(&group, kind).is_none() {
+            return Ok(false);
+        }
+        Ok(object_name(w, &ms)?.is_some_and(|n| self.name_hidden(&n)))
+    }
+
+    /// A list's items without the hidden ones.
+    fn drop_hidden<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        raw: &'i RawValue,
+        ty: &TypeOf,
+        addressed: Option<(&str, &str)>,
+    ) -> Result<(), RewriteError> {
+        let Some(items) = w.elements(raw)? else {
+            return Ok(());
+        };
+        let hint = item_hint(ty);
+        let mut keep = Vec::with_capacity(items.len());
+        for item in items.iter() {
+            keep.push(!self.hidden(w, item, hint.as_ref(), addressed)?);
+        }
+        self.delete(w, raw, &items, &keep);
+        Ok(())
+    }
+
+    /// Deletes the entries of `raw` (whose elements are `entries`) whose
+    /// `keep` is false.
+    fn delete<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        raw: &'i RawValue,
+        entries: &[&'i RawValue],
+        keep: &[bool],
+    ) {
+        if keep.iter().all(|k| *k) {
+            return;
+        }
+        let spans: Vec<(usize, usize)> = entries
+            .iter()
+            .map(|e| {
+                let s = w.offset(e);
+                (s, s + e.get().len())
+            })
+            .collect();
+        w.delete_entries(raw, &spans, keep);
+    }
+
+    /// A Table's rows (at `path` in `table`): their name cells renamed,
+    /// rows naming hidden objects dropped ([`Slot::TableRows`]).
+    fn table_rows<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        table: &'i RawValue,
+        path: &FieldPath,
+        [columns, cells, object]: [&str; 3],
+        addressed: Option<(&str, &str)>,
+    ) -> Result<(), RewriteError> {
+        let Some(ms) = w.members(table)? else {
+            return Ok(());
+        };
+        let [Step::Key(rows_key)] = path.steps() else {
+            return Ok(());
+        };
+        let Some(rows_raw) = member(&ms, rows_key) else {
+            return Ok(());
+        };
+        if !self.may(w, rows_raw) {
+            return Ok(());
+        }
+        let Some(rows) = w.elements(rows_raw)? else {
+            return Ok(());
+        };
+        let column = match member(&ms, columns) {
+            Some(defs) => self.name_column(w, defs)?,
+            None => Some(0),
+        };
+        let mut keep = Vec::with_capacity(rows.len());
+        for row in rows.iter() {
+            keep.push(!self.table_row(w, row, column, cells, object, addressed)?);
+        }
+        self.delete(w, rows_raw, &rows, &keep);
+        Ok(())
+    }
+
+    /// The index of the column naming each row's object: the first whose
+    /// definition has `format: name`; the first column when there are no
+    /// definitions (`null`).
+    fn name_column<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        defs: &'i RawValue,
+    ) -> Result<Option<usize>, RewriteError> {
+        let Some(defs) = w.elements(defs)? else {
+            return Ok((defs.get() == "null").then_some(0));
+        };
+        for (i, d) in defs.iter().enumerate() {
+            if let Some(ms) = w.members(d)? {
+                if let Some(f) = member(&ms, "format") {
+                    if string(f)?.as_deref() == Some("name") {
+                        return Ok(Some(i));
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Renames one Table row's name cell; returns whether the row names a
+    /// hidden object (and must be dropped).
+    fn table_row<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        row: &'i RawValue,
+        column: Option<usize>,
+        cells: &str,
+        object: &str,
+        addressed: Option<(&str, &str)>,
+    ) -> Result<bool, RewriteError> {
+        if !self.may(w, row) {
+            return Ok(false);
+        }
+        let Some(ms) = w.members(row)? else {
+            return Ok(false);
+        };
+        let obj = match member(&ms, object) {
+            Some(o) => w.members(o)?,
+            None => None,
+        };
+        let (ty, obj_name) = match &obj {
+            Some(oms) => (type_of(oms, None)?, object_name(w, oms)?),
+            None => (TypeOf::default(), None),
+        };
+        let (group, kind) = match addressed {
+            Some(a) if ty.kind.is_empty() => (Cow::Borrowed(a.0), a.1),
+            _ => self.app_type(&ty, addressed),
+        };
+        let Some(form) = self.catalog.name_form(&group, kind) else {
+            return Ok(false);
+        };
+        let cell = match (column, member(&ms, cells)) {
+            (Some(c), Some(cs)) => w.elements(cs)?.and_then(|cs| cs.get(c).copied()),
+            _ => None,
+        };
+        let cell_text = match cell {
+            Some(c) => string(c)?.map(Cow::into_owned),
+            None => None,
+        };
+        let name = obj_name.as_deref().or(cell_text.as_deref());
+        if name.is_some_and(|n| self.name_hidden(n)) {
+            return Ok(true);
+        }
+        if let (Some(cell), Some(text)) = (cell, &cell_text) {
+            if obj_name.as_ref().is_none_or(|n| n == text) {
+                self.value(w, cell, form)?;
+            }
+        }
+        Ok(false)
     }
 
     fn place<'i>(
@@ -333,16 +524,7 @@ impl<'a> JsonRewriter<'a> {
                 let Some(items) = w.elements(raw)? else {
                     return Ok(());
                 };
-                // A typed list's items omit apiVersion/kind; `v1 List` items
-                // always carry their own.
-                let hint = ty
-                    .kind
-                    .strip_suffix("List")
-                    .filter(|k| !k.is_empty())
-                    .map(|k| TypeOf {
-                        api_version: ty.api_version.clone(),
-                        kind: k.to_owned(),
-                    });
+                let hint = item_hint(ty);
                 for item in items.iter() {
                     self.object(w, item, hint.as_ref(), addressed)?;
                 }
@@ -350,6 +532,9 @@ impl<'a> JsonRewriter<'a> {
             }
             Slot::JsonString(inner, form) => self.json_string(w, raw, inner, form),
             Slot::DropShadowed(sub) => self.drop_shadowed(w, raw, sub),
+            Slot::DropHidden => self.drop_hidden(w, raw, ty, addressed),
+            // Applied from the Table itself (see `object`).
+            Slot::TableRows { .. } => Ok(()),
             Slot::NameOf {
                 group,
                 resource,
@@ -522,6 +707,61 @@ impl<'a> JsonRewriter<'a> {
         }
         Ok(())
     }
+}
+
+/// The type of an object from its members, `hint` standing in for those it
+/// lacks; a watch event (`type` and `object`, no kind) is a `WatchEvent`.
+fn type_of(ms: &[(Key<'_>, &RawValue)], hint: Option<&TypeOf>) -> Result<TypeOf, RewriteError> {
+    let str_of = |k: &str| -> Result<Option<String>, RewriteError> {
+        Ok(match member(ms, k) {
+            Some(v) => string(v)?.map(Cow::into_owned),
+            None => None,
+        })
+    };
+    let ty = TypeOf {
+        api_version: str_of("apiVersion")?
+            .or_else(|| hint.map(|h| h.api_version.clone()))
+            .unwrap_or_default(),
+        kind: str_of("kind")?
+            .or_else(|| hint.map(|h| h.kind.clone()))
+            .unwrap_or_default(),
+    };
+    if ty.kind.is_empty() && member(ms, "type").is_some() && member(ms, "object").is_some() {
+        return Ok(TypeOf {
+            api_version: "meta.k8s.io/v1".into(),
+            kind: "WatchEvent".into(),
+        });
+    }
+    Ok(ty)
+}
+
+/// A typed list's items omit apiVersion/kind: the list's kind without
+/// `List` stands in (`v1 List` items always carry their own).
+fn item_hint(list: &TypeOf) -> Option<TypeOf> {
+    list.kind
+        .strip_suffix("List")
+        .filter(|k| !k.is_empty())
+        .map(|k| TypeOf {
+            api_version: list.api_version.clone(),
+            kind: k.to_owned(),
+        })
+}
+
+/// An object's `metadata.name`.
+fn object_name<'i>(
+    w: &mut Walk<'i>,
+    ms: &[(Key<'i>, &'i RawValue)],
+) -> Result<Option<String>, RewriteError> {
+    let Some(meta) = member(ms, "metadata") else {
+        return Ok(None);
+    };
+    let Some(mms) = w.members(meta)? else {
+        return Ok(None);
+    };
+    Ok(match member(&mms, "name") {
+        Some(n) => string(n)?.map(Cow::into_owned),
+        None => None,
+    })
 }
 
 #[cfg(test)]
