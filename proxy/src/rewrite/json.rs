@@ -176,6 +176,94 @@ impl<'a> JsonRewriter<'a> {
         Ok(walk.finish().map(String::into_bytes))
     }
 
+    /// True when `doc`, one object or one watch event
+    /// (`{"type":..,"object":..}`), is **hidden** in this rewriter's view:
+    /// an object whose name carries a shadowed group (the cluster's CRD
+    /// `foos.samplecontroller.k8s.io` or APIService
+    /// `v1alpha1.samplecontroller.k8s.io` while `samplecontroller.k8s.io` is
+    /// renamed; see [`Slot::DropHidden`]), or a Table whose rows all name
+    /// one. The watch path drops such an event instead of renaming it;
+    /// lists and Tables drop hidden entries themselves when renamed.
+    /// Metadata-only objects (`PartialObjectMetadata`) need
+    /// [`hides_addressed`](Self::hides_addressed).
+    pub fn hides(&self, doc: &[u8]) -> Result<bool, RewriteError> {
+        self.hides_with(doc, None)
+    }
+
+    /// [`hides`](Self::hides) for a response to a request that addressed
+    /// objects of `group`/`kind` (app names), as for
+    /// [`rewrite_bytes_addressed`](Self::rewrite_bytes_addressed).
+    pub fn hides_addressed(
+        &self,
+        doc: &[u8],
+        group: &str,
+        kind: &str,
+    ) -> Result<bool, RewriteError> {
+        self.hides_with(doc, Some((group, kind)))
+    }
+
+    fn hides_with(
+        &self,
+        doc: &[u8],
+        addressed: Option<(&str, &str)>,
+    ) -> Result<bool, RewriteError> {
+        if !self.may_contain(doc) {
+            return Ok(false);
+        }
+        let text = std::str::from_utf8(doc).map_err(malformed)?;
+        let root: &RawValue = serde_json::from_str(text).map_err(malformed)?;
+        let mut w = Walk::new(text);
+        let Some(ms) = w.members(root)? else {
+            return Ok(false);
+        };
+        let mut target = root;
+        if type_of(&ms, None)?.kind == "WatchEvent" {
+            match member(&ms, "object") {
+                Some(o) => target = o,
+                None => return Ok(false),
+            }
+        }
+        let Some(tms) = w.members(target)? else {
+            return Ok(false);
+        };
+        let ty = type_of(&tms, None)?;
+        let (group, kind) = self.app_type(&ty, addressed);
+        if let Some(place) = self
+            .catalog
+            .places_for(&group, kind)
+            .find_map(|p| match p.slot {
+                Slot::TableRows {
+                    columns,
+                    cells,
+                    object,
+                } => Some((p, [columns, cells, object])),
+                _ => None,
+            })
+        {
+            // A Table: hidden when it has rows and every one is.
+            let (place, [columns, cells, object]) = place;
+            let [Step::Key(rows_key)] = place.path.steps() else {
+                return Ok(false);
+            };
+            let Some(rows) = member(&tms, rows_key) else {
+                return Ok(false);
+            };
+            let Some(rows) = w.elements(rows)? else {
+                return Ok(false);
+            };
+            let column = match member(&tms, columns) {
+                Some(defs) => self.name_column(&mut w, defs)?,
+                None => Some(0),
+            };
+            let mut all = !rows.is_empty();
+            for row in rows.iter() {
+                all &= self.table_row(&mut w, row, column, cells, object, addressed)?;
+            }
+            return Ok(all);
+        }
+        self.hidden(&mut w, target, None, addressed)
+    }
+
     /// Renames a `serde_json::Value` in place (through the same byte engine).
     /// Returns whether anything changed.
     pub fn rewrite(&self, obj: &mut Json) -> Result<bool, RewriteError> {

@@ -41,6 +41,16 @@ struct TypeMeta {
     api_version: String,
     #[serde(default)]
     kind: String,
+    /// A Table's column definitions (before its rows, as Kubernetes writes
+    /// them): where the name cell is.
+    #[serde(default, rename = "columnDefinitions")]
+    columns: Option<Vec<Column>>,
+}
+
+#[derive(Deserialize, Default)]
+struct Column {
+    #[serde(default)]
+    format: String,
 }
 
 /// Kinds whose array can't be renamed element by element (entries may be
@@ -63,6 +73,15 @@ pub struct ListStream {
     last_key: Option<String>,
     member: &'static str,
     type_meta: TypeMeta,
+    /// What each element is wrapped in to be renamed alone: the array's
+    /// member, after a Table's column definitions reduced to where the name
+    /// column is.
+    open: String,
+    /// Separators seen since the last element, held back: an element the
+    /// rewriter drops (a hidden object) takes its comma with it.
+    sep: Vec<u8>,
+    /// Whether an element was emitted yet.
+    kept_any: bool,
 }
 
 impl ListStream {
@@ -84,6 +103,9 @@ impl ListStream {
             last_key: None,
             member: "items",
             type_meta: TypeMeta::default(),
+            open: String::new(),
+            sep: Vec::new(),
+            kept_any: false,
         }
     }
 
@@ -102,10 +124,14 @@ impl ListStream {
                 Phase::Head => self.head_byte(rw, b, at, &mut out)?,
                 Phase::Between => {
                     if b == b']' || b == b',' || b.is_ascii_whitespace() {
-                        out.extend_from_slice(&self.buf.split_to(at + 1));
+                        let bytes = self.buf.split_to(at + 1);
                         self.scanned = 0;
                         if b == b']' {
+                            out.append(&mut self.sep);
+                            out.extend_from_slice(&bytes);
                             self.phase = Phase::Tail;
+                        } else {
+                            self.sep.extend_from_slice(&bytes);
                         }
                     } else {
                         self.phase = Phase::Element;
@@ -125,7 +151,19 @@ impl ListStream {
                     };
                     let elem = self.buf.split_to(end);
                     self.scanned = 0;
-                    out.extend_from_slice(&self.element(rw, &elem)?);
+                    let renamed = self.element(rw, &elem)?;
+                    if renamed.is_empty() {
+                        // Dropped, with the comma before it.
+                        self.sep.clear();
+                    } else {
+                        if !self.kept_any {
+                            // Elements before it were dropped: no comma.
+                            self.sep.retain(|c| *c != b',');
+                        }
+                        out.append(&mut self.sep);
+                        out.extend_from_slice(&renamed);
+                        self.kept_any = true;
+                    }
                     self.phase = Phase::Between;
                 }
             }
@@ -223,6 +261,17 @@ impl ListStream {
                 } else {
                     "items"
                 };
+                self.open = match (&self.type_meta.columns, self.member) {
+                    (Some(cols), "rows") => {
+                        let mut defs: Vec<&str> = Vec::new();
+                        if let Some(i) = cols.iter().position(|c| c.format == "name") {
+                            defs.resize(i, "{}");
+                            defs.push(r#"{"format":"name"}"#);
+                        }
+                        format!("{{\"columnDefinitions\":[{}],\"rows\":[", defs.join(","))
+                    }
+                    _ => format!("{{\"{}\":[", self.member),
+                };
                 let addressed = self.addressed.as_ref().map(|(g, k)| (g.as_str(), *k));
                 let mut head = rw.rewrite_bytes_with(&doc, None, addressed)?.unwrap_or(doc);
                 head.truncate(head.len() - 2);
@@ -287,12 +336,13 @@ impl ListStream {
         End::No
     }
 
-    /// Renames one element as the only element of an object of its kind.
+    /// Renames one element as the only element of an object of its kind;
+    /// empty when the rewriter drops it (a hidden object).
     fn element(&self, rw: &JsonRewriter<'_>, elem: &[u8]) -> Result<Vec<u8>, RewriteError> {
         if !rw.may_contain(elem) {
             return Ok(elem.to_vec());
         }
-        let open = format!("{{\"{}\":[", self.member);
+        let open = &self.open;
         let mut doc = Vec::with_capacity(open.len() + elem.len() + 2);
         doc.extend_from_slice(open.as_bytes());
         doc.extend_from_slice(elem);

@@ -8,7 +8,14 @@ use serde_json::Value as Json;
 
 /// `testdata/kube-1.24` in the repository.
 pub fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/kube-1.24")
+    fixtures_of("kube-1.24")
+}
+
+/// `testdata/<version>` (`kube-1.24`, `kube-1.29`) in the repository.
+pub fn fixtures_of(version: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata")
+        .join(version)
 }
 
 /// The rules that turn the `orig` world into the `renamed` world.
@@ -39,9 +46,14 @@ pub struct Case {
 }
 
 impl Case {
-    /// Loads `<world>/<name>`.
+    /// Loads `<world>/<name>` of `kube-1.24`.
     pub fn load(world: &str, name: &str) -> Case {
-        let dir = fixtures().join(world).join(name);
+        Case::load_of("kube-1.24", world, name)
+    }
+
+    /// Loads `<world>/<name>` of the captures of `version`.
+    pub fn load_of(version: &str, world: &str, name: &str) -> Case {
+        let dir = fixtures_of(version).join(world).join(name);
         let exchange = serde_json::from_slice(&std::fs::read(dir.join("exchange.json")).unwrap())
             .unwrap_or_else(|e| panic!("{world}/{name}/exchange.json: {e}"));
         Case {
@@ -80,7 +92,12 @@ impl Case {
 
 /// Names of the paired cases (`orig/` and `renamed/` have the same list).
 pub fn case_names() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(fixtures().join("orig"))
+    case_names_of("kube-1.24")
+}
+
+/// [`case_names`] of the captures of `version`.
+pub fn case_names_of(version: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(fixtures_of(version).join("orig"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.as_bytes()[0].is_ascii_digit())
