@@ -223,14 +223,14 @@ impl Masker<'_> {
             }
         }
         // Assigned by the server per object and per run: metadata.uid,
-        // resourceVersion, creationTimestamp, deletionTimestamp,
-        // managedFields[].time, and the uids other objects' references
-        // copy (README "Volatile fields").
+        // resourceVersion, creationTimestamp, managedFields[].time, and the
+        // uids other objects' references copy (README "Volatile fields").
+        // (The captured deletionTimestamps, Event times and generations
+        // agree between the worlds, so they are compared.)
         for p in [
             "metadata.uid",
             "metadata.resourceVersion",
             "metadata.creationTimestamp",
-            "metadata.deletionTimestamp",
             "metadata.managedFields[].time",
             "metadata.ownerReferences[].uid",
             // A list's paging token encodes the resourceVersion.
@@ -246,25 +246,14 @@ impl Masker<'_> {
                 }
             }
         }
-        // Deterministic for the capture sequence, but depends on it: the
-        // worlds ran the same sequence, so it is compared, except in cases
-        // where the README says it differs (none so far).
         match (group.as_str(), kind.as_str()) {
             ("", "Event") => {
                 mask_at(o, "involvedObject.uid");
                 mask_at(o, "related.uid");
-                // Set by the server when it stores the Event (README:
-                // timestamps are volatile).
-                mask_at(o, "firstTimestamp");
-                mask_at(o, "lastTimestamp");
-                mask_at(o, "eventTime");
             }
             ("events.k8s.io", "Event") => {
                 mask_at(o, "regarding.uid");
                 mask_at(o, "related.uid");
-                mask_at(o, "eventTime");
-                mask_at(o, "deprecatedFirstTimestamp");
-                mask_at(o, "deprecatedLastTimestamp");
             }
             ("apiextensions.k8s.io", "CustomResourceDefinition")
             | ("apiregistration.k8s.io", "APIService") => {
@@ -313,8 +302,8 @@ impl Masker<'_> {
                 }
             }
             ("", "DeleteOptions") | ("meta.k8s.io", "DeleteOptions") => {
+                // The uid of the object being deleted.
                 mask_at(o, "preconditions.uid");
-                mask_at(o, "preconditions.resourceVersion");
             }
             ("meta.k8s.io", "Table") => self.table(o),
             _ => {}
@@ -473,17 +462,24 @@ pub fn first_difference(got: &Json, want: &Json, at: String) -> Option<String> {
     }
 }
 
-/// Removes members with these names everywhere in `v`.
-pub fn strip_members(v: &mut Json, names: &[&str]) {
-    match v {
-        Json::Object(m) => {
-            for n in names {
-                m.remove(*n);
+/// Masks what an OpenAPI document's operations name after their group in
+/// camel case, which regroup leaves as it is: `paths.*.<operation>.operationId`
+/// and `.tags` (v2 and v3).
+pub fn mask_operation_names(doc: &mut Json) {
+    let Some(Json::Object(paths)) = doc.get_mut("paths") else {
+        return;
+    };
+    for item in paths.values_mut() {
+        let Json::Object(ops) = item else { continue };
+        for op in ops.values_mut() {
+            if let Json::Object(op) = op {
+                for k in ["operationId", "tags"] {
+                    if let Some(v) = op.get_mut(k) {
+                        mask(v);
+                    }
+                }
             }
-            m.values_mut().for_each(|c| strip_members(c, names));
         }
-        Json::Array(a) => a.iter_mut().for_each(|c| strip_members(c, names)),
-        _ => {}
     }
 }
 
