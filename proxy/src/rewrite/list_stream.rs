@@ -5,8 +5,12 @@
 //! the top-level `items` (or Table `rows`) array. The head before it is
 //! renamed as the object with an empty array; each element is renamed on
 //! its own, as the only element of an object of the same kind (catalog
-//! paths start at the root, so this is the same rename); separators and the
-//! tail pass byte for byte. Parsing proper stays serde_json's, inside the
+//! paths start at the root, so this is the same rename; a Table row is
+//! wrapped after the head's column definitions reduced to where the name
+//! column is, so its name cell is found as in the whole body); separators
+//! and the tail pass byte for byte, except that an element the rewriter
+//! drops (a hidden object, `Slot::DropHidden`/`Slot::TableRows`) takes its
+//! separating comma with it. Parsing proper stays serde_json's, inside the
 //! rewriter. A body without such an array is buffered (up to a limit) and
 //! renamed whole at the end.
 
@@ -50,7 +54,7 @@ struct TypeMeta {
 #[derive(Deserialize, Default)]
 struct Column {
     #[serde(default)]
-    format: String,
+    format: Option<String>,
 }
 
 /// Kinds whose array can't be renamed element by element (entries may be
@@ -264,7 +268,10 @@ impl ListStream {
                 self.open = match (&self.type_meta.columns, self.member) {
                     (Some(cols), "rows") => {
                         let mut defs: Vec<&str> = Vec::new();
-                        if let Some(i) = cols.iter().position(|c| c.format == "name") {
+                        if let Some(i) = cols
+                            .iter()
+                            .position(|c| c.format.as_deref() == Some("name"))
+                        {
                             defs.resize(i, "{}");
                             defs.push(r#"{"format":"name"}"#);
                         }
