@@ -66,8 +66,8 @@ pub enum Slot {
     /// group (a string at this sub-path of the entry) is shadowed are dropped.
     /// Runs before the entries' own renames.
     DropShadowed(&'static str),
-    /// An array of objects (a list's `items`): in this direction's view,
-    /// objects that are **hidden** are dropped. An object is hidden when
+    /// An array of objects (a list's `items`): toward the app, objects
+    /// that are **hidden** are dropped (toward the cluster, nothing is). An object is hidden when
     /// its kind's names carry a group (the kind has a `metadata.name` place
     /// of form `QualifiedName`, see [`Catalog::name_form`]) and that group is
     /// shadowed: the cluster's CRD `foos.samplecontroller.k8s.io` or

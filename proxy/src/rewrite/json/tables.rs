@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use regroup_config::field_path::{FieldPath, Step};
+use regroup_config::Direction;
 use serde_json::value::RawValue;
 
 use super::{item_hint, malformed, type_of, JsonRewriter, RewriteError, TypeOf};
@@ -13,7 +14,8 @@ use crate::rewrite::raw::{member, string, Key, Walk};
 
 impl JsonRewriter<'_> {
     /// True when `doc`, one object or one watch event
-    /// (`{"type":..,"object":..}`), is **hidden** in this rewriter's view:
+    /// (`{"type":..,"object":..}`), is **hidden** from the app (always
+    /// false for a rewriter toward the cluster):
     /// an object whose name carries a shadowed group (the cluster's CRD
     /// `foos.samplecontroller.k8s.io` or APIService
     /// `v1alpha1.samplecontroller.k8s.io` while `samplecontroller.k8s.io` is
@@ -101,10 +103,14 @@ impl JsonRewriter<'_> {
     }
 
     /// True when a name of form `plural.group` / `version.group` names a
-    /// shadowed group in this direction (see [`Slot::DropHidden`]).
+    /// group shadowed in the app's view (see [`Slot::DropHidden`]). Only
+    /// toward the app: what the app sends (and what `render` writes) is
+    /// never thinned out.
     fn name_hidden(&self, name: &str) -> bool {
-        name.split_once('.')
-            .is_some_and(|(_, g)| self.map.is_shadowed(g, self.dir))
+        self.dir == Direction::ToApp
+            && name
+                .split_once('.')
+                .is_some_and(|(_, g)| self.map.is_shadowed(g, self.dir))
     }
 
     /// True when the object `raw` (of type `hint` when it carries none) is

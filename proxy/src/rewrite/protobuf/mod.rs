@@ -206,7 +206,8 @@ impl<'a> ProtoRewriter<'a> {
     /// True when `frame`, one watch frame (a raw `WatchEvent` without its
     /// 4-byte length prefix, as for
     /// [`rewrite_watch_frame`](Self::rewrite_watch_frame)) or one enveloped
-    /// object, holds an object that is **hidden** in this rewriter's view: a
+    /// object, holds an object that is **hidden** from the app (always false
+    /// for a rewriter toward the cluster): a
     /// CRD or APIService whose name carries a shadowed group (see
     /// [`JsonRewriter::hides`]). The watch path drops such a frame instead of
     /// renaming it; typed protobuf lists drop hidden items themselves when
@@ -233,7 +234,7 @@ impl<'a> ProtoRewriter<'a> {
         addressed: Option<(&str, &str)>,
     ) -> Result<bool, RewriteError> {
         use wire::last_len_field;
-        if !self.may_contain_name(frame) {
+        if self.dir != Direction::ToApp || !self.may_contain_name(frame) {
             return Ok(false);
         }
         let object = if frame.starts_with(MAGIC) {

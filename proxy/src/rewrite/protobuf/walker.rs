@@ -4,7 +4,7 @@
 
 use regroup_config::dns::MAX_SUBDOMAIN;
 use regroup_config::field_path::FieldPath;
-use regroup_config::Form;
+use regroup_config::{Direction, Form};
 
 use super::plan::{Act, Node, Plan};
 use super::wire::{last_len_field, put_varint, wrong_wire, Field, Fields, LEN};
@@ -412,6 +412,8 @@ impl ProtoRewriter<'_> {
             return Ok(false);
         };
         let group = match form {
+            // A hidden object: only in the app's view (`Slot::DropHidden`).
+            Form::QualifiedName if self.dir != Direction::ToApp => return Ok(false),
             Form::QualifiedName => match text.split_once('.') {
                 Some((_, g)) => g,
                 None => return Ok(false),

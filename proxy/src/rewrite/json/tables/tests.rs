@@ -207,13 +207,13 @@ fn rows_and_items_of_hidden_objects_are_dropped_for_the_app() {
             json!(["certificates.cert-manager.io", "d"])
         ]
     );
-    // Toward the cluster, the app's names are never hidden (the direction
-    // is data: there, a name already the cluster's is the shadowed one).
+    // Toward the cluster, nothing is hidden: every row stays, renamed.
     let out = rewrite(Direction::ToCluster, &t, Some(CRD));
     let names: Vec<Json> = cells(&out).iter().map(|c| c[0].clone()).collect();
     assert_eq!(
         names,
         [
+            json!(CLUSTER_CRD),
             json!(CLUSTER_CRD),
             json!("tokens.login.pinniped.team1.example.com"),
             json!("certificates.cert-manager.io"),
