@@ -555,5 +555,7 @@ fn item_hint(list: &TypeOf) -> Option<TypeOf> {
 
 mod tables;
 
+pub(crate) use tables::name_column;
+
 #[cfg(test)]
 mod tests;

@@ -17,7 +17,7 @@
 use bytes::BytesMut;
 use serde::Deserialize;
 
-use super::json::{JsonRewriter, RewriteError};
+use super::json::{name_column, JsonRewriter, RewriteError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -55,6 +55,8 @@ struct TypeMeta {
 struct Column {
     #[serde(default)]
     format: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
 }
 
 /// Kinds whose array can't be renamed element by element (entries may be
@@ -268,10 +270,10 @@ impl ListStream {
                 self.open = match (&self.type_meta.columns, self.member) {
                     (Some(cols), "rows") => {
                         let mut defs: Vec<&str> = Vec::new();
-                        if let Some(i) = cols
+                        let columns = cols
                             .iter()
-                            .position(|c| c.format.as_deref() == Some("name"))
-                        {
+                            .map(|c| (c.format.as_deref(), c.name.as_deref()));
+                        if let Some(i) = name_column(columns) {
                             defs.resize(i, "{}");
                             defs.push(r#"{"format":"name"}"#);
                         }

@@ -285,8 +285,11 @@ impl Masker<'_> {
                 }
             }
             ("", "APIResourceList") => {
-                // A hash the server computes from the group: opaque, only
-                // ever compared with itself (README "Of note").
+                // Derived from the group: base64(sha256("<group>/<storage
+                // version>/<Kind>")[:8]) (README "Of note"). regroup leaves
+                // the cluster's as it is: a real difference, unfixed (it
+                // names no group; clients only compare it with itself over
+                // time, to notice a storage version change).
                 mask_at(o, "resources[].storageVersionHash");
             }
             ("", "Status") | ("meta.k8s.io", "Status") => {

@@ -223,9 +223,8 @@ impl JsonRewriter<'_> {
         Ok(())
     }
 
-    /// The index of the column naming each row's object: the first whose
-    /// definition has `format: name`; the first column when there are no
-    /// definitions (`null`).
+    /// The index of the column naming each row's object ([`name_column`]);
+    /// the first column when there are no definitions (`null`).
     fn name_column<'i>(
         &self,
         w: &mut Walk<'i>,
@@ -234,16 +233,22 @@ impl JsonRewriter<'_> {
         let Some(defs) = w.elements(defs)? else {
             return Ok((defs.get() == "null").then_some(0));
         };
-        for (i, d) in defs.iter().enumerate() {
-            if let Some(ms) = w.members(d)? {
-                if let Some(f) = member(&ms, "format") {
-                    if string(f)?.as_deref() == Some("name") {
-                        return Ok(Some(i));
-                    }
-                }
-            }
+        let mut texts = Vec::with_capacity(defs.len());
+        for d in defs.iter() {
+            let text = |ms: &[(Key<'i>, &'i RawValue)], k: &str| -> Result<_, RewriteError> {
+                Ok(match member(ms, k) {
+                    Some(v) => string(v)?.map(Cow::into_owned),
+                    None => None,
+                })
+            };
+            texts.push(match w.members(d)? {
+                Some(ms) => (text(&ms, "format")?, text(&ms, "name")?),
+                None => (None, None),
+            });
         }
-        Ok(None)
+        Ok(name_column(
+            texts.iter().map(|(f, n)| (f.as_deref(), n.as_deref())),
+        ))
     }
 
     /// Renames one Table row's name cell; returns whether the row names a
@@ -301,6 +306,17 @@ impl JsonRewriter<'_> {
         }
         Ok(false)
     }
+}
+
+/// Of a Table's column definitions (each `(format, name)`), the one naming
+/// each row's object: the first whose `format` is `name`, else the first
+/// named `Name`.
+pub(crate) fn name_column<'a>(
+    defs: impl Iterator<Item = (Option<&'a str>, Option<&'a str>)> + Clone,
+) -> Option<usize> {
+    defs.clone()
+        .position(|(format, _)| format == Some("name"))
+        .or_else(|| defs.clone().position(|(_, name)| name == Some("Name")))
 }
 
 /// An object's `metadata.name`.

@@ -103,6 +103,18 @@ fn the_name_cell_is_found_by_its_column_definition() {
 }
 
 #[test]
+fn without_a_name_format_the_column_called_name_is_the_name() {
+    let cols = json!([{"name": "Age", "type": "string", "format": ""},
+                      {"name": "Name", "type": "string", "format": ""}]);
+    let t = table(
+        cols,
+        vec![json!({"cells": ["1s", CLUSTER_CRD], "object": pom(CLUSTER_CRD)})],
+    );
+    let out = rewrite(Direction::ToApp, &t, Some(CRD));
+    assert_eq!(cells(&out), [json!(["1s", APP_CRD])]);
+}
+
+#[test]
 fn without_definitions_the_first_column_is_the_name() {
     // A Table watch's later events: `columnDefinitions: null`.
     let t = table(
