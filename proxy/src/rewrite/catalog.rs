@@ -461,6 +461,10 @@ const BUILTIN: &[Row] = &[
     ),
 ];
 
+fn is_metadata_name(path: &FieldPath) -> bool {
+    matches!(path.steps(), [Step::Key(m), Step::Key(n)] if m == "metadata" && n == "name")
+}
+
 /// Built-in resources whose kinds have places of their own.
 const RESOURCE_KINDS: &[(&str, &str, &str)] = &[
     (
@@ -575,6 +579,9 @@ pub mod openapi {
 #[derive(Clone, Debug)]
 pub struct Catalog {
     places: Vec<Place>,
+    /// The kinds whose names carry a group, and the form (see
+    /// [`Catalog::name_form`]), read off `places` once.
+    named: Vec<(Selector, Form)>,
 }
 
 impl Catalog {
@@ -604,7 +611,16 @@ impl Catalog {
         // Shadowed entries must be dropped while they still carry the names
         // they arrived with, before any rename (the generic `items` too).
         places.sort_by_key(|p| !matches!(p.slot, Slot::DropShadowed(_) | Slot::DropHidden));
-        Catalog { places }
+        let named = places
+            .iter()
+            .filter_map(|p| match p.slot {
+                Slot::Value(form @ QualifiedName) if is_metadata_name(&p.path) => {
+                    Some((p.selector.clone(), form))
+                }
+                _ => None,
+            })
+            .collect();
+        Catalog { places, named }
     }
 
     /// The kind served at `group`/`resource`, for the built-in resources
@@ -640,14 +656,10 @@ impl Catalog {
     /// place (`QualifiedName` for CRDs and APIServices). `None` for kinds
     /// whose names are plain names.
     pub fn name_form(&self, group: &str, kind: &str) -> Option<Form> {
-        self.places_for(group, kind).find_map(|p| match p.slot {
-            Slot::Value(form @ QualifiedName)
-                if matches!(p.path.steps(), [Step::Key(m), Step::Key(n)] if m == "metadata" && n == "name") =>
-            {
-                Some(form)
-            }
-            _ => None,
-        })
+        self.named
+            .iter()
+            .find(|(s, _)| s.matches(group, kind))
+            .map(|(_, form)| *form)
     }
 
     /// Every place, in application order.

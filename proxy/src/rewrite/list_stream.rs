@@ -158,8 +158,8 @@ impl ListStream {
                     let elem = self.buf.split_to(end);
                     self.scanned = 0;
                     let renamed = self.element(rw, &elem)?;
-                    if renamed.is_empty() {
-                        // Dropped, with the comma before it.
+                    if let Element::Dropped = renamed {
+                        // With the comma before it.
                         self.sep.clear();
                     } else {
                         if !self.kept_any {
@@ -167,7 +167,10 @@ impl ListStream {
                             self.sep.retain(|c| *c != b',');
                         }
                         out.append(&mut self.sep);
-                        out.extend_from_slice(&renamed);
+                        match renamed {
+                            Element::Renamed(r) => out.extend_from_slice(&r),
+                            _ => out.extend_from_slice(&elem),
+                        }
                         self.kept_any = true;
                     }
                     self.phase = Phase::Between;
@@ -345,11 +348,10 @@ impl ListStream {
         End::No
     }
 
-    /// Renames one element as the only element of an object of its kind;
-    /// empty when the rewriter drops it (a hidden object).
-    fn element(&self, rw: &JsonRewriter<'_>, elem: &[u8]) -> Result<Vec<u8>, RewriteError> {
+    /// Renames one element as the only element of an object of its kind.
+    fn element(&self, rw: &JsonRewriter<'_>, elem: &[u8]) -> Result<Element, RewriteError> {
         if !rw.may_contain(elem) {
-            return Ok(elem.to_vec());
+            return Ok(Element::Same);
         }
         let open = &self.open;
         let mut doc = Vec::with_capacity(open.len() + elem.len() + 2);
@@ -362,10 +364,26 @@ impl ListStream {
         );
         let addressed = self.addressed.as_ref().map(|(g, k)| (g.as_str(), *k));
         Ok(match rw.rewrite_bytes_with(&doc, Some(hint), addressed)? {
-            Some(r) => r[open.len()..r.len() - 2].to_vec(),
-            None => elem.to_vec(),
+            // The only element deleted: `[]`.
+            Some(r) if r.len() == open.len() + 2 => Element::Dropped,
+            Some(mut r) => {
+                r.truncate(r.len() - 2);
+                r.drain(..open.len());
+                Element::Renamed(r)
+            }
+            None => Element::Same,
         })
     }
+}
+
+/// What became of one element.
+enum Element {
+    /// Unchanged: its bytes pass as they came.
+    Same,
+    /// Renamed to these bytes.
+    Renamed(Vec<u8>),
+    /// Dropped (a hidden object), with its separating comma.
+    Dropped,
 }
 
 /// The whole input through a [`ListStream`] in chunks of `chunk` bytes (for
