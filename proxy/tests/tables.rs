@@ -367,3 +367,74 @@ fn watch_events_of_hidden_objects_are_said_to_be_hidden() {
     assert!(!to_app.hides(foo).unwrap());
     assert!(to_app.hides(b"{not json").is_err() || !to_app.hides(b"{not json").unwrap());
 }
+
+/// Through a real regroup listener (the sidecar's list streaming and
+/// whole-body paths): `kubectl get crd` and `kubectl get crd -o name` on a
+/// cluster that has both the renamed CRD and the shadowed one show the app
+/// one CRD, under its own name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_the_sidecar_a_hidden_crd_is_listed_nowhere() {
+    use bytes::Bytes;
+    use http_body_util::{BodyExt, Full};
+    use hyper::service::service_fn;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+
+    let table = cluster_with_both("kube-1.24", "118-list-crd-table", "rows");
+    let list = cluster_with_both("kube-1.24", "116-list-crd-json", "items");
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (s, _) = l.accept().await.unwrap();
+            let (table, list) = (table.clone(), list.clone());
+            tokio::spawn(async move {
+                let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                    let accept = req
+                        .headers()
+                        .get("accept")
+                        .map(|v| v.to_str().unwrap().to_owned())
+                        .unwrap_or_default();
+                    let body = if accept.contains("as=Table") {
+                        table.clone()
+                    } else {
+                        list.clone()
+                    };
+                    async move {
+                        Ok::<_, std::convert::Infallible>(
+                            http::Response::builder()
+                                .header("content-type", "application/json")
+                                .body(Full::new(Bytes::from(body)))
+                                .unwrap(),
+                        )
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(s), svc)
+                    .await;
+            });
+        }
+    });
+    let regroup = common::sidecar(format!("http://{addr}"), None).await;
+    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .build_http::<Full<Bytes>>();
+    for accept in [
+        "application/json;as=Table;v=v1;g=meta.k8s.io",
+        "application/json",
+    ] {
+        let req = http::Request::get(format!(
+            "http://{regroup}/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        ))
+        .header("accept", accept)
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+        let resp = client.request(req).await.unwrap();
+        assert_eq!(resp.status(), 200);
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        let names = if accept.contains("Table") {
+            name_cells(&body)
+        } else {
+            names_of_items(&body)
+        };
+        assert_eq!(names, ["foos.samplecontroller.k8s.io"], "{accept}");
+    }
+}
