@@ -8,8 +8,7 @@
 mod common;
 
 use common::{
-    case_names, documents, extra_masks, first_difference, fixture_map, normalize,
-    without_bookmarks, Case,
+    case_names, documents, first_difference, fixture_map, normalize_docs, without_bookmarks, Case,
 };
 use regroup::rewrite::{Catalog, JsonRewriter};
 use regroup_config::Direction;
@@ -120,10 +119,8 @@ fn compare(dir: Direction) {
         if rewrite_all(&mut input, dir, p.addressed) {
             renamed_something += 1;
         }
-        let extra = extra_masks(&p.case);
-        input.iter_mut().for_each(|d| normalize(d, in_world, extra));
-        want.iter_mut()
-            .for_each(|d| normalize(d, want_world, extra));
+        normalize_docs(&mut input, in_world, &p.case);
+        normalize_docs(&mut want, want_world, &p.case);
         if input != want {
             failures.push(format!(
                 "{}: {}",
@@ -161,9 +158,8 @@ fn worlds_differ_without_the_rewrite() {
     let mut differing = 0;
     for p in json_pairs() {
         let (mut a, mut b) = (p.renamed, p.orig);
-        let extra = extra_masks(&p.case);
-        a.iter_mut().for_each(|d| normalize(d, "renamed", extra));
-        b.iter_mut().for_each(|d| normalize(d, "orig", extra));
+        normalize_docs(&mut a, "renamed", &p.case);
+        normalize_docs(&mut b, "orig", &p.case);
         if a != b {
             differing += 1;
         }

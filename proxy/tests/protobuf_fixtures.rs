@@ -17,7 +17,7 @@ mod protobuf_support;
 
 use std::io::Read;
 
-use common::{case_names, extra_masks, first_difference, fixture_map, fixtures, normalize, Case};
+use common::{case_names, first_difference, fixture_map, fixtures, normalize_docs, Case};
 use protobuf_support::{envelope_json, frame_json, frames, Naive};
 use regroup::rewrite::protobuf::WatchStream;
 use regroup::rewrite::{Catalog, ProtoRewriter};
@@ -211,16 +211,6 @@ fn decoded(c: &Capture, bytes: &[u8]) -> Vec<Json> {
     }
 }
 
-/// Members to mask beyond `common::VOLATILE` (fixtures README).
-fn masks(case: &str) -> &'static [&'static str] {
-    if case.starts_with("261-") {
-        // "too old resource version: 1 (<current RV>)", as 251 in JSON.
-        &["message"]
-    } else {
-        extra_masks(case)
-    }
-}
-
 fn compare(dir: Direction) {
     let map = fixture_map();
     let catalog = Catalog::new(&[]);
@@ -243,11 +233,10 @@ fn compare(dir: Direction) {
             })
             .expect("paired capture");
         let out = rewrite(&rw, &c, &c.bytes).unwrap_or_else(|| c.bytes.clone());
-        let extra = masks(&c.case);
         let mut got = decoded(&c, &out);
         let mut want_docs = decoded(want, &want.bytes);
-        got.iter_mut().for_each(|d| normalize(d, from, extra));
-        want_docs.iter_mut().for_each(|d| normalize(d, to, extra));
+        normalize_docs(&mut got, from, &c.case);
+        normalize_docs(&mut want_docs, to, &c.case);
         compared += 1;
         if got != want_docs {
             failures.push(format!(
@@ -287,11 +276,10 @@ fn worlds_differ_without_the_rewrite() {
             .iter()
             .find(|o| o.name.replace("orig/", "") == c.name.replace("renamed/", ""))
             .unwrap();
-        let extra = masks(&c.case);
         let mut a = decoded(&c, &c.bytes);
         let mut b = decoded(o, &o.bytes);
-        a.iter_mut().for_each(|d| normalize(d, "renamed", extra));
-        b.iter_mut().for_each(|d| normalize(d, "orig", extra));
+        normalize_docs(&mut a, "renamed", &c.case);
+        normalize_docs(&mut b, "orig", &c.case);
         differing += usize::from(a != b);
     }
     assert!(differing > 40, "only {differing} pairs differ by group");
@@ -425,4 +413,230 @@ fn common_captures_match_the_naive_rename() {
 fn case_list_matches_the_fixture_readme() {
     // The paired case list is shared with the JSON tests.
     assert!(case_names().len() > 250);
+}
+
+/// Just enough protobuf wire reading and writing to splice captured bodies
+/// together: (number, value) of each length-delimited or varint field.
+mod splice {
+    pub fn varint(buf: &[u8], at: &mut usize) -> u64 {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = buf[*at];
+            *at += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        v
+    }
+
+    /// The fields of a message: (number, the whole field's bytes, the
+    /// value's bytes for length-delimited ones).
+    pub fn fields(buf: &[u8]) -> Vec<(u32, Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut at = 0;
+        while at < buf.len() {
+            let start = at;
+            let key = varint(buf, &mut at);
+            let value = match key & 7 {
+                0 => {
+                    varint(buf, &mut at);
+                    Vec::new()
+                }
+                2 => {
+                    let n = varint(buf, &mut at) as usize;
+                    at += n;
+                    buf[at - n..at].to_vec()
+                }
+                w => panic!("wire type {w} not used here"),
+            };
+            out.push(((key >> 3) as u32, buf[start..at].to_vec(), value));
+        }
+        out
+    }
+
+    pub fn len_field(number: u32, value: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut put = |mut v: u64| loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(b);
+                break;
+            }
+            out.push(b | 0x80);
+        };
+        put(u64::from(number) << 3 | 2);
+        put(value.len() as u64);
+        out.extend_from_slice(value);
+        out
+    }
+
+    /// An enveloped object's `raw` message.
+    pub fn raw_of(envelope: &[u8]) -> Vec<u8> {
+        fields(&envelope[4..])
+            .into_iter()
+            .find(|(n, _, _)| *n == 2)
+            .unwrap()
+            .2
+    }
+
+    /// `envelope` with its `raw` replaced.
+    pub fn with_raw(envelope: &[u8], raw: &[u8]) -> Vec<u8> {
+        let mut out = envelope[..4].to_vec();
+        for (n, whole, _) in fields(&envelope[4..]) {
+            if n == 2 {
+                out.extend(len_field(2, raw));
+            } else {
+                out.extend(whole);
+            }
+        }
+        out
+    }
+
+    /// A raw WatchEvent frame (no length prefix) of `envelope`.
+    pub fn watch_frame(kind: &str, envelope: &[u8]) -> Vec<u8> {
+        let mut f = len_field(1, kind.as_bytes());
+        f.extend(len_field(2, &len_field(1, envelope)));
+        f
+    }
+}
+
+/// A typed protobuf list of a cluster that has both the renamed world's CRD
+/// or APIService and the orig world's (a shadowed group's): the app sees
+/// only the renamed one, under its own name, exactly the orig world's list.
+#[test]
+fn shadowed_crds_and_apiservices_are_dropped_from_protobuf_lists() {
+    let map = fixture_map();
+    let catalog = Catalog::new(&[]);
+    let rw = ProtoRewriter::new(&map, &catalog, Direction::ToApp);
+    for (case, items_field, addressed, want) in [
+        (
+            "117-list-crd-protobuf",
+            2,
+            None,
+            "foos.samplecontroller.k8s.io",
+        ),
+        (
+            "120-list-crd-poml-protobuf",
+            2,
+            Some(("apiextensions.k8s.io", "CustomResourceDefinition")),
+            "foos.samplecontroller.k8s.io",
+        ),
+        (
+            "172-list-apiservice-protobuf",
+            2,
+            None,
+            "v1alpha1.wardle.example.com",
+        ),
+        (
+            "175-list-apiservice-poml-protobuf",
+            2,
+            Some(("apiregistration.k8s.io", "APIService")),
+            "v1alpha1.wardle.example.com",
+        ),
+    ] {
+        let renamed = Case::load("renamed", case).response;
+        let orig = Case::load("orig", case).response;
+        let items = |env: &[u8]| -> Vec<Vec<u8>> {
+            splice::fields(&splice::raw_of(env))
+                .into_iter()
+                .filter(|(n, _, _)| *n == items_field)
+                .map(|(_, whole, _)| whole)
+                .collect()
+        };
+        let theirs = items(&orig);
+        assert_eq!(theirs.len(), 1, "{case}");
+        // Theirs, ours, theirs: dropped first, last and around ours.
+        let mut raw = Vec::new();
+        let mut placed = false;
+        for (n, whole, _) in splice::fields(&splice::raw_of(&renamed)) {
+            if n == items_field && !placed {
+                raw.extend(theirs[0].clone());
+                raw.extend(whole);
+                raw.extend(theirs[0].clone());
+                placed = true;
+            } else {
+                raw.extend(whole);
+            }
+        }
+        let body = splice::with_raw(&renamed, &raw);
+        assert_eq!(
+            envelope_json(&body)["items"].as_array().unwrap().len(),
+            3,
+            "{case}: the spliced list has both worlds' items"
+        );
+        let out = match addressed {
+            Some((g, k)) => rw.rewrite_bytes_addressed(&body, g, k),
+            None => rw.rewrite_bytes(&body),
+        }
+        .unwrap()
+        .expect("renamed");
+        let got = envelope_json(&out);
+        let names: Vec<&str> = got["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, [want], "{case}");
+        let mut got = vec![got];
+        let mut wanted = vec![envelope_json(&orig)];
+        normalize_docs(&mut got, "renamed", case);
+        normalize_docs(&mut wanted, "orig", case);
+        assert!(
+            got == wanted,
+            "{case}: {}",
+            first_difference(&Json::from(got), &Json::from(wanted), String::new())
+                .unwrap_or_default()
+        );
+        // The cluster's own list alone is left untouched.
+        assert!(rw
+            .rewrite_bytes(&renamed)
+            .unwrap()
+            .is_none_or(|r| envelope_json(&r)["items"].as_array().unwrap().len() == 1));
+    }
+}
+
+/// Watch frames of a shadowed group's CRD or APIService are said to be
+/// hidden, so the watch path can drop them; the renamed ones are not.
+#[test]
+fn protobuf_watch_frames_of_hidden_objects_are_said_to_be_hidden() {
+    let map = fixture_map();
+    let catalog = Catalog::new(&[]);
+    let to_app = ProtoRewriter::new(&map, &catalog, Direction::ToApp);
+    let to_cluster = ProtoRewriter::new(&map, &catalog, Direction::ToCluster);
+    for (case, addressed) in [
+        ("037-get-crd-protobuf", None),
+        (
+            "040-get-crd-pom-protobuf",
+            Some(("apiextensions.k8s.io", "CustomResourceDefinition")),
+        ),
+        ("096-get-apiservice-protobuf", None),
+        (
+            "099-get-apiservice-pom-protobuf",
+            Some(("apiregistration.k8s.io", "APIService")),
+        ),
+    ] {
+        for (world, hidden) in [("orig", true), ("renamed", false)] {
+            let object = Case::load(world, case).response;
+            let frame = splice::watch_frame("MODIFIED", &object);
+            for bytes in [&frame, &object] {
+                let says = match addressed {
+                    Some((g, k)) => to_app.hides_addressed(bytes, g, k),
+                    None => to_app.hides(bytes),
+                }
+                .unwrap();
+                assert_eq!(says, hidden, "{world}/{case}");
+            }
+            // Toward the cluster, nothing is ever hidden.
+            assert!(!to_cluster.hides(&frame).unwrap(), "{world}/{case}");
+            // Renaming the frame still works as before.
+            assert!(to_app.rewrite_watch_frame(&frame).is_ok());
+        }
+    }
+    // A metadata-only frame without the addressed kind can't be told.
+    let pom = Case::load("orig", "040-get-crd-pom-protobuf").response;
+    assert!(!to_app.hides(&splice::watch_frame("ADDED", &pom)).unwrap());
 }

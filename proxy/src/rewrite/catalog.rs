@@ -8,7 +8,7 @@
 //! the reference-key heuristic (string values of keys named `apiGroup` or
 //! `apiVersion`), which [`Catalog::reference_keys_skip`] bounds.
 
-use regroup_config::field_path::FieldPath;
+use regroup_config::field_path::{FieldPath, Step};
 use regroup_config::{CustomField, Form};
 
 /// Which objects a place applies to, by the object's group (as the app names
@@ -66,6 +66,35 @@ pub enum Slot {
     /// group (a string at this sub-path of the entry) is shadowed are dropped.
     /// Runs before the entries' own renames.
     DropShadowed(&'static str),
+    /// An array of objects (a list's `items`): toward the app, objects
+    /// that are **hidden** are dropped (toward the cluster, nothing is). An object is hidden when
+    /// its kind's names carry a group (the kind has a `metadata.name` place
+    /// of form `QualifiedName`, see [`Catalog::name_form`]) and that group is
+    /// shadowed: the cluster's CRD `foos.samplecontroller.k8s.io` or
+    /// APIService `v1alpha1.samplecontroller.k8s.io` when that name now
+    /// means the renamed group. A GET of one is refused (its URL names a
+    /// shadowed group); lists and watches must not show it either.
+    DropHidden,
+    /// The rows of a Table (an array at this path): each row's cell that
+    /// names the row's object is renamed in the form of that object's
+    /// `metadata.name` place (`plural.group` of a CRD, `version.group` of
+    /// an APIService), and rows naming a hidden object (see
+    /// [`Slot::DropHidden`]) are dropped. The name cell is the one under the
+    /// column whose definition (in the Table's `columns` array) has
+    /// `format: name`; without definitions (the later events of a Table
+    /// watch send `null`), the first, where every server-side printer puts
+    /// the Name column. The row's kind is its object's (in the row member
+    /// `object`), or the addressed kind when the object is metadata only or
+    /// absent (`includeObject=None`). When the object carries a name, only a
+    /// cell equal to it is renamed.
+    TableRows {
+        /// The Table member holding the column definitions.
+        columns: &'static str,
+        /// The row member holding the cells.
+        cells: &'static str,
+        /// The row member holding the object.
+        object: &'static str,
+    },
     /// An object naming another object by (group, resource, name) members
     /// (a Status's `details`): the name is a qualified name
     /// (`plural.group`, `version.group`) when that resource's names carry a
@@ -114,9 +143,10 @@ const AUTOSCALING: &[&str] = &["autoscaling"];
 const DISCOVERY: &[&str] = &["apidiscovery.k8s.io"];
 
 use Form::{ApiVersion, Group, QualifiedName, Text};
-use Slot::{DropShadowed, Items, JsonString, Object, Value};
+use Slot::{DropHidden, DropShadowed, Items, JsonString, Object, Value};
 
-/// The table. `DropShadowed` rows are applied before all others.
+/// The table. `DropShadowed` and `DropHidden` rows are applied before all
+/// others.
 const BUILTIN: &[Row] = &[
     // Every object.
     (ANY, &["*"], "apiVersion", Value(ApiVersion)),
@@ -132,9 +162,22 @@ const BUILTIN: &[Row] = &[
         "metadata.managedFields[].apiVersion",
         Value(ApiVersion),
     ),
-    // Lists, tables, watch events.
+    // Lists, tables, watch events. Hidden objects (a shadowed group's CRD
+    // or APIService) are dropped from lists and Tables.
+    (ANY, &["*List"], "items", DropHidden),
     (ANY, &["*List"], "items", Items),
     (META, &["Table"], "rows[].object", Object),
+    // `kubectl get crd`, `kubectl get apiservice`: the NAME cell.
+    (
+        META,
+        &["Table"],
+        "rows",
+        Slot::TableRows {
+            columns: "columnDefinitions",
+            cells: "cells",
+            object: "object",
+        },
+    ),
     (META, &["WatchEvent"], "object", Object),
     // CustomResourceDefinition and APIService names.
     (
@@ -418,6 +461,10 @@ const BUILTIN: &[Row] = &[
     ),
 ];
 
+fn is_metadata_name(path: &FieldPath) -> bool {
+    matches!(path.steps(), [Step::Key(m), Step::Key(n)] if m == "metadata" && n == "name")
+}
+
 /// Built-in resources whose kinds have places of their own.
 const RESOURCE_KINDS: &[(&str, &str, &str)] = &[
     (
@@ -532,6 +579,9 @@ pub mod openapi {
 #[derive(Clone, Debug)]
 pub struct Catalog {
     places: Vec<Place>,
+    /// The kinds whose names carry a group, and the form (see
+    /// [`Catalog::name_form`]), read off `places` once.
+    named: Vec<(Selector, Form)>,
 }
 
 impl Catalog {
@@ -560,8 +610,17 @@ impl Catalog {
         }));
         // Shadowed entries must be dropped while they still carry the names
         // they arrived with, before any rename (the generic `items` too).
-        places.sort_by_key(|p| !matches!(p.slot, Slot::DropShadowed(_)));
-        Catalog { places }
+        places.sort_by_key(|p| !matches!(p.slot, Slot::DropShadowed(_) | Slot::DropHidden));
+        let named = places
+            .iter()
+            .filter_map(|p| match p.slot {
+                Slot::Value(form @ QualifiedName) if is_metadata_name(&p.path) => {
+                    Some((p.selector.clone(), form))
+                }
+                _ => None,
+            })
+            .collect();
+        Catalog { places, named }
     }
 
     /// The kind served at `group`/`resource`, for the built-in resources
@@ -590,6 +649,17 @@ impl Catalog {
                 && *path == "metadata.name"
                 && *slot == Value(QualifiedName)
         })
+    }
+
+    /// The form of the name of an object of `group`/`kind` (app names)
+    /// when its names carry a group: the form of the kind's `metadata.name`
+    /// place (`QualifiedName` for CRDs and APIServices). `None` for kinds
+    /// whose names are plain names.
+    pub fn name_form(&self, group: &str, kind: &str) -> Option<Form> {
+        self.named
+            .iter()
+            .find(|(s, _)| s.matches(group, kind))
+            .map(|(_, form)| *form)
     }
 
     /// Every place, in application order.
@@ -625,6 +695,48 @@ mod tests {
     fn every_builtin_path_parses() {
         let c = Catalog::new(&[]);
         assert_eq!(c.places().len(), BUILTIN.len());
+    }
+
+    #[test]
+    fn names_carry_a_group_for_crds_and_apiservices_only() {
+        let c = Catalog::new(&[]);
+        assert_eq!(
+            c.name_form("apiextensions.k8s.io", "CustomResourceDefinition"),
+            Some(Form::QualifiedName)
+        );
+        assert_eq!(
+            c.name_form("apiregistration.k8s.io", "APIService"),
+            Some(Form::QualifiedName)
+        );
+        for (g, k) in [
+            ("", "ConfigMap"),
+            ("rbac.authorization.k8s.io", "ClusterRole"),
+            ("samplecontroller.k8s.io", "Foo"),
+            ("meta.k8s.io", "PartialObjectMetadata"),
+            ("meta.k8s.io", "Table"),
+        ] {
+            assert_eq!(c.name_form(g, k), None, "{g} {k}");
+        }
+    }
+
+    #[test]
+    fn hidden_items_are_dropped_before_anything_is_renamed() {
+        let c = Catalog::new(&[]);
+        let list: Vec<Slot> = c.places_for("", "ConfigMapList").map(|p| p.slot).collect();
+        let drop = list.iter().position(|s| *s == Slot::DropHidden).unwrap();
+        let items = list.iter().position(|s| *s == Slot::Items).unwrap();
+        assert!(drop < items);
+        let table: Vec<Slot> = c
+            .places_for("meta.k8s.io", "Table")
+            .map(|p| p.slot)
+            .collect();
+        assert!(table.iter().any(|s| matches!(
+            s,
+            Slot::TableRows {
+                columns: "columnDefinitions",
+                ..
+            }
+        )));
     }
 
     #[test]

@@ -164,6 +164,25 @@ impl Engine {
         }
     }
 
+    /// True when a watch event's object (content as for
+    /// [`watch_event`](Self::watch_event), in the input's names) is hidden
+    /// in `dir`: a CRD or APIService of a shadowed group, which the other
+    /// side must never see (a GET of it is a 404).
+    pub fn hides_event(
+        &self,
+        dir: Direction,
+        framing: Framing,
+        cx: Context<'_>,
+        event: &[u8],
+    ) -> Result<bool, RewriteError> {
+        match (framing, cx.addressed) {
+            (Framing::Lines, Some((g, k))) => self.json(dir).hides_addressed(event, g, k),
+            (Framing::Lines, None) => self.json(dir).hides(event),
+            (Framing::LengthPrefixed, Some((g, k))) => self.proto(dir).hides_addressed(event, g, k),
+            (Framing::LengthPrefixed, None) => self.proto(dir).hides(event),
+        }
+    }
+
     /// Renames an OpenAPI document: v2 or v3 JSON, or the v2 protobuf
     /// (gnostic) when `proto`.
     pub fn openapi(

@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 use serde_json::Value as Json;
 
 use super::catalog::{Catalog, Slot};
-use super::raw::{elements, member, quote, string, Walk};
+use super::raw::{elements, member, quote, string, Key, Walk};
 
 /// Why a body could not be renamed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -238,47 +238,54 @@ impl<'a> JsonRewriter<'a> {
         let Some(ms) = w.members(raw)? else {
             return Ok(());
         };
-        let str_of = |k: &str| -> Result<Option<String>, RewriteError> {
-            Ok(match member(&ms, k) {
-                Some(v) => string(v)?.map(Cow::into_owned),
-                None => None,
-            })
-        };
-        let mut ty = TypeOf {
-            api_version: str_of("apiVersion")?
-                .or_else(|| hint.map(|h| h.api_version.clone()))
-                .unwrap_or_default(),
-            kind: str_of("kind")?
-                .or_else(|| hint.map(|h| h.kind.clone()))
-                .unwrap_or_default(),
-        };
-        if ty.kind.is_empty() && member(&ms, "type").is_some() && member(&ms, "object").is_some() {
-            ty = TypeOf {
-                api_version: "meta.k8s.io/v1".into(),
-                kind: "WatchEvent".into(),
-            };
-        }
-        let group_in = ty.group();
-        let app_group = match self.dir {
-            Direction::ToApp => self.map.map_group(group_in, Direction::ToApp),
-            Direction::ToCluster => None,
-        };
-        let mut app_group = app_group.as_deref().unwrap_or(group_in);
-        let mut kind = ty.kind.as_str();
-        if let Some((g, k)) = addressed.filter(|_| kind == "PartialObjectMetadata") {
-            (app_group, kind) = (g, k);
-        }
+        let ty = type_of(&ms, hint)?;
+        let (app_group, kind) = self.app_type(&ty, addressed);
+        let app_group = app_group.as_ref();
 
         let mut embedded: Vec<&str> = Vec::new();
         for place in self.catalog.places_for(app_group, kind) {
-            if matches!(place.slot, Slot::Object | Slot::Items) {
+            if matches!(
+                place.slot,
+                Slot::Object | Slot::Items | Slot::TableRows { .. }
+            ) {
                 if let Some(Step::Key(k)) = place.path.steps().first() {
                     embedded.push(k);
                 }
             }
+            if let Slot::TableRows {
+                columns,
+                cells,
+                object,
+            } = place.slot
+            {
+                self.table_rows(w, raw, &place.path, [columns, cells, object], addressed)?;
+                continue;
+            }
             self.place(w, raw, place.path.steps(), place.slot, &ty, addressed)?;
         }
         self.reference_keys(w, raw, kind, None, 0, &embedded)
+    }
+
+    /// The group (app names) and kind whose places apply to an object of
+    /// type `ty`: metadata-only objects take the addressed kind.
+    fn app_type<'t>(
+        &self,
+        ty: &'t TypeOf,
+        addressed: Option<(&'t str, &'t str)>,
+    ) -> (Cow<'t, str>, &'t str) {
+        let group_in = ty.group();
+        let mut app_group = match self.dir {
+            Direction::ToApp => self
+                .map
+                .map_group(group_in, Direction::ToApp)
+                .map_or(Cow::Borrowed(group_in), Cow::Owned),
+            Direction::ToCluster => Cow::Borrowed(group_in),
+        };
+        let mut kind = ty.kind.as_str();
+        if let Some((g, k)) = addressed.filter(|_| kind == "PartialObjectMetadata") {
+            (app_group, kind) = (Cow::Borrowed(g), k);
+        }
+        (app_group, kind)
     }
 
     fn place<'i>(
@@ -333,16 +340,7 @@ impl<'a> JsonRewriter<'a> {
                 let Some(items) = w.elements(raw)? else {
                     return Ok(());
                 };
-                // A typed list's items omit apiVersion/kind; `v1 List` items
-                // always carry their own.
-                let hint = ty
-                    .kind
-                    .strip_suffix("List")
-                    .filter(|k| !k.is_empty())
-                    .map(|k| TypeOf {
-                        api_version: ty.api_version.clone(),
-                        kind: k.to_owned(),
-                    });
+                let hint = item_hint(ty);
                 for item in items.iter() {
                     self.object(w, item, hint.as_ref(), addressed)?;
                 }
@@ -350,6 +348,9 @@ impl<'a> JsonRewriter<'a> {
             }
             Slot::JsonString(inner, form) => self.json_string(w, raw, inner, form),
             Slot::DropShadowed(sub) => self.drop_shadowed(w, raw, sub),
+            Slot::DropHidden => self.drop_hidden(w, raw, ty, addressed),
+            // Applied from the Table itself (see `object`).
+            Slot::TableRows { .. } => Ok(()),
             Slot::NameOf {
                 group,
                 resource,
@@ -465,17 +466,7 @@ impl<'a> JsonRewriter<'a> {
             let shadowed = found && string(v)?.is_some_and(|g| self.map.is_shadowed(&g, self.dir));
             keep.push(!shadowed);
         }
-        if keep.iter().all(|k| *k) {
-            return Ok(());
-        }
-        let spans: Vec<(usize, usize)> = entries
-            .iter()
-            .map(|e| {
-                let s = w.offset(e);
-                (s, s + e.get().len())
-            })
-            .collect();
-        w.delete_entries(raw, &spans, &keep);
+        self.delete(w, raw, &entries, &keep);
         Ok(())
     }
 
@@ -523,6 +514,48 @@ impl<'a> JsonRewriter<'a> {
         Ok(())
     }
 }
+
+/// The type of an object from its members, `hint` standing in for those it
+/// lacks; a watch event (`type` and `object`, no kind) is a `WatchEvent`.
+fn type_of(ms: &[(Key<'_>, &RawValue)], hint: Option<&TypeOf>) -> Result<TypeOf, RewriteError> {
+    let str_of = |k: &str| -> Result<Option<String>, RewriteError> {
+        Ok(match member(ms, k) {
+            Some(v) => string(v)?.map(Cow::into_owned),
+            None => None,
+        })
+    };
+    let ty = TypeOf {
+        api_version: str_of("apiVersion")?
+            .or_else(|| hint.map(|h| h.api_version.clone()))
+            .unwrap_or_default(),
+        kind: str_of("kind")?
+            .or_else(|| hint.map(|h| h.kind.clone()))
+            .unwrap_or_default(),
+    };
+    if ty.kind.is_empty() && member(ms, "type").is_some() && member(ms, "object").is_some() {
+        return Ok(TypeOf {
+            api_version: "meta.k8s.io/v1".into(),
+            kind: "WatchEvent".into(),
+        });
+    }
+    Ok(ty)
+}
+
+/// A typed list's items omit apiVersion/kind: the list's kind without
+/// `List` stands in (`v1 List` items always carry their own).
+fn item_hint(list: &TypeOf) -> Option<TypeOf> {
+    list.kind
+        .strip_suffix("List")
+        .filter(|k| !k.is_empty())
+        .map(|k| TypeOf {
+            api_version: list.api_version.clone(),
+            kind: k.to_owned(),
+        })
+}
+
+mod tables;
+
+pub(crate) use tables::name_column;
 
 #[cfg(test)]
 mod tests;

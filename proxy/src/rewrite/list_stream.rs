@@ -5,15 +5,19 @@
 //! the top-level `items` (or Table `rows`) array. The head before it is
 //! renamed as the object with an empty array; each element is renamed on
 //! its own, as the only element of an object of the same kind (catalog
-//! paths start at the root, so this is the same rename); separators and the
-//! tail pass byte for byte. Parsing proper stays serde_json's, inside the
+//! paths start at the root, so this is the same rename; a Table row is
+//! wrapped after the head's column definitions reduced to where the name
+//! column is, so its name cell is found as in the whole body); separators
+//! and the tail pass byte for byte, except that an element the rewriter
+//! drops (a hidden object, `Slot::DropHidden`/`Slot::TableRows`) takes its
+//! separating comma with it. Parsing proper stays serde_json's, inside the
 //! rewriter. A body without such an array is buffered (up to a limit) and
 //! renamed whole at the end.
 
 use bytes::BytesMut;
 use serde::Deserialize;
 
-use super::json::{JsonRewriter, RewriteError};
+use super::json::{name_column, JsonRewriter, RewriteError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -41,6 +45,18 @@ struct TypeMeta {
     api_version: String,
     #[serde(default)]
     kind: String,
+    /// A Table's column definitions (before its rows, as Kubernetes writes
+    /// them): where the name cell is.
+    #[serde(default, rename = "columnDefinitions")]
+    columns: Option<Vec<Column>>,
+}
+
+#[derive(Deserialize, Default)]
+struct Column {
+    #[serde(default)]
+    format: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
 }
 
 /// Kinds whose array can't be renamed element by element (entries may be
@@ -63,6 +79,15 @@ pub struct ListStream {
     last_key: Option<String>,
     member: &'static str,
     type_meta: TypeMeta,
+    /// What each element is wrapped in to be renamed alone: the array's
+    /// member, after a Table's column definitions reduced to where the name
+    /// column is.
+    open: String,
+    /// Separators seen since the last element, held back: an element the
+    /// rewriter drops (a hidden object) takes its comma with it.
+    sep: Vec<u8>,
+    /// Whether an element was emitted yet.
+    kept_any: bool,
 }
 
 impl ListStream {
@@ -84,6 +109,9 @@ impl ListStream {
             last_key: None,
             member: "items",
             type_meta: TypeMeta::default(),
+            open: String::new(),
+            sep: Vec::new(),
+            kept_any: false,
         }
     }
 
@@ -102,10 +130,14 @@ impl ListStream {
                 Phase::Head => self.head_byte(rw, b, at, &mut out)?,
                 Phase::Between => {
                     if b == b']' || b == b',' || b.is_ascii_whitespace() {
-                        out.extend_from_slice(&self.buf.split_to(at + 1));
+                        let bytes = self.buf.split_to(at + 1);
                         self.scanned = 0;
                         if b == b']' {
+                            out.append(&mut self.sep);
+                            out.extend_from_slice(&bytes);
                             self.phase = Phase::Tail;
+                        } else {
+                            self.sep.extend_from_slice(&bytes);
                         }
                     } else {
                         self.phase = Phase::Element;
@@ -125,7 +157,22 @@ impl ListStream {
                     };
                     let elem = self.buf.split_to(end);
                     self.scanned = 0;
-                    out.extend_from_slice(&self.element(rw, &elem)?);
+                    let renamed = self.element(rw, &elem)?;
+                    if let Element::Dropped = renamed {
+                        // With the comma before it.
+                        self.sep.clear();
+                    } else {
+                        if !self.kept_any {
+                            // Elements before it were dropped: no comma.
+                            self.sep.retain(|c| *c != b',');
+                        }
+                        out.append(&mut self.sep);
+                        match renamed {
+                            Element::Renamed(r) => out.extend_from_slice(&r),
+                            _ => out.extend_from_slice(&elem),
+                        }
+                        self.kept_any = true;
+                    }
                     self.phase = Phase::Between;
                 }
             }
@@ -223,6 +270,20 @@ impl ListStream {
                 } else {
                     "items"
                 };
+                self.open = match (&self.type_meta.columns, self.member) {
+                    (Some(cols), "rows") => {
+                        let mut defs: Vec<&str> = Vec::new();
+                        let columns = cols
+                            .iter()
+                            .map(|c| (c.format.as_deref(), c.name.as_deref()));
+                        if let Some(i) = name_column(columns) {
+                            defs.resize(i, "{}");
+                            defs.push(r#"{"format":"name"}"#);
+                        }
+                        format!("{{\"columnDefinitions\":[{}],\"rows\":[", defs.join(","))
+                    }
+                    _ => format!("{{\"{}\":[", self.member),
+                };
                 let addressed = self.addressed.as_ref().map(|(g, k)| (g.as_str(), *k));
                 let mut head = rw.rewrite_bytes_with(&doc, None, addressed)?.unwrap_or(doc);
                 head.truncate(head.len() - 2);
@@ -288,11 +349,11 @@ impl ListStream {
     }
 
     /// Renames one element as the only element of an object of its kind.
-    fn element(&self, rw: &JsonRewriter<'_>, elem: &[u8]) -> Result<Vec<u8>, RewriteError> {
+    fn element(&self, rw: &JsonRewriter<'_>, elem: &[u8]) -> Result<Element, RewriteError> {
         if !rw.may_contain(elem) {
-            return Ok(elem.to_vec());
+            return Ok(Element::Same);
         }
-        let open = format!("{{\"{}\":[", self.member);
+        let open = &self.open;
         let mut doc = Vec::with_capacity(open.len() + elem.len() + 2);
         doc.extend_from_slice(open.as_bytes());
         doc.extend_from_slice(elem);
@@ -303,10 +364,26 @@ impl ListStream {
         );
         let addressed = self.addressed.as_ref().map(|(g, k)| (g.as_str(), *k));
         Ok(match rw.rewrite_bytes_with(&doc, Some(hint), addressed)? {
-            Some(r) => r[open.len()..r.len() - 2].to_vec(),
-            None => elem.to_vec(),
+            // The only element deleted: `[]`.
+            Some(r) if r.len() == open.len() + 2 => Element::Dropped,
+            Some(mut r) => {
+                r.truncate(r.len() - 2);
+                r.drain(..open.len());
+                Element::Renamed(r)
+            }
+            None => Element::Same,
         })
     }
+}
+
+/// What became of one element.
+enum Element {
+    /// Unchanged: its bytes pass as they came.
+    Same,
+    /// Renamed to these bytes.
+    Renamed(Vec<u8>),
+    /// Dropped (a hidden object), with its separating comma.
+    Dropped,
 }
 
 /// The whole input through a [`ListStream`] in chunks of `chunk` bytes (for

@@ -57,16 +57,27 @@ struct FrameState<F> {
     failed: bool,
 }
 
+/// What became of one frame's content.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Rewritten {
+    /// Unchanged: the frame is sent as it came.
+    Same,
+    /// This content, framed again.
+    New(Vec<u8>),
+    /// Nothing is sent for this frame.
+    Dropped,
+}
+
 /// Rewrites a stream frame by frame as frames arrive, never waiting for the
 /// end: each complete frame's content (without its `\n` or length prefix)
 /// is given to `rewrite`, and what it returns is framed again and sent on
-/// its own. A frame that can't be rewritten ends the stream with
+/// its own (or nothing, for a dropped frame). A frame that can't be rewritten ends the stream with
 /// `on_error`'s last frame (a watch ERROR event), so the client re-lists
 /// instead of seeing unrenamed bytes. Dropping the returned body drops the
 /// upstream body, closing it.
 pub fn rewrite_frames<F, E>(body: Incoming, framing: Framing, rewrite: F, on_error: E) -> Body
 where
-    F: Fn(&[u8]) -> Result<Option<Vec<u8>>, RewriteError> + Send + Sync + 'static,
+    F: Fn(&[u8]) -> Result<Rewritten, RewriteError> + Send + Sync + 'static,
     E: Fn(&RewriteError) -> Bytes + Send + Sync + 'static,
 {
     let state = FrameState {
@@ -96,8 +107,9 @@ where
                 if let Some(f) = frame {
                     let framing = st.framer.framing();
                     return match (st.rewrite)(framing.content(&f)) {
-                        Ok(None) => Some((Ok(Frame::data(f)), st)),
-                        Ok(Some(out)) => match framing.frame(&out) {
+                        Ok(Rewritten::Dropped) => continue,
+                        Ok(Rewritten::Same) => Some((Ok(Frame::data(f)), st)),
+                        Ok(Rewritten::New(out)) => match framing.frame(&out) {
                             Ok(out) => Some((Ok(Frame::data(Bytes::from(out))), st)),
                             Err(e) => {
                                 tracing::error!("upstream stream: {e}; closing the stream");

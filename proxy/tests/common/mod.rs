@@ -8,7 +8,14 @@ use serde_json::Value as Json;
 
 /// `testdata/kube-1.24` in the repository.
 pub fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/kube-1.24")
+    fixtures_of("kube-1.24")
+}
+
+/// `testdata/<version>` (`kube-1.24`, `kube-1.29`) in the repository.
+pub fn fixtures_of(version: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata")
+        .join(version)
 }
 
 /// The rules that turn the `orig` world into the `renamed` world.
@@ -39,9 +46,14 @@ pub struct Case {
 }
 
 impl Case {
-    /// Loads `<world>/<name>`.
+    /// Loads `<world>/<name>` of `kube-1.24`.
     pub fn load(world: &str, name: &str) -> Case {
-        let dir = fixtures().join(world).join(name);
+        Case::load_of("kube-1.24", world, name)
+    }
+
+    /// Loads `<world>/<name>` of the captures of `version`.
+    pub fn load_of(version: &str, world: &str, name: &str) -> Case {
+        let dir = fixtures_of(version).join(world).join(name);
         let exchange = serde_json::from_slice(&std::fs::read(dir.join("exchange.json")).unwrap())
             .unwrap_or_else(|e| panic!("{world}/{name}/exchange.json: {e}"));
         Case {
@@ -80,7 +92,12 @@ impl Case {
 
 /// Names of the paired cases (`orig/` and `renamed/` have the same list).
 pub fn case_names() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(fixtures().join("orig"))
+    case_names_of("kube-1.24")
+}
+
+/// [`case_names`] of the captures of `version`.
+pub fn case_names_of(version: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(fixtures_of(version).join("orig"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.as_bytes()[0].is_ascii_digit())
@@ -89,57 +106,282 @@ pub fn case_names() -> Vec<String> {
     names
 }
 
-/// Members that differ between runs and worlds (fixtures README, "Volatile
-/// fields"), plus those the README lists as differing for timing reasons.
-pub const VOLATILE: &[&str] = &[
-    "uid",
-    "resourceVersion",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "generation",
-    "time",
-    "lastTransitionTime",
-    "continue",
-    "storageVersionHash", // computed by the server from the group
-    "cells",              // Table Age columns
-    "conditions",         // CRD approval condition exists only for *.k8s.io
-    "nonResourceRules",   // came back in a different order
-    "remainingItemCount",
-];
-
-/// Cases whose differences are outside the rename (fixtures README):
-/// the members to mask in them on top of [`VOLATILE`].
-pub fn extra_masks(name: &str) -> &'static [&'static str] {
-    if name.contains("-crd") {
-        // managedFields record the CRD approval condition, which only the
-        // protected *.k8s.io group gets.
-        &["fieldsV1"]
-    } else if name.starts_with("251-") {
-        // "too old resource version: 1 (<current RV>)".
-        &["message"]
-    } else {
-        &[]
+/// Masks what differs between the two captured worlds for reasons other
+/// than the rename, **by path**: a value is masked only where the fixtures
+/// README ("Volatile fields", "Differences between paired cases") says it is
+/// volatile, never because of its key's name elsewhere. Everything else,
+/// group-bearing or not, is compared. The world's own name (namespace,
+/// cluster-scoped names, label value) becomes `<world>` in every string.
+///
+/// `case` is the capture's name (`118-list-crd-table`); `docs` are one body
+/// or the events of one watch stream, in order (a Table watch sends its
+/// column definitions in the first event only).
+pub fn normalize_docs(docs: &mut [Json], world: &str, case: &str) {
+    let mut m = Masker {
+        case,
+        columns: Vec::new(),
+    };
+    for d in docs.iter_mut() {
+        m.document(d);
+        mask_strings(d, world);
     }
 }
 
-/// Replaces the world's name (namespace, cluster-scoped names, label value)
-/// with a placeholder and masks volatile members.
-pub fn normalize(v: &mut Json, world: &str, extra: &[&str]) {
-    match v {
-        Json::Object(m) => {
-            let members = std::mem::take(m);
-            for (k, mut child) in members {
-                if VOLATILE.contains(&k.as_str()) || extra.contains(&k.as_str()) {
-                    child = Json::String("<masked>".into());
-                } else {
-                    normalize(&mut child, world, extra);
+/// [`normalize_docs`] for a single document.
+pub fn normalize(v: &mut Json, world: &str, case: &str) {
+    normalize_docs(std::slice::from_mut(v), world, case);
+}
+
+const MASK: &str = "<masked>";
+
+fn mask(v: &mut Json) {
+    *v = Json::String(MASK.into());
+}
+
+/// Masks the member at `path` (dot-separated; `[]` is every element).
+fn mask_at(v: &mut Json, path: &str) {
+    fn go(v: &mut Json, steps: &[&str]) {
+        let Some((first, rest)) = steps.split_first() else {
+            mask(v);
+            return;
+        };
+        match first.strip_suffix("[]") {
+            Some(k) => {
+                if let Some(Json::Array(a)) = v.get_mut(k) {
+                    for e in a {
+                        go(e, rest);
+                    }
                 }
-                m.insert(mask_uid_key(&k), child);
+            }
+            None => {
+                if let Some(c) = v.get_mut(*first) {
+                    go(c, rest);
+                }
             }
         }
-        Json::Array(a) => a.iter_mut().for_each(|e| normalize(e, world, extra)),
+    }
+    go(v, &path.split('.').collect::<Vec<_>>());
+}
+
+struct Masker<'c> {
+    case: &'c str,
+    /// Indexes of the Table cells that hold times (the last column
+    /// definitions seen in this stream).
+    columns: Vec<usize>,
+}
+
+impl Masker<'_> {
+    /// A top-level document: an object, a list, a Table or a watch event.
+    fn document(&mut self, d: &mut Json) {
+        if let Json::Array(ops) = d {
+            // A JSON Patch: the values it adds at volatile paths.
+            for op in ops {
+                let path = op["path"].as_str().unwrap_or("").to_owned();
+                if path == "/metadata/ownerReferences" {
+                    mask_at(op, "value[].uid");
+                } else if path.starts_with("/metadata/ownerReferences/") {
+                    mask_at(op, "value.uid");
+                }
+            }
+            return;
+        }
+        let is_event =
+            d.get("kind").is_none() && d.get("type").is_some() && d.get("object").is_some();
+        if is_event {
+            // JSON: the object itself; protobuf decoded: a RawExtension.
+            let o = match d.pointer_mut("/object/raw") {
+                Some(_) => d.pointer_mut("/object/raw"),
+                None => d.get_mut("object"),
+            };
+            if let Some(o) = o {
+                self.object(o, None);
+            }
+        } else {
+            self.object(d, None);
+        }
+    }
+
+    /// One Kubernetes object (of any kind, lists and Tables included);
+    /// `hint` is the (group, kind) of a typed list's items, which omit
+    /// theirs.
+    fn object(&mut self, o: &mut Json, hint: Option<(&str, &str)>) {
+        if !o.is_object() {
+            return;
+        }
+        let api_version = o.get("apiVersion").and_then(Json::as_str);
+        let (mut group, mut kind) = match (api_version, o.get("kind").and_then(Json::as_str)) {
+            (Some(a), Some(k)) => (
+                a.split_once('/').map_or("", |(g, _)| g).to_owned(),
+                k.to_owned(),
+            ),
+            _ => hint.map_or_else(Default::default, |(g, k)| (g.to_owned(), k.to_owned())),
+        };
+        if let Some(list) = kind.strip_prefix("PartialObjectMetadata") {
+            // Metadata only: the kind is the one the case addressed.
+            if let Some((g, k)) = addressed_kind(self.case) {
+                (group, kind) = (g.to_owned(), format!("{k}{list}"));
+            }
+        }
+        // Assigned by the server per object and per run: metadata.uid,
+        // resourceVersion, creationTimestamp, managedFields[].time, and the
+        // uids other objects' references copy (README "Volatile fields").
+        // (The captured deletionTimestamps, Event times and generations
+        // agree between the worlds, so they are compared.)
+        for p in [
+            "metadata.uid",
+            "metadata.resourceVersion",
+            "metadata.creationTimestamp",
+            "metadata.managedFields[].time",
+            "metadata.ownerReferences[].uid",
+            // A list's paging token encodes the resourceVersion.
+            "metadata.continue",
+        ] {
+            mask_at(o, p);
+        }
+        // managedFields keys such as `k:{"uid":"7a72..."}` embed uids.
+        if let Some(Json::Array(mf)) = o.pointer_mut("/metadata/managedFields") {
+            for m in mf {
+                if let Some(f) = m.get_mut("fieldsV1") {
+                    mask_uid_keys(f);
+                }
+            }
+        }
+        match (group.as_str(), kind.as_str()) {
+            ("", "Event") => {
+                mask_at(o, "involvedObject.uid");
+                mask_at(o, "related.uid");
+            }
+            ("events.k8s.io", "Event") => {
+                mask_at(o, "regarding.uid");
+                mask_at(o, "related.uid");
+            }
+            ("apiextensions.k8s.io", "CustomResourceDefinition")
+            | ("apiregistration.k8s.io", "APIService") => {
+                mask_at(o, "status.conditions[].lastTransitionTime");
+                // Only a CRD of a protected `*.k8s.io` group (the orig
+                // world's) gets the API approval condition (README "Of
+                // note"): dropped in both worlds, with what managedFields
+                // record of it.
+                if let Some(Json::Array(cs)) = o.pointer_mut("/status/conditions") {
+                    cs.retain(|c| c["type"] != "KubernetesAPIApprovalPolicyConformant");
+                }
+                if let Some(Json::Array(mf)) = o.pointer_mut("/metadata/managedFields") {
+                    for m in mf {
+                        // `Raw`: the protobuf form, decoded.
+                        for at in ["/fieldsV1", "/fieldsV1/Raw"] {
+                            let at = format!("{at}/f:status/f:conditions");
+                            if let Some(Json::Object(c)) = m.pointer_mut(&at) {
+                                c.remove("k:{\"type\":\"KubernetesAPIApprovalPolicyConformant\"}");
+                            }
+                        }
+                    }
+                }
+            }
+            ("authorization.k8s.io", "SelfSubjectRulesReview") => {
+                // The server returned these rules in a different order in
+                // the two worlds (README): compared as a set.
+                if let Some(Json::Array(r)) = o.pointer_mut("/status/nonResourceRules") {
+                    r.sort_by_key(|x| x.to_string());
+                }
+            }
+            ("", "APIResourceList") => {
+                // Derived from the group: base64(sha256("<group>/<storage
+                // version>/<Kind>")[:8]) (README "Of note"). regroup leaves
+                // the cluster's as it is: a real difference, unfixed (it
+                // names no group; clients only compare it with itself over
+                // time, to notice a storage version change).
+                mask_at(o, "resources[].storageVersionHash");
+            }
+            ("", "Status") | ("meta.k8s.io", "Status") => {
+                // The deleted object's uid.
+                mask_at(o, "details.uid");
+                // "too old resource version: 1 (<current RV>)" (251, 261).
+                if o["reason"] == "Expired" {
+                    if let Some(Json::String(m)) = o.get_mut("message") {
+                        if let Some(i) = m.find(" (") {
+                            m.truncate(i);
+                        }
+                    }
+                }
+            }
+            ("", "DeleteOptions") | ("meta.k8s.io", "DeleteOptions") => {
+                // The uid of the object being deleted.
+                mask_at(o, "preconditions.uid");
+            }
+            ("meta.k8s.io", "Table") => self.table(o),
+            _ => {}
+        }
+        let item_kind = kind.strip_suffix("List").map(str::to_owned);
+        if let Some(Json::Array(items)) = o.get_mut("items") {
+            for i in items {
+                self.object(i, item_kind.as_deref().map(|k| (group.as_str(), k)));
+            }
+        }
+    }
+
+    /// A Table: its rows' objects, and the cells of time columns (`Age`,
+    /// and `date` columns such as a CRD's `Created At`): they hold the
+    /// object's age or creation time (README "Volatile fields").
+    fn table(&mut self, t: &mut Json) {
+        if let Some(Json::Array(cols)) = t.get("columnDefinitions") {
+            self.columns = cols
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c["name"] == "Age" || c["type"] == "date")
+                .map(|(i, _)| i)
+                .collect();
+        }
+        if let Some(Json::Array(rows)) = t.get_mut("rows") {
+            for r in rows {
+                if let Some(Json::Array(cells)) = r.get_mut("cells") {
+                    for &i in &self.columns {
+                        if let Some(c) = cells.get_mut(i) {
+                            mask(c);
+                        }
+                    }
+                }
+                if let Some(o) = r.get_mut("object") {
+                    self.object(o, None);
+                }
+            }
+        }
+    }
+}
+
+/// The kind whose objects a case addresses, for the metadata-only forms
+/// (`PartialObjectMetadata`), which lose it: by the case's name.
+fn addressed_kind(case: &str) -> Option<(&'static str, &'static str)> {
+    if case.contains("-crd") {
+        Some(("apiextensions.k8s.io", "CustomResourceDefinition"))
+    } else if case.contains("-apiservice") {
+        Some(("apiregistration.k8s.io", "APIService"))
+    } else if case.contains("-event-core") {
+        Some(("", "Event"))
+    } else if case.contains("-event-eventsv1") {
+        Some(("events.k8s.io", "Event"))
+    } else {
+        None
+    }
+}
+
+/// Replaces the world's name in every string (values only).
+fn mask_strings(v: &mut Json, world: &str) {
+    match v {
+        Json::Object(m) => m.values_mut().for_each(|c| mask_strings(c, world)),
+        Json::Array(a) => a.iter_mut().for_each(|c| mask_strings(c, world)),
         Json::String(s) => *s = mask_world(s, world),
         _ => {}
+    }
+}
+
+/// Masks uids in the keys of a `fieldsV1` tree.
+fn mask_uid_keys(v: &mut Json) {
+    if let Json::Object(m) = v {
+        let members = std::mem::take(m);
+        for (k, mut c) in members {
+            mask_uid_keys(&mut c);
+            m.insert(mask_uid_key(&k), c);
+        }
     }
 }
 
@@ -223,17 +465,24 @@ pub fn first_difference(got: &Json, want: &Json, at: String) -> Option<String> {
     }
 }
 
-/// Removes members with these names everywhere in `v`.
-pub fn strip_members(v: &mut Json, names: &[&str]) {
-    match v {
-        Json::Object(m) => {
-            for n in names {
-                m.remove(*n);
+/// Masks what an OpenAPI document's operations name after their group in
+/// camel case, which regroup leaves as it is: `paths.*.<operation>.operationId`
+/// and `.tags` (v2 and v3).
+pub fn mask_operation_names(doc: &mut Json) {
+    let Some(Json::Object(paths)) = doc.get_mut("paths") else {
+        return;
+    };
+    for item in paths.values_mut() {
+        let Json::Object(ops) = item else { continue };
+        for op in ops.values_mut() {
+            if let Json::Object(op) = op {
+                for k in ["operationId", "tags"] {
+                    if let Some(v) = op.get_mut(k) {
+                        mask(v);
+                    }
+                }
             }
-            m.values_mut().for_each(|c| strip_members(c, names));
         }
-        Json::Array(a) => a.iter_mut().for_each(|c| strip_members(c, names)),
-        _ => {}
     }
 }
 

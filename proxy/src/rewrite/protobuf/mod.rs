@@ -22,8 +22,11 @@
 //! is bounded), or JSON, handed to the [`JsonRewriter`]. Lists walk each item
 //! (field 2 of `XList` by convention; field 1 in meta/v1beta1's
 //! `PartialObjectMetadataList`, found through its descriptor) with the item
-//! kind's plan (`X`). A shadowed discovery entry is dropped (its field bytes
-//! removed) before anything inside it is renamed.
+//! kind's plan (`X`). A shadowed discovery entry, and a typed list's item
+//! that is a hidden object (a CRD or APIService whose name carries a
+//! shadowed group, `Slot::DropHidden`), is dropped (its field bytes removed)
+//! before anything inside it is renamed; [`ProtoRewriter::hides`] tells the
+//! same of a watch frame. `v1 List` items are not looked into for that.
 //!
 //! # Kinds regroup has no message for
 //!
@@ -198,6 +201,93 @@ impl<'a> ProtoRewriter<'a> {
         let out = s.feed(self, body)?;
         s.finish()?;
         Ok((out != body).then_some(out))
+    }
+
+    /// True when `frame`, one watch frame (a raw `WatchEvent` without its
+    /// 4-byte length prefix, as for
+    /// [`rewrite_watch_frame`](Self::rewrite_watch_frame)) or one enveloped
+    /// object, holds an object that is **hidden** from the app (always false
+    /// for a rewriter toward the cluster): a
+    /// CRD or APIService whose name carries a shadowed group (see
+    /// [`JsonRewriter::hides`]). The watch path drops such a frame instead of
+    /// renaming it; typed protobuf lists drop hidden items themselves when
+    /// renamed. Metadata-only objects need
+    /// [`hides_addressed`](Self::hides_addressed).
+    pub fn hides(&self, frame: &[u8]) -> Result<bool, RewriteError> {
+        self.hides_with(frame, None)
+    }
+
+    /// [`hides`](Self::hides) for a watch on objects of `group`/`kind` (app
+    /// names), as for [`rewrite_bytes_addressed`](Self::rewrite_bytes_addressed).
+    pub fn hides_addressed(
+        &self,
+        frame: &[u8],
+        group: &str,
+        kind: &str,
+    ) -> Result<bool, RewriteError> {
+        self.hides_with(frame, Some((group, kind)))
+    }
+
+    fn hides_with(
+        &self,
+        frame: &[u8],
+        addressed: Option<(&str, &str)>,
+    ) -> Result<bool, RewriteError> {
+        use wire::last_len_field;
+        if self.dir != Direction::ToApp || !self.may_contain_name(frame) {
+            return Ok(false);
+        }
+        let object = if frame.starts_with(MAGIC) {
+            frame
+        } else {
+            // WatchEvent {2 object: RawExtension {1 raw}}.
+            let Some(o) = last_len_field(frame, 0, frame.len(), 2)? else {
+                return Ok(false);
+            };
+            let Some(raw) = last_len_field(frame, o.value_start, o.end, 1)? else {
+                return Ok(false);
+            };
+            &frame[raw.value_start..raw.end]
+        };
+        let Some(unknown) = object.strip_prefix(MAGIC) else {
+            // JSON in a RawExtension.
+            return match addressed {
+                Some((g, k)) => self.json.hides_addressed(object, g, k),
+                None => self.json.hides(object),
+            };
+        };
+        let text = |f: Option<wire::Field>| -> &str {
+            f.and_then(|f| std::str::from_utf8(&unknown[f.value_start..f.end]).ok())
+                .unwrap_or("")
+        };
+        let (mut api_version, mut kind) = ("", "");
+        if let Some(tm) = last_len_field(unknown, 0, unknown.len(), 1)? {
+            api_version = text(last_len_field(unknown, tm.value_start, tm.end, 1)?);
+            kind = text(last_len_field(unknown, tm.value_start, tm.end, 2)?);
+        }
+        let group = api_version.split_once('/').map_or("", |(g, _)| g);
+        let app_group = match self.dir {
+            Direction::ToApp => self.map.map_group(group, Direction::ToApp),
+            Direction::ToCluster => None,
+        };
+        let (group, kind) = match addressed {
+            Some(a) if kind == "PartialObjectMetadata" => a,
+            _ => (app_group.as_deref().unwrap_or(group), kind),
+        };
+        if self.catalog.name_form(group, kind).is_none() {
+            return Ok(false);
+        }
+        // The object's `metadata` (1) `name` (1), by convention.
+        let Some(raw) = last_len_field(unknown, 0, unknown.len(), 2)? else {
+            return Ok(false);
+        };
+        let Some(meta) = last_len_field(unknown, raw.value_start, raw.end, 1)? else {
+            return Ok(false);
+        };
+        let name = text(last_len_field(unknown, meta.value_start, meta.end, 1)?);
+        Ok(name
+            .split_once('.')
+            .is_some_and(|(_, g)| self.map.is_shadowed(g, self.dir)))
     }
 
     /// Where mapped names occur in `input`.

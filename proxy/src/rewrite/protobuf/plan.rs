@@ -63,9 +63,11 @@ pub(super) enum Act {
 pub(super) struct Node {
     /// What to do with the field's values.
     pub act: Option<Act>,
-    /// Discovery entries: drop each whose group (the string at these field
-    /// numbers inside it) is shadowed. Checked before anything else.
-    pub drop: Option<Vec<u32>>,
+    /// Entries to drop: each whose string at these field numbers inside it
+    /// names a shadowed group in this form (`Group`: a discovery entry's
+    /// group; `QualifiedName`: a hidden object's `metadata.name`, see
+    /// `Slot::DropHidden`). Checked before anything else.
+    pub drop: Option<(Vec<u32>, Form)>,
     /// The sub-fields to descend into, by number.
     pub fields: Vec<(u32, Node)>,
     /// For a map field: the entries to descend into, by key; the node
@@ -324,7 +326,40 @@ pub(super) fn build(catalog: &Catalog, target: &Target<'_>) -> Plan {
                     .collect();
                 if let Some(numbers) = numbers {
                     let node = node_at(&mut plan.root, &path);
-                    node.drop.get_or_insert(numbers);
+                    node.drop.get_or_insert((numbers, Form::Group));
+                }
+            }
+            // A typed list's items (`v1 List`'s `RawExtension` items are
+            // not looked into).
+            Slot::DropHidden if on_list && !is_raw_extension(last) => {
+                let (Kind::Message(item), Some(item_kind)) = (
+                    last.kind(),
+                    kind.strip_suffix("List").filter(|k| !k.is_empty()),
+                ) else {
+                    continue;
+                };
+                let (item_group, item_kind) = match target.addressed {
+                    Some(a) if item_kind == "PartialObjectMetadata" => a,
+                    _ => (group, item_kind),
+                };
+                let Some(form) = catalog.name_form(item_group, item_kind) else {
+                    continue;
+                };
+                let name = FieldPath::parse("metadata.name").expect("a valid path");
+                let Some((steps, false)) = translate_path(&item, &name) else {
+                    continue;
+                };
+                let numbers: Option<Vec<u32>> = steps
+                    .iter()
+                    .map(|s| match s {
+                        ProtoStep::Field(f) if !f.is_list() => Some(f.number()),
+                        _ => None,
+                    })
+                    .collect();
+                if let Some(numbers) = numbers {
+                    node_at(&mut plan.root, &path)
+                        .drop
+                        .get_or_insert((numbers, form));
                 }
             }
             _ => {}

@@ -4,7 +4,7 @@
 
 use regroup_config::dns::MAX_SUBDOMAIN;
 use regroup_config::field_path::FieldPath;
-use regroup_config::Form;
+use regroup_config::{Direction, Form};
 
 use super::plan::{Act, Node, Plan};
 use super::wire::{last_len_field, put_varint, wrong_wire, Field, Fields, LEN};
@@ -162,8 +162,8 @@ impl ProtoRewriter<'_> {
         if node.is_empty() || !w.has_match(f.value_start, f.end) {
             return Ok(0);
         }
-        if let Some(path) = &node.drop {
-            if self.shadowed(w, f.value_start, f.end, path)? {
+        if let Some((path, form)) = &node.drop {
+            if self.shadowed(w, f.value_start, f.end, path, *form)? {
                 w.push(f.start, f.end, Vec::new());
                 return Ok(-((f.end - f.start) as isize));
             }
@@ -391,14 +391,16 @@ impl ProtoRewriter<'_> {
         ))
     }
 
-    /// Whether the discovery entry in `input[start..end]` names a shadowed
-    /// group at `path`.
-    fn shadowed(
+    /// Whether the entry in `input[start..end]` names a shadowed group at
+    /// `path`, in `form` (a group, or a `plural.group`/`version.group`
+    /// name).
+    pub(super) fn shadowed(
         &self,
         w: &Walk<'_>,
         mut start: usize,
         mut end: usize,
         path: &[u32],
+        form: Form,
     ) -> Result<bool, RewriteError> {
         for &n in path {
             match last_len_field(w.input, start, end, n)? {
@@ -406,7 +408,18 @@ impl ProtoRewriter<'_> {
                 None => return Ok(false),
             }
         }
-        Ok(std::str::from_utf8(&w.input[start..end])
-            .is_ok_and(|g| self.map.is_shadowed(g, self.dir)))
+        let Ok(text) = std::str::from_utf8(&w.input[start..end]) else {
+            return Ok(false);
+        };
+        let group = match form {
+            // A hidden object: only in the app's view (`Slot::DropHidden`).
+            Form::QualifiedName if self.dir != Direction::ToApp => return Ok(false),
+            Form::QualifiedName => match text.split_once('.') {
+                Some((_, g)) => g,
+                None => return Ok(false),
+            },
+            _ => text,
+        };
+        Ok(self.map.is_shadowed(group, self.dir))
     }
 }

@@ -10,8 +10,8 @@ use super::{Answer, Exchange, Forward};
 use crate::kube::status::watch_error_line;
 use crate::kube::MediaType;
 use crate::rewrite::framing::Framing;
-use crate::rewrite::Context;
-use crate::serve::body::rewrite_frames;
+use crate::rewrite::{Catalog, Context};
+use crate::serve::body::{rewrite_frames, Rewritten};
 use crate::serve::status::Failure;
 use crate::serve::trust::hooks;
 use crate::upstream::Body;
@@ -42,6 +42,13 @@ pub(crate) fn rename(
     let engine = x.engine.clone();
     let dir = fwd.dir.flip();
     let addressed = x.kind().map(|k| (x.info.group.clone(), k));
+    // Only CRDs and APIServices can be hidden (their names carry a group),
+    // and a watch is on one resource: other watches skip the check.
+    let may_hide = x
+        .info
+        .resource
+        .as_deref()
+        .is_some_and(|r| Catalog::names_carry_group(&x.info.group, r));
     let body = rewrite_frames(
         body,
         framing,
@@ -50,13 +57,16 @@ pub(crate) fn rename(
                 hint: None,
                 addressed: addressed.as_ref().map(|(g, k)| (g.as_str(), *k)),
             };
-            let out = engine.watch_event(dir, framing, cx, event)?;
-            match &trust {
-                Some(t) => {
-                    Ok(hooks::watch_event(t, framing, out.as_deref().unwrap_or(event))?.or(out))
-                }
-                None => Ok(out),
+            if may_hide && engine.hides_event(dir, framing, cx, event)? {
+                // A shadowed group's CRD or APIService: never shown.
+                return Ok(Rewritten::Dropped);
             }
+            let out = engine.watch_event(dir, framing, cx, event)?;
+            let out = match &trust {
+                Some(t) => hooks::watch_event(t, framing, out.as_deref().unwrap_or(event))?.or(out),
+                None => out,
+            };
+            Ok(out.map_or(Rewritten::Same, Rewritten::New))
         },
         move |e| match framing {
             Framing::Lines => Bytes::from(watch_error_line(

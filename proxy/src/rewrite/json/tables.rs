@@ -1,0 +1,340 @@
+//! Table name cells and hidden objects ([`Slot::TableRows`],
+//! [`Slot::DropHidden`]): `kubectl get crd` shows the app's names, and the
+//! cluster's own CRD or APIService of a shadowed group shows nowhere.
+
+use std::borrow::Cow;
+
+use regroup_config::field_path::{FieldPath, Step};
+use regroup_config::Direction;
+use serde_json::value::RawValue;
+
+use super::{item_hint, malformed, type_of, JsonRewriter, RewriteError, TypeOf};
+use crate::rewrite::catalog::Slot;
+use crate::rewrite::raw::{member, string, Key, Walk};
+
+impl JsonRewriter<'_> {
+    /// True when `doc`, one object or one watch event
+    /// (`{"type":..,"object":..}`), is **hidden** from the app (always
+    /// false for a rewriter toward the cluster):
+    /// an object whose name carries a shadowed group (the cluster's CRD
+    /// `foos.samplecontroller.k8s.io` or APIService
+    /// `v1alpha1.samplecontroller.k8s.io` while `samplecontroller.k8s.io` is
+    /// renamed; see [`Slot::DropHidden`]), or a Table whose rows all name
+    /// one. The watch path drops such an event instead of renaming it;
+    /// lists and Tables drop hidden entries themselves when renamed.
+    /// Metadata-only objects (`PartialObjectMetadata`) need
+    /// [`hides_addressed`](Self::hides_addressed).
+    pub fn hides(&self, doc: &[u8]) -> Result<bool, RewriteError> {
+        self.hides_with(doc, None)
+    }
+
+    /// [`hides`](Self::hides) for a response to a request that addressed
+    /// objects of `group`/`kind` (app names), as for
+    /// [`rewrite_bytes_addressed`](Self::rewrite_bytes_addressed).
+    pub fn hides_addressed(
+        &self,
+        doc: &[u8],
+        group: &str,
+        kind: &str,
+    ) -> Result<bool, RewriteError> {
+        self.hides_with(doc, Some((group, kind)))
+    }
+
+    fn hides_with(
+        &self,
+        doc: &[u8],
+        addressed: Option<(&str, &str)>,
+    ) -> Result<bool, RewriteError> {
+        if !self.may_contain(doc) {
+            return Ok(false);
+        }
+        let text = std::str::from_utf8(doc).map_err(malformed)?;
+        let root: &RawValue = serde_json::from_str(text).map_err(malformed)?;
+        let mut w = Walk::new(text);
+        let Some(ms) = w.members(root)? else {
+            return Ok(false);
+        };
+        let mut target = root;
+        if type_of(&ms, None)?.kind == "WatchEvent" {
+            match member(&ms, "object") {
+                Some(o) => target = o,
+                None => return Ok(false),
+            }
+        }
+        let Some(tms) = w.members(target)? else {
+            return Ok(false);
+        };
+        let ty = type_of(&tms, None)?;
+        let (group, kind) = self.app_type(&ty, addressed);
+        if let Some(place) = self
+            .catalog
+            .places_for(&group, kind)
+            .find_map(|p| match p.slot {
+                Slot::TableRows {
+                    columns,
+                    cells,
+                    object,
+                } => Some((p, [columns, cells, object])),
+                _ => None,
+            })
+        {
+            // A Table: hidden when it has rows and every one is.
+            let (place, [columns, cells, object]) = place;
+            let [Step::Key(rows_key)] = place.path.steps() else {
+                return Ok(false);
+            };
+            let Some(rows) = member(&tms, rows_key) else {
+                return Ok(false);
+            };
+            let Some(rows) = w.elements(rows)? else {
+                return Ok(false);
+            };
+            let column = match member(&tms, columns) {
+                Some(defs) => self.name_column(&mut w, defs)?,
+                None => Some(0),
+            };
+            let mut all = !rows.is_empty();
+            for row in rows.iter() {
+                all &= self.table_row(&mut w, row, column, cells, object, addressed)?;
+            }
+            return Ok(all);
+        }
+        self.hidden(&mut w, target, None, addressed)
+    }
+
+    /// True when a name of form `plural.group` / `version.group` names a
+    /// group shadowed in the app's view (see [`Slot::DropHidden`]). Only
+    /// toward the app: what the app sends (and what `render` writes) is
+    /// never thinned out.
+    fn name_hidden(&self, name: &str) -> bool {
+        self.dir == Direction::ToApp
+            && name
+                .split_once('.')
+                .is_some_and(|(_, g)| self.map.is_shadowed(g, self.dir))
+    }
+
+    /// True when the object `raw` (of type `hint` when it carries none) is
+    /// hidden in this direction (see [`Slot::DropHidden`]).
+    fn hidden<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        raw: &'i RawValue,
+        hint: Option<&TypeOf>,
+        addressed: Option<(&str, &str)>,
+    ) -> Result<bool, RewriteError> {
+        if !self.may(w, raw) {
+            return Ok(false);
+        }
+        let Some(ms) = w.members(raw)? else {
+            return Ok(false);
+        };
+        let ty = type_of(&ms, hint)?;
+        let (group, kind) = self.app_type(&ty, addressed);
+        if self.catalog.name_form(&group, kind).is_none() {
+            return Ok(false);
+        }
+        Ok(object_name(w, &ms)?.is_some_and(|n| self.name_hidden(&n)))
+    }
+
+    /// A list's items without the hidden ones.
+    pub(super) fn drop_hidden<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        raw: &'i RawValue,
+        ty: &TypeOf,
+        addressed: Option<(&str, &str)>,
+    ) -> Result<(), RewriteError> {
+        let Some(items) = w.elements(raw)? else {
+            return Ok(());
+        };
+        let hint = item_hint(ty);
+        if let Some(h) = &hint {
+            // A typed list of a kind whose names carry no group: nothing
+            // in it can be hidden.
+            let (group, kind) = self.app_type(h, addressed);
+            if self.catalog.name_form(&group, kind).is_none() {
+                return Ok(());
+            }
+        }
+        let mut keep = Vec::with_capacity(items.len());
+        for item in items.iter() {
+            keep.push(!self.hidden(w, item, hint.as_ref(), addressed)?);
+        }
+        self.delete(w, raw, &items, &keep);
+        Ok(())
+    }
+
+    /// Deletes the entries of `raw` (whose elements are `entries`) whose
+    /// `keep` is false.
+    pub(super) fn delete<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        raw: &'i RawValue,
+        entries: &[&'i RawValue],
+        keep: &[bool],
+    ) {
+        if keep.iter().all(|k| *k) {
+            return;
+        }
+        let spans: Vec<(usize, usize)> = entries
+            .iter()
+            .map(|e| {
+                let s = w.offset(e);
+                (s, s + e.get().len())
+            })
+            .collect();
+        w.delete_entries(raw, &spans, keep);
+    }
+
+    /// A Table's rows (at `path` in `table`): their name cells renamed,
+    /// rows naming hidden objects dropped ([`Slot::TableRows`]).
+    pub(super) fn table_rows<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        table: &'i RawValue,
+        path: &FieldPath,
+        [columns, cells, object]: [&str; 3],
+        addressed: Option<(&str, &str)>,
+    ) -> Result<(), RewriteError> {
+        let Some(ms) = w.members(table)? else {
+            return Ok(());
+        };
+        let [Step::Key(rows_key)] = path.steps() else {
+            return Ok(());
+        };
+        let Some(rows_raw) = member(&ms, rows_key) else {
+            return Ok(());
+        };
+        if !self.may(w, rows_raw) {
+            return Ok(());
+        }
+        let Some(rows) = w.elements(rows_raw)? else {
+            return Ok(());
+        };
+        let column = match member(&ms, columns) {
+            Some(defs) => self.name_column(w, defs)?,
+            None => Some(0),
+        };
+        let mut keep = Vec::with_capacity(rows.len());
+        for row in rows.iter() {
+            keep.push(!self.table_row(w, row, column, cells, object, addressed)?);
+        }
+        self.delete(w, rows_raw, &rows, &keep);
+        Ok(())
+    }
+
+    /// The index of the column naming each row's object ([`name_column`]);
+    /// the first column when there are no definitions (`null`).
+    fn name_column<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        defs: &'i RawValue,
+    ) -> Result<Option<usize>, RewriteError> {
+        let Some(defs) = w.elements(defs)? else {
+            return Ok((defs.get() == "null").then_some(0));
+        };
+        let mut texts = Vec::with_capacity(defs.len());
+        for d in defs.iter() {
+            let text = |ms: &[(Key<'i>, &'i RawValue)], k: &str| -> Result<_, RewriteError> {
+                Ok(match member(ms, k) {
+                    Some(v) => string(v)?.map(Cow::into_owned),
+                    None => None,
+                })
+            };
+            texts.push(match w.members(d)? {
+                Some(ms) => (text(&ms, "format")?, text(&ms, "name")?),
+                None => (None, None),
+            });
+        }
+        Ok(name_column(
+            texts.iter().map(|(f, n)| (f.as_deref(), n.as_deref())),
+        ))
+    }
+
+    /// Renames one Table row's name cell; returns whether the row names a
+    /// hidden object (and must be dropped).
+    fn table_row<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        row: &'i RawValue,
+        column: Option<usize>,
+        cells: &str,
+        object: &str,
+        addressed: Option<(&str, &str)>,
+    ) -> Result<bool, RewriteError> {
+        if !self.may(w, row) {
+            return Ok(false);
+        }
+        let Some(ms) = w.members(row)? else {
+            return Ok(false);
+        };
+        let obj = match member(&ms, object) {
+            Some(o) => w.members(o)?,
+            None => None,
+        };
+        let ty = match &obj {
+            Some(oms) => type_of(oms, None)?,
+            None => TypeOf::default(),
+        };
+        let (group, kind) = match addressed {
+            Some(a) if ty.kind.is_empty() => (Cow::Borrowed(a.0), a.1),
+            _ => self.app_type(&ty, addressed),
+        };
+        let Some(form) = self.catalog.name_form(&group, kind) else {
+            return Ok(false);
+        };
+        let obj_name = match &obj {
+            Some(oms) => object_name(w, oms)?,
+            None => None,
+        };
+        let cell = match (column, member(&ms, cells)) {
+            (Some(c), Some(cs)) => w.elements(cs)?.and_then(|cs| cs.get(c).copied()),
+            _ => None,
+        };
+        let cell_text = match cell {
+            Some(c) => string(c)?.map(Cow::into_owned),
+            None => None,
+        };
+        let name = obj_name.as_deref().or(cell_text.as_deref());
+        if name.is_some_and(|n| self.name_hidden(n)) {
+            return Ok(true);
+        }
+        if let (Some(cell), Some(text)) = (cell, &cell_text) {
+            if obj_name.as_ref().is_none_or(|n| n == text) {
+                self.value(w, cell, form)?;
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// Of a Table's column definitions (each `(format, name)`), the one naming
+/// each row's object: the first whose `format` is `name`, else the first
+/// named `Name`.
+pub(crate) fn name_column<'a>(
+    defs: impl Iterator<Item = (Option<&'a str>, Option<&'a str>)> + Clone,
+) -> Option<usize> {
+    defs.clone()
+        .position(|(format, _)| format == Some("name"))
+        .or_else(|| defs.clone().position(|(_, name)| name == Some("Name")))
+}
+
+/// An object's `metadata.name`.
+fn object_name<'i>(
+    w: &mut Walk<'i>,
+    ms: &[(Key<'i>, &'i RawValue)],
+) -> Result<Option<String>, RewriteError> {
+    let Some(meta) = member(ms, "metadata") else {
+        return Ok(None);
+    };
+    let Some(mms) = w.members(meta)? else {
+        return Ok(None);
+    };
+    Ok(match member(&mms, "name") {
+        Some(n) => string(n)?.map(Cow::into_owned),
+        None => None,
+    })
+}
+
+#[cfg(test)]
+mod tests;
