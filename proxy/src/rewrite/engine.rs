@@ -1,5 +1,6 @@
-//! The rewrite engine: built once from the configuration, it owns the rules
-//! and catalog and one codec per wire form and direction. Every layer that
+//! The rewrite engine: built once from the configuration, it owns the rules,
+//! the catalog, one name index (`names.rs`: four automata shared by every
+//! codec) and one codec per wire form and direction. Every layer that
 //! renames asks it with `(direction, wire form, context, bytes)`; nothing
 //! else constructs a codec on the request path.
 
@@ -70,12 +71,12 @@ impl Engine {
             let index = NameIndex::new(&r.map);
             Codecs {
                 json: [
-                    JsonRewriter::new(&r.map, &r.catalog, c),
-                    JsonRewriter::new(&r.map, &r.catalog, a),
+                    JsonRewriter::with_index(&r.map, &r.catalog, c, index.clone()),
+                    JsonRewriter::with_index(&r.map, &r.catalog, a, index.clone()),
                 ],
                 proto: [
-                    ProtoRewriter::new(&r.map, &r.catalog, c),
-                    ProtoRewriter::new(&r.map, &r.catalog, a),
+                    ProtoRewriter::with_index(&r.map, &r.catalog, c, index.clone()),
+                    ProtoRewriter::with_index(&r.map, &r.catalog, a, index.clone()),
                 ],
                 openapi: [
                     OpenApiRewriter::with_index(&r.map, c, &tag, index.clone()),

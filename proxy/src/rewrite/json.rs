@@ -8,9 +8,7 @@
 //! at all is not parsed.
 
 use std::borrow::Cow;
-use std::fmt;
 
-use aho_corasick::AhoCorasick;
 use regroup_config::dns::MAX_SUBDOMAIN;
 use regroup_config::field_path::{FieldPath, Step};
 use regroup_config::{Direction, Form, GroupMap};
@@ -18,34 +16,11 @@ use serde_json::value::RawValue;
 use serde_json::Value as Json;
 
 use super::catalog::{Catalog, Slot};
-use super::raw::{elements, member, quote, string, Key, Walk};
+use super::names::NameIndex;
+use super::raw::{member, quote, string, Key, Walk};
 
-/// Why a body could not be renamed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RewriteError {
-    /// The body is not valid JSON (where a rewrite was required).
-    #[error("malformed JSON: {0}")]
-    Malformed(String),
-    /// A field that must hold JSON (an apiserver-written annotation) doesn't.
-    #[error("`{0}` must hold JSON: {1}")]
-    EmbeddedJson(String, String),
-    /// A renamed name would not be a valid Kubernetes name any more.
-    #[error("renaming `{from}` gives `{to}`, longer than {MAX_SUBDOMAIN} characters")]
-    TooLong {
-        /// The name before.
-        from: String,
-        /// The name after.
-        to: String,
-    },
-    /// The body is not valid Kubernetes protobuf (where a rewrite was
-    /// required).
-    #[error("malformed protobuf: {0}")]
-    Protobuf(String),
-}
-
-pub(crate) fn malformed(e: impl fmt::Display) -> RewriteError {
-    RewriteError::Malformed(e.to_string())
-}
+pub(crate) use super::error::malformed;
+pub use super::error::RewriteError;
 
 /// The group and kind of an object, as found in its input.
 #[derive(Clone, Debug, Default)]
@@ -67,26 +42,28 @@ pub struct JsonRewriter<'a> {
     catalog: &'a Catalog,
     dir: Direction,
     /// Every mapped name of both directions (shadowing looks for the other
-    /// side's names) and `\u`.
-    finder: AhoCorasick,
-    /// The names alone, for binary bodies where `\u` means nothing.
-    names: AhoCorasick,
+    /// side's names), shared by the configuration's codecs.
+    index: NameIndex,
 }
 
 impl<'a> JsonRewriter<'a> {
     /// A rewriter for `dir`.
     pub fn new(map: &'a GroupMap, catalog: &'a Catalog, dir: Direction) -> Self {
-        let mut needles: Vec<&str> = map.needles(Direction::ToCluster);
-        needles.extend(map.needles(Direction::ToApp));
-        let names = AhoCorasick::new(&needles).expect("needles build an automaton");
-        needles.push("\\u");
-        let finder = AhoCorasick::new(needles).expect("needles build an automaton");
+        Self::with_index(map, catalog, dir, NameIndex::new(map))
+    }
+
+    /// [`new`](Self::new) sharing the configuration's name index.
+    pub fn with_index(
+        map: &'a GroupMap,
+        catalog: &'a Catalog,
+        dir: Direction,
+        index: NameIndex,
+    ) -> Self {
         JsonRewriter {
             map,
             catalog,
             dir,
-            finder,
-            names,
+            index,
         }
     }
 
@@ -98,13 +75,13 @@ impl<'a> JsonRewriter<'a> {
     /// True when `bytes` could contain a name this rewriter maps (or hides).
     /// When false, the bytes can be forwarded untouched without parsing.
     pub fn may_contain(&self, bytes: &[u8]) -> bool {
-        self.finder.is_match(bytes)
+        self.index.json().is_match(bytes)
     }
 
     /// True when binary `bytes` (protobuf) contain a mapped name of either
     /// side.
     pub fn may_contain_name(&self, bytes: &[u8]) -> bool {
-        self.names.is_match(bytes)
+        self.index.names().is_match(bytes)
     }
 
     /// Renames every catalogued place in `input`, one JSON object of any
@@ -222,7 +199,7 @@ impl<'a> JsonRewriter<'a> {
         let at = w.offset(raw);
         *w.contains
             .entry(at)
-            .or_insert_with(|| self.finder.is_match(raw.get().as_bytes()))
+            .or_insert_with(|| self.index.json().is_match(raw.get().as_bytes()))
     }
 
     fn object<'i>(
@@ -400,37 +377,6 @@ impl<'a> JsonRewriter<'a> {
         Ok(())
     }
 
-    /// A string holding JSON: rename inside it, at `inner`, and re-quote.
-    fn json_string<'i>(
-        &self,
-        w: &mut Walk<'i>,
-        raw: &'i RawValue,
-        inner: &str,
-        form: Form,
-    ) -> Result<(), RewriteError> {
-        let Some(text) = string(raw)? else {
-            return Ok(());
-        };
-        let doc: &RawValue = serde_json::from_str(&text)
-            .map_err(|e| RewriteError::EmbeddedJson(inner.to_owned(), e.to_string()))?;
-        let path = FieldPath::parse(inner).expect("catalog sub-paths are valid");
-        let mut inner_walk = Walk::new(&text);
-        let slot = Slot::Value(form);
-        let ty = TypeOf::default();
-        match elements(doc)? {
-            Some(es) => {
-                for e in es {
-                    self.place(&mut inner_walk, e, path.steps(), slot, &ty, None)?;
-                }
-            }
-            None => self.place(&mut inner_walk, doc, path.steps(), slot, &ty, None)?,
-        }
-        if let Some(new_text) = inner_walk.finish() {
-            w.replace(raw, quote(&new_text));
-        }
-        Ok(())
-    }
-
     /// Drops the entries of a discovery array whose group is shadowed, as
     /// edits that delete them with their separating commas.
     fn drop_shadowed<'i>(
@@ -467,50 +413,6 @@ impl<'a> JsonRewriter<'a> {
             keep.push(!shadowed);
         }
         self.delete(w, raw, &entries, &keep);
-        Ok(())
-    }
-
-    /// The heuristic: string values of keys named `apiGroup`/`apiVersion`
-    /// anywhere in the object, except in user-data maps and in embedded
-    /// objects (which get their own pass, knowing their kind).
-    fn reference_keys<'i>(
-        &self,
-        w: &mut Walk<'i>,
-        raw: &'i RawValue,
-        kind: &str,
-        parent: Option<&str>,
-        depth: usize,
-        embedded: &[&str],
-    ) -> Result<(), RewriteError> {
-        if !self.may(w, raw) {
-            return Ok(());
-        }
-        if let Some(ms) = w.members(raw)? {
-            for (k, child) in ms.iter() {
-                let child: &'i RawValue = child;
-                let k = k.0.as_ref();
-                if (depth == 0 && embedded.contains(&k))
-                    || Catalog::reference_keys_skip(kind, parent, depth, k)
-                {
-                    continue;
-                }
-                let mapped = match (k, string(child)?) {
-                    ("apiVersion", Some(s)) => {
-                        self.map.map_api_version_by_reference_key(&s, self.dir)
-                    }
-                    ("apiGroup", Some(s)) => self.map.map_group_by_reference_key(&s, self.dir),
-                    _ => None,
-                };
-                match mapped {
-                    Some(m) => w.replace(child, quote(&m)),
-                    None => self.reference_keys(w, child, kind, Some(k), depth + 1, embedded)?,
-                }
-            }
-        } else if let Some(es) = w.elements(raw)? {
-            for e in es.iter() {
-                self.reference_keys(w, e, kind, parent, depth, embedded)?;
-            }
-        }
         Ok(())
     }
 }
@@ -553,6 +455,8 @@ fn item_hint(list: &TypeOf) -> Option<TypeOf> {
         })
 }
 
+mod embedded;
+mod reference_keys;
 mod tables;
 
 pub(crate) use tables::name_column;

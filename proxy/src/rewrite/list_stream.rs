@@ -17,7 +17,8 @@
 use bytes::BytesMut;
 use serde::Deserialize;
 
-use super::json::{name_column, JsonRewriter, RewriteError};
+use super::error::RewriteError;
+use super::json::{name_column, JsonRewriter};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {

@@ -4,6 +4,7 @@
 
 pub mod catalog;
 pub mod engine;
+pub mod error;
 pub mod framing;
 pub mod json;
 pub mod json_patch;
@@ -17,5 +18,6 @@ pub mod yaml;
 
 pub use catalog::Catalog;
 pub use engine::{Context, Engine};
-pub use json::{JsonRewriter, RewriteError};
+pub use error::RewriteError;
+pub use json::JsonRewriter;
 pub use protobuf::ProtoRewriter;

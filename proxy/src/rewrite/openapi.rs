@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 use super::catalog::openapi::{
     COMPONENTS, DEFINITIONS, GVK, PATHS, PATH_LIST, REF, SCHEMAS, SERVER_RELATIVE_URL,
 };
-use super::json::{malformed, RewriteError};
+use super::error::{malformed, RewriteError};
 use super::names::NameIndex;
 use super::raw::{quote, string, Walk};
 

@@ -13,7 +13,7 @@ use std::rc::Rc;
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::json::{malformed, RewriteError};
+use super::error::{malformed, RewriteError};
 
 /// One replacement of `input[start..end]`.
 pub(crate) struct Edit {

@@ -6,7 +6,7 @@ use super::types;
 use super::walker::Walk;
 use super::wire::{wrong_wire, Field, Fields, LEN};
 use super::{malformed, ProtoRewriter};
-use crate::rewrite::json::RewriteError;
+use crate::rewrite::error::RewriteError;
 use regroup_config::Direction;
 
 /// The four bytes before every enveloped object.

@@ -70,7 +70,6 @@
 //! rewritten whole; the watch stream is rewritten frame by frame
 //! ([`WatchStream`]).
 
-mod embedded_json;
 pub mod envelope;
 pub mod plan;
 pub mod stream;
@@ -81,12 +80,13 @@ pub(crate) mod wire;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use aho_corasick::AhoCorasick;
 use prost_reflect::MessageDescriptor;
 use regroup_config::{Direction, GroupMap};
 
 use super::catalog::Catalog;
-use super::json::{JsonRewriter, RewriteError};
+use super::error::RewriteError;
+use super::json::JsonRewriter;
+use super::names::NameIndex;
 use plan::{Plan, Target};
 use walker::Walk;
 
@@ -113,9 +113,10 @@ pub struct ProtoRewriter<'a> {
     catalog: &'a Catalog,
     dir: Direction,
     /// Every mapped name of both directions (shadowing looks for the other
-    /// side's names).
-    names: AhoCorasick,
-    /// For JSON embedded in protobuf (`RawExtension`s holding JSON).
+    /// side's names), shared by the configuration's codecs.
+    index: NameIndex,
+    /// For JSON embedded in protobuf (`RawExtension`s holding JSON, strings
+    /// holding JSON).
     json: JsonRewriter<'a>,
     plans: RwLock<HashMap<PlanKey, Arc<Plan>>>,
 }
@@ -123,15 +124,22 @@ pub struct ProtoRewriter<'a> {
 impl<'a> ProtoRewriter<'a> {
     /// A rewriter for `dir`.
     pub fn new(map: &'a GroupMap, catalog: &'a Catalog, dir: Direction) -> Self {
-        let mut needles: Vec<&str> = map.needles(Direction::ToCluster);
-        needles.extend(map.needles(Direction::ToApp));
-        let names = AhoCorasick::new(&needles).expect("needles build an automaton");
+        Self::with_index(map, catalog, dir, NameIndex::new(map))
+    }
+
+    /// [`new`](Self::new) sharing the configuration's name index.
+    pub fn with_index(
+        map: &'a GroupMap,
+        catalog: &'a Catalog,
+        dir: Direction,
+        index: NameIndex,
+    ) -> Self {
         ProtoRewriter {
             map,
             catalog,
             dir,
-            names,
-            json: JsonRewriter::new(map, catalog, dir),
+            json: JsonRewriter::with_index(map, catalog, dir, index.clone()),
+            index,
             plans: RwLock::new(HashMap::new()),
         }
     }
@@ -144,7 +152,7 @@ impl<'a> ProtoRewriter<'a> {
     /// True when `bytes` contain a mapped name of either side. When false,
     /// they can be forwarded untouched without parsing.
     pub fn may_contain_name(&self, bytes: &[u8]) -> bool {
-        self.names.is_match(bytes)
+        self.index.names().is_match(bytes)
     }
 
     /// Renames every catalogued place in `input`, one enveloped object
@@ -292,7 +300,8 @@ impl<'a> ProtoRewriter<'a> {
 
     /// Where mapped names occur in `input`.
     fn find(&self, input: &[u8]) -> Vec<(usize, usize)> {
-        self.names
+        self.index
+            .names()
             .find_overlapping_iter(input)
             .map(|m| (m.start(), m.end()))
             .collect()

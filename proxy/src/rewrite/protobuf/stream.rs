@@ -6,8 +6,8 @@
 //! as soon as its length is read).
 
 use super::{malformed, ProtoRewriter};
+use crate::rewrite::error::RewriteError;
 use crate::rewrite::framing::{Framer, Framing};
-use crate::rewrite::json::RewriteError;
 
 /// Splits a watch stream into frames and renames each.
 #[derive(Debug)]

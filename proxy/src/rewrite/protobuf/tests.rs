@@ -11,7 +11,7 @@ use super::plan::{build, translate_path, Act, Node, Target};
 use super::types::{descriptor_pool, known_kinds};
 use super::{ProtoRewriter, WatchStream, MAGIC};
 use crate::rewrite::catalog::{Catalog, Selector, Slot};
-use crate::rewrite::json::RewriteError;
+use crate::rewrite::error::RewriteError;
 
 const APP: &str = "samplecontroller.k8s.io";
 const CLUSTER: &str = "samplecontroller.team1.example.com";

@@ -8,9 +8,9 @@ use regroup_config::{Direction, Form};
 
 use super::plan::{Act, Node, Plan};
 use super::wire::{last_len_field, put_varint, wrong_wire, Field, Fields, LEN};
-use super::{embedded_json, malformed, ProtoRewriter};
+use super::{malformed, ProtoRewriter};
 use crate::rewrite::catalog::Catalog;
-use crate::rewrite::json::RewriteError;
+use crate::rewrite::error::RewriteError;
 
 /// A replacement of `input[start..end]`.
 #[derive(Debug)]
@@ -312,7 +312,7 @@ impl ProtoRewriter<'_> {
     ) -> Result<isize, RewriteError> {
         let text = std::str::from_utf8(&w.input[start..end])
             .map_err(|e| RewriteError::EmbeddedJson(path.to_string(), e.to_string()))?;
-        let Some(new) = embedded_json::rename(text, path, form, self.map, self.dir)? else {
+        let Some(new) = self.json.rename_embedded(text, path, form)? else {
             return Ok(0);
         };
         let d = change(new.len(), end - start);

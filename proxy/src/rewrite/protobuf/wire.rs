@@ -4,7 +4,7 @@
 //! or allocate.
 
 use super::malformed;
-use crate::rewrite::json::RewriteError;
+use crate::rewrite::error::RewriteError;
 
 /// Wire type of a varint field.
 pub(super) const VARINT: u8 = 0;

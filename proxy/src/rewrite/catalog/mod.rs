@@ -1,0 +1,276 @@
+//! The catalog: every place a group lives in a Kubernetes object.
+//!
+//! This is the one list of group-bearing fields (`places.rs` holds the
+//! built-in rows; docs/architecture.md says how to add one). Codecs only walk: the JSON walker ([`super::json`]) applies these
+//! places to `serde_json::Value`s, and the protobuf walker reads the same
+//! places, translating each JSON field name to its proto field through the
+//! descriptors' `json_name`. Nothing is renamed outside this list, except
+//! the reference-key heuristic (string values of keys named `apiGroup` or
+//! `apiVersion`), which [`Catalog::reference_keys_skip`] bounds.
+
+use regroup_config::field_path::{FieldPath, Step};
+use regroup_config::{CustomField, Form};
+
+mod places;
+
+use places::{BUILTIN, RESOURCE_KINDS};
+
+/// Which objects a place applies to, by the object's group (as the app names
+/// it) and kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Selector {
+    /// Every object, whatever its kind.
+    AnyObject,
+    /// Every list (`kind` ending in `List` with an `items` array).
+    AnyList,
+    /// Objects of one of these groups and one of these kinds.
+    Kinds {
+        /// Accepted groups (`""` is core).
+        groups: Vec<String>,
+        /// Accepted kinds.
+        kinds: Vec<String>,
+    },
+}
+
+impl Selector {
+    fn kinds(groups: &[&str], kinds: &[&str]) -> Selector {
+        Selector::Kinds {
+            groups: groups.iter().map(|s| s.to_string()).collect(),
+            kinds: kinds.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// True when an object of `group`/`kind` (app names) is selected.
+    pub fn matches(&self, group: &str, kind: &str) -> bool {
+        match self {
+            Selector::AnyObject => true,
+            Selector::AnyList => kind.ends_with("List"),
+            Selector::Kinds { groups, kinds } => {
+                groups.iter().any(|g| g == group) && kinds.iter().any(|k| k == kind)
+            }
+        }
+    }
+}
+
+/// What sits at a place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// A string naming a group in this form (each string, through `[]`).
+    Value(Form),
+    /// An embedded Kubernetes object that carries its own `apiVersion`/`kind`.
+    Object,
+    /// The `items` of a list: objects whose kind, when absent, is the list's
+    /// kind without `List`.
+    Items,
+    /// A string holding JSON (an annotation the apiserver writes); inside
+    /// it, the value at this path (applied to each element when the JSON is
+    /// an array) names a group in this form.
+    JsonString(&'static str, Form),
+    /// An array of discovery entries; in the app's direction, entries whose
+    /// group (a string at this sub-path of the entry) is shadowed are dropped.
+    /// Runs before the entries' own renames.
+    DropShadowed(&'static str),
+    /// An array of objects (a list's `items`): toward the app, objects
+    /// that are **hidden** are dropped (toward the cluster, nothing is). An object is hidden when
+    /// its kind's names carry a group (the kind has a `metadata.name` place
+    /// of form `QualifiedName`, see [`Catalog::name_form`]) and that group is
+    /// shadowed: the cluster's CRD `foos.samplecontroller.k8s.io` or
+    /// APIService `v1alpha1.samplecontroller.k8s.io` when that name now
+    /// means the renamed group. A GET of one is refused (its URL names a
+    /// shadowed group); lists and watches must not show it either.
+    DropHidden,
+    /// The rows of a Table (an array at this path): each row's cell that
+    /// names the row's object is renamed in the form of that object's
+    /// `metadata.name` place (`plural.group` of a CRD, `version.group` of
+    /// an APIService), and rows naming a hidden object (see
+    /// [`Slot::DropHidden`]) are dropped. The name cell is the one under the
+    /// column whose definition (in the Table's `columns` array) has
+    /// `format: name`; without definitions (the later events of a Table
+    /// watch send `null`), the first, where every server-side printer puts
+    /// the Name column. The row's kind is its object's (in the row member
+    /// `object`), or the addressed kind when the object is metadata only or
+    /// absent (`includeObject=None`). When the object carries a name, only a
+    /// cell equal to it is renamed.
+    TableRows {
+        /// The Table member holding the column definitions.
+        columns: &'static str,
+        /// The row member holding the cells.
+        cells: &'static str,
+        /// The row member holding the object.
+        object: &'static str,
+    },
+    /// An object naming another object by (group, resource, name) members
+    /// (a Status's `details`): the name is a qualified name
+    /// (`plural.group`, `version.group`) when that resource's names carry a
+    /// group (see [`Catalog::names_carry_group`]), else left alone.
+    NameOf {
+        /// The member holding the API group.
+        group: &'static str,
+        /// The member holding the resource (plural).
+        resource: &'static str,
+        /// The member holding the name.
+        name: &'static str,
+    },
+}
+
+/// One group-bearing place.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// Which objects have it.
+    pub selector: Selector,
+    /// Where in the object.
+    pub path: FieldPath,
+    /// What is there.
+    pub slot: Slot,
+}
+
+fn is_metadata_name(path: &FieldPath) -> bool {
+    matches!(path.steps(), [Step::Key(m), Step::Key(n)] if m == "metadata" && n == "name")
+}
+
+/// Keys under which the reference-key heuristic never looks: free-form maps
+/// whose keys are user data, not schema.
+const HEURISTIC_SKIP_METADATA: &[&str] = &["labels", "annotations", "managedFields"];
+/// Kinds whose `data`-like members are opaque user data.
+const OPAQUE_DATA_KINDS: &[&str] = &["ConfigMap", "Secret"];
+const OPAQUE_DATA_KEYS: &[&str] = &["data", "binaryData", "stringData"];
+
+/// Where groups live in OpenAPI documents, read
+/// by both OpenAPI walkers (`rewrite/openapi.rs` for JSON, v2 and v3;
+/// `rewrite/openapi_proto.rs` for gnostic protobuf, v2).
+pub mod openapi {
+    /// Root member whose keys are API paths (`/apis/{group}/...`, or
+    /// `apis/{group}/{version}` in the v3 index); shadowed groups' entries
+    /// are dropped.
+    pub const PATHS: &str = "paths";
+    /// Root member of the 1.24 v3 index: a list of API paths.
+    pub const PATH_LIST: &str = "Paths";
+    /// Root member (v2) whose keys are reverse-DNS definition names.
+    pub const DEFINITIONS: &str = "definitions";
+    /// Root member (v3) holding [`SCHEMAS`].
+    pub const COMPONENTS: &str = "components";
+    /// Member of [`COMPONENTS`] whose keys are reverse-DNS schema names.
+    pub const SCHEMAS: &str = "schemas";
+    /// Anywhere: a reference `#/definitions/NAME` or `#/components/schemas/NAME`.
+    pub const REF: &str = "$ref";
+    /// Anywhere: `{group, version, kind}` (an object on operations, a list on
+    /// definitions); its `group` is renamed.
+    pub const GVK: &str = "x-kubernetes-group-version-kind";
+    /// In a v3 index entry: `/openapi/v3/apis/{group}/{version}?hash=...`.
+    pub const SERVER_RELATIVE_URL: &str = "serverRelativeURL";
+}
+
+/// The catalog in use: the built-in places plus the config's `fields`.
+#[derive(Clone, Debug)]
+pub struct Catalog {
+    places: Vec<Place>,
+    /// The kinds whose names carry a group, and the form (see
+    /// [`Catalog::name_form`]), read off `places` once.
+    named: Vec<(Selector, Form)>,
+}
+
+impl Catalog {
+    /// The built-in catalog plus app-specific fields from the config.
+    pub fn new(custom: &[CustomField]) -> Catalog {
+        let mut places: Vec<Place> = BUILTIN
+            .iter()
+            .map(|(groups, kinds, path, slot)| Place {
+                selector: if groups.is_empty() {
+                    if kinds == &["*List"] {
+                        Selector::AnyList
+                    } else {
+                        Selector::AnyObject
+                    }
+                } else {
+                    Selector::kinds(groups, kinds)
+                },
+                path: FieldPath::parse(path).expect("built-in catalog paths are valid"),
+                slot: *slot,
+            })
+            .collect();
+        places.extend(custom.iter().map(|f| Place {
+            selector: Selector::kinds(&[&f.group], &[&f.kind]),
+            path: f.path.clone(),
+            slot: Slot::Value(f.form),
+        }));
+        // Shadowed entries must be dropped while they still carry the names
+        // they arrived with, before any rename (the generic `items` too).
+        places.sort_by_key(|p| !matches!(p.slot, Slot::DropShadowed(_) | Slot::DropHidden));
+        let named = places
+            .iter()
+            .filter_map(|p| match p.slot {
+                Slot::Value(form @ Form::QualifiedName) if is_metadata_name(&p.path) => {
+                    Some((p.selector.clone(), form))
+                }
+                _ => None,
+            })
+            .collect();
+        Catalog { places, named }
+    }
+
+    /// The kind served at `group`/`resource`, for the built-in resources
+    /// whose objects carry groups: partial bodies (merge patches) and
+    /// metadata-only responses (which name only `PartialObjectMetadata`)
+    /// still get their kind's places. Custom resources return `None`: their
+    /// places are the generic ones and the reference-key heuristic.
+    pub fn kind_for_resource(group: &str, resource: &str) -> Option<&'static str> {
+        RESOURCE_KINDS
+            .iter()
+            .find(|(g, r, _)| *g == group && *r == resource)
+            .map(|(_, _, k)| *k)
+    }
+
+    /// True when the objects served at `group`/`resource` have names that
+    /// carry a group (`plural.group`, `version.group`): the catalog has a
+    /// `metadata.name` place for their kind. Their names are renamed in URLs
+    /// and `metadata.name` selectors too.
+    pub fn names_carry_group(group: &str, resource: &str) -> bool {
+        let Some(kind) = Catalog::kind_for_resource(group, resource) else {
+            return false;
+        };
+        BUILTIN.iter().any(|(groups, kinds, path, slot)| {
+            groups.contains(&group)
+                && kinds.contains(&kind)
+                && *path == "metadata.name"
+                && *slot == Slot::Value(Form::QualifiedName)
+        })
+    }
+
+    /// The form of the name of an object of `group`/`kind` (app names)
+    /// when its names carry a group: the form of the kind's `metadata.name`
+    /// place (`QualifiedName` for CRDs and APIServices). `None` for kinds
+    /// whose names are plain names.
+    pub fn name_form(&self, group: &str, kind: &str) -> Option<Form> {
+        self.named
+            .iter()
+            .find(|(s, _)| s.matches(group, kind))
+            .map(|(_, form)| *form)
+    }
+
+    /// Every place, in application order.
+    pub fn places(&self) -> &[Place] {
+        &self.places
+    }
+
+    /// The places of an object of `group`/`kind` (app names), in order.
+    pub fn places_for<'a>(
+        &'a self,
+        group: &'a str,
+        kind: &'a str,
+    ) -> impl Iterator<Item = &'a Place> + 'a {
+        self.places
+            .iter()
+            .filter(move |p| p.selector.matches(group, kind))
+    }
+
+    /// True when the reference-key heuristic must not descend into member
+    /// `key` of an object of `kind`, found at `depth` (0 = the object's own
+    /// members) under `parent` (the enclosing member's name).
+    pub fn reference_keys_skip(kind: &str, parent: Option<&str>, depth: usize, key: &str) -> bool {
+        (depth == 1 && parent == Some("metadata") && HEURISTIC_SKIP_METADATA.contains(&key))
+            || (depth == 0 && OPAQUE_DATA_KINDS.contains(&kind) && OPAQUE_DATA_KEYS.contains(&key))
+    }
+}
+
+#[cfg(test)]
+mod tests;

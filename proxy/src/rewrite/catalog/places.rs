@@ -1,0 +1,426 @@
+//! The built-in rows of the catalog: every place a group lives in the
+//! objects kube-apiserver serves, and the resources whose kinds have places
+//! of their own.
+
+use regroup_config::Form;
+
+use super::Slot;
+
+/// The built-in places: (selector groups, kinds, path, slot). `None` groups
+/// means "any object" (kinds ignored); a `kinds` of `["*List"]` means any list.
+pub(super) type Row = (
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static str,
+    Slot,
+);
+
+const ANY: &[&str] = &[];
+const CORE: &[&str] = &[""];
+const META: &[&str] = &["", "meta.k8s.io"];
+const APIEXT: &[&str] = &["apiextensions.k8s.io"];
+const APIREG: &[&str] = &["apiregistration.k8s.io"];
+const RBAC: &[&str] = &["rbac.authorization.k8s.io"];
+const AUTHZ: &[&str] = &["authorization.k8s.io"];
+const ADMREG: &[&str] = &["admissionregistration.k8s.io"];
+const ADMISSION: &[&str] = &["admission.k8s.io"];
+const EVENTS: &[&str] = &["events.k8s.io"];
+const AUTOSCALING: &[&str] = &["autoscaling"];
+const DISCOVERY: &[&str] = &["apidiscovery.k8s.io"];
+
+use Form::{ApiVersion, Group, QualifiedName, Text};
+use Slot::{DropHidden, DropShadowed, Items, JsonString, Object, Value};
+
+/// The table. `DropShadowed` and `DropHidden` rows are applied before all
+/// others.
+pub(super) const BUILTIN: &[Row] = &[
+    // Every object.
+    (ANY, &["*"], "apiVersion", Value(ApiVersion)),
+    (
+        ANY,
+        &["*"],
+        "metadata.ownerReferences[].apiVersion",
+        Value(ApiVersion),
+    ),
+    (
+        ANY,
+        &["*"],
+        "metadata.managedFields[].apiVersion",
+        Value(ApiVersion),
+    ),
+    // Lists, tables, watch events. Hidden objects (a shadowed group's CRD
+    // or APIService) are dropped from lists and Tables.
+    (ANY, &["*List"], "items", DropHidden),
+    (ANY, &["*List"], "items", Items),
+    (META, &["Table"], "rows[].object", Object),
+    // `kubectl get crd`, `kubectl get apiservice`: the NAME cell.
+    (
+        META,
+        &["Table"],
+        "rows",
+        Slot::TableRows {
+            columns: "columnDefinitions",
+            cells: "cells",
+            object: "object",
+        },
+    ),
+    (META, &["WatchEvent"], "object", Object),
+    // CustomResourceDefinition and APIService names.
+    (
+        APIEXT,
+        &["CustomResourceDefinition"],
+        "metadata.name",
+        Value(QualifiedName),
+    ),
+    (
+        APIEXT,
+        &["CustomResourceDefinition"],
+        "spec.group",
+        Value(Group),
+    ),
+    (
+        APIREG,
+        &["APIService"],
+        "metadata.name",
+        Value(QualifiedName),
+    ),
+    (APIREG, &["APIService"], "spec.group", Value(Group)),
+    // RBAC.
+    (
+        RBAC,
+        &["Role", "ClusterRole"],
+        "rules[].apiGroups[]",
+        Value(Group),
+    ),
+    (
+        RBAC,
+        &["RoleBinding", "ClusterRoleBinding"],
+        "subjects[].apiGroup",
+        Value(Group),
+    ),
+    (
+        RBAC,
+        &["RoleBinding", "ClusterRoleBinding"],
+        "roleRef.apiGroup",
+        Value(Group),
+    ),
+    // Authorization reviews.
+    (
+        AUTHZ,
+        &[
+            "SubjectAccessReview",
+            "LocalSubjectAccessReview",
+            "SelfSubjectAccessReview",
+        ],
+        "spec.resourceAttributes.group",
+        Value(Group),
+    ),
+    (
+        AUTHZ,
+        &["SelfSubjectRulesReview"],
+        "status.resourceRules[].apiGroups[]",
+        Value(Group),
+    ),
+    // Admission configuration.
+    (
+        ADMREG,
+        &[
+            "ValidatingWebhookConfiguration",
+            "MutatingWebhookConfiguration",
+        ],
+        "webhooks[].rules[].apiGroups[]",
+        Value(Group),
+    ),
+    (
+        ADMREG,
+        &["ValidatingAdmissionPolicy", "MutatingAdmissionPolicy"],
+        "spec.matchConstraints.resourceRules[].apiGroups[]",
+        Value(Group),
+    ),
+    (
+        ADMREG,
+        &["ValidatingAdmissionPolicy", "MutatingAdmissionPolicy"],
+        "spec.matchConstraints.excludeResourceRules[].apiGroups[]",
+        Value(Group),
+    ),
+    (
+        ADMREG,
+        &["ValidatingAdmissionPolicy", "MutatingAdmissionPolicy"],
+        "spec.paramKind.apiVersion",
+        Value(ApiVersion),
+    ),
+    (
+        ADMREG,
+        &[
+            "ValidatingAdmissionPolicyBinding",
+            "MutatingAdmissionPolicyBinding",
+        ],
+        "spec.matchResources.resourceRules[].apiGroups[]",
+        Value(Group),
+    ),
+    (
+        ADMREG,
+        &[
+            "ValidatingAdmissionPolicyBinding",
+            "MutatingAdmissionPolicyBinding",
+        ],
+        "spec.matchResources.excludeResourceRules[].apiGroups[]",
+        Value(Group),
+    ),
+    // AdmissionReview (webhooks served through the front).
+    (
+        ADMISSION,
+        &["AdmissionReview"],
+        "request.kind.group",
+        Value(Group),
+    ),
+    (
+        ADMISSION,
+        &["AdmissionReview"],
+        "request.resource.group",
+        Value(Group),
+    ),
+    (
+        ADMISSION,
+        &["AdmissionReview"],
+        "request.requestKind.group",
+        Value(Group),
+    ),
+    (
+        ADMISSION,
+        &["AdmissionReview"],
+        "request.requestResource.group",
+        Value(Group),
+    ),
+    (ADMISSION, &["AdmissionReview"], "request.object", Object),
+    (ADMISSION, &["AdmissionReview"], "request.oldObject", Object),
+    // References to other objects.
+    (
+        CORE,
+        &["Event"],
+        "involvedObject.apiVersion",
+        Value(ApiVersion),
+    ),
+    (CORE, &["Event"], "related.apiVersion", Value(ApiVersion)),
+    (
+        EVENTS,
+        &["Event"],
+        "regarding.apiVersion",
+        Value(ApiVersion),
+    ),
+    (EVENTS, &["Event"], "related.apiVersion", Value(ApiVersion)),
+    (
+        CORE,
+        &["PersistentVolumeClaim"],
+        "spec.dataSource.apiGroup",
+        Value(Group),
+    ),
+    (
+        CORE,
+        &["PersistentVolumeClaim"],
+        "spec.dataSourceRef.apiGroup",
+        Value(Group),
+    ),
+    (
+        AUTOSCALING,
+        &["HorizontalPodAutoscaler"],
+        "spec.scaleTargetRef.apiVersion",
+        Value(ApiVersion),
+    ),
+    (
+        AUTOSCALING,
+        &["HorizontalPodAutoscaler"],
+        "spec.metrics[].object.describedObject.apiVersion",
+        Value(ApiVersion),
+    ),
+    (
+        AUTOSCALING,
+        &["HorizontalPodAutoscaler"],
+        "status.currentMetrics[].object.describedObject.apiVersion",
+        Value(ApiVersion),
+    ),
+    // autoscaling/v2beta1 names the object `target`.
+    (
+        AUTOSCALING,
+        &["HorizontalPodAutoscaler"],
+        "spec.metrics[].object.target.apiVersion",
+        Value(ApiVersion),
+    ),
+    (
+        AUTOSCALING,
+        &["HorizontalPodAutoscaler"],
+        "status.currentMetrics[].object.target.apiVersion",
+        Value(ApiVersion),
+    ),
+    // autoscaling/v1 carries v2 metrics as JSON in annotations.
+    (
+        AUTOSCALING,
+        &["HorizontalPodAutoscaler"],
+        "metadata.annotations[\"autoscaling.alpha.kubernetes.io/metrics\"]",
+        JsonString("object.target.apiVersion", ApiVersion),
+    ),
+    (
+        AUTOSCALING,
+        &["HorizontalPodAutoscaler"],
+        "metadata.annotations[\"autoscaling.alpha.kubernetes.io/current-metrics\"]",
+        JsonString("object.target.apiVersion", ApiVersion),
+    ),
+    // Status errors.
+    (META, &["Status"], "details.group", Value(Group)),
+    // `apiservices.apiregistration.k8s.io "v1.g" not found`: details.name.
+    (
+        META,
+        &["Status"],
+        "details",
+        Slot::NameOf {
+            group: "group",
+            resource: "kind",
+            name: "name",
+        },
+    ),
+    (META, &["Status"], "message", Value(Text)),
+    (META, &["Status"], "details.causes[].message", Value(Text)),
+    // Discovery. Shadowed upstream groups are dropped before renaming.
+    (CORE, &["APIGroupList"], "groups", DropShadowed("name")),
+    (CORE, &["APIGroupList"], "groups[].name", Value(Group)),
+    (
+        CORE,
+        &["APIGroupList"],
+        "groups[].versions[].groupVersion",
+        Value(ApiVersion),
+    ),
+    (
+        CORE,
+        &["APIGroupList"],
+        "groups[].preferredVersion.groupVersion",
+        Value(ApiVersion),
+    ),
+    (CORE, &["APIGroup"], "name", Value(Group)),
+    (
+        CORE,
+        &["APIGroup"],
+        "versions[].groupVersion",
+        Value(ApiVersion),
+    ),
+    (
+        CORE,
+        &["APIGroup"],
+        "preferredVersion.groupVersion",
+        Value(ApiVersion),
+    ),
+    (
+        CORE,
+        &["APIResourceList"],
+        "groupVersion",
+        Value(ApiVersion),
+    ),
+    (
+        CORE,
+        &["APIResourceList"],
+        "resources[].group",
+        Value(Group),
+    ),
+    // Aggregated discovery (v2beta1 and v2): items are APIGroupDiscovery.
+    (
+        DISCOVERY,
+        &["APIGroupDiscoveryList"],
+        "items",
+        DropShadowed("metadata.name"),
+    ),
+    (
+        DISCOVERY,
+        &["APIGroupDiscovery"],
+        "metadata.name",
+        Value(Group),
+    ),
+    (
+        DISCOVERY,
+        &["APIGroupDiscovery"],
+        "versions[].resources[].responseKind.group",
+        Value(Group),
+    ),
+    (
+        DISCOVERY,
+        &["APIGroupDiscovery"],
+        "versions[].resources[].subresources[].responseKind.group",
+        Value(Group),
+    ),
+];
+
+/// Built-in resources whose kinds have places of their own.
+pub(super) const RESOURCE_KINDS: &[(&str, &str, &str)] = &[
+    (
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+    ),
+    ("apiregistration.k8s.io", "apiservices", "APIService"),
+    ("rbac.authorization.k8s.io", "roles", "Role"),
+    ("rbac.authorization.k8s.io", "clusterroles", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "rolebindings", "RoleBinding"),
+    (
+        "rbac.authorization.k8s.io",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+    ),
+    (
+        "authorization.k8s.io",
+        "subjectaccessreviews",
+        "SubjectAccessReview",
+    ),
+    (
+        "authorization.k8s.io",
+        "localsubjectaccessreviews",
+        "LocalSubjectAccessReview",
+    ),
+    (
+        "authorization.k8s.io",
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+    ),
+    (
+        "authorization.k8s.io",
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicy",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicybindings",
+        "ValidatingAdmissionPolicyBinding",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "mutatingadmissionpolicies",
+        "MutatingAdmissionPolicy",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "mutatingadmissionpolicybindings",
+        "MutatingAdmissionPolicyBinding",
+    ),
+    ("", "events", "Event"),
+    ("events.k8s.io", "events", "Event"),
+    ("", "persistentvolumeclaims", "PersistentVolumeClaim"),
+    (
+        "autoscaling",
+        "horizontalpodautoscalers",
+        "HorizontalPodAutoscaler",
+    ),
+    ("", "configmaps", "ConfigMap"),
+    ("", "secrets", "Secret"),
+];

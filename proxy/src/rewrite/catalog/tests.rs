@@ -1,0 +1,75 @@
+use super::*;
+
+#[test]
+fn every_builtin_path_parses() {
+    let c = Catalog::new(&[]);
+    assert_eq!(c.places().len(), BUILTIN.len());
+}
+
+#[test]
+fn names_carry_a_group_for_crds_and_apiservices_only() {
+    let c = Catalog::new(&[]);
+    assert_eq!(
+        c.name_form("apiextensions.k8s.io", "CustomResourceDefinition"),
+        Some(Form::QualifiedName)
+    );
+    assert_eq!(
+        c.name_form("apiregistration.k8s.io", "APIService"),
+        Some(Form::QualifiedName)
+    );
+    for (g, k) in [
+        ("", "ConfigMap"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("samplecontroller.k8s.io", "Foo"),
+        ("meta.k8s.io", "PartialObjectMetadata"),
+        ("meta.k8s.io", "Table"),
+    ] {
+        assert_eq!(c.name_form(g, k), None, "{g} {k}");
+    }
+}
+
+#[test]
+fn hidden_items_are_dropped_before_anything_is_renamed() {
+    let c = Catalog::new(&[]);
+    let list: Vec<Slot> = c.places_for("", "ConfigMapList").map(|p| p.slot).collect();
+    let drop = list.iter().position(|s| *s == Slot::DropHidden).unwrap();
+    let items = list.iter().position(|s| *s == Slot::Items).unwrap();
+    assert!(drop < items);
+    let table: Vec<Slot> = c
+        .places_for("meta.k8s.io", "Table")
+        .map(|p| p.slot)
+        .collect();
+    assert!(table.iter().any(|s| matches!(
+        s,
+        Slot::TableRows {
+            columns: "columnDefinitions",
+            ..
+        }
+    )));
+}
+
+#[test]
+fn selectors_pick_kinds_by_app_group() {
+    let c = Catalog::new(&[]);
+    let crd: Vec<String> = c
+        .places_for("apiextensions.k8s.io", "CustomResourceDefinition")
+        .map(|p| p.path.to_string())
+        .collect();
+    assert!(crd.contains(&"metadata.name".to_string()));
+    assert!(crd.contains(&"spec.group".to_string()));
+    assert!(crd.contains(&"apiVersion".to_string()));
+    let list: Vec<Slot> = c.places_for("", "ConfigMapList").map(|p| p.slot).collect();
+    assert!(list.contains(&Slot::Items));
+    let cm: Vec<String> = c
+        .places_for("", "ConfigMap")
+        .map(|p| p.path.to_string())
+        .collect();
+    assert_eq!(
+        cm,
+        [
+            "apiVersion",
+            "metadata.ownerReferences[].apiVersion",
+            "metadata.managedFields[].apiVersion"
+        ]
+    );
+}

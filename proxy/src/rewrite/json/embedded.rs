@@ -1,0 +1,58 @@
+//! JSON held in a string (an apiserver-written annotation such as
+//! autoscaling/v1's metrics annotations, in JSON and in protobuf alike): the
+//! catalog's inner path renamed inside it by splicing, so every other byte
+//! of the inner text stays as it was.
+
+use regroup_config::field_path::FieldPath;
+use regroup_config::Form;
+use serde_json::value::RawValue;
+
+use super::{JsonRewriter, TypeOf};
+use crate::rewrite::catalog::Slot;
+use crate::rewrite::error::RewriteError;
+use crate::rewrite::raw::{elements, quote, string, Walk};
+
+impl JsonRewriter<'_> {
+    /// The JSON `text` with the value at `path` (in each element when it is
+    /// an array) renamed as `form`. `Ok(None)`: nothing renamed.
+    pub(crate) fn rename_embedded(
+        &self,
+        text: &str,
+        path: &FieldPath,
+        form: Form,
+    ) -> Result<Option<String>, RewriteError> {
+        let bad =
+            |e: serde_json::Error| RewriteError::EmbeddedJson(path.to_string(), e.to_string());
+        let doc: &RawValue = serde_json::from_str(text).map_err(bad)?;
+        let mut walk = Walk::new(text);
+        let slot = Slot::Value(form);
+        let ty = TypeOf::default();
+        match elements(doc)? {
+            Some(es) => {
+                for e in es {
+                    self.place(&mut walk, e, path.steps(), slot, &ty, None)?;
+                }
+            }
+            None => self.place(&mut walk, doc, path.steps(), slot, &ty, None)?,
+        }
+        Ok(walk.finish())
+    }
+
+    /// A string member holding JSON: renamed inside, at `inner`, re-quoted.
+    pub(super) fn json_string<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        raw: &'i RawValue,
+        inner: &str,
+        form: Form,
+    ) -> Result<(), RewriteError> {
+        let Some(text) = string(raw)? else {
+            return Ok(());
+        };
+        let path = FieldPath::parse(inner).expect("catalog sub-paths are valid");
+        if let Some(new_text) = self.rename_embedded(&text, &path, form)? {
+            w.replace(raw, quote(&new_text));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,57 @@
+//! The reference-key heuristic: string values of keys named `apiGroup` or
+//! `apiVersion` anywhere in an object name a group (custom resources carry
+//! app-specific references this way), bounded by
+//! [`Catalog::reference_keys_skip`].
+
+use serde_json::value::RawValue;
+
+use super::JsonRewriter;
+use crate::rewrite::catalog::Catalog;
+use crate::rewrite::error::RewriteError;
+use crate::rewrite::raw::{quote, string, Walk};
+
+impl JsonRewriter<'_> {
+    /// The heuristic: string values of keys named `apiGroup`/`apiVersion`
+    /// anywhere in the object, except in user-data maps and in embedded
+    /// objects (which get their own pass, knowing their kind).
+    pub(super) fn reference_keys<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        raw: &'i RawValue,
+        kind: &str,
+        parent: Option<&str>,
+        depth: usize,
+        embedded: &[&str],
+    ) -> Result<(), RewriteError> {
+        if !self.may(w, raw) {
+            return Ok(());
+        }
+        if let Some(ms) = w.members(raw)? {
+            for (k, child) in ms.iter() {
+                let child: &'i RawValue = child;
+                let k = k.0.as_ref();
+                if (depth == 0 && embedded.contains(&k))
+                    || Catalog::reference_keys_skip(kind, parent, depth, k)
+                {
+                    continue;
+                }
+                let mapped = match (k, string(child)?) {
+                    ("apiVersion", Some(s)) => {
+                        self.map.map_api_version_by_reference_key(&s, self.dir)
+                    }
+                    ("apiGroup", Some(s)) => self.map.map_group_by_reference_key(&s, self.dir),
+                    _ => None,
+                };
+                match mapped {
+                    Some(m) => w.replace(child, quote(&m)),
+                    None => self.reference_keys(w, child, kind, Some(k), depth + 1, embedded)?,
+                }
+            }
+        } else if let Some(es) = w.elements(raw)? {
+            for e in es.iter() {
+                self.reference_keys(w, e, kind, parent, depth, embedded)?;
+            }
+        }
+        Ok(())
+    }
+}
