@@ -136,10 +136,7 @@ impl Engine {
                 json_patch::rewrite(json, bytes, api_version, kind)
             }
             Wire::Yaml => yaml::rewrite_to_json(json, bytes, cx.hint, cx.addressed),
-            Wire::Protobuf => match cx.addressed {
-                Some((g, k)) => self.proto(dir).rewrite_bytes_addressed(bytes, g, k),
-                None => self.proto(dir).rewrite_bytes(bytes),
-            },
+            Wire::Protobuf => self.proto(dir).rewrite_bytes_with(bytes, cx.addressed),
             Wire::Unrenamable => Err(RewriteError::Malformed(
                 "an encoding regroup can't rename".into(),
             )),
@@ -156,12 +153,11 @@ impl Engine {
         cx: Context<'_>,
         event: &[u8],
     ) -> Result<Option<Vec<u8>>, RewriteError> {
-        match (framing, cx.addressed) {
-            (Framing::Lines, _) => self.json(dir).rewrite_bytes_with(event, None, cx.addressed),
-            (Framing::LengthPrefixed, Some((g, k))) => {
-                self.proto(dir).rewrite_watch_frame_addressed(event, g, k)
-            }
-            (Framing::LengthPrefixed, None) => self.proto(dir).rewrite_watch_frame(event),
+        match framing {
+            Framing::Lines => self.json(dir).rewrite_bytes_with(event, None, cx.addressed),
+            Framing::LengthPrefixed => self
+                .proto(dir)
+                .rewrite_watch_frame_with(event, cx.addressed),
         }
     }
 

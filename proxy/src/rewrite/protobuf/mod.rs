@@ -307,6 +307,27 @@ impl<'a> ProtoRewriter<'a> {
             .collect()
     }
 
+    /// [`rewrite_bytes`](Self::rewrite_bytes), or
+    /// [`rewrite_bytes_addressed`](Self::rewrite_bytes_addressed) when the
+    /// request addressed a kind.
+    pub fn rewrite_bytes_with(
+        &self,
+        input: &[u8],
+        addressed: Option<(&str, &str)>,
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        self.enveloped(input, addressed)
+    }
+
+    /// [`rewrite_watch_frame`](Self::rewrite_watch_frame), or its
+    /// `_addressed` form when the watch addressed a kind.
+    pub fn rewrite_watch_frame_with(
+        &self,
+        frame: &[u8],
+        addressed: Option<(&str, &str)>,
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        self.frame(frame, addressed)
+    }
+
     fn enveloped(
         &self,
         input: &[u8],

@@ -62,11 +62,7 @@ pub struct BodyLimits {
 
 impl Default for BodyLimits {
     fn default() -> Self {
-        let l = regroup_config::Limits::default();
-        BodyLimits {
-            request: l.max_request_body_bytes,
-            inflated: l.max_inflated_bytes,
-        }
+        (&regroup_config::Limits::default()).into()
     }
 }
 

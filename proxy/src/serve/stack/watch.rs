@@ -22,20 +22,14 @@ pub(crate) fn rename(
     x: &Exchange,
     answer: Answer,
 ) -> Result<Response<Body>, Failure> {
-    let Answer {
-        mut parts,
-        body,
-        media,
-        gzip,
-        trust,
-    } = answer;
-    if gzip {
+    let (mut parts, body, trust) = (answer.parts, answer.body, answer.trust);
+    if answer.gzip {
         return Err(Failure::bad_gateway(
             "gzip-encoded watch streams are not supported",
         ));
     }
     parts.headers.remove(header::CONTENT_LENGTH);
-    let framing = match media {
+    let framing = match answer.media {
         MediaType::Protobuf => Framing::LengthPrefixed,
         _ => Framing::Lines,
     };

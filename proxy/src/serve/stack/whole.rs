@@ -19,17 +19,11 @@ pub(crate) async fn rename(
     x: &Exchange,
     answer: Answer,
 ) -> Result<Response<Body>, Failure> {
-    let Answer {
-        mut parts,
-        body,
-        media,
-        gzip,
-        trust,
-    } = answer;
-    let mut bytes = collect(body, BODY_LIMIT)
+    let (mut parts, media, trust) = (answer.parts, answer.media, answer.trust);
+    let mut bytes = collect(answer.body, BODY_LIMIT)
         .await
         .map_err(|e| Failure::bad_gateway(format!("reading the API server's response: {e}")))?;
-    if gzip {
+    if answer.gzip {
         bytes =
             gzip::inflate(&bytes, fwd.limits.inflated).map_err(gzip::InflateError::of_upstream)?;
         parts.headers.remove(header::CONTENT_ENCODING);
