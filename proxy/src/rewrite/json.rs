@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 
 use regroup_config::dns::MAX_SUBDOMAIN;
-use regroup_config::field_path::{FieldPath, Step};
+use regroup_config::field_path::Step;
 use regroup_config::{Direction, Form, GroupMap};
 use serde_json::value::RawValue;
 use serde_json::Value as Json;
@@ -376,45 +376,6 @@ impl<'a> JsonRewriter<'a> {
         w.replace(raw, quote(&mapped));
         Ok(())
     }
-
-    /// Drops the entries of a discovery array whose group is shadowed, as
-    /// edits that delete them with their separating commas.
-    fn drop_shadowed<'i>(
-        &self,
-        w: &mut Walk<'i>,
-        raw: &'i RawValue,
-        sub: &str,
-    ) -> Result<(), RewriteError> {
-        let Some(entries) = w.elements(raw)? else {
-            return Ok(());
-        };
-        let path = FieldPath::parse(sub).expect("catalog sub-paths are valid");
-        let mut keep = Vec::with_capacity(entries.len());
-        for e in entries.iter() {
-            let mut v: &'i RawValue = e;
-            let mut found = true;
-            for step in path.steps() {
-                let next = match step {
-                    Step::Key(k) => match w.members(v)? {
-                        Some(ms) => member(&ms, k),
-                        None => None,
-                    },
-                    Step::Each => None,
-                };
-                match next {
-                    Some(n) => v = n,
-                    None => {
-                        found = false;
-                        break;
-                    }
-                }
-            }
-            let shadowed = found && string(v)?.is_some_and(|g| self.map.is_shadowed(&g, self.dir));
-            keep.push(!shadowed);
-        }
-        self.delete(w, raw, &entries, &keep);
-        Ok(())
-    }
 }
 
 /// The type of an object from its members, `hint` standing in for those it
@@ -457,6 +418,7 @@ fn item_hint(list: &TypeOf) -> Option<TypeOf> {
 
 mod embedded;
 mod reference_keys;
+mod shadowed;
 mod tables;
 
 pub(crate) use tables::name_column;
