@@ -229,17 +229,10 @@ impl ListStream {
         out: &mut Vec<u8>,
     ) -> Result<(), RewriteError> {
         if self.in_string {
-            if self.escaped {
-                self.escaped = false;
-            } else if b == b'\\' {
-                self.escaped = true;
-            } else if b == b'"' {
-                self.in_string = false;
-                if self.depth == 1 && self.expect_key {
-                    let raw = &self.buf[self.string_start..=at];
-                    self.last_key = serde_json::from_slice::<String>(raw).ok();
-                    self.expect_key = false;
-                }
+            if self.string_ends(b) && self.depth == 1 && self.expect_key {
+                let raw = &self.buf[self.string_start..=at];
+                self.last_key = serde_json::from_slice::<String>(raw).ok();
+                self.expect_key = false;
             }
             return Ok(());
         }
@@ -318,18 +311,24 @@ impl ListStream {
         Ok(())
     }
 
+    /// One byte inside a JSON string: true when it is the closing quote.
+    fn string_ends(&mut self, b: u8) -> bool {
+        if self.escaped {
+            self.escaped = false;
+        } else if b == b'\\' {
+            self.escaped = true;
+        } else if b == b'"' {
+            self.in_string = false;
+            return true;
+        }
+        false
+    }
+
     /// Whether `b` ends the element being scanned.
     fn element_byte(&mut self, b: u8) -> End {
         if self.in_string {
-            if self.escaped {
-                self.escaped = false;
-            } else if b == b'\\' {
-                self.escaped = true;
-            } else if b == b'"' {
-                self.in_string = false;
-                if self.depth == 0 {
-                    return End::After;
-                }
+            if self.string_ends(b) && self.depth == 0 {
+                return End::After;
             }
             return End::No;
         }

@@ -317,14 +317,7 @@ pub(super) fn build(catalog: &Catalog, target: &Target<'_>) -> Plan {
                 let Some((sub_steps, false)) = translate_path(&entry, &sub) else {
                     continue;
                 };
-                let numbers: Option<Vec<u32>> = sub_steps
-                    .iter()
-                    .map(|s| match s {
-                        ProtoStep::Field(f) if !f.is_list() => Some(f.number()),
-                        _ => None,
-                    })
-                    .collect();
-                if let Some(numbers) = numbers {
+                if let Some(numbers) = singular_numbers(&sub_steps) {
                     let node = node_at(&mut plan.root, &path);
                     node.drop.get_or_insert((numbers, Form::Group));
                 }
@@ -349,14 +342,7 @@ pub(super) fn build(catalog: &Catalog, target: &Target<'_>) -> Plan {
                 let Some((steps, false)) = translate_path(&item, &name) else {
                     continue;
                 };
-                let numbers: Option<Vec<u32>> = steps
-                    .iter()
-                    .map(|s| match s {
-                        ProtoStep::Field(f) if !f.is_list() => Some(f.number()),
-                        _ => None,
-                    })
-                    .collect();
-                if let Some(numbers) = numbers {
+                if let Some(numbers) = singular_numbers(&steps) {
                     node_at(&mut plan.root, &path)
                         .drop
                         .get_or_insert((numbers, form));
@@ -366,6 +352,18 @@ pub(super) fn build(catalog: &Catalog, target: &Target<'_>) -> Plan {
         }
     }
     plan
+}
+
+/// The field numbers of a path of singular fields (none repeated), or
+/// `None`.
+fn singular_numbers(steps: &[ProtoStep]) -> Option<Vec<u32>> {
+    steps
+        .iter()
+        .map(|s| match s {
+            ProtoStep::Field(f) if !f.is_list() => Some(f.number()),
+            _ => None,
+        })
+        .collect()
 }
 
 fn slot_act(slot: Slot) -> Option<Act> {

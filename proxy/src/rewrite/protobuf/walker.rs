@@ -64,6 +64,13 @@ impl<'i> Walk<'i> {
         self.edits.push(Edit { start, end, text });
     }
 
+    /// Replaces `input[start..end]` by `text`; returns the change in length.
+    fn replace(&mut self, start: usize, end: usize, text: Vec<u8>) -> isize {
+        let d = change(text.len(), end - start);
+        self.push(start, end, text);
+        d
+    }
+
     fn reserve(&mut self) -> usize {
         self.push(UNUSED, UNUSED, Vec::new());
         self.edits.len() - 1
@@ -255,9 +262,7 @@ impl ProtoRewriter<'_> {
                 to: mapped,
             });
         }
-        let d = change(mapped.len(), end - start);
-        w.push(start, end, mapped.into_bytes());
-        Ok(d)
+        Ok(w.replace(start, end, mapped.into_bytes()))
     }
 
     /// A message naming an object by the fields numbered (group, resource,
@@ -315,9 +320,7 @@ impl ProtoRewriter<'_> {
         let Some(new) = self.json.rename_embedded(text, path, form)? else {
             return Ok(0);
         };
-        let d = change(new.len(), end - start);
-        w.push(start, end, new.into_bytes());
-        Ok(d)
+        Ok(w.replace(start, end, new.into_bytes()))
     }
 
     /// A map entry: the node of its key, applied to its value.
@@ -378,11 +381,7 @@ impl ProtoRewriter<'_> {
         if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
             let addressed = w.addressed.as_ref().map(|(g, k)| (g.as_str(), k.as_str()));
             return match self.json.rewrite_bytes_with(bytes, None, addressed)? {
-                Some(new) => {
-                    let d = change(new.len(), end - start);
-                    w.push(start, end, new);
-                    Ok(d)
-                }
+                Some(new) => Ok(w.replace(start, end, new)),
                 None => Ok(0),
             };
         }
