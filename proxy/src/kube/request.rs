@@ -95,10 +95,79 @@ impl RequestInfo {
     }
 }
 
+impl RequestInfo {
+    /// The path with object and namespace names replaced by placeholders,
+    /// for logs and metrics: groups, versions and resources are kept (a
+    /// bounded set), names never.
+    pub fn template(&self, path: &str) -> String {
+        if !self.is_api {
+            // Discovery-less paths: their first two segments say what they
+            // are (`/openapi/v3`, `/version`, `/healthz`).
+            let mut t: String = path
+                .split('/')
+                .filter(|s| !s.is_empty())
+                .take(2)
+                .map(|s| format!("/{s}"))
+                .collect();
+            if path.split('/').filter(|s| !s.is_empty()).count() > 2 {
+                t.push_str("/...");
+            }
+            return if t.is_empty() { "/".into() } else { t };
+        }
+        let mut t = if self.group.is_empty() {
+            "/api".to_string()
+        } else {
+            format!("/apis/{}", self.group)
+        };
+        if let Some(v) = &self.version {
+            t.push('/');
+            t.push_str(v);
+        }
+        // A namespace's own path names it once, as the object.
+        if self.namespace.is_some() && self.resource.as_deref() != Some("namespaces") {
+            t.push_str("/namespaces/{namespace}");
+        }
+        if let Some(r) = &self.resource {
+            t.push('/');
+            t.push_str(r);
+        }
+        if self.name.is_some() {
+            t.push_str("/{name}");
+        }
+        if let Some(sub) = &self.subresource {
+            t.push('/');
+            t.push_str(sub);
+        }
+        t
+    }
+}
+
 fn query_says_watch(q: &str) -> bool {
     q.split('&').any(|kv| {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
         // Go's strconv.ParseBool, as kube-apiserver reads it.
         k == "watch" && matches!(v, "1" | "t" | "T" | "true" | "TRUE" | "True")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_keep_groups_and_resources_never_names() {
+        let t = |p: &str| RequestInfo::parse(p, None).template(p);
+        assert_eq!(
+            t("/apis/samplecontroller.k8s.io/v1alpha1/namespaces/team-secret/foos/alpha/status"),
+            "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/{namespace}/foos/{name}/status"
+        );
+        assert_eq!(t("/api/v1/pods"), "/api/v1/pods");
+        assert_eq!(
+            t("/api/v1/namespaces/kube-system"),
+            "/api/v1/namespaces/{name}"
+        );
+        assert_eq!(t("/openapi/v3/apis/g/v1"), "/openapi/v3/...");
+        assert_eq!(t("/version"), "/version");
+        assert_eq!(t("/"), "/");
+    }
 }

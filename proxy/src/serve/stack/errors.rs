@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use http::{Method, Response};
 
+use crate::kube::RequestInfo;
 use crate::serve::metrics::metrics;
 use crate::serve::status::Failure;
 use crate::upstream::{Body, SendError};
@@ -26,9 +27,11 @@ pub(crate) fn answer(
         }
     };
     metrics().request(listener, resp.status());
-    tracing::debug!(
+    let info = RequestInfo::parse(path, None);
+    tracing::info!(
+        listener,
         %method,
-        %path,
+        path = %info.template(path),
         status = resp.status().as_u16(),
         ms = started.elapsed().as_secs_f64() * 1e3,
         "request"
