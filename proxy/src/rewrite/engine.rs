@@ -6,11 +6,10 @@
 
 use regroup_config::{Direction, GroupMap};
 
-use super::json_patch;
+use super::codec::{self, Codec};
 use super::names::NameIndex;
 use super::openapi::OpenApiRewriter;
 use super::openapi_proto::OpenApiProtoRewriter;
-use super::yaml;
 use super::{Catalog, JsonRewriter, ProtoRewriter, RewriteError};
 use crate::kube::Wire;
 use crate::rewrite::framing::Framing;
@@ -129,19 +128,15 @@ impl Engine {
         bytes: &[u8],
     ) -> Result<Option<Vec<u8>>, RewriteError> {
         let json = self.json(dir);
-        match wire {
-            Wire::Json => json.rewrite_bytes_with(bytes, cx.hint, cx.addressed),
-            Wire::JsonPatch => {
-                let (api_version, kind) = cx.hint.unwrap_or_default();
-                json_patch::rewrite(json, bytes, api_version, kind)
-            }
-            Wire::Yaml => yaml::rewrite_to_json(json, bytes, cx.hint, cx.addressed),
-            Wire::Protobuf => self.proto(dir).rewrite_bytes_with(bytes, cx.addressed),
-            Wire::Unrenamable => Err(RewriteError::Malformed(
-                "an encoding regroup can't rename".into(),
-            )),
-            Wire::Opaque => Ok(None),
-        }
+        let codec: &dyn Codec = match wire {
+            Wire::Json => json,
+            Wire::JsonPatch => &codec::JsonPatch(json),
+            Wire::Yaml => &codec::Yaml(json),
+            Wire::Protobuf => self.proto(dir),
+            Wire::Unrenamable => &codec::Refused,
+            Wire::Opaque => &codec::Untouched,
+        };
+        codec.rewrite(cx, bytes)
     }
 
     /// Renames the content of one watch frame (without its `\n` or length
@@ -189,11 +184,12 @@ impl Engine {
         bytes: &[u8],
     ) -> Result<Option<Vec<u8>>, RewriteError> {
         let codecs = self.cell.borrow_dependent();
-        if proto {
-            codecs.openapi_proto[at(dir)].rewrite_bytes(bytes)
+        let codec: &dyn Codec = if proto {
+            &codecs.openapi_proto[at(dir)]
         } else {
-            codecs.openapi[at(dir)].rewrite_bytes(bytes)
-        }
+            &codecs.openapi[at(dir)]
+        };
+        codec.rewrite(Context::default(), bytes)
     }
 }
 

@@ -3,6 +3,7 @@
 //! them all for one configuration.
 
 pub mod catalog;
+pub mod codec;
 pub mod engine;
 pub mod error;
 pub mod framing;
@@ -17,6 +18,7 @@ mod raw;
 pub mod yaml;
 
 pub use catalog::Catalog;
+pub use codec::Codec;
 pub use engine::{Context, Engine};
 pub use error::RewriteError;
 pub use json::JsonRewriter;
