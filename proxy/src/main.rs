@@ -35,6 +35,11 @@ enum Command {
         /// `listeners.http`; default 127.0.0.1:8001).
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
+        /// Directory of the in-cluster service-account files `ca.crt` and
+        /// `token` (overrides `upstream.serviceAccountDir`; default
+        /// /var/run/secrets/kubernetes.io/serviceaccount).
+        #[arg(long, value_name = "DIR")]
+        service_account_dir: Option<PathBuf>,
     },
     /// Validate a configuration and print the effective rename table.
     Check {
@@ -64,15 +69,19 @@ fn main() -> ExitCode {
         kubeconfig,
         context,
         listen,
+        service_account_dir,
     } = cli.command
     {
-        let settings = match load_config(&config) {
+        let mut settings = match load_config(&config) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("regroup: {e}");
                 return ExitCode::FAILURE;
             }
         };
+        if service_account_dir.is_some() {
+            settings.file.upstream.service_account_dir = service_account_dir;
+        }
         let opts = regroup::serve::run::Options {
             kubeconfig,
             context,
