@@ -60,6 +60,46 @@ enum Command {
         #[arg(long)]
         to_app: bool,
     },
+    /// Rename groups in manifests (as `render`) and add regroup as an
+    /// in-cluster sidecar to every pod template (Deployment, StatefulSet,
+    /// DaemonSet, ReplicaSet, Job, CronJob, Pod), with its ConfigMap and
+    /// serving Secret. Standard input to standard output by default: a Helm
+    /// post-renderer. Idempotent.
+    Inject {
+        /// The configuration file (its rules, fields, logging and limits go
+        /// into the sidecar's ConfigMap).
+        #[arg(short = 'c', long = "config")]
+        config: PathBuf,
+        /// Manifest files (repeatable), or `-` for standard input.
+        #[arg(short = 'f', long = "filename", default_value = "-")]
+        files: Vec<String>,
+        /// regroup's container image.
+        #[arg(long)]
+        image: Option<String>,
+        /// Wrap only objects of this kind (repeatable; default: all of them).
+        #[arg(long = "kind")]
+        kinds: Vec<String>,
+        /// Wrap only objects with this name (repeatable; default: all).
+        #[arg(long = "name")]
+        names: Vec<String>,
+        /// Prefix of the ConfigMap (`PREFIX-config`) and Secret (`PREFIX-serving`).
+        #[arg(long, default_value = "regroup")]
+        prefix: String,
+        /// An existing Secret (tls.crt, tls.key, ca.crt) for regroup's
+        /// loopback TLS listener, instead of one generated here.
+        #[arg(long)]
+        tls_secret: Option<String>,
+        /// regroup's loopback TLS port (the app's KUBERNETES_SERVICE_PORT).
+        #[arg(long, default_value_t = 6443)]
+        tls_port: u16,
+        /// The metrics/health port the probes use; 0: none (no probes).
+        #[arg(long, default_value_t = 9090)]
+        metrics_port: u16,
+        /// regroup as an ordinary container instead of a native sidecar
+        /// (clusters older than 1.29).
+        #[arg(long)]
+        no_native_sidecar: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -130,6 +170,44 @@ fn run(command: Command) -> Result<(), String> {
             };
             let out = regroup::render::render(&input, &settings, dir)
                 .map_err(|e| format!("{file}: {e}"))?;
+            print!("{out}");
+            Ok(())
+        }
+        Command::Inject {
+            config,
+            files,
+            image,
+            kinds,
+            names,
+            prefix,
+            tls_secret,
+            tls_port,
+            metrics_port,
+            no_native_sidecar,
+        } => {
+            let settings = load_config(&config)?;
+            let config_text = std::fs::read_to_string(&config)
+                .map_err(|e| format!("cannot read config {}: {e}", config.display()))?;
+            let mut input = String::new();
+            for f in &files {
+                let text = read_input(f)?;
+                input.push_str("\n---\n");
+                input.push_str(&text);
+            }
+            let defaults = regroup::inject::Options::default();
+            let opts = regroup::inject::Options {
+                image: image.unwrap_or(defaults.image),
+                prefix,
+                kinds: if kinds.is_empty() { defaults.kinds } else { kinds },
+                names,
+                tls_port,
+                http_port: defaults.http_port,
+                metrics_port: (metrics_port != 0).then_some(metrics_port),
+                native_sidecar: !no_native_sidecar,
+                tls_secret,
+            };
+            let out = regroup::inject::inject(&input, &config_text, &settings, &opts)
+                .map_err(|e| e.to_string())?;
             print!("{out}");
             Ok(())
         }
