@@ -116,8 +116,13 @@ pub fn inject(
         .clone()
         .unwrap_or_else(|| format!("{}-serving", opts.prefix));
     let mut namespaces: Vec<Option<String>> = Vec::new();
+    let wrap = Wrap {
+        opts,
+        secret: &secret,
+        config_hash: format!("{:016x}", fnv1a(config.as_bytes())),
+    };
     for (i, doc) in docs.iter_mut().enumerate() {
-        wrap_object(doc, opts, &secret, &mut namespaces)
+        wrap_object(doc, &wrap, &mut namespaces)
             .map_err(|e| InjectError(format!("document {}: {e}", i + 1)))?;
     }
     let config_name = format!("{}-config", opts.prefix);
@@ -153,22 +158,42 @@ fn pod_spec_path(kind: &str) -> Option<&'static [&'static str]> {
     })
 }
 
+/// What every wrapped pod template gets.
+struct Wrap<'a> {
+    opts: &'a Options,
+    secret: &'a str,
+    /// Of the sidecar's config, as a pod-template annotation: the pods roll
+    /// when the rules change.
+    config_hash: String,
+}
+
+/// FNV-1a, 64 bits: a stable fingerprint (not a security measure).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 fn wrap_object(
     doc: &mut Json,
-    opts: &Options,
-    secret: &str,
+    wrap: &Wrap,
     namespaces: &mut Vec<Option<String>>,
 ) -> Result<(), String> {
-    let kind = doc.get("kind").and_then(Json::as_str).unwrap_or_default().to_string();
+    let (opts, secret) = (wrap.opts, wrap.secret);
+    let kind = doc
+        .get("kind")
+        .and_then(Json::as_str)
+        .unwrap_or_default()
+        .to_string();
     if kind.ends_with("List") {
         if let Some(items) = doc.get_mut("items").and_then(Json::as_array_mut) {
             for (i, item) in items.iter_mut().enumerate() {
-                wrap_object(item, opts, secret, namespaces).map_err(|e| format!("items[{i}]: {e}"))?;
+                wrap_object(item, wrap, namespaces).map_err(|e| format!("items[{i}]: {e}"))?;
             }
         }
         return Ok(());
     }
-    if !opts.kinds.iter().any(|k| *k == kind) {
+    if !opts.kinds.contains(&kind) {
         return Ok(());
     }
     let name = doc
@@ -186,6 +211,12 @@ fn wrap_object(
         .pointer("/metadata/namespace")
         .and_then(Json::as_str)
         .map(str::to_string);
+    // the pod template's metadata: next to its spec
+    let meta_path: Vec<&str> = path[..path.len() - 1]
+        .iter()
+        .copied()
+        .chain(["metadata"])
+        .collect();
     let mut spec = &mut *doc;
     for key in path {
         spec = spec
@@ -195,7 +226,26 @@ fn wrap_object(
     let spec = spec
         .as_object_mut()
         .ok_or_else(|| format!("{kind} {name}: {} is not a mapping", path.join(".")))?;
-    wrap_pod_spec(spec, opts, secret).map_err(|e| format!("{kind} {name}: {e}"))?;
+    let wrapped = wrap_pod_spec(spec, opts, secret).map_err(|e| format!("{kind} {name}: {e}"))?;
+    if wrapped {
+        let mut meta = &mut *doc;
+        for key in &meta_path {
+            meta = meta
+                .as_object_mut()
+                .ok_or_else(|| format!("{kind} {name}: {key} is not a mapping"))?
+                .entry(key.to_string())
+                .or_insert_with(|| json!({}));
+        }
+        let annotations = meta
+            .as_object_mut()
+            .ok_or_else(|| format!("{kind} {name}: metadata is not a mapping"))?
+            .entry("annotations")
+            .or_insert_with(|| json!({}));
+        annotations
+            .as_object_mut()
+            .ok_or_else(|| format!("{kind} {name}: annotations is not a mapping"))?
+            .insert("regroup.dev/config-hash".into(), json!(wrap.config_hash));
+    }
     if !namespaces.contains(&ns) {
         namespaces.push(ns);
     }
@@ -210,9 +260,14 @@ fn has_regroup(spec: &Map<String, Json>) -> bool {
     })
 }
 
-fn wrap_pod_spec(spec: &mut Map<String, Json>, opts: &Options, secret: &str) -> Result<(), String> {
+/// Wraps one pod spec; false when it was already wrapped.
+fn wrap_pod_spec(
+    spec: &mut Map<String, Json>,
+    opts: &Options,
+    secret: &str,
+) -> Result<bool, String> {
     if has_regroup(spec) {
-        return Ok(()); // already wrapped
+        return Ok(false); // already wrapped
     }
     if spec.get("containers").and_then(Json::as_array).is_none() {
         return Err("the pod spec has no containers".into());
@@ -242,7 +297,8 @@ fn wrap_pod_spec(spec: &mut Map<String, Json>, opts: &Options, secret: &str) -> 
             }));
         }
         c.insert("env".into(), Json::Array(env));
-        let mut mounts = vec![json!({"name": "regroup-app-sa", "mountPath": SA_PATH, "readOnly": true})];
+        let mut mounts =
+            vec![json!({"name": "regroup-app-sa", "mountPath": SA_PATH, "readOnly": true})];
         if let Some(Json::Array(old)) = c.remove("volumeMounts") {
             mounts.extend(
                 old.into_iter()
@@ -287,7 +343,7 @@ fn wrap_pod_spec(spec: &mut Map<String, Json>, opts: &Options, secret: &str) -> 
     for (i, v) in ours.into_iter().enumerate() {
         volumes.insert(i, v);
     }
-    Ok(())
+    Ok(true)
 }
 
 /// A service-account volume: the pod's token, the namespace, and `ca.crt`
@@ -295,7 +351,9 @@ fn wrap_pod_spec(spec: &mut Map<String, Json>, opts: &Options, secret: &str) -> 
 fn sa_projection(ca_secret: Option<&str>) -> Json {
     let ca = match ca_secret {
         Some(s) => json!({"secret": {"name": s, "items": [{"key": "ca.crt", "path": "ca.crt"}]}}),
-        None => json!({"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}}),
+        None => {
+            json!({"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}})
+        }
     };
     json!({
         "defaultMode": 0o444,
@@ -314,7 +372,10 @@ pub fn sidecar_container(opts: &Options) -> Json {
     c.insert("name".into(), json!("regroup"));
     c.insert("image".into(), json!(opts.image));
     c.insert("imagePullPolicy".into(), json!("IfNotPresent"));
-    c.insert("args".into(), json!(["serve", "-c", "/etc/regroup/config/config.yaml"]));
+    c.insert(
+        "args".into(),
+        json!(["serve", "-c", "/etc/regroup/config/config.yaml"]),
+    );
     if opts.native_sidecar {
         c.insert("restartPolicy".into(), json!("Always"));
     }
@@ -364,7 +425,10 @@ fn sidecar_config(config_text: &str, opts: &Options) -> Result<String, InjectErr
         }
     }
     let mut listeners = Map::new();
-    listeners.insert("http".into(), json!(format!("127.0.0.1:{}", opts.http_port)));
+    listeners.insert(
+        "http".into(),
+        json!(format!("127.0.0.1:{}", opts.http_port)),
+    );
     listeners.insert(
         "tls".into(),
         json!({"listen": format!("127.0.0.1:{}", opts.tls_port),
@@ -415,9 +479,11 @@ fn serving_secret(name: &str, ns: Option<&str>) -> Result<Json, InjectError> {
     use base64::Engine as _;
     let id = crate::serve::tls::generate().map_err(InjectError)?;
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-    Ok(json!({"apiVersion": "v1", "kind": "Secret", "metadata": metadata(name, ns), "type": "Opaque",
+    Ok(
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": metadata(name, ns), "type": "Opaque",
               "data": {"ca.crt": b64(id.ca_pem.as_deref().unwrap_or_default()),
-                       "tls.crt": b64(&id.cert_pem), "tls.key": b64(&id.key_pem)}}))
+                       "tls.crt": b64(&id.cert_pem), "tls.key": b64(&id.key_pem)}}),
+    )
 }
 
 fn is_named(doc: &Json, kind: &str, name: &str, ns: Option<&str>) -> bool {

@@ -198,7 +198,11 @@ fn run(command: Command) -> Result<(), String> {
             let opts = regroup::inject::Options {
                 image: image.unwrap_or(defaults.image),
                 prefix,
-                kinds: if kinds.is_empty() { defaults.kinds } else { kinds },
+                kinds: if kinds.is_empty() {
+                    defaults.kinds
+                } else {
+                    kinds
+                },
                 names,
                 tls_port,
                 http_port: defaults.http_port,

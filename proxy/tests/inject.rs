@@ -82,7 +82,13 @@ fn deployment_is_wrapped_renamed_and_overridden() {
     let kinds: Vec<&str> = out.iter().map(|d| d["kind"].as_str().unwrap()).collect();
     assert_eq!(
         kinds,
-        ["ServiceAccount", "ClusterRole", "Deployment", "Foo", "ConfigMap"]
+        [
+            "ServiceAccount",
+            "ClusterRole",
+            "Deployment",
+            "Foo",
+            "ConfigMap"
+        ]
     );
     assert_eq!(
         out[1]["rules"][0]["apiGroups"][0],
