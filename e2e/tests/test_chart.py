@@ -110,6 +110,22 @@ def test_lint_template_validate(case, tmp_path):
     pod_spec_assertions(values, objs, kube)
 
 
+@pytest.mark.parametrize("example", ["kubeconfig", "incluster", "front"])
+def test_documented_examples(example, tmp_path):
+    """charts/regroup/examples/*.yaml (docs/deploy.md's worked examples) lint,
+    render and validate."""
+    path = CHART / "examples" / f"{example}.yaml"
+    lint = subprocess.run([str(HELM), "lint", "--strict", str(CHART), "-f", str(path)], capture_output=True,
+                          text=True, timeout=120)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    out = subprocess.run([str(HELM), "template", "ex", str(CHART), "-f", str(path), "--kube-version", "1.31.0"],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    objs = [d for d in yaml.safe_load_all(out) if d]
+    for o in objs:
+        kubernetes_validate.validate(o, "1.31.0", strict=True)
+    assert one(objs, "Deployment")["spec"]["template"]["spec"]["initContainers"][0]["name"] == "regroup"
+
+
 def pod_spec_assertions(values, objs, kube):
     mode = values["mode"]
     metrics = values.get("regroup", {}).get("metrics", {}).get("enabled", True)
