@@ -43,6 +43,11 @@ MATRIX = {
                "front": {"enabled": True, "insecureBackend": True,
                          "apiServices": [{"group": "login.concierge.pinniped.dev", "version": "v1alpha1"}]}},
               "1.31.0"),
+    "front-own-secret": ({"mode": "inCluster", "regroup": {"tlsSecret": "my-loopback"},
+                          "front": {"enabled": True, "insecureBackend": True, "tlsSecret": "my-front",
+                                    "caBundle": base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode(),
+                                    "apiServices": [{"group": "login.concierge.pinniped.dev", "version": "v1alpha1"}]}},
+                         "1.33.0"),
     "front-incluster-namespaced-rbac": ({"mode": "inCluster", "rbac": {"clusterScoped": False},
                                          "front": {"enabled": True, "backendCaSecret": "app-ca",
                                                    "backend": "https://127.0.0.1:10250"}}, "1.29.0"),
@@ -186,11 +191,17 @@ def pod_spec_assertions(values, objs, kube):
         assert amounts[SA_PATH] == "regroup-app-sa"
         srcs = vols["regroup-app-sa"]["projected"]["sources"]
         assert {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}} in srcs
-        assert {"secret": {"name": "team-b-regroup-serving", "items": [{"key": "ca.crt", "path": "ca.crt"}]}} in srcs
+        serving = values.get("regroup", {}).get("tlsSecret") or "team-b-regroup-serving"
+        assert {"secret": {"name": serving, "items": [{"key": "ca.crt", "path": "ca.crt"}]}} in srcs
+        assert vols["regroup-serving"]["secret"]["secretName"] == serving
         assert any("downwardAPI" in s for s in srcs)
-        secret = next(s for s in by_kind(objs, "Secret") if s["metadata"]["name"] == "team-b-regroup-serving")
-        assert set(secret["data"]) == {"ca.crt", "tls.crt", "tls.key"}
-        assert base64.b64decode(secret["data"]["ca.crt"]).startswith(b"-----BEGIN CERTIFICATE-----")
+        generated = [s for s in by_kind(objs, "Secret") if s["metadata"]["name"] == "team-b-regroup-serving"]
+        if serving == "team-b-regroup-serving":
+            (secret,) = generated
+            assert set(secret["data"]) == {"ca.crt", "tls.crt", "tls.key"}
+            assert base64.b64decode(secret["data"]["ca.crt"]).startswith(b"-----BEGIN CERTIFICATE-----")
+        else:
+            assert not generated
     else:
         assert ("KUBECONFIG", "/etc/regroup-app/kubeconfig") in env
         assert not any(n.startswith("KUBERNETES_SERVICE") for n, _ in env)
@@ -207,11 +218,18 @@ def pod_spec_assertions(values, objs, kube):
         assert svc["spec"]["ports"][0]["targetPort"] == "front"
         binding = next(b for b in by_kind(objs, "RoleBinding") if b["metadata"]["namespace"] == "kube-system")
         assert binding["roleRef"]["name"] == "extension-apiserver-authentication-reader"
+        own = values["front"].get("tlsSecret")
+        assert vols["regroup-front-tls"]["secret"]["secretName"] == (own or "team-b-regroup-front-tls")
         for a in by_kind(objs, "APIService"):
             assert a["metadata"]["name"] == "v1alpha1.login.concierge.pinniped.team-b.example.com"
             assert a["spec"]["service"]["name"] == svc["metadata"]["name"]
-            secret = next(s for s in by_kind(objs, "Secret") if s["metadata"]["name"] == "team-b-regroup-front-tls")
-            assert a["spec"]["caBundle"] == secret["data"]["ca.crt"]
+            if own:  # the Secret is the user's: the chart writes none, the CA is the one given
+                assert a["spec"]["caBundle"] == values["front"]["caBundle"]
+                assert not any(s["metadata"]["name"].endswith("front-tls") for s in by_kind(objs, "Secret"))
+            else:
+                secret = next(s for s in by_kind(objs, "Secret")
+                              if s["metadata"]["name"] == "team-b-regroup-front-tls")
+                assert a["spec"]["caBundle"] == secret["data"]["ca.crt"]
     else:
         assert not by_kind(objs, "Service") and not by_kind(objs, "APIService")
 
@@ -276,7 +294,11 @@ def test_refuses_incomplete_values(tmp_path):
                             ({"app": APP, "rules": []}, "rules is required"),
                             ({"app": APP, "rules": RULES, "front": {"enabled": True}}, "front.backendCaSecret"),
                             ({"app": APP, "rules": RULES, "mode": "sideways"}, "mode"),
-                            ({"app": APP, "rules": RULES, "regroup": {"logLevel": "loud"}}, "logLevel")]:
+                            ({"app": APP, "rules": RULES, "regroup": {"logLevel": "loud"}}, "logLevel"),
+                            ({"app": APP, "rules": RULES, "front": {
+                                "enabled": True, "insecureBackend": True, "tlsSecret": "absent",
+                                "apiServices": [{"group": "a.example.com", "version": "v1"}]}},
+                             "front.tlsSecret absent not found")]:
         p = helm("template", "t", CHART, values=values, tmp=tmp_path, check=False)
         assert p.returncode != 0 and message in p.stderr, (values, p.stderr)
 
