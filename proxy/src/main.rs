@@ -70,7 +70,8 @@ enum Command {
         /// into the sidecar's ConfigMap).
         #[arg(short = 'c', long = "config")]
         config: PathBuf,
-        /// Manifest files (repeatable), or `-` for standard input.
+        /// Manifest files or directories (their *.yaml, *.yml, *.json;
+        /// repeatable), or `-` for standard input.
         #[arg(short = 'f', long = "filename", default_value = "-")]
         files: Vec<String>,
         /// regroup's container image.
@@ -190,9 +191,10 @@ fn run(command: Command) -> Result<(), String> {
                 .map_err(|e| format!("cannot read config {}: {e}", config.display()))?;
             let mut input = String::new();
             for f in &files {
-                let text = read_input(f)?;
-                input.push_str("\n---\n");
-                input.push_str(&text);
+                for text in read_inputs(f)? {
+                    input.push_str("\n---\n");
+                    input.push_str(&text);
+                }
             }
             let defaults = regroup::inject::Options::default();
             let opts = regroup::inject::Options {
@@ -222,6 +224,29 @@ fn load_config(path: &Path) -> Result<Settings, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
     regroup_config::load(&text).map_err(|e| format!("{}:\n{e}", path.display()))
+}
+
+/// A file, `-`, or a directory's `*.yaml`, `*.yml` and `*.json` files (in
+/// name order, not recursive).
+fn read_inputs(file: &str) -> Result<Vec<String>, String> {
+    let path = Path::new(file);
+    if file == "-" || !path.is_dir() {
+        return Ok(vec![read_input(file)?]);
+    }
+    let mut names: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| format!("cannot read {file}: {e}"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_file()
+                && p.extension()
+                    .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
+        })
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|p| read_input(&p.to_string_lossy()))
+        .collect()
 }
 
 fn read_input(file: &str) -> Result<String, String> {

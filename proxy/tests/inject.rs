@@ -201,3 +201,61 @@ fn without_native_sidecars_regroup_is_the_last_container() {
     assert!(regroup.get("restartPolicy").is_none());
     assert!(regroup.get("livenessProbe").is_none());
 }
+
+#[test]
+fn the_binary_reads_files_directories_and_stdin() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let tmp = std::env::temp_dir().join(format!("regroup-inject-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    for name in ["cronjob", "statefulset"] {
+        std::fs::copy(
+            dir().join(format!("{name}.yaml")),
+            tmp.join(format!("{name}.yaml")),
+        )
+        .unwrap();
+    }
+    std::fs::write(tmp.join("README.md"), "not a manifest").unwrap();
+    let bin = env!("CARGO_BIN_EXE_regroup");
+    let config = dir().join("config.yaml");
+    let from_dir = Command::new(bin)
+        .args(["inject", "--tls-secret", "x", "-c"])
+        .arg(&config)
+        .arg("-f")
+        .arg(&tmp)
+        .output()
+        .unwrap();
+    assert!(
+        from_dir.status.success(),
+        "{}",
+        String::from_utf8_lossy(&from_dir.stderr)
+    );
+    let out = docs(std::str::from_utf8(&from_dir.stdout).unwrap());
+    let kinds: Vec<&str> = out.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["CronJob", "StatefulSet", "ConfigMap", "ConfigMap"]);
+
+    let mut child = Command::new(bin)
+        .args(["inject", "--tls-secret", "x", "-c"])
+        .arg(&config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&std::fs::read(dir().join("cronjob.yaml")).unwrap())
+        .unwrap();
+    let piped = child.wait_with_output().unwrap();
+    assert!(piped.status.success());
+    let files = Command::new(bin)
+        .args(["inject", "--tls-secret", "x", "-c"])
+        .arg(&config)
+        .arg("-f")
+        .arg(dir().join("cronjob.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(piped.stdout, files.stdout);
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
