@@ -259,3 +259,8 @@ fn the_binary_reads_files_directories_and_stdin() {
     assert_eq!(piped.stdout, files.stdout);
     std::fs::remove_dir_all(&tmp).unwrap();
 }
+
+#[test]
+fn golden_helm_create_chart() {
+    golden("helm-create");
+}
