@@ -279,6 +279,8 @@ def test_renamed_manifests_from_regroup_render(regroup_bin, tmp_path):
     objs = template(values_for({}), tmp_path, "1.31.0", "--set-file", f"renamedManifests={rendered}")
     crds = by_kind(objs, "CustomResourceDefinition")
     assert [c["spec"]["group"] for c in crds] == ["samplecontroller.team-b.example.com"]
+    # helm uninstall keeps them (and the app's objects)
+    assert crds[0]["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
     kubernetes_validate.validate(crds[0], "1.31.0", strict=True)
 
     values = values_for({})
