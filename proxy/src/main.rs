@@ -35,6 +35,11 @@ enum Command {
         /// `listeners.http`; default 127.0.0.1:8001).
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
+        /// Directory of the in-cluster service-account files `ca.crt` and
+        /// `token` (overrides `upstream.serviceAccountDir`; default
+        /// /var/run/secrets/kubernetes.io/serviceaccount).
+        #[arg(long, value_name = "DIR")]
+        service_account_dir: Option<PathBuf>,
     },
     /// Validate a configuration and print the effective rename table.
     Check {
@@ -55,6 +60,47 @@ enum Command {
         #[arg(long)]
         to_app: bool,
     },
+    /// Rename groups in manifests (as `render`) and add regroup as an
+    /// in-cluster sidecar to every pod template (Deployment, StatefulSet,
+    /// DaemonSet, ReplicaSet, Job, CronJob, Pod), with its ConfigMap and
+    /// serving Secret. Standard input to standard output by default: a Helm
+    /// post-renderer. Idempotent.
+    Inject {
+        /// The configuration file (its rules, fields, logging and limits go
+        /// into the sidecar's ConfigMap).
+        #[arg(short = 'c', long = "config")]
+        config: PathBuf,
+        /// Manifest files or directories (their *.yaml, *.yml, *.json;
+        /// repeatable), or `-` for standard input.
+        #[arg(short = 'f', long = "filename", default_value = "-")]
+        files: Vec<String>,
+        /// regroup's container image.
+        #[arg(long)]
+        image: Option<String>,
+        /// Wrap only objects of this kind (repeatable; default: all of them).
+        #[arg(long = "kind")]
+        kinds: Vec<String>,
+        /// Wrap only objects with this name (repeatable; default: all).
+        #[arg(long = "name")]
+        names: Vec<String>,
+        /// Prefix of the ConfigMap (`PREFIX-config`) and Secret (`PREFIX-serving`).
+        #[arg(long, default_value = "regroup")]
+        prefix: String,
+        /// An existing Secret (tls.crt, tls.key, ca.crt) for regroup's
+        /// loopback TLS listener, instead of one generated here.
+        #[arg(long)]
+        tls_secret: Option<String>,
+        /// regroup's loopback TLS port (the app's KUBERNETES_SERVICE_PORT).
+        #[arg(long, default_value_t = 6443)]
+        tls_port: u16,
+        /// The metrics/health port the probes use; 0: none (no probes).
+        #[arg(long, default_value_t = 9090)]
+        metrics_port: u16,
+        /// regroup as an ordinary container instead of a native sidecar
+        /// (clusters older than 1.29).
+        #[arg(long)]
+        no_native_sidecar: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -64,15 +110,19 @@ fn main() -> ExitCode {
         kubeconfig,
         context,
         listen,
+        service_account_dir,
     } = cli.command
     {
-        let settings = match load_config(&config) {
+        let mut settings = match load_config(&config) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("regroup: {e}");
                 return ExitCode::FAILURE;
             }
         };
+        if service_account_dir.is_some() {
+            settings.file.upstream.service_account_dir = service_account_dir;
+        }
         let opts = regroup::serve::run::Options {
             kubeconfig,
             context,
@@ -124,6 +174,49 @@ fn run(command: Command) -> Result<(), String> {
             print!("{out}");
             Ok(())
         }
+        Command::Inject {
+            config,
+            files,
+            image,
+            kinds,
+            names,
+            prefix,
+            tls_secret,
+            tls_port,
+            metrics_port,
+            no_native_sidecar,
+        } => {
+            let settings = load_config(&config)?;
+            let config_text = std::fs::read_to_string(&config)
+                .map_err(|e| format!("cannot read config {}: {e}", config.display()))?;
+            let mut input = String::new();
+            for f in &files {
+                for text in read_inputs(f)? {
+                    input.push_str("\n---\n");
+                    input.push_str(&text);
+                }
+            }
+            let defaults = regroup::inject::Options::default();
+            let opts = regroup::inject::Options {
+                image: image.unwrap_or(defaults.image),
+                prefix,
+                kinds: if kinds.is_empty() {
+                    defaults.kinds
+                } else {
+                    kinds
+                },
+                names,
+                tls_port,
+                http_port: defaults.http_port,
+                metrics_port: (metrics_port != 0).then_some(metrics_port),
+                native_sidecar: !no_native_sidecar,
+                tls_secret,
+            };
+            let out = regroup::inject::inject(&input, &config_text, &settings, &opts)
+                .map_err(|e| e.to_string())?;
+            print!("{out}");
+            Ok(())
+        }
     }
 }
 
@@ -131,6 +224,29 @@ fn load_config(path: &Path) -> Result<Settings, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
     regroup_config::load(&text).map_err(|e| format!("{}:\n{e}", path.display()))
+}
+
+/// A file, `-`, or a directory's `*.yaml`, `*.yml` and `*.json` files (in
+/// name order, not recursive).
+fn read_inputs(file: &str) -> Result<Vec<String>, String> {
+    let path = Path::new(file);
+    if file == "-" || !path.is_dir() {
+        return Ok(vec![read_input(file)?]);
+    }
+    let mut names: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| format!("cannot read {file}: {e}"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_file()
+                && p.extension()
+                    .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
+        })
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|p| read_input(&p.to_string_lossy()))
+        .collect()
 }
 
 fn read_input(file: &str) -> Result<String, String> {

@@ -25,6 +25,16 @@ struct Doc {
 /// Renames every group in `input` (YAML documents or JSON values) in `dir`
 /// and returns the documents as YAML.
 pub fn render(input: &str, settings: &Settings, dir: Direction) -> Result<String, RenderError> {
+    to_yaml(&render_values(input, settings, dir)?)
+}
+
+/// [`render`] without the YAML writing: the renamed documents, in input
+/// order (`regroup inject` works on them before writing).
+pub fn render_values(
+    input: &str,
+    settings: &Settings,
+    dir: Direction,
+) -> Result<Vec<Json>, RenderError> {
     let docs = if looks_like_json(input) {
         parse_json(input)?
     } else {
@@ -51,10 +61,15 @@ pub fn render(input: &str, settings: &Settings, dir: Direction) -> Result<String
             .map_err(|e| RenderError(format!("{at}: {e}")))?;
         out.push(doc.value);
     }
-    if out.is_empty() {
+    Ok(out)
+}
+
+/// Documents as multi-document YAML (empty input, empty output).
+pub fn to_yaml(docs: &[Json]) -> Result<String, RenderError> {
+    if docs.is_empty() {
         return Ok(String::new());
     }
-    serde_saphyr::to_string_multiple(&out)
+    serde_saphyr::to_string_multiple(docs)
         .map_err(|e| RenderError(format!("could not write YAML: {e}")))
 }
 

@@ -376,11 +376,15 @@ async fn shutdown_signal() -> &'static str {
 fn resolve_upstream(settings: &Settings, opts: &Options) -> Result<kubeconfig::Resolved, String> {
     let up = &settings.file.upstream;
     let context = opts.context.as_deref().or(up.context.as_deref());
+    let in_cluster = || match &up.service_account_dir {
+        Some(dir) => kubeconfig::in_cluster_at(dir),
+        None => kubeconfig::in_cluster(),
+    };
     if let Some(path) = opts.kubeconfig.as_ref().or(up.kubeconfig.as_ref()) {
         return kubeconfig::load(path, context).map_err(|e| e.to_string());
     }
     if up.in_cluster {
-        return kubeconfig::in_cluster().map_err(|e| e.to_string());
+        return in_cluster().map_err(|e| e.to_string());
     }
     if let Some(p) = std::env::var_os("KUBECONFIG").filter(|p| !p.is_empty()) {
         // Like kubectl: the first file of the list.
@@ -393,7 +397,7 @@ fn resolve_upstream(settings: &Settings, opts: &Options) -> Result<kubeconfig::R
             return kubeconfig::load(&p, context).map_err(|e| e.to_string());
         }
     }
-    kubeconfig::in_cluster().map_err(|e| {
+    in_cluster().map_err(|e| {
         format!("no upstream: no --kubeconfig, $KUBECONFIG or ~/.kube/config, and not in a cluster ({e})")
     })
 }

@@ -201,7 +201,13 @@ pub fn load(path: &Path, context: Option<&str>) -> Result<Resolved, KubeconfigEr
 /// The in-cluster configuration: `KUBERNETES_SERVICE_HOST/PORT` and the
 /// service-account token and CA mounted into every pod.
 pub fn in_cluster() -> Result<Resolved, KubeconfigError> {
-    const SA: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+    in_cluster_at(Path::new("/var/run/secrets/kubernetes.io/serviceaccount"))
+}
+
+/// [`in_cluster`] with the service-account files (`ca.crt`, `token`) read
+/// from `dir` (`upstream.serviceAccountDir`): a sidecar whose pod mounts the
+/// app's volume at the standard path, or a test on one machine.
+pub fn in_cluster_at(dir: &Path) -> Result<Resolved, KubeconfigError> {
     let err = |message: String| KubeconfigError {
         path: "in-cluster".into(),
         message,
@@ -215,11 +221,12 @@ pub fn in_cluster() -> Result<Resolved, KubeconfigError> {
     } else {
         host
     };
-    let ca = std::fs::read(format!("{SA}/ca.crt")).map_err(|e| err(format!("{SA}/ca.crt: {e}")))?;
+    let ca_path = dir.join("ca.crt");
+    let ca = std::fs::read(&ca_path).map_err(|e| err(format!("{}: {e}", ca_path.display())))?;
     Ok(Resolved {
         server: format!("https://{host}:{port}"),
         ca_pem: Some(ca),
-        token_file: Some(PathBuf::from(format!("{SA}/token"))),
+        token_file: Some(dir.join("token")),
         ..Resolved::default()
     })
 }

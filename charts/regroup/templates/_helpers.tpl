@@ -1,0 +1,284 @@
+{{/* Names and labels. */}}
+{{- define "regroup.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "regroup.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else if contains (include "regroup.name" .) .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name (include "regroup.name" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{- define "regroup.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "regroup.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "regroup.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "regroup.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "regroup.serviceAccountName" -}}
+{{- if .Values.app.serviceAccount.create }}
+{{- default (include "regroup.fullname" .) .Values.app.serviceAccount.name }}
+{{- else }}
+{{- required "app.serviceAccount.name is required when app.serviceAccount.create is false" .Values.app.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "regroup.frontServiceName" -}}
+{{- printf "%s-front" (include "regroup.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "regroup.tlsSecretName" -}}
+{{- default (printf "%s-serving" (include "regroup.fullname" .)) .Values.regroup.tlsSecret }}
+{{- end }}
+
+{{- define "regroup.frontSecretName" -}}
+{{- default (printf "%s-front-tls" (include "regroup.fullname" .)) .Values.front.tlsSecret }}
+{{- end }}
+
+{{/*
+regroup.mapGroup: one API group from the app's name to the cluster's, with
+the rules as regroup applies them (exact first, then a DNS suffix on a label
+boundary). Only group NAMES are mapped here (RBAC apiGroups, APIService
+groups); whole manifests go through `regroup render`.
+Call: include "regroup.mapGroup" (dict "group" "foo.example.io" "rules" .Values.rules)
+*/}}
+{{- define "regroup.mapGroup" -}}
+{{- $g := .group -}}
+{{- $out := $g -}}
+{{- $done := false -}}
+{{- range .rules }}
+{{- if and (not $done) .from (eq .from $g) }}{{- $out = .to }}{{- $done = true }}{{- end }}
+{{- end }}
+{{- range .rules }}
+{{- if and (not $done) .fromSuffix }}
+{{- if eq $g .fromSuffix }}{{- $out = .toSuffix }}{{- $done = true }}
+{{- else if hasSuffix (printf ".%s" .fromSuffix) $g }}{{- $out = printf "%s.%s" (trimSuffix (printf ".%s" .fromSuffix) $g) .toSuffix }}{{- $done = true }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $out -}}
+{{- end }}
+
+{{/* Whether regroup runs as a native sidecar (init container, restartPolicy Always). */}}
+{{- define "regroup.native" -}}
+{{- $n := .Values.regroup.nativeSidecar | toString -}}
+{{- if eq $n "true" }}true
+{{- else if eq $n "false" }}
+{{- else if semverCompare ">=1.29.0-0" .Capabilities.KubeVersion.Version }}true
+{{- end }}
+{{- end }}
+
+{{/* regroup's configuration file (docs/config.md). */}}
+{{- define "regroup.config" -}}
+rules:
+{{- toYaml .Values.rules | nindent 2 }}
+{{- with .Values.fields }}
+fields:
+{{- toYaml . | nindent 2 }}
+{{- end }}
+listeners:
+  http: 127.0.0.1:{{ .Values.regroup.httpPort }}
+{{- if eq .Values.mode "inCluster" }}
+  tls:
+    listen: 127.0.0.1:{{ .Values.regroup.tlsPort }}
+    certFile: /etc/regroup/serving/tls.crt
+    keyFile: /etc/regroup/serving/tls.key
+{{- end }}
+{{- if .Values.regroup.metrics.enabled }}
+  metrics: 0.0.0.0:{{ .Values.regroup.metrics.port }}
+{{- end }}
+upstream:
+  inCluster: true
+credentials:
+  passThrough: true
+{{- if .Values.front.enabled }}
+front:
+  listen: 0.0.0.0:{{ .Values.front.port }}
+  certFile: /etc/regroup/front/tls.crt
+  keyFile: /etc/regroup/front/tls.key
+  caFile: /etc/regroup/front/ca.crt
+  backend: {{ .Values.front.backend }}
+{{- if .Values.front.backendCaSecret }}
+  backendCaFile: /etc/regroup/backend/ca.crt
+{{- end }}
+{{- if .Values.front.insecureBackend }}
+  dangerousInsecureBackend: true
+{{- end }}
+  requestHeader:
+    fromCluster: true
+{{- end }}
+logging:
+  level: {{ .Values.regroup.logLevel }}
+  format: {{ .Values.regroup.logFormat }}
+limits:
+  shutdownGracePeriod: {{ .Values.regroup.shutdownGracePeriod }}
+{{- with .Values.regroup.limits }}
+{{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* The kubeconfig the app reads in kubeconfig mode: regroup on loopback, no credentials. */}}
+{{- define "regroup.appKubeconfig" -}}
+apiVersion: v1
+kind: Config
+clusters:
+  - name: regroup
+    cluster:
+      server: http://127.0.0.1:{{ .Values.regroup.httpPort }}
+contexts:
+  - name: regroup
+    context:
+      cluster: regroup
+      user: app
+      namespace: {{ .Release.Namespace }}
+current-context: regroup
+users:
+  - name: app
+    user: {}
+{{- end }}
+
+{{/* The regroup container. */}}
+{{- define "regroup.container" -}}
+- name: regroup
+  image: "{{ .Values.regroup.image.repository }}:{{ .Values.regroup.image.tag | default .Chart.AppVersion }}"
+  imagePullPolicy: {{ .Values.regroup.image.pullPolicy }}
+  args: [serve, -c, /etc/regroup/config/config.yaml]
+{{- if include "regroup.native" . }}
+  restartPolicy: Always
+{{- end }}
+  ports:
+{{- if .Values.regroup.metrics.enabled }}
+    - name: metrics
+      containerPort: {{ .Values.regroup.metrics.port }}
+      protocol: TCP
+{{- end }}
+{{- if .Values.front.enabled }}
+    - name: front
+      containerPort: {{ .Values.front.port }}
+      protocol: TCP
+{{- end }}
+{{- if .Values.regroup.metrics.enabled }}
+  startupProbe:
+    httpGet: {path: /livez, port: metrics}
+    {{- toYaml .Values.regroup.startupProbe | nindent 4 }}
+  livenessProbe:
+    httpGet: {path: /livez, port: metrics}
+    {{- toYaml .Values.regroup.livenessProbe | nindent 4 }}
+  readinessProbe:
+    httpGet: {path: /readyz, port: metrics}
+    {{- toYaml .Values.regroup.readinessProbe | nindent 4 }}
+{{- end }}
+  resources:
+    {{- toYaml .Values.regroup.resources | nindent 4 }}
+  securityContext:
+    {{- toYaml .Values.regroup.securityContext | nindent 4 }}
+  volumeMounts:
+    - name: regroup-config
+      mountPath: /etc/regroup/config
+      readOnly: true
+    - name: regroup-upstream-sa
+      mountPath: /var/run/secrets/kubernetes.io/serviceaccount
+      readOnly: true
+{{- if eq .Values.mode "inCluster" }}
+    - name: regroup-serving
+      mountPath: /etc/regroup/serving
+      readOnly: true
+{{- end }}
+{{- if .Values.front.enabled }}
+    - name: regroup-front-tls
+      mountPath: /etc/regroup/front
+      readOnly: true
+{{- if .Values.front.backendCaSecret }}
+    - name: regroup-backend-ca
+      mountPath: /etc/regroup/backend
+      readOnly: true
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* What each app container gets appended: env and volume mounts. */}}
+{{- define "regroup.appEnv" -}}
+{{- if eq .Values.mode "inCluster" }}
+- name: KUBERNETES_SERVICE_HOST
+  value: 127.0.0.1
+- name: KUBERNETES_SERVICE_PORT
+  value: {{ .Values.regroup.tlsPort | quote }}
+- name: KUBERNETES_SERVICE_PORT_HTTPS
+  value: {{ .Values.regroup.tlsPort | quote }}
+{{- else }}
+- name: KUBECONFIG
+  value: /etc/regroup-app/kubeconfig
+{{- end }}
+{{- end }}
+
+{{- define "regroup.appMounts" -}}
+{{- if eq .Values.mode "inCluster" }}
+- name: regroup-app-sa
+  mountPath: /var/run/secrets/kubernetes.io/serviceaccount
+  readOnly: true
+{{- else }}
+- name: regroup-app-kubeconfig
+  mountPath: /etc/regroup-app
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{/* The service-account volume, with the CA from `ca` (a dict: configMap or secret). */}}
+{{- define "regroup.saVolume" -}}
+projected:
+  defaultMode: 0444
+  sources:
+    - serviceAccountToken:
+        path: token
+        expirationSeconds: 3607
+{{- if .secret }}
+    - secret:
+        name: {{ .secret }}
+        items:
+          - key: ca.crt
+            path: ca.crt
+{{- else }}
+    - configMap:
+        name: kube-root-ca.crt
+        items:
+          - key: ca.crt
+            path: ca.crt
+{{- end }}
+    - downwardAPI:
+        items:
+          - path: namespace
+            fieldRef:
+              apiVersion: v1
+              fieldPath: metadata.namespace
+{{- end }}
+
+{{/*
+A generated CA and certificate as Secret data (ca.crt, tls.crt, tls.key),
+kept from the existing Secret on upgrade (lookup; `helm template` has no
+cluster and generates afresh).
+Call: include "regroup.certData" (dict "ctx" $ "name" SECRET "cn" CN "ips" LIST "dns" LIST)
+*/}}
+{{- define "regroup.certData" -}}
+{{- $existing := lookup "v1" "Secret" .ctx.Release.Namespace .name -}}
+{{- if and $existing (index $existing.data "tls.crt") }}
+ca.crt: {{ index $existing.data "ca.crt" }}
+tls.crt: {{ index $existing.data "tls.crt" }}
+tls.key: {{ index $existing.data "tls.key" }}
+{{- else }}
+{{- $ca := genCA (printf "%s-ca" .cn) 3650 }}
+{{- $cert := genSignedCert .cn .ips .dns 3650 $ca }}
+ca.crt: {{ $ca.Cert | b64enc }}
+tls.crt: {{ $cert.Cert | b64enc }}
+tls.key: {{ $cert.Key | b64enc }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,407 @@
+"""charts/regroup, offline: `helm lint --strict` and `helm template` over a
+matrix of values; every rendered object validated against the Kubernetes
+JSON schemas of kubernetes-validate (strict: unknown fields are errors); the
+pod spec asserted (env override, service-account volumes, probes,
+securityContext, regroup's args and config); the chart's RBAC renaming
+checked against `regroup render`; regroup's rendered config checked by
+`regroup check`. Needs helm (e2e/install.sh) and no cluster."""
+import base64
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from e2e_support import E2E, REPO
+
+HELM = Path(os.environ.get("REGROUP_E2E_HELM") or E2E / ".bin" / "helm")
+CHART = REPO / "charts" / "regroup"
+SA_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+RULES = [{"from": "samplecontroller.k8s.io", "to": "samplecontroller.team-b.example.com"},
+         {"fromSuffix": "pinniped.dev", "toSuffix": "pinniped.team-b.example.com"}]
+APP = {"containers": [{"name": "controller", "image": "registry.k8s.io/sample-controller:v0.31.0",
+                       "args": ["-v=2"],
+                       "env": [{"name": "FOO", "value": "bar"},
+                               {"name": "KUBERNETES_SERVICE_HOST", "value": "ignored"}],
+                       "volumeMounts": [{"name": "scratch", "mountPath": "/tmp"}]}],
+       "volumes": [{"name": "scratch", "emptyDir": {}}]}
+RBAC = {"rules": [{"apiGroups": ["samplecontroller.k8s.io", "login.concierge.pinniped.dev", "pinniped.dev", ""],
+                   "resources": ["foos", "events"], "verbs": ["get", "list", "watch"]},
+                  {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"]}]}
+
+# name -> (values, kube version)
+MATRIX = {
+    "incluster": ({"mode": "inCluster"}, "1.31.0"),
+    "kubeconfig": ({"mode": "kubeconfig"}, "1.31.0"),
+    "incluster-no-metrics": ({"mode": "inCluster", "regroup": {"metrics": {"enabled": False}}}, "1.31.0"),
+    "incluster-old-cluster": ({"mode": "inCluster"}, "1.27.0"),
+    "front": ({"mode": "kubeconfig",
+               "front": {"enabled": True, "insecureBackend": True,
+                         "apiServices": [{"group": "login.concierge.pinniped.dev", "version": "v1alpha1"}]}},
+              "1.31.0"),
+    "front-own-secret": ({"mode": "inCluster", "regroup": {"tlsSecret": "my-loopback"},
+                          "front": {"enabled": True, "insecureBackend": True, "tlsSecret": "my-front",
+                                    "caBundle": base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode(),
+                                    "apiServices": [{"group": "login.concierge.pinniped.dev", "version": "v1alpha1"}]}},
+                         "1.33.0"),
+    "front-incluster-namespaced-rbac": ({"mode": "inCluster", "rbac": {"clusterScoped": False},
+                                         "front": {"enabled": True, "backendCaSecret": "app-ca",
+                                                   "backend": "https://127.0.0.1:10250"}}, "1.29.0"),
+}
+
+
+def merge(a, b):
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def values_for(extra):
+    return merge({"rules": RULES, "app": APP, "rbac": RBAC}, extra)
+
+
+def helm(*args, values=None, tmp=None, check=True):
+    cmd = [str(HELM), *map(str, args)]
+    if values is not None:
+        path = tmp / "values.yaml"
+        path.write_text(yaml.safe_dump(values))
+        cmd += ["-f", str(path)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if check and p.returncode != 0:
+        pytest.fail(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def template(values, tmp, kube="1.31.0", *extra):
+    out = helm("template", "team-b", CHART, "--namespace", "team-b", "--kube-version", kube, *extra,
+               values=values, tmp=tmp).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def by_kind(objs, kind):
+    return [o for o in objs if o["kind"] == kind]
+
+
+def one(objs, kind):
+    found = by_kind(objs, kind)
+    assert len(found) == 1, f"expected one {kind}, found {[o['metadata']['name'] for o in found]}"
+    return found[0]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def need_helm():
+    if not HELM.exists():
+        pytest.fail(f"helm not found at {HELM}: run e2e/install.sh")
+
+
+@pytest.mark.parametrize("case", sorted(MATRIX))
+def test_lint_template_validate(case, tmp_path):
+    extra, kube = MATRIX[case]
+    values = values_for(extra)
+    lint = helm("lint", "--strict", CHART, "--kube-version", kube, values=values, tmp=tmp_path)
+    assert "0 chart(s) failed" in lint.stdout
+    objs = template(values, tmp_path, kube)
+    assert objs, "nothing rendered"
+    for o in objs:
+        try:
+            kubernetes_validate.validate(o, kube, strict=True)
+        except kubernetes_validate.ValidationError as e:
+            pytest.fail(f"{o['kind']} {o['metadata']['name']} invalid for Kubernetes {kube}: {e.message}")
+    pod_spec_assertions(values, objs, kube)
+
+
+@pytest.mark.parametrize("example", ["kubeconfig", "incluster", "front"])
+def test_documented_examples(example, tmp_path):
+    """charts/regroup/examples/*.yaml (docs/deploy.md's worked examples) lint,
+    render and validate."""
+    path = CHART / "examples" / f"{example}.yaml"
+    lint = subprocess.run([str(HELM), "lint", "--strict", str(CHART), "-f", str(path)], capture_output=True,
+                          text=True, timeout=120)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    out = subprocess.run([str(HELM), "template", "ex", str(CHART), "-f", str(path), "--kube-version", "1.31.0"],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    objs = [d for d in yaml.safe_load_all(out) if d]
+    for o in objs:
+        kubernetes_validate.validate(o, "1.31.0", strict=True)
+    assert one(objs, "Deployment")["spec"]["template"]["spec"]["initContainers"][0]["name"] == "regroup"
+
+
+def pod_spec_assertions(values, objs, kube):
+    mode = values["mode"]
+    metrics = values.get("regroup", {}).get("metrics", {}).get("enabled", True)
+    front = values.get("front", {}).get("enabled", False)
+    native = tuple(map(int, kube.split(".")[:2])) >= (1, 29)
+    spec = one(objs, "Deployment")["spec"]["template"]["spec"]
+    assert spec["automountServiceAccountToken"] is False
+    assert spec["serviceAccountName"] == "team-b-regroup"
+
+    # regroup: a native sidecar on >= 1.29, else an ordinary container
+    if native:
+        (regroup,) = spec["initContainers"]
+        assert regroup["restartPolicy"] == "Always"
+        assert [c["name"] for c in spec["containers"]] == ["controller"]
+    else:
+        assert "initContainers" not in spec
+        regroup = spec["containers"][-1]
+        assert "restartPolicy" not in regroup
+    assert regroup["name"] == "regroup"
+    assert regroup["args"] == ["serve", "-c", "/etc/regroup/config/config.yaml"]
+    sc = regroup["securityContext"]
+    assert sc["runAsNonRoot"] and sc["readOnlyRootFilesystem"] and not sc["allowPrivilegeEscalation"]
+    assert sc["capabilities"] == {"drop": ["ALL"]} and sc["runAsUser"] != 0
+    assert regroup["resources"]["requests"]["cpu"] and regroup["resources"]["requests"]["memory"]
+    if metrics:
+        assert regroup["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "metrics"}
+        assert regroup["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+        assert regroup["startupProbe"]["httpGet"]["path"] == "/livez"
+        assert {"name": "metrics", "containerPort": 9090, "protocol": "TCP"} in regroup["ports"]
+    else:
+        assert not any(k in regroup for k in ("livenessProbe", "readinessProbe", "startupProbe"))
+    # regroup reads the real service account at the standard path (its own volume)
+    rmounts = {m["mountPath"]: m["name"] for m in regroup["volumeMounts"]}
+    assert rmounts[SA_PATH] == "regroup-upstream-sa"
+    assert not any(e["name"].startswith("KUBERNETES_SERVICE") for e in regroup.get("env", []))
+    vols = {v["name"]: v for v in spec["volumes"]}
+    real = vols["regroup-upstream-sa"]["projected"]["sources"]
+    assert {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}} in real
+    assert any(s.get("configMap", {}).get("name") == "kube-root-ca.crt" for s in real)
+
+    app = next(c for c in spec["containers"] if c["name"] == "controller")
+    env = [(e["name"], e.get("value")) for e in app["env"]]
+    amounts = {m["mountPath"]: m["name"] for m in app["volumeMounts"]}
+    assert amounts["/tmp"] == "scratch" and ("FOO", "bar") in env  # the app's own kept
+    assert app["args"] == ["-v=2"] and app["image"].startswith("registry.k8s.io/sample-controller")
+    config = yaml.safe_load(next(o for o in by_kind(objs, "ConfigMap")
+                                 if o["metadata"]["name"] == "team-b-regroup-config")["data"]["config.yaml"])
+    assert config["rules"] == RULES and config["upstream"] == {"inCluster": True}
+    assert config["credentials"] == {"passThrough": True}
+    assert ("metrics" in config["listeners"]) == metrics
+    if mode == "inCluster":
+        # the env override: the app's in-cluster config reaches regroup's loopback TLS listener
+        assert ("KUBERNETES_SERVICE_HOST", "127.0.0.1") in env
+        assert ("KUBERNETES_SERVICE_PORT", "6443") in env
+        assert ("KUBERNETES_SERVICE_HOST", "ignored") not in env
+        assert config["listeners"]["tls"]["listen"] == "127.0.0.1:6443"
+        # ... and trusts it: ca.crt = the serving Secret's CA, token = the pod's own
+        assert amounts[SA_PATH] == "regroup-app-sa"
+        srcs = vols["regroup-app-sa"]["projected"]["sources"]
+        assert {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}} in srcs
+        serving = values.get("regroup", {}).get("tlsSecret") or "team-b-regroup-serving"
+        assert {"secret": {"name": serving, "items": [{"key": "ca.crt", "path": "ca.crt"}]}} in srcs
+        assert vols["regroup-serving"]["secret"]["secretName"] == serving
+        assert any("downwardAPI" in s for s in srcs)
+        generated = [s for s in by_kind(objs, "Secret") if s["metadata"]["name"] == "team-b-regroup-serving"]
+        if serving == "team-b-regroup-serving":
+            (secret,) = generated
+            assert set(secret["data"]) == {"ca.crt", "tls.crt", "tls.key"}
+            assert base64.b64decode(secret["data"]["ca.crt"]).startswith(b"-----BEGIN CERTIFICATE-----")
+        else:
+            assert not generated
+    else:
+        assert ("KUBECONFIG", "/etc/regroup-app/kubeconfig") in env
+        assert not any(n.startswith("KUBERNETES_SERVICE") for n, _ in env)
+        assert SA_PATH not in amounts  # the app holds no token at all
+        kc = yaml.safe_load(next(o for o in by_kind(objs, "ConfigMap")
+                                 if o["metadata"]["name"] == "team-b-regroup-app-kubeconfig")["data"]["kubeconfig"])
+        assert kc["clusters"][0]["cluster"] == {"server": "http://127.0.0.1:8001"}
+        assert kc["users"][0]["user"] == {}
+    if front:
+        assert {"name": "front", "containerPort": 9443, "protocol": "TCP"} in regroup["ports"]
+        assert config["front"]["listen"] == "0.0.0.0:9443"
+        assert config["front"]["requestHeader"] == {"fromCluster": True}
+        svc = one(objs, "Service")
+        assert svc["spec"]["ports"][0]["targetPort"] == "front"
+        binding = next(b for b in by_kind(objs, "RoleBinding") if b["metadata"]["namespace"] == "kube-system")
+        assert binding["roleRef"]["name"] == "extension-apiserver-authentication-reader"
+        own = values["front"].get("tlsSecret")
+        assert vols["regroup-front-tls"]["secret"]["secretName"] == (own or "team-b-regroup-front-tls")
+        for a in by_kind(objs, "APIService"):
+            assert a["metadata"]["name"] == "v1alpha1.login.concierge.pinniped.team-b.example.com"
+            assert a["spec"]["service"]["name"] == svc["metadata"]["name"]
+            if own:  # the Secret is the user's: the chart writes none, the CA is the one given
+                assert a["spec"]["caBundle"] == values["front"]["caBundle"]
+                assert not any(s["metadata"]["name"].endswith("front-tls") for s in by_kind(objs, "Secret"))
+            else:
+                secret = next(s for s in by_kind(objs, "Secret")
+                              if s["metadata"]["name"] == "team-b-regroup-front-tls")
+                assert a["spec"]["caBundle"] == secret["data"]["ca.crt"]
+    else:
+        assert not by_kind(objs, "Service") and not by_kind(objs, "APIService")
+
+
+def test_rendered_config_passes_regroup_check(regroup_bin, tmp_path):
+    for case in ("incluster", "front"):
+        objs = template(values_for(MATRIX[case][0]), tmp_path)
+        cm = next(o for o in by_kind(objs, "ConfigMap") if o["metadata"]["name"] == "team-b-regroup-config")
+        path = tmp_path / f"{case}.yaml"
+        path.write_text(cm["data"]["config.yaml"])
+        p = subprocess.run([regroup_bin, "check", "-c", str(path)], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, f"{case}: {p.stdout}{p.stderr}"
+
+
+def test_rbac_renamed_as_regroup_render_renames_it(regroup_bin, tmp_path):
+    """The chart renames only bare group names (RBAC apiGroups); they must be
+    exactly what regroup itself makes of the same ClusterRole."""
+    objs = template(values_for({}), tmp_path)
+    role = one(objs, "ClusterRole")
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text(yaml.safe_dump({"rules": RULES}))
+    original = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "x"},
+                "rules": RBAC["rules"]}
+    p = subprocess.run([regroup_bin, "render", "-c", str(rules_file), "-f", "-"], input=json.dumps(original),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    rendered = yaml.safe_load(p.stdout)
+    assert [r["apiGroups"] for r in role["rules"]] == [r["apiGroups"] for r in rendered["rules"]]
+    assert role["rules"][0]["apiGroups"] == ["samplecontroller.team-b.example.com",
+                                             "login.concierge.pinniped.team-b.example.com",
+                                             "pinniped.team-b.example.com", ""]
+    binding = one(objs, "ClusterRoleBinding")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "team-b-regroup", "namespace": "team-b"}]
+
+
+def test_renamed_manifests_from_regroup_render(regroup_bin, tmp_path):
+    """renamedManifests takes `regroup render`'s output as is, and refuses a
+    manifest that was not rendered."""
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text(yaml.safe_dump({"rules": RULES}))
+    crd = E2E / "manifests" / "crd-foos.yaml"
+    p = subprocess.run([regroup_bin, "render", "-c", str(rules_file), "-f", str(crd)], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    rendered = tmp_path / "renamed.yaml"
+    rendered.write_text(p.stdout)
+    objs = template(values_for({}), tmp_path, "1.31.0", "--set-file", f"renamedManifests={rendered}")
+    crds = by_kind(objs, "CustomResourceDefinition")
+    assert [c["spec"]["group"] for c in crds] == ["samplecontroller.team-b.example.com"]
+    # helm uninstall keeps them (and the app's objects)
+    assert crds[0]["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    kubernetes_validate.validate(crds[0], "1.31.0", strict=True)
+
+    values = values_for({})
+    path = tmp_path / "v.yaml"
+    path.write_text(yaml.safe_dump(values))
+    bad = helm("template", "team-b", CHART, "-f", path, "--set-file", f"renamedManifests={crd}", check=False)
+    assert bad.returncode != 0
+    assert "still names the app's group samplecontroller.k8s.io" in bad.stderr
+
+
+def test_refuses_incomplete_values(tmp_path):
+    for values, message in [({"rules": RULES}, "app.containers is required"),
+                            ({"app": APP, "rules": []}, "rules is required"),
+                            ({"app": APP, "rules": RULES, "front": {"enabled": True}}, "front.backendCaSecret"),
+                            ({"app": APP, "rules": RULES, "mode": "sideways"}, "mode"),
+                            ({"app": APP, "rules": RULES, "regroup": {"logLevel": "loud"}}, "logLevel"),
+                            ({"app": APP, "rules": RULES, "front": {
+                                "enabled": True, "insecureBackend": True, "tlsSecret": "absent",
+                                "apiServices": [{"group": "a.example.com", "version": "v1"}]}},
+                             "front.tlsSecret absent not found")]:
+        p = helm("template", "t", CHART, values=values, tmp=tmp_path, check=False)
+        assert p.returncode != 0 and message in p.stderr, (values, p.stderr)
+
+
+# --- regroup inject: the same sidecar as the chart, and as a Helm post-renderer -----------------
+
+HELM3 = Path(os.environ.get("REGROUP_E2E_HELM3") or E2E / ".bin" / "helm3")
+PLUGIN = REPO / "charts" / "plugins" / "regroup-inject"
+
+
+def inject(regroup_bin, rules_file, text, *args):
+    p = subprocess.run([regroup_bin, "inject", "-c", str(rules_file), *args], input=text, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return [d for d in yaml.safe_load_all(p.stdout) if d]
+
+
+def test_chart_and_inject_build_the_same_sidecar(regroup_bin, tmp_path):
+    """The chart (fullnameOverride=regroup) and `regroup inject` of a
+    Deployment with the same app container give the same regroup container,
+    the same pod volumes, the same app env and mounts, the same config."""
+    objs = template(values_for({"fullnameOverride": "regroup"}), tmp_path)
+    chart_spec = one(objs, "Deployment")["spec"]["template"]["spec"]
+    chart_config = yaml.safe_load(next(o for o in by_kind(objs, "ConfigMap")
+                                       if o["metadata"]["name"] == "regroup-config")["data"]["config.yaml"])
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text(yaml.safe_dump({"rules": RULES}))
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "app", "namespace": "team-b"},
+                  "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+                      "metadata": {"labels": {"a": "b"}},
+                      "spec": {"containers": APP["containers"], "volumes": APP["volumes"]}}}}
+    out = inject(regroup_bin, rules_file, yaml.safe_dump(deployment), "--tls-secret", "regroup-serving")
+    spec = one(out, "Deployment")["spec"]["template"]["spec"]
+    assert spec["initContainers"] == chart_spec["initContainers"]
+    assert spec["containers"] == chart_spec["containers"]
+    assert spec["volumes"] == chart_spec["volumes"]
+    assert spec["automountServiceAccountToken"] is chart_spec["automountServiceAccountToken"] is False
+    assert yaml.safe_load(one(out, "ConfigMap")["data"]["config.yaml"]) == chart_config
+    for o in out:
+        kubernetes_validate.validate(o, "1.31.0", strict=True)
+
+
+def helm_create(tmp_path):
+    """A real chart: what `helm create` writes (a Deployment, Service,
+    ServiceAccount, test Pod, ...)."""
+    env = helm_env(tmp_path)
+    subprocess.run([str(HELM), "create", str(tmp_path / "mychart")], check=True, capture_output=True, env=env)
+    return tmp_path / "mychart"
+
+
+def helm_env(tmp_path, regroup_bin=None):
+    env = dict(os.environ, HELM_CONFIG_HOME=str(tmp_path / "helm-config"), HELM_CACHE_HOME=str(tmp_path / "helm-cache"),
+               HELM_DATA_HOME=str(tmp_path / "helm-data"))
+    env.pop("HELM_PLUGINS", None)
+    if regroup_bin:
+        env["REGROUP_BIN"] = regroup_bin
+    return env
+
+
+def check_post_rendered(objs, plain):
+    """Every object of the plain rendering is there; the Deployment is wrapped."""
+    key = lambda o: (o["kind"], o["metadata"]["name"])  # noqa: E731
+    assert {key(o) for o in plain} <= {key(o) for o in objs}
+    spec = one(objs, "Deployment")["spec"]["template"]["spec"]
+    assert spec["initContainers"][0]["name"] == "regroup"
+    env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
+    assert env["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
+    assert one(objs, "ConfigMap")["metadata"]["name"] == "regroup-config"
+    for o in objs:
+        kubernetes_validate.validate(o, "1.31.0", strict=True)
+
+
+def test_post_renderer_helm4_plugin(regroup_bin, tmp_path):
+    """Helm 4: --post-renderer takes the name of a postrenderer/v1 plugin."""
+    chart = helm_create(tmp_path)
+    env = helm_env(tmp_path, regroup_bin)
+    p = subprocess.run([str(HELM), "plugin", "install", str(PLUGIN)], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text(yaml.safe_dump({"rules": RULES}))
+    plain = subprocess.run([str(HELM), "template", "b", str(chart)], capture_output=True, text=True, env=env, check=True)
+    p = subprocess.run([str(HELM), "template", "b", str(chart), "--post-renderer", "regroup-inject",
+                        "--post-renderer-args=-c", f"--post-renderer-args={rules_file}"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    check_post_rendered([d for d in yaml.safe_load_all(p.stdout) if d],
+                        [d for d in yaml.safe_load_all(plain.stdout) if d])
+
+
+def test_post_renderer_helm3_executable(regroup_bin, tmp_path):
+    """Helm 3: --post-renderer takes an executable (the plugin's script)."""
+    if not HELM3.exists():
+        pytest.fail(f"helm 3 not found at {HELM3}: run e2e/install.sh")
+    chart = helm_create(tmp_path)
+    env = helm_env(tmp_path, regroup_bin)
+    env["REGROUP_CONFIG"] = str(tmp_path / "rules.yaml")
+    Path(env["REGROUP_CONFIG"]).write_text(yaml.safe_dump({"rules": RULES}))
+    plain = subprocess.run([str(HELM3), "template", "b", str(chart)], capture_output=True, text=True, env=env,
+                           check=True)
+    p = subprocess.run([str(HELM3), "template", "b", str(chart), "--post-renderer", str(PLUGIN / "regroup-inject")],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    check_post_rendered([d for d in yaml.safe_load_all(p.stdout) if d],
+                        [d for d in yaml.safe_load_all(plain.stdout) if d])

@@ -1,0 +1,493 @@
+//! `regroup inject`: an app's manifests, renamed and wrapped.
+//!
+//! Every document goes through `regroup render`'s renaming (towards the
+//! cluster); then every pod template of the kinds asked for (Deployment,
+//! StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, Pod; inside `List`s
+//! too) gets regroup as a sidecar in in-cluster mode (DESIGN.md way 2),
+//! exactly as the Helm chart (`charts/regroup`) builds it:
+//!
+//! - regroup, a native sidecar (an init container with `restartPolicy:
+//!   Always`, Kubernetes >= 1.29) or an ordinary container, reading its
+//!   config from the ConfigMap `PREFIX-config` and the real service-account
+//!   token and CA from its own projected volume at the standard path;
+//! - each app container (and init container, with a native sidecar):
+//!   `KUBERNETES_SERVICE_HOST=127.0.0.1`,
+//!   `KUBERNETES_SERVICE_PORT(_HTTPS)=<regroup's TLS port>`, and at the
+//!   standard path a projected volume with the pod's own token and, as
+//!   `ca.crt`, the CA of regroup's loopback certificate (Secret
+//!   `PREFIX-serving`, generated here unless it exists or `tls_secret`
+//!   names one);
+//! - the pod's `automountServiceAccountToken: false` (each container gets
+//!   exactly its volume).
+//!
+//! Idempotent: a pod template that already has a container named `regroup`
+//! is left alone, an existing `PREFIX-config` ConfigMap is updated in
+//! place, an existing `PREFIX-serving` Secret kept. Reads and writes
+//! multi-document YAML, so it works as a Helm post-renderer (stdin to
+//! stdout).
+
+use regroup_config::{Direction, Settings};
+use serde_json::{json, Map, Value as Json};
+
+use crate::render::{render_values, to_yaml, RenderError};
+
+/// The kinds whose pod templates are wrapped by default.
+pub const KINDS: &[&str] = &[
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "Job",
+    "CronJob",
+    "Pod",
+];
+
+const SA_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+const OVERRIDDEN_ENV: &[&str] = &[
+    "KUBERNETES_SERVICE_HOST",
+    "KUBERNETES_SERVICE_PORT",
+    "KUBERNETES_SERVICE_PORT_HTTPS",
+];
+
+/// What to inject, and where.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// regroup's image.
+    pub image: String,
+    /// Names of the ConfigMap (`PREFIX-config`) and Secret (`PREFIX-serving`).
+    pub prefix: String,
+    /// Kinds to wrap (default [`KINDS`]).
+    pub kinds: Vec<String>,
+    /// Only objects with these names (empty: all).
+    pub names: Vec<String>,
+    /// regroup's loopback TLS port (the app's `KUBERNETES_SERVICE_PORT`).
+    pub tls_port: u16,
+    /// regroup's loopback plain-HTTP port.
+    pub http_port: u16,
+    /// The metrics/health port (probes); `None`: no metrics listener, no probes.
+    pub metrics_port: Option<u16>,
+    /// regroup as a native sidecar (Kubernetes >= 1.29).
+    pub native_sidecar: bool,
+    /// An existing Secret (`tls.crt`, `tls.key`, `ca.crt`) for the loopback
+    /// listener; `None`: `PREFIX-serving`, generated when not in the input.
+    pub tls_secret: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            image: format!("ghcr.io/regroup-dev/regroup:{}", env!("CARGO_PKG_VERSION")),
+            prefix: "regroup".into(),
+            kinds: KINDS.iter().map(|k| k.to_string()).collect(),
+            names: Vec::new(),
+            tls_port: 6443,
+            http_port: 8001,
+            metrics_port: Some(9090),
+            native_sidecar: true,
+            tls_secret: None,
+        }
+    }
+}
+
+/// Why manifests could not be injected.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct InjectError(pub String);
+
+impl From<RenderError> for InjectError {
+    fn from(e: RenderError) -> Self {
+        InjectError(e.0)
+    }
+}
+
+/// Renames `input` and wraps its pod templates; `config_text` is the
+/// configuration file (its `rules`, `fields`, `logging` and `limits` go into
+/// the sidecar's ConfigMap).
+pub fn inject(
+    input: &str,
+    config_text: &str,
+    settings: &Settings,
+    opts: &Options,
+) -> Result<String, InjectError> {
+    let mut docs = render_values(input, settings, Direction::ToCluster)?;
+    let config = sidecar_config(config_text, opts)?;
+    let secret = opts
+        .tls_secret
+        .clone()
+        .unwrap_or_else(|| format!("{}-serving", opts.prefix));
+    let mut namespaces: Vec<Option<String>> = Vec::new();
+    let wrap = Wrap {
+        opts,
+        secret: &secret,
+        config_hash: format!("{:016x}", fnv1a(config.as_bytes())),
+    };
+    for (i, doc) in docs.iter_mut().enumerate() {
+        wrap_object(doc, &wrap, &mut namespaces)
+            .map_err(|e| InjectError(format!("document {}: {e}", i + 1)))?;
+    }
+    let config_name = format!("{}-config", opts.prefix);
+    for ns in &namespaces {
+        let cm = config_map(&config_name, ns.as_deref(), &config);
+        match docs
+            .iter_mut()
+            .find(|d| is_named(d, "ConfigMap", &config_name, ns.as_deref()))
+        {
+            Some(existing) => *existing = cm,
+            None => docs.push(cm),
+        }
+        if opts.tls_secret.is_none()
+            && !docs
+                .iter()
+                .any(|d| is_named(d, "Secret", &secret, ns.as_deref()))
+        {
+            docs.push(serving_secret(&secret, ns.as_deref())?);
+        }
+    }
+    Ok(to_yaml(&docs)?)
+}
+
+/// The path of the pod spec in an object of `kind`, from the object.
+fn pod_spec_path(kind: &str) -> Option<&'static [&'static str]> {
+    Some(match kind {
+        "Pod" => &["spec"],
+        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" => {
+            &["spec", "template", "spec"]
+        }
+        "CronJob" => &["spec", "jobTemplate", "spec", "template", "spec"],
+        _ => return None,
+    })
+}
+
+/// What every wrapped pod template gets.
+struct Wrap<'a> {
+    opts: &'a Options,
+    secret: &'a str,
+    /// Of the sidecar's config, as a pod-template annotation: the pods roll
+    /// when the rules change.
+    config_hash: String,
+}
+
+/// FNV-1a, 64 bits: a stable fingerprint (not a security measure).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn wrap_object(
+    doc: &mut Json,
+    wrap: &Wrap,
+    namespaces: &mut Vec<Option<String>>,
+) -> Result<(), String> {
+    let (opts, secret) = (wrap.opts, wrap.secret);
+    let kind = doc
+        .get("kind")
+        .and_then(Json::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if kind.ends_with("List") {
+        if let Some(items) = doc.get_mut("items").and_then(Json::as_array_mut) {
+            for (i, item) in items.iter_mut().enumerate() {
+                wrap_object(item, wrap, namespaces).map_err(|e| format!("items[{i}]: {e}"))?;
+            }
+        }
+        return Ok(());
+    }
+    if !opts.kinds.contains(&kind) {
+        return Ok(());
+    }
+    let name = doc
+        .pointer("/metadata/name")
+        .and_then(Json::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if !opts.names.is_empty() && !opts.names.contains(&name) {
+        return Ok(());
+    }
+    let Some(path) = pod_spec_path(&kind) else {
+        return Ok(());
+    };
+    let ns = doc
+        .pointer("/metadata/namespace")
+        .and_then(Json::as_str)
+        .map(str::to_string);
+    // the pod template's metadata: next to its spec
+    let meta_path: Vec<&str> = path[..path.len() - 1]
+        .iter()
+        .copied()
+        .chain(["metadata"])
+        .collect();
+    let mut spec = &mut *doc;
+    for key in path {
+        spec = spec
+            .get_mut(*key)
+            .ok_or_else(|| format!("{kind} {name}: no {} in it", path.join(".")))?;
+    }
+    let spec = spec
+        .as_object_mut()
+        .ok_or_else(|| format!("{kind} {name}: {} is not a mapping", path.join(".")))?;
+    let wrapped = wrap_pod_spec(spec, opts, secret).map_err(|e| format!("{kind} {name}: {e}"))?;
+    if wrapped {
+        let mut meta = &mut *doc;
+        for key in &meta_path {
+            meta = meta
+                .as_object_mut()
+                .ok_or_else(|| format!("{kind} {name}: {key} is not a mapping"))?
+                .entry(key.to_string())
+                .or_insert_with(|| json!({}));
+        }
+        let annotations = meta
+            .as_object_mut()
+            .ok_or_else(|| format!("{kind} {name}: metadata is not a mapping"))?
+            .entry("annotations")
+            .or_insert_with(|| json!({}));
+        annotations
+            .as_object_mut()
+            .ok_or_else(|| format!("{kind} {name}: annotations is not a mapping"))?
+            .insert("regroup.dev/config-hash".into(), json!(wrap.config_hash));
+    }
+    if !namespaces.contains(&ns) {
+        namespaces.push(ns);
+    }
+    Ok(())
+}
+
+fn has_regroup(spec: &Map<String, Json>) -> bool {
+    ["containers", "initContainers"].iter().any(|k| {
+        spec.get(*k)
+            .and_then(Json::as_array)
+            .is_some_and(|cs| cs.iter().any(|c| c.get("name") == Some(&json!("regroup"))))
+    })
+}
+
+/// Wraps one pod spec; false when it was already wrapped.
+fn wrap_pod_spec(
+    spec: &mut Map<String, Json>,
+    opts: &Options,
+    secret: &str,
+) -> Result<bool, String> {
+    if has_regroup(spec) {
+        return Ok(false); // already wrapped
+    }
+    if spec.get("containers").and_then(Json::as_array).is_none() {
+        return Err("the pod spec has no containers".into());
+    }
+    // The app's containers, and its init containers when regroup starts
+    // before them (native sidecar).
+    let mut app: Vec<&mut Json> = Vec::new();
+    for (key, list) in spec.iter_mut() {
+        if key == "containers" || (key == "initContainers" && opts.native_sidecar) {
+            if let Some(list) = list.as_array_mut() {
+                app.extend(list.iter_mut());
+            }
+        }
+    }
+    for c in app {
+        let c = c.as_object_mut().ok_or("a container is not a mapping")?;
+        let mut env = vec![
+            json!({"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"}),
+            json!({"name": "KUBERNETES_SERVICE_PORT", "value": opts.tls_port.to_string()}),
+            json!({"name": "KUBERNETES_SERVICE_PORT_HTTPS", "value": opts.tls_port.to_string()}),
+        ];
+        if let Some(Json::Array(old)) = c.remove("env") {
+            env.extend(old.into_iter().filter(|e| {
+                !e.get("name")
+                    .and_then(Json::as_str)
+                    .is_some_and(|n| OVERRIDDEN_ENV.contains(&n))
+            }));
+        }
+        c.insert("env".into(), Json::Array(env));
+        let mut mounts =
+            vec![json!({"name": "regroup-app-sa", "mountPath": SA_PATH, "readOnly": true})];
+        if let Some(Json::Array(old)) = c.remove("volumeMounts") {
+            mounts.extend(
+                old.into_iter()
+                    .filter(|m| m.get("mountPath") != Some(&json!(SA_PATH))),
+            );
+        }
+        c.insert("volumeMounts".into(), Json::Array(mounts));
+    }
+    let sidecar = sidecar_container(opts);
+    if opts.native_sidecar {
+        let init = spec
+            .entry("initContainers")
+            .or_insert_with(|| Json::Array(Vec::new()));
+        init.as_array_mut()
+            .ok_or("initContainers is not a list")?
+            .insert(0, sidecar);
+    } else {
+        spec.get_mut("containers")
+            .and_then(Json::as_array_mut)
+            .expect("checked above")
+            .push(sidecar);
+    }
+    spec.insert("automountServiceAccountToken".into(), json!(false));
+    let volumes = spec
+        .entry("volumes")
+        .or_insert_with(|| Json::Array(Vec::new()))
+        .as_array_mut()
+        .ok_or("volumes is not a list")?;
+    volumes.retain(|v| {
+        !matches!(
+            v.get("name").and_then(Json::as_str),
+            Some("regroup-config" | "regroup-upstream-sa" | "regroup-serving" | "regroup-app-sa")
+        )
+    });
+    let ours = [
+        json!({"name": "regroup-config", "configMap": {"name": format!("{}-config", opts.prefix)}}),
+        json!({"name": "regroup-upstream-sa", "projected": sa_projection(None)}),
+        json!({"name": "regroup-serving", "secret": {"secretName": secret, "items": [
+            {"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}]}}),
+        json!({"name": "regroup-app-sa", "projected": sa_projection(Some(secret))}),
+    ];
+    for (i, v) in ours.into_iter().enumerate() {
+        volumes.insert(i, v);
+    }
+    Ok(true)
+}
+
+/// A service-account volume: the pod's token, the namespace, and `ca.crt`
+/// from the cluster (`kube-root-ca.crt`) or from regroup's serving Secret.
+fn sa_projection(ca_secret: Option<&str>) -> Json {
+    let ca = match ca_secret {
+        Some(s) => json!({"secret": {"name": s, "items": [{"key": "ca.crt", "path": "ca.crt"}]}}),
+        None => {
+            json!({"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}})
+        }
+    };
+    json!({
+        "defaultMode": 0o444,
+        "sources": [
+            {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+            ca,
+            {"downwardAPI": {"items": [{"path": "namespace",
+                "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
+        ]
+    })
+}
+
+/// The regroup container: the same as the chart's with its default values.
+pub fn sidecar_container(opts: &Options) -> Json {
+    let mut c = Map::new();
+    c.insert("name".into(), json!("regroup"));
+    c.insert("image".into(), json!(opts.image));
+    c.insert("imagePullPolicy".into(), json!("IfNotPresent"));
+    c.insert(
+        "args".into(),
+        json!(["serve", "-c", "/etc/regroup/config/config.yaml"]),
+    );
+    if opts.native_sidecar {
+        c.insert("restartPolicy".into(), json!("Always"));
+    }
+    if let Some(port) = opts.metrics_port {
+        c.insert(
+            "ports".into(),
+            json!([{"name": "metrics", "containerPort": port, "protocol": "TCP"}]),
+        );
+        let probe = |path: &str, period: u32, failures: u32| {
+            json!({"httpGet": {"path": path, "port": "metrics"},
+                   "periodSeconds": period, "failureThreshold": failures})
+        };
+        c.insert("startupProbe".into(), probe("/livez", 1, 60));
+        c.insert("livenessProbe".into(), probe("/livez", 10, 3));
+        c.insert("readinessProbe".into(), probe("/readyz", 10, 3));
+    }
+    c.insert(
+        "resources".into(),
+        json!({"requests": {"cpu": "50m", "memory": "32Mi"}, "limits": {"memory": "256Mi"}}),
+    );
+    c.insert(
+        "securityContext".into(),
+        json!({"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
+               "readOnlyRootFilesystem": true, "allowPrivilegeEscalation": false,
+               "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}),
+    );
+    c.insert(
+        "volumeMounts".into(),
+        json!([
+            {"name": "regroup-config", "mountPath": "/etc/regroup/config", "readOnly": true},
+            {"name": "regroup-upstream-sa", "mountPath": SA_PATH, "readOnly": true},
+            {"name": "regroup-serving", "mountPath": "/etc/regroup/serving", "readOnly": true},
+        ]),
+    );
+    Json::Object(c)
+}
+
+/// regroup's configuration in the pod: the file's rules, fields, logging
+/// and limits; the listeners and upstream of in-cluster mode.
+fn sidecar_config(config_text: &str, opts: &Options) -> Result<String, InjectError> {
+    let file: Json = serde_saphyr::from_str(config_text)
+        .map_err(|e| InjectError(format!("reading the configuration: {e}")))?;
+    let mut out = Map::new();
+    for key in ["rules", "fields"] {
+        if let Some(v) = file.get(key) {
+            out.insert(key.into(), v.clone());
+        }
+    }
+    let mut listeners = Map::new();
+    listeners.insert(
+        "http".into(),
+        json!(format!("127.0.0.1:{}", opts.http_port)),
+    );
+    listeners.insert(
+        "tls".into(),
+        json!({"listen": format!("127.0.0.1:{}", opts.tls_port),
+               "certFile": "/etc/regroup/serving/tls.crt",
+               "keyFile": "/etc/regroup/serving/tls.key"}),
+    );
+    if let Some(p) = opts.metrics_port {
+        listeners.insert("metrics".into(), json!(format!("0.0.0.0:{p}")));
+    }
+    out.insert("listeners".into(), Json::Object(listeners));
+    out.insert("upstream".into(), json!({"inCluster": true}));
+    out.insert("credentials".into(), json!({"passThrough": true}));
+    let mut logging = json!({"level": "info", "format": "json"});
+    if let Some(Json::Object(l)) = file.get("logging") {
+        for (k, v) in l {
+            logging[k] = v.clone();
+        }
+    }
+    out.insert("logging".into(), logging);
+    let mut limits = json!({"shutdownGracePeriod": "25s"});
+    if let Some(Json::Object(l)) = file.get("limits") {
+        for (k, v) in l {
+            limits[k] = v.clone();
+        }
+    }
+    out.insert("limits".into(), limits);
+    let text = serde_saphyr::to_string(&Json::Object(out))
+        .map_err(|e| InjectError(format!("writing the configuration: {e}")))?;
+    regroup_config::load(&text)
+        .map_err(|e| InjectError(format!("the sidecar's configuration is not valid:\n{e}")))?;
+    Ok(text)
+}
+
+fn metadata(name: &str, ns: Option<&str>) -> Json {
+    let mut m = json!({"name": name, "labels": {"app.kubernetes.io/managed-by": "regroup-inject"}});
+    if let Some(ns) = ns {
+        m["namespace"] = json!(ns);
+    }
+    m
+}
+
+fn config_map(name: &str, ns: Option<&str>, config: &str) -> Json {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata(name, ns),
+           "data": {"config.yaml": config}})
+}
+
+fn serving_secret(name: &str, ns: Option<&str>) -> Result<Json, InjectError> {
+    use base64::Engine as _;
+    let id = crate::serve::tls::generate().map_err(InjectError)?;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    Ok(
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": metadata(name, ns), "type": "Opaque",
+              "data": {"ca.crt": b64(id.ca_pem.as_deref().unwrap_or_default()),
+                       "tls.crt": b64(&id.cert_pem), "tls.key": b64(&id.key_pem)}}),
+    )
+}
+
+fn is_named(doc: &Json, kind: &str, name: &str, ns: Option<&str>) -> bool {
+    doc.get("kind") == Some(&json!(kind))
+        && doc.pointer("/metadata/name") == Some(&json!(name))
+        && doc.pointer("/metadata/namespace").and_then(Json::as_str) == ns
+}

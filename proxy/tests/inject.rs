@@ -1,0 +1,266 @@
+//! `regroup inject`: golden files (`tests/inject/NAME.yaml` in,
+//! `tests/inject/NAME.out.yaml` expected; `REGROUP_BLESS=1` rewrites them),
+//! idempotence, and the generated serving Secret.
+
+use std::path::PathBuf;
+
+use regroup::inject::{inject, Options};
+use serde_json::Value as Json;
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/inject")
+}
+
+fn config_text() -> String {
+    std::fs::read_to_string(dir().join("config.yaml")).unwrap()
+}
+
+fn run(input: &str, opts: &Options) -> String {
+    let text = config_text();
+    let settings = regroup_config::load(&text).unwrap();
+    inject(input, &text, &settings, opts).unwrap()
+}
+
+/// The goldens name an existing Secret, so that nothing random is written.
+fn golden_opts() -> Options {
+    Options {
+        tls_secret: Some("team-b-regroup-serving".into()),
+        ..Options::default()
+    }
+}
+
+fn docs(yaml: &str) -> Vec<Json> {
+    serde_saphyr::from_multiple::<Json>(yaml)
+        .unwrap()
+        .into_iter()
+        .filter(|d| !d.is_null())
+        .collect()
+}
+
+fn golden(name: &str) {
+    let input = std::fs::read_to_string(dir().join(format!("{name}.yaml"))).unwrap();
+    let out = run(&input, &golden_opts());
+    let path = dir().join(format!("{name}.out.yaml"));
+    if std::env::var_os("REGROUP_BLESS").is_some() {
+        std::fs::write(&path, &out).unwrap();
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (REGROUP_BLESS=1 writes it)", path.display()));
+    assert_eq!(out, want, "{name}: output differs from {}", path.display());
+    // Idempotent: injecting the output again changes nothing.
+    assert_eq!(run(&out, &golden_opts()), out, "{name}: not idempotent");
+}
+
+#[test]
+fn golden_deployment() {
+    golden("deployment");
+}
+
+#[test]
+fn golden_statefulset() {
+    golden("statefulset");
+}
+
+#[test]
+fn golden_cronjob() {
+    golden("cronjob");
+}
+
+#[test]
+fn golden_list() {
+    golden("list");
+}
+
+fn pod_spec<'a>(doc: &'a Json, path: &str) -> &'a Json {
+    doc.pointer(path).unwrap()
+}
+
+#[test]
+fn deployment_is_wrapped_renamed_and_overridden() {
+    let input = std::fs::read_to_string(dir().join("deployment.yaml")).unwrap();
+    let out = docs(&run(&input, &golden_opts()));
+    let kinds: Vec<&str> = out.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "ServiceAccount",
+            "ClusterRole",
+            "Deployment",
+            "Foo",
+            "ConfigMap"
+        ]
+    );
+    assert_eq!(
+        out[1]["rules"][0]["apiGroups"][0],
+        "samplecontroller.team-b.example.com"
+    );
+    assert_eq!(
+        out[3]["apiVersion"],
+        "samplecontroller.team-b.example.com/v1alpha1"
+    );
+    let spec = pod_spec(&out[2], "/spec/template/spec");
+    assert_eq!(spec["automountServiceAccountToken"], false);
+    assert_eq!(spec["initContainers"][0]["name"], "regroup");
+    assert_eq!(spec["initContainers"][0]["restartPolicy"], "Always");
+    let app = &spec["containers"][0];
+    let env: Vec<(String, String)> = app["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_string(),
+                e["value"].as_str().unwrap_or("<from>").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        env,
+        [
+            ("KUBERNETES_SERVICE_HOST".into(), "127.0.0.1".into()),
+            ("KUBERNETES_SERVICE_PORT".into(), "6443".into()),
+            ("KUBERNETES_SERVICE_PORT_HTTPS".into(), "6443".into()),
+            ("WATCH_NAMESPACE".into(), "<from>".into()),
+        ]
+    );
+    // the app's own service-account mount is replaced by regroup's volume
+    let mounts = app["volumeMounts"].as_array().unwrap();
+    assert_eq!(mounts.len(), 2);
+    assert_eq!(mounts[0]["name"], "regroup-app-sa");
+    assert_eq!(
+        mounts[0]["mountPath"],
+        "/var/run/secrets/kubernetes.io/serviceaccount"
+    );
+    let cm = &out[4];
+    assert_eq!(cm["metadata"]["namespace"], "team-b");
+    let config = cm["data"]["config.yaml"].as_str().unwrap();
+    let settings = regroup_config::load(config).expect("the sidecar's config is valid");
+    assert!(settings.file.upstream.in_cluster);
+    assert!(config.contains("level: debug"), "{config}");
+}
+
+#[test]
+fn generates_a_serving_secret_once_per_namespace() {
+    let input = std::fs::read_to_string(dir().join("list.yaml")).unwrap()
+        + "\n---\n"
+        + &std::fs::read_to_string(dir().join("statefulset.yaml")).unwrap();
+    let out = run(&input, &Options::default());
+    let all = docs(&out);
+    let secrets: Vec<&Json> = all.iter().filter(|d| d["kind"] == "Secret").collect();
+    assert_eq!(secrets.len(), 2, "one for team-b, one for no namespace");
+    assert_eq!(secrets[0]["metadata"]["namespace"], "team-b");
+    assert!(secrets[1]["metadata"].get("namespace").is_none());
+    use base64::Engine as _;
+    for s in &secrets {
+        assert_eq!(s["metadata"]["name"], "regroup-serving");
+        for key in ["ca.crt", "tls.crt", "tls.key"] {
+            let pem = base64::engine::general_purpose::STANDARD
+                .decode(s["data"][key].as_str().unwrap())
+                .unwrap();
+            assert!(pem.starts_with(b"-----BEGIN "), "{key}");
+        }
+    }
+    // the second pass keeps the Secrets (and everything else) as they are
+    assert_eq!(run(&out, &Options::default()), out);
+}
+
+#[test]
+fn only_the_kinds_and_names_asked_for() {
+    let input = std::fs::read_to_string(dir().join("list.yaml")).unwrap();
+    let opts = Options {
+        kinds: vec!["Pod".into()],
+        ..golden_opts()
+    };
+    let out = docs(&run(&input, &opts));
+    let items = out[0]["items"].as_array().unwrap();
+    assert!(items[0]["spec"]["template"]["spec"]
+        .get("initContainers")
+        .is_none());
+    assert_eq!(items[1]["spec"]["initContainers"][0]["name"], "regroup");
+    let opts = Options {
+        names: vec!["nothing-by-this-name".into()],
+        ..golden_opts()
+    };
+    let out = docs(&run(&input, &opts));
+    assert_eq!(out.len(), 1, "nothing wrapped, no ConfigMap");
+}
+
+#[test]
+fn without_native_sidecars_regroup_is_the_last_container() {
+    let input = std::fs::read_to_string(dir().join("cronjob.yaml")).unwrap();
+    let opts = Options {
+        native_sidecar: false,
+        metrics_port: None,
+        ..golden_opts()
+    };
+    let out = docs(&run(&input, &opts));
+    let spec = pod_spec(&out[0], "/spec/jobTemplate/spec/template/spec");
+    assert!(spec.get("initContainers").is_none());
+    let regroup = &spec["containers"][1];
+    assert_eq!(regroup["name"], "regroup");
+    assert!(regroup.get("restartPolicy").is_none());
+    assert!(regroup.get("livenessProbe").is_none());
+}
+
+#[test]
+fn the_binary_reads_files_directories_and_stdin() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let tmp = std::env::temp_dir().join(format!("regroup-inject-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    for name in ["cronjob", "statefulset"] {
+        std::fs::copy(
+            dir().join(format!("{name}.yaml")),
+            tmp.join(format!("{name}.yaml")),
+        )
+        .unwrap();
+    }
+    std::fs::write(tmp.join("README.md"), "not a manifest").unwrap();
+    let bin = env!("CARGO_BIN_EXE_regroup");
+    let config = dir().join("config.yaml");
+    let from_dir = Command::new(bin)
+        .args(["inject", "--tls-secret", "x", "-c"])
+        .arg(&config)
+        .arg("-f")
+        .arg(&tmp)
+        .output()
+        .unwrap();
+    assert!(
+        from_dir.status.success(),
+        "{}",
+        String::from_utf8_lossy(&from_dir.stderr)
+    );
+    let out = docs(std::str::from_utf8(&from_dir.stdout).unwrap());
+    let kinds: Vec<&str> = out.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["CronJob", "StatefulSet", "ConfigMap", "ConfigMap"]);
+
+    let mut child = Command::new(bin)
+        .args(["inject", "--tls-secret", "x", "-c"])
+        .arg(&config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&std::fs::read(dir().join("cronjob.yaml")).unwrap())
+        .unwrap();
+    let piped = child.wait_with_output().unwrap();
+    assert!(piped.status.success());
+    let files = Command::new(bin)
+        .args(["inject", "--tls-secret", "x", "-c"])
+        .arg(&config)
+        .arg("-f")
+        .arg(dir().join("cronjob.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(piped.stdout, files.stdout);
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+#[test]
+fn golden_helm_create_chart() {
+    golden("helm-create");
+}
