@@ -1,0 +1,24 @@
+# regroup's image: one static binary FROM scratch (the sidecar needs no
+# shell, no libc and no CA store of its own: it trusts what its kubeconfig
+# or service-account directory names). e2e/static-selfcheck.sh checks that
+# this binary starts and serves in an empty root.
+#
+#   docker build -t regroup:dev .
+#
+# A static glibc resolves no host names without NSS files: upstreams named
+# by address (in-cluster: KUBERNETES_SERVICE_HOST is one) work as they are;
+# for a kubeconfig server named by host, add /etc/hosts entries to the pod
+# (hostAliases) or build FROM gcr.io/distroless/cc instead of scratch.
+FROM rust:1-bookworm AS build
+WORKDIR /src
+COPY . .
+RUN RUSTFLAGS="-C target-feature=+crt-static" \
+    cargo build --release --locked -p regroup --bin regroup \
+      --target "$(rustc -vV | sed -n 's/^host: //p')" \
+ && cp target/*/release/regroup /regroup
+
+FROM scratch
+COPY --from=build /regroup /regroup
+USER 65532:65532
+ENTRYPOINT ["/regroup"]
+CMD ["serve", "--help"]
