@@ -1,13 +1,17 @@
 //! The client to the kube-apiserver: TLS, credentials, one pooled client.
 
+pub mod exec;
 pub mod kubeconfig;
+pub mod vault;
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
 
 use base64::Engine as _;
 use bytes::Bytes;
+use http::header::{HeaderMap, HeaderName};
 use http::{HeaderValue, Request, Response, Uri};
 use http_body_util::combinators::BoxBody;
 use hyper::body::Incoming;
@@ -20,7 +24,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
-pub use kubeconfig::Resolved;
+pub use kubeconfig::{Impersonate, Resolved};
+pub use vault::{bearer, Credential, CredentialError, Vault};
 
 /// Errors of bodies flowing through regroup.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -35,18 +40,23 @@ pub struct UpstreamError {
     message: String,
 }
 
-/// How long a token read from a file is used before it is read again
-/// (kubelet rotates projected service-account tokens well before expiry).
-const TOKEN_FILE_TTL: Duration = Duration::from_secs(60);
+/// The pooled clients of one TLS identity: rebuilt (and the old pool's
+/// connections closed as they finish) when regroup's client certificate
+/// changes, as client-go closes its connections when an exec plugin hands
+/// out a new certificate.
+struct Clients {
+    client: Client<HttpsConnector<HttpConnector>, Body>,
+    /// HTTP/1.1 only: protocol upgrades (exec, attach, port-forward).
+    upgrade_client: Client<HttpsConnector<HttpConnector>, Body>,
+    cert: Option<Arc<(Vec<u8>, Vec<u8>)>>,
+}
 
-enum Auth {
-    None,
-    Bearer(HeaderValue),
-    TokenFile {
-        path: PathBuf,
-        cached: Mutex<Option<(HeaderValue, Instant)>>,
-    },
-    Basic(HeaderValue),
+/// What the clients are built from.
+struct TlsParams {
+    resolved: Resolved,
+    insecure: bool,
+    server_name: Option<ServerName<'static>>,
+    timeouts: Timeouts,
 }
 
 /// The apiserver and how to reach it.
@@ -55,10 +65,11 @@ pub struct Upstream {
     authority: http::uri::Authority,
     /// Path prefix of the server URL (usually empty).
     prefix: String,
-    client: Client<HttpsConnector<HttpConnector>, Body>,
-    /// HTTP/1.1 only: protocol upgrades (exec, attach, port-forward).
-    upgrade_client: Client<HttpsConnector<HttpConnector>, Body>,
-    auth: Auth,
+    clients: ArcSwap<Clients>,
+    rebuild: Mutex<()>,
+    params: TlsParams,
+    vault: Vault,
+    impersonate: Option<Vec<(HeaderName, HeaderValue)>>,
     description: String,
     /// Time from sending a request to its response headers.
     response_header_timeout: Duration,
@@ -157,8 +168,6 @@ impl Upstream {
             .ok_or_else(|| err("no host".into()))?;
         let prefix = uri.path().trim_end_matches('/').to_owned();
         let insecure = r.insecure || insecure_override;
-        let tls = tls_config(r, insecure).map_err(err)?;
-
         let server_name = match &r.tls_server_name {
             Some(n) => Some(
                 ServerName::try_from(n.clone())
@@ -166,62 +175,71 @@ impl Upstream {
             ),
             None => None,
         };
-        let build = |http2: bool| {
-            let mut http = HttpConnector::new();
-            http.enforce_http(false);
-            http.set_nodelay(true);
-            http.set_connect_timeout(Some(timeouts.connect));
-            let mut b = hyper_rustls::HttpsConnectorBuilder::new()
-                .with_tls_config(tls.clone())
-                .https_or_http();
-            if let Some(name) = server_name.clone() {
-                b = b.with_server_name_resolver(move |_: &Uri| {
-                    Ok::<_, rustls::pki_types::InvalidDnsNameError>(name.clone())
-                });
-            }
-            let connector = if http2 {
-                b.enable_all_versions().wrap_connector(http)
-            } else {
-                b.enable_http1().wrap_connector(http)
-            };
-            let mut cb = Client::builder(TokioExecutor::new());
-            cb.pool_idle_timeout(Duration::from_secs(90));
-            cb.build(connector)
-        };
-        let auth = if let Some(t) = &r.token {
-            Auth::Bearer(bearer(t).map_err(err)?)
+        if let Some(p) = &r.proxy_url {
+            return Err(err(format!(
+                "proxy-url `{p}`: regroup does not go through an HTTP proxy yet; \
+                 reach the apiserver directly (NO_PROXY) or run regroup where it can"
+            )));
+        }
+        let (source, label) = if let Some(x) = &r.exec {
+            (vault::Source::Exec(Box::new(x.clone())), "exec plugin")
+        } else if let Some(t) = &r.token {
+            (
+                vault::Source::Static(bearer(t).map_err(err)?),
+                "bearer token",
+            )
         } else if let Some(p) = &r.token_file {
-            Auth::TokenFile {
-                path: p.clone(),
-                cached: Mutex::new(None),
-            }
+            (vault::Source::TokenFile(p.clone()), "token file")
         } else if let Some((u, p)) = &r.basic {
             let v = base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"));
-            Auth::Basic(
-                HeaderValue::from_str(&format!("Basic {v}")).map_err(|e| err(e.to_string()))?,
-            )
+            let mut v =
+                HeaderValue::from_str(&format!("Basic {v}")).map_err(|e| err(e.to_string()))?;
+            v.set_sensitive(true);
+            (vault::Source::Static(v), "basic auth")
+        } else if r.client_cert.is_some() {
+            (vault::Source::None, "client certificate")
         } else {
-            Auth::None
+            (vault::Source::None, "no credentials")
+        };
+        let vault = Vault::new(source, r.client_cert_files.clone(), r.client_cert.clone());
+        let impersonate = match &r.impersonate {
+            Some(i) => Some(impersonation_headers(i).map_err(err)?),
+            None => None,
         };
         let description = format!(
-            "{} ({}{})",
+            "{} ({}{}{})",
             r.server,
-            match &auth {
-                Auth::None if r.client_cert.is_some() => "client certificate",
-                Auth::None => "no credentials",
-                Auth::Bearer(_) => "bearer token",
-                Auth::TokenFile { .. } => "token file",
-                Auth::Basic(_) => "basic auth",
+            label,
+            if r.impersonate.is_some() {
+                ", impersonating"
+            } else {
+                ""
             },
             if insecure { ", TLS NOT VERIFIED" } else { "" }
         );
+        let params = TlsParams {
+            resolved: Resolved {
+                client_cert: None,
+                ..r.clone()
+            },
+            insecure,
+            server_name,
+            timeouts,
+        };
+        let cert = vault
+            .cached()
+            .and_then(|c| c.client_cert.clone())
+            .or_else(|| r.client_cert.clone().map(Arc::new));
+        let clients = build_clients(&params, cert).map_err(err)?;
         Ok(Upstream {
             scheme,
             authority,
             prefix,
-            client: build(true),
-            upgrade_client: build(false),
-            auth,
+            clients: ArcSwap::from_pointee(clients),
+            rebuild: Mutex::new(()),
+            params,
+            vault,
+            impersonate,
             description,
             response_header_timeout: timeouts.response_header,
         })
@@ -246,48 +264,100 @@ impl Upstream {
         &self.authority
     }
 
-    /// regroup's own `Authorization`, if it has credentials of that kind.
-    /// `reload` forces a token file to be read again (after a 401).
+    /// regroup's own `Authorization` as cached now, without waiting for a
+    /// refresh (`reload`: a token file or client-certificate files read
+    /// again first). [`Upstream::credential`] is what requests use.
     pub fn authorization(&self, reload: bool) -> Option<HeaderValue> {
-        match &self.auth {
-            Auth::None => None,
-            Auth::Bearer(v) | Auth::Basic(v) => Some(v.clone()),
-            Auth::TokenFile { path, cached } => {
-                let mut c = cached.lock().unwrap_or_else(|p| p.into_inner());
-                let fresh = c
-                    .as_ref()
-                    .is_some_and(|(_, at)| !reload && at.elapsed() < TOKEN_FILE_TTL);
-                if !fresh {
-                    match std::fs::read_to_string(path) {
-                        Ok(t) => match bearer(t.trim()) {
-                            Ok(v) => *c = Some((v, Instant::now())),
-                            Err(e) => tracing::warn!(path = %path.display(), "token file: {e}"),
-                        },
-                        Err(e) => {
-                            tracing::warn!(path = %path.display(), "cannot read token file: {e}")
-                        }
-                    }
-                }
-                c.as_ref().map(|(v, _)| v.clone())
+        if reload {
+            if let Some(c) = self.vault.cached() {
+                self.vault.invalidate(c.generation);
             }
+        }
+        self.vault.cached().and_then(|c| c.authorization.clone())
+    }
+
+    /// regroup's own credential, fresh: cached until shortly before it
+    /// expires, else one refresh (an exec plugin run, a file read) shared by
+    /// every request that waits for it. `None` when regroup has none. A new
+    /// client certificate replaces the connection pool.
+    pub async fn credential(&self) -> Result<Option<Arc<Credential>>, CredentialError> {
+        if !self.vault.has_credential() {
+            return Ok(None);
+        }
+        let c = self.vault.get().await?;
+        let current = self.clients.load();
+        let same = match (&current.cert, &c.client_cert) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+            _ => false,
+        };
+        if !same {
+            let _one = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
+            let current = self.clients.load();
+            let still = match (&current.cert, &c.client_cert) {
+                (Some(a), Some(b)) => !Arc::ptr_eq(a, b) && a != b,
+                (None, None) => false,
+                _ => true,
+            };
+            if still {
+                let clients = build_clients(&self.params, c.client_cert.clone())
+                    .map_err(|e| CredentialError(format!("client certificate: {e}")))?;
+                self.clients.store(Arc::new(clients));
+                tracing::info!(
+                    "regroup's client certificate changed: new upstream connections use it"
+                );
+            }
+        }
+        Ok(Some(c))
+    }
+
+    /// The apiserver answered 401 to the credential of `generation`.
+    pub fn invalidate(&self, generation: u64) {
+        self.vault.invalidate(generation);
+    }
+
+    /// True when regroup's credential can be refreshed (a token file, an
+    /// exec plugin, client-certificate files).
+    pub fn can_refresh(&self) -> bool {
+        self.vault.can_refresh()
+    }
+
+    /// The source of regroup's credential, for metrics and logs.
+    pub fn credential_source(&self) -> &'static str {
+        self.vault.label()
+    }
+
+    /// Puts the kubeconfig's impersonation (`as`, `as-groups`, ...) in
+    /// `headers`, replacing any `Impersonate-*` there. Only with regroup's
+    /// own credential.
+    pub fn impersonate(&self, headers: &mut HeaderMap) {
+        let Some(imp) = &self.impersonate else {
+            return;
+        };
+        let theirs: Vec<HeaderName> = headers
+            .keys()
+            .filter(|k| k.as_str().starts_with("impersonate-"))
+            .cloned()
+            .collect();
+        for k in theirs {
+            headers.remove(k);
+        }
+        for (k, v) in imp {
+            headers.append(k.clone(), v.clone());
         }
     }
 
-    /// True when regroup's credential can be refreshed (a token file).
-    pub fn can_refresh(&self) -> bool {
-        matches!(self.auth, Auth::TokenFile { .. })
-    }
-
-    /// Sends a request (its URI already upstream's).
     /// Sends a request (its URI already upstream's). Only the wait for the
     /// response headers is bounded, never the body: watches stream on.
     pub async fn send(&self, req: Request<Body>) -> Result<Response<Incoming>, SendError> {
-        self.bounded(self.client.request(req)).await
+        let clients = self.clients.load_full();
+        self.bounded(clients.client.request(req)).await
     }
 
     /// Sends a protocol-upgrade request over HTTP/1.1.
     pub async fn send_upgrade(&self, req: Request<Body>) -> Result<Response<Incoming>, SendError> {
-        self.bounded(self.upgrade_client.request(req)).await
+        let clients = self.clients.load_full();
+        self.bounded(clients.upgrade_client.request(req)).await
     }
 
     async fn bounded(
@@ -303,14 +373,85 @@ impl Upstream {
     }
 }
 
-fn bearer(token: &str) -> Result<HeaderValue, String> {
-    let mut v = HeaderValue::from_str(&format!("Bearer {token}"))
-        .map_err(|_| "token is not a valid header value".to_string())?;
-    v.set_sensitive(true);
-    Ok(v)
+fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result<Clients, String> {
+    let tls = tls_config(&p.resolved, cert.as_deref(), p.insecure)?;
+    let build = |http2: bool| {
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(p.timeouts.connect));
+        let mut b = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls.clone())
+            .https_or_http();
+        if let Some(name) = p.server_name.clone() {
+            b = b.with_server_name_resolver(move |_: &Uri| {
+                Ok::<_, rustls::pki_types::InvalidDnsNameError>(name.clone())
+            });
+        }
+        let connector = if http2 {
+            b.enable_all_versions().wrap_connector(http)
+        } else {
+            b.enable_http1().wrap_connector(http)
+        };
+        let mut cb = Client::builder(TokioExecutor::new());
+        cb.pool_idle_timeout(Duration::from_secs(90));
+        cb.build(connector)
+    };
+    Ok(Clients {
+        client: build(true),
+        upgrade_client: build(false),
+        cert,
+    })
 }
 
-fn tls_config(r: &Resolved, insecure: bool) -> Result<ClientConfig, String> {
+/// `Impersonate-User`, `-Uid`, `-Group` (one each), `-Extra-<key>` (the
+/// key percent-encoded, one header per value), as client-go sends them.
+fn impersonation_headers(i: &Impersonate) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
+    let value = |s: &str| {
+        HeaderValue::from_str(s)
+            .map_err(|_| format!("impersonation value `{s}` is not a valid header value"))
+    };
+    let mut out = vec![(HeaderName::from_static("impersonate-user"), value(&i.user)?)];
+    if let Some(uid) = &i.uid {
+        out.push((HeaderName::from_static("impersonate-uid"), value(uid)?));
+    }
+    for g in &i.groups {
+        out.push((HeaderName::from_static("impersonate-group"), value(g)?));
+    }
+    for (k, vs) in &i.extra {
+        let key = percent_encoding::utf8_percent_encode(k, EXTRA_KEY).to_string();
+        let name = HeaderName::try_from(format!("impersonate-extra-{key}"))
+            .map_err(|_| format!("as-user-extra key `{k}` can't be a header name"))?;
+        for v in vs {
+            out.push((name.clone(), value(v)?));
+        }
+    }
+    Ok(out)
+}
+
+/// What client-go escapes in an `Impersonate-Extra-` key (everything but
+/// RFC 7230 token characters).
+const EXTRA_KEY: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'!')
+    .remove(b'#')
+    .remove(b'$')
+    .remove(b'&')
+    .remove(b'\'')
+    .remove(b'*')
+    .remove(b'+')
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'^')
+    .remove(b'_')
+    .remove(b'`')
+    .remove(b'|')
+    .remove(b'~');
+
+fn tls_config(
+    r: &Resolved,
+    cert: Option<&(Vec<u8>, Vec<u8>)>,
+    insecure: bool,
+) -> Result<ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -338,7 +479,7 @@ fn tls_config(r: &Resolved, insecure: bool) -> Result<ClientConfig, String> {
         }
         builder.with_root_certificates(roots)
     };
-    match &r.client_cert {
+    match cert {
         Some((cert, key)) => {
             let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert)
                 .collect::<Result<_, _>>()
