@@ -1,4 +1,7 @@
-//! `regroup serve`: settings to running listeners.
+//! `regroup serve`: settings to running listeners, and the configuration
+//! reloaded while they run (`reload`).
+
+pub mod reload;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -25,6 +28,9 @@ pub struct Options {
     pub context: Option<String>,
     /// `--listen`.
     pub listen: Option<SocketAddr>,
+    /// The configuration file the settings came from: reloaded on SIGHUP
+    /// and when it changes. `None`: no reload.
+    pub config: Option<PathBuf>,
 }
 
 /// The default plain-HTTP listener (kubectl proxy's port).
@@ -51,6 +57,10 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
         settings.map.clone(),
         Catalog::new(&settings.fields),
     ));
+    let reloader = opts
+        .config
+        .clone()
+        .map(|path| reload::Reloader::new(path, live.clone(), settings));
     let listen = opts
         .listen
         .or(settings.file.listeners.http)
@@ -68,8 +78,17 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
     let lifecycle = Lifecycle::new();
     let serving = Serving::new(settings.limits.clone(), lifecycle.clone());
     let result = runtime.block_on(async move {
-        #[cfg(unix)]
-        ignore_sighup()?;
+        match reloader {
+            Some(r) => {
+                tracing::info!("configuration reloaded on SIGHUP and when the file changes");
+                // The task lives as long as the runtime.
+                drop(tokio::spawn(reload::watch(r)));
+            }
+            #[cfg(unix)]
+            None => ignore_sighup()?,
+            #[cfg(not(unix))]
+            None => {}
+        }
         let upstream_desc = upstream.describe().to_owned();
         let mut servers = Vec::new();
         let mut sidecar = Proxy::sidecar_live(live.clone(), Arc::new(upstream), settings.file.credentials.pass_through)
@@ -179,7 +198,7 @@ fn ignore_sighup() -> Result<(), String> {
         .map_err(|e| format!("installing the SIGHUP handler: {e}"))?;
     tokio::spawn(async move {
         while hup.recv().await.is_some() {
-            tracing::info!("SIGHUP: reloading is not implemented yet; ignored (still serving)");
+            tracing::info!("SIGHUP: no configuration file to reload; ignored (still serving)");
         }
     });
     Ok(())
@@ -383,9 +402,9 @@ fn resolve_upstream(settings: &Settings, opts: &Options) -> Result<kubeconfig::R
         return kubeconfig::in_cluster().map_err(|e| e.to_string());
     }
     if let Some(p) = std::env::var_os("KUBECONFIG").filter(|p| !p.is_empty()) {
-        // Like kubectl: the first file of the list.
-        let first = std::env::split_paths(&p).next().unwrap_or_default();
-        return kubeconfig::load(&first, context).map_err(|e| e.to_string());
+        // Like kubectl: every file of the list, merged (first one wins).
+        let paths: Vec<PathBuf> = std::env::split_paths(&p).collect();
+        return kubeconfig::load_merged(&paths, context).map_err(|e| e.to_string());
     }
     if let Some(home) = std::env::var_os("HOME") {
         let p = PathBuf::from(home).join(".kube/config");

@@ -1,0 +1,272 @@
+//! regroup's own credential from an exec plugin, through the real stack:
+//! the upstream accepts only the current token; when it rotates, a request
+//! with the old one gets 401, regroup refreshes (one plugin run) and sends
+//! it again, bodies included, so the app never sees the 401. An app's own
+//! token is never retried with regroup's identity nor impersonating.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use regroup::rewrite::Catalog;
+use regroup::serve::Proxy;
+use regroup::upstream::kubeconfig::ExecConfig;
+use regroup::upstream::{Impersonate, Resolved, Upstream};
+use tokio::net::TcpListener;
+
+const FOO: &str = r#"{"apiVersion":"samplecontroller.team1.example.com/v1alpha1","kind":"Foo","metadata":{"name":"alpha"}}"#;
+
+#[derive(Default)]
+struct Upstate {
+    /// The only token accepted.
+    token: String,
+    /// (method, authorization, impersonate-user, body) of each request.
+    seen: Vec<(String, Option<String>, Option<String>, Vec<u8>)>,
+}
+
+async fn upstream(state: Arc<Mutex<Upstate>>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let state = state.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
+                    let state = state.clone();
+                    async move {
+                        let h =
+                            |n: &str| req.headers().get(n).map(|v| v.to_str().unwrap().to_owned());
+                        let (auth, imp) = (h("authorization"), h("impersonate-user"));
+                        let method = req.method().to_string();
+                        let body = req.into_body().collect().await.unwrap().to_bytes().to_vec();
+                        let ok = {
+                            let mut s = state.lock().unwrap();
+                            s.seen.push((method, auth.clone(), imp, body));
+                            auth.as_deref() == Some(&format!("Bearer {}", s.token))
+                        };
+                        let (code, body) = if ok {
+                            (StatusCode::OK, FOO)
+                        } else {
+                            (
+                                StatusCode::UNAUTHORIZED,
+                                r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}"#,
+                            )
+                        };
+                        Ok::<_, std::convert::Infallible>(
+                            Response::builder()
+                                .status(code)
+                                .header("content-type", "application/json")
+                                .body(Full::new(Bytes::from_static(body.as_bytes())))
+                                .unwrap(),
+                        )
+                    }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// A plugin printing the token in `dir/token`, counting runs in `dir/runs`.
+fn plugin(dir: &Path) -> ExecConfig {
+    ExecConfig {
+        api_version: "client.authentication.k8s.io/v1".into(),
+        command: "sh".into(),
+        args: vec![
+            "-c".into(),
+            format!(
+                r#"cd '{}'; n=$(( $(cat runs 2>/dev/null || echo 0) + 1 )); echo $n > runs
+printf '{{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{{"token":"%s"}}}}' "$(cat token)""#,
+                dir.display()
+            ),
+        ],
+        ..ExecConfig::default()
+    }
+}
+
+fn runs(dir: &Path) -> u32 {
+    std::fs::read_to_string(dir.join("runs"))
+        .map(|s| s.trim().parse().unwrap())
+        .unwrap_or(0)
+}
+
+fn tmp() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("regroup-cred-it-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+async fn request(
+    base: &str,
+    method: &str,
+    body: &'static str,
+    auth: Option<&str>,
+) -> (StatusCode, String) {
+    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .build_http::<Full<Bytes>>();
+    let mut req = Request::builder()
+        .method(method)
+        .uri(format!(
+            "{base}/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos"
+        ))
+        .header("content-type", "application/json");
+    if let Some(a) = auth {
+        req = req.header("authorization", a);
+    }
+    let resp = client
+        .request(
+            req.body(Full::new(Bytes::from_static(body.as_bytes())))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let status = resp.status();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_token_is_refreshed_and_the_request_retried_once() {
+    let dir = tmp();
+    std::fs::write(dir.join("token"), "one").unwrap();
+    let state = Arc::new(Mutex::new(Upstate {
+        token: "one".into(),
+        ..Upstate::default()
+    }));
+    let server = upstream(state.clone()).await;
+    let up = Upstream::new(
+        &Resolved {
+            server,
+            exec: Some(plugin(&dir)),
+            impersonate: Some(Impersonate {
+                user: "jane".into(),
+                groups: vec!["dev".into()],
+                ..Impersonate::default()
+            }),
+            ..Resolved::default()
+        },
+        false,
+    )
+    .unwrap();
+    let p = Arc::new(Proxy::sidecar(
+        &common::fixture_map(),
+        &Catalog::new(&[]),
+        up,
+        true,
+    ));
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(regroup::serve::serve_plain(l, p));
+
+    // Ten concurrent first requests: one plugin run.
+    let first: Vec<_> = (0..10)
+        .map(|_| {
+            let base = base.clone();
+            tokio::spawn(async move { request(&base, "GET", "", None).await })
+        })
+        .collect();
+    for r in first {
+        let (code, body) = r.await.unwrap();
+        assert_eq!(code, StatusCode::OK, "{body}");
+        assert!(body.contains("samplecontroller.k8s.io/v1alpha1"), "{body}");
+    }
+    assert_eq!(runs(&dir), 1);
+    {
+        let s = state.lock().unwrap();
+        assert!(
+            s.seen
+                .iter()
+                .all(|(_, a, i, _)| a.as_deref() == Some("Bearer one")
+                    && i.as_deref() == Some("jane"))
+        );
+    }
+
+    // Rotation: the apiserver now wants "two"; the plugin hands it out.
+    std::fs::write(dir.join("token"), "two").unwrap();
+    state.lock().unwrap().token = "two".into();
+    state.lock().unwrap().seen.clear();
+    let (code, body) = request(
+        &base,
+        "POST",
+        r#"{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo"}"#,
+        None,
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    assert_eq!(runs(&dir), 2);
+    {
+        let s = state.lock().unwrap();
+        assert_eq!(s.seen.len(), 2, "one 401, one retry");
+        assert_eq!(s.seen[0].1.as_deref(), Some("Bearer one"));
+        assert_eq!(s.seen[1].1.as_deref(), Some("Bearer two"));
+        assert_eq!(s.seen[0].3, s.seen[1].3, "the same (renamed) body, twice");
+        assert!(
+            String::from_utf8_lossy(&s.seen[1].3).contains("samplecontroller.team1.example.com")
+        );
+    }
+
+    // An app's own token: passed through, its 401 answered, never retried
+    // with regroup's identity, never impersonating.
+    state.lock().unwrap().seen.clear();
+    let (code, _) = request(&base, "GET", "", Some("Bearer apps-own")).await;
+    assert_eq!(code, StatusCode::UNAUTHORIZED);
+    {
+        let s = state.lock().unwrap();
+        assert_eq!(s.seen.len(), 1);
+        assert_eq!(s.seen[0].1.as_deref(), Some("Bearer apps-own"));
+        assert_eq!(s.seen[0].2, None);
+    }
+    assert_eq!(runs(&dir), 2);
+
+    // A credential the apiserver never takes: retried once, then the 401.
+    state.lock().unwrap().token = "three".into();
+    state.lock().unwrap().seen.clear();
+    let (code, _) = request(&base, "GET", "", None).await;
+    assert_eq!(code, StatusCode::UNAUTHORIZED);
+    assert_eq!(state.lock().unwrap().seen.len(), 2);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test]
+async fn a_plugin_that_fails_is_a_503_naming_its_stderr() {
+    let state = Arc::new(Mutex::new(Upstate::default()));
+    let server = upstream(state.clone()).await;
+    let up = Upstream::new(
+        &Resolved {
+            server,
+            exec: Some(ExecConfig {
+                api_version: "client.authentication.k8s.io/v1".into(),
+                command: "sh".into(),
+                args: vec!["-c".into(), "echo 'sso session expired' >&2; exit 1".into()],
+                ..ExecConfig::default()
+            }),
+            ..Resolved::default()
+        },
+        false,
+    )
+    .unwrap();
+    let p = Arc::new(Proxy::sidecar(
+        &common::fixture_map(),
+        &Catalog::new(&[]),
+        up,
+        true,
+    ));
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(regroup::serve::serve_plain(l, p));
+    let (code, body) = request(&base, "GET", "", None).await;
+    assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(body.contains("sso session expired"), "{body}");
+    assert!(state.lock().unwrap().seen.is_empty());
+}
