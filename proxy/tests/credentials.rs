@@ -270,3 +270,100 @@ async fn a_plugin_that_fails_is_a_503_naming_its_stderr() {
     assert!(body.contains("sso session expired"), "{body}");
     assert!(state.lock().unwrap().seen.is_empty());
 }
+
+/// A minimal HTTP CONNECT proxy; records each CONNECT line.
+async fn connect_proxy(seen: Arc<Mutex<Vec<String>>>) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (mut c, _) = l.accept().await.unwrap();
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut b = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if c.read(&mut b).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(b[0]);
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let line = head.lines().next().unwrap_or("").to_owned();
+                seen.lock().unwrap().push(head.clone());
+                let target = line.split(' ').nth(1).unwrap_or("").to_owned();
+                let mut up = tokio::net::TcpStream::connect(target).await.unwrap();
+                c.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    .await
+                    .unwrap();
+                let _ = tokio::io::copy_bidirectional(&mut c, &mut up).await;
+            });
+        }
+    });
+    format!("http://user:p%40ss@{addr}")
+}
+
+#[tokio::test]
+async fn proxy_url_tunnels_with_connect_and_proxy_authorization() {
+    let state = Arc::new(Mutex::new(Upstate {
+        token: "tok".into(),
+        ..Upstate::default()
+    }));
+    let server = upstream(state.clone()).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let proxy_url = connect_proxy(seen.clone()).await;
+    let up = Upstream::new(
+        &Resolved {
+            server: server.clone(),
+            token: Some("tok".into()),
+            proxy_url: Some(proxy_url),
+            ..Resolved::default()
+        },
+        false,
+    )
+    .unwrap();
+    assert!(up.describe().contains("proxy-url"), "{}", up.describe());
+    let p = Arc::new(Proxy::sidecar(
+        &common::fixture_map(),
+        &Catalog::new(&[]),
+        up,
+        true,
+    ));
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(regroup::serve::serve_plain(l, p));
+    let (code, body) = request(&base, "GET", "", None).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    let host = server.trim_start_matches("http://");
+    assert!(
+        seen[0].starts_with(&format!("CONNECT {host} HTTP/1.1")),
+        "{}",
+        seen[0]
+    );
+    // user:p@ss, percent-decoded from the URL.
+    assert!(
+        seen[0].contains("Proxy-Authorization: Basic dXNlcjpwQHNz"),
+        "{}",
+        seen[0]
+    );
+}
+
+#[test]
+fn unsupported_proxy_schemes_are_refused_clearly() {
+    let r = |proxy: &str| Resolved {
+        server: "https://127.0.0.1:6443".into(),
+        insecure: true,
+        proxy_url: Some(proxy.into()),
+        ..Resolved::default()
+    };
+    let e = Upstream::new(&r("https://proxy:3128"), false)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("https:// proxy"), "{e}");
+    let e = Upstream::new(&r("ftp://proxy"), false).err().unwrap();
+    assert!(e.to_string().contains("not supported"), "{e}");
+    assert!(Upstream::new(&r("socks5://127.0.0.1:1080"), false).is_ok());
+}

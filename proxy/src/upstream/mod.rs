@@ -1,5 +1,6 @@
 //! The client to the kube-apiserver: TLS, credentials, one pooled client.
 
+pub mod dial;
 pub mod exec;
 pub mod kubeconfig;
 pub mod vault;
@@ -24,6 +25,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
+use dial::Dial;
 pub use kubeconfig::{Impersonate, Resolved};
 pub use vault::{bearer, Credential, CredentialError, Vault};
 
@@ -45,9 +47,9 @@ pub struct UpstreamError {
 /// changes, as client-go closes its connections when an exec plugin hands
 /// out a new certificate.
 struct Clients {
-    client: Client<HttpsConnector<HttpConnector>, Body>,
+    client: Client<HttpsConnector<Dial>, Body>,
     /// HTTP/1.1 only: protocol upgrades (exec, attach, port-forward).
-    upgrade_client: Client<HttpsConnector<HttpConnector>, Body>,
+    upgrade_client: Client<HttpsConnector<Dial>, Body>,
     cert: Option<Arc<(Vec<u8>, Vec<u8>)>>,
 }
 
@@ -175,12 +177,6 @@ impl Upstream {
             ),
             None => None,
         };
-        if let Some(p) = &r.proxy_url {
-            return Err(err(format!(
-                "proxy-url `{p}`: regroup does not go through an HTTP proxy yet; \
-                 reach the apiserver directly (NO_PROXY) or run regroup where it can"
-            )));
-        }
         let (source, label) = if let Some(x) = &r.exec {
             (vault::Source::Exec(Box::new(x.clone())), "exec plugin")
         } else if let Some(t) = &r.token {
@@ -207,8 +203,13 @@ impl Upstream {
             None => None,
         };
         let description = format!(
-            "{} ({}{}{})",
+            "{}{} ({}{}{})",
             r.server,
+            if r.proxy_url.is_some() {
+                " via its proxy-url"
+            } else {
+                ""
+            },
             label,
             if r.impersonate.is_some() {
                 ", impersonating"
@@ -388,18 +389,19 @@ fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result
                 Ok::<_, rustls::pki_types::InvalidDnsNameError>(name.clone())
             });
         }
+        let dial = Dial::new(http, p.resolved.proxy_url.as_deref())?;
         let connector = if http2 {
-            b.enable_all_versions().wrap_connector(http)
+            b.enable_all_versions().wrap_connector(dial)
         } else {
-            b.enable_http1().wrap_connector(http)
+            b.enable_http1().wrap_connector(dial)
         };
         let mut cb = Client::builder(TokioExecutor::new());
         cb.pool_idle_timeout(Duration::from_secs(90));
-        cb.build(connector)
+        Ok::<_, String>(cb.build(connector))
     };
     Ok(Clients {
-        client: build(true),
-        upgrade_client: build(false),
+        client: build(true)?,
+        upgrade_client: build(false)?,
         cert,
     })
 }
