@@ -2,6 +2,7 @@
 //! reloaded while they run (`reload`).
 
 pub mod reload;
+pub mod serving_cert;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -90,8 +91,15 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             None => {}
         }
         let upstream_desc = upstream.describe().to_owned();
+        let upstream = Arc::new(upstream);
+        if upstream.can_refresh() {
+            // Warm and keep fresh: the first request finds a credential (a
+            // protocol upgrade takes the one in hand), and a plugin that
+            // can't run is logged at start, not at the first request.
+            drop(tokio::spawn(keep_credential(upstream.clone())));
+        }
         let mut servers = Vec::new();
-        let mut sidecar = Proxy::sidecar_live(live.clone(), Arc::new(upstream), settings.file.credentials.pass_through)
+        let mut sidecar = Proxy::sidecar_live(live.clone(), upstream, settings.file.credentials.pass_through)
             .with_limits((&settings.limits).into());
         let mut follow = None;
         if let Some(front) = &settings.file.front {
@@ -135,19 +143,20 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             servers.push(tokio::spawn(super::metrics::serve_health(l, health)));
         }
         if let Some(tls) = &settings.file.listeners.tls {
-            let id = match (&tls.cert_file, &tls.key_file, &tls.generated_ca_file) {
-                (Some(c), Some(k), _) => super::tls::from_files(c, k)?,
+            let cfg = match (&tls.cert_file, &tls.key_file, &tls.generated_ca_file) {
+                // Reloaded when the files change (a renewed certificate).
+                (Some(c), Some(k), _) => Arc::new(serving_cert::ReloadingCert::new(c, k)?)
+                    .server_config()?,
                 (_, _, Some(ca_file)) => {
                     let id = super::tls::generate()?;
                     let ca = id.ca_pem.as_deref().unwrap_or_default();
                     std::fs::write(ca_file, ca)
                         .map_err(|e| format!("writing the generated CA to {}: {e}", ca_file.display()))?;
                     tracing::info!(ca = %ca_file.display(), "generated a serving CA for the TLS listener");
-                    id
+                    super::tls::server_config(&id)?
                 }
                 _ => return Err("listeners.tls needs certFile/keyFile or generatedCaFile".into()),
             };
-            let cfg = super::tls::server_config(&id)?;
             let l = TcpListener::bind(tls.listen)
                 .await
                 .map_err(|e| format!("listening on {}: {e}", tls.listen))?;
@@ -189,6 +198,25 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
     });
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     result
+}
+
+/// Asks the vault for regroup's credential now and then: a cached one costs
+/// nothing; one close to its expiry is refreshed before a request needs it.
+async fn keep_credential(upstream: Arc<Upstream>) {
+    use std::time::{Duration, SystemTime};
+    loop {
+        let wait = match upstream.credential().await {
+            Ok(Some(c)) => c
+                .expires
+                .and_then(|e| e.duration_since(SystemTime::now()).ok())
+                .map(|left| (left / 10).clamp(Duration::from_millis(200), Duration::from_secs(10)))
+                .unwrap_or(Duration::from_secs(10)),
+            Ok(None) => return,
+            // The vault logs it and backs off.
+            Err(_) => Duration::from_secs(5),
+        };
+        tokio::time::sleep(wait).await;
+    }
 }
 
 /// SIGHUP would kill the process by default: regroup ignores it, saying so.
