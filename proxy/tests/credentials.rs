@@ -31,12 +31,22 @@ struct Upstate {
 }
 
 async fn upstream(state: Arc<Mutex<Upstate>>) -> String {
+    upstream_tls(state, None).await
+}
+
+async fn upstream_tls(
+    state: Arc<Mutex<Upstate>>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     tokio::spawn(async move {
         loop {
             let (stream, _) = listener.accept().await.unwrap();
             let state = state.clone();
+            let acceptor = acceptor.clone();
             tokio::spawn(async move {
                 let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
                     let state = state.clone();
@@ -68,13 +78,21 @@ async fn upstream(state: Arc<Mutex<Upstate>>) -> String {
                         )
                     }
                 });
-                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
+                let b = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                match acceptor {
+                    Some(a) => {
+                        if let Ok(s) = a.accept(stream).await {
+                            let _ = b.serve_connection(TokioIo::new(s), svc).await;
+                        }
+                    }
+                    None => {
+                        let _ = b.serve_connection(TokioIo::new(stream), svc).await;
+                    }
+                }
             });
         }
     });
-    format!("http://{addr}")
+    format!("{scheme}://{addr}")
 }
 
 /// A plugin printing the token in `dir/token`, counting runs in `dir/runs`.
@@ -100,8 +118,8 @@ fn runs(dir: &Path) -> u32 {
         .unwrap_or(0)
 }
 
-fn tmp() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("regroup-cred-it-{}", std::process::id()));
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("regroup-cred-it-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -138,7 +156,7 @@ async fn request(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rotated_token_is_refreshed_and_the_request_retried_once() {
-    let dir = tmp();
+    let dir = tmp("rotation");
     std::fs::write(dir.join("token"), "one").unwrap();
     let state = Arc::new(Mutex::new(Upstate {
         token: "one".into(),
@@ -366,4 +384,56 @@ fn unsupported_proxy_schemes_are_refused_clearly() {
     let e = Upstream::new(&r("ftp://proxy"), false).err().unwrap();
     assert!(e.to_string().contains("not supported"), "{e}");
     assert!(Upstream::new(&r("socks5://127.0.0.1:1080"), false).is_ok());
+}
+
+#[tokio::test]
+async fn the_upstream_ca_file_is_reread_when_it_changes() {
+    let state = Arc::new(Mutex::new(Upstate {
+        token: "tok".into(),
+        ..Upstate::default()
+    }));
+    let id = regroup::serve::tls::generate().unwrap();
+    let other = regroup::serve::tls::generate().unwrap();
+    let server = upstream_tls(
+        state,
+        Some(regroup::serve::tls::server_config(&id).unwrap()),
+    )
+    .await;
+    let dir = tmp("ca");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = dir.join("ca.crt");
+    std::fs::write(&ca, other.ca_pem.as_deref().unwrap()).unwrap();
+    let up = Upstream::new(
+        &Resolved {
+            server,
+            token: Some("tok".into()),
+            ca_pem: Some(std::fs::read(&ca).unwrap()),
+            ca_file: Some(ca.clone()),
+            ..Resolved::default()
+        },
+        false,
+    )
+    .unwrap();
+    let p = Arc::new(Proxy::sidecar(
+        &common::fixture_map(),
+        &Catalog::new(&[]),
+        up,
+        true,
+    ));
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(regroup::serve::serve_plain(l, p));
+    // The wrong CA: the apiserver's certificate is not trusted.
+    let (code, _) = request(&base, "GET", "", None).await;
+    assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
+    // The CA bundle updated on disk (a rotation): new connections trust it.
+    let both = format!(
+        "{}{}",
+        other.ca_pem.as_deref().unwrap(),
+        id.ca_pem.as_deref().unwrap()
+    );
+    std::fs::write(&ca, both).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(5200)).await;
+    let (code, body) = request(&base, "GET", "", None).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
 }

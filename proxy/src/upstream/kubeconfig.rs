@@ -229,6 +229,8 @@ pub struct Resolved {
     /// `disable-compression`: regroup always asks for identity encoding, so
     /// this changes nothing; kept to say so.
     pub disable_compression: bool,
+    /// Where `ca_pem` was read from, when a file: re-read when it changes.
+    pub ca_file: Option<PathBuf>,
 }
 
 /// One parsed file and the directory its relative paths start from.
@@ -350,12 +352,17 @@ fn resolve(
     if c.server.is_empty() {
         return Err(err(format!("cluster `{}` has no server", ctx.cluster)));
     }
-    let ca_pem = match (&c.certificate_authority_data, &c.certificate_authority) {
+    let ca_file = match (&c.certificate_authority_data, &c.certificate_authority) {
+        (None, Some(p)) => Some(abs(cluster_base, p)),
+        _ => None,
+    };
+    let ca_pem = match (&c.certificate_authority_data, &ca_file) {
         (Some(d), _) => Some(decode("certificate-authority-data", d)?),
-        (None, Some(p)) => Some(read(&abs(cluster_base, p))?),
+        (None, Some(p)) => Some(read(p)?),
         (None, None) => None,
     };
     let mut out = Resolved {
+        ca_file,
         server: c.server.trim_end_matches('/').to_owned(),
         ca_pem,
         insecure: c.insecure_skip_tls_verify,
@@ -553,6 +560,7 @@ pub fn in_cluster_at(dir: &Path) -> Result<Resolved, KubeconfigError> {
     Ok(Resolved {
         server: format!("https://{host}:{port}"),
         ca_pem: Some(ca),
+        ca_file: Some(ca_path),
         token_file: Some(dir.join("token")),
         ..Resolved::default()
     })

@@ -5,8 +5,9 @@ pub mod exec;
 pub mod kubeconfig;
 pub mod vault;
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 
@@ -42,6 +43,9 @@ pub struct UpstreamError {
     message: String,
 }
 
+/// How often the upstream CA file is checked for a change.
+const CA_CHECK_EVERY: Duration = Duration::from_secs(5);
+
 /// The pooled clients of one TLS identity: rebuilt (and the old pool's
 /// connections closed as they finish) when regroup's client certificate
 /// changes, as client-go closes its connections when an exec plugin hands
@@ -69,7 +73,9 @@ pub struct Upstream {
     prefix: String,
     clients: ArcSwap<Clients>,
     rebuild: Mutex<()>,
-    params: TlsParams,
+    params: Mutex<TlsParams>,
+    /// The CA file, re-read when it changes: (path, last check, its stamp).
+    ca_watch: Option<(PathBuf, Mutex<(Instant, vault::FileStamp)>)>,
     vault: Vault,
     impersonate: Option<Vec<(HeaderName, HeaderValue)>>,
     description: String,
@@ -232,13 +238,18 @@ impl Upstream {
             .and_then(|c| c.client_cert.clone())
             .or_else(|| r.client_cert.clone().map(Arc::new));
         let clients = build_clients(&params, cert).map_err(err)?;
+        let ca_watch = r.ca_file.clone().filter(|_| !insecure).map(|p| {
+            let st = vault::file_stamp(&p);
+            (p, Mutex::new((Instant::now(), st)))
+        });
         Ok(Upstream {
+            ca_watch,
             scheme,
             authority,
             prefix,
             clients: ArcSwap::from_pointee(clients),
             rebuild: Mutex::new(()),
-            params,
+            params: Mutex::new(params),
             vault,
             impersonate,
             description,
@@ -301,7 +312,8 @@ impl Upstream {
                 _ => true,
             };
             if still {
-                let clients = build_clients(&self.params, c.client_cert.clone())
+                let params = self.params.lock().unwrap_or_else(|p| p.into_inner());
+                let clients = build_clients(&params, c.client_cert.clone())
                     .map_err(|e| CredentialError(format!("client certificate: {e}")))?;
                 self.clients.store(Arc::new(clients));
                 tracing::info!(
@@ -351,14 +363,57 @@ impl Upstream {
     /// Sends a request (its URI already upstream's). Only the wait for the
     /// response headers is bounded, never the body: watches stream on.
     pub async fn send(&self, req: Request<Body>) -> Result<Response<Incoming>, SendError> {
+        self.check_ca();
         let clients = self.clients.load_full();
         self.bounded(clients.client.request(req)).await
     }
 
     /// Sends a protocol-upgrade request over HTTP/1.1.
     pub async fn send_upgrade(&self, req: Request<Body>) -> Result<Response<Incoming>, SendError> {
+        self.check_ca();
         let clients = self.clients.load_full();
         self.bounded(clients.upgrade_client.request(req)).await
+    }
+
+    /// Re-reads the CA file when it changed (checked at most every
+    /// [`CA_CHECK_EVERY`]); new connections verify against it. A file that
+    /// can't be read or holds no certificate leaves the CA in force.
+    fn check_ca(&self) {
+        let Some((path, state)) = &self.ca_watch else {
+            return;
+        };
+        let Ok(mut st) = state.try_lock() else {
+            return;
+        };
+        if st.0.elapsed() < CA_CHECK_EVERY {
+            return;
+        }
+        st.0 = Instant::now();
+        let now = vault::file_stamp(path);
+        if now == st.1 {
+            return;
+        }
+        let pem = match std::fs::read(path) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(ca = %path.display(), "upstream CA NOT reloaded: {e}");
+                return;
+            }
+        };
+        let mut params = self.params.lock().unwrap_or_else(|p| p.into_inner());
+        let old = params.resolved.ca_pem.replace(pem);
+        let cert = self.clients.load().cert.clone();
+        match build_clients(&params, cert) {
+            Ok(c) => {
+                self.clients.store(Arc::new(c));
+                st.1 = now;
+                tracing::info!(ca = %path.display(), "upstream CA reloaded: new connections verify with it");
+            }
+            Err(e) => {
+                params.resolved.ca_pem = old;
+                tracing::warn!(ca = %path.display(), "upstream CA NOT reloaded, the previous one stays: {e}");
+            }
+        }
     }
 
     async fn bounded(

@@ -78,9 +78,12 @@ pub struct Credential {
     invalid: AtomicBool,
 }
 
-type FileStamp = Option<(SystemTime, u64, u64)>;
+/// A file's modification time, size and inode (none: unreadable).
+pub type FileStamp = Option<(SystemTime, u64, u64)>;
 
-fn stamp(path: &PathBuf) -> FileStamp {
+/// The [`FileStamp`] of `path` now (following symlinks, as a projected
+/// volume's `..data` swap needs).
+pub fn file_stamp(path: &std::path::Path) -> FileStamp {
     let m = std::fs::metadata(path).ok()?;
     #[cfg(unix)]
     let ino = std::os::unix::fs::MetadataExt::ino(&m);
@@ -257,11 +260,11 @@ impl Vault {
     fn file_stamps(&self) -> Vec<FileStamp> {
         let mut v = Vec::new();
         if let Source::TokenFile(p) = &self.source {
-            v.push(stamp(p));
+            v.push(file_stamp(p));
         }
         if let Some((c, k)) = &self.cert_files {
-            v.push(stamp(c));
-            v.push(stamp(k));
+            v.push(file_stamp(c));
+            v.push(file_stamp(k));
         }
         v
     }
