@@ -437,3 +437,123 @@ async fn the_upstream_ca_file_is_reread_when_it_changes() {
     let (code, body) = request(&base, "GET", "", None).await;
     assert_eq!(code, StatusCode::OK, "{body}");
 }
+
+/// An https upstream that records the client certificate of each
+/// connection (DER of the leaf) and answers FOO.
+async fn mtls_upstream(
+    serving: &regroup::serve::tls::Identity,
+    client_cas: &str,
+    seen: Arc<Mutex<Vec<Vec<u8>>>>,
+) -> String {
+    use rustls::pki_types::pem::PemObject;
+    let verifier = regroup::serve::front::tls::client_verifier(client_cas.as_bytes()).unwrap();
+    let certs: Vec<rustls::pki_types::CertificateDer<'static>> =
+        rustls::pki_types::CertificateDer::pem_slice_iter(serving.cert_pem.as_bytes())
+            .collect::<Result<_, _>>()
+            .unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(serving.key_pem.as_bytes()).unwrap();
+    let cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_client_cert_verifier(verifier)
+    .with_single_cert(certs, key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (acceptor, seen) = (acceptor.clone(), seen.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let leaf = tls
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .and_then(|c| c.first())
+                    .map(|c| c.to_vec())
+                    .unwrap_or_default();
+                seen.lock().unwrap().push(leaf);
+                let svc = service_fn(|_req: Request<hyper::body::Incoming>| async {
+                    Ok::<_, std::convert::Infallible>(
+                        Response::builder()
+                            .header("content-type", "application/json")
+                            .body(Full::new(Bytes::from_static(FOO.as_bytes())))
+                            .unwrap(),
+                    )
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(tls), svc)
+                    .await;
+            });
+        }
+    });
+    format!("https://{addr}")
+}
+
+fn der(pem: &str) -> Vec<u8> {
+    use rustls::pki_types::pem::PemObject;
+    rustls::pki_types::CertificateDer::from_pem_slice(pem.as_bytes())
+        .unwrap()
+        .to_vec()
+}
+
+#[tokio::test]
+async fn a_client_certificate_renewed_on_disk_is_used_for_new_connections() {
+    use regroup::serve::tls::{generate, generate_for};
+    let serving = generate().unwrap();
+    let one = generate_for("client CA one", &["regroup-one".into()], true).unwrap();
+    let two = generate_for("client CA two", &["regroup-two".into()], true).unwrap();
+    let cas = format!(
+        "{}{}",
+        one.ca_pem.as_deref().unwrap(),
+        two.ca_pem.as_deref().unwrap()
+    );
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let server = mtls_upstream(&serving, &cas, seen.clone()).await;
+    let dir = tmp("clientcert");
+    let (c, k) = (dir.join("client.crt"), dir.join("client.key"));
+    std::fs::write(&c, &one.cert_pem).unwrap();
+    std::fs::write(&k, &one.key_pem).unwrap();
+    let up = Upstream::new(
+        &Resolved {
+            server,
+            ca_pem: serving.ca_pem.clone().map(String::into_bytes),
+            client_cert: Some((
+                one.cert_pem.clone().into_bytes(),
+                one.key_pem.clone().into_bytes(),
+            )),
+            client_cert_files: Some((c.clone(), k.clone())),
+            ..Resolved::default()
+        },
+        false,
+    )
+    .unwrap();
+    assert!(up.can_refresh());
+    let p = Arc::new(Proxy::sidecar(
+        &common::fixture_map(),
+        &Catalog::new(&[]),
+        up,
+        true,
+    ));
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(regroup::serve::serve_plain(l, p));
+    let (code, body) = request(&base, "GET", "", None).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    assert_eq!(seen.lock().unwrap().last().unwrap(), &der(&one.cert_pem));
+    // Renewed on disk (key first, then the certificate, as cert-manager's
+    // Secret volume swaps both at once).
+    std::fs::write(&k, &two.key_pem).unwrap();
+    std::fs::write(&c, &two.cert_pem).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let (code, body) = request(&base, "GET", "", None).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    assert_eq!(seen.lock().unwrap().last().unwrap(), &der(&two.cert_pem));
+    std::fs::remove_dir_all(&dir).ok();
+}
