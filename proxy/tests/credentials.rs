@@ -22,12 +22,15 @@ use tokio::net::TcpListener;
 
 const FOO: &str = r#"{"apiVersion":"samplecontroller.team1.example.com/v1alpha1","kind":"Foo","metadata":{"name":"alpha"}}"#;
 
+/// (method, authorization, impersonate-user, body) of one request.
+type Seen = (String, Option<String>, Option<String>, Vec<u8>);
+
 #[derive(Default)]
 struct Upstate {
     /// The only token accepted.
     token: String,
     /// (method, authorization, impersonate-user, body) of each request.
-    seen: Vec<(String, Option<String>, Option<String>, Vec<u8>)>,
+    seen: Vec<Seen>,
 }
 
 async fn upstream(state: Arc<Mutex<Upstate>>) -> String {
