@@ -122,6 +122,8 @@ def test_a_rotated_token_is_followed_without_a_failed_client_request(workdir, re
         assert len(results) > 20
         assert p.unauthorized() >= 3, "the rotations were seen by regroup (401s upstream, none to the clients)"
         assert runs(p.dir) == 4, "one plugin run per rotation, however many requests saw the 401"
+        print(f"rotation: {len(results)} client requests, 0 failed, {p.unauthorized()} 401s upstream, "
+              f"{runs(p.dir)} plugin runs")
     finally:
         stop(p.proc)
         stop(sproc)
