@@ -210,15 +210,23 @@ def test_a_rule_added_to_the_config_file_applies_to_new_requests(workdir, regrou
             urllib.request.urlopen(f"{base}{cluster_path}/alpha", timeout=10)
         assert e.value.code == 404
         assert "configuration reloaded" in log.read_text()
-        # The watch opened before the reload still streams, unrenamed.
-        upstream.kubectl("label", f"foos.{CLUSTER_GROUP}", "alpha", f"reload=x{int(time.time())}", "--overwrite")
-        while True:
-            line = watch.readline()
-            assert line, "the open watch ended"
-            ev = json.loads(line)
-            if ev["type"] == "MODIFIED" and "reload" in ev["object"]["metadata"].get("labels", {}):
-                assert ev["object"]["apiVersion"] == f"{CLUSTER_GROUP}/v1alpha1"
-                break
+        # The watch opened before the reload still streams, unrenamed (a
+        # Foo of its own, so the seeds other tests compare stay as they are).
+        name = f"reload-probe-{int(time.time())}"
+        upstream.kubectl("create", "-f", "-", input=json.dumps({
+            "apiVersion": f"{CLUSTER_GROUP}/v1alpha1", "kind": "Foo",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"deploymentName": f"{name}-deploy", "replicas": 1}}))
+        try:
+            while True:
+                line = watch.readline()
+                assert line, "the open watch ended"
+                ev = json.loads(line)
+                if ev["type"] == "ADDED" and ev["object"]["metadata"]["name"] == name:
+                    assert ev["object"]["apiVersion"] == f"{CLUSTER_GROUP}/v1alpha1"
+                    break
+        finally:
+            upstream.kubectl("delete", f"foos.{CLUSTER_GROUP}", name, "--ignore-not-found")
         watch.close()
         # An invalid edit is refused; the rules in force stay.
         config.write_text("rules:\n  - {from: apps, to: apps.example.com}\n")

@@ -123,6 +123,9 @@ impl Reloader {
                 return Err(e);
             }
         };
+        for w in settings.warnings() {
+            tracing::warn!("{w}");
+        }
         let restart = self.fixed.changed(&Fixed::of(&settings));
         self.live.store(Engine::new(
             settings.map.clone(),
