@@ -11,6 +11,7 @@ the request again."""
 import json
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -232,6 +233,17 @@ def test_a_rule_added_to_the_config_file_applies_to_new_requests(workdir, regrou
         config.write_text("rules:\n  - {from: apps, to: apps.example.com}\n")
         time.sleep(3)
         assert "NOT reloaded" in log.read_text()
+        foo = json.load(urllib.request.urlopen(f"{base}{orig_path}/alpha", timeout=10))
+        assert foo["apiVersion"] == f"{ORIG_GROUP}/v1alpha1"
+        # SIGHUP reloads too (here the invalid file again: refused, still serving).
+        before = log.read_text().count("NOT reloaded")
+        proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while log.read_text().count("NOT reloaded") == before:
+            assert time.monotonic() < deadline, "SIGHUP did not reload"
+            time.sleep(0.1)
+        assert proc.poll() is None
+        assert any("NOT reloaded" in line and "SIGHUP" in line for line in log.read_text().splitlines())
         foo = json.load(urllib.request.urlopen(f"{base}{orig_path}/alpha", timeout=10))
         assert foo["apiVersion"] == f"{ORIG_GROUP}/v1alpha1"
     finally:

@@ -82,8 +82,9 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
         match reloader {
             Some(r) => {
                 tracing::info!("configuration reloaded on SIGHUP and when the file changes");
+                let hup = reload::hangup()?;
                 // The task lives as long as the runtime.
-                drop(tokio::spawn(reload::watch(r)));
+                drop(tokio::spawn(reload::watch(r, hup)));
             }
             #[cfg(unix)]
             None => ignore_sighup()?,

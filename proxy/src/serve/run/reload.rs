@@ -151,26 +151,33 @@ impl Reloader {
     }
 }
 
-/// Reloads on SIGHUP and on a change of the file, until the task is dropped.
-pub async fn watch(mut r: Reloader) {
+/// SIGHUP, installed now (before it is first awaited: a SIGHUP that came
+/// in between would otherwise end the process, its default action).
+#[cfg(unix)]
+pub type Hangup = tokio::signal::unix::Signal;
+/// No SIGHUP off Unix.
+#[cfg(not(unix))]
+pub type Hangup = ();
+
+/// Installs the SIGHUP handler (must run inside the runtime).
+pub fn hangup() -> Result<Hangup, String> {
     #[cfg(unix)]
-    let mut hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
-        Ok(h) => Some(h),
-        Err(e) => {
-            tracing::warn!("installing the SIGHUP handler: {e}");
-            None
-        }
-    };
+    {
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .map_err(|e| format!("installing the SIGHUP handler: {e}"))
+    }
+    #[cfg(not(unix))]
+    Ok(())
+}
+
+/// Reloads on SIGHUP and on a change of the file, until the task is dropped.
+#[allow(unused_mut, unused_variables)]
+pub async fn watch(mut r: Reloader, mut hup: Hangup) {
     let mut tick = tokio::time::interval(POLL_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         #[cfg(unix)]
-        let hup_recv = async {
-            match hup.as_mut() {
-                Some(h) => h.recv().await,
-                None => std::future::pending().await,
-            }
-        };
+        let hup_recv = hup.recv();
         #[cfg(not(unix))]
         let hup_recv = std::future::pending::<Option<()>>();
         tokio::select! {
