@@ -110,12 +110,11 @@ async fn apply_credential(fwd: &Forward, headers: &mut HeaderMap) -> Result<Opti
             Ok(Some(c.generation))
         }
         Ok(None) => Ok(None),
-        Err(e) => {
-            crate::serve::metrics::metrics().error(fwd.listener, "no_upstream_credential");
-            Err(Failure::unavailable(format!(
-                "regroup cannot obtain its credential for the apiserver: {e}"
-            )))
-        }
+        // Counted as a ServiceUnavailable error by `errors`, and by source
+        // in regroup_credential_failures_total.
+        Err(e) => Err(Failure::unavailable(format!(
+            "regroup cannot obtain its credential for the apiserver: {e}"
+        ))),
     }
 }
 
