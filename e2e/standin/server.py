@@ -632,6 +632,8 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if self.server.token and self.headers.get("Authorization") != f"Bearer {self.server.token}":
                 raise ApiError(401, "Unauthorized", "Unauthorized")
+            if getattr(self.server, "token_file", None) and self.headers.get("Authorization") != f"Bearer {current_token(self.server)}":
+                raise ApiError(401, "Unauthorized", "Unauthorized")
             apisvc = apiservice_for(url.path)
             if apisvc:
                 return self.aggregate(apisvc, body)
@@ -1001,6 +1003,8 @@ def main():
     ap.add_argument("--tls-cert", help="serve HTTPS with this PEM certificate (and --tls-key)")
     ap.add_argument("--tls-key")
     ap.add_argument("--token", help="require 'Authorization: Bearer TOKEN' (else 401)")
+    ap.add_argument("--token-file", help="require 'Authorization: Bearer <the file's content now>' (else 401): "
+                                         "read at each request, so rewriting it revokes the old token")
     ap.add_argument("--requestheader-ca", help="PEM CA of front-proxy client certificates: published in "
                                                "kube-system/extension-apiserver-authentication")
     ap.add_argument("--proxy-client-cert", help="the aggregator's client certificate (PEM; signed by that CA)")
@@ -1015,12 +1019,22 @@ def main():
     srv = ThreadingHTTPServer((args.host, args.port), Handler)
     srv.daemon_threads = True
     srv.token, srv.verbose = args.token, args.verbose
+    srv.token_file = args.token_file
     if args.tls_cert:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(args.tls_cert, args.tls_key)
         ctx.set_alpn_protocols(["http/1.1"])
         srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     announce_and_serve(srv)
+
+
+def current_token(srv):
+    """The only token --token-file accepts right now."""
+    try:
+        with open(srv.token_file) as f:
+            return f.read().strip()
+    except OSError:
+        return None
 
 
 def announce_and_serve(srv):

@@ -127,6 +127,7 @@ fn main() -> ExitCode {
             kubeconfig,
             context,
             listen,
+            config: Some(config),
         };
         return match regroup::serve::run::run(settings, opts) {
             Ok(()) => ExitCode::SUCCESS,

@@ -33,6 +33,10 @@ pub struct Metrics {
     rejections: Family<Labels, Counter>,
     in_flight: Gauge,
     latency: Family<Labels, Histogram>,
+    credential_refreshes: Family<Labels, Counter>,
+    credential_failures: Family<Labels, Counter>,
+    reloads: Family<Labels, Counter>,
+    generation: Gauge,
 }
 
 /// Buckets of `regroup_request_duration_seconds` (kube-apiserver's
@@ -83,6 +87,31 @@ pub fn metrics() -> &'static Metrics {
             "Callers of the aggregated front rejected, by reason",
             rejections.clone(),
         );
+        let credential_refreshes = Family::<Labels, Counter>::default();
+        let credential_failures = Family::<Labels, Counter>::default();
+        let reloads = Family::<Labels, Counter>::default();
+        let generation = Gauge::default();
+        registry.register(
+            "credential_refreshes",
+            "regroup's own upstream credential obtained (exec plugin run, file read), by source",
+            credential_refreshes.clone(),
+        );
+        registry.register(
+            "credential_failures",
+            "Failures to obtain regroup's own upstream credential, by source",
+            credential_failures.clone(),
+        );
+        registry.register(
+            "config_reloads",
+            "Configuration reloads (file change or SIGHUP), by result (ok, failed)",
+            reloads.clone(),
+        );
+        registry.register(
+            "config_generation",
+            "The configuration in force: 1 at start, +1 per successful reload",
+            generation.clone(),
+        );
+        generation.set(1);
         Metrics {
             registry,
             requests,
@@ -90,6 +119,10 @@ pub fn metrics() -> &'static Metrics {
             rejections,
             in_flight,
             latency,
+            credential_refreshes,
+            credential_failures,
+            reloads,
+            generation,
         }
     })
 }
@@ -135,6 +168,32 @@ impl Metrics {
                 ("verb".into(), verb.into()),
             ])
             .observe(d.as_secs_f64());
+    }
+
+    /// regroup's own credential obtained from `source`.
+    pub fn credential_refresh(&self, source: &str) {
+        self.credential_refreshes
+            .get_or_create(&vec![("source".into(), source.into())])
+            .inc();
+    }
+
+    /// regroup's own credential could not be obtained from `source`.
+    pub fn credential_failure(&self, source: &str) {
+        self.credential_failures
+            .get_or_create(&vec![("source".into(), source.into())])
+            .inc();
+    }
+
+    /// A configuration reload, `ok` or `failed`.
+    pub fn reload(&self, result: &str) {
+        self.reloads
+            .get_or_create(&vec![("result".into(), result.into())])
+            .inc();
+    }
+
+    /// The configuration generation now in force.
+    pub fn set_generation(&self, generation: i64) {
+        self.generation.set(generation);
     }
 
     /// The OpenMetrics text.

@@ -49,12 +49,29 @@ impl OwnClient {
             .expect("valid request");
         req.headers_mut()
             .insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-        if let Some(v) = self.upstream.authorization(false) {
+        let cred = self
+            .upstream
+            .credential()
+            .await
+            .map_err(|e| format!("regroup's credential: {e}"))?;
+        if let Some(v) = cred.as_ref().and_then(|c| c.authorization.clone()) {
             req.headers_mut().insert(header::AUTHORIZATION, v);
         }
-        self.upstream
+        if cred.is_some() {
+            self.upstream.impersonate(req.headers_mut());
+        }
+        let resp = self
+            .upstream
             .send(req)
             .await
-            .map_err(|e| format!("GET {path}: {e}"))
+            .map_err(|e| format!("GET {path}: {e}"))?;
+        match cred {
+            // A refused credential: the next read gets a fresh one.
+            Some(c) if resp.status() == http::StatusCode::UNAUTHORIZED => {
+                self.upstream.invalidate(c.generation)
+            }
+            _ => {}
+        }
+        Ok(resp)
     }
 }

@@ -1,4 +1,8 @@
-//! `regroup serve`: settings to running listeners.
+//! `regroup serve`: settings to running listeners, and the configuration
+//! reloaded while they run (`reload`).
+
+pub mod reload;
+pub mod serving_cert;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -25,6 +29,9 @@ pub struct Options {
     pub context: Option<String>,
     /// `--listen`.
     pub listen: Option<SocketAddr>,
+    /// The configuration file the settings came from: reloaded on SIGHUP
+    /// and when it changes. `None`: no reload.
+    pub config: Option<PathBuf>,
 }
 
 /// The default plain-HTTP listener (kubectl proxy's port).
@@ -51,6 +58,10 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
         settings.map.clone(),
         Catalog::new(&settings.fields),
     ));
+    let reloader = opts
+        .config
+        .clone()
+        .map(|path| reload::Reloader::new(path, live.clone(), settings));
     let listen = opts
         .listen
         .or(settings.file.listeners.http)
@@ -68,11 +79,28 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
     let lifecycle = Lifecycle::new();
     let serving = Serving::new(settings.limits.clone(), lifecycle.clone());
     let result = runtime.block_on(async move {
-        #[cfg(unix)]
-        ignore_sighup()?;
+        match reloader {
+            Some(r) => {
+                tracing::info!("configuration reloaded on SIGHUP and when the file changes");
+                let hup = reload::hangup()?;
+                // The task lives as long as the runtime.
+                drop(tokio::spawn(reload::watch(r, hup)));
+            }
+            #[cfg(unix)]
+            None => ignore_sighup()?,
+            #[cfg(not(unix))]
+            None => {}
+        }
         let upstream_desc = upstream.describe().to_owned();
+        let upstream = Arc::new(upstream);
+        if upstream.can_refresh() {
+            // Warm and keep fresh: the first request finds a credential (a
+            // protocol upgrade takes the one in hand), and a plugin that
+            // can't run is logged at start, not at the first request.
+            drop(tokio::spawn(keep_credential(upstream.clone())));
+        }
         let mut servers = Vec::new();
-        let mut sidecar = Proxy::sidecar_live(live.clone(), Arc::new(upstream), settings.file.credentials.pass_through)
+        let mut sidecar = Proxy::sidecar_live(live.clone(), upstream, settings.file.credentials.pass_through)
             .with_limits((&settings.limits).into());
         let mut follow = None;
         if let Some(front) = &settings.file.front {
@@ -116,19 +144,20 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             servers.push(tokio::spawn(super::metrics::serve_health(l, health)));
         }
         if let Some(tls) = &settings.file.listeners.tls {
-            let id = match (&tls.cert_file, &tls.key_file, &tls.generated_ca_file) {
-                (Some(c), Some(k), _) => super::tls::from_files(c, k)?,
+            let cfg = match (&tls.cert_file, &tls.key_file, &tls.generated_ca_file) {
+                // Reloaded when the files change (a renewed certificate).
+                (Some(c), Some(k), _) => Arc::new(serving_cert::ReloadingCert::new(c, k)?)
+                    .server_config()?,
                 (_, _, Some(ca_file)) => {
                     let id = super::tls::generate()?;
                     let ca = id.ca_pem.as_deref().unwrap_or_default();
                     std::fs::write(ca_file, ca)
                         .map_err(|e| format!("writing the generated CA to {}: {e}", ca_file.display()))?;
                     tracing::info!(ca = %ca_file.display(), "generated a serving CA for the TLS listener");
-                    id
+                    super::tls::server_config(&id)?
                 }
                 _ => return Err("listeners.tls needs certFile/keyFile or generatedCaFile".into()),
             };
-            let cfg = super::tls::server_config(&id)?;
             let l = TcpListener::bind(tls.listen)
                 .await
                 .map_err(|e| format!("listening on {}: {e}", tls.listen))?;
@@ -172,6 +201,25 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
     result
 }
 
+/// Asks the vault for regroup's credential now and then: a cached one costs
+/// nothing; one close to its expiry is refreshed before a request needs it.
+async fn keep_credential(upstream: Arc<Upstream>) {
+    use std::time::{Duration, SystemTime};
+    loop {
+        let wait = match upstream.credential().await {
+            Ok(Some(c)) => c
+                .expires
+                .and_then(|e| e.duration_since(SystemTime::now()).ok())
+                .map(|left| (left / 10).clamp(Duration::from_millis(200), Duration::from_secs(10)))
+                .unwrap_or(Duration::from_secs(10)),
+            Ok(None) => return,
+            // The vault logs it and backs off.
+            Err(_) => Duration::from_secs(5),
+        };
+        tokio::time::sleep(wait).await;
+    }
+}
+
 /// SIGHUP would kill the process by default: regroup ignores it, saying so.
 #[cfg(unix)]
 fn ignore_sighup() -> Result<(), String> {
@@ -179,7 +227,7 @@ fn ignore_sighup() -> Result<(), String> {
         .map_err(|e| format!("installing the SIGHUP handler: {e}"))?;
     tokio::spawn(async move {
         while hup.recv().await.is_some() {
-            tracing::info!("SIGHUP: reloading is not implemented yet; ignored (still serving)");
+            tracing::info!("SIGHUP: no configuration file to reload; ignored (still serving)");
         }
     });
     Ok(())
@@ -387,9 +435,9 @@ fn resolve_upstream(settings: &Settings, opts: &Options) -> Result<kubeconfig::R
         return in_cluster().map_err(|e| e.to_string());
     }
     if let Some(p) = std::env::var_os("KUBECONFIG").filter(|p| !p.is_empty()) {
-        // Like kubectl: the first file of the list.
-        let first = std::env::split_paths(&p).next().unwrap_or_default();
-        return kubeconfig::load(&first, context).map_err(|e| e.to_string());
+        // Like kubectl: every file of the list, merged (first one wins).
+        let paths: Vec<PathBuf> = std::env::split_paths(&p).collect();
+        return kubeconfig::load_merged(&paths, context).map_err(|e| e.to_string());
     }
     if let Some(home) = std::env::var_os("HOME") {
         let p = PathBuf::from(home).join(".kube/config");

@@ -1,13 +1,19 @@
 //! The client to the kube-apiserver: TLS, credentials, one pooled client.
 
+pub mod dial;
+pub mod exec;
 pub mod kubeconfig;
+pub mod vault;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
+
 use base64::Engine as _;
 use bytes::Bytes;
+use http::header::{HeaderMap, HeaderName};
 use http::{HeaderValue, Request, Response, Uri};
 use http_body_util::combinators::BoxBody;
 use hyper::body::Incoming;
@@ -20,7 +26,9 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
-pub use kubeconfig::Resolved;
+use dial::Dial;
+pub use kubeconfig::{Impersonate, Resolved};
+pub use vault::{bearer, Credential, CredentialError, Vault};
 
 /// Errors of bodies flowing through regroup.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -35,18 +43,26 @@ pub struct UpstreamError {
     message: String,
 }
 
-/// How long a token read from a file is used before it is read again
-/// (kubelet rotates projected service-account tokens well before expiry).
-const TOKEN_FILE_TTL: Duration = Duration::from_secs(60);
+/// How often the upstream CA file is checked for a change.
+const CA_CHECK_EVERY: Duration = Duration::from_secs(5);
 
-enum Auth {
-    None,
-    Bearer(HeaderValue),
-    TokenFile {
-        path: PathBuf,
-        cached: Mutex<Option<(HeaderValue, Instant)>>,
-    },
-    Basic(HeaderValue),
+/// The pooled clients of one TLS identity: rebuilt (and the old pool's
+/// connections closed as they finish) when regroup's client certificate
+/// changes, as client-go closes its connections when an exec plugin hands
+/// out a new certificate.
+struct Clients {
+    client: Client<HttpsConnector<Dial>, Body>,
+    /// HTTP/1.1 only: protocol upgrades (exec, attach, port-forward).
+    upgrade_client: Client<HttpsConnector<Dial>, Body>,
+    cert: Option<Arc<(Vec<u8>, Vec<u8>)>>,
+}
+
+/// What the clients are built from.
+struct TlsParams {
+    resolved: Resolved,
+    insecure: bool,
+    server_name: Option<ServerName<'static>>,
+    timeouts: Timeouts,
 }
 
 /// The apiserver and how to reach it.
@@ -55,10 +71,13 @@ pub struct Upstream {
     authority: http::uri::Authority,
     /// Path prefix of the server URL (usually empty).
     prefix: String,
-    client: Client<HttpsConnector<HttpConnector>, Body>,
-    /// HTTP/1.1 only: protocol upgrades (exec, attach, port-forward).
-    upgrade_client: Client<HttpsConnector<HttpConnector>, Body>,
-    auth: Auth,
+    clients: ArcSwap<Clients>,
+    rebuild: Mutex<()>,
+    params: Mutex<TlsParams>,
+    /// The CA file, re-read when it changes: (path, last check, its stamp).
+    ca_watch: Option<(PathBuf, Mutex<(Instant, vault::FileStamp)>)>,
+    vault: Vault,
+    impersonate: Option<Vec<(HeaderName, HeaderValue)>>,
     description: String,
     /// Time from sending a request to its response headers.
     response_header_timeout: Duration,
@@ -157,8 +176,6 @@ impl Upstream {
             .ok_or_else(|| err("no host".into()))?;
         let prefix = uri.path().trim_end_matches('/').to_owned();
         let insecure = r.insecure || insecure_override;
-        let tls = tls_config(r, insecure).map_err(err)?;
-
         let server_name = match &r.tls_server_name {
             Some(n) => Some(
                 ServerName::try_from(n.clone())
@@ -166,62 +183,75 @@ impl Upstream {
             ),
             None => None,
         };
-        let build = |http2: bool| {
-            let mut http = HttpConnector::new();
-            http.enforce_http(false);
-            http.set_nodelay(true);
-            http.set_connect_timeout(Some(timeouts.connect));
-            let mut b = hyper_rustls::HttpsConnectorBuilder::new()
-                .with_tls_config(tls.clone())
-                .https_or_http();
-            if let Some(name) = server_name.clone() {
-                b = b.with_server_name_resolver(move |_: &Uri| {
-                    Ok::<_, rustls::pki_types::InvalidDnsNameError>(name.clone())
-                });
-            }
-            let connector = if http2 {
-                b.enable_all_versions().wrap_connector(http)
-            } else {
-                b.enable_http1().wrap_connector(http)
-            };
-            let mut cb = Client::builder(TokioExecutor::new());
-            cb.pool_idle_timeout(Duration::from_secs(90));
-            cb.build(connector)
-        };
-        let auth = if let Some(t) = &r.token {
-            Auth::Bearer(bearer(t).map_err(err)?)
+        let (source, label) = if let Some(x) = &r.exec {
+            (vault::Source::Exec(Box::new(x.clone())), "exec plugin")
+        } else if let Some(t) = &r.token {
+            (
+                vault::Source::Static(bearer(t).map_err(err)?),
+                "bearer token",
+            )
         } else if let Some(p) = &r.token_file {
-            Auth::TokenFile {
-                path: p.clone(),
-                cached: Mutex::new(None),
-            }
+            (vault::Source::TokenFile(p.clone()), "token file")
         } else if let Some((u, p)) = &r.basic {
             let v = base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"));
-            Auth::Basic(
-                HeaderValue::from_str(&format!("Basic {v}")).map_err(|e| err(e.to_string()))?,
-            )
+            let mut v =
+                HeaderValue::from_str(&format!("Basic {v}")).map_err(|e| err(e.to_string()))?;
+            v.set_sensitive(true);
+            (vault::Source::Static(v), "basic auth")
+        } else if r.client_cert.is_some() {
+            (vault::Source::None, "client certificate")
         } else {
-            Auth::None
+            (vault::Source::None, "no credentials")
+        };
+        let vault = Vault::new(source, r.client_cert_files.clone(), r.client_cert.clone());
+        let impersonate = match &r.impersonate {
+            Some(i) => Some(impersonation_headers(i).map_err(err)?),
+            None => None,
         };
         let description = format!(
-            "{} ({}{})",
+            "{}{} ({}{}{})",
             r.server,
-            match &auth {
-                Auth::None if r.client_cert.is_some() => "client certificate",
-                Auth::None => "no credentials",
-                Auth::Bearer(_) => "bearer token",
-                Auth::TokenFile { .. } => "token file",
-                Auth::Basic(_) => "basic auth",
+            if r.proxy_url.is_some() {
+                " via its proxy-url"
+            } else {
+                ""
+            },
+            label,
+            if r.impersonate.is_some() {
+                ", impersonating"
+            } else {
+                ""
             },
             if insecure { ", TLS NOT VERIFIED" } else { "" }
         );
+        let params = TlsParams {
+            resolved: Resolved {
+                client_cert: None,
+                ..r.clone()
+            },
+            insecure,
+            server_name,
+            timeouts,
+        };
+        let cert = vault
+            .cached()
+            .and_then(|c| c.client_cert.clone())
+            .or_else(|| r.client_cert.clone().map(Arc::new));
+        let clients = build_clients(&params, cert).map_err(err)?;
+        let ca_watch = r.ca_file.clone().filter(|_| !insecure).map(|p| {
+            let st = vault::file_stamp(&p);
+            (p, Mutex::new((Instant::now(), st)))
+        });
         Ok(Upstream {
+            ca_watch,
             scheme,
             authority,
             prefix,
-            client: build(true),
-            upgrade_client: build(false),
-            auth,
+            clients: ArcSwap::from_pointee(clients),
+            rebuild: Mutex::new(()),
+            params: Mutex::new(params),
+            vault,
+            impersonate,
             description,
             response_header_timeout: timeouts.response_header,
         })
@@ -246,48 +276,151 @@ impl Upstream {
         &self.authority
     }
 
-    /// regroup's own `Authorization`, if it has credentials of that kind.
-    /// `reload` forces a token file to be read again (after a 401).
+    /// regroup's own `Authorization` as cached now, without waiting for a
+    /// refresh (`reload`: a token file or client-certificate files read
+    /// again first). [`Upstream::credential`] is what requests use.
     pub fn authorization(&self, reload: bool) -> Option<HeaderValue> {
-        match &self.auth {
-            Auth::None => None,
-            Auth::Bearer(v) | Auth::Basic(v) => Some(v.clone()),
-            Auth::TokenFile { path, cached } => {
-                let mut c = cached.lock().unwrap_or_else(|p| p.into_inner());
-                let fresh = c
-                    .as_ref()
-                    .is_some_and(|(_, at)| !reload && at.elapsed() < TOKEN_FILE_TTL);
-                if !fresh {
-                    match std::fs::read_to_string(path) {
-                        Ok(t) => match bearer(t.trim()) {
-                            Ok(v) => *c = Some((v, Instant::now())),
-                            Err(e) => tracing::warn!(path = %path.display(), "token file: {e}"),
-                        },
-                        Err(e) => {
-                            tracing::warn!(path = %path.display(), "cannot read token file: {e}")
-                        }
-                    }
-                }
-                c.as_ref().map(|(v, _)| v.clone())
+        if reload {
+            if let Some(c) = self.vault.cached() {
+                self.vault.invalidate(c.generation);
             }
+        }
+        self.vault.cached().and_then(|c| c.authorization.clone())
+    }
+
+    /// regroup's own credential, fresh: cached until shortly before it
+    /// expires, else one refresh (an exec plugin run, a file read) shared by
+    /// every request that waits for it. `None` when regroup has none. A new
+    /// client certificate replaces the connection pool.
+    pub async fn credential(&self) -> Result<Option<Arc<Credential>>, CredentialError> {
+        if !self.vault.has_credential() {
+            return Ok(None);
+        }
+        let c = self.vault.get().await?;
+        let current = self.clients.load();
+        let same = match (&current.cert, &c.client_cert) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+            _ => false,
+        };
+        if !same {
+            let _one = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
+            let current = self.clients.load();
+            let still = match (&current.cert, &c.client_cert) {
+                (Some(a), Some(b)) => !Arc::ptr_eq(a, b) && a != b,
+                (None, None) => false,
+                _ => true,
+            };
+            if still {
+                let params = self.params.lock().unwrap_or_else(|p| p.into_inner());
+                match build_clients(&params, c.client_cert.clone()) {
+                    Ok(clients) => {
+                        self.clients.store(Arc::new(clients));
+                        tracing::info!(
+                            "regroup's client certificate changed: new upstream connections use it"
+                        );
+                    }
+                    // A renewal caught half written: the connections keep
+                    // the previous certificate until the pair is whole.
+                    Err(e) => tracing::warn!(
+                        "regroup's new client certificate is NOT used, the previous one stays: {e}"
+                    ),
+                }
+            }
+        }
+        Ok(Some(c))
+    }
+
+    /// The apiserver answered 401 to the credential of `generation`.
+    pub fn invalidate(&self, generation: u64) {
+        self.vault.invalidate(generation);
+    }
+
+    /// True when regroup's credential can be refreshed (a token file, an
+    /// exec plugin, client-certificate files).
+    pub fn can_refresh(&self) -> bool {
+        self.vault.can_refresh()
+    }
+
+    /// The source of regroup's credential, for metrics and logs.
+    pub fn credential_source(&self) -> &'static str {
+        self.vault.label()
+    }
+
+    /// Puts the kubeconfig's impersonation (`as`, `as-groups`, ...) in
+    /// `headers`, replacing any `Impersonate-*` there. Only with regroup's
+    /// own credential.
+    pub fn impersonate(&self, headers: &mut HeaderMap) {
+        let Some(imp) = &self.impersonate else {
+            return;
+        };
+        let theirs: Vec<HeaderName> = headers
+            .keys()
+            .filter(|k| k.as_str().starts_with("impersonate-"))
+            .cloned()
+            .collect();
+        for k in theirs {
+            headers.remove(k);
+        }
+        for (k, v) in imp {
+            headers.append(k.clone(), v.clone());
         }
     }
 
-    /// True when regroup's credential can be refreshed (a token file).
-    pub fn can_refresh(&self) -> bool {
-        matches!(self.auth, Auth::TokenFile { .. })
-    }
-
-    /// Sends a request (its URI already upstream's).
     /// Sends a request (its URI already upstream's). Only the wait for the
     /// response headers is bounded, never the body: watches stream on.
     pub async fn send(&self, req: Request<Body>) -> Result<Response<Incoming>, SendError> {
-        self.bounded(self.client.request(req)).await
+        self.check_ca();
+        let clients = self.clients.load_full();
+        self.bounded(clients.client.request(req)).await
     }
 
     /// Sends a protocol-upgrade request over HTTP/1.1.
     pub async fn send_upgrade(&self, req: Request<Body>) -> Result<Response<Incoming>, SendError> {
-        self.bounded(self.upgrade_client.request(req)).await
+        self.check_ca();
+        let clients = self.clients.load_full();
+        self.bounded(clients.upgrade_client.request(req)).await
+    }
+
+    /// Re-reads the CA file when it changed (checked at most every
+    /// [`CA_CHECK_EVERY`]); new connections verify against it. A file that
+    /// can't be read or holds no certificate leaves the CA in force.
+    fn check_ca(&self) {
+        let Some((path, state)) = &self.ca_watch else {
+            return;
+        };
+        let Ok(mut st) = state.try_lock() else {
+            return;
+        };
+        if st.0.elapsed() < CA_CHECK_EVERY {
+            return;
+        }
+        st.0 = Instant::now();
+        let now = vault::file_stamp(path);
+        if now == st.1 {
+            return;
+        }
+        let pem = match std::fs::read(path) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(ca = %path.display(), "upstream CA NOT reloaded: {e}");
+                return;
+            }
+        };
+        let mut params = self.params.lock().unwrap_or_else(|p| p.into_inner());
+        let old = params.resolved.ca_pem.replace(pem);
+        let cert = self.clients.load().cert.clone();
+        match build_clients(&params, cert) {
+            Ok(c) => {
+                self.clients.store(Arc::new(c));
+                st.1 = now;
+                tracing::info!(ca = %path.display(), "upstream CA reloaded: new connections verify with it");
+            }
+            Err(e) => {
+                params.resolved.ca_pem = old;
+                tracing::warn!(ca = %path.display(), "upstream CA NOT reloaded, the previous one stays: {e}");
+            }
+        }
     }
 
     async fn bounded(
@@ -303,14 +436,86 @@ impl Upstream {
     }
 }
 
-fn bearer(token: &str) -> Result<HeaderValue, String> {
-    let mut v = HeaderValue::from_str(&format!("Bearer {token}"))
-        .map_err(|_| "token is not a valid header value".to_string())?;
-    v.set_sensitive(true);
-    Ok(v)
+fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result<Clients, String> {
+    let tls = tls_config(&p.resolved, cert.as_deref(), p.insecure)?;
+    let build = |http2: bool| {
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(p.timeouts.connect));
+        let mut b = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls.clone())
+            .https_or_http();
+        if let Some(name) = p.server_name.clone() {
+            b = b.with_server_name_resolver(move |_: &Uri| {
+                Ok::<_, rustls::pki_types::InvalidDnsNameError>(name.clone())
+            });
+        }
+        let dial = Dial::new(http, p.resolved.proxy_url.as_deref())?;
+        let connector = if http2 {
+            b.enable_all_versions().wrap_connector(dial)
+        } else {
+            b.enable_http1().wrap_connector(dial)
+        };
+        let mut cb = Client::builder(TokioExecutor::new());
+        cb.pool_idle_timeout(Duration::from_secs(90));
+        Ok::<_, String>(cb.build(connector))
+    };
+    Ok(Clients {
+        client: build(true)?,
+        upgrade_client: build(false)?,
+        cert,
+    })
 }
 
-fn tls_config(r: &Resolved, insecure: bool) -> Result<ClientConfig, String> {
+/// `Impersonate-User`, `-Uid`, `-Group` (one each), `-Extra-<key>` (the
+/// key percent-encoded, one header per value), as client-go sends them.
+fn impersonation_headers(i: &Impersonate) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
+    let value = |s: &str| {
+        HeaderValue::from_str(s)
+            .map_err(|_| format!("impersonation value `{s}` is not a valid header value"))
+    };
+    let mut out = vec![(HeaderName::from_static("impersonate-user"), value(&i.user)?)];
+    if let Some(uid) = &i.uid {
+        out.push((HeaderName::from_static("impersonate-uid"), value(uid)?));
+    }
+    for g in &i.groups {
+        out.push((HeaderName::from_static("impersonate-group"), value(g)?));
+    }
+    for (k, vs) in &i.extra {
+        let key = percent_encoding::utf8_percent_encode(k, EXTRA_KEY).to_string();
+        let name = HeaderName::try_from(format!("impersonate-extra-{key}"))
+            .map_err(|_| format!("as-user-extra key `{k}` can't be a header name"))?;
+        for v in vs {
+            out.push((name.clone(), value(v)?));
+        }
+    }
+    Ok(out)
+}
+
+/// What client-go escapes in an `Impersonate-Extra-` key (everything but
+/// RFC 7230 token characters).
+const EXTRA_KEY: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'!')
+    .remove(b'#')
+    .remove(b'$')
+    .remove(b'&')
+    .remove(b'\'')
+    .remove(b'*')
+    .remove(b'+')
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'^')
+    .remove(b'_')
+    .remove(b'`')
+    .remove(b'|')
+    .remove(b'~');
+
+fn tls_config(
+    r: &Resolved,
+    cert: Option<&(Vec<u8>, Vec<u8>)>,
+    insecure: bool,
+) -> Result<ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -338,7 +543,7 @@ fn tls_config(r: &Resolved, insecure: bool) -> Result<ClientConfig, String> {
         }
         builder.with_root_certificates(roots)
     };
-    match &r.client_cert {
+    match cert {
         Some((cert, key)) => {
             let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert)
                 .collect::<Result<_, _>>()
@@ -396,5 +601,53 @@ impl ServerCertVerifier for NoVerification {
     }
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn impersonation_replaces_the_apps_headers_as_client_go_sends_them() {
+        let mut extra = std::collections::BTreeMap::new();
+        extra.insert(
+            "scopes.example.com/Key x".to_string(),
+            vec!["a".into(), "b".into()],
+        );
+        let up = Upstream::new(
+            &Resolved {
+                server: "http://127.0.0.1:1".into(),
+                token: Some("t".into()),
+                impersonate: Some(Impersonate {
+                    user: "jane".into(),
+                    uid: Some("42".into()),
+                    groups: vec!["dev".into(), "ops".into()],
+                    extra,
+                }),
+                ..Resolved::default()
+            },
+            false,
+        )
+        .unwrap();
+        let mut h = HeaderMap::new();
+        h.insert("impersonate-user", HeaderValue::from_static("root"));
+        h.insert(
+            "impersonate-group",
+            HeaderValue::from_static("system:masters"),
+        );
+        h.insert("accept", HeaderValue::from_static("application/json"));
+        up.impersonate(&mut h);
+        let all =
+            |n: &str| -> Vec<&str> { h.get_all(n).iter().map(|v| v.to_str().unwrap()).collect() };
+        assert_eq!(all("impersonate-user"), ["jane"]);
+        assert_eq!(all("impersonate-uid"), ["42"]);
+        assert_eq!(all("impersonate-group"), ["dev", "ops"]);
+        assert_eq!(
+            all("impersonate-extra-scopes.example.com%2fkey%20x"),
+            ["a", "b"]
+        );
+        assert_eq!(all("accept"), ["application/json"]);
+        assert!(up.describe().contains("impersonating"), "{}", up.describe());
     }
 }

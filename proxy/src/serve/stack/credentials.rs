@@ -1,8 +1,19 @@
 //! Whose credential goes upstream, and sending with one retry on 401.
+//!
+//! With regroup's own credential (the app sent none, or `passThrough` is
+//! off): the credential comes from the vault (`upstream/vault.rs`), fresh,
+//! with the kubeconfig's impersonation; a 401 invalidates it, a fresh one is
+//! fetched and the request sent once more when its body is still at hand
+//! (none, or a body of known length up to [`RETRY_BODY_LIMIT`]). A 401
+//! means the apiserver authenticated nothing, so no verb has had an effect
+//! and any may be sent again. With the app's own token: sent as it came,
+//! never cached, never retried, never impersonating.
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap};
 use http::{Method, Request, Response, StatusCode, Uri};
+use http_body::Body as _;
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use super::{errors, Forward};
@@ -10,21 +21,27 @@ use crate::serve::body::full;
 use crate::serve::status::Failure;
 use crate::upstream::Body;
 
+/// The largest request body kept to be sent again after a 401.
+pub(crate) const RETRY_BODY_LIMIT: u64 = 1 << 20;
+
 /// Puts regroup's own credential in `out` unless the caller's own goes
-/// upstream. Returns whether regroup's own is used.
+/// upstream. Returns whether regroup's own is used. The credential put
+/// here is the one in hand; [`send`] makes sure it is fresh (protocol
+/// upgrades go with this one).
 pub(crate) fn lend(fwd: &Forward, incoming: &HeaderMap, out: &mut HeaderMap) -> bool {
     let own = !(fwd.pass_through_auth && incoming.contains_key(header::AUTHORIZATION));
     if own {
         if let Some(v) = fwd.upstream.authorization(false) {
             out.insert(header::AUTHORIZATION, v);
         }
+        fwd.upstream.impersonate(out);
     }
     own
 }
 
-/// Sends a request upstream. With regroup's own credential, a GET or HEAD
-/// answered 401 is sent again once with the credential read afresh (a
-/// rotated token).
+/// Sends a request upstream. With regroup's own credential, taken fresh
+/// from the vault; a 401 invalidates it and the request is sent again once
+/// with a fresh one when it can be.
 pub(crate) async fn send(
     fwd: &Forward,
     method: &Method,
@@ -33,8 +50,6 @@ pub(crate) async fn send(
     body: Body,
     own: bool,
 ) -> Result<Response<Incoming>, Failure> {
-    let retry_safe =
-        own && fwd.upstream.can_refresh() && matches!(*method, Method::GET | Method::HEAD);
     let request = |uri: Uri, headers: HeaderMap, body: Body| {
         let mut r = Request::builder()
             .method(method.clone())
@@ -44,14 +59,63 @@ pub(crate) async fn send(
         *r.headers_mut() = headers;
         r
     };
+    if !own {
+        return send_once(fwd, request(uri, headers, body)).await;
+    }
+    let generation = apply_credential(fwd, &mut headers).await?;
+    let retry = generation.is_some() && fwd.upstream.can_refresh();
+    // Keep the body for a retry when it is small and of known length.
+    let (body, kept) = match body.size_hint().exact() {
+        Some(0) if retry => (body, Some(Bytes::new())),
+        Some(n) if retry && n <= RETRY_BODY_LIMIT => {
+            let bytes = body
+                .collect()
+                .await
+                .map_err(|e| Failure::bad_request(format!("reading the request body: {e}")))?
+                .to_bytes();
+            (full(bytes.clone()), Some(bytes))
+        }
+        _ => (body, None),
+    };
     let resp = send_once(fwd, request(uri.clone(), headers.clone(), body)).await?;
-    if resp.status() != StatusCode::UNAUTHORIZED || !retry_safe {
+    if resp.status() != StatusCode::UNAUTHORIZED {
         return Ok(resp);
     }
-    if let Some(v) = fwd.upstream.authorization(true) {
-        headers.insert(header::AUTHORIZATION, v);
+    let (Some(generation), Some(kept)) = (generation, kept) else {
+        return Ok(resp);
+    };
+    fwd.upstream.invalidate(generation);
+    tracing::info!(
+        source = fwd.upstream.credential_source(),
+        "the apiserver refused regroup's credential (401): refreshing it and sending the request again"
+    );
+    let Ok(Some(_)) = apply_credential(fwd, &mut headers).await else {
+        return Ok(resp);
+    };
+    send_once(fwd, request(uri, headers, full(kept))).await
+}
+
+/// Puts regroup's fresh credential in `headers`; its generation, if any.
+async fn apply_credential(fwd: &Forward, headers: &mut HeaderMap) -> Result<Option<u64>, Failure> {
+    match fwd.upstream.credential().await {
+        Ok(Some(c)) => {
+            match &c.authorization {
+                Some(v) => {
+                    headers.insert(header::AUTHORIZATION, v.clone());
+                }
+                None => {
+                    headers.remove(header::AUTHORIZATION);
+                }
+            }
+            Ok(Some(c.generation))
+        }
+        Ok(None) => Ok(None),
+        // Counted as a ServiceUnavailable error by `errors`, and by source
+        // in regroup_credential_failures_total.
+        Err(e) => Err(Failure::unavailable(format!(
+            "regroup cannot obtain its credential for the apiserver: {e}"
+        ))),
     }
-    send_once(fwd, request(uri, headers, full(Bytes::new()))).await
 }
 
 /// One request upstream; a transport failure is a 503 `Status`.

@@ -1,0 +1,300 @@
+//! Exec credential plugins (client-go's `client.authentication.k8s.io`
+//! `v1` and `v1beta1` ExecCredential): running the kubeconfig's command
+//! and reading the token or client certificate it prints.
+//!
+//! regroup is never interactive: the plugin's stdin is empty
+//! (`interactiveMode: Always` is refused when the kubeconfig is read), and
+//! `spec.interactive` is false. Its stdout (the credential) is never
+//! logged; its stderr is, in an error, bounded.
+
+use std::process::Stdio;
+use std::time::{Duration, SystemTime};
+
+use serde::Deserialize;
+
+use super::kubeconfig::ExecConfig;
+
+/// How long a plugin may run.
+pub const EXEC_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The most of a failing plugin's stderr that goes into an error.
+const STDERR_LIMIT: usize = 2048;
+
+/// What a plugin handed out.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ExecOutput {
+    /// A bearer token.
+    pub token: Option<String>,
+    /// PEM client certificate and key.
+    pub client_cert: Option<(Vec<u8>, Vec<u8>)>,
+    /// When to ask again (none: until a 401).
+    pub expires: Option<SystemTime>,
+}
+
+impl std::fmt::Debug for ExecOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecOutput")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field(
+                "client_cert",
+                &self.client_cert.as_ref().map(|_| "<redacted>"),
+            )
+            .field("expires", &self.expires)
+            .finish()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecCredential {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    status: Option<Status>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Status {
+    expiration_timestamp: Option<String>,
+    token: Option<String>,
+    client_certificate_data: Option<String>,
+    client_key_data: Option<String>,
+}
+
+/// Parses a plugin's stdout: an ExecCredential of `api_version`.
+pub fn parse(api_version: &str, stdout: &[u8]) -> Result<ExecOutput, String> {
+    // Never quote stdout in an error: it holds the credential.
+    let cred: ExecCredential = serde_json::from_slice(stdout).map_err(|e| {
+        format!(
+            "its output is not an ExecCredential (JSON error at line {}, column {})",
+            e.line(),
+            e.column()
+        )
+    })?;
+    if cred.kind != "ExecCredential" {
+        return Err(format!(
+            "its output has kind `{}`, not ExecCredential",
+            cred.kind
+        ));
+    }
+    if cred.api_version != api_version {
+        return Err(format!(
+            "its output has apiVersion `{}`, the kubeconfig asked for `{api_version}`",
+            cred.api_version
+        ));
+    }
+    let status = cred.status.ok_or("its ExecCredential has no status")?;
+    let expires = match status.expiration_timestamp.as_deref() {
+        None | Some("") => None,
+        Some(t) => Some(parse_time(t)?),
+    };
+    let token = status.token.filter(|t| !t.is_empty());
+    let cert = status.client_certificate_data.filter(|c| !c.is_empty());
+    let key = status.client_key_data.filter(|k| !k.is_empty());
+    let client_cert =
+        match (cert, key) {
+            (Some(c), Some(k)) => Some((c.into_bytes(), k.into_bytes())),
+            (None, None) => None,
+            _ => return Err(
+                "its ExecCredential has clientCertificateData or clientKeyData without the other"
+                    .into(),
+            ),
+        };
+    if token.is_none() && client_cert.is_none() {
+        return Err("its ExecCredential has neither a token nor a client certificate".into());
+    }
+    Ok(ExecOutput {
+        token,
+        client_cert,
+        expires,
+    })
+}
+
+/// An RFC 3339 timestamp (`2026-11-24T17:00:00Z`, offsets, fractions).
+fn parse_time(t: &str) -> Result<SystemTime, String> {
+    let at = time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
+        .map_err(|e| format!("expirationTimestamp `{t}`: {e}"))?;
+    Ok(SystemTime::from(at))
+}
+
+/// Runs the plugin once and reads its ExecCredential.
+pub async fn run(cfg: &ExecConfig) -> Result<ExecOutput, String> {
+    let mut cmd = tokio::process::Command::new(&cfg.command);
+    cmd.args(&cfg.args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    for (k, v) in &cfg.env {
+        cmd.env(k, v);
+    }
+    let mut spec = serde_json::json!({ "interactive": false });
+    if cfg.provide_cluster_info {
+        spec["cluster"] = cfg.cluster.clone();
+    }
+    let info = serde_json::json!({
+        "apiVersion": cfg.api_version,
+        "kind": "ExecCredential",
+        "spec": spec,
+    });
+    cmd.env("KUBERNETES_EXEC_INFO", info.to_string());
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut m = format!("exec plugin `{}` not found", cfg.command);
+            if let Some(h) = &cfg.install_hint {
+                m.push_str(": ");
+                m.push_str(h.trim());
+            }
+            return Err(m);
+        }
+        Err(e) => return Err(format!("exec plugin `{}`: {e}", cfg.command)),
+    };
+    let out = match tokio::time::timeout(EXEC_TIMEOUT, child.wait_with_output()).await {
+        Ok(Ok(o)) => o,
+        Ok(Err(e)) => return Err(format!("exec plugin `{}`: {e}", cfg.command)),
+        Err(_) => {
+            return Err(format!(
+                "exec plugin `{}` did not finish within {}s",
+                cfg.command,
+                EXEC_TIMEOUT.as_secs()
+            ))
+        }
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr.trim();
+    let stderr = if stderr.len() > STDERR_LIMIT {
+        let mut end = STDERR_LIMIT;
+        while !stderr.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}...", &stderr[..end])
+    } else {
+        stderr.to_owned()
+    };
+    if !out.status.success() {
+        return Err(format!(
+            "exec plugin `{}` failed ({}){}",
+            cfg.command,
+            out.status,
+            if stderr.is_empty() {
+                String::new()
+            } else {
+                format!(": {stderr}")
+            }
+        ));
+    }
+    parse(&cfg.api_version, &out.stdout).map_err(|e| format!("exec plugin `{}`: {e}", cfg.command))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V1: &str = "client.authentication.k8s.io/v1";
+    const V1B1: &str = "client.authentication.k8s.io/v1beta1";
+
+    #[test]
+    fn token_with_expiry_in_both_versions() {
+        for v in [V1, V1B1] {
+            let out = parse(
+                v,
+                format!(r#"{{"apiVersion":"{v}","kind":"ExecCredential","status":{{"token":"t0k","expirationTimestamp":"2030-01-02T03:04:05Z"}}}}"#).as_bytes(),
+            )
+            .unwrap();
+            assert_eq!(out.token.as_deref(), Some("t0k"));
+            let secs = out
+                .expires
+                .unwrap()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap()
+                .as_secs();
+            assert_eq!(secs, 1_893_553_445);
+        }
+    }
+
+    #[test]
+    fn client_certificate_without_expiry_and_fractional_offsets() {
+        let out = parse(V1, br#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"clientCertificateData":"CERT","clientKeyData":"KEY"}}"#).unwrap();
+        assert_eq!(out.client_cert, Some((b"CERT".to_vec(), b"KEY".to_vec())));
+        assert_eq!(out.expires, None);
+        assert!(out.token.is_none());
+        let out = parse(V1, br#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"x","expirationTimestamp":"2030-01-02T05:04:05.5+02:00"}}"#).unwrap();
+        let secs = out
+            .expires
+            .unwrap()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        assert_eq!(secs, 1_893_553_445);
+    }
+
+    #[test]
+    fn malformed_credentials_are_refused_without_quoting_the_output() {
+        let cases: [(&str, &[u8], &str); 5] = [
+            (V1, b"secret-token-not-json", "not an ExecCredential"),
+            (V1, br#"{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"secret"}}"#, "asked for"),
+            (V1, br#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential"}"#, "no status"),
+            (V1, br#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"clientKeyData":"secret"}}"#, "without the other"),
+            (V1, br#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"secret","expirationTimestamp":"tomorrow"}}"#, "expirationTimestamp"),
+        ];
+        for (v, out, want) in cases {
+            let e = parse(v, out).unwrap_err();
+            assert!(e.contains(want), "{e}");
+            assert!(!e.contains("secret"), "{e}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_missing_command_names_the_install_hint_and_stderr_is_reported() {
+        let cfg = ExecConfig {
+            api_version: V1.into(),
+            command: "/nonexistent/regroup-plugin".into(),
+            install_hint: Some("brew install regroup-plugin".into()),
+            ..ExecConfig::default()
+        };
+        let e = run(&cfg).await.unwrap_err();
+        assert!(
+            e.contains("not found") && e.contains("brew install regroup-plugin"),
+            "{e}"
+        );
+        let cfg = ExecConfig {
+            api_version: V1.into(),
+            command: "sh".into(),
+            args: vec![
+                "-c".into(),
+                "echo token-on-stdout; echo 'login expired' >&2; exit 3".into(),
+            ],
+            ..ExecConfig::default()
+        };
+        let e = run(&cfg).await.unwrap_err();
+        assert!(
+            e.contains("login expired") && !e.contains("token-on-stdout"),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_plugin_gets_env_args_and_exec_info() {
+        let cfg = ExecConfig {
+            api_version: V1.into(),
+            command: "sh".into(),
+            args: vec![
+                "-c".into(),
+                r#"case "$KUBERNETES_EXEC_INFO" in *'"interactive":false'*'"server":"https://k"'*) ok=yes;; *) ok=no;; esac
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s-%s-%s"}}' "$FOO" "$ok" "$1""#.into(),
+                "sh".into(),
+                "arg1".into(),
+            ],
+            env: vec![("FOO".into(), "bar".into())],
+            provide_cluster_info: true,
+            cluster: serde_json::json!({"server": "https://k"}),
+            ..ExecConfig::default()
+        };
+        let out = run(&cfg).await.unwrap();
+        let t = out.token.unwrap();
+        assert_eq!(t, "bar-yes-arg1");
+    }
+}
