@@ -2,7 +2,9 @@
 
 pub mod dial;
 pub mod exec;
+mod impersonate;
 pub mod kubeconfig;
+mod tls;
 pub mod vault;
 
 use std::path::PathBuf;
@@ -21,13 +23,12 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::pki_types::ServerName;
 
 use dial::Dial;
+use impersonate::impersonation_headers;
 pub use kubeconfig::{Impersonate, Resolved};
+use tls::tls_config;
 pub use vault::{bearer, Credential, CredentialError, Vault};
 
 /// Errors of bodies flowing through regroup.
@@ -468,186 +469,5 @@ fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result
     })
 }
 
-/// `Impersonate-User`, `-Uid`, `-Group` (one each), `-Extra-<key>` (the
-/// key percent-encoded, one header per value), as client-go sends them.
-fn impersonation_headers(i: &Impersonate) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
-    let value = |s: &str| {
-        HeaderValue::from_str(s)
-            .map_err(|_| format!("impersonation value `{s}` is not a valid header value"))
-    };
-    let mut out = vec![(HeaderName::from_static("impersonate-user"), value(&i.user)?)];
-    if let Some(uid) = &i.uid {
-        out.push((HeaderName::from_static("impersonate-uid"), value(uid)?));
-    }
-    for g in &i.groups {
-        out.push((HeaderName::from_static("impersonate-group"), value(g)?));
-    }
-    for (k, vs) in &i.extra {
-        let key = percent_encoding::utf8_percent_encode(k, EXTRA_KEY).to_string();
-        let name = HeaderName::try_from(format!("impersonate-extra-{key}"))
-            .map_err(|_| format!("as-user-extra key `{k}` can't be a header name"))?;
-        for v in vs {
-            out.push((name.clone(), value(v)?));
-        }
-    }
-    Ok(out)
-}
-
-/// What client-go escapes in an `Impersonate-Extra-` key (everything but
-/// RFC 7230 token characters).
-const EXTRA_KEY: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'!')
-    .remove(b'#')
-    .remove(b'$')
-    .remove(b'&')
-    .remove(b'\'')
-    .remove(b'*')
-    .remove(b'+')
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'^')
-    .remove(b'_')
-    .remove(b'`')
-    .remove(b'|')
-    .remove(b'~');
-
-fn tls_config(
-    r: &Resolved,
-    cert: Option<&(Vec<u8>, Vec<u8>)>,
-    insecure: bool,
-) -> Result<ClientConfig, String> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?;
-    let builder = if insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerification(provider)))
-    } else {
-        let mut roots = RootCertStore::empty();
-        if let Some(pem) = &r.ca_pem {
-            for cert in CertificateDer::pem_slice_iter(pem) {
-                let cert = cert.map_err(|e| format!("certificate authority: {e}"))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| format!("certificate authority: {e}"))?;
-            }
-            if roots.is_empty() {
-                return Err("certificate authority: no PEM certificate found".into());
-            }
-        } else if r.server.starts_with("https://") {
-            return Err("no certificate-authority for an https server (set one, or \
-                 insecure-skip-tls-verify for a throwaway test cluster)"
-                .into());
-        }
-        builder.with_root_certificates(roots)
-    };
-    match cert {
-        Some((cert, key)) => {
-            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert)
-                .collect::<Result<_, _>>()
-                .map_err(|e| format!("client certificate: {e}"))?;
-            let key = PrivateKeyDer::from_pem_slice(key).map_err(|e| format!("client key: {e}"))?;
-            builder
-                .with_client_auth_cert(certs, key)
-                .map_err(|e| format!("client certificate: {e}"))
-        }
-        None => Ok(builder.with_no_client_auth()),
-    }
-}
-
-/// `insecure-skip-tls-verify`: accepts any server certificate (signatures
-/// are still checked, so the handshake itself is sound).
-#[derive(Debug)]
-struct NoVerification(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for NoVerification {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn impersonation_replaces_the_apps_headers_as_client_go_sends_them() {
-        let mut extra = std::collections::BTreeMap::new();
-        extra.insert(
-            "scopes.example.com/Key x".to_string(),
-            vec!["a".into(), "b".into()],
-        );
-        let up = Upstream::new(
-            &Resolved {
-                server: "http://127.0.0.1:1".into(),
-                token: Some("t".into()),
-                impersonate: Some(Impersonate {
-                    user: "jane".into(),
-                    uid: Some("42".into()),
-                    groups: vec!["dev".into(), "ops".into()],
-                    extra,
-                }),
-                ..Resolved::default()
-            },
-            false,
-        )
-        .unwrap();
-        let mut h = HeaderMap::new();
-        h.insert("impersonate-user", HeaderValue::from_static("root"));
-        h.insert(
-            "impersonate-group",
-            HeaderValue::from_static("system:masters"),
-        );
-        h.insert("accept", HeaderValue::from_static("application/json"));
-        up.impersonate(&mut h);
-        let all =
-            |n: &str| -> Vec<&str> { h.get_all(n).iter().map(|v| v.to_str().unwrap()).collect() };
-        assert_eq!(all("impersonate-user"), ["jane"]);
-        assert_eq!(all("impersonate-uid"), ["42"]);
-        assert_eq!(all("impersonate-group"), ["dev", "ops"]);
-        assert_eq!(
-            all("impersonate-extra-scopes.example.com%2fkey%20x"),
-            ["a", "b"]
-        );
-        assert_eq!(all("accept"), ["application/json"]);
-        assert!(up.describe().contains("impersonating"), "{}", up.describe());
-    }
-}
+mod tests;

@@ -1,3 +1,4 @@
+
 use super::*;
 use crate::serve::trust::tests::map;
 use serde_json::json;
@@ -87,14 +88,14 @@ fn a_patch_applies_all_or_fails_with_422() {
     let doc = json!({"metadata": {"name": "a"}, "spec": {"caBundle": "T0xE"}});
     let ops = parse(
         br#"[{"op":"test","path":"/spec/caBundle","value":"T0xE"},
-             {"op":"replace","path":"/spec/caBundle","value":"TkVX"}]"#,
+                 {"op":"replace","path":"/spec/caBundle","value":"TkVX"}]"#,
     )
     .unwrap();
     let out = apply(doc.clone(), &ops).unwrap();
     assert_eq!(out["spec"]["caBundle"], "TkVX");
     let failing = parse(
         br#"[{"op":"replace","path":"/spec/caBundle","value":"TkVX"},
-             {"op":"test","path":"/spec/caBundle","value":"T0xE"}]"#,
+                 {"op":"test","path":"/spec/caBundle","value":"T0xE"}]"#,
     )
     .unwrap();
     let f = apply(doc.clone(), &failing).unwrap_err();
