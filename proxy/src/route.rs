@@ -32,7 +32,16 @@ fn names_carry_group(group: &str, resource: Option<&str>) -> bool {
 /// `/openapi/v3/apis/{group}/...`, and the object name of a CRD or an
 /// APIService. `None`: unchanged.
 pub fn rewrite_path(path: &str, map: &GroupMap, dir: Direction) -> Option<String> {
-    let info = RequestInfo::parse(path, None);
+    rewrite_path_for(path, &RequestInfo::parse(path, None), map, dir)
+}
+
+/// [`rewrite_path`] for a path already read as `info`.
+pub fn rewrite_path_for(
+    path: &str,
+    info: &RequestInfo,
+    map: &GroupMap,
+    dir: Direction,
+) -> Option<String> {
     let mut segments: Vec<String> = path.split('/').map(str::to_owned).collect();
     let mut changed = false;
     // ["", "apis", group, ...] or ["", "openapi", "v3", "apis", group, ...]

@@ -1,6 +1,8 @@
 //! A request's Kubernetes meaning, read from its URL the way
 //! kube-apiserver's `RequestInfo` does. Pure: no I/O.
 
+use std::borrow::Cow;
+
 use percent_encoding::percent_decode_str;
 
 /// What a request addresses.
@@ -35,16 +37,17 @@ impl RequestInfo {
     /// assert_eq!(i.subresource.as_deref(), Some("status"));
     /// ```
     pub fn parse(path: &str, query: Option<&str>) -> RequestInfo {
-        let segments: Vec<String> = path
+        // Segments are decoded only where they hold an escape.
+        let segments: Vec<Cow<'_, str>> = path
             .split('/')
             .filter(|s| !s.is_empty())
-            .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
+            .map(|s| percent_decode_str(s).decode_utf8_lossy())
             .collect();
         let mut info = RequestInfo {
             watch: query.is_some_and(query_says_watch),
             ..RequestInfo::default()
         };
-        let mut rest: &[String] = match segments.first().map(String::as_str) {
+        let mut rest: &[Cow<'_, str>] = match segments.first().map(|s| s.as_ref()) {
             Some("api") => {
                 info.is_api = true;
                 &segments[1..]
@@ -53,7 +56,7 @@ impl RequestInfo {
                 info.is_api = true;
                 match segments.get(1) {
                     Some(g) => {
-                        info.group = g.clone();
+                        info.group = g.to_string();
                         &segments[2..]
                     }
                     None => return info,
@@ -64,23 +67,23 @@ impl RequestInfo {
         let Some((version, r)) = rest.split_first() else {
             return info;
         };
-        info.version = Some(version.clone());
+        info.version = Some(version.to_string());
         rest = r;
-        if rest.first().map(String::as_str) == Some("watch") {
+        if rest.first().map(|s| s.as_ref()) == Some("watch") {
             info.watch = true;
             rest = &rest[1..];
         }
-        if rest.first().map(String::as_str) == Some("namespaces") && rest.len() > 1 {
-            info.namespace = Some(rest[1].clone());
+        if rest.first().map(|s| s.as_ref()) == Some("namespaces") && rest.len() > 1 {
+            info.namespace = Some(rest[1].to_string());
             // `namespaces/{ns}/status` and `/finalize` are subresources of the
             // namespace itself.
-            if rest.len() > 2 && !matches!(rest[2].as_str(), "status" | "finalize") {
+            if rest.len() > 2 && !matches!(rest[2].as_ref(), "status" | "finalize") {
                 rest = &rest[2..];
             }
         }
-        info.resource = rest.first().cloned();
-        info.name = rest.get(1).cloned();
-        info.subresource = rest.get(2).cloned();
+        info.resource = rest.first().map(|s| s.to_string());
+        info.name = rest.get(1).map(|s| s.to_string());
+        info.subresource = rest.get(2).map(|s| s.to_string());
         info
     }
 
@@ -142,6 +145,22 @@ impl RequestInfo {
     }
 }
 
+/// A watch, read from the raw path and query without parsing the request
+/// further: `?watch=` true (Go's spellings) or the legacy `/watch/` paths
+/// (`/api/{version}/watch/...`, `/apis/{group}/{version}/watch/...`). The
+/// same answer as [`RequestInfo::parse`]'s `watch`.
+pub fn is_watch(path: &str, query: Option<&str>) -> bool {
+    if query.is_some_and(query_says_watch) {
+        return true;
+    }
+    let mut segs = path.split('/').filter(|s| !s.is_empty());
+    match segs.next() {
+        Some("api") => segs.nth(1) == Some("watch"),
+        Some("apis") => segs.nth(2) == Some("watch"),
+        _ => false,
+    }
+}
+
 fn query_says_watch(q: &str) -> bool {
     q.split('&').any(|kv| {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
@@ -153,6 +172,23 @@ fn query_says_watch(q: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn is_watch_agrees_with_parse() {
+        for (p, q) in [
+            ("/api/v1/pods", Some("watch=true")),
+            ("/api/v1/pods", Some("labelSelector=a&watch=1")),
+            ("/api/v1/pods", Some("watch=false")),
+            ("/api/v1/watch/pods", None),
+            ("/apis/samplecontroller.k8s.io/v1alpha1/watch/foos", None),
+            ("/apis/samplecontroller.k8s.io/v1alpha1/foos", None),
+            ("/api/v1/namespaces/watch/pods", None),
+            ("/apis/watch", None),
+            ("/version", None),
+        ] {
+            assert_eq!(is_watch(p, q), RequestInfo::parse(p, q).watch, "{p} {q:?}");
+        }
+    }
 
     #[test]
     fn templates_keep_groups_and_resources_never_names() {

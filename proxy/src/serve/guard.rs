@@ -258,7 +258,7 @@ fn verb_label(m: &http::Method) -> &'static str {
 /// A watch, as kube-apiserver reads it (`?watch=true` in any of Go's true
 /// spellings, or the legacy `/watch/` paths).
 pub fn is_watch<B>(req: &Request<B>) -> bool {
-    crate::kube::RequestInfo::parse(req.uri().path(), req.uri().query()).watch
+    crate::kube::request::is_watch(req.uri().path(), req.uri().query())
 }
 
 #[cfg(test)]

@@ -57,24 +57,28 @@ pub fn check_path(path: &str) -> Result<(), PathProblem> {
     let Some(rest) = path.strip_prefix('/') else {
         return Err(PathProblem::NotAbsolute);
     };
-    let segments: Vec<&str> = rest.split('/').collect();
-    let last = segments.len() - 1;
-    for (i, seg) in segments.iter().enumerate() {
+    let mut segments = rest.split('/').peekable();
+    while let Some(seg) = segments.next() {
         if seg.is_empty() {
-            if i == last {
+            if segments.peek().is_none() {
                 continue; // `/` or one trailing slash
             }
             return Err(PathProblem::EmptySegment);
         }
-        if seg.contains('%') {
-            let lower = seg.to_ascii_lowercase();
-            if lower.contains("%2f") {
-                return Err(PathProblem::EncodedSlash);
-            }
+        let bytes = seg.as_bytes();
+        if bytes
+            .windows(3)
+            .any(|w| w[0] == b'%' && w[1] == b'2' && w[2].eq_ignore_ascii_case(&b'f'))
+        {
+            return Err(PathProblem::EncodedSlash);
         }
-        let decoded = percent_decode_str(seg).collect::<Vec<u8>>();
-        if decoded == b"." || decoded == b".." {
-            return Err(PathProblem::DotSegment);
+        // Only a segment of at most `%2e%2e`'s length can decode to a dot
+        // segment.
+        if bytes.len() <= 6 {
+            let decoded: Vec<u8> = percent_decode_str(seg).collect();
+            if decoded == b"." || decoded == b".." {
+                return Err(PathProblem::DotSegment);
+            }
         }
     }
     Ok(())

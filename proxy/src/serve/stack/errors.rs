@@ -27,11 +27,11 @@ pub(crate) fn answer(
         }
     };
     metrics().request(listener, resp.status());
-    let info = RequestInfo::parse(path, None);
+    // Fields are evaluated only when the line is logged.
     tracing::info!(
         listener,
         %method,
-        path = %info.template(path),
+        path = %RequestInfo::parse(path, None).template(path),
         status = resp.status().as_u16(),
         ms = started.elapsed().as_secs_f64() * 1e3,
         "request"

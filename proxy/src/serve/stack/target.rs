@@ -38,7 +38,7 @@ pub(crate) fn resolve(
     if named_group.is_some_and(|g| !g.is_empty() && map.is_shadowed(g, dir)) {
         return Ok(None);
     }
-    let renamed = route::rewrite_path(path, map, dir).unwrap_or_else(|| path.to_owned());
+    let renamed = route::rewrite_path_for(path, info, map, dir).unwrap_or_else(|| path.to_owned());
     let mut pq = renamed.clone();
     if let Some(q) = uri.query() {
         let q = route::rewrite_query_for(q, info, map, dir).unwrap_or_else(|| q.to_owned());

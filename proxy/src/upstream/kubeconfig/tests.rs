@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn tmp(name: &str) -> PathBuf {

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::serve::trust::tests::map;
 use serde_json::json;
