@@ -13,8 +13,8 @@
 //! credentials, front, logging, limits) are compared and a change is logged
 //! as such; they keep their running values.
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::path::PathBuf;
+use std::time::Duration;
 
 use regroup_config::Settings;
 
@@ -54,16 +54,7 @@ impl Fixed {
     }
 }
 
-type Stamp = Option<(SystemTime, u64, u64)>;
-
-fn stamp(path: &Path) -> Stamp {
-    let m = std::fs::metadata(path).ok()?;
-    #[cfg(unix)]
-    let ino = std::os::unix::fs::MetadataExt::ino(&m);
-    #[cfg(not(unix))]
-    let ino = 0;
-    Some((m.modified().ok()?, m.len(), ino))
-}
+use crate::upstream::vault::{file_stamp as stamp, FileStamp as Stamp};
 
 /// The reloader of one configuration file.
 pub struct Reloader {

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -17,16 +17,7 @@ use rustls::ServerConfig;
 /// How often the files are checked for a change.
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);
 
-type Stamp = Option<(SystemTime, u64, u64)>;
-
-fn stamp(path: &Path) -> Stamp {
-    let m = std::fs::metadata(path).ok()?;
-    #[cfg(unix)]
-    let ino = std::os::unix::fs::MetadataExt::ino(&m);
-    #[cfg(not(unix))]
-    let ino = 0;
-    Some((m.modified().ok()?, m.len(), ino))
-}
+use crate::upstream::vault::{file_stamp as stamp, FileStamp as Stamp};
 
 struct State {
     key: Arc<CertifiedKey>,
