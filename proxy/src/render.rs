@@ -8,7 +8,7 @@ use regroup_config::{Direction, Settings};
 use serde_json::Value as Json;
 use serde_saphyr::Spanned;
 
-use crate::rewrite::{Catalog, JsonRewriter};
+use crate::rewrite::{yaml, Catalog, JsonRewriter};
 
 /// Why a manifest stream could not be rendered. The message names the
 /// document (1-based, in input order) and its line.
@@ -23,9 +23,24 @@ struct Doc {
 }
 
 /// Renames every group in `input` (YAML documents or JSON values) in `dir`
-/// and returns the documents as YAML.
+/// and returns the documents as YAML. YAML is edited in place: only the
+/// group-bearing scalars change, every other byte (comments, quoting, flow
+/// style, `0644`, `y`) stays as written. JSON input comes out as YAML.
 pub fn render(input: &str, settings: &Settings, dir: Direction) -> Result<String, RenderError> {
-    to_yaml(&render_values(input, settings, dir)?)
+    // Every document is checked (and its errors named) the same way.
+    let values = render_values(input, settings, dir)?;
+    if looks_like_json(input) {
+        return to_yaml(&values);
+    }
+    let catalog = Catalog::new(&settings.fields);
+    let rewriter = JsonRewriter::new(&settings.map, &catalog, dir);
+    match yaml::rewrite(&rewriter, input.as_bytes(), None, None) {
+        Ok(Some(out)) => {
+            String::from_utf8(out).map_err(|e| RenderError(format!("could not write YAML: {e}")))
+        }
+        Ok(None) => Ok(input.to_owned()),
+        Err(e) => Err(RenderError(format!("input: {e}"))),
+    }
 }
 
 /// [`render`] without the YAML writing: the renamed documents, in input

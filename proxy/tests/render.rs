@@ -244,3 +244,24 @@ fn check_prints_the_effective_table_or_fails_with_status_1() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("bogus"));
 }
+
+#[test]
+fn render_changes_only_the_group_bearing_scalars() {
+    // YAML 1.1 and 1.2 readers disagree on `n`, `y`, `0644` and `1e3`:
+    // render must leave them, and comments and flow style, as written.
+    let input = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: n}\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        env:\n        - {name: A, value: y}\n        - name: B\n          value: 1e3\n      volumes:\n      - secret: {secretName: s, defaultMode: 0644}\n---\n# the app's role\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: r   # a comment\nrules:\n- apiGroups: [\"samplecontroller.k8s.io\", 'wardle.example.com', apps]\n  resources: [foos]\n  verbs: [get]\n";
+    let out = regroup(&["render", "-c", &config()], Some(input.as_bytes()));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = input
+        .replace(
+            "\"samplecontroller.k8s.io\"",
+            "\"samplecontroller.team1.example.com\"",
+        )
+        .replace("'wardle.example.com'", "'wardle.team1.example.com'");
+    assert_ne!(want, input);
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
+}

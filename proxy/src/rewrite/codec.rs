@@ -50,13 +50,12 @@ impl Codec for JsonPatch<'_, '_> {
     }
 }
 
-/// YAML request bodies, through the JSON codec; renamed ones come out as
-/// JSON (which is YAML).
+/// YAML bodies, through the JSON codec, edited in place.
 pub struct Yaml<'r, 'a>(pub &'r JsonRewriter<'a>);
 
 impl Codec for Yaml<'_, '_> {
     fn rewrite(&self, cx: Context<'_>, bytes: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
-        yaml::rewrite_to_json(self.0, bytes, cx.hint, cx.addressed)
+        yaml::rewrite(self.0, bytes, cx.hint, cx.addressed)
     }
 }
 

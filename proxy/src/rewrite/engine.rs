@@ -117,7 +117,7 @@ impl Engine {
     }
 
     /// Renames one body. `Ok(None)`: nothing to rename, forward the bytes as
-    /// they are. YAML comes out as JSON (JSON is YAML; see [`yaml`]).
+    /// they are.
     /// `Wire::Opaque` bodies are never renamed; `Wire::Unrenamable` ones are
     /// an error (the caller refuses them before reading).
     pub fn body(

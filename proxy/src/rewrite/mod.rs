@@ -16,6 +16,7 @@ pub mod openapi_proto;
 pub mod protobuf;
 mod raw;
 pub mod yaml;
+mod yaml_edit;
 
 pub use catalog::Catalog;
 pub use codec::Codec;

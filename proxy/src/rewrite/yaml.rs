@@ -1,24 +1,22 @@
-//! YAML bodies, renamed through the JSON codec: the document is read with a
-//! YAML parser into JSON, renamed there, and written back.
+//! YAML bodies, renamed through the JSON codec and edited in place
+//! (`yaml_edit.rs`): only the group-bearing scalars change; comments,
+//! quoting, flow style and every other scalar (`0644`, `y`, `1e3`) keep
+//! their bytes.
 
 use serde_json::Value as Json;
 
+use super::yaml_edit::{apply, changed_strings, documents, edits};
 use super::{JsonRewriter, RewriteError};
 
 fn malformed(what: &str, e: impl std::fmt::Display) -> RewriteError {
     RewriteError::Malformed(format!("{what}: {e}"))
 }
 
-fn to_json(bytes: &[u8]) -> Result<Vec<u8>, RewriteError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| malformed("not UTF-8", e))?;
-    let doc: Json = serde_saphyr::from_str(text).map_err(|e| malformed("not valid YAML", e))?;
-    Ok(serde_json::to_vec(&doc).expect("values serialize"))
-}
-
-/// A YAML request body that may name a group, as renamed JSON (JSON is
-/// YAML, so `apply-patch+yaml` takes it as it is). `Ok(None)` when no
-/// mapped name occurs: the YAML is forwarded untouched.
-pub fn rewrite_to_json(
+/// YAML (one document or several) renamed in place. `Ok(None)`: nothing
+/// renamed; forward the bytes as they are. A document whose renaming can't
+/// be written in place (a value its scalar style can't hold, an entry
+/// dropped) is written anew, as YAML.
+pub fn rewrite(
     rw: &JsonRewriter<'_>,
     bytes: &[u8],
     hint: Option<(&str, &str)>,
@@ -27,26 +25,34 @@ pub fn rewrite_to_json(
     if !rw.may_contain(bytes) {
         return Ok(None);
     }
-    let json = to_json(bytes)?;
-    let renamed = rw.rewrite_bytes_with(&json, hint, addressed)?;
-    Ok(Some(renamed.unwrap_or(json)))
-}
-
-/// A YAML response body renamed, still YAML. `Ok(None)`: nothing renamed,
-/// forward the bytes as they are.
-pub fn rewrite(
-    rw: &JsonRewriter<'_>,
-    bytes: &[u8],
-    addressed: Option<(&str, &str)>,
-) -> Result<Option<Vec<u8>>, RewriteError> {
-    if !rw.may_contain(bytes) {
-        return Ok(None);
+    let text = std::str::from_utf8(bytes).map_err(|e| malformed("not UTF-8", e))?;
+    let mut all = Vec::new();
+    for doc in documents(text)? {
+        let src = &text[doc.start..doc.end];
+        let before: Json =
+            serde_saphyr::from_str(src).map_err(|e| malformed("not valid YAML", e))?;
+        if before.is_null() {
+            continue;
+        }
+        let json = serde_json::to_vec(&before).expect("values serialize");
+        let Some(renamed) = rw.rewrite_bytes_with(&json, hint, addressed)? else {
+            continue;
+        };
+        let after: Json = serde_json::from_slice(&renamed).map_err(|e| malformed("renamed", e))?;
+        match changed_strings(&before, &after).and_then(|c| edits(&doc, &c)) {
+            Some(e) => all.extend(e),
+            None => {
+                // Written anew; an explicit `---` stays.
+                let body_at = if src.starts_with("---") {
+                    src.find('\n').map_or(src.len(), |n| n + 1)
+                } else {
+                    0
+                };
+                let yaml =
+                    serde_saphyr::to_string(&after).map_err(|e| malformed("writing YAML", e))?;
+                all.push((doc.start + body_at, doc.end, yaml));
+            }
+        }
     }
-    let json = to_json(bytes)?;
-    let Some(renamed) = rw.rewrite_bytes_with(&json, None, addressed)? else {
-        return Ok(None);
-    };
-    let v: Json = serde_json::from_slice(&renamed).map_err(|e| malformed("renamed", e))?;
-    let yaml = serde_saphyr::to_string(&v).map_err(|e| malformed("writing YAML", e))?;
-    Ok(Some(yaml.into_bytes()))
+    Ok((!all.is_empty()).then(|| apply(text, all).into_bytes()))
 }

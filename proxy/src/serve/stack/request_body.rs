@@ -73,13 +73,6 @@ pub(crate) async fn rename(
         .map_err(|e: RewriteError| {
             Failure::bad_request(format!("the request body can't be renamed: {e}"))
         })?;
-    if out.is_some() && media == MediaType::Yaml {
-        // Renamed YAML is sent as JSON (JSON is YAML).
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-    }
     let mut bytes = out.map(Bytes::from).unwrap_or(bytes);
     if let Some(t) = &fwd.trust {
         bytes = trust::hooks::request_body(t, &x.info, x.engine.map(), media, bytes)?;

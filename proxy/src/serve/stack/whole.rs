@@ -34,7 +34,7 @@ pub(crate) async fn rename(
     let dir = fwd.dir.flip();
     let addressed = x.kind().map(|k| (x.info.group.as_str(), k));
     let out = match media {
-        MediaType::Yaml => yaml::rewrite(x.engine.json(dir), &bytes, addressed),
+        MediaType::Yaml => yaml::rewrite(x.engine.json(dir), &bytes, None, addressed),
         _ => x.engine.body(
             dir,
             media.response_wire(),
