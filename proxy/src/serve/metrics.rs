@@ -37,6 +37,8 @@ pub struct Metrics {
     credential_failures: Family<Labels, Counter>,
     reloads: Family<Labels, Counter>,
     generation: Gauge,
+    open_watches: Family<Labels, Gauge>,
+    upstream_errors: Family<Labels, Counter>,
 }
 
 /// Buckets of `regroup_request_duration_seconds` (kube-apiserver's
@@ -112,6 +114,18 @@ pub fn metrics() -> &'static Metrics {
             generation.clone(),
         );
         generation.set(1);
+        let open_watches = Family::<Labels, Gauge>::default();
+        let upstream_errors = Family::<Labels, Counter>::default();
+        registry.register(
+            "open_watches",
+            "Watch streams being renamed, by listener",
+            open_watches.clone(),
+        );
+        registry.register(
+            "upstream_errors",
+            "Requests the upstream did not answer, by listener and kind (timeout, unreachable)",
+            upstream_errors.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -123,11 +137,30 @@ pub fn metrics() -> &'static Metrics {
             credential_failures,
             reloads,
             generation,
+            open_watches,
+            upstream_errors,
         }
     })
 }
 
 impl Metrics {
+    /// A watch stream opened (`1`) or ended (`-1`).
+    pub fn open_watches_add(&self, listener: &str, n: i64) {
+        self.open_watches
+            .get_or_create(&vec![("listener".into(), listener.into())])
+            .inc_by(n);
+    }
+
+    /// A request the upstream did not answer.
+    pub fn upstream_error(&self, listener: &str, kind: &str) {
+        self.upstream_errors
+            .get_or_create(&vec![
+                ("listener".into(), listener.into()),
+                ("kind".into(), kind.into()),
+            ])
+            .inc();
+    }
+
     /// One request served.
     pub fn request(&self, listener: &str, code: StatusCode) {
         self.requests

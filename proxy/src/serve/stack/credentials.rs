@@ -126,5 +126,5 @@ pub(crate) async fn send_once(
     fwd.upstream
         .send(req)
         .await
-        .map_err(|e| errors::upstream(&e))
+        .map_err(|e| errors::upstream(fwd.listener, &e))
 }

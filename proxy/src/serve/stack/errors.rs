@@ -55,7 +55,13 @@ pub(crate) fn refused(
 
 /// An upstream request that failed: `504` when the upstream did not answer
 /// within `limits.upstreamResponseHeaderTimeout`, else `503`.
-pub(crate) fn upstream(e: &SendError) -> Failure {
+pub(crate) fn upstream(listener: &str, e: &SendError) -> Failure {
+    let kind = if e.is_timeout() {
+        "timeout"
+    } else {
+        "unreachable"
+    };
+    metrics().upstream_error(listener, kind);
     if e.is_timeout() {
         return Failure::gateway_timeout(format!(
             "Timeout: the Kubernetes API server did not answer: {e} \

@@ -30,7 +30,7 @@ pub(crate) async fn splice(
         .upstream
         .send_upgrade(up)
         .await
-        .map_err(|e| errors::upstream(&e))?;
+        .map_err(|e| errors::upstream(fwd.listener, &e))?;
     if resp.status() != StatusCode::SWITCHING_PROTOCOLS {
         let (parts, body) = resp.into_parts();
         return Ok(Response::from_parts(parts, pass(body)));

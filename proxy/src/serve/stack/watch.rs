@@ -12,6 +12,7 @@ use crate::kube::MediaType;
 use crate::rewrite::framing::Framing;
 use crate::rewrite::{Catalog, Context};
 use crate::serve::body::{rewrite_frames, Rewritten};
+use crate::serve::metrics::metrics;
 use crate::serve::status::Failure;
 use crate::serve::trust::hooks;
 use crate::upstream::Body;
@@ -35,6 +36,8 @@ pub(crate) fn rename(
     };
     let engine = x.engine.clone();
     let dir = fwd.dir.flip();
+    // Counted open until the stream (and so this closure) is dropped.
+    let open = OpenWatch::new(fwd.listener);
     let addressed = x.kind().map(|k| (x.info.group.clone(), k));
     // Only CRDs and APIServices can be hidden (their names carry a group),
     // and a watch is on one resource: other watches skip the check.
@@ -47,6 +50,7 @@ pub(crate) fn rename(
         body,
         framing,
         move |event| {
+            let _open = &open;
             let cx = Context {
                 hint: None,
                 addressed: addressed.as_ref().map(|(g, k)| (g.as_str(), *k)),
@@ -74,4 +78,20 @@ pub(crate) fn rename(
         },
     );
     Ok(Response::from_parts(parts, body))
+}
+
+/// One open watch in `regroup_open_watches`, until dropped.
+struct OpenWatch(&'static str);
+
+impl OpenWatch {
+    fn new(listener: &'static str) -> OpenWatch {
+        metrics().open_watches_add(listener, 1);
+        OpenWatch(listener)
+    }
+}
+
+impl Drop for OpenWatch {
+    fn drop(&mut self) {
+        metrics().open_watches_add(self.0, -1);
+    }
 }
