@@ -180,15 +180,7 @@ async fn a_rotated_token_is_refreshed_and_the_request_retried_once() {
         false,
     )
     .unwrap();
-    let p = Arc::new(Proxy::sidecar(
-        &common::fixture_map(),
-        &Catalog::new(&[]),
-        up,
-        true,
-    ));
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", l.local_addr().unwrap());
-    tokio::spawn(regroup::serve::serve_plain(l, p));
+    let base = listen(up).await;
 
     // Ten concurrent first requests: one plugin run.
     let first: Vec<_> = (0..10)
@@ -259,6 +251,21 @@ async fn a_rotated_token_is_refreshed_and_the_request_retried_once() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A sidecar (the fixtures' rules, the app's token passed through) in
+/// front of `up`: its base URL.
+async fn listen(up: Upstream) -> String {
+    let p = Arc::new(Proxy::sidecar(
+        &common::fixture_map(),
+        &Catalog::new(&[]),
+        up,
+        true,
+    ));
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(regroup::serve::serve_plain(l, p));
+    base
+}
+
 #[tokio::test]
 async fn a_plugin_that_fails_is_a_503_naming_its_stderr() {
     let state = Arc::new(Mutex::new(Upstate::default()));
@@ -277,15 +284,7 @@ async fn a_plugin_that_fails_is_a_503_naming_its_stderr() {
         false,
     )
     .unwrap();
-    let p = Arc::new(Proxy::sidecar(
-        &common::fixture_map(),
-        &Catalog::new(&[]),
-        up,
-        true,
-    ));
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", l.local_addr().unwrap());
-    tokio::spawn(regroup::serve::serve_plain(l, p));
+    let base = listen(up).await;
     let (code, body) = request(&base, "GET", "", None).await;
     assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
     assert!(body.contains("sso session expired"), "{body}");
@@ -345,15 +344,7 @@ async fn proxy_url_tunnels_with_connect_and_proxy_authorization() {
     )
     .unwrap();
     assert!(up.describe().contains("proxy-url"), "{}", up.describe());
-    let p = Arc::new(Proxy::sidecar(
-        &common::fixture_map(),
-        &Catalog::new(&[]),
-        up,
-        true,
-    ));
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", l.local_addr().unwrap());
-    tokio::spawn(regroup::serve::serve_plain(l, p));
+    let base = listen(up).await;
     let (code, body) = request(&base, "GET", "", None).await;
     assert_eq!(code, StatusCode::OK, "{body}");
     let seen = seen.lock().unwrap();
@@ -417,15 +408,7 @@ async fn the_upstream_ca_file_is_reread_when_it_changes() {
         false,
     )
     .unwrap();
-    let p = Arc::new(Proxy::sidecar(
-        &common::fixture_map(),
-        &Catalog::new(&[]),
-        up,
-        true,
-    ));
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", l.local_addr().unwrap());
-    tokio::spawn(regroup::serve::serve_plain(l, p));
+    let base = listen(up).await;
     // The wrong CA: the apiserver's certificate is not trusted.
     let (code, _) = request(&base, "GET", "", None).await;
     assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
@@ -538,15 +521,7 @@ async fn a_client_certificate_renewed_on_disk_is_used_for_new_connections() {
     )
     .unwrap();
     assert!(up.can_refresh());
-    let p = Arc::new(Proxy::sidecar(
-        &common::fixture_map(),
-        &Catalog::new(&[]),
-        up,
-        true,
-    ));
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", l.local_addr().unwrap());
-    tokio::spawn(regroup::serve::serve_plain(l, p));
+    let base = listen(up).await;
     let (code, body) = request(&base, "GET", "", None).await;
     assert_eq!(code, StatusCode::OK, "{body}");
     assert_eq!(seen.lock().unwrap().last().unwrap(), &der(&one.cert_pem));
