@@ -34,7 +34,11 @@ except ImportError:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.environ.get("REGROUP_TESTDATA") or os.path.join(HERE, "..", "..", "testdata", "kube-1.24")
-GROUP = "samplecontroller.team1.example.com"  # the only Foo group this cluster serves
+GROUP = "samplecontroller.team1.example.com"  # the Foo group this cluster serves
+# More Foo groups, from --also-group (the demo's second copy of the app): each
+# serves what GROUP serves, its discovery and OpenAPI v3 being GROUP's captures
+# with the group name replaced, and its own, initially empty, store.
+ALSO = []
 ORIG = "samplecontroller.k8s.io"  # listed in the captured /apis and OpenAPI, served nowhere
 # Direct mode only (tests without a proxy, see e2e/README.md): hide ORIG from /apis and OpenAPI JSON.
 HIDE_ORIG = os.environ.get("REGROUP_STANDIN_HIDE_ORIG") == "1"
@@ -385,6 +389,9 @@ def apis_doc():
     doc = cjson("common/006-discovery-apis-json")
     doc["groups"] = [g for g in doc["groups"] if (not g["name"].startswith("wardle.") or g["name"] in aggregated())
                      and not (HIDE_ORIG and g["name"] == ORIG)]
+    if ALSO:
+        ours = next(g for g in doc["groups"] if g["name"] == GROUP)
+        doc["groups"] += [json.loads(as_group(dumps(ours), group)) for group in ALSO]
     return doc
 
 
@@ -401,8 +408,21 @@ def openapi_v2_paths():
     return list(cjson("common/012-openapi-v2-json")["paths"].items())
 
 
+def as_group(body, group):
+    """A capture of GROUP as group `group` would serve it (JSON documents only)."""
+    return body.replace(GROUP.encode(), group.encode())
+
+
+def also_group(group):
+    """Serves Foo under `group` too, beside GROUP (see ALSO)."""
+    ALSO.append(group)
+    KINDS[(group, "foos")] = dict(KINDS[(GROUP, "foos")])
+
+
 @functools.lru_cache(maxsize=None)
 def resource_list(group, version):
+    if group in ALSO:
+        return as_group(resource_list(GROUP, version), group)
     if group == GROUP:
         return captured({"v1alpha1": "renamed/264-discovery-v1alpha1-json",
                          "v1beta1": "renamed/266-discovery-v1beta1-json"}[version])
@@ -446,8 +466,10 @@ def discovery(path, accept):
         return (captured("common/002-discovery-api-json") if path == "/api" else dumps(apis_doc())), js
     fixed = {"/api/v1": "common/004-discovery-api-v1-json", "/version": "common/001-version",
              f"/apis/{GROUP}": "renamed/262-discovery-group-json"}
+    fixed.update({f"/apis/{group}": "renamed/262-discovery-group-json" for group in ALSO})
     if path in fixed:
-        return captured(fixed[path]), js
+        return as_group(captured(fixed[path]), path.split("/")[2]) if path.startswith("/apis/") else \
+            captured(fixed[path]), js
     if path in ("/healthz", "/livez", "/readyz"):
         return b"ok", text
     # OpenAPI as captured. The capture cluster had both Foo groups, so these
@@ -466,11 +488,14 @@ def discovery(path, accept):
     if path == "/openapi/v3":  # 1.24's index form: {"Paths": [...]}
         doc = cjson("common/014-openapi-v3-index")
         doc["Paths"] = [p for p in doc["Paths"] if not (HIDE_ORIG and p.startswith(f"apis/{ORIG}/"))]
-        return (dumps(doc) if HIDE_ORIG else captured("common/014-openapi-v3-index")), text
+        doc["Paths"] += [f"apis/{group}/{v}" for group in ALSO for v in ("v1alpha1", "v1beta1")]
+        return (dumps(doc) if HIDE_ORIG or ALSO else captured("common/014-openapi-v3-index")), text
     v3 = {f"/openapi/v3/apis/{GROUP}/v1alpha1": "renamed/270-openapi-v3-group-v1alpha1-json",
           f"/openapi/v3/apis/{GROUP}/v1beta1": "renamed/272-openapi-v3-group-v1beta1-json"}
+    for group in ALSO:
+        v3.update({f"/openapi/v3/apis/{group}/{v}": v3[f"/openapi/v3/apis/{GROUP}/{v}"] for v in ("v1alpha1", "v1beta1")})
     if path in v3:
-        return captured(v3[path]), text
+        return as_group(captured(v3[path]), path.split("/")[4]), text
     if path.startswith("/openapi/"):
         raise page_not_found()  # the other v3 documents were not captured
     m = re.fullmatch(r"/apis/([^/]+)(?:/([^/]+))?/?", path)
@@ -1009,8 +1034,12 @@ def main():
                                                "kube-system/extension-apiserver-authentication")
     ap.add_argument("--proxy-client-cert", help="the aggregator's client certificate (PEM; signed by that CA)")
     ap.add_argument("--proxy-client-key")
+    ap.add_argument("--also-group", action="append", default=[], metavar="GROUP",
+                    help=f"also serve Foo under GROUP (as {GROUP}, captures renamed; repeatable)")
     ap.add_argument("-v", "--verbose", action="store_true", help="also log Accept, Content-Type and User-Agent")
     args = ap.parse_args()
+    for group in args.also_group:
+        also_group(group)
     seed(args.seed_namespace)
     if args.requestheader_ca:
         seed_authentication(open(args.requestheader_ca).read())
