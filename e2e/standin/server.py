@@ -87,6 +87,15 @@ KINDS = {
         cols="renamed/173-list-apiservice-table"),
     ("", "services"): dict(kind="Service", versions=["v1"], status=True, gen=False, builtin=True, cols=None),
     ("", "endpoints"): dict(kind="Endpoints", versions=["v1"], status=False, gen=False, builtin=True, cols=None),
+    # For TokenRequest (service-account tokens bound to a Secret, below) and
+    # the RBAC a real cluster needs for them; stored, not enforced.
+    ("", "serviceaccounts"): dict(kind="ServiceAccount", versions=["v1"], status=False, gen=False, builtin=True,
+                                  cols=None, subs=["token"]),
+    ("", "secrets"): dict(kind="Secret", versions=["v1"], status=False, gen=False, builtin=True, cols=None),
+    ("rbac.authorization.k8s.io", "roles"): dict(kind="Role", versions=["v1"], status=False, gen=False,
+                                                 builtin=True, cols=None),
+    ("rbac.authorization.k8s.io", "rolebindings"): dict(kind="RoleBinding", versions=["v1"], status=False,
+                                                        gen=False, builtin=True, cols=None),
     (GROUP, "foos"): dict(kind="Foo", versions=["v1alpha1", "v1beta1"], status=True, gen=True, builtin=False,
                           cols="renamed/113-list-foo-table", deprecated=["v1beta1"]),
 }
@@ -573,6 +582,38 @@ def subject_access_review(sar):
     return dict(sar, status=dict({"allowed": allowed}, **({"reason": reason} if reason else {})))
 
 
+# TokenRequest, as far as a credential test needs it: a token is bound to a
+# Secret and, as on a real cluster, refused (401) once that Secret is gone.
+# Other bearer tokens are checked only with --token / --token-file.
+ISSUED = "standin-sa-"
+TOKENS = {}  # token -> (namespace, secret name, secret uid)
+
+
+def token_request(r, tr):
+    with STORE.cond:
+        if ("", "serviceaccounts", r.ns, r.name) not in STORE.objs:
+            raise not_found("", "serviceaccounts", r.name)
+        ref = (tr.get("spec") or {}).get("boundObjectRef") or {}
+        secret = STORE.objs.get(("", "secrets", r.ns, ref.get("name")))
+        if ref.get("kind") != "Secret" or secret is None:
+            raise ApiError(422, "Invalid", "stand-in: spec.boundObjectRef must name an existing Secret")
+        token = ISSUED + uuid.uuid4().hex
+        TOKENS[token] = (r.ns, ref["name"], secret["metadata"]["uid"])
+    ttl = int((tr.get("spec") or {}).get("expirationSeconds") or 3600)
+    exp = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=ttl)
+    return dict(tr, metadata=dict(tr.get("metadata") or {}, name=r.name, namespace=r.ns, creationTimestamp=None),
+                status={"token": token, "expirationTimestamp": exp.strftime("%Y-%m-%dT%H:%M:%SZ")})
+
+
+def issued_token_valid(token):
+    with STORE.cond:
+        if token not in TOKENS:
+            return False
+        ns, name, uid = TOKENS[token]
+        secret = STORE.objs.get(("", "secrets", ns, name))
+        return secret is not None and secret["metadata"]["uid"] == uid
+
+
 # ---- requests -------------------------------------------------------------------------
 
 class Req:
@@ -593,7 +634,8 @@ class Req:
         self.kind = KINDS.get((self.group, self.plural))
         if self.kind is None or self.version not in self.kind["versions"] or len(parts) > 3 \
                 or bool(self.kind.get("cluster")) and self.ns is not None \
-                or self.sub not in (None, "status") or (self.sub and not self.kind["status"]):
+                or self.sub not in (None, "status", *self.kind.get("subs", [])) \
+                or (self.sub == "status" and not self.kind["status"]):
             # no store for it here (a real server would serve the kind or subresource)
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
         self.key = (self.group, self.plural, self.ns, self.name)
@@ -659,6 +701,9 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             if getattr(self.server, "token_file", None) and self.headers.get("Authorization") != f"Bearer {current_token(self.server)}":
                 raise ApiError(401, "Unauthorized", "Unauthorized")
+            bearer = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+            if bearer.startswith(ISSUED) and not issued_token_valid(bearer):
+                raise ApiError(401, "Unauthorized", "Unauthorized")
             apisvc = apiservice_for(url.path)
             if apisvc:
                 return self.aggregate(apisvc, body)
@@ -673,6 +718,8 @@ class Handler(BaseHTTPRequestHandler):
                 warning = f'299 - "{gv(r.group, r.version)} {r.kind["kind"]} is deprecated"'
             if self.command == "GET" and (r.legacy_watch or q.get("watch") in WATCH_TRUE) and not r.name:
                 return self.watch(r, q, accepted(accept), warning)
+            if r.sub == "token" and self.command == "POST":
+                return self.reply(201, dumps(token_request(r, self.decode(body))))
             code, obj = self.dispatch(r, q, body, accept)
             self.reply(code, dumps(obj), warning=warning)
         except ApiError as e:

@@ -8,10 +8,12 @@ the file revokes the old token at once, as a rotated or deleted
 service-account token is revoked. Clients keep reading meanwhile and must
 never see a failure: regroup gets the 401, runs the plugin once and sends
 the request again."""
+import base64
 import json
 import os
 import re
 import signal
+import ssl
 import sys
 import threading
 import time
@@ -21,7 +23,7 @@ import urllib.request
 import pytest
 
 from conftest import start_regroup, start_standin
-from e2e_support import CLUSTER_GROUP, DIRECT, ORIG_GROUP, free_port, stop, write_kubeconfig
+from e2e_support import CLUSTER_GROUP, DIRECT, KUBECTL, ORIG_GROUP, Kubectl, free_port, stop, write_kubeconfig
 
 REAL = bool(os.environ.get("REGROUP_E2E_KUBECONFIG"))
 needs_standin = pytest.mark.skipif(REAL or DIRECT, reason="needs the stand-in's --token-file (a real cluster's "
@@ -246,5 +248,93 @@ def test_a_rule_added_to_the_config_file_applies_to_new_requests(workdir, regrou
         assert any("NOT reloaded" in line and "SIGHUP" in line for line in log.read_text().splitlines())
         foo = json.load(urllib.request.urlopen(f"{base}{orig_path}/alpha", timeout=10))
         assert foo["apiVersion"] == f"{ORIG_GROUP}/v1alpha1"
+    finally:
+        stop(proc)
+
+
+SA_PLUGIN = """#!{python}
+# regroup's exec plugin for a cluster: a service-account token bound to a
+# Secret made for it (`kubectl create token`), so deleting that Secret
+# revokes the token, as a real cluster does.
+import datetime, json, os, subprocess
+d, kubectl, kc, ns, sa = {dir!r}, {kubectl!r}, {kubeconfig!r}, {namespace!r}, {sa!r}
+runs = os.path.join(d, "plugin-runs")
+n = int(open(runs).read()) + 1 if os.path.exists(runs) else 1
+open(runs, "w").write(str(n))
+base = [kubectl, "--kubeconfig", kc, "--cache-dir", os.path.join(d, "plugin-cache"), "-n", ns]
+secret = f"{{sa}}-bound-{{n}}"
+subprocess.run(base + ["create", "secret", "generic", secret], check=True, capture_output=True)
+token = subprocess.run(base + ["create", "token", sa, "--bound-object-kind=Secret", f"--bound-object-name={{secret}}",
+                               "--duration=10m"], check=True, capture_output=True, text=True).stdout.strip()
+with open(os.path.join(d, f"token-{{n}}"), "w") as f:  # for the test to try the revoked token itself
+    f.write(token)
+exp = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=10)
+print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                  "status": {{"token": token, "expirationTimestamp": exp.strftime("%Y-%m-%dT%H:%M:%SZ")}}}}))
+"""
+
+
+def status_with_token(cluster, path, token):
+    """The status a kubeconfig cluster entry answers to a GET with this token."""
+    ctx = ssl.create_default_context()
+    if cluster.get("certificate-authority-data"):
+        ctx.load_verify_locations(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+    elif cluster.get("certificate-authority"):
+        ctx.load_verify_locations(cafile=cluster["certificate-authority"])
+    if cluster.get("insecure-skip-tls-verify"):
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    req = urllib.request.Request(cluster["server"].rstrip("/") + path, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+@pytest.mark.skipif(DIRECT, reason="REGROUP_E2E_DIRECT: no regroup, so no exec plugin of regroup's")
+def test_a_service_account_token_revoked_mid_run_is_replaced_unseen_by_the_app(workdir, regroup_bin, upstream,
+                                                                               config_file):
+    """Against a real cluster (REGROUP_E2E_KUBECONFIG) or the stand-in, which
+    implements TokenRequest bound to a Secret: regroup's identity is a
+    service account whose token an exec plugin gets with `kubectl create
+    token`; the Secret the token is bound to is deleted mid-run; the app's
+    next requests all succeed while regroup gets a fresh token."""
+    up, ns, sa = upstream.kubectl, upstream.namespace, "regroup-e2e-sidecar"
+    d = workdir / "sa-token"
+    d.mkdir()
+    up("create", "serviceaccount", sa)
+    up("create", "role", sa, "--verb=get,list,watch", f"--resource=foos.{CLUSTER_GROUP}")
+    up("create", "rolebinding", sa, f"--role={sa}", f"--serviceaccount={ns}:{sa}")
+    cluster = json.loads(up("config", "view", "--raw", "--minify", "--flatten", "-o", "json"))["clusters"][0]["cluster"]
+    plugin = d / "plugin.py"
+    plugin.write_text(SA_PLUGIN.format(python=sys.executable, dir=str(d), kubectl=str(KUBECTL),
+                                       kubeconfig=str(upstream.kubeconfig), namespace=ns, sa=sa))
+    plugin.chmod(0o755)
+    extra = {k: v for k, v in cluster.items() if k != "server"}
+    kc = write_kubeconfig(d / "kubeconfig", cluster["server"], ns, cluster_extra=extra, user={"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "interactiveMode": "Never"}})
+    proc, port, log = start_regroup(regroup_bin, workdir, "proxy-sa-token", config_file, kc)
+    app = Kubectl(write_kubeconfig(d / "app.kubeconfig", f"http://127.0.0.1:{port}", ns), d / "app-cache", ns, [log])
+    try:
+        def foos():
+            names = app("get", f"foos.{ORIG_GROUP}", "-o", "name").split()
+            assert names and all(n.startswith(f"foo.{ORIG_GROUP}/") for n in names), names
+            return names
+
+        before = foos()
+        assert runs(d) == 1
+        up("delete", "secret", f"{sa}-bound-1")
+        # The cluster now refuses the first token ...
+        deadline = time.monotonic() + 30
+        while (code := status_with_token(cluster, f"/apis/{CLUSTER_GROUP}/v1alpha1/namespaces/{ns}/foos",
+                                         (d / "token-1").read_text())) != 401:
+            assert code == 200 and time.monotonic() < deadline, f"{code}: the token of a deleted Secret still works"
+            time.sleep(0.5)
+        # ... and the app, through regroup, never notices: each call succeeds.
+        assert foos() == before
+        assert runs(d) == 2, "one plugin run for the revoked token"
+        assert foos() == before and runs(d) == 2
+        text = log.read_text()
+        assert (d / "token-1").read_text() not in text and (d / "token-2").read_text() not in text
     finally:
         stop(proc)
