@@ -27,6 +27,9 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # also when loaded by file path (conftest)
+import exec_ws  # noqa: E402
+
 try:  # PyYAML is in e2e/.venv (the kubernetes client needs it); without it,
     import yaml  # server-side apply bodies must be JSON (which is also YAML).
 except ImportError:
@@ -91,6 +94,8 @@ KINDS = {
     # the RBAC a real cluster needs for them; stored, not enforced.
     ("", "serviceaccounts"): dict(kind="ServiceAccount", versions=["v1"], status=False, gen=False, builtin=True,
                                   cols=None, subs=["token"]),
+    # Pods only to `kubectl exec` into them over WebSocket (exec_ws.py).
+    ("", "pods"): dict(kind="Pod", versions=["v1"], status=True, gen=False, builtin=True, cols=None, subs=["exec"]),
     ("", "secrets"): dict(kind="Secret", versions=["v1"], status=False, gen=False, builtin=True, cols=None),
     ("rbac.authorization.k8s.io", "roles"): dict(kind="Role", versions=["v1"], status=False, gen=False,
                                                  builtin=True, cols=None),
@@ -718,6 +723,8 @@ class Handler(BaseHTTPRequestHandler):
                 warning = f'299 - "{gv(r.group, r.version)} {r.kind["kind"]} is deprecated"'
             if self.command == "GET" and (r.legacy_watch or q.get("watch") in WATCH_TRUE) and not r.name:
                 return self.watch(r, q, accepted(accept), warning)
+            if r.sub == "exec":
+                return self.exec(r, url)
             if r.sub == "token" and self.command == "POST":
                 return self.reply(201, dumps(token_request(r, self.decode(body))))
             code, obj = self.dispatch(r, q, body, accept)
@@ -728,6 +735,18 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
+
+    def exec(self, r, url):
+        """WebSocket only: a SPDY attempt (POST, `Upgrade: SPDY/3.1`) is
+        refused, so a test passes only over WebSocket."""
+        if self.command != "GET" or not exec_ws.is_websocket(self.headers):
+            raise ApiError(400, "BadRequest", "stand-in: exec is served over WebSocket (v5.channel.k8s.io) only")
+        with STORE.cond:
+            if STORE.objs.get(r.key) is None:
+                raise not_found("", "pods", r.name)
+        q = parse_qs(url.query)
+        if not exec_ws.serve_exec(self, q.get("command", []), (q.get("stdin") or [""])[-1] in WATCH_TRUE):
+            raise ApiError(400, "BadRequest", f"stand-in: no {exec_ws.PROTOCOL} among the offered subprotocols")
 
     def aggregate(self, apisvc, body):
         """Proxies this request to the APIService's backend (aggregation above),
