@@ -587,8 +587,8 @@ def subject_access_review(sar):
     return dict(sar, status=dict({"allowed": allowed}, **({"reason": reason} if reason else {})))
 
 
-# TokenRequest, as far as a credential test needs it: a token is bound to a
-# Secret and, as on a real cluster, refused (401) once that Secret is gone.
+# TokenRequest, as far as a credential test needs it: a token bound to a
+# Secret is, as on a real cluster, refused (401) once that Secret is gone.
 # Other bearer tokens are checked only with --token / --token-file.
 ISSUED = "standin-sa-"
 TOKENS = {}  # token -> (namespace, secret name, secret uid)
@@ -598,12 +598,12 @@ def token_request(r, tr):
     with STORE.cond:
         if ("", "serviceaccounts", r.ns, r.name) not in STORE.objs:
             raise not_found("", "serviceaccounts", r.name)
-        ref = (tr.get("spec") or {}).get("boundObjectRef") or {}
-        secret = STORE.objs.get(("", "secrets", r.ns, ref.get("name")))
-        if ref.get("kind") != "Secret" or secret is None:
+        ref = (tr.get("spec") or {}).get("boundObjectRef")
+        secret = STORE.objs.get(("", "secrets", r.ns, (ref or {}).get("name")))
+        if ref is not None and (ref.get("kind") != "Secret" or secret is None):
             raise ApiError(422, "Invalid", "stand-in: spec.boundObjectRef must name an existing Secret")
         token = ISSUED + uuid.uuid4().hex
-        TOKENS[token] = (r.ns, ref["name"], secret["metadata"]["uid"])
+        TOKENS[token] = (r.ns, ref["name"], secret["metadata"]["uid"]) if ref else None
     ttl = int((tr.get("spec") or {}).get("expirationSeconds") or 3600)
     exp = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=ttl)
     return dict(tr, metadata=dict(tr.get("metadata") or {}, name=r.name, namespace=r.ns, creationTimestamp=None),
@@ -614,6 +614,8 @@ def issued_token_valid(token):
     with STORE.cond:
         if token not in TOKENS:
             return False
+        if TOKENS[token] is None:  # bound to nothing: valid until it expires (not checked here)
+            return True
         ns, name, uid = TOKENS[token]
         secret = STORE.objs.get(("", "secrets", ns, name))
         return secret is not None and secret["metadata"]["uid"] == uid
