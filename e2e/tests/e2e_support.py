@@ -168,3 +168,37 @@ class Stream:
 
     def close(self):
         stop(self.proc)
+
+
+# ---- WatchList (streaming lists, `sendInitialEvents`) -------------------------
+
+REAL = bool(os.environ.get("REGROUP_E2E_KUBECONFIG"))
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+WATCHLIST_QUERY = [("watch", "1"), ("sendInitialEvents", "true"),
+                   ("resourceVersionMatch", "NotOlderThan"), ("allowWatchBookmarks", "true")]
+
+
+def foo_watchlist(pyclient, ns, query=WATCHLIST_QUERY, timeout=2):
+    """A Foo watch with `query` through the Python client's ApiClient (its
+    configuration and authentication; the generated methods have no
+    `sendInitialEvents`), read to its end at `timeoutSeconds`. Returns
+    (status, body bytes); an error status is returned, not raised."""
+    from kubernetes.client.rest import ApiException
+    try:
+        r = pyclient.call_api(f"/apis/{APP_GROUP}/v1alpha1/namespaces/{ns}/foos", "GET",
+                              query_params=list(query) + [("timeoutSeconds", str(timeout))],
+                              header_params={"Accept": "application/json"}, auth_settings=["BearerToken"],
+                              _preload_content=False, _return_http_data_only=True,
+                              _request_timeout=timeout + 20)
+        return r.status, r.data
+    except ApiException as e:
+        return e.status, (e.body or b"").encode() if isinstance(e.body, str) else (e.body or b"")
+
+
+def initial_events_end(events):
+    """The index of the BOOKMARK annotated `k8s.io/initial-events-end`, or None."""
+    for i, e in enumerate(events):
+        ann = ((e.get("object") or {}).get("metadata") or {}).get("annotations") or {}
+        if e.get("type") == "BOOKMARK" and ann.get(INITIAL_EVENTS_END) == "true":
+            return i
+    return None
