@@ -13,6 +13,12 @@ import pytest
 E2E = Path(__file__).resolve().parents[1]
 REPO = E2E.parent
 KUBECTL = Path(os.environ.get("REGROUP_E2E_KUBECTL") or E2E / ".bin" / "kubectl")
+# The kubectl versions the kubectl tests run with (e2e/install.sh puts both
+# in e2e/.bin): the oldest the suite pins and the newest.
+KUBECTLS = {
+    "1.31": KUBECTL,
+    "1.36": Path(os.environ.get("REGROUP_E2E_KUBECTL_136") or E2E / ".bin" / "kubectl-1.36"),
+}
 
 ORIG_GROUP = "samplecontroller.k8s.io"  # what the app (kubectl, python client) uses
 CLUSTER_GROUP = "samplecontroller.team1.example.com"  # the only Foo group on the cluster
@@ -84,11 +90,12 @@ class Kubectl:
     `logs` are files whose tails are shown when a command fails (the proxy's
     and the stand-in's request logs)."""
 
-    def __init__(self, kubeconfig, cache_dir, namespace, logs=()):
+    def __init__(self, kubeconfig, cache_dir, namespace, logs=(), binary=KUBECTL):
         self.kubeconfig, self.cache_dir, self.namespace, self.logs = kubeconfig, cache_dir, namespace, list(logs)
+        self.binary = binary
 
     def argv(self, *args):
-        return [str(KUBECTL), "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.cache_dir),
+        return [str(self.binary), "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.cache_dir),
                 "-n", self.namespace, *map(str, args)]
 
     def run(self, *args, timeout=30, check=True, input=None):
