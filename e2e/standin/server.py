@@ -13,6 +13,7 @@ import argparse
 import base64
 import datetime
 import functools
+import hashlib
 import http.client
 import json
 import os
@@ -20,6 +21,7 @@ import re
 import select
 import socket
 import ssl
+import struct
 import sys
 import threading
 import time
@@ -81,6 +83,8 @@ KINDS = {
     ("apiregistration.k8s.io", "apiservices"): dict(
         kind="APIService", versions=["v1"], status=True, gen=False, builtin=True, cluster=True,
         cols="renamed/173-list-apiservice-table"),
+    # A Pod to exec into (over WebSocket only, see `exec_websocket`).
+    ("", "pods"): dict(kind="Pod", versions=["v1"], status=True, gen=False, builtin=True, cols=None),
     ("", "services"): dict(kind="Service", versions=["v1"], status=True, gen=False, builtin=True, cols=None),
     ("", "endpoints"): dict(kind="Endpoints", versions=["v1"], status=False, gen=False, builtin=True, cols=None),
     (GROUP, "foos"): dict(kind="Foo", versions=["v1alpha1", "v1beta1"], status=True, gen=True, builtin=False,
@@ -125,6 +129,10 @@ class ApiError(Exception):
         if self.details is not None:
             st["details"] = self.details
         return dumps(dict(st, code=self.code))
+
+
+EXEC_PATH = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/exec$")
+WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455's
 
 
 def check_watchlist(q, is_watch):
@@ -650,6 +658,8 @@ class Handler(BaseHTTPRequestHandler):
             apisvc = apiservice_for(url.path)
             if apisvc:
                 return self.aggregate(apisvc, body)
+            if EXEC_PATH.match(url.path):
+                return self.exec_websocket(url)
             if (self.command, url.path) == ("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews"):
                 return self.reply(201, dumps(subject_access_review(self.decode(body))))
             doc = discovery(unquote(url.path), accept) if self.command == "GET" else None
@@ -903,6 +913,56 @@ class Handler(BaseHTTPRequestHandler):
             raise conflict(r)  # a patch that sets resourceVersion makes it a precondition
         return 200, self.store_update(r, cur, new, manager, "Update", dry)
 
+    def ws_send(self, opcode, payload):
+        """One unmasked WebSocket frame (RFC 6455), as a server sends."""
+        n = len(payload)
+        head = bytes([0x80 | opcode]) + (bytes([n]) if n < 126 else
+                                         bytes([126]) + struct.pack("!H", n) if n < 1 << 16 else
+                                         bytes([127]) + struct.pack("!Q", n))
+        self.wfile.write(head + payload)
+        self.wfile.flush()
+
+    def exec_websocket(self, url):
+        """`pods/exec` as kubectl 1.30+ first tries it: a WebSocket upgrade
+        with subprotocol v5.channel.k8s.io (each binary message is a channel
+        byte, then data: 1 stdout, 3 the error channel's Status). The
+        "container" runs `echo` only. Anything else, SPDY included, is a 400
+        (kubectl would then fall back to SPDY, which this stand-in does not
+        speak, so a test sees the fallback fail)."""
+        ns, name = EXEC_PATH.match(url.path).groups()
+        offered = [p.strip() for p in self.headers.get("Sec-WebSocket-Protocol", "").split(",")]
+        if self.headers.get("Upgrade", "").lower() != "websocket" or "v5.channel.k8s.io" not in offered:
+            raise ApiError(400, "BadRequest", "this stand-in serves exec over WebSocket (v5.channel.k8s.io) only")
+        with STORE.cond:
+            if ("", "pods", ns, name) not in STORE.objs:
+                raise not_found("", "pods", name)
+        key = self.headers.get("Sec-WebSocket-Key", "")
+        accept = base64.b64encode(hashlib.sha1((key + WS_GUID).encode()).digest()).decode()
+        self.send_response(101)
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", accept)
+        self.send_header("Sec-WebSocket-Protocol", "v5.channel.k8s.io")
+        self.end_headers()
+        self.wfile.flush()
+        self.close_connection = True
+        command = parse_qs(url.query).get("command", [])
+        if command[:1] == ["echo"]:
+            self.ws_send(2, b"\x01" + (" ".join(command[1:]) + "\n").encode())
+            status = {"metadata": {}, "status": "Success"}
+        else:
+            status = {"metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
+                      "message": "command terminated with non-zero exit code: exit status 127",
+                      "details": {"causes": [{"reason": "ExitCode", "message": "127"}]}}
+        self.ws_send(2, b"\x03" + json.dumps(status).encode())
+        self.ws_send(8, struct.pack("!H", 1000))  # normal closure
+        # Wait (briefly) for the client's close frame, then hang up.
+        self.connection.settimeout(5)
+        try:
+            self.connection.recv(4096)
+        except OSError:
+            pass
+
     def client_gone(self):
         """During a watch the client sends nothing, so a readable connection
         that yields no byte means it closed."""
@@ -1004,6 +1064,15 @@ def seed(namespace):
             group = obj["apiVersion"].rpartition("/")[0]
             plural = next(p for (g, p), k in KINDS.items() if g == group and k["kind"] == obj["kind"])
             STORE.commit("ADDED", (group, plural, namespace, obj["metadata"]["name"]), obj)
+        if namespace:  # the Pod the exec tests run `echo` in
+            STORE.commit("ADDED", ("", "pods", namespace, "exec-target"), {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "exec-target", "namespace": namespace, "uid": str(uuid.uuid4()),
+                             "creationTimestamp": now()},
+                "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+                "status": {"phase": "Running", "containerStatuses": [
+                    {"name": "main", "ready": True, "started": True, "restartCount": 0, "image": "busybox",
+                     "imageID": "", "state": {"running": {"startedAt": now()}}}]}})
 
 
 def seed_authentication(ca_pem):

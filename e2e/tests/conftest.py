@@ -19,7 +19,7 @@ from e2e_support import (APP_GROUP, CLUSTER_GROUP, CONFIG_YAML, DIRECT, E2E, KUB
 # modules' `app` is kubectl 1.31. The session-scoped parameter keeps one
 # `app` per version, so each version's tests run as one group.
 KUBECTL_MODULES = {"test_get", "test_discovery", "test_watch", "test_write", "test_patch", "test_errors",
-                   "test_openapi"}
+                   "test_openapi", "test_exec"}
 
 
 def pytest_generate_tests(metafunc):
