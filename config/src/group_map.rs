@@ -104,6 +104,16 @@ pub enum Form {
     ReverseDns,
     /// A path with the group after `apis/`.
     ApiPath,
+    /// A field selector (`involvedObject.apiVersion=g/v,metadata.name=x`):
+    /// the values of requirements on `*.apiVersion` and `*.apiGroup` keys.
+    FieldSelector,
+    /// A comma-separated list of `Kind.group` (kubectl ApplySet's
+    /// `applyset.kubernetes.io/contains-group-kinds`); a core kind is a bare
+    /// `Kind`.
+    GroupKinds,
+    /// A ResourceQuota object-count key, `count/<resource>.<group>`; other
+    /// quota keys (`requests.cpu`, `requests.nvidia.com/gpu`) name no group.
+    ObjectCount,
 }
 
 /// A rule plus its per-rule switches.
@@ -191,7 +201,73 @@ impl GroupMap {
             Form::Text => self.map_text(value, dir),
             Form::ReverseDns => self.map_reverse_dns(value, dir),
             Form::ApiPath => self.map_api_path(value, dir),
+            Form::FieldSelector => self.map_field_selector(value, false, dir),
+            Form::GroupKinds => self.map_group_kinds(value, dir),
+            Form::ObjectCount => self.map_object_count(value, dir),
         }
+    }
+
+    /// Maps the values of a field selector's requirements on keys ending
+    /// in `.apiVersion` (as `group/version`) or `.apiGroup` (as a group);
+    /// with `names`, also `metadata.name` (as `first.group`: a selector on
+    /// CRDs or APIServices). Every other byte is kept.
+    pub fn map_field_selector(
+        &self,
+        selector: &str,
+        names: bool,
+        dir: Direction,
+    ) -> Option<String> {
+        let mut changed = false;
+        let reqs: Vec<String> = selector
+            .split(',')
+            .map(|req| {
+                let op_at = req.find(['=', '!']).unwrap_or(req.len());
+                let (field, rest) = req.split_at(op_at);
+                let op_len = rest.len() - rest.trim_start_matches(['=', '!']).len();
+                let (op, value) = rest.split_at(op_len);
+                let key = field.trim();
+                let mapped = if key.ends_with(".apiVersion") {
+                    self.map_api_version(value, dir)
+                } else if key.ends_with(".apiGroup") {
+                    self.map_group(value, dir)
+                } else if names && key == "metadata.name" {
+                    self.map_qualified_name(value, dir)
+                } else {
+                    None
+                };
+                match mapped {
+                    Some(m) => {
+                        changed = true;
+                        format!("{field}{op}{m}")
+                    }
+                    None => req.to_owned(),
+                }
+            })
+            .collect();
+        changed.then(|| reqs.join(","))
+    }
+
+    /// Maps a comma-separated `Kind.group` list; bare core kinds and
+    /// unmapped groups keep their bytes.
+    pub fn map_group_kinds(&self, list: &str, dir: Direction) -> Option<String> {
+        let mut changed = false;
+        let items: Vec<String> = list
+            .split(',')
+            .map(|item| match self.map_qualified_name(item, dir) {
+                Some(m) => {
+                    changed = true;
+                    m
+                }
+                None => item.to_owned(),
+            })
+            .collect();
+        changed.then(|| items.join(","))
+    }
+
+    /// Maps a ResourceQuota object-count key, `count/<resource>.<group>`.
+    pub fn map_object_count(&self, key: &str, dir: Direction) -> Option<String> {
+        let name = key.strip_prefix("count/")?;
+        Some(format!("count/{}", self.map_qualified_name(name, dir)?))
     }
 
     /// Maps a bare group name. `None`: not mapped (leave it as it is).

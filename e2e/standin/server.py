@@ -145,6 +145,21 @@ class ApiError(Exception):
         return dumps(dict(st, code=self.code))
 
 
+
+
+def check_watchlist(q, is_watch):
+    """kube-apiserver's validation of `sendInitialEvents` (WatchList), with its
+    422 Status (kube-1.29 renamed/022 and 024)."""
+    def invalid(field, why):
+        cause = {"reason": "FieldValueForbidden", "message": f"Forbidden: {why}", "field": field}
+        return ApiError(422, "Invalid", f'ListOptions.meta.k8s.io "" is invalid: {field}: Forbidden: {why}',
+                        {"group": "meta.k8s.io", "kind": "ListOptions", "causes": [cause]})
+    if not is_watch:
+        raise invalid("sendInitialEvents", "sendInitialEvents is forbidden for list")
+    if q.get("resourceVersionMatch") != "NotOlderThan":
+        raise invalid("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")
+
+
 def obj_error(code, reason, group, plural, name, text):
     """`foos.samplecontroller.team1.example.com "x" not found` and its kin."""
     details = {"name": name, "group": group, "kind": plural} if group else {"name": name, "kind": plural}
@@ -723,7 +738,10 @@ class Handler(BaseHTTPRequestHandler):
             warning = None
             if r.version in r.kind.get("deprecated", []):  # the CRD's v1beta1: deprecated, no deprecationWarning
                 warning = f'299 - "{gv(r.group, r.version)} {r.kind["kind"]} is deprecated"'
-            if self.command == "GET" and (r.legacy_watch or q.get("watch") in WATCH_TRUE) and not r.name:
+            is_watch = r.legacy_watch or q.get("watch") in WATCH_TRUE
+            if "sendInitialEvents" in q:
+                check_watchlist(q, is_watch)
+            if self.command == "GET" and is_watch and not r.name:
                 return self.watch(r, q, accepted(accept), warning)
             if r.sub == "exec":
                 return self.exec(r, url)
@@ -996,7 +1014,12 @@ class Handler(BaseHTTPRequestHandler):
     def watch(self, r, q, fmt, warning):
         """Newline-delimited JSON WatchEvents, chunked. resourceVersion absent or
         "0": ADDED for what exists, then live events; N: every logged event after
-        N (the log reaches back to start-up, so never "too old"). No BOOKMARKs.
+        N (the log reaches back to start-up, so never "too old").
+        sendInitialEvents=true (WatchList, already validated): ADDED for what
+        exists whatever the resourceVersion ("not older than" it), then, with
+        allowWatchBookmarks=true, the BOOKMARK annotated
+        `k8s.io/initial-events-end` at the current resourceVersion (as
+        kube-1.29 renamed/011, 013 sent it); no other BOOKMARKs.
         Ends at timeoutSeconds (default 1800 s) or when the client goes away."""
         sel, first = selector(q), [True]
         deadline = time.monotonic() + float(q.get("timeoutSeconds") or 1800)
@@ -1006,11 +1029,17 @@ class Handler(BaseHTTPRequestHandler):
             first[0] = False
             return dumps({"type": etype, "object": out})
 
+        initial = q.get("sendInitialEvents") == "true"
         with STORE.cond:
-            rv = q.get("resourceVersion") or "0"
+            rv = "0" if initial else q.get("resourceVersion") or "0"
             last = STORE.rv if rv == "0" else int(rv)
             burst = b"".join(frame("ADDED", o) for k, o in sorted(STORE.objs.items())
                              if rv == "0" and matches(k, o, r, sel))
+            if initial and q.get("allowWatchBookmarks") == "true" and fmt != "table":
+                av, kind = ("meta.k8s.io/v1", "PartialObjectMetadata") if fmt == "pom" \
+                    else (gv(r.group, r.version), r.kind["kind"])
+                burst += dumps({"type": "BOOKMARK", "object": {"apiVersion": av, "kind": kind, "metadata": {
+                    "annotations": {"k8s.io/initial-events-end": "true"}, "resourceVersion": str(last)}}})
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Cache-Control", "no-cache, private")

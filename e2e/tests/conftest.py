@@ -11,8 +11,21 @@ import uuid
 
 import pytest
 
-from e2e_support import (APP_GROUP, CLUSTER_GROUP, CONFIG_YAML, DIRECT, E2E, KUBECTL, REPO, Kubectl, stop, tail,
-                         wait_port, write_kubeconfig, free_port)
+from e2e_support import (APP_GROUP, CLUSTER_GROUP, CONFIG_YAML, DIRECT, E2E, KUBECTL, KUBECTLS, REPO, Kubectl, stop,
+                         tail, wait_port, write_kubeconfig, free_port)
+
+# The tests of these modules are kubectl's: each runs with every version in
+# KUBECTLS (test IDs end in [kubectl-1.31], [kubectl-1.36]); the other
+# modules' `app` is kubectl 1.31. The session-scoped parameter keeps one
+# `app` per version, so each version's tests run as one group.
+KUBECTL_MODULES = {"test_get", "test_discovery", "test_watch", "test_write", "test_patch", "test_errors",
+                   "test_openapi", "test_exec"}
+
+
+def pytest_generate_tests(metafunc):
+    if "kubectl_version" in metafunc.fixturenames and metafunc.module.__name__ in KUBECTL_MODULES:
+        metafunc.parametrize("kubectl_version", list(KUBECTLS), indirect=True, scope="session",
+                             ids=[f"kubectl-{v}" for v in KUBECTLS])
 
 LOGS = []  # (title, path): shown at the end of a run that had failures
 
@@ -189,10 +202,18 @@ def ns(upstream):
 
 
 @pytest.fixture(scope="session")
-def app(regroup, upstream, workdir):
-    """kubectl as the app runs it: through regroup, in the original group."""
+def kubectl_version(request):
+    """The kubectl version `app` runs (parametrized for KUBECTL_MODULES)."""
+    return getattr(request, "param", "1.31")
+
+
+@pytest.fixture(scope="session")
+def app(regroup, upstream, workdir, kubectl_version):
+    """kubectl as the app runs it: through regroup, in the original group
+    (each version with its own discovery cache)."""
     logs = [path for _, path in LOGS]
-    return Kubectl(regroup, workdir / "cache-app", upstream.namespace, logs)
+    return Kubectl(regroup, workdir / f"cache-app-{kubectl_version}", upstream.namespace, logs,
+                   binary=KUBECTLS[kubectl_version])
 
 
 @pytest.fixture(scope="session")
@@ -210,8 +231,9 @@ def pyclient(regroup):
 
 @pytest.fixture(scope="session", autouse=True)
 def _kubectl_installed():
-    if not KUBECTL.exists():
-        pytest.fail(f"{KUBECTL} is missing: run e2e/install.sh")
+    for binary in KUBECTLS.values():
+        if not binary.exists():
+            pytest.fail(f"{binary} is missing: run e2e/install.sh")
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,12 @@ import pytest
 E2E = Path(__file__).resolve().parents[1]
 REPO = E2E.parent
 KUBECTL = Path(os.environ.get("REGROUP_E2E_KUBECTL") or E2E / ".bin" / "kubectl")
+# The kubectl versions the kubectl tests run with (e2e/install.sh puts both
+# in e2e/.bin): the oldest the suite pins and the newest.
+KUBECTLS = {
+    "1.31": KUBECTL,
+    "1.36": Path(os.environ.get("REGROUP_E2E_KUBECTL_136") or E2E / ".bin" / "kubectl-1.36"),
+}
 
 ORIG_GROUP = "samplecontroller.k8s.io"  # what the app (kubectl, python client) uses
 CLUSTER_GROUP = "samplecontroller.team1.example.com"  # the only Foo group on the cluster
@@ -84,11 +90,12 @@ class Kubectl:
     `logs` are files whose tails are shown when a command fails (the proxy's
     and the stand-in's request logs)."""
 
-    def __init__(self, kubeconfig, cache_dir, namespace, logs=()):
+    def __init__(self, kubeconfig, cache_dir, namespace, logs=(), binary=KUBECTL):
         self.kubeconfig, self.cache_dir, self.namespace, self.logs = kubeconfig, cache_dir, namespace, list(logs)
+        self.binary = binary
 
     def argv(self, *args):
-        return [str(KUBECTL), "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.cache_dir),
+        return [str(self.binary), "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.cache_dir),
                 "-n", self.namespace, *map(str, args)]
 
     def run(self, *args, timeout=30, check=True, input=None):
@@ -168,3 +175,37 @@ class Stream:
 
     def close(self):
         stop(self.proc)
+
+
+# ---- WatchList (streaming lists, `sendInitialEvents`) -------------------------
+
+REAL = bool(os.environ.get("REGROUP_E2E_KUBECONFIG"))
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+WATCHLIST_QUERY = [("watch", "1"), ("sendInitialEvents", "true"),
+                   ("resourceVersionMatch", "NotOlderThan"), ("allowWatchBookmarks", "true")]
+
+
+def foo_watchlist(pyclient, ns, query=WATCHLIST_QUERY, timeout=2):
+    """A Foo watch with `query` through the Python client's ApiClient (its
+    configuration and authentication; the generated methods have no
+    `sendInitialEvents`), read to its end at `timeoutSeconds`. Returns
+    (status, body bytes); an error status is returned, not raised."""
+    from kubernetes.client.rest import ApiException
+    try:
+        r = pyclient.call_api(f"/apis/{APP_GROUP}/v1alpha1/namespaces/{ns}/foos", "GET",
+                              query_params=list(query) + [("timeoutSeconds", str(timeout))],
+                              header_params={"Accept": "application/json"}, auth_settings=["BearerToken"],
+                              _preload_content=False, _return_http_data_only=True,
+                              _request_timeout=timeout + 20)
+        return r.status, r.data
+    except ApiException as e:
+        return e.status, (e.body or b"").encode() if isinstance(e.body, str) else (e.body or b"")
+
+
+def initial_events_end(events):
+    """The index of the BOOKMARK annotated `k8s.io/initial-events-end`, or None."""
+    for i, e in enumerate(events):
+        ann = ((e.get("object") or {}).get("metadata") or {}).get("annotations") or {}
+        if e.get("type") == "BOOKMARK" and ann.get(INITIAL_EVENTS_END) == "true":
+            return i
+    return None

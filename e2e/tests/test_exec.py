@@ -45,3 +45,5 @@ def test_exec_exit_code_over_websocket(app, pod):
     p = app.run("exec", pod, "--", "false", check=False)
     assert p.returncode == 1, (p.returncode, p.stderr)
     assert "command terminated with exit code 1" in p.stderr
+    p = app.run("exec", pod, "--", "no-such-command", check=False)
+    assert p.returncode == 127, (p.returncode, p.stderr)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e_support import APP_GROUP, CLUSTER_GROUP, HIDDEN_GROUP, REPO, Stream
+from e2e_support import (APP_GROUP, CLUSTER_GROUP, HIDDEN_GROUP, REAL, REPO, Stream, foo_watchlist,
+                         initial_events_end)
 
 CRATE = "regroup-e2e-kube"
 MANAGER = "regroup-e2e-kube"  # the binary's server-side apply field manager
@@ -159,6 +160,39 @@ def test_kube_rs_watcher_sees_a_foo_created_by_kubectl(kube_rs, app, cleanup):
     events = [json.loads(line) for line in seen]
     assert events[0] == {"event": "Init", "object": None}
     assert {"alpha", "beta", "gamma"} <= {e["object"]["name"] for e in events if e["event"] == "InitApply"}
+    objects = [e["object"] for e in events if e["object"]]
+    assert {(o["apiVersion"], o["kind"]) for o in objects} == {(f"{APP_GROUP}/v1alpha1", "Foo")}
+    assert HIDDEN_GROUP not in "\n".join(seen)
+
+
+def test_kube_rs_streaming_list_watcher_ends_its_initial_events_at_the_bookmark(kube_rs, app, cleanup, pyclient, ns):
+    """`watcher::Config::streaming_lists()` (WatchList): one watch with
+    sendInitialEvents=true; kube-rs reports InitDone only on the bookmark
+    annotated k8s.io/initial-events-end, so that bookmark must come through."""
+    if REAL:
+        status, body = foo_watchlist(pyclient, ns)
+        events = [json.loads(line) for line in body.splitlines() if line.strip()] if status == 200 else []
+        if initial_events_end(events) is None:
+            pytest.skip("this cluster does not serve WatchList (no initial-events-end bookmark: gate off)")
+    name = "kube-rs-streamed"
+    cleanup.append(name)
+    stream = Stream(kube_rs.argv("watch", name, "--timeout", "30", "--streaming-list"), lines=True)
+    seen = []
+    try:
+        stream.until(lambda line: json.loads(line)["event"] == "InitDone", 30, seen)
+        manifest = {"apiVersion": f"{APP_GROUP}/v1alpha1", "kind": "Foo", "metadata": {"name": name},
+                    "spec": {"deploymentName": f"{name}-deploy", "replicas": 1}}
+        app("create", "-f", "-", input=json.dumps(manifest))
+        stream.until(lambda line: json.loads(line)["event"] == "Apply"
+                     and json.loads(line)["object"]["name"] == name, 30, seen)
+        assert stream.proc.wait(10) == 0, "".join(stream.stderr)
+    finally:
+        stream.close()
+    events = [json.loads(line) for line in seen]
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "Init" and "InitDone" in kinds, kinds
+    initial = [e["object"]["name"] for e in events[:kinds.index("InitDone")] if e["event"] == "InitApply"]
+    assert {"alpha", "beta", "gamma"} <= set(initial), kinds
     objects = [e["object"] for e in events if e["object"]]
     assert {(o["apiVersion"], o["kind"]) for o in objects} == {(f"{APP_GROUP}/v1alpha1", "Foo")}
     assert HIDDEN_GROUP not in "\n".join(seen)

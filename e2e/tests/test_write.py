@@ -52,7 +52,9 @@ def test_create_from_manifest_then_delete(app, cluster, tmp_path, cleanup):
     assert stored["apiVersion"] == f"{CLUSTER_GROUP}/v1alpha1"
     assert stored["metadata"]["uid"] == foo["metadata"]["uid"]
     assert stored["spec"] == foo["spec"]
-    assert app("delete", "-f", path).strip() == f'foo.{APP_GROUP} "created" deleted'
+    # kubectl 1.36 adds the namespace.
+    assert app("delete", "-f", path).strip() in (f'foo.{APP_GROUP} "created" deleted',
+                                                 f'foo.{APP_GROUP} "created" deleted from {app.namespace} namespace')
     err = cluster.fails("get", f"foo.v1alpha1.{CLUSTER_GROUP}", "created")
     assert f'foos.{CLUSTER_GROUP} "created" not found' in err
 

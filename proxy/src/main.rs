@@ -41,11 +41,16 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         service_account_dir: Option<PathBuf>,
     },
-    /// Validate a configuration and print the effective rename table.
+    /// Validate a configuration and print the effective rename table; with
+    /// `-f`, also warn about manifests whose CEL expressions name a mapped
+    /// group (regroup can't rename inside CEL).
     Check {
         /// The configuration file.
         #[arg(short = 'c', long = "config")]
         config: PathBuf,
+        /// Manifest files or directories to check (repeatable), or `-`.
+        #[arg(short = 'f', long = "filename")]
+        files: Vec<String>,
     },
     /// Rename groups in manifests (CRDs, APIServices, RBAC, webhook
     /// configurations, custom resources): YAML or JSON in, YAML out.
@@ -149,11 +154,20 @@ fn main() -> ExitCode {
 fn run(command: Command) -> Result<(), String> {
     match command {
         Command::Serve { .. } => unreachable!("handled in main"),
-        Command::Check { config } => {
+        Command::Check { config, files } => {
             let settings = load_config(&config)?;
             print!("{}", settings.effective_table());
             for w in settings.warnings() {
                 eprintln!("warning: {w}");
+            }
+            for f in &files {
+                for text in read_inputs(f)? {
+                    for w in regroup::render::warnings(&text, &settings)
+                        .map_err(|e| format!("{f}: {e}"))?
+                    {
+                        eprintln!("warning: {f}: {w}");
+                    }
+                }
             }
             println!("{}: OK", config.display());
             Ok(())
@@ -172,6 +186,11 @@ fn run(command: Command) -> Result<(), String> {
             };
             let out = regroup::render::render(&input, &settings, dir)
                 .map_err(|e| format!("{file}: {e}"))?;
+            for w in
+                regroup::render::warnings(&input, &settings).map_err(|e| format!("{file}: {e}"))?
+            {
+                eprintln!("warning: {file}: {w}");
+            }
             print!("{out}");
             Ok(())
         }

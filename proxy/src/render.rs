@@ -10,6 +10,8 @@ use serde_saphyr::Spanned;
 
 use crate::rewrite::{yaml, Catalog, JsonRewriter};
 
+mod cel;
+
 /// Why a manifest stream could not be rendered. The message names the
 /// document (1-based, in input order) and its line.
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +79,27 @@ pub fn render_values(
         out.push(doc.value);
     }
     Ok(out)
+}
+
+/// Warnings about `input` (YAML documents or JSON values) that renaming
+/// can't fix: CEL expressions (admission policies, webhook
+/// `matchConditions`, CRD `x-kubernetes-validations`) that name a mapped
+/// group, each as `document N (line L): KIND NAME: PATH names GROUP ...`.
+pub fn warnings(input: &str, settings: &Settings) -> Result<Vec<String>, RenderError> {
+    let docs = if looks_like_json(input) {
+        parse_json(input)?
+    } else {
+        parse_yaml(input)?
+    };
+    Ok(docs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, d)| {
+            cel::warnings(&d.value, settings)
+                .into_iter()
+                .map(move |w| format!("document {} (line {}): {w}", i + 1, d.line))
+        })
+        .collect())
 }
 
 /// Documents as multi-document YAML (empty input, empty output).

@@ -108,7 +108,7 @@ pub fn rewrite_query_for(
             let value = percent_decode_str(&raw.replace('+', " "))
                 .decode_utf8_lossy()
                 .into_owned();
-            match rewrite_field_selector(&value, names, map, dir) {
+            match map.map_field_selector(&value, names, dir) {
                 Some(v) => {
                     changed = true;
                     format!("fieldSelector={}", utf8_percent_encode(&v, QUERY_VALUE))
@@ -118,41 +118,6 @@ pub fn rewrite_query_for(
         })
         .collect();
     changed.then(|| parts.join("&"))
-}
-
-fn rewrite_field_selector(
-    selector: &str,
-    names: bool,
-    map: &GroupMap,
-    dir: Direction,
-) -> Option<String> {
-    let mut changed = false;
-    let reqs: Vec<String> = selector
-        .split(',')
-        .map(|req| {
-            let op_at = req.find(['=', '!']).unwrap_or(req.len());
-            let (field, rest) = req.split_at(op_at);
-            let op_len = rest.len() - rest.trim_start_matches(['=', '!']).len();
-            let (op, value) = rest.split_at(op_len);
-            let mapped = if field.trim().ends_with(".apiVersion") {
-                map.map_api_version(value, dir)
-            } else if field.trim().ends_with(".apiGroup") {
-                map.map_group(value, dir)
-            } else if names && field.trim() == "metadata.name" {
-                map.map_qualified_name(value, dir)
-            } else {
-                None
-            };
-            match mapped {
-                Some(m) => {
-                    changed = true;
-                    format!("{field}{op}{m}")
-                }
-                None => req.to_owned(),
-            }
-        })
-        .collect();
-    changed.then(|| reqs.join(","))
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Every catalog row, in JSON: an object of the row's kind carrying a group
+//! Every catalog row, in JSON (protobuf: `protobuf_properties.rs`, and
+//! `new_places.rs` for the rows whose slots are map keys or requirements): an object of the row's kind carrying a group
 //! at the row's place (in the row's form), renamed to the cluster and back,
 //! is the same object, byte for byte; a mapped group leaves no byte of the
 //! side it came from (no app name reaches the cluster, no cluster name the
@@ -54,6 +55,11 @@ fn value(form: Form, g: &str) -> Json {
         Form::ApiVersion => format!("{g}/v1alpha1"),
         Form::QualifiedName => format!("foos.{g}"),
         Form::Text => format!("foos.{g} \"alpha\" not found; see foos.{g}."),
+        Form::FieldSelector => {
+            format!("involvedObject.apiVersion={g}/v1alpha1,involvedObject.name=x")
+        }
+        Form::GroupKinds => format!("ConfigMap,Foo.{g},Deployment.apps"),
+        Form::ObjectCount => format!("count/foos.{g}"),
         other => panic!("no JSON catalog place has form {other:?}"),
     })
 }
@@ -153,6 +159,13 @@ fn objects(place: &Place, g: &str) -> Vec<Json> {
                     name,
                 } => json!({group: "apiextensions.k8s.io",
                     resource: "customresourcedefinitions", name: format!("foos.{g}")}),
+                Slot::Keys(form) => {
+                    let key = value(form, g);
+                    json!({key.as_str().unwrap(): "10", "pods": "5"})
+                }
+                Slot::Requirement { key, values } => json!({
+                    key: "involvedObject.apiVersion", "operator": "In",
+                    values: [format!("{g}/v1alpha1"), "v1"]}),
                 Slot::DropHidden => {
                     let mut item = crd(g);
                     let m = item.as_object_mut().unwrap();

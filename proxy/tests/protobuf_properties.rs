@@ -29,6 +29,8 @@ const CLUSTER_NAMES: &[&str] = &[
     "wardle.team1.example.com/v1",
     "samplecontroller.team1.example.com/owner",
     "foos.samplecontroller.team1.example.com \"alpha\" not found in samplecontroller.team1.example.com",
+    "involvedObject.apiVersion=samplecontroller.team1.example.com/v1alpha1,involvedObject.name=x",
+    "ConfigMap,Foo.samplecontroller.team1.example.com",
 ];
 /// The same names as the app knows them.
 const APP_NAMES: &[&str] = &[
@@ -82,6 +84,10 @@ fn cluster_name(form: Form) -> &'static str {
         Form::Group => "samplecontroller.team1.example.com",
         Form::ApiVersion => "samplecontroller.team1.example.com/v1alpha1",
         Form::QualifiedName => "v1alpha1.wardle.team1.example.com",
+        Form::FieldSelector => {
+            "involvedObject.apiVersion=samplecontroller.team1.example.com/v1alpha1,involvedObject.name=x"
+        }
+        Form::GroupKinds => "ConfigMap,Foo.samplecontroller.team1.example.com",
         _ => "foos.samplecontroller.team1.example.com \"alpha\" not found",
     }
 }

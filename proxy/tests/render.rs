@@ -265,3 +265,49 @@ fn render_changes_only_the_group_bearing_scalars() {
     assert_ne!(want, input);
     assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
 }
+
+/// CEL can't be renamed (docs/config.md): `render` and `check -f` say
+/// where an expression names a mapped group, on standard error; the output
+/// is still rendered, and text that merely looks like CEL elsewhere (a
+/// ConfigMap's `expression` key) is not reported.
+#[test]
+fn cel_expressions_naming_mapped_groups_are_warned_about() {
+    let input = dir().join("cel.yaml").display().to_string();
+    let expected = [
+        "document 1 (line 3): ValidatingAdmissionPolicy foos-need-owner: spec.validations[0].expression names samplecontroller.k8s.io",
+        "document 1 (line 3): ValidatingAdmissionPolicy foos-need-owner: spec.auditAnnotations[0].valueExpression names pinniped.dev",
+        "document 2 (line 21): MutatingWebhookConfiguration foo-defaults: webhooks[0].matchConditions[0].expression names samplecontroller.k8s.io",
+        "document 3 (line 33): CustomResourceDefinition foos.samplecontroller.k8s.io: spec.versions[0].schema.openAPIV3Schema.properties.spec.x-kubernetes-validations[0].rule names wardle.example.com",
+    ];
+    for args in [
+        vec!["render", "-c", &config(), "-f", &input],
+        vec!["check", "-c", &config(), "-f", &input],
+    ] {
+        let out = regroup(&args, None);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let warnings: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("warning: "))
+            .collect();
+        assert_eq!(warnings.len(), expected.len(), "{args:?}: {stderr}");
+        for (w, e) in warnings.iter().zip(expected) {
+            let want = format!("warning: {input}: {e}");
+            assert!(w.starts_with(&want), "{w}\nwanted {want}");
+        }
+        assert!(!stderr.contains("plain"), "{stderr}");
+    }
+    // Rendered all the same, and the expressions kept as written.
+    let out = regroup(&["render", "-c", &config(), "-f", &input], None);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("apiGroups: [samplecontroller.team1.example.com]"));
+    assert!(text.contains("o.apiVersion == 'samplecontroller.k8s.io/v1alpha1'"));
+    // A manifest without CEL naming a group: no warning.
+    let plain = dir().join("input.yaml").display().to_string();
+    let out = regroup(&["render", "-c", &config(), "-f", &plain], None);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+}

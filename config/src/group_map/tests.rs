@@ -663,9 +663,51 @@ fn map_dispatches_on_form() {
             "/apis/samplecontroller.k8s.io/v1alpha1",
             "/apis/samplecontroller.team1.example.com/v1alpha1",
         ),
+        (
+            Form::FieldSelector,
+            "involvedObject.apiVersion=samplecontroller.k8s.io/v1alpha1,x.apiGroup!=samplecontroller.k8s.io,metadata.name=foos.samplecontroller.k8s.io",
+            "involvedObject.apiVersion=samplecontroller.team1.example.com/v1alpha1,x.apiGroup!=samplecontroller.team1.example.com,metadata.name=foos.samplecontroller.k8s.io",
+        ),
+        (
+            Form::GroupKinds,
+            "Foo.samplecontroller.k8s.io,Deployment.apps,ConfigMap",
+            "Foo.samplecontroller.team1.example.com,Deployment.apps,ConfigMap",
+        ),
+        (
+            Form::ObjectCount,
+            "count/foos.samplecontroller.k8s.io",
+            "count/foos.samplecontroller.team1.example.com",
+        ),
     ] {
         both_ways(|s, d| m.map(form, s, d), app, cluster);
     }
+}
+
+#[test]
+fn only_group_bearing_selector_keys_and_quota_keys_are_mapped() {
+    let m = exact_map();
+    // A selector naming the group elsewhere than an apiVersion/apiGroup key.
+    assert_eq!(
+        m.map(
+            Form::FieldSelector,
+            "spec.x=samplecontroller.k8s.io",
+            ToCluster
+        ),
+        None
+    );
+    // Extended resources and plain quota keys name no group.
+    for key in [
+        "requests.samplecontroller.k8s.io/gpu",
+        "pods",
+        "count/pods",
+        "foos.samplecontroller.k8s.io",
+    ] {
+        assert_eq!(m.map(Form::ObjectCount, key, ToCluster), None, "{key}");
+    }
+    assert_eq!(
+        m.map(Form::GroupKinds, "Deployment.apps,Pod", ToCluster),
+        None
+    );
 }
 
 // ------------------------------------------------------ shadowing, needles

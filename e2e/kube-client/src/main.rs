@@ -60,6 +60,12 @@ enum Cmd {
         /// Seconds before giving up (exit status 2).
         #[arg(long, default_value_t = 30)]
         timeout: u64,
+        /// Start with a streaming list (WatchList, client-go's default from
+        /// 1.35): one watch with `sendInitialEvents=true`, whose bookmark
+        /// annotated `k8s.io/initial-events-end` ends the initial events
+        /// (`InitDone`), instead of a list then a watch.
+        #[arg(long)]
+        streaming_list: bool,
     },
 }
 
@@ -165,8 +171,17 @@ async fn main() -> Result<()> {
                 .map_right(|status| json!(status));
             emit(json!({"step": "delete", "object": body.into_inner()}));
         }
-        Cmd::Watch { name, timeout } => {
-            let watch = watch_until_added(foos, name);
+        Cmd::Watch {
+            name,
+            timeout,
+            streaming_list,
+        } => {
+            let config = if *streaming_list {
+                watcher::Config::default().streaming_lists()
+            } else {
+                watcher::Config::default()
+            };
+            let watch = watch_until_added(foos, name, config);
             match tokio::time::timeout(Duration::from_secs(*timeout), watch).await {
                 Ok(result) => result?,
                 Err(_) => {
@@ -190,8 +205,12 @@ fn object_summary(obj: &DynamicObject) -> Value {
 }
 
 /// Prints each watcher event; returns once `name` is applied (added).
-async fn watch_until_added(foos: Api<DynamicObject>, name: &str) -> Result<()> {
-    let mut events = watcher::watcher(foos, watcher::Config::default()).boxed();
+async fn watch_until_added(
+    foos: Api<DynamicObject>,
+    name: &str,
+    config: watcher::Config,
+) -> Result<()> {
+    let mut events = watcher::watcher(foos, config).boxed();
     while let Some(event) = events.next().await {
         let (event, obj) = match event? {
             Event::Init => ("Init", None),

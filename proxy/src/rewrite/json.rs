@@ -328,6 +328,27 @@ impl<'a> JsonRewriter<'a> {
             Slot::DropHidden => self.drop_hidden(w, raw, ty, addressed),
             // Applied from the Table itself (see `object`).
             Slot::TableRows { .. } => Ok(()),
+            Slot::Keys(form) => self.keys(w, raw, form),
+            Slot::Requirement { key, values } => {
+                let Some(ms) = w.members(raw)? else {
+                    return Ok(());
+                };
+                let Some(k) = member(&ms, key).map(string).transpose()?.flatten() else {
+                    return Ok(());
+                };
+                let Some(form) = requirement_form(&k) else {
+                    return Ok(());
+                };
+                let Some(vs) = member(&ms, values) else {
+                    return Ok(());
+                };
+                if let Some(es) = w.elements(vs)? {
+                    for e in es.iter() {
+                        self.value(w, e, form)?;
+                    }
+                }
+                Ok(())
+            }
             Slot::NameOf {
                 group,
                 resource,
@@ -355,6 +376,29 @@ impl<'a> JsonRewriter<'a> {
         }
     }
 
+    /// The member names of the object `raw` that name a group in `form`.
+    fn keys<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        raw: &'i RawValue,
+        form: Form,
+    ) -> Result<(), RewriteError> {
+        let Some(ms) = w.members(raw)? else {
+            return Ok(());
+        };
+        for (key, v) in ms.iter() {
+            let Some(mapped) = self.map.map(form, &key.0, self.dir) else {
+                continue;
+            };
+            let start = w
+                .member_start(v)
+                .ok_or_else(|| malformed("a member name not found before its value"))?;
+            let end = w.string_end(start);
+            w.replace_range(start, end, quote(&mapped));
+        }
+        Ok(())
+    }
+
     fn value<'i>(
         &self,
         w: &mut Walk<'i>,
@@ -375,6 +419,19 @@ impl<'a> JsonRewriter<'a> {
         }
         w.replace(raw, quote(&mapped));
         Ok(())
+    }
+}
+
+/// The form of a selector requirement's values by its key, as a query's
+/// field selector reads them.
+pub(crate) fn requirement_form(key: &str) -> Option<Form> {
+    let key = key.trim();
+    if key.ends_with(".apiVersion") {
+        Some(Form::ApiVersion)
+    } else if key.ends_with(".apiGroup") {
+        Some(Form::Group)
+    } else {
+        None
     }
 }
 

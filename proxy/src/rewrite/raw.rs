@@ -80,6 +80,12 @@ impl<'i> Walk<'i> {
         });
     }
 
+    /// Replaces `input[start..end]` (a member name, found by
+    /// [`member_start`](Self::member_start) and [`string_end`](Self::string_end)).
+    pub fn replace_range(&mut self, start: usize, end: usize, text: String) {
+        self.edits.push(Edit { start, end, text });
+    }
+
     /// Deletes the entries of a container (`raw`, an array or an object)
     /// whose `keep` is false, with their separating commas; `spans` are the
     /// entries' byte ranges (members: from the key's opening quote).

@@ -99,6 +99,20 @@ pub enum Slot {
         /// The row member holding the object.
         object: &'static str,
     },
+    /// The member names of a map whose keys are data (ResourceQuota's
+    /// `hard` and `used`): each key names a group in this form, its value
+    /// stays as it is. In protobuf, the keys of a map field.
+    Keys(Form),
+    /// A selector requirement (`{key, operator, values}` of a
+    /// SubjectAccessReview's `fieldSelector`): as in a query's field
+    /// selector, its values name a group when its key ends in `.apiVersion`
+    /// (`group/version`) or `.apiGroup` (a group).
+    Requirement {
+        /// The member holding the selector key.
+        key: &'static str,
+        /// The member holding the values (an array of strings).
+        values: &'static str,
+    },
     /// An object naming another object by (group, resource, name) members
     /// (a Status's `details`): the name is a qualified name
     /// (`plural.group`, `version.group`) when that resource's names carry a

@@ -27,8 +27,17 @@ const ADMISSION: &[&str] = &["admission.k8s.io"];
 const EVENTS: &[&str] = &["events.k8s.io"];
 const AUTOSCALING: &[&str] = &["autoscaling"];
 const DISCOVERY: &[&str] = &["apidiscovery.k8s.io"];
+const STORAGEMIGRATION: &[&str] = &["storagemigration.k8s.io"];
+const NETWORKING: &[&str] = &["networking.k8s.io"];
+const FLOWCONTROL: &[&str] = &["flowcontrol.apiserver.k8s.io"];
+const RESOURCE: &[&str] = &["resource.k8s.io"];
+const SAR_KINDS: &[&str] = &[
+    "SubjectAccessReview",
+    "LocalSubjectAccessReview",
+    "SelfSubjectAccessReview",
+];
 
-use Form::{ApiVersion, Group, QualifiedName, Text};
+use Form::{ApiVersion, FieldSelector, Group, GroupKinds, ObjectCount, QualifiedName, Text};
 use Slot::{DropHidden, DropShadowed, Items, JsonString, Object, Value};
 
 /// The table. `DropShadowed` and `DropHidden` rows are applied before all
@@ -47,6 +56,14 @@ pub(super) const BUILTIN: &[Row] = &[
         &["*"],
         "metadata.managedFields[].apiVersion",
         Value(ApiVersion),
+    ),
+    // kubectl ApplySet's parent (any kind): the kinds of its members.
+    // (`applyset.kubernetes.io/additional-namespaces` names namespaces.)
+    (
+        ANY,
+        &["*"],
+        "metadata.annotations[\"applyset.kubernetes.io/contains-group-kinds\"]",
+        Value(GroupKinds),
     ),
     // Lists, tables, watch events. Hidden objects (a shadowed group's CRD
     // or APIService) are dropped from lists and Tables.
@@ -107,13 +124,27 @@ pub(super) const BUILTIN: &[Row] = &[
     // Authorization reviews.
     (
         AUTHZ,
-        &[
-            "SubjectAccessReview",
-            "LocalSubjectAccessReview",
-            "SelfSubjectAccessReview",
-        ],
+        SAR_KINDS,
         "spec.resourceAttributes.group",
         Value(Group),
+    ),
+    // Selectors an aggregated server's delegated authorizer copies from the
+    // request, renamed as the query's `fieldSelector` is (label selectors
+    // are not, in the query either).
+    (
+        AUTHZ,
+        SAR_KINDS,
+        "spec.resourceAttributes.fieldSelector.rawSelector",
+        Value(FieldSelector),
+    ),
+    (
+        AUTHZ,
+        SAR_KINDS,
+        "spec.resourceAttributes.fieldSelector.requirements[]",
+        Slot::Requirement {
+            key: "key",
+            values: "values",
+        },
     ),
     (
         AUTHZ,
@@ -220,6 +251,49 @@ pub(super) const BUILTIN: &[Row] = &[
         &["PersistentVolumeClaim"],
         "spec.dataSourceRef.apiGroup",
         Value(Group),
+    ),
+    (
+        STORAGEMIGRATION,
+        &["StorageVersionMigration"],
+        "spec.resource.group",
+        Value(Group),
+    ),
+    (
+        NETWORKING,
+        &["IPAddress"],
+        "spec.parentRef.group",
+        Value(Group),
+    ),
+    (
+        RESOURCE,
+        &["ResourceClaim"],
+        "status.reservedFor[].apiGroup",
+        Value(Group),
+    ),
+    (
+        FLOWCONTROL,
+        &["FlowSchema"],
+        "spec.rules[].resourceRules[].apiGroups[]",
+        Value(Group),
+    ),
+    // Object-count quotas: `count/foos.example.io`.
+    (
+        CORE,
+        &["ResourceQuota"],
+        "spec.hard",
+        Slot::Keys(ObjectCount),
+    ),
+    (
+        CORE,
+        &["ResourceQuota"],
+        "status.hard",
+        Slot::Keys(ObjectCount),
+    ),
+    (
+        CORE,
+        &["ResourceQuota"],
+        "status.used",
+        Slot::Keys(ObjectCount),
     ),
     (
         AUTOSCALING,
@@ -345,6 +419,12 @@ pub(super) const BUILTIN: &[Row] = &[
         "versions[].resources[].subresources[].responseKind.group",
         Value(Group),
     ),
+    (
+        DISCOVERY,
+        &["APIGroupDiscovery"],
+        "versions[].resources[].subresources[].acceptedTypes[].group",
+        Value(Group),
+    ),
 ];
 
 /// Built-in resources whose kinds have places of their own.
@@ -421,6 +501,15 @@ pub(super) const RESOURCE_KINDS: &[(&str, &str, &str)] = &[
         "horizontalpodautoscalers",
         "HorizontalPodAutoscaler",
     ),
+    (
+        "storagemigration.k8s.io",
+        "storageversionmigrations",
+        "StorageVersionMigration",
+    ),
+    ("networking.k8s.io", "ipaddresses", "IPAddress"),
+    ("resource.k8s.io", "resourceclaims", "ResourceClaim"),
+    ("flowcontrol.apiserver.k8s.io", "flowschemas", "FlowSchema"),
+    ("", "resourcequotas", "ResourceQuota"),
     ("", "configmaps", "ConfigMap"),
     ("", "secrets", "Secret"),
 ];

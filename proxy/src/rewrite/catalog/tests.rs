@@ -69,7 +69,8 @@ fn selectors_pick_kinds_by_app_group() {
         [
             "apiVersion",
             "metadata.ownerReferences[].apiVersion",
-            "metadata.managedFields[].apiVersion"
+            "metadata.managedFields[].apiVersion",
+            "metadata.annotations[\"applyset.kubernetes.io/contains-group-kinds\"]"
         ]
     );
 }

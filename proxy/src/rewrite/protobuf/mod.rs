@@ -54,7 +54,13 @@
 //! `Table` (`rows[].object`) is not protobuf-serializable (kube-apiserver
 //! answers 406), custom resources are served in protobuf only as
 //! `PartialObjectMetadata(List)`, `AdmissionReview` is JSON-only, and
-//! aggregated discovery (`apidiscovery.k8s.io`) is not in `proxy/proto/`.
+//! aggregated discovery (`apidiscovery.k8s.io`) is not in `proxy/proto/`
+//! (its protobuf ranges are removed from `Accept`, so it never comes).
+//!
+//! Two catalog slots have protobuf forms of their own: `Slot::Keys` (the
+//! keys of a map field's entries, a ResourceQuota's `count/<resource>.<group>`)
+//! and `Slot::Requirement` (a selector requirement whose `values` are renamed
+//! in the form its `key` calls for, read first wherever it is on the wire).
 //! The reference-key heuristic (any `apiGroup`/`apiVersion` member) is a JSON
 //! rule for custom resources; in protobuf only catalog places are renamed.
 //!

@@ -48,6 +48,12 @@ pub(super) enum Act {
     Object,
     /// A list's items, each a message walked with this plan.
     Items(Arc<Plan>),
+    /// A map field's entries: each key (entry field 1) names a group in
+    /// this form.
+    Keys(Form),
+    /// A selector requirement: the strings at `values` name a group in the
+    /// form the string at `key` calls for (see `json::requirement_form`).
+    Requirement { key: u32, values: u32 },
     /// A message naming an object by (group, resource, name), by these
     /// field numbers (a Status's `details`): the name is a qualified name
     /// when that resource's names carry a group.
@@ -288,6 +294,25 @@ pub(super) fn build(catalog: &Catalog, target: &Target<'_>) -> Plan {
                     },
                 );
                 insert(&mut plan.root, &path, Some(Act::Items(Arc::new(items))));
+            }
+            Slot::Keys(form) if last.is_map() => {
+                insert(&mut plan.root, &path, Some(Act::Keys(form)));
+            }
+            Slot::Requirement { key, values } if !on_list => {
+                let Kind::Message(inner) = last.kind() else {
+                    continue;
+                };
+                let key = string_field_number(&inner, key);
+                let values = by_json_name(&inner, values);
+                if let (Some(key), Some([v])) = (key, values.as_deref()) {
+                    if is_string(v) && v.is_list() {
+                        let act = Act::Requirement {
+                            key,
+                            values: v.number(),
+                        };
+                        insert(&mut plan.root, &path, Some(act));
+                    }
+                }
             }
             Slot::NameOf {
                 group,

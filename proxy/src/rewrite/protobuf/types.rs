@@ -33,7 +33,12 @@ const KINDS: &[(&str, &[&str], &str, &[&str])] = &[
         "",
         &["v1"],
         "k8s.io.api.core.v1",
-        &["ConfigMap", "Event", "PersistentVolumeClaim"],
+        &[
+            "ConfigMap",
+            "Event",
+            "PersistentVolumeClaim",
+            "ResourceQuota",
+        ],
     ),
     // Discovery documents are served as `v1`, `/api`'s and `/api/v1`'s
     // with no apiVersion at all.
@@ -94,6 +99,8 @@ const KINDS: &[(&str, &[&str], &str, &[&str])] = &[
             "MutatingWebhookConfiguration",
             "ValidatingAdmissionPolicy",
             "ValidatingAdmissionPolicyBinding",
+            "MutatingAdmissionPolicy",
+            "MutatingAdmissionPolicyBinding",
         ],
     ),
     (
@@ -117,6 +124,60 @@ const KINDS: &[(&str, &[&str], &str, &[&str])] = &[
             "MutatingAdmissionPolicy",
             "MutatingAdmissionPolicyBinding",
         ],
+    ),
+    (
+        "storagemigration.k8s.io",
+        &["v1alpha1"],
+        "k8s.io.api.storagemigration.v1alpha1",
+        &["StorageVersionMigration"],
+    ),
+    (
+        "storagemigration.k8s.io",
+        &["v1beta1"],
+        "k8s.io.api.storagemigration.v1beta1",
+        &["StorageVersionMigration"],
+    ),
+    (
+        "networking.k8s.io",
+        &["v1"],
+        "k8s.io.api.networking.v1",
+        &["IPAddress"],
+    ),
+    (
+        "networking.k8s.io",
+        &["v1beta1"],
+        "k8s.io.api.networking.v1beta1",
+        &["IPAddress"],
+    ),
+    (
+        "flowcontrol.apiserver.k8s.io",
+        &["v1"],
+        "k8s.io.api.flowcontrol.v1",
+        &["FlowSchema"],
+    ),
+    (
+        "flowcontrol.apiserver.k8s.io",
+        &["v1beta3"],
+        "k8s.io.api.flowcontrol.v1beta3",
+        &["FlowSchema"],
+    ),
+    (
+        "resource.k8s.io",
+        &["v1"],
+        "k8s.io.api.resource.v1",
+        &["ResourceClaim"],
+    ),
+    (
+        "resource.k8s.io",
+        &["v1beta1"],
+        "k8s.io.api.resource.v1beta1",
+        &["ResourceClaim"],
+    ),
+    (
+        "resource.k8s.io",
+        &["v1beta2"],
+        "k8s.io.api.resource.v1beta2",
+        &["ResourceClaim"],
     ),
     ("events.k8s.io", &["v1"], "k8s.io.api.events.v1", &["Event"]),
     (

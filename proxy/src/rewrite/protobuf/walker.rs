@@ -11,6 +11,7 @@ use super::wire::{last_len_field, put_varint, wrong_wire, Field, Fields, LEN};
 use super::{malformed, ProtoRewriter};
 use crate::rewrite::catalog::Catalog;
 use crate::rewrite::error::RewriteError;
+use crate::rewrite::json::requirement_form;
 
 /// A replacement of `input[start..end]`.
 #[derive(Debug)]
@@ -190,6 +191,10 @@ impl ProtoRewriter<'_> {
                     resource,
                     name,
                 }) => self.name_of(w, start, end, [*group, *resource, *name], node)?,
+                Some(Act::Keys(form)) => self.map_keys(w, start, end, *form)?,
+                Some(Act::Requirement { key, values }) => {
+                    self.requirement(w, start, end, *key, *values)?
+                }
             };
             if !node.fields.is_empty() {
                 d += self.message(w, start, end, node)?;
@@ -302,6 +307,53 @@ impl ProtoRewriter<'_> {
         let mut d = 0;
         for f in &names {
             d += self.string_field(w, f, Form::QualifiedName)?;
+        }
+        Ok(d)
+    }
+
+    /// A map entry's key (field 1; every occurrence, so no spelling of a
+    /// name survives), in `form`.
+    fn map_keys(
+        &self,
+        w: &mut Walk<'_>,
+        start: usize,
+        end: usize,
+        form: Form,
+    ) -> Result<isize, RewriteError> {
+        let input = w.input;
+        let mut d = 0;
+        for f in Fields::new(input, start, end) {
+            let f = f?;
+            if f.number == 1 {
+                d += self.string_field(w, &f, form)?;
+            }
+        }
+        Ok(d)
+    }
+
+    /// A selector requirement: its values, in the form its key calls for.
+    /// The key is read first: on the wire it may come after the values.
+    fn requirement(
+        &self,
+        w: &mut Walk<'_>,
+        start: usize,
+        end: usize,
+        key: u32,
+        values: u32,
+    ) -> Result<isize, RewriteError> {
+        let input = w.input;
+        let Some(k) = last_len_field(input, start, end, key)? else {
+            return Ok(0);
+        };
+        let Some(form) = requirement_form(string_text(input, &k)?) else {
+            return Ok(0);
+        };
+        let mut d = 0;
+        for f in Fields::new(input, start, end) {
+            let f = f?;
+            if f.number == values {
+                d += self.string_field(w, &f, form)?;
+            }
         }
         Ok(d)
     }

@@ -150,6 +150,10 @@ impl FrontTrust {
                 self.amend_authentication(o)
             } else if is_apiservice(o) {
                 restore_app_bundle(o)
+            } else if o["kind"] == "PartialObjectMetadata" {
+                // Requests reach here for APIServices and the ConfigMap only
+                // (`hooks::relevant`): a metadata-only APIService.
+                hide_app_bundle_annotation(o).is_some()
             } else {
                 false
             }
@@ -264,14 +268,12 @@ impl FrontTrust {
     }
 }
 
-/// The app reads back the bundle it wrote; the annotation is regroup's.
-fn restore_app_bundle(o: &mut Json) -> bool {
-    let Some(app_bundle) = o["metadata"]["annotations"]
+/// Removes regroup's annotation (and `annotations` left empty); returns
+/// the app's bundle it kept.
+fn hide_app_bundle_annotation(o: &mut Json) -> Option<Json> {
+    let app_bundle = o["metadata"]["annotations"]
         .as_object_mut()
-        .and_then(|a| a.remove(APP_CA_BUNDLE_ANNOTATION))
-    else {
-        return false;
-    };
+        .and_then(|a| a.remove(APP_CA_BUNDLE_ANNOTATION))?;
     if o["metadata"]["annotations"]
         .as_object()
         .is_some_and(Map::is_empty)
@@ -280,6 +282,14 @@ fn restore_app_bundle(o: &mut Json) -> bool {
             m.remove("annotations");
         }
     }
+    Some(app_bundle)
+}
+
+/// The app reads back the bundle it wrote; the annotation is regroup's.
+fn restore_app_bundle(o: &mut Json) -> bool {
+    let Some(app_bundle) = hide_app_bundle_annotation(o) else {
+        return false;
+    };
     if let Some(spec) = o.get_mut("spec").and_then(Json::as_object_mut) {
         spec.insert("caBundle".into(), app_bundle);
     }
@@ -382,5 +392,21 @@ pub(crate) mod tests {
         let mut patch = json!({"spec": {"caBundle": "TkVX"}});
         assert!(!trust().to_cluster(&mut patch, &map(), Some("v1beta1.metrics.k8s.io")));
         assert_eq!(patch, json!({"spec": {"caBundle": "TkVX"}}));
+    }
+
+    #[test]
+    fn metadata_only_apiservices_show_the_app_no_regroup_annotation() {
+        let item = |ann: Json| {
+            json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                   "metadata": {"name": "v1alpha1.wardle.example.com", "annotations": ann}})
+        };
+        let mut list = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+            "items": [item(json!({APP_CA_BUNDLE_ANNOTATION: "QVBQ", "keep": "me"}))]});
+        assert!(trust().to_app(&mut list));
+        assert_eq!(list["items"][0], item(json!({"keep": "me"})));
+        let mut one = item(json!({APP_CA_BUNDLE_ANNOTATION: "QVBQ"}));
+        assert!(trust().to_app(&mut one));
+        assert!(one["metadata"].get("annotations").is_none());
+        assert!(!trust().to_app(&mut item(json!({"keep": "me"}))));
     }
 }

@@ -1,7 +1,10 @@
 //! The front-trust hooks ([`FrontTrust`]) on Kubernetes protobuf
 //! (`application/vnd.kubernetes.protobuf`), for what an aggregated server
 //! built on client-go reads and writes in protobuf: the authentication
-//! ConfigMap and APIServices.
+//! ConfigMap and APIServices, alone, in typed lists, in `v1 List`s (whose
+//! items may be JSON) and in watch events; and metadata-only reads
+//! (`PartialObjectMetadata(List)`, v1 and v1beta1) of APIServices, from
+//! which regroup's annotation is removed.
 //!
 //! Only the objects regroup amends are decoded, each into a
 //! [`DynamicMessage`] of its descriptor (`proxy/proto/`, fields regroup
@@ -19,6 +22,7 @@
 use prost_reflect::prost::Message as _;
 use prost_reflect::{DynamicMessage, MapKey, Value};
 use regroup_config::GroupMap;
+use serde_json::Value as Json;
 
 use crate::rewrite::protobuf::envelope::{Head, MAX_DEPTH};
 use crate::rewrite::protobuf::wire::splice_field as splice;
@@ -85,6 +89,14 @@ enum Kind {
     ApiService,
     ApiServiceList,
     WatchEvent,
+    /// `meta/v1.List`: items are `RawExtension`s (field 2 {1 raw}).
+    List,
+    /// A metadata-only object; requests reach the trust hooks only for
+    /// the authentication ConfigMap and APIServices (`hooks::relevant`),
+    /// so this is one of those.
+    PartialObjectMetadata,
+    /// A list of them, its items at this field (meta/v1: 2, v1beta1: 1).
+    PartialObjectMetadataList(u32),
 }
 
 /// One pass of the hooks: towards the app (`map` is `None`) or towards the
@@ -114,6 +126,18 @@ impl Hooks<'_> {
             "ConfigMapList" if to_app && api_version == "v1" => Some(Kind::ConfigMapList),
             // Every group version registers WatchEvent.
             "WatchEvent" if to_app => Some(Kind::WatchEvent),
+            "List" if matches!(api_version, "v1" | "meta.k8s.io/v1") => Some(Kind::List),
+            "PartialObjectMetadata"
+                if to_app && matches!(api_version, "meta.k8s.io/v1" | "meta.k8s.io/v1beta1") =>
+            {
+                Some(Kind::PartialObjectMetadata)
+            }
+            "PartialObjectMetadataList" if to_app && api_version == "meta.k8s.io/v1" => {
+                Some(Kind::PartialObjectMetadataList(2))
+            }
+            "PartialObjectMetadataList" if to_app && api_version == "meta.k8s.io/v1beta1" => {
+                Some(Kind::PartialObjectMetadataList(1))
+            }
             _ => None,
         }
     }
@@ -150,7 +174,49 @@ impl Hooks<'_> {
             Kind::ApiService => self.apiservice(raw),
             Kind::ApiServiceList => splice(raw, 2, &mut |item| self.apiservice(item)),
             Kind::WatchEvent => self.event(raw, depth + 1),
+            Kind::List => splice(raw, 2, &mut |item| {
+                splice(item, 1, &mut |inner| self.embedded(inner, depth + 1))
+            }),
+            Kind::PartialObjectMetadata => self.partial_metadata(raw),
+            Kind::PartialObjectMetadataList(items) => {
+                splice(raw, items, &mut |item| self.partial_metadata(item))
+            }
         }
+    }
+
+    /// The `raw` of a `v1 List` item: an enveloped object, or JSON (which
+    /// the JSON policy amends).
+    fn embedded(&self, raw: &[u8], depth: usize) -> Result<Option<Vec<u8>>, RewriteError> {
+        if raw.is_empty() {
+            return Ok(None);
+        }
+        if raw.starts_with(MAGIC) {
+            return self.envelope(raw, depth);
+        }
+        let mut doc: Json = serde_json::from_slice(raw)
+            .map_err(|_| malformed("a List item is neither an enveloped object nor JSON"))?;
+        let changed = match self.map {
+            None => self.trust.to_app(&mut doc),
+            Some(map) => self.trust.to_cluster(&mut doc, map, None),
+        };
+        Ok(changed.then(|| serde_json::to_vec(&doc).expect("values serialize")))
+    }
+
+    /// A metadata-only object (of an APIService, see `Kind`): regroup's
+    /// annotation removed, as from the whole object; there is no
+    /// `spec.caBundle` to give back.
+    fn partial_metadata(&self, raw: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
+        if !contains(raw, APP_CA_BUNDLE_ANNOTATION.as_bytes()) {
+            return Ok(None);
+        }
+        let mut pom = decode("meta.k8s.io", "v1", "PartialObjectMetadata", raw)?;
+        let mut removed = false;
+        if let Some(Value::Message(meta)) = pom.get_field_by_name_mut("metadata") {
+            if let Some(Value::Map(a)) = meta.get_field_by_name_mut("annotations") {
+                removed = a.remove(&annotation_key()).is_some();
+            }
+        }
+        Ok(removed.then(|| pom.encode_to_vec()))
     }
 
     /// A `WatchEvent` {1 type, 2 object: `RawExtension` {1 raw}}, its object

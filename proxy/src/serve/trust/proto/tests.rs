@@ -637,3 +637,142 @@ fn bodies_that_are_not_kubernetes_protobuf_are_errors_never_panics() {
     let cm = fixture_request("212-create-configmap-protobuf");
     assert_eq!(t.proto_to_cluster(&cm, &map()).unwrap(), None);
 }
+
+/// A `v1 List` (`meta/v1.List`: items are `RawExtension`s holding
+/// enveloped objects, or JSON).
+fn v1_list(items: &[Vec<u8>]) -> Vec<u8> {
+    let mut list = message("k8s.io.apimachinery.pkg.apis.meta.v1.List");
+    let items = items
+        .iter()
+        .map(|raw| {
+            let mut r = message("k8s.io.apimachinery.pkg.runtime.RawExtension");
+            r.set_field_by_name("raw", Value::Bytes(raw.clone().into()));
+            Value::Message(r)
+        })
+        .collect();
+    list.set_field_by_name("items", Value::List(items));
+    envelope("v1", "List", &list.encode_to_vec())
+}
+
+fn v1_list_items(body: &[u8]) -> Vec<Vec<u8>> {
+    let (_, kind, list) = open(body);
+    assert_eq!(kind, "List");
+    let items = list.get_field_by_name("items").unwrap();
+    items
+        .as_list()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let raw = r.as_message().unwrap().get_field_by_name("raw").unwrap();
+            raw.as_bytes().unwrap().to_vec()
+        })
+        .collect()
+}
+
+#[test]
+fn v1_lists_are_amended_item_by_item_both_ways() {
+    let t = trust();
+    let (_, written) = app_written_apiservice(APP_PEM);
+    let stored = t.proto_to_cluster(&written, &map()).unwrap().unwrap();
+    let cm = envelope(
+        "v1",
+        "ConfigMap",
+        &authentication_configmap("[\"front-proxy-client\"]").encode_to_vec(),
+    );
+    let other = fixture("047-get-configmap-protobuf");
+    // The same APIService as JSON in a RawExtension.
+    let json_stored = serde_json::to_vec(&json!({
+        "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": "v1alpha1.wardle.team1.example.com",
+                     "annotations": {APP_CA_BUNDLE_ANNOTATION: b64(APP_PEM)}},
+        "spec": {"group": "wardle.team1.example.com", "caBundle": b64(SERVING_PEM)}}))
+    .unwrap();
+    // To the app.
+    let body = v1_list(&[stored.clone(), cm, other.clone(), json_stored]);
+    let items = v1_list_items(&t.proto_to_app(&body).unwrap().expect("amended"));
+    assert_eq!(ca_bundle(&open(&items[0]).2), APP_PEM);
+    assert!(annotation(&open(&items[0]).2).is_none());
+    let data = string_map(&open(&items[1]).2, "data");
+    assert!(data["requestheader-allowed-names"].contains("regroup-front-proxy"));
+    assert_eq!(
+        items[2], other,
+        "an item with nothing to amend keeps its bytes"
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&items[3]).unwrap();
+    assert_eq!(seen["spec"]["caBundle"], b64(APP_PEM));
+    assert!(seen["metadata"].get("annotations").is_none());
+    // To the cluster: the app's bundle aside, regroup's in its place.
+    let out = t
+        .proto_to_cluster(&v1_list(&[written]), &map())
+        .unwrap()
+        .expect("substituted");
+    let items = v1_list_items(&out);
+    assert_eq!(ca_bundle(&open(&items[0]).2), SERVING_PEM);
+    assert_eq!(
+        annotation(&open(&items[0]).2).as_deref(),
+        Some(b64(APP_PEM).as_str())
+    );
+    // Nothing to amend: byte for byte.
+    assert_eq!(t.proto_to_app(&v1_list(&[other])).unwrap(), None);
+}
+
+/// Metadata-only reads of APIServices (`PartialObjectMetadata(List)`, a
+/// metadata informer) show the app no `regroup.dev/app-ca-bundle`: the app
+/// never wrote it. Other annotations stay.
+#[test]
+fn metadata_only_apiservices_hide_regroups_annotation() {
+    let t = trust();
+    let (_, written) = app_written_apiservice(APP_PEM);
+    let stored = t.proto_to_cluster(&written, &map()).unwrap().unwrap();
+    let mut stored_meta = meta(&open(&stored).2);
+    if let Some(Value::Map(a)) = stored_meta.get_field_by_name_mut("annotations") {
+        a.insert(MapKey::String("keep".into()), Value::String("me".into()));
+    }
+    let mut pom = message("k8s.io.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata");
+    pom.set_field_by_name("metadata", Value::Message(stored_meta));
+    let check = |m: &DynamicMessage| {
+        let a = string_map(&meta(m), "annotations");
+        assert!(!a.contains_key(APP_CA_BUNDLE_ANNOTATION), "{a:?}");
+        assert_eq!(a.get("keep").map(String::as_str), Some("me"));
+    };
+    for version in ["v1", "v1beta1"] {
+        let av = format!("meta.k8s.io/{version}");
+        let body = envelope(&av, "PartialObjectMetadata", &pom.encode_to_vec());
+        check(&open(&t.proto_to_app(&body).unwrap().expect("amended")).2);
+        // In a watch.
+        let out = t
+            .proto_watch_event_to_app(&watch_event("ADDED", &body))
+            .unwrap()
+            .expect("amended");
+        check(&open(&event_object(&out).1).2);
+    }
+    // Lists: v1 puts items at 2, v1beta1 at 1.
+    for (version, name) in [
+        (
+            "v1",
+            "k8s.io.apimachinery.pkg.apis.meta.v1.PartialObjectMetadataList",
+        ),
+        (
+            "v1beta1",
+            "k8s.io.apimachinery.pkg.apis.meta.v1beta1.PartialObjectMetadataList",
+        ),
+    ] {
+        let mut list = message(name);
+        list.set_field_by_name("items", Value::List(vec![Value::Message(pom.clone())]));
+        let body = envelope(
+            &format!("meta.k8s.io/{version}"),
+            "PartialObjectMetadataList",
+            &list.encode_to_vec(),
+        );
+        let (_, _, got) = open(&t.proto_to_app(&body).unwrap().expect("amended"));
+        let items = got.get_field_by_name("items").unwrap();
+        check(items.as_list().unwrap()[0].as_message().unwrap());
+    }
+    // Metadata without the annotation: byte for byte.
+    let plain = envelope(
+        "meta.k8s.io/v1",
+        "PartialObjectMetadata",
+        &message("k8s.io.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata").encode_to_vec(),
+    );
+    assert_eq!(t.proto_to_app(&plain).unwrap(), None);
+}
