@@ -31,6 +31,10 @@ pub struct ConfigFile {
     /// The aggregated-API front, when the app is itself an aggregated server.
     #[serde(default)]
     pub front: Option<Front>,
+    /// The webhook listener, when the app serves admission or conversion
+    /// webhooks that kube-apiserver calls.
+    #[serde(default)]
+    pub webhooks: Option<Webhooks>,
     /// Log level and format.
     #[serde(default)]
     pub logging: Logging,
@@ -209,6 +213,62 @@ pub struct Front {
     /// How callers (the cluster's aggregator) are authenticated.
     #[serde(default)]
     pub request_header: RequestHeader,
+}
+
+/// The webhook listener: kube-apiserver calls the app's admission and
+/// conversion webhooks here, in the cluster's names; regroup renames the
+/// review for the app, forwards it to the app's own webhook server, and
+/// renames the answer back.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Webhooks {
+    /// Address the cluster's webhook calls reach.
+    pub listen: SocketAddr,
+    /// PEM serving certificate (reloaded when it changes).
+    pub cert_file: Option<PathBuf>,
+    /// PEM private key.
+    pub key_file: Option<PathBuf>,
+    /// PEM CA that signed `certFile`: what the webhook registrations'
+    /// `caBundle` must hold so kube-apiserver trusts regroup.
+    pub ca_file: Option<PathBuf>,
+    /// Without cert files: DNS names of the generated serving certificate
+    /// (the Service in front of this listener, e.g. `app.team1.svc`),
+    /// besides localhost and the loopback addresses.
+    #[serde(default)]
+    pub generated_dns_names: Vec<String>,
+    /// PEM CA bundle that callers' client certificates must chain to (the
+    /// certificate kube-apiserver presents per its
+    /// `--admission-control-config-file` kubeconfig). Unset: no client
+    /// certificate is asked for, as most webhook servers do.
+    pub client_ca_file: Option<PathBuf>,
+    /// CA that signs the app's webhook server certificate.
+    pub backend_ca_file: Option<PathBuf>,
+    /// Don't verify the app's webhook certificate (loopback backends only).
+    #[serde(default)]
+    pub dangerous_insecure_backend: bool,
+    /// The fronted webhooks: one path of this listener each.
+    pub hooks: Vec<Spanned<Webhook>>,
+}
+
+/// One fronted webhook.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Webhook {
+    /// A name for logs and metrics (`validate-foo`).
+    pub name: String,
+    /// The path regroup serves it at (default `/` + name).
+    pub path: Option<String>,
+    /// The app's own webhook: `https://127.0.0.1:9443/validate-foo`.
+    pub backend: String,
+}
+
+impl Webhook {
+    /// The path regroup serves this webhook at.
+    pub fn served_path(&self) -> String {
+        self.path
+            .clone()
+            .unwrap_or_else(|| format!("/{}", self.name))
+    }
 }
 
 /// Request-header (front-proxy) authentication of callers, as kube-apiserver's.
