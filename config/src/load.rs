@@ -311,6 +311,15 @@ fn check_webhooks(w: &crate::schema::Webhooks, problems: &mut Vec<String>) {
     if w.cert_file.is_some() != w.key_file.is_some() {
         problems.push("webhooks: `certFile` and `keyFile` go together".into());
     }
+    if let Some(r) = &w.reach_at {
+        match (&r.url, &r.service) {
+            (Some(u), None) if u.starts_with("https://") && url_host(u).is_some() => {}
+            (Some(u), None) => problems.push(format!(
+                "webhooks.reachAt.url: `{u}` must be an https:// URL"
+            )),
+            _ => problems.push("webhooks.reachAt: give exactly one of `url`, `service`".into()),
+        }
+    }
     if w.hooks.is_empty() {
         problems.push("webhooks.hooks: list at least one webhook".into());
     }
@@ -340,6 +349,33 @@ fn check_webhooks(w: &crate::schema::Webhooks, problems: &mut Vec<String>) {
         }
         paths.push(path);
         names.push(h.name.clone());
+        if let Some(r) = &h.registration {
+            let given = [
+                r.url.is_some(),
+                r.service.is_some(),
+                r.configuration.is_some(),
+            ];
+            if given.iter().filter(|g| **g).count() != 1 {
+                problems.push(format!(
+                    "{at}: registration: give exactly one of `url`, `service`, `configuration`"
+                ));
+            }
+            if r.webhook.is_some() && r.configuration.is_none() {
+                problems.push(format!(
+                    "{at}: registration: `webhook` goes with `configuration`"
+                ));
+            }
+            if w.reach_at.is_none() {
+                problems.push(format!(
+                    "{at}: registration needs `webhooks.reachAt` (where the cluster reaches regroup)"
+                ));
+            }
+            if w.cert_file.is_some() && w.ca_file.is_none() {
+                problems.push(format!(
+                    "{at}: registration needs `webhooks.caFile` (the CA regroup puts in caBundle)"
+                ));
+            }
+        }
         match url_host(&h.backend) {
             None => problems.push(format!(
                 "{at}: backend `{}` must be an http:// or https:// URL",

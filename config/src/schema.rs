@@ -246,8 +246,55 @@ pub struct Webhooks {
     /// Don't verify the app's webhook certificate (loopback backends only).
     #[serde(default)]
     pub dangerous_insecure_backend: bool,
+    /// Where the cluster reaches this listener: what regroup writes into
+    /// the `clientConfig` of the registrations it fronts.
+    pub reach_at: Option<ReachAt>,
     /// The fronted webhooks: one path of this listener each.
     pub hooks: Vec<Spanned<Webhook>>,
+}
+
+/// How kube-apiserver reaches the webhook listener: a URL (`https://host:port`,
+/// a webhook `url:` clientConfig; loopback works without a service network)
+/// or a Service (`service:` clientConfig).
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReachAt {
+    /// Base URL; each webhook's path is appended.
+    pub url: Option<String>,
+    /// A Service in front of the listener.
+    pub service: Option<ServiceRef>,
+}
+
+/// A Service, as a webhook `clientConfig.service` names it.
+#[derive(Debug, Deserialize, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ServiceRef {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Its port (default 443, as in a clientConfig).
+    pub port: Option<u16>,
+    /// Only when matching the app's registration: the path it names.
+    pub path: Option<String>,
+}
+
+/// Which registration written by the app (through the sidecar) is this
+/// webhook's: regroup points its `clientConfig` at the listener and puts its
+/// own CA in `caBundle`, and the app reads back what it wrote. Exactly one of
+/// `url`, `service`, `configuration`.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Registration {
+    /// The app's `clientConfig.url`.
+    pub url: Option<String>,
+    /// The app's `clientConfig.service` (namespace, name, and `path` when
+    /// given).
+    pub service: Option<ServiceRef>,
+    /// A Validating/MutatingWebhookConfiguration's name ...
+    pub configuration: Option<String>,
+    /// ... and, optionally, the name of one of its `webhooks`.
+    pub webhook: Option<String>,
 }
 
 /// One fronted webhook.
@@ -260,6 +307,8 @@ pub struct Webhook {
     pub path: Option<String>,
     /// The app's own webhook: `https://127.0.0.1:9443/validate-foo`.
     pub backend: String,
+    /// The app's registration of it, when regroup is to amend it.
+    pub registration: Option<Registration>,
 }
 
 impl Webhook {

@@ -15,6 +15,7 @@ use tokio::net::TcpListener;
 use super::live::Live;
 use super::metrics::Health;
 use super::own_client::OwnClient;
+use super::trust::webhooks::WebhookRegistration;
 use super::trust::FrontTrust;
 use super::{Access, Lifecycle, Proxy, Serving};
 use crate::rewrite::{Catalog, Engine};
@@ -112,7 +113,11 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             follow = started.follow;
         }
         if let Some(w) = &settings.file.webhooks {
-            servers.push(start_webhooks(settings, live.clone(), w, serving.clone()).await?);
+            let (task, registration) = start_webhooks(settings, live.clone(), w, serving.clone()).await?;
+            servers.push(task);
+            if let Some(r) = registration {
+                sidecar = sidecar.with_registration(r);
+            }
         }
         let proxy = Arc::new(sidecar);
         if let Some(follower) = follow {
@@ -405,23 +410,58 @@ async fn start_front(
     })
 }
 
-/// Starts the webhook listener.
+/// Starts the webhook listener; returns it, and what the sidecar does to
+/// the app's registrations when some webhook has one.
 async fn start_webhooks(
     settings: &Settings,
     live: Live,
     w: &regroup_config::schema::Webhooks,
     listening: Serving,
-) -> Result<tokio::task::JoinHandle<()>, String> {
+) -> Result<(tokio::task::JoinHandle<()>, Option<WebhookRegistration>), String> {
+    use super::trust::webhooks::{ca_bundle, Fronted};
     use super::webhook::{tls, Hook, Webhooks};
-    let serving = match (&w.cert_file, &w.key_file) {
+    let (serving, serving_ca) = match (&w.cert_file, &w.key_file) {
         (Some(c), Some(k)) => {
-            tls::Serving::Files(Arc::new(serving_cert::ReloadingCert::new(c, k)?))
+            let ca = match &w.ca_file {
+                Some(p) => Some(
+                    std::fs::read_to_string(p)
+                        .map_err(|e| format!("webhooks.caFile {}: {e}", p.display()))?,
+                ),
+                None => None,
+            };
+            (
+                tls::Serving::Files(Arc::new(serving_cert::ReloadingCert::new(c, k)?)),
+                ca,
+            )
         }
-        _ => tls::Serving::Fixed(super::tls::generate_for(
-            "regroup webhook serving CA",
-            &w.generated_dns_names,
-            false,
-        )?),
+        _ => {
+            let id = super::tls::generate_for(
+                "regroup webhook serving CA",
+                &w.generated_dns_names,
+                false,
+            )?;
+            let ca = id.ca_pem.clone();
+            (tls::Serving::Fixed(id), ca)
+        }
+    };
+    let fronted: Vec<Fronted> = w
+        .hooks
+        .iter()
+        .filter_map(|h| {
+            let registration = h.value.registration.clone()?;
+            Some(Fronted {
+                path: h.value.served_path(),
+                registration,
+            })
+        })
+        .collect();
+    let registration = match (&w.reach_at, serving_ca, fronted.is_empty()) {
+        (Some(reach_at), Some(ca), false) => Some(WebhookRegistration {
+            reach_at: reach_at.clone(),
+            ca_bundle: ca_bundle(&ca),
+            fronted,
+        }),
+        _ => None,
     };
     let client_ca = match &w.client_ca_file {
         Some(p) => Some(
@@ -489,9 +529,10 @@ async fn start_webhooks(
         hooks,
         settings.limits.max_request_body_bytes,
     ));
-    Ok(tokio::spawn(super::serve_webhooks(
-        listener, cfg, handler, listening,
-    )))
+    Ok((
+        tokio::spawn(super::serve_webhooks(listener, cfg, handler, listening)),
+        registration,
+    ))
 }
 
 /// Waits for SIGINT or SIGTERM; says which.
