@@ -178,3 +178,29 @@ async fn an_unreachable_app_is_unavailable() {
     let (code, _) = text(webhooks(&url).handle(call("/validate-foo", REVIEW)).await).await;
     assert_eq!(code, 503);
 }
+
+#[tokio::test]
+async fn an_answer_without_its_kind_is_still_read_as_the_review_it_answers() {
+    // admission.k8s.io/v1beta1 let webhooks leave out apiVersion and kind.
+    let (url, _) = app(|v| {
+        let uid = v["request"]["uid"].as_str().unwrap_or_default().to_owned();
+        let patch = base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            br#"[{"op":"replace","path":"/apiVersion","value":"samplecontroller.k8s.io/v1alpha1"}]"#,
+        );
+        (200, format!(r#"{{"response":{{"uid":"{uid}","allowed":true,"patchType":"JSONPatch","patch":"{patch}"}}}}"#))
+    })
+    .await;
+    let (code, body) = text(webhooks(&url).handle(call("/validate-foo", REVIEW)).await).await;
+    assert_eq!(code, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let patch = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        v["response"]["patch"].as_str().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        String::from_utf8(patch).unwrap(),
+        format!(r#"[{{"op":"replace","path":"/apiVersion","value":"{CLUSTER}/v1alpha1"}}]"#)
+    );
+}

@@ -159,3 +159,25 @@ fn a_crd_conversion_webhook_and_a_merge_patch_of_it() {
         r#"{"conversion":{"url":"https://127.0.0.1:18443/convert/orig","caBundle":"TkVX"}}"#
     );
 }
+
+#[test]
+fn a_partial_client_config_is_left_as_written() {
+    let info = RequestInfo::parse(
+        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/foo-mutate-orig-v1",
+        None,
+    );
+    let r = registration(
+        loopback(),
+        Registration {
+            url: None,
+            service: None,
+            configuration: Some("foo-mutate-orig-v1".into()),
+            webhook: None,
+        },
+    );
+    let patch = serde_json::json!({"webhooks": [{"name": "mutate-v1.foo.regroup-fixtures.example.org",
+        "clientConfig": {"caBundle": "TkVX"}}]});
+    let mut doc = patch.clone();
+    assert!(!r.to_cluster(&mut doc, &info));
+    assert_eq!(doc, patch);
+}
