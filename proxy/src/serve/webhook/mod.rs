@@ -80,6 +80,7 @@ impl Webhooks {
     {
         let Some(hook) = self.hooks.iter().find(|h| h.path == req.uri().path()) else {
             tracing::info!(path = %req.uri().path(), "webhooks: no webhook at this path");
+            metrics().error("webhooks", "unknown_webhook");
             return Failure {
                 code: StatusCode::NOT_FOUND,
                 reason: "NotFound",
