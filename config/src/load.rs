@@ -143,6 +143,9 @@ pub fn load(text: &str) -> Result<Settings, ConfigError> {
     if let Some(front) = &file.front {
         check_front(front, &mut problems);
     }
+    if let Some(w) = &file.webhooks {
+        check_webhooks(w, &mut problems);
+    }
 
     match map {
         Some(map) if problems.is_empty() => Ok(Settings {
@@ -260,32 +263,39 @@ fn allowed_hosts(hosts: &[String], problems: &mut Vec<String>) -> Vec<String> {
     out
 }
 
+/// The host of an http(s) URL, or `None` when `url` is not one.
+fn url_host(url: &str) -> Option<&str> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))?;
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+    };
+    (!host.is_empty()).then_some(host)
+}
+
+fn is_loopback_host(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 fn check_front(f: &Front, problems: &mut Vec<String>) {
     if f.cert_file.is_some() != f.key_file.is_some() {
         problems.push("front: `certFile` and `keyFile` go together".into());
     }
-    let Some(rest) = f
-        .backend
-        .strip_prefix("https://")
-        .or_else(|| f.backend.strip_prefix("http://"))
-    else {
+    let Some(host) = url_host(&f.backend) else {
         problems.push(format!(
             "front.backend: `{}` must be an http:// or https:// URL",
             f.backend
         ));
         return;
     };
-    let authority = rest.split('/').next().unwrap_or("");
-    let host = if let Some(v6) = authority.strip_prefix('[') {
-        v6.split(']').next().unwrap_or("")
-    } else {
-        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
-    };
-    let loopback = host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    if f.dangerous_insecure_backend && !loopback {
+    if f.dangerous_insecure_backend && !is_loopback_host(host) {
         problems.push(format!(
             "front.dangerousInsecureBackend is only allowed for a loopback backend, not `{host}`"
         ));
@@ -294,6 +304,90 @@ fn check_front(f: &Front, problems: &mut Vec<String>) {
         problems.push(
             "front.requestHeader: with `fromCluster: false`, `clientCaFile` is required".into(),
         );
+    }
+}
+
+fn check_webhooks(w: &crate::schema::Webhooks, problems: &mut Vec<String>) {
+    if w.cert_file.is_some() != w.key_file.is_some() {
+        problems.push("webhooks: `certFile` and `keyFile` go together".into());
+    }
+    if let Some(r) = &w.reach_at {
+        match (&r.url, &r.service) {
+            (Some(u), None) if u.starts_with("https://") && url_host(u).is_some() => {}
+            (Some(u), None) => problems.push(format!(
+                "webhooks.reachAt.url: `{u}` must be an https:// URL"
+            )),
+            _ => problems.push("webhooks.reachAt: give exactly one of `url`, `service`".into()),
+        }
+    }
+    if w.hooks.is_empty() {
+        problems.push("webhooks.hooks: list at least one webhook".into());
+    }
+    let mut paths: Vec<String> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for h in &w.hooks {
+        let at = format!("webhooks.hooks (line {})", h.referenced.line());
+        let h = &h.value;
+        let path = h.served_path();
+        if h.name.is_empty() || h.name.contains(['/', '?', '#', ' ']) {
+            problems.push(format!(
+                "{at}: name `{}` must be non-empty, without `/`, `?`, `#` or spaces",
+                h.name
+            ));
+        }
+        if !path.starts_with('/') || path.contains(['?', '#']) || path.split('/').any(|s| s == "..")
+        {
+            problems.push(format!(
+                "{at}: path `{path}` must start with `/`, without `?`, `#` or `..`"
+            ));
+        }
+        if paths.contains(&path) {
+            problems.push(format!("{at}: path `{path}` is served by another webhook"));
+        }
+        if names.contains(&h.name) {
+            problems.push(format!("{at}: name `{}` is used twice", h.name));
+        }
+        paths.push(path);
+        names.push(h.name.clone());
+        if let Some(r) = &h.registration {
+            let given = [
+                r.url.is_some(),
+                r.service.is_some(),
+                r.configuration.is_some(),
+            ];
+            if given.iter().filter(|g| **g).count() != 1 {
+                problems.push(format!(
+                    "{at}: registration: give exactly one of `url`, `service`, `configuration`"
+                ));
+            }
+            if r.webhook.is_some() && r.configuration.is_none() {
+                problems.push(format!(
+                    "{at}: registration: `webhook` goes with `configuration`"
+                ));
+            }
+            if w.reach_at.is_none() {
+                problems.push(format!(
+                    "{at}: registration needs `webhooks.reachAt` (where the cluster reaches regroup)"
+                ));
+            }
+            if w.cert_file.is_some() && w.ca_file.is_none() {
+                problems.push(format!(
+                    "{at}: registration needs `webhooks.caFile` (the CA regroup puts in caBundle)"
+                ));
+            }
+        }
+        match url_host(&h.backend) {
+            None => problems.push(format!(
+                "{at}: backend `{}` must be an http:// or https:// URL",
+                h.backend
+            )),
+            Some(host) if w.dangerous_insecure_backend && !is_loopback_host(host) => {
+                problems.push(format!(
+                    "webhooks.dangerousInsecureBackend is only allowed for loopback backends, not `{host}`"
+                ))
+            }
+            Some(_) => {}
+        }
     }
 }
 

@@ -31,6 +31,10 @@ pub struct ConfigFile {
     /// The aggregated-API front, when the app is itself an aggregated server.
     #[serde(default)]
     pub front: Option<Front>,
+    /// The webhook listener, when the app serves admission or conversion
+    /// webhooks that kube-apiserver calls.
+    #[serde(default)]
+    pub webhooks: Option<Webhooks>,
     /// Log level and format.
     #[serde(default)]
     pub logging: Logging,
@@ -209,6 +213,111 @@ pub struct Front {
     /// How callers (the cluster's aggregator) are authenticated.
     #[serde(default)]
     pub request_header: RequestHeader,
+}
+
+/// The webhook listener: kube-apiserver calls the app's admission and
+/// conversion webhooks here, in the cluster's names; regroup renames the
+/// review for the app, forwards it to the app's own webhook server, and
+/// renames the answer back.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Webhooks {
+    /// Address the cluster's webhook calls reach.
+    pub listen: SocketAddr,
+    /// PEM serving certificate (reloaded when it changes).
+    pub cert_file: Option<PathBuf>,
+    /// PEM private key.
+    pub key_file: Option<PathBuf>,
+    /// PEM CA that signed `certFile`: what the webhook registrations'
+    /// `caBundle` must hold so kube-apiserver trusts regroup.
+    pub ca_file: Option<PathBuf>,
+    /// Without cert files: DNS names of the generated serving certificate
+    /// (the Service in front of this listener, e.g. `app.team1.svc`),
+    /// besides localhost and the loopback addresses.
+    #[serde(default)]
+    pub generated_dns_names: Vec<String>,
+    /// PEM CA bundle that callers' client certificates must chain to (the
+    /// certificate kube-apiserver presents per its
+    /// `--admission-control-config-file` kubeconfig). Unset: no client
+    /// certificate is asked for, as most webhook servers do.
+    pub client_ca_file: Option<PathBuf>,
+    /// CA that signs the app's webhook server certificate.
+    pub backend_ca_file: Option<PathBuf>,
+    /// Don't verify the app's webhook certificate (loopback backends only).
+    #[serde(default)]
+    pub dangerous_insecure_backend: bool,
+    /// Where the cluster reaches this listener: what regroup writes into
+    /// the `clientConfig` of the registrations it fronts.
+    pub reach_at: Option<ReachAt>,
+    /// The fronted webhooks: one path of this listener each.
+    pub hooks: Vec<Spanned<Webhook>>,
+}
+
+/// How kube-apiserver reaches the webhook listener: a URL (`https://host:port`,
+/// a webhook `url:` clientConfig; loopback works without a service network)
+/// or a Service (`service:` clientConfig).
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReachAt {
+    /// Base URL; each webhook's path is appended.
+    pub url: Option<String>,
+    /// A Service in front of the listener.
+    pub service: Option<ServiceRef>,
+}
+
+/// A Service, as a webhook `clientConfig.service` names it.
+#[derive(Debug, Deserialize, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ServiceRef {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Its port (default 443, as in a clientConfig).
+    pub port: Option<u16>,
+    /// Only when matching the app's registration: the path it names.
+    pub path: Option<String>,
+}
+
+/// Which registration written by the app (through the sidecar) is this
+/// webhook's: regroup points its `clientConfig` at the listener and puts its
+/// own CA in `caBundle`, and the app reads back what it wrote. Exactly one of
+/// `url`, `service`, `configuration`.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Registration {
+    /// The app's `clientConfig.url`.
+    pub url: Option<String>,
+    /// The app's `clientConfig.service` (namespace, name, and `path` when
+    /// given).
+    pub service: Option<ServiceRef>,
+    /// A Validating/MutatingWebhookConfiguration's name ...
+    pub configuration: Option<String>,
+    /// ... and, optionally, the name of one of its `webhooks`.
+    pub webhook: Option<String>,
+}
+
+/// One fronted webhook.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Webhook {
+    /// A name for logs and metrics (`validate-foo`).
+    pub name: String,
+    /// The path regroup serves it at (default `/` + name).
+    pub path: Option<String>,
+    /// The app's own webhook: `https://127.0.0.1:9443/validate-foo`.
+    pub backend: String,
+    /// The app's registration of it, when regroup is to amend it.
+    pub registration: Option<Registration>,
+}
+
+impl Webhook {
+    /// The path regroup serves this webhook at.
+    pub fn served_path(&self) -> String {
+        self.path
+            .clone()
+            .unwrap_or_else(|| format!("/{}", self.name))
+    }
 }
 
 /// Request-header (front-proxy) authentication of callers, as kube-apiserver's.

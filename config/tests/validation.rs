@@ -920,6 +920,51 @@ fn front_request_header_without_cluster_needs_a_client_ca() {
     assert_mentions(&m, &["front.requestHeader:", "`clientCaFile` is required"]);
 }
 
+// --------------------------------------------------------------- webhooks
+
+fn webhooks(body: &str) -> String {
+    format!("rules:\n  - from: a.example.io\n    to: a.team1.example.com\nwebhooks:\n  listen: 0.0.0.0:9444\n{body}")
+}
+
+#[test]
+fn webhooks_are_listed_with_http_backends_and_distinct_paths() {
+    accepted(&webhooks(
+        "  hooks:\n    - name: validate-foo\n      backend: https://127.0.0.1:9443/validate\n    - name: convert\n      path: /convert/bars\n      backend: https://127.0.0.1:9443/convert\n",
+    ));
+    let m = only_problem(&webhooks("  hooks: []\n"));
+    assert_mentions(&m, &["webhooks.hooks", "at least one"]);
+    let m = only_problem(&webhooks(
+        "  hooks:\n    - name: v\n      backend: 127.0.0.1:9443/validate\n",
+    ));
+    assert_mentions(&m, &["webhooks.hooks (line 7)", "http:// or https://"]);
+    let m = only_problem(&webhooks(
+        "  hooks:\n    - name: a\n      path: /x\n      backend: https://127.0.0.1/a\n    - name: b\n      path: /x\n      backend: https://127.0.0.1/b\n",
+    ));
+    assert_mentions(&m, &["path `/x` is served by another webhook"]);
+    let m = only_problem(&webhooks(
+        "  hooks:\n    - name: a\n      path: x/../y\n      backend: https://127.0.0.1/a\n",
+    ));
+    assert_mentions(&m, &["path `x/../y` must start with `/`"]);
+}
+
+#[test]
+fn webhooks_insecure_backends_must_be_on_loopback() {
+    let m = only_problem(&webhooks(
+        "  dangerousInsecureBackend: true\n  hooks:\n    - name: a\n      backend: https://app.default.svc/a\n",
+    ));
+    assert_mentions(
+        &m,
+        &["webhooks.dangerousInsecureBackend", "`app.default.svc`"],
+    );
+    accepted(&webhooks(
+        "  dangerousInsecureBackend: true\n  hooks:\n    - name: a\n      backend: https://localhost:9443/a\n",
+    ));
+    let m = only_problem(&webhooks(
+        "  certFile: /c.pem\n  hooks:\n    - name: a\n      backend: https://localhost:9443/a\n",
+    ));
+    assert_mentions(&m, &["webhooks:", "`certFile` and `keyFile` go together"]);
+}
+
 // ------------------------------------------------------------ empty rules
 
 #[test]

@@ -88,6 +88,13 @@ KINDS = {
     ("apiregistration.k8s.io", "apiservices"): dict(
         kind="APIService", versions=["v1"], status=True, gen=False, builtin=True, cluster=True,
         cols="renamed/173-list-apiservice-table"),
+    # Webhook registrations (stored only: the stand-in never calls webhooks).
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): dict(
+        kind="ValidatingWebhookConfiguration", versions=["v1"], status=False, gen=True, builtin=True, cluster=True,
+        cols=None),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): dict(
+        kind="MutatingWebhookConfiguration", versions=["v1"], status=False, gen=True, builtin=True, cluster=True,
+        cols=None),
     ("", "services"): dict(kind="Service", versions=["v1"], status=True, gen=False, builtin=True, cols=None),
     ("", "endpoints"): dict(kind="Endpoints", versions=["v1"], status=False, gen=False, builtin=True, cols=None),
     # For TokenRequest (service-account tokens bound to a Secret, below) and

@@ -166,6 +166,16 @@ fn objects(place: &Place, g: &str) -> Vec<Json> {
                 Slot::Requirement { key, values } => json!({
                     key: "involvedObject.apiVersion", "operator": "In",
                     values: [format!("{g}/v1alpha1"), "v1"]}),
+                Slot::Base64JsonPatch => {
+                    use base64::Engine as _;
+                    let ops = json!([{"op": "add",
+                        "path": "/metadata/ownerReferences/0/apiVersion",
+                        "value": format!("{g}/v1")}]);
+                    Json::from(
+                        base64::engine::general_purpose::STANDARD
+                            .encode(serde_json::to_vec(&ops).unwrap()),
+                    )
+                }
                 Slot::DropHidden => {
                     let mut item = crd(g);
                     let m = item.as_object_mut().unwrap();

@@ -44,6 +44,9 @@ pub struct JsonRewriter<'a> {
     /// Every mapped name of both directions (shadowing looks for the other
     /// side's names), shared by the configuration's codecs.
     index: NameIndex,
+    /// The quoted member names of places whose value hides names from the
+    /// byte search (a base64 JSON Patch), see [`Catalog::encoded_members`].
+    encoded: Vec<memchr::memmem::Finder<'static>>,
 }
 
 impl<'a> JsonRewriter<'a> {
@@ -59,11 +62,16 @@ impl<'a> JsonRewriter<'a> {
         dir: Direction,
         index: NameIndex,
     ) -> Self {
+        let encoded = catalog
+            .encoded_members()
+            .map(|m| memchr::memmem::Finder::new(m.as_bytes()).into_owned())
+            .collect();
         JsonRewriter {
             map,
             catalog,
             dir,
             index,
+            encoded,
         }
     }
 
@@ -76,6 +84,12 @@ impl<'a> JsonRewriter<'a> {
     /// When false, the bytes can be forwarded untouched without parsing.
     pub fn may_contain(&self, bytes: &[u8]) -> bool {
         self.index.json().is_match(bytes)
+    }
+
+    /// True when `bytes` hold a member whose value could hide a mapped
+    /// name from [`may_contain`](Self::may_contain) (base64).
+    fn may_hide(&self, bytes: &[u8]) -> bool {
+        self.encoded.iter().any(|f| f.find(bytes).is_some())
     }
 
     /// True when binary `bytes` (protobuf) contain a mapped name of either
@@ -143,7 +157,7 @@ impl<'a> JsonRewriter<'a> {
         hint: Option<&TypeOf>,
         addressed: Option<(&str, &str)>,
     ) -> Result<Option<Vec<u8>>, RewriteError> {
-        if !self.may_contain(input) {
+        if !self.may_contain(input) && !self.may_hide(input) {
             return Ok(None);
         }
         let text = std::str::from_utf8(input).map_err(malformed)?;
@@ -202,6 +216,11 @@ impl<'a> JsonRewriter<'a> {
             .or_insert_with(|| self.index.json().is_match(raw.get().as_bytes()))
     }
 
+    /// [`may`](Self::may), or `raw` holds a base64 place.
+    fn may_or_hides<'i>(&self, w: &mut Walk<'i>, raw: &'i RawValue) -> bool {
+        self.may(w, raw) || (!self.encoded.is_empty() && self.may_hide(raw.get().as_bytes()))
+    }
+
     fn object<'i>(
         &self,
         w: &mut Walk<'i>,
@@ -209,7 +228,7 @@ impl<'a> JsonRewriter<'a> {
         hint: Option<&TypeOf>,
         addressed: Option<(&str, &str)>,
     ) -> Result<(), RewriteError> {
-        if !self.may(w, raw) {
+        if !self.may_or_hides(w, raw) {
             return Ok(());
         }
         let Some(ms) = w.members(raw)? else {
@@ -276,7 +295,13 @@ impl<'a> JsonRewriter<'a> {
     ) -> Result<(), RewriteError> {
         // Shadowing must see every entry; everything else only where a
         // mapped name could be.
-        if !matches!(slot, Slot::DropShadowed(_)) && !self.may(w, raw) {
+        let visit = match slot {
+            Slot::DropShadowed(_) => true,
+            // The encoded value itself hides what it holds.
+            Slot::Base64JsonPatch => steps.is_empty() || self.may_or_hides(w, raw),
+            _ => self.may(w, raw),
+        };
+        if !visit {
             return Ok(());
         }
         match steps.split_first() {
@@ -324,6 +349,7 @@ impl<'a> JsonRewriter<'a> {
                 Ok(())
             }
             Slot::JsonString(inner, form) => self.json_string(w, raw, inner, form),
+            Slot::Base64JsonPatch => self.base64_json_patch(w, raw, addressed),
             Slot::DropShadowed(sub) => self.drop_shadowed(w, raw, sub),
             Slot::DropHidden => self.drop_hidden(w, raw, ty, addressed),
             // Applied from the Table itself (see `object`).
@@ -474,6 +500,7 @@ fn item_hint(list: &TypeOf) -> Option<TypeOf> {
 }
 
 mod embedded;
+mod encoded_patch;
 mod reference_keys;
 mod shadowed;
 mod tables;

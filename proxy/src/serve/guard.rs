@@ -58,6 +58,15 @@ impl Access {
         }
     }
 
+    /// The webhook listener (callers authenticated by TLS, if at all).
+    pub fn webhooks() -> Access {
+        Access {
+            listener: "webhooks",
+            allowed_hosts: None,
+            require_own_credential: false,
+        }
+    }
+
     /// Why this request is refused before routing, if it is: a foreign
     /// host (403), a missing credential (401), then a confusing path (400).
     pub fn check<B>(&self, req: &Request<B>) -> Result<(), (Failure, &'static str)> {

@@ -39,6 +39,9 @@ pub struct Metrics {
     generation: Gauge,
     open_watches: Family<Labels, Gauge>,
     upstream_errors: Family<Labels, Counter>,
+    webhook_requests: Family<Labels, Counter>,
+    webhook_rejections: Family<Labels, Counter>,
+    webhook_errors: Family<Labels, Counter>,
 }
 
 /// Buckets of `regroup_request_duration_seconds` (kube-apiserver's
@@ -126,7 +129,28 @@ pub fn metrics() -> &'static Metrics {
             "Requests the upstream did not answer, by listener and kind (timeout, unreachable)",
             upstream_errors.clone(),
         );
+        let webhook_requests = Family::<Labels, Counter>::default();
+        let webhook_rejections = Family::<Labels, Counter>::default();
+        let webhook_errors = Family::<Labels, Counter>::default();
+        registry.register(
+            "webhook_requests",
+            "Reviews the cluster sent to a fronted webhook, by webhook and kind (AdmissionReview, ConversionReview)",
+            webhook_requests.clone(),
+        );
+        registry.register(
+            "webhook_rejections",
+            "Reviews the app's webhook refused (admission not allowed, conversion failed), by webhook",
+            webhook_rejections.clone(),
+        );
+        registry.register(
+            "webhook_errors",
+            "Reviews regroup answered with an error, by webhook and reason",
+            webhook_errors.clone(),
+        );
         Metrics {
+            webhook_requests,
+            webhook_rejections,
+            webhook_errors,
             registry,
             requests,
             errors,
@@ -144,6 +168,33 @@ pub fn metrics() -> &'static Metrics {
 }
 
 impl Metrics {
+    /// A review received for the fronted webhook `webhook`.
+    pub fn webhook_request(&self, webhook: &str, kind: &str) {
+        self.webhook_requests
+            .get_or_create(&vec![
+                ("webhook".into(), webhook.into()),
+                ("kind".into(), kind.into()),
+            ])
+            .inc();
+    }
+
+    /// The app's webhook refused a review.
+    pub fn webhook_rejection(&self, webhook: &str) {
+        self.webhook_rejections
+            .get_or_create(&vec![("webhook".into(), webhook.into())])
+            .inc();
+    }
+
+    /// regroup answered a review with an error, for `reason`.
+    pub fn webhook_error(&self, webhook: &str, reason: &str) {
+        self.webhook_errors
+            .get_or_create(&vec![
+                ("webhook".into(), webhook.into()),
+                ("reason".into(), reason.into()),
+            ])
+            .inc();
+    }
+
     /// A watch stream opened (`1`) or ended (`-1`).
     pub fn open_watches_add(&self, listener: &str, n: i64) {
         self.open_watches

@@ -20,6 +20,7 @@ pub mod status;
 pub mod tls;
 pub mod tracked;
 pub mod trust;
+pub mod webhook;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -154,6 +155,45 @@ pub async fn serve_front_with(
                         .await
                         .unwrap_or_else(|e| match e {})
                 }
+            };
+            serve_connection(TokioIo::new(tls), peer, &serving, access, handler).await
+        }
+    })
+    .await
+}
+
+/// The webhook listener: TLS (a client certificate required when the
+/// configuration asks for one, verified in the handshake), each call served
+/// by `webhooks`, within `serving`'s limits, until shutdown.
+pub async fn serve_webhooks(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    webhooks: Arc<webhook::Webhooks>,
+    serving: Serving,
+) {
+    let access = Arc::new(Access::webhooks());
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    let s = serving.clone();
+    accept_loop(listener, serving, "webhooks", move |stream, peer| {
+        let (webhooks, acceptor, serving, access) =
+            (webhooks.clone(), acceptor.clone(), s.clone(), access.clone());
+        async move {
+            let timeout = serving.limits.header_read_timeout;
+            let tls = match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
+                Ok(Ok(t)) => t,
+                Ok(Err(e)) => {
+                    tracing::info!(%peer, "webhooks: TLS handshake failed (no or untrusted client certificate?): {e}");
+                    metrics::metrics().error("webhooks", "tls_handshake");
+                    return;
+                }
+                Err(_) => {
+                    tracing::info!(%peer, "webhooks: TLS handshake timed out");
+                    return;
+                }
+            };
+            let handler = move |req: Request<Incoming>| {
+                let webhooks = webhooks.clone();
+                async move { webhooks.handle(req).await }
             };
             serve_connection(TokioIo::new(tls), peer, &serving, access, handler).await
         }

@@ -18,6 +18,7 @@ use super::live::Live;
 use super::own_client::OwnClient;
 use super::stack::{self, errors, identity, BodyLimits, Forward};
 use super::status::Failure;
+use super::trust::webhooks::WebhookRegistration;
 use super::trust::FrontTrust;
 use crate::rewrite::{Catalog, Engine};
 use crate::upstream::{Body, Upstream};
@@ -61,6 +62,7 @@ impl Proxy {
                 dir: Direction::ToCluster,
                 pass_through_auth,
                 trust: None,
+                registration: None,
                 listener: "sidecar",
                 forwards_identity: false,
                 limits: BodyLimits::default(),
@@ -72,6 +74,13 @@ impl Proxy {
     /// The same sidecar, also making the app trust regroup's front.
     pub fn with_trust(mut self, trust: FrontTrust) -> Proxy {
         self.fwd.trust = Some(Arc::new(trust));
+        self
+    }
+
+    /// The same sidecar, also pointing the app's fronted webhook
+    /// registrations at regroup's webhook listener.
+    pub fn with_registration(mut self, r: WebhookRegistration) -> Proxy {
+        self.fwd.registration = Some(Arc::new(r));
         self
     }
 
@@ -102,6 +111,7 @@ impl Proxy {
                 dir: Direction::ToApp,
                 pass_through_auth: true,
                 trust: None,
+                registration: None,
                 listener: "front",
                 forwards_identity: true,
                 limits: BodyLimits::default(),

@@ -15,6 +15,7 @@ use tokio::net::TcpListener;
 use super::live::Live;
 use super::metrics::Health;
 use super::own_client::OwnClient;
+use super::trust::webhooks::WebhookRegistration;
 use super::trust::FrontTrust;
 use super::{Access, Lifecycle, Proxy, Serving};
 use crate::rewrite::{Catalog, Engine};
@@ -110,6 +111,13 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
                 sidecar = sidecar.with_trust(t);
             }
             follow = started.follow;
+        }
+        if let Some(w) = &settings.file.webhooks {
+            let (task, registration) = start_webhooks(settings, live.clone(), w, serving.clone()).await?;
+            servers.push(task);
+            if let Some(r) = registration {
+                sidecar = sidecar.with_registration(r);
+            }
         }
         let proxy = Arc::new(sidecar);
         if let Some(follower) = follow {
@@ -400,6 +408,131 @@ async fn start_front(
         trust,
         follow,
     })
+}
+
+/// Starts the webhook listener; returns it, and what the sidecar does to
+/// the app's registrations when some webhook has one.
+async fn start_webhooks(
+    settings: &Settings,
+    live: Live,
+    w: &regroup_config::schema::Webhooks,
+    listening: Serving,
+) -> Result<(tokio::task::JoinHandle<()>, Option<WebhookRegistration>), String> {
+    use super::trust::webhooks::{ca_bundle, Fronted};
+    use super::webhook::{tls, Hook, Webhooks};
+    let (serving, serving_ca) = match (&w.cert_file, &w.key_file) {
+        (Some(c), Some(k)) => {
+            let ca = match &w.ca_file {
+                Some(p) => Some(
+                    std::fs::read_to_string(p)
+                        .map_err(|e| format!("webhooks.caFile {}: {e}", p.display()))?,
+                ),
+                None => None,
+            };
+            (
+                tls::Serving::Files(Arc::new(serving_cert::ReloadingCert::new(c, k)?)),
+                ca,
+            )
+        }
+        _ => {
+            let id = super::tls::generate_for(
+                "regroup webhook serving CA",
+                &w.generated_dns_names,
+                false,
+            )?;
+            let ca = id.ca_pem.clone();
+            (tls::Serving::Fixed(id), ca)
+        }
+    };
+    let fronted: Vec<Fronted> = w
+        .hooks
+        .iter()
+        .filter_map(|h| {
+            let registration = h.value.registration.clone()?;
+            Some(Fronted {
+                path: h.value.served_path(),
+                registration,
+            })
+        })
+        .collect();
+    let registration = match (&w.reach_at, serving_ca, fronted.is_empty()) {
+        (Some(reach_at), Some(ca), false) => Some(WebhookRegistration {
+            reach_at: reach_at.clone(),
+            ca_bundle: ca_bundle(&ca),
+            fronted,
+        }),
+        _ => None,
+    };
+    let client_ca = match &w.client_ca_file {
+        Some(p) => Some(
+            std::fs::read(p).map_err(|e| format!("webhooks.clientCaFile {}: {e}", p.display()))?,
+        ),
+        None => None,
+    };
+    let cfg = tls::server_config(serving, client_ca.as_deref())?;
+    let backend_ca = match &w.backend_ca_file {
+        Some(p) => Some(
+            std::fs::read(p).map_err(|e| format!("webhooks.backendCaFile {}: {e}", p.display()))?,
+        ),
+        None => None,
+    };
+    let mut hooks = Vec::new();
+    for h in &w.hooks {
+        let h = &h.value;
+        let url: http::Uri = h
+            .backend
+            .parse()
+            .map_err(|e| format!("webhooks.hooks {}: backend: {e}", h.name))?;
+        let origin = format!(
+            "{}://{}",
+            url.scheme_str().unwrap_or("https"),
+            url.authority().map(|a| a.as_str()).unwrap_or_default()
+        );
+        let backend = Upstream::with_timeouts(
+            &kubeconfig::Resolved {
+                server: origin,
+                ca_pem: backend_ca.clone(),
+                insecure: w.dangerous_insecure_backend,
+                ..kubeconfig::Resolved::default()
+            },
+            false,
+            (&settings.limits).into(),
+        )
+        .map_err(|e| format!("webhooks.hooks {}: backend: {e}", h.name))?;
+        hooks.push(Hook {
+            name: h.name.clone(),
+            path: h.served_path(),
+            backend: Arc::new(backend),
+            backend_path: url
+                .path_and_query()
+                .map(|p| p.as_str())
+                .unwrap_or("/")
+                .to_owned(),
+        });
+    }
+    if w.dangerous_insecure_backend {
+        tracing::warn!(
+            "the app's webhook certificate is NOT verified (webhooks.dangerousInsecureBackend)"
+        );
+    }
+    let listener = TcpListener::bind(w.listen)
+        .await
+        .map_err(|e| format!("listening on {}: {e}", w.listen))?;
+    tracing::info!(
+        listen = %w.listen,
+        webhooks = hooks.len(),
+        client_certificates = w.client_ca_file.is_some(),
+        "regroup serving the app's webhooks"
+    );
+    let handler = Arc::new(Webhooks::new(
+        live,
+        hooks,
+        settings.limits.max_request_body_bytes,
+    ));
+    Ok((
+        tokio::spawn(super::serve_webhooks(listener, cfg, handler, listening)),
+        registration,
+    ))
 }
 
 /// Waits for SIGINT or SIGTERM; says which.

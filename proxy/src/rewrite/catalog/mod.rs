@@ -113,6 +113,15 @@ pub enum Slot {
         /// The member holding the values (an array of strings).
         values: &'static str,
     },
+    /// A base64 string holding a JSON Patch (RFC 6902) of the object a
+    /// review is about (an AdmissionReview's `response.patch`): each
+    /// operation's value is renamed as the part of an object of that kind
+    /// it lands in (`rewrite/json_patch.rs`). The kind is the caller's
+    /// `addressed` (the review's `request.kind`, which the answer doesn't
+    /// repeat); without it, only the places every object has apply.
+    /// base64 hides names from the byte search, so this place is visited
+    /// whenever its member name occurs ([`Catalog::encoded_members`]).
+    Base64JsonPatch,
     /// An object naming another object by (group, resource, name) members
     /// (a Status's `details`): the name is a qualified name
     /// (`plural.group`, `version.group`) when that resource's names carry a
@@ -145,6 +154,8 @@ fn is_metadata_name(path: &FieldPath) -> bool {
 /// Keys under which the reference-key heuristic never looks: free-form maps
 /// whose keys are user data, not schema.
 const HEURISTIC_SKIP_METADATA: &[&str] = &["labels", "annotations", "managedFields"];
+/// Kinds whose answer carries the webhook's own annotations (`response.auditAnnotations`).
+const REVIEW_KINDS: &[&str] = &["AdmissionReview"];
 /// Kinds whose `data`-like members are opaque user data.
 const OPAQUE_DATA_KINDS: &[&str] = &["ConfigMap", "Secret"];
 const OPAQUE_DATA_KEYS: &[&str] = &["data", "binaryData", "stringData"];
@@ -261,6 +272,18 @@ impl Catalog {
             .map(|(_, form)| *form)
     }
 
+    /// The member names of places whose value hides names from a byte
+    /// search ([`Slot::Base64JsonPatch`]), quoted as in JSON: a body
+    /// holding one is walked even when no mapped name shows.
+    pub fn encoded_members(&self) -> impl Iterator<Item = String> + '_ {
+        self.places
+            .iter()
+            .filter_map(|p| match (p.slot, p.path.steps().last()) {
+                (Slot::Base64JsonPatch, Some(Step::Key(k))) => Some(format!("\"{k}\"")),
+                _ => None,
+            })
+    }
+
     /// Every place, in application order.
     pub fn places(&self) -> &[Place] {
         &self.places
@@ -282,6 +305,10 @@ impl Catalog {
     /// members) under `parent` (the enclosing member's name).
     pub fn reference_keys_skip(kind: &str, parent: Option<&str>, depth: usize, key: &str) -> bool {
         (depth == 1 && parent == Some("metadata") && HEURISTIC_SKIP_METADATA.contains(&key))
+            || (depth == 1
+                && parent == Some("response")
+                && REVIEW_KINDS.contains(&kind)
+                && key == "auditAnnotations")
             || (depth == 0 && OPAQUE_DATA_KINDS.contains(&kind) && OPAQUE_DATA_KEYS.contains(&key))
     }
 }

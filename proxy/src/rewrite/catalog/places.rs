@@ -38,7 +38,15 @@ const SAR_KINDS: &[&str] = &[
 ];
 
 use Form::{ApiVersion, FieldSelector, Group, GroupKinds, ObjectCount, QualifiedName, Text};
-use Slot::{DropHidden, DropShadowed, Items, JsonString, Object, Value};
+use Slot::{Base64JsonPatch, DropHidden, DropShadowed, Items, JsonString, Object, Value};
+
+/// A Status's `details` (also embedded in review answers): its `name` is a
+/// qualified name when the resource's names carry a group.
+const STATUS_DETAILS_NAME: Slot = Slot::NameOf {
+    group: "group",
+    resource: "kind",
+    name: "name",
+};
 
 /// The table. `DropShadowed` and `DropHidden` rows are applied before all
 /// others.
@@ -225,6 +233,84 @@ pub(super) const BUILTIN: &[Row] = &[
     ),
     (ADMISSION, &["AdmissionReview"], "request.object", Object),
     (ADMISSION, &["AdmissionReview"], "request.oldObject", Object),
+    (ADMISSION, &["AdmissionReview"], "request.options", Object),
+    // The webhook's answer: the JSON Patch (base64) of the reviewed
+    // object, its warnings and the Status of a refusal. `auditAnnotations`
+    // are the webhook's own key/value pairs and stay as they are.
+    (
+        ADMISSION,
+        &["AdmissionReview"],
+        "response.patch",
+        Base64JsonPatch,
+    ),
+    (
+        ADMISSION,
+        &["AdmissionReview"],
+        "response.warnings[]",
+        Value(Text),
+    ),
+    (
+        ADMISSION,
+        &["AdmissionReview"],
+        "response.status.message",
+        Value(Text),
+    ),
+    (
+        ADMISSION,
+        &["AdmissionReview"],
+        "response.status.details.group",
+        Value(Group),
+    ),
+    (
+        ADMISSION,
+        &["AdmissionReview"],
+        "response.status.details",
+        STATUS_DETAILS_NAME,
+    ),
+    (
+        ADMISSION,
+        &["AdmissionReview"],
+        "response.status.details.causes[].message",
+        Value(Text),
+    ),
+    // ConversionReview (CRD conversion webhooks served through the front).
+    (
+        APIEXT,
+        &["ConversionReview"],
+        "request.desiredAPIVersion",
+        Value(ApiVersion),
+    ),
+    (APIEXT, &["ConversionReview"], "request.objects[]", Object),
+    (
+        APIEXT,
+        &["ConversionReview"],
+        "response.convertedObjects[]",
+        Object,
+    ),
+    (
+        APIEXT,
+        &["ConversionReview"],
+        "response.result.message",
+        Value(Text),
+    ),
+    (
+        APIEXT,
+        &["ConversionReview"],
+        "response.result.details.group",
+        Value(Group),
+    ),
+    (
+        APIEXT,
+        &["ConversionReview"],
+        "response.result.details",
+        STATUS_DETAILS_NAME,
+    ),
+    (
+        APIEXT,
+        &["ConversionReview"],
+        "response.result.details.causes[].message",
+        Value(Text),
+    ),
     // References to other objects.
     (
         CORE,
@@ -342,16 +428,7 @@ pub(super) const BUILTIN: &[Row] = &[
     // Status errors.
     (META, &["Status"], "details.group", Value(Group)),
     // `apiservices.apiregistration.k8s.io "v1.g" not found`: details.name.
-    (
-        META,
-        &["Status"],
-        "details",
-        Slot::NameOf {
-            group: "group",
-            resource: "kind",
-            name: "name",
-        },
-    ),
+    (META, &["Status"], "details", STATUS_DETAILS_NAME),
     (META, &["Status"], "message", Value(Text)),
     (META, &["Status"], "details.causes[].message", Value(Text)),
     // Discovery. Shadowed upstream groups are dropped before renaming.

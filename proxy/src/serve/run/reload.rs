@@ -10,7 +10,7 @@
 //! they started with. Invalid: the configuration in force stays, the
 //! problems are logged and `regroup_config_reloads_total{result="failed"}`
 //! counts them. Sections that need a restart (listeners, upstream,
-//! credentials, front, logging, limits) are compared and a change is logged
+//! credentials, front, webhooks, logging, limits) are compared and a change is logged
 //! as such; they keep their running values.
 
 use std::path::PathBuf;
@@ -38,6 +38,19 @@ impl Fixed {
             ("upstream", format!("{:?}", f.upstream)),
             ("credentials", format!("{:?}", f.credentials)),
             ("front", format!("{:?}", f.front)),
+            (
+                "webhooks",
+                format!(
+                    "{:?}",
+                    f.webhooks.as_ref().map(|w| (
+                        w.listen,
+                        (&w.cert_file, &w.key_file, &w.ca_file, &w.client_ca_file),
+                        (&w.generated_dns_names, &w.backend_ca_file),
+                        w.dangerous_insecure_backend,
+                        w.hooks.iter().map(|h| &h.value).collect::<Vec<_>>()
+                    ))
+                ),
+            ),
             ("logging", format!("{:?}", f.logging)),
             ("limits", format!("{:?}", s.limits)),
         ])

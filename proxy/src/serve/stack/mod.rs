@@ -42,6 +42,7 @@ use hyper::body::Incoming;
 use regroup_config::Direction;
 
 use super::status::{page_not_found, Failure};
+use super::trust::webhooks::WebhookRegistration;
 use super::trust::FrontTrust;
 use crate::kube::{MediaType, RequestInfo};
 use crate::rewrite::{Catalog, Engine};
@@ -84,6 +85,9 @@ pub(crate) struct Forward {
     pub pass_through_auth: bool,
     /// Sidecar with a front: how the app and the cluster come to trust it.
     pub trust: Option<Arc<FrontTrust>>,
+    /// Sidecar with fronted webhooks: how the cluster comes to call them
+    /// through regroup.
+    pub registration: Option<Arc<WebhookRegistration>>,
     /// `sidecar` or `front`, in metrics and logs.
     pub listener: &'static str,
     /// The front sets `X-Remote-*` itself after authenticating the caller;
@@ -102,6 +106,8 @@ pub(crate) struct Answer {
     pub gzip: bool,
     /// The front trust, when it looks at this request.
     pub trust: Option<Arc<FrontTrust>>,
+    /// The webhook registration, when it looks at this request.
+    pub registration: Option<Arc<WebhookRegistration>>,
 }
 
 /// One request on its way through the layers.

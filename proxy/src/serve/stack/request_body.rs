@@ -77,6 +77,9 @@ pub(crate) async fn rename(
     if let Some(t) = &fwd.trust {
         bytes = trust::hooks::request_body(t, &x.info, x.engine.map(), media, bytes)?;
     }
+    if let Some(r) = &fwd.registration {
+        bytes = trust::hooks::registration_request_body(r, &x.info, media, bytes);
+    }
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
     Ok(full(bytes))
 }

@@ -9,7 +9,7 @@ use super::{errors, etag, headers, list, openapi, watch, whole, Answer, Exchange
 use crate::kube::{media, MediaType, Wire};
 use crate::serve::body::pass;
 use crate::serve::status::Failure;
-use crate::serve::trust::hooks;
+use crate::serve::trust::{hooks, webhooks};
 use crate::upstream::Body;
 
 /// Renames a response.
@@ -49,6 +49,10 @@ pub(crate) async fn rename(
     }
     etag::tag(&x.engine, &mut parts.headers);
     let trust = fwd.trust.clone().filter(|_| hooks::relevant(&x.info));
+    let registration = fwd
+        .registration
+        .clone()
+        .filter(|_| webhooks::relevant(&x.info));
     let gzip = is_gzip(&parts.headers);
     let answer = Answer {
         parts,
@@ -56,6 +60,7 @@ pub(crate) async fn rename(
         media,
         gzip,
         trust,
+        registration,
     };
     if x.info.watch && success {
         return watch::rename(fwd, x, answer);
@@ -65,7 +70,8 @@ pub(crate) async fn rename(
         && x.info.name.is_none()
         && success
         && x.method == Method::GET
-        && answer.trust.is_none();
+        && answer.trust.is_none()
+        && answer.registration.is_none();
     if list {
         // Memory bounded by one item, not by the list.
         return Ok(list::stream(fwd, x, answer.parts, answer.body));

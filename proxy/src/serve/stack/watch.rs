@@ -24,6 +24,7 @@ pub(crate) fn rename(
     answer: Answer,
 ) -> Result<Response<Body>, Failure> {
     let (mut parts, body, trust) = (answer.parts, answer.body, answer.trust);
+    let registration = answer.registration;
     if answer.gzip {
         return Err(Failure::bad_gateway(
             "gzip-encoded watch streams are not supported",
@@ -63,6 +64,12 @@ pub(crate) fn rename(
             let out = match &trust {
                 Some(t) => hooks::watch_event(t, framing, out.as_deref().unwrap_or(event))?.or(out),
                 None => out,
+            };
+            let out = match &registration {
+                Some(r) if framing == Framing::Lines => {
+                    hooks::registration_json(r, out.as_deref().unwrap_or(event)).or(out)
+                }
+                _ => out,
             };
             Ok(out.map_or(Rewritten::Same, Rewritten::New))
         },

@@ -20,6 +20,7 @@ pub(crate) async fn rename(
     answer: Answer,
 ) -> Result<Response<Body>, Failure> {
     let (mut parts, media, trust) = (answer.parts, answer.media, answer.trust);
+    let registration = answer.registration;
     let mut bytes = collect(answer.body, BODY_LIMIT)
         .await
         .map_err(|e| Failure::bad_gateway(format!("reading the API server's response: {e}")))?;
@@ -56,6 +57,12 @@ pub(crate) async fn rename(
         .map_err(bad)?
         .or(out),
         None => out,
+    };
+    let out = match registration.as_deref() {
+        Some(r) if media == MediaType::Json => {
+            hooks::registration_json(r, out.as_deref().unwrap_or(&bytes)).or(out)
+        }
+        _ => out,
     };
     let bytes = out.map(Bytes::from).unwrap_or(bytes);
     parts

@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 
+use super::webhooks::WebhookRegistration;
 use super::FrontTrust;
 use crate::kube::{MediaType, PatchKind, RequestInfo};
 use crate::rewrite::framing::Framing;
@@ -60,6 +61,42 @@ pub(crate) fn request_body(
     Ok(Bytes::from(
         serde_json::to_vec(&v).expect("values serialize"),
     ))
+}
+
+/// A request body (already in the cluster's names) whose fronted webhook
+/// registrations are pointed at regroup. JSON objects and merge patches;
+/// JSON Patches, YAML and protobuf are forwarded as they are (docs/front.md).
+pub(crate) fn registration_request_body(
+    r: &WebhookRegistration,
+    info: &RequestInfo,
+    media: MediaType,
+    bytes: Bytes,
+) -> Bytes {
+    let json = matches!(
+        media,
+        MediaType::Json
+            | MediaType::Unspecified
+            | MediaType::Patch(PatchKind::Merge)
+            | MediaType::Patch(PatchKind::StrategicMerge)
+    );
+    if !json || !super::webhooks::relevant(info) {
+        return bytes;
+    }
+    let Ok(mut v) = serde_json::from_slice::<Json>(&bytes) else {
+        return bytes;
+    };
+    if !r.to_cluster(&mut v, info) {
+        return bytes;
+    }
+    Bytes::from(serde_json::to_vec(&v).expect("values serialize"))
+}
+
+/// A JSON document for the app with its own webhook registrations put
+/// back; `None` when nothing changes.
+pub(crate) fn registration_json(r: &WebhookRegistration, doc: &[u8]) -> Option<Vec<u8>> {
+    let mut v: Json = serde_json::from_slice(doc).ok()?;
+    r.to_app(&mut v)
+        .then(|| serde_json::to_vec(&v).expect("values serialize"))
 }
 
 /// A JSON document for the app, amended; `None` when nothing changes.

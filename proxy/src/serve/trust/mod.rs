@@ -22,6 +22,7 @@
 
 pub(crate) mod hooks;
 mod proto;
+pub mod webhooks;
 
 use base64::Engine as _;
 use regroup_config::{Direction, GroupMap};

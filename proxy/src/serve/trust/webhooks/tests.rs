@@ -1,0 +1,183 @@
+//! On the webhook registrations kube-apiserver 1.29 accepted in the capture
+//! (`testdata/kube-1.29/webhooks`, `072` and `110`).
+
+use super::*;
+use regroup_config::schema::ServiceRef;
+
+fn fixture(case: &str) -> Json {
+    let p = format!(
+        "{}/../testdata/kube-1.29/webhooks/orig/{case}/request.body",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+fn registration(reach_at: ReachAt, registration: Registration) -> WebhookRegistration {
+    WebhookRegistration {
+        reach_at,
+        ca_bundle: "UkVHUk9VUA==".into(),
+        fronted: vec![Fronted {
+            path: "/mutate-foo".into(),
+            registration,
+        }],
+    }
+}
+
+fn by_url(url: &str) -> Registration {
+    Registration {
+        url: Some(url.into()),
+        service: None,
+        configuration: None,
+        webhook: None,
+    }
+}
+
+fn loopback() -> ReachAt {
+    ReachAt {
+        url: Some("https://127.0.0.1:9444".into()),
+        service: None,
+    }
+}
+
+#[test]
+fn a_fronted_webhook_points_at_regroup_and_the_app_reads_back_what_it_wrote() {
+    let written = fixture("072-create-mutatingwebhookconfiguration-v1");
+    let r = registration(loopback(), by_url("https://127.0.0.1:18443/mutate/orig/v1"));
+    let info = RequestInfo::parse(
+        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+        None,
+    );
+    let mut stored = written.clone();
+    assert!(r.to_cluster(&mut stored, &info));
+    assert_eq!(
+        stored["webhooks"][0]["clientConfig"],
+        serde_json::json!({"url": "https://127.0.0.1:9444/mutate-foo", "caBundle": "UkVHUk9VUA=="})
+    );
+    // Everything else as written.
+    let mut rest = stored.clone();
+    rest["webhooks"][0]["clientConfig"] = written["webhooks"][0]["clientConfig"].clone();
+    rest["metadata"]["annotations"]
+        .as_object_mut()
+        .unwrap()
+        .remove(APP_CLIENT_CONFIGS_ANNOTATION);
+    rest["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("annotations");
+    assert_eq!(rest, written);
+    // Writing it again changes nothing more; reading it gives the app's.
+    let mut again = stored.clone();
+    assert!(!r.to_cluster(&mut again, &info));
+    let mut read = stored.clone();
+    assert!(r.to_app(&mut read));
+    assert_eq!(read, written);
+    // In a list and a watch event too.
+    let mut list = serde_json::json!({"kind": "MutatingWebhookConfigurationList",
+        "apiVersion": "admissionregistration.k8s.io/v1", "items": [stored.clone()]});
+    assert!(r.to_app(&mut list));
+    assert_eq!(list["items"][0], written);
+    let mut ev = serde_json::json!({"type": "ADDED", "object": stored});
+    assert!(r.to_app(&mut ev));
+    assert_eq!(ev["object"], written);
+}
+
+#[test]
+fn webhooks_the_configuration_does_not_front_are_left_alone() {
+    let written = fixture("072-create-mutatingwebhookconfiguration-v1");
+    let info = RequestInfo::parse(
+        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+        None,
+    );
+    for other in [
+        by_url("https://127.0.0.1:18443/other"),
+        Registration {
+            configuration: Some("another-configuration".into()),
+            ..by_url("x")
+        },
+    ] {
+        let other = Registration {
+            url: other.url.filter(|u| u != "x"),
+            ..other
+        };
+        let mut doc = written.clone();
+        assert!(!registration(loopback(), other).to_cluster(&mut doc, &info));
+        assert_eq!(doc, written);
+    }
+    // By configuration and webhook name, pointed at a Service.
+    let r = registration(
+        ReachAt {
+            url: None,
+            service: Some(ServiceRef {
+                namespace: "team1".into(),
+                name: "regroup-webhooks".into(),
+                port: Some(9444),
+                path: None,
+            }),
+        },
+        Registration {
+            url: None,
+            service: None,
+            configuration: Some("foo-mutate-orig-v1".into()),
+            webhook: Some("mutate-v1.foo.regroup-fixtures.example.org".into()),
+        },
+    );
+    let mut doc = written.clone();
+    assert!(r.to_cluster(&mut doc, &info));
+    assert_eq!(
+        doc["webhooks"][0]["clientConfig"]["service"],
+        serde_json::json!({"namespace": "team1", "name": "regroup-webhooks", "path": "/mutate-foo", "port": 9444})
+    );
+}
+
+#[test]
+fn a_crd_conversion_webhook_and_a_merge_patch_of_it() {
+    let written = fixture("110-create-crd-bars-conversion-webhook");
+    let r = registration(loopback(), by_url("https://127.0.0.1:18443/convert/orig"));
+    let info = RequestInfo::parse(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        None,
+    );
+    let mut stored = written.clone();
+    assert!(r.to_cluster(&mut stored, &info));
+    assert_eq!(
+        stored["spec"]["conversion"]["webhook"]["clientConfig"]["url"],
+        "https://127.0.0.1:9444/mutate-foo"
+    );
+    let mut read = stored.clone();
+    assert!(r.to_app(&mut read));
+    assert_eq!(read, written);
+    // A merge patch of the CRD (its kind only in the URL).
+    let info = RequestInfo::parse(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/bars.samplecontroller.team1.example.com",
+        None,
+    );
+    let mut patch = serde_json::json!({"spec": {"conversion": {"webhook": {"clientConfig":
+        {"url": "https://127.0.0.1:18443/convert/orig", "caBundle": "TkVX"}}}}});
+    assert!(r.to_cluster(&mut patch, &info));
+    assert_eq!(
+        patch["metadata"]["annotations"][APP_CLIENT_CONFIGS_ANNOTATION],
+        r#"{"conversion":{"url":"https://127.0.0.1:18443/convert/orig","caBundle":"TkVX"}}"#
+    );
+}
+
+#[test]
+fn a_partial_client_config_is_left_as_written() {
+    let info = RequestInfo::parse(
+        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/foo-mutate-orig-v1",
+        None,
+    );
+    let r = registration(
+        loopback(),
+        Registration {
+            url: None,
+            service: None,
+            configuration: Some("foo-mutate-orig-v1".into()),
+            webhook: None,
+        },
+    );
+    let patch = serde_json::json!({"webhooks": [{"name": "mutate-v1.foo.regroup-fixtures.example.org",
+        "clientConfig": {"caBundle": "TkVX"}}]});
+    let mut doc = patch.clone();
+    assert!(!r.to_cluster(&mut doc, &info));
+    assert_eq!(doc, patch);
+}
