@@ -286,9 +286,12 @@ pub fn kubeconfig(data: &[u8]) {
     }
 }
 
+/// One harness function.
+pub type Harness = fn(&[u8]);
+
 /// Every target by name: the fuzz targets' names and the corpus
 /// directories' (`fuzz/corpus/<name>`).
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Harness)] = &[
     ("json", json),
     ("protobuf", protobuf),
     ("watch", watch),
