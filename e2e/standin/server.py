@@ -818,8 +818,10 @@ class Handler(BaseHTTPRequestHandler):
             if k.lower() not in NOT_FORWARDED:
                 self.send_header(k, v)
         self.send_header("Transfer-Encoding", "chunked")
+        # It closes after the stream, and says so (an unannounced close races
+        # the client's next request on a connection it pooled).
+        self.send_header("Connection", "close")
         self.end_headers()
-        self.close_connection = True
         try:
             while data := resp.read1(65536):
                 self.chunk(data)
@@ -1053,8 +1055,8 @@ class Handler(BaseHTTPRequestHandler):
         if warning:
             self.send_header("Warning", warning)
         self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")  # it closes after the stream, and says so
         self.end_headers()
-        self.close_connection = True
         # A burst goes in 2048-byte chunks that split events, as the real server's
         # did (testdata README, "Watch streams"); live events one chunk each.
         for i in range(0, len(burst), 2048):

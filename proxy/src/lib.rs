@@ -2,6 +2,7 @@
 //! API groups both ways. This library holds the rewriting engine and the
 //! commands; `main.rs` is only the command line.
 
+pub mod fuzz_harness;
 pub mod inject;
 pub mod kube;
 pub mod render;

@@ -803,3 +803,113 @@ async fn connections_are_bounded_and_idle_ones_closed() {
     let m = metrics_text(r.metrics).await;
     assert!(m.contains("reason=\"connection_limit\""), "{m}");
 }
+
+/// The soft limit on open files of this process (the regroup it spawns
+/// inherits it), raised towards the hard limit with util-linux `prlimit`
+/// when below `want`.
+#[cfg(target_os = "linux")]
+fn raise_nofile(want: u64) -> u64 {
+    let soft = || -> u64 {
+        std::fs::read_to_string("/proc/self/limits")
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("Max open files"))
+            .and_then(|r| r.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    if soft() < want {
+        let _ = Command::new("prlimit")
+            .arg(format!("--pid={}", std::process::id()))
+            .arg(format!("--nofile={want}:"))
+            .stderr(Stdio::null())
+            .status();
+    }
+    soft()
+}
+
+// `process_open_fds` comes from /proc.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_thousand_idle_connections_leave_it_serving() {
+    const IDLE: usize = 2000;
+    // This process holds IDLE client sockets, regroup IDLE accepted ones.
+    let limit = raise_nofile(IDLE as u64 * 2 + 500);
+    if limit < IDLE as u64 + 500 {
+        eprintln!(
+            "SKIPPED: open-file limit {limit} cannot be raised to {} (prlimit failed)",
+            IDLE + 500
+        );
+        return;
+    }
+    let (up, _log) = upstream().await;
+    let r = start("idle2000", up, "").await;
+    let mut idle = Vec::with_capacity(IDLE);
+    for _ in 0..IDLE {
+        idle.push(TcpStream::connect(("127.0.0.1", r.port)).await.unwrap());
+    }
+    // Accepted, not just queued in the backlog: regroup holds them all.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let fds = loop {
+        let m = metrics_text(r.metrics).await;
+        let fds: f64 = m
+            .lines()
+            .find_map(|l| l.strip_prefix("process_open_fds "))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("process_open_fds on /metrics");
+        if fds >= IDLE as f64 || Instant::now() > deadline {
+            break fds;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(fds >= IDLE as f64, "regroup holds {fds} fds");
+    // Served while they are all open.
+    for _ in 0..5 {
+        let (code, text) = get(r.port, PATH, "localhost").await;
+        assert_eq!(code, 200, "{text}");
+    }
+    drop(idle);
+    let (code, _) = get(r.port, PATH, "localhost").await;
+    assert_eq!(code, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_fails_while_the_fronts_request_header_ca_is_unreadable() {
+    let (up, _log) = upstream().await;
+    let ca_dir = test_dir("front-ca");
+    let ca_file = ca_dir.join("front-proxy-ca.crt");
+    let ca = regroup::serve::tls::generate_for("test front-proxy CA", &[], false).unwrap();
+    std::fs::write(&ca_file, ca.ca_pem.as_deref().unwrap()).unwrap();
+    let front = format!(
+        "front:\n  listen: 127.0.0.1:{}\n  backend: https://127.0.0.1:{}\n  \
+         dangerousInsecureBackend: true\n  requestHeader:\n    fromCluster: false\n    clientCaFile: {}\n",
+        free_port(),
+        free_port(),
+        ca_file.display()
+    );
+    let r = start("readyz-front", up, &front).await;
+    let (code, text) = get(r.metrics, "/readyz", "127.0.0.1").await;
+    assert_eq!(code, 200, "{text}\n{}", r.log());
+
+    // Gone (a Secret volume emptied): the front still serves with what it
+    // loaded, but is not ready, and says why.
+    std::fs::remove_file(&ca_file).unwrap();
+    let (code, text) = get(r.metrics, "/readyz", "127.0.0.1").await;
+    assert_eq!(code, 503, "{text}");
+    assert!(
+        text.contains("front request-header CA") && text.contains("front-proxy-ca.crt"),
+        "{text}"
+    );
+    // Not a certificate: still not ready.
+    std::fs::write(&ca_file, "not a certificate").unwrap();
+    let (code, text) = get(r.metrics, "/readyz", "127.0.0.1").await;
+    assert_eq!(code, 503, "{text}");
+    assert!(
+        !text.contains("not a certificate"),
+        "no file content in: {text}"
+    );
+
+    std::fs::write(&ca_file, ca.ca_pem.as_deref().unwrap()).unwrap();
+    let (code, text) = get(r.metrics, "/readyz", "127.0.0.1").await;
+    assert_eq!(code, 200, "{text}");
+    let _ = std::fs::remove_dir_all(&ca_dir);
+}

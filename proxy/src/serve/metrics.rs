@@ -1,7 +1,8 @@
 //! `/metrics` (OpenMetrics text) and `/healthz`, on `listeners.metrics`.
 //!
 //! Counters: requests by listener and status code, Status errors regroup
-//! produced by reason, and front callers rejected by reason. Labels never
+//! produced by reason, and front callers rejected by reason; the standard
+//! unprefixed `process_*` metrics (`process_metrics.rs`). Labels never
 //! carry paths, names, certificates or tokens.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,7 +14,7 @@ use bytes::Bytes;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::text::{encode_eof, encode_registry};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -28,6 +29,8 @@ type Labels = Vec<(String, String)>;
 /// regroup's counters.
 pub struct Metrics {
     registry: Registry,
+    /// `process_*`: unprefixed, as every exporter names them.
+    process: Registry,
     requests: Family<Labels, Counter>,
     errors: Family<Labels, Counter>,
     rejections: Family<Labels, Counter>,
@@ -147,11 +150,14 @@ pub fn metrics() -> &'static Metrics {
             "Reviews regroup answered with an error, by webhook and reason",
             webhook_errors.clone(),
         );
+        let mut process = Registry::default();
+        process.register_collector(Box::new(super::process_metrics::ProcessCollector));
         Metrics {
             webhook_requests,
             webhook_rejections,
             webhook_errors,
             registry,
+            process,
             requests,
             errors,
             rejections,
@@ -283,7 +289,9 @@ impl Metrics {
     /// The OpenMetrics text.
     pub fn encode(&self) -> String {
         let mut s = String::new();
-        encode(&mut s, &self.registry).expect("writing to a String");
+        encode_registry(&mut s, &self.registry).expect("writing to a String");
+        encode_registry(&mut s, &self.process).expect("writing to a String");
+        encode_eof(&mut s).expect("writing to a String");
         s
     }
 }
@@ -297,6 +305,9 @@ pub struct Health {
     /// The upstream check.
     #[allow(clippy::type_complexity)]
     pub upstream: Option<Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>>,
+    /// The aggregated front's certificates (`front_ready.rs`), when there is a front.
+    #[allow(clippy::type_complexity)]
+    pub front: Option<Arc<dyn Fn() -> Result<(), String> + Send + Sync>>,
 }
 
 impl Health {
@@ -308,6 +319,9 @@ impl Health {
             .is_some_and(|s| s.load(Ordering::SeqCst))
         {
             return Some("shutting down".into());
+        }
+        if let Some(Err(why)) = self.front.as_ref().map(|check| check()) {
+            return Some(why);
         }
         match &self.upstream {
             Some(check) => check().await.err(),
@@ -392,5 +406,28 @@ mod tests {
             .contains("regroup_errors_total{listener=\"sidecar\",reason=\"ServiceUnavailable\"}"));
         assert!(text.contains("regroup_front_rejections_total{reason=\"no_client_certificate\"}"));
         assert!(text.ends_with("# EOF\n"));
+        assert_eq!(text.matches("# EOF").count(), 1);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn process_metrics_are_unprefixed_and_read_from_proc() {
+        let text = metrics().encode();
+        let value = |name: &str| -> f64 {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(&format!("{name} ")))
+                .unwrap_or_else(|| panic!("no {name} sample in:\n{text}"));
+            line[name.len() + 1..].trim().parse().expect("a number")
+        };
+        assert!(value("process_resident_memory_bytes") > 1e6);
+        assert!(value("process_open_fds") >= 3.0);
+        assert!(value("process_cpu_seconds_total") >= 0.0);
+        assert!(value("process_start_time_seconds") > 1.6e9);
+        assert!(
+            text.contains("# TYPE process_cpu_seconds counter"),
+            "{text}"
+        );
+        assert!(!text.contains("regroup_process_"));
     }
 }

@@ -7,12 +7,14 @@
 pub mod body;
 mod follow;
 pub mod front;
+pub mod front_ready;
 pub mod guard;
 pub mod lifecycle;
 pub mod live;
 pub mod metrics;
 pub mod own_client;
 pub mod path_check;
+pub mod process_metrics;
 pub mod proxy;
 pub mod run;
 pub mod stack;

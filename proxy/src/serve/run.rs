@@ -104,6 +104,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
         let mut sidecar = Proxy::sidecar_live(live.clone(), upstream, settings.file.credentials.pass_through)
             .with_limits((&settings.limits).into());
         let mut follow = None;
+        let mut front_ready = None;
         if let Some(front) = &settings.file.front {
             let started = start_front(settings, live.clone(), front, &sidecar, serving.clone()).await?;
             servers.push(started.task);
@@ -111,6 +112,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
                 sidecar = sidecar.with_trust(t);
             }
             follow = started.follow;
+            front_ready = Some(started.ready);
         }
         if let Some(w) = &settings.file.webhooks {
             let (task, registration) = start_webhooks(settings, live.clone(), w, serving.clone()).await?;
@@ -148,6 +150,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             let health = Health {
                 shutting_down: Some(lifecycle.flag()),
                 upstream: Some(upstream_check(proxy.own_client(), settings.limits.upstream_response_header_timeout)),
+                front: front_ready.clone(),
             };
             servers.push(tokio::spawn(super::metrics::serve_health(l, health)));
         }
@@ -279,6 +282,9 @@ struct StartedFront {
     /// When the request-header settings come from the cluster: what to
     /// update when they change (and the configured allowed names).
     follow: Option<super::follow::Follower>,
+    /// `/readyz`'s check of the front's certificates.
+    #[allow(clippy::type_complexity)]
+    ready: Arc<dyn Fn() -> Result<(), String> + Send + Sync>,
 }
 
 /// Starts the aggregated front.
@@ -347,6 +353,13 @@ async fn start_front(
     if !rh.allowed_names.is_empty() {
         cfg.allowed_names = rh.allowed_names.clone();
     }
+    // The CA read from the cluster is checked as it was at start.
+    let ready: Arc<dyn Fn() -> Result<(), String> + Send + Sync> = {
+        let (serving, ca_source) = (serving.clone(), ca_source.clone());
+        Arc::new(move || {
+            super::front_ready::check(&serving, &ca_source, std::time::SystemTime::now())
+        })
+    };
     let tls = Arc::new(ReloadingConfig::new(serving, ca_source)?);
     let backend_ca = match &front.backend_ca_file {
         Some(p) => Some(
@@ -406,6 +419,7 @@ async fn start_front(
     Ok(StartedFront {
         task,
         trust,
+        ready,
         follow,
     })
 }

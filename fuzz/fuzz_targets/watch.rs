@@ -1,0 +1,4 @@
+#![no_main]
+//! `regroup::fuzz_harness::watch` (docs/fuzzing.md).
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| regroup::fuzz_harness::watch(data));
