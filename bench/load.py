@@ -319,9 +319,20 @@ def main():
     ap.add_argument("--duration", type=int, default=8, help="seconds at 8 connections")
     ap.add_argument("--latency-duration", type=int, default=5, help="seconds at 1 connection")
     ap.add_argument("--regroup", default=os.path.join(ROOT, "target/release/regroup"))
+    ap.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="LABEL=PATH",
+        help="another regroup binary measured in the same run (e.g. before=/tmp/regroup-old)",
+    )
     ap.add_argument("--kubectl", default=os.path.join(ROOT, "e2e/.bin/kubectl"))
     ap.add_argument("--nginx", default=shutil.which("nginx") or "/usr/sbin/nginx")
-    ap.add_argument("--only", help="comma-separated rows to run (direct is always run)")
+    ap.add_argument(
+        "--only",
+        help="comma-separated rows to run: nginx, kubectl proxy, regroup rename, regroup no-name "
+        "(direct is always run)",
+    )
     ap.add_argument("--json", help="also write the rows here")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, configs)")
     args = ap.parse_args()
@@ -366,20 +377,27 @@ def main():
                 targets.append(
                     ("kubectl proxy", f"http://127.0.0.1:{port}{FOO_PATH.format(g=CLUSTER)}", p, foo)
                 )
+        binaries = [("", args.regroup)] + [
+            (" [" + a.split("=", 1)[0] + "]", a.split("=", 1)[1]) for a in args.also
+        ]
         for name, rule, group, body in [
             ("regroup rename", (APP, CLUSTER), APP, renamed),
             ("regroup no-name", ("wardle.example.com", "wardle.team1.example.com"), CLUSTER, foo),
         ]:
             if not want(name):
                 continue
-            port = free_port()
-            cfg = regroup_conf(tmp, name.replace(" ", "-"), rule)
-            p = start(
-                name.replace(" ", "-"),
-                [args.regroup, "serve", "-c", cfg, "--kubeconfig", kc, "--listen", f"127.0.0.1:{port}"],
-                tmp,
-            )
-            targets.append((name, f"http://127.0.0.1:{port}{FOO_PATH.format(g=group)}", p, body))
+            for label, binary in binaries:
+                port = free_port()
+                tag = (name + label).replace(" ", "-").replace("[", "").replace("]", "")
+                cfg = regroup_conf(tmp, tag, rule)
+                p = start(
+                    tag,
+                    [binary, "serve", "-c", cfg, "--kubeconfig", kc, "--listen", f"127.0.0.1:{port}"],
+                    tmp,
+                )
+                targets.append(
+                    (name + label, f"http://127.0.0.1:{port}{FOO_PATH.format(g=group)}", p, body)
+                )
 
         for name, url, p, body in targets:
             got = wait_ready(url, p, name)
