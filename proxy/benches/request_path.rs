@@ -148,7 +148,7 @@ fn baseline_copy(req: &HeaderMap, body: &Bytes) -> (HeaderMap, Bytes) {
 }
 
 fn bench(c: &mut Criterion) {
-    let foo = Bytes::from(
+    let captured = Bytes::from(
         std::fs::read(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../testdata/kube-1.24/renamed/027-get-foo-json/response.body"
@@ -160,33 +160,33 @@ fn bench(c: &mut Criterion) {
     let (req, resp) = (request_headers(), response_headers());
 
     // Checked once, outside the timing: each case does what it says.
-    let (p, h, b) = regroup_path(&renaming, PATH, &req, &resp, &foo);
+    let (p, h, b) = regroup_path(&renaming, PATH, &req, &resp, &captured);
     assert_eq!(
         p,
         "/apis/samplecontroller.team1.example.com/v1alpha1/namespaces/renamed/foos/alpha"
     );
     assert!(h.get(header::HOST).is_none() && h.get(header::ACCEPT).is_some());
-    assert_eq!(&b[..], foo_renamed(&foo).as_slice());
+    assert_eq!(&b[..], foo_renamed(&captured).as_slice());
     let cluster_path = PATH.replace(APP, CLUSTER);
-    let (_, _, b) = regroup_path(&no_name, &cluster_path, &req, &resp, &foo);
-    assert_eq!(b, foo, "nothing to rename: the same bytes");
+    let (_, _, b) = regroup_path(&no_name, &cluster_path, &req, &resp, &captured);
+    assert_eq!(b, captured, "nothing to rename: the same bytes");
 
     let mut g = c.benchmark_group("request_path_get_foo");
     g.throughput(Throughput::Elements(1));
     g.bench_function("baseline_copy", |b| {
-        b.iter(|| baseline_copy(black_box(&req), black_box(&foo)))
+        b.iter(|| baseline_copy(black_box(&req), black_box(&captured)))
     });
     g.bench_function("regroup_no_name", |b| {
-        b.iter(|| regroup_path(&no_name, black_box(&cluster_path), &req, &resp, &foo))
+        b.iter(|| regroup_path(&no_name, black_box(&cluster_path), &req, &resp, &captured))
     });
     g.bench_function("regroup_rename", |b| {
-        b.iter(|| regroup_path(&renaming, black_box(PATH), &req, &resp, &foo))
+        b.iter(|| regroup_path(&renaming, black_box(PATH), &req, &resp, &captured))
     });
     g.finish();
 }
 
-fn foo_renamed(foo: &[u8]) -> Vec<u8> {
-    String::from_utf8(foo.to_vec())
+fn foo_renamed(captured: &[u8]) -> Vec<u8> {
+    String::from_utf8(captured.to_vec())
         .unwrap()
         .replace(CLUSTER, APP)
         .into_bytes()
