@@ -2,6 +2,8 @@
 //! names of CRDs and APIServices, field selectors. What the URL means is
 //! read in [`crate::kube::request`].
 
+use std::borrow::Cow;
+
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, CONTROLS};
 
 pub use crate::kube::request::RequestInfo;
@@ -42,15 +44,16 @@ pub fn rewrite_path_for(
     map: &GroupMap,
     dir: Direction,
 ) -> Option<String> {
-    let mut segments: Vec<String> = path.split('/').map(str::to_owned).collect();
+    // Borrowed segments: only a renamed one is allocated.
+    let mut segments: Vec<Cow<'_, str>> = path.split('/').map(Cow::Borrowed).collect();
     let mut changed = false;
     // ["", "apis", group, ...] or ["", "openapi", "v3", "apis", group, ...]
     let group_at = match (
-        segments.get(1).map(String::as_str),
-        segments.get(2).map(String::as_str),
+        segments.get(1).map(|s| s.as_ref()),
+        segments.get(2).map(|s| s.as_ref()),
     ) {
         (Some("apis"), _) => Some(2),
-        (Some("openapi"), Some("v3")) if segments.get(3).map(String::as_str) == Some("apis") => {
+        (Some("openapi"), Some("v3")) if segments.get(3).map(|s| s.as_ref()) == Some("apis") => {
             Some(4)
         }
         _ => None,
@@ -59,7 +62,7 @@ pub fn rewrite_path_for(
         if let Some(seg) = segments.get(i) {
             let group = percent_decode_str(seg).decode_utf8().ok()?;
             if let Some(mapped) = map.map_group(&group, dir) {
-                segments[i] = mapped;
+                segments[i] = Cow::Owned(mapped);
                 changed = true;
             }
         }
@@ -69,9 +72,9 @@ pub fn rewrite_path_for(
             if let Some(mapped) = map.map_qualified_name(name, dir) {
                 // The name is the segment after the resource's.
                 let resource = info.resource.as_deref().unwrap_or_default();
-                if let Some(r) = segments.iter().position(|s| s == resource) {
+                if let Some(r) = segments.iter().position(|s| s.as_ref() == resource) {
                     if r + 1 < segments.len() {
-                        segments[r + 1] = mapped;
+                        segments[r + 1] = Cow::Owned(mapped);
                         changed = true;
                     }
                 }

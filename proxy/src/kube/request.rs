@@ -5,6 +5,16 @@ use std::borrow::Cow;
 
 use percent_encoding::percent_decode_str;
 
+/// A path segment percent-decoded; one without `%` is borrowed as it is
+/// (most are, and this runs for every request).
+fn decode_segment(s: &str) -> Cow<'_, str> {
+    if s.contains('%') {
+        percent_decode_str(s).decode_utf8_lossy()
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
 /// What a request addresses.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequestInfo {
@@ -41,7 +51,7 @@ impl RequestInfo {
         let segments: Vec<Cow<'_, str>> = path
             .split('/')
             .filter(|s| !s.is_empty())
-            .map(|s| percent_decode_str(s).decode_utf8_lossy())
+            .map(decode_segment)
             .collect();
         let mut info = RequestInfo {
             watch: query.is_some_and(query_says_watch),

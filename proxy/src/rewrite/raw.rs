@@ -6,7 +6,6 @@
 //! [`Walk::finish`] applies them, copying every other byte as it came.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
 
@@ -25,15 +24,20 @@ pub(crate) struct Edit {
 pub(crate) type MemberList<'i> = Rc<Vec<(Key<'i>, &'i RawValue)>>;
 pub(crate) type ElementList<'i> = Rc<Vec<&'i RawValue>>;
 
+/// Maps keyed by a value's offset in the input. The keys come from regroup's
+/// own parse, never chosen by a peer, so a fast hash (foldhash) is safe and
+/// SipHash's flooding resistance buys nothing; it was ~7% of a renamed GET.
+type ByOffset<V> = foldhash::HashMap<usize, V>;
+
 /// The edits collected over one input text, and what was already parsed
 /// of it (each value is parsed at most once, however many places and the
 /// heuristic visit it).
 pub(crate) struct Walk<'i> {
     pub input: &'i str,
     pub edits: Vec<Edit>,
-    members: HashMap<usize, Option<MemberList<'i>>>,
-    elements: HashMap<usize, Option<ElementList<'i>>>,
-    pub contains: HashMap<usize, bool>,
+    members: ByOffset<Option<MemberList<'i>>>,
+    elements: ByOffset<Option<ElementList<'i>>>,
+    pub contains: ByOffset<bool>,
 }
 
 impl<'i> Walk<'i> {
@@ -41,9 +45,9 @@ impl<'i> Walk<'i> {
         Walk {
             input,
             edits: Vec::new(),
-            members: HashMap::new(),
-            elements: HashMap::new(),
-            contains: HashMap::new(),
+            members: ByOffset::default(),
+            elements: ByOffset::default(),
+            contains: ByOffset::default(),
         }
     }
 

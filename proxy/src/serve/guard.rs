@@ -124,18 +124,20 @@ pub fn host_allowed(value: &str, allowed: &[String]) -> bool {
         }
     } else {
         match value.rsplit_once(':') {
-            Some((h, p)) if !h.contains(':') && is_port(&format!(":{p}")) => h,
+            Some((h, p)) if !h.contains(':') && is_port_number(p) => h,
             Some(_) => return false,
             None => value,
         }
     };
-    let host = host.to_ascii_lowercase();
-    allowed.contains(&host)
+    allowed.iter().any(|a| a.eq_ignore_ascii_case(host))
 }
 
 fn is_port(s: &str) -> bool {
-    s.strip_prefix(':')
-        .is_some_and(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()))
+    s.strip_prefix(':').is_some_and(is_port_number)
+}
+
+fn is_port_number(p: &str) -> bool {
+    !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// At most 100 printable characters of a caller-supplied value, for logs.

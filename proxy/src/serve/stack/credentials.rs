@@ -77,6 +77,10 @@ pub(crate) async fn send(
         }
         _ => (body, None),
     };
+    if kept.is_none() {
+        // Never sent again: nothing to keep a copy of.
+        return send_once(fwd, request(uri, headers, body)).await;
+    }
     let resp = send_once(fwd, request(uri.clone(), headers.clone(), body)).await?;
     if resp.status() != StatusCode::UNAUTHORIZED {
         return Ok(resp);

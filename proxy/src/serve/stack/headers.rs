@@ -75,6 +75,10 @@ pub(crate) fn request(
 
 /// Removes the hop-by-hop headers of a response.
 pub(crate) fn strip_hop_by_hop(h: &mut HeaderMap) {
+    // One pass over the few headers present instead of a lookup per name.
+    if !h.keys().any(|k| HOP_BY_HOP.contains(&k.as_str())) {
+        return;
+    }
     for name in HOP_BY_HOP {
         h.remove(HeaderName::from_static(name));
     }

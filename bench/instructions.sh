@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# User-space instructions per request of the real regroup binary, counted by
+# valgrind's callgrind: deterministic, so a change can be judged on a busy
+# machine where req/s and CPU time are not. Loopback only; everything it
+# starts is stopped on exit.
+#
+#   bench/instructions.sh [REGROUP_BIN] [REQUESTS]
+#
+# Two runs per case (200 and 200+REQUESTS sequential keep-alive GETs of the
+# captured 921-byte Foo behind nginx); the difference over REQUESTS is the
+# cost of one request (start-up and shutdown cancel out). Cases: `rename`
+# (samplecontroller.k8s.io renamed) and `no-name` (a rule for another group:
+# the same body, nothing to rename). Needs valgrind, nginx, curl, python3.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${1:-$ROOT/target/release/regroup}
+N=${2:-1000}
+T=$(mktemp -d)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$T"; }
+trap cleanup EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+PU=$(port)
+FOO=$ROOT/testdata/kube-1.24/renamed/027-get-foo-json/response.body
+USER_LINE=""; [ "$(id -u)" = 0 ] && USER_LINE="user root;"
+cat > "$T/up.conf" <<C
+$USER_LINE daemon off; worker_processes 1; pid $T/up.pid; error_log $T/err.log warn;
+events { worker_connections 64; }
+http { access_log off; keepalive_requests 10000000; client_body_temp_path $T/b; proxy_temp_path $T/p;
+ fastcgi_temp_path $T/f; uwsgi_temp_path $T/u; scgi_temp_path $T/s;
+ server { listen 127.0.0.1:$PU; etag off;
+  location = /apis/samplecontroller.team1.example.com/v1alpha1/namespaces/renamed/foos/alpha {
+   default_type application/json; alias $FOO; } } }
+C
+cat > "$T/kc" <<C
+apiVersion: v1
+kind: Config
+current-context: c
+clusters: [{name: c, cluster: {server: 'http://127.0.0.1:$PU'}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {token: load}}]
+C
+nginx -c "$T/up.conf" -p "$T" & PIDS+=($!)
+
+count() { # config group requests -> total instructions
+  local cfg=$1 group=$2 n=$3 pr out
+  pr=$(port); out=$T/cg.$n.out
+  valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN" serve -c "$cfg" --kubeconfig "$T/kc" \
+    --listen "127.0.0.1:$pr" 2>"$T/regroup.log" & local rg=$!
+  python3 - "$pr" "$group" "$n" <<'P'
+import http.client, sys, time
+port, group, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+path = f"/apis/{group}/v1alpha1/namespaces/renamed/foos/alpha"
+deadline = time.time() + 60
+while True:
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port); c.request("GET", path)
+        r = c.getresponse(); r.read(); break
+    except OSError:
+        if time.time() > deadline: sys.exit("regroup did not start")
+        time.sleep(0.2)
+for _ in range(n):
+    c.request("GET", path); r = c.getresponse(); r.read()
+    assert r.status == 200, r.status
+P
+  kill -INT $rg; wait $rg || true
+  callgrind_annotate "$out" | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1}'
+}
+
+for case in rename no-name; do
+  if [ $case = rename ]; then
+    printf 'rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n' > "$T/cfg.yaml"
+    group=samplecontroller.k8s.io
+  else
+    printf 'rules:\n- from: wardle.example.com\n  to: wardle.team1.example.com\n' > "$T/cfg.yaml"
+    group=samplecontroller.team1.example.com
+  fi
+  a=$(count "$T/cfg.yaml" $group 200)
+  b=$(count "$T/cfg.yaml" $group $((200 + N)))
+  echo "$case: $(( (b - a) / N )) instructions/request"
+done
