@@ -265,10 +265,19 @@ async fn malformed_bodies_are_400_from_the_app_and_502_from_the_apiserver() {
     );
 }
 
-#[tokio::test]
-async fn protocol_upgrades_are_spliced_both_ways() {
-    let server = upstream(|mut req| {
-        assert_eq!(req.headers().get("upgrade").unwrap(), "SPDY/3.1");
+/// An upgrade through regroup: `request` headers must reach the upstream as
+/// sent, the upstream's 101 carries `answer` headers that must reach the
+/// client as sent, then bytes cross both ways.
+async fn splice_upgrade(
+    method: &'static str,
+    path: &str,
+    request: &'static [(&'static str, &'static str)],
+    answer: &'static [(&'static str, &'static str)],
+) {
+    let server = upstream(move |mut req| {
+        for (name, value) in request {
+            assert_eq!(req.headers().get(*name).unwrap(), value, "{name} upstream");
+        }
         let on = hyper::upgrade::on(&mut req);
         tokio::spawn(async move {
             let mut io = TokioIo::new(on.await.unwrap());
@@ -282,12 +291,11 @@ async fn protocol_upgrades_are_spliced_both_ways() {
             .await
             .unwrap();
         });
-        Response::builder()
-            .status(StatusCode::SWITCHING_PROTOCOLS)
-            .header("connection", "Upgrade")
-            .header("upgrade", "SPDY/3.1")
-            .body(Full::new(Bytes::new()).boxed())
-            .unwrap()
+        let mut resp = Response::builder().status(StatusCode::SWITCHING_PROTOCOLS);
+        for (name, value) in answer {
+            resp = resp.header(*name, *value);
+        }
+        resp.body(Full::new(Bytes::new()).boxed()).unwrap()
     })
     .await;
     let addr = regroup(server).await;
@@ -296,14 +304,25 @@ async fn protocol_upgrades_are_spliced_both_ways() {
         .await
         .unwrap();
     tokio::spawn(conn.with_upgrades());
-    let req = Request::post("/api/v1/namespaces/ns/pods/p/exec?command=sh")
-        .header("host", "localhost") // a foreign Host gets 403 (DNS rebinding)
-        .header("connection", "Upgrade")
-        .header("upgrade", "SPDY/3.1")
-        .body(Full::<Bytes>::default())
+    let mut req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "localhost"); // a foreign Host gets 403 (DNS rebinding)
+    for (name, value) in request {
+        req = req.header(*name, *value);
+    }
+    let resp = sender
+        .send_request(req.body(Full::<Bytes>::default()).unwrap())
+        .await
         .unwrap();
-    let resp = sender.send_request(req).await.unwrap();
     assert_eq!(resp.status(), StatusCode::SWITCHING_PROTOCOLS);
+    for (name, value) in answer {
+        assert_eq!(
+            resp.headers().get(*name).unwrap(),
+            value,
+            "{name} to the client"
+        );
+    }
     let mut io = TokioIo::new(hyper::upgrade::on(resp).await.unwrap());
     io.write_all(b"hello").await.unwrap();
     let mut buf = [0u8; 5];
@@ -312,4 +331,41 @@ async fn protocol_upgrades_are_spliced_both_ways() {
         .unwrap()
         .unwrap();
     assert_eq!(&buf, b"HELLO");
+}
+
+#[tokio::test]
+async fn protocol_upgrades_are_spliced_both_ways() {
+    // kubectl's SPDY exec (before 1.30, and its fallback since).
+    splice_upgrade(
+        "POST",
+        "/api/v1/namespaces/ns/pods/p/exec?command=sh",
+        &[("connection", "Upgrade"), ("upgrade", "SPDY/3.1")],
+        &[("connection", "Upgrade"), ("upgrade", "SPDY/3.1")],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn websocket_port_forward_is_spliced_with_its_subprotocol() {
+    // kubectl 1.31+ port-forward: SPDY tunnelled in WebSocket messages. The
+    // Sec-WebSocket-* headers must cross untouched both ways, or the client
+    // refuses the handshake and falls back to SPDY.
+    splice_upgrade(
+        "GET",
+        "/api/v1/namespaces/ns/pods/p/portforward?ports=8080",
+        &[
+            ("connection", "Upgrade"),
+            ("upgrade", "websocket"),
+            ("sec-websocket-version", "13"),
+            ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+            ("sec-websocket-protocol", "SPDY/3.1+portforward.k8s.io"),
+        ],
+        &[
+            ("connection", "Upgrade"),
+            ("upgrade", "websocket"),
+            ("sec-websocket-accept", "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="),
+            ("sec-websocket-protocol", "SPDY/3.1+portforward.k8s.io"),
+        ],
+    )
+    .await;
 }
