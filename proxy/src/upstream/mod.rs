@@ -16,8 +16,9 @@ use arc_swap::ArcSwap;
 use base64::Engine as _;
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName};
-use http::{HeaderValue, Request, Response, Uri};
+use http::{HeaderValue, Method, Request, Response, Uri};
 use http_body_util::combinators::BoxBody;
+use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -370,10 +371,32 @@ impl Upstream {
 
     /// Sends a request (its URI already upstream's). Only the wait for the
     /// response headers is bounded, never the body: watches stream on.
+    ///
+    /// A bodyless GET, HEAD or OPTIONS whose connection closed before any
+    /// answer is sent once more, on a new connection: a pooled keep-alive
+    /// connection the apiserver closed as the request went out fails that
+    /// way, and the request had no effect (Go's client does the same).
     pub async fn send(&self, req: Request<Body>) -> Result<Response<Incoming>, SendError> {
         self.check_ca();
         let clients = self.clients.load_full();
-        self.bounded(clients.client.request(req)).await
+        let again = resendable(&req).then(|| {
+            let mut r = Request::new(empty_body());
+            *r.method_mut() = req.method().clone();
+            *r.uri_mut() = req.uri().clone();
+            *r.version_mut() = req.version();
+            *r.headers_mut() = req.headers().clone();
+            r
+        });
+        match self.bounded(clients.client.request(req)).await {
+            Err(e) if again.is_some() && closed_before_answer(&e) => {
+                tracing::debug!(
+                    "upstream connection closed before an answer: sending the request again"
+                );
+                self.bounded(clients.client.request(again.expect("checked")))
+                    .await
+            }
+            r => r,
+        }
     }
 
     /// Sends a protocol-upgrade request over HTTP/1.1.
@@ -471,3 +494,42 @@ fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result
 
 #[cfg(test)]
 mod tests;
+
+/// Whether a request may be sent again after its connection closed before
+/// any answer: safe methods without a body.
+fn resendable(req: &Request<Body>) -> bool {
+    use http_body::Body as _;
+    matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS)
+        && req.body().size_hint().exact() == Some(0)
+}
+
+fn empty_body() -> Body {
+    http_body_util::Empty::new()
+        .map_err(|never| match never {})
+        .boxed()
+}
+
+/// A connection that ended (closed or reset) before the response began.
+fn closed_before_answer(e: &SendError) -> bool {
+    let SendError::Client(e) = e else {
+        return false;
+    };
+    let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = src {
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            if h.is_incomplete_message() || h.is_canceled() {
+                return true;
+            }
+        }
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+            ) {
+                return true;
+            }
+        }
+        src = s.source();
+    }
+    false
+}

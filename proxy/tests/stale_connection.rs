@@ -1,0 +1,108 @@
+//! A pooled keep-alive connection the apiserver closes just as regroup
+//! sends on it: a safe, bodyless request is sent again on a new connection
+//! (the app never sees the race); a request that may have had an effect is
+//! not, and gets a 503 Status.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use http::StatusCode;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const BODY: &str = r#"{"kind":"Status","apiVersion":"v1","status":"Success"}"#;
+
+/// Reads one request's head (these requests carry no body).
+async fn read_head(s: &mut TcpStream) -> bool {
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match s.read(&mut b).await {
+            Ok(1) => head.push(b[0]),
+            _ => return false,
+        }
+    }
+    true
+}
+
+async fn answer(s: &mut TcpStream) {
+    let resp = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{BODY}",
+        BODY.len()
+    );
+    s.write_all(resp.as_bytes()).await.unwrap();
+}
+
+/// An upstream whose first connection answers one request, keeps the
+/// connection open (keep-alive), then closes it when the second request
+/// arrives, unanswered; later connections answer normally. Returns its URL
+/// and the number of connections it accepted.
+async fn closing_upstream() -> (String, Arc<AtomicUsize>) {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = l.accept().await.unwrap();
+            let n = count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                if n == 0 {
+                    if read_head(&mut s).await {
+                        answer(&mut s).await;
+                    }
+                    read_head(&mut s).await;
+                    return; // closed with the request unanswered
+                }
+                while read_head(&mut s).await {
+                    answer(&mut s).await;
+                }
+            });
+        }
+    });
+    (format!("http://{addr}"), accepted)
+}
+
+/// One request on its own connection to regroup; its status.
+async fn request(addr: &str, method: &str) -> StatusCode {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "{method} /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    let line = String::from_utf8_lossy(&out);
+    StatusCode::from_bytes(line.split(' ').nth(1).unwrap().as_bytes()).unwrap()
+}
+
+#[tokio::test]
+async fn a_get_on_a_connection_closed_under_it_is_sent_again() {
+    let (server, accepted) = closing_upstream().await;
+    let addr = common::sidecar(server, None).await.to_string();
+    assert_eq!(request(&addr, "GET").await, StatusCode::OK);
+    assert_eq!(request(&addr, "GET").await, StatusCode::OK);
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        2,
+        "the second GET went out again on a new connection"
+    );
+}
+
+#[tokio::test]
+async fn a_post_on_a_connection_closed_under_it_is_not_sent_again() {
+    let (server, accepted) = closing_upstream().await;
+    let addr = common::sidecar(server, None).await.to_string();
+    assert_eq!(request(&addr, "GET").await, StatusCode::OK);
+    assert_eq!(
+        request(&addr, "POST").await,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        1,
+        "a POST may have had an effect: never sent twice"
+    );
+}
