@@ -252,25 +252,32 @@ impl FrontTrust {
             "caBundle".into(),
             Json::String(self.serving_ca_bundle.clone()),
         );
-        let meta = o
-            .as_object_mut()
-            .expect("an object")
-            .entry("metadata")
-            .or_insert_with(|| Json::Object(Map::new()));
-        if let Some(meta) = meta.as_object_mut() {
-            let ann = meta
-                .entry("annotations")
-                .or_insert_with(|| Json::Object(Map::new()));
-            if let Some(ann) = ann.as_object_mut() {
-                ann.insert(APP_CA_BUNDLE_ANNOTATION.into(), app_bundle);
-            }
-        }
+        set_annotation(o, APP_CA_BUNDLE_ANNOTATION, app_bundle);
         true
     }
 }
 
 /// Removes regroup's annotation (and `annotations` left empty); returns
 /// the app's bundle it kept.
+/// Sets `metadata.annotations[key]` of object `o`, making the maps it
+/// lacks (an annotation regroup keeps what the app wrote in).
+pub(crate) fn set_annotation(o: &mut Json, key: &str, value: Json) {
+    let Some(o) = o.as_object_mut() else {
+        return;
+    };
+    let meta = o
+        .entry("metadata")
+        .or_insert_with(|| Json::Object(Map::new()));
+    if let Some(meta) = meta.as_object_mut() {
+        let ann = meta
+            .entry("annotations")
+            .or_insert_with(|| Json::Object(Map::new()));
+        if let Some(ann) = ann.as_object_mut() {
+            ann.insert(key.into(), value);
+        }
+    }
+}
+
 fn hide_app_bundle_annotation(o: &mut Json) -> Option<Json> {
     let app_bundle = o["metadata"]["annotations"]
         .as_object_mut()

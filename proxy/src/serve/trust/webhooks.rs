@@ -180,20 +180,8 @@ impl WebhookRegistration {
         if kept.is_empty() {
             return false;
         }
-        let meta = doc
-            .as_object_mut()
-            .expect("an object")
-            .entry("metadata")
-            .or_insert_with(|| Json::Object(Map::new()));
-        if let Some(meta) = meta.as_object_mut() {
-            let ann = meta
-                .entry("annotations")
-                .or_insert_with(|| Json::Object(Map::new()));
-            if let Some(ann) = ann.as_object_mut() {
-                let text = serde_json::to_string(&kept).expect("values serialize");
-                ann.insert(APP_CLIENT_CONFIGS_ANNOTATION.into(), Json::String(text));
-            }
-        }
+        let text = serde_json::to_string(&kept).expect("values serialize");
+        super::set_annotation(doc, APP_CLIENT_CONFIGS_ANNOTATION, Json::String(text));
         true
     }
 
