@@ -9,10 +9,12 @@
 //! `proxy/proto/`). Each test states the bytes the app and the cluster see
 //! and checks both directions byte for byte.
 
-use regroup::rewrite::protobuf::MAGIC;
+#[path = "../src/rewrite/protobuf/test_wire.rs"]
+mod wire;
 use regroup::rewrite::{Catalog, JsonRewriter, ProtoRewriter};
 use regroup_config::{Direction, GroupMap, MapRule, Rule};
 use serde_json::{json, Value as Json};
+use wire::{cat, envelope, ld, vi};
 
 const APP: &str = "samplecontroller.k8s.io";
 const CLUSTER: &str = "samplecontroller.team1.example.com";
@@ -63,49 +65,7 @@ fn proto_both_ways(app: &[u8], cluster: &[u8]) {
     assert_eq!(back, app, "to the app");
 }
 
-// Wire-format builders.
-
-fn varint(mut v: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-    out
-}
-
-/// A length-delimited field.
-fn ld(n: u32, value: impl AsRef<[u8]>) -> Vec<u8> {
-    let value = value.as_ref();
-    let mut out = varint(u64::from(n) << 3 | 2);
-    out.extend(varint(value.len() as u64));
-    out.extend_from_slice(value);
-    out
-}
-
-fn vi(n: u32, v: u64) -> Vec<u8> {
-    let mut out = varint(u64::from(n) << 3);
-    out.extend(varint(v));
-    out
-}
-
-fn cat(parts: &[Vec<u8>]) -> Vec<u8> {
-    parts.concat()
-}
-
-/// `k8s\0` + runtime.Unknown{typeMeta=1{apiVersion=1, kind=2}, raw=2,
-/// contentEncoding=3, contentType=4}.
-fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
-    let mut out = MAGIC.to_vec();
-    out.extend(cat(&[
-        ld(1, cat(&[ld(1, api_version), ld(2, kind)])),
-        ld(2, raw),
-        ld(3, ""),
-        ld(4, ""),
-    ]));
-    out
-}
+// Wire-format builders: wire (src/rewrite/protobuf/test_wire.rs) and these.
 
 /// ObjectMeta{name=1, namespace=3, annotations=12 (map entries key=1,
 /// value=2)}.

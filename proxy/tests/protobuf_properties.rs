@@ -11,6 +11,8 @@
 mod common;
 mod protobuf_support;
 
+#[path = "../src/rewrite/protobuf/test_wire.rs"]
+mod wire;
 use proptest::prelude::*;
 use prost::Message;
 use prost_reflect::{DynamicMessage, FieldDescriptor, Kind, MessageDescriptor};
@@ -19,6 +21,7 @@ use regroup::rewrite::catalog::Slot;
 use regroup::rewrite::protobuf::{known_kinds, translate_path, ProtoStep, MAGIC};
 use regroup::rewrite::{Catalog, ProtoRewriter};
 use regroup_config::{Direction, Form};
+use wire::{key, ld, varint};
 
 /// Names as the cluster knows them, in every form, and text around them.
 const CLUSTER_NAMES: &[&str] = &[
@@ -139,27 +142,6 @@ struct Gen<'a> {
     at_places: &'a [&'static str],
     elsewhere: &'a [&'static str],
     objects: usize,
-}
-
-fn key(number: u32, wire: u64) -> Vec<u8> {
-    varint(u64::from(number) << 3 | wire)
-}
-
-fn varint(mut v: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-    out
-}
-
-fn ld(number: u32, value: &[u8]) -> Vec<u8> {
-    let mut out = key(number, 2);
-    out.extend(varint(value.len() as u64));
-    out.extend_from_slice(value);
-    out
 }
 
 impl Gen<'_> {
@@ -306,7 +288,7 @@ impl Gen<'_> {
             return Some(ld(n, &e));
         }
         Some(match f.kind() {
-            Kind::String => ld(n, &self.string(path, places)),
+            Kind::String => ld(n, self.string(path, places)),
             Kind::Bytes => {
                 if f.parent_message().full_name() == RAW_EXTENSION {
                     if depth > 3 || self.objects > 6 || self.rng.below(3) == 0 {

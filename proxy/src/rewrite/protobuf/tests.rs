@@ -8,6 +8,7 @@ use regroup_config::field_path::FieldPath;
 use regroup_config::{CustomField, Direction, Form, GroupMap, MapRule, Rule};
 
 use super::plan::{build, translate_path, Act, Node, Target};
+use super::test_wire::{cat, envelope, ld, varint, vi};
 use super::types::{descriptor_pool, known_kinds};
 use super::{ProtoRewriter, WatchStream, MAGIC};
 use crate::rewrite::catalog::{Catalog, Selector, Slot};
@@ -31,46 +32,7 @@ fn map() -> GroupMap {
     .unwrap()
 }
 
-// Wire-format builders.
-
-fn varint(mut v: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-    out
-}
-
-fn ld(n: u32, value: impl AsRef<[u8]>) -> Vec<u8> {
-    let value = value.as_ref();
-    let mut out = varint(u64::from(n) << 3 | 2);
-    out.extend(varint(value.len() as u64));
-    out.extend_from_slice(value);
-    out
-}
-
-fn vi(n: u32, v: u64) -> Vec<u8> {
-    let mut out = varint(u64::from(n) << 3);
-    out.extend(varint(v));
-    out
-}
-
-fn cat(parts: &[Vec<u8>]) -> Vec<u8> {
-    parts.concat()
-}
-
-fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
-    let mut out = MAGIC.to_vec();
-    out.extend(cat(&[
-        ld(1, cat(&[ld(1, api_version), ld(2, kind)])),
-        ld(2, raw),
-        ld(3, ""),
-        ld(4, ""),
-    ]));
-    out
-}
+// Wire-format builders: super::test_wire.
 
 fn owner_ref(api_version: &str) -> Vec<u8> {
     cat(&[
