@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 
 use crate::dns::has_label_suffix;
+use crate::object_names::ObjectNames;
 
 /// Which way a name travels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -114,6 +115,11 @@ pub enum Form {
     /// A ResourceQuota object-count key, `count/<resource>.<group>`; other
     /// quota keys (`requests.cpu`, `requests.nvidia.com/gpu`) name no group.
     ObjectCount,
+    /// The name of a cluster-scoped object of a kind listed in `names:`
+    /// (see [`crate::object_names`]): not a group, but renamed per copy.
+    ObjectName,
+    /// The `metadata.generateName` of such an object.
+    GenerateName,
 }
 
 /// A rule plus its per-rule switches.
@@ -148,6 +154,8 @@ pub struct GroupMap {
     exact: [HashMap<String, usize>; 2],
     /// Indexes of suffix rules.
     suffix: Vec<usize>,
+    /// Cluster-scoped names renamed per copy (`names:`), if configured.
+    names: Option<ObjectNames>,
 }
 
 impl GroupMap {
@@ -173,7 +181,37 @@ impl GroupMap {
             rules,
             exact,
             suffix,
+            names: None,
         })
+    }
+
+    /// This map, also renaming the names of `names`' kinds.
+    pub fn with_object_names(mut self, names: Option<ObjectNames>) -> GroupMap {
+        self.names = names;
+        self
+    }
+
+    /// The cluster-scoped names renamed per copy, if configured.
+    pub fn object_names(&self) -> Option<&ObjectNames> {
+        self.names.as_ref()
+    }
+
+    /// True when `name`, the name of an object of a listed kind (form
+    /// [`Form::ObjectName`]) or of a CRD/APIService (`QualifiedName`),
+    /// arriving in `dir`, must not be shown: toward the app, a CRD or
+    /// APIService of a shadowed group, or an object of a listed kind that
+    /// is neither this copy's nor kept. What the app sends is never hidden.
+    pub fn hides_name(&self, form: Form, name: &str, dir: Direction) -> bool {
+        if dir != Direction::ToApp {
+            return false;
+        }
+        match form {
+            Form::QualifiedName => name
+                .split_once('.')
+                .is_some_and(|(_, g)| self.is_shadowed(g, dir)),
+            Form::ObjectName => self.names.as_ref().is_some_and(|n| n.hides(name)),
+            _ => false,
+        }
     }
 
     /// The rules, in configuration order.
@@ -201,20 +239,38 @@ impl GroupMap {
             Form::Text => self.map_text(value, dir),
             Form::ReverseDns => self.map_reverse_dns(value, dir),
             Form::ApiPath => self.map_api_path(value, dir),
-            Form::FieldSelector => self.map_field_selector(value, false, dir),
+            Form::FieldSelector => self.map_field_selector(value, None, dir),
             Form::GroupKinds => self.map_group_kinds(value, dir),
             Form::ObjectCount => self.map_object_count(value, dir),
+            Form::ObjectName => {
+                let n = self.names.as_ref()?;
+                match dir {
+                    Direction::ToCluster => n.to_cluster(value),
+                    Direction::ToApp => n.to_app(value),
+                }
+            }
+            // The suffix case is refused by the codecs before they map;
+            // an empty one (protobuf's default) asks for nothing.
+            Form::GenerateName if value.is_empty() => None,
+            Form::GenerateName => {
+                let n = self.names.as_ref()?;
+                match dir {
+                    Direction::ToCluster => n.generate_name_to_cluster(value).ok(),
+                    Direction::ToApp => n.generate_name_to_app(value),
+                }
+            }
         }
     }
 
     /// Maps the values of a field selector's requirements on keys ending
     /// in `.apiVersion` (as `group/version`) or `.apiGroup` (as a group);
-    /// with `names`, also `metadata.name` (as `first.group`: a selector on
-    /// CRDs or APIServices). Every other byte is kept.
+    /// with `names`, also `metadata.name`, in that form (`QualifiedName` on
+    /// CRDs or APIServices, `ObjectName` on a kind listed in `names:`).
+    /// Every other byte is kept.
     pub fn map_field_selector(
         &self,
         selector: &str,
-        names: bool,
+        names: Option<Form>,
         dir: Direction,
     ) -> Option<String> {
         let mut changed = false;
@@ -230,8 +286,8 @@ impl GroupMap {
                     self.map_api_version(value, dir)
                 } else if key.ends_with(".apiGroup") {
                     self.map_group(value, dir)
-                } else if names && key == "metadata.name" {
-                    self.map_qualified_name(value, dir)
+                } else if let (Some(form), "metadata.name") = (names, key) {
+                    self.map(form, value, dir)
                 } else {
                     None
                 };

@@ -10,9 +10,11 @@ pub mod field_path;
 pub mod group_map;
 pub mod limits;
 pub mod load;
+pub mod object_names;
 pub mod schema;
 pub mod validate;
 
 pub use group_map::{is_version_label, Direction, Form, GroupMap, MapRule, Rule};
 pub use limits::Limits;
 pub use load::{load, ConfigError, CustomField, Settings};
+pub use object_names::ObjectNames;

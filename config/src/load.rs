@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use crate::dns::subdomain_problem;
 use crate::field_path::FieldPath;
 use crate::group_map::{Direction, Form, GroupMap, MapRule, Rule};
+use crate::object_names::ObjectNames;
 use crate::schema::{ConfigFile, FieldForm, Front, Listeners, RuleSpec};
 use crate::validate::describe;
 
@@ -135,6 +136,17 @@ pub fn load(text: &str) -> Result<Settings, ConfigError> {
             Err(e) => problems.push(format!("{at}: {e}")),
         }
     }
+
+    let names = file.names.as_ref().and_then(|n| {
+        let line = n.referenced.line();
+        let n = &n.value;
+        ObjectNames::new(n.prefix.as_deref(), n.suffix.as_deref(), &n.kinds, &n.keep)
+            .map_err(|ps| {
+                problems.extend(ps.into_iter().map(|p| format!("line {line}: {p}")));
+            })
+            .ok()
+    });
+    let map = map.map(|m| m.with_object_names(names));
 
     check_listeners(&file.listeners, &mut problems);
     check_lending(&file, &mut problems);

@@ -19,6 +19,10 @@ pub struct ConfigFile {
     /// App-specific group-bearing fields of custom kinds.
     #[serde(default)]
     pub fields: Vec<Spanned<FieldSpec>>,
+    /// Names of cluster-scoped objects renamed per copy (a prefix or a
+    /// suffix), for the kinds listed.
+    #[serde(default)]
+    pub names: Option<Spanned<NamesSpec>>,
     /// Where the sidecar listens for the app.
     #[serde(default)]
     pub listeners: Listeners,
@@ -58,6 +62,22 @@ pub struct RuleSpec {
     /// Rename string values of keys named `apiGroup`/`apiVersion` anywhere in
     /// an object (default true).
     pub reference_keys: Option<bool>,
+}
+
+/// The `names:` section as written (see [`crate::object_names`]).
+#[derive(Debug, Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NamesSpec {
+    /// Put in front of every renamed name on the cluster (`team1-`).
+    pub prefix: Option<String>,
+    /// Or appended to it (`-team1`).
+    pub suffix: Option<String>,
+    /// The kinds whose names are renamed (`ClusterRole`, ...).
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    /// Names never renamed, besides `system:*` and the default ClusterRoles.
+    #[serde(default)]
+    pub keep: Vec<String>,
 }
 
 /// An app-specific field that holds a group reference.

@@ -34,7 +34,7 @@ pub fn render(input: &str, settings: &Settings, dir: Direction) -> Result<String
     if looks_like_json(input) {
         return to_yaml(&values);
     }
-    let catalog = Catalog::new(&settings.fields);
+    let catalog = Catalog::for_map(&settings.fields, &settings.map);
     let rewriter = JsonRewriter::new(&settings.map, &catalog, dir);
     match yaml::rewrite(&rewriter, input.as_bytes(), None, None) {
         Ok(Some(out)) => {
@@ -57,7 +57,7 @@ pub fn render_values(
     } else {
         parse_yaml(input)?
     };
-    let catalog = Catalog::new(&settings.fields);
+    let catalog = Catalog::for_map(&settings.fields, &settings.map);
     let rewriter = JsonRewriter::new(&settings.map, &catalog, dir);
     let mut out = Vec::with_capacity(docs.len());
     for (i, mut doc) in docs.into_iter().enumerate() {

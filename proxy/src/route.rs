@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, CONTROLS};
 
 pub use crate::kube::request::RequestInfo;
-use regroup_config::{Direction, GroupMap};
+use regroup_config::{Direction, Form, GroupMap};
 
 /// Characters escaped when a rewritten query value is re-encoded.
 const QUERY_VALUE: &AsciiSet = &CONTROLS
@@ -24,15 +24,17 @@ const QUERY_VALUE: &AsciiSet = &CONTROLS
     .add(b'>')
     .add(b'?');
 
-/// Resources whose object names carry a group (CRDs, APIServices), as
-/// the catalog says.
-fn names_carry_group(group: &str, resource: Option<&str>) -> bool {
-    resource.is_some_and(|r| crate::rewrite::Catalog::names_carry_group(group, r))
+/// The form of the object names of the resource `info` addresses, when
+/// they are renamed: CRDs and APIServices (their names carry a group), the
+/// kinds listed in `names:`. As the catalog says.
+fn name_form(info: &RequestInfo, map: &GroupMap) -> Option<Form> {
+    let resource = info.resource.as_deref()?;
+    crate::rewrite::Catalog::name_form_of_resource(map, &info.group, resource)
 }
 
 /// Rewrites a raw request path: the group of `/apis/{group}/...` and
-/// `/openapi/v3/apis/{group}/...`, and the object name of a CRD or an
-/// APIService. `None`: unchanged.
+/// `/openapi/v3/apis/{group}/...`, and the object name of a CRD, an
+/// APIService or a kind listed in `names:`. `None`: unchanged.
 pub fn rewrite_path(path: &str, map: &GroupMap, dir: Direction) -> Option<String> {
     rewrite_path_for(path, &RequestInfo::parse(path, None), map, dir)
 }
@@ -67,9 +69,9 @@ pub fn rewrite_path_for(
             }
         }
     }
-    if names_carry_group(&info.group, info.resource.as_deref()) {
+    if let Some(form) = name_form(info, map) {
         if let Some(name) = &info.name {
-            if let Some(mapped) = map.map_qualified_name(name, dir) {
+            if let Some(mapped) = map.map(form, name, dir) {
                 // The name is the segment after the resource's.
                 let resource = info.resource.as_deref().unwrap_or_default();
                 if let Some(r) = segments.iter().position(|s| s.as_ref() == resource) {
@@ -100,7 +102,7 @@ pub fn rewrite_query_for(
     map: &GroupMap,
     dir: Direction,
 ) -> Option<String> {
-    let names = names_carry_group(&info.group, info.resource.as_deref());
+    let names = name_form(info, map);
     let mut changed = false;
     let parts: Vec<String> = query
         .split('&')

@@ -159,6 +159,15 @@ fn objects(place: &Place, g: &str) -> Vec<Json> {
                     name,
                 } => json!({group: "apiextensions.k8s.io",
                     resource: "customresourcedefinitions", name: format!("foos.{g}")}),
+                // A reference to a CRD: its name carries the group.
+                Slot::NamedRef(m) => {
+                    let api = match m.api_form {
+                        regroup_config::Form::ApiVersion => "apiextensions.k8s.io/v1",
+                        _ => "apiextensions.k8s.io",
+                    };
+                    json!({m.api: api, m.kind: "CustomResourceDefinition",
+                           m.name: format!("foos.{g}")})
+                }
                 Slot::Keys(form) => {
                     let key = value(form, g);
                     json!({key.as_str().unwrap(): "10", "pods": "5"})

@@ -21,6 +21,10 @@ pub enum RewriteError {
         /// The name after.
         to: String,
     },
+    /// A name can't be renamed the way `names:` says (a `generateName`
+    /// with a suffix).
+    #[error("{0}")]
+    Names(String),
     /// The body is not valid Kubernetes protobuf (where a rewrite was
     /// required).
     #[error("malformed protobuf: {0}")]

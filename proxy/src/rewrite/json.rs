@@ -15,7 +15,7 @@ use regroup_config::{Direction, Form, GroupMap};
 use serde_json::value::RawValue;
 use serde_json::Value as Json;
 
-use super::catalog::{Catalog, Slot};
+use super::catalog::{Catalog, RefMembers, Slot};
 use super::names::NameIndex;
 use super::raw::{member, quote, string, Key, Walk};
 
@@ -157,12 +157,18 @@ impl<'a> JsonRewriter<'a> {
         hint: Option<&TypeOf>,
         addressed: Option<(&str, &str)>,
     ) -> Result<Option<Vec<u8>>, RewriteError> {
-        if !self.may_contain(input) && !self.may_hide(input) {
+        let force = self.names_involved(
+            input,
+            hint.map(|h| (h.api_version.as_str(), h.kind.as_str())),
+            addressed,
+        );
+        if !force && !self.may_contain(input) && !self.may_hide(input) {
             return Ok(None);
         }
         let text = std::str::from_utf8(input).map_err(malformed)?;
         let root: &RawValue = serde_json::from_str(text).map_err(malformed)?;
         let mut walk = Walk::new(text);
+        walk.force = force;
         self.object(&mut walk, root, hint, addressed)?;
         Ok(walk.finish().map(String::into_bytes))
     }
@@ -208,8 +214,36 @@ impl<'a> JsonRewriter<'a> {
         }
     }
 
+    /// True when `input` (of type `hint`, `apiVersion` and `kind`, when it
+    /// names none; answering a request for `addressed`) may hold a name of
+    /// a kind listed in `names:`. Such names are any string, so no byte
+    /// search finds them: the whole object is then walked (see
+    /// [`Walk::force`]).
+    pub(crate) fn names_involved(
+        &self,
+        input: &[u8],
+        hint: Option<(&str, &str)>,
+        addressed: Option<(&str, &str)>,
+    ) -> bool {
+        let Some(names) = self.map.object_names() else {
+            return false;
+        };
+        let group = |api_version: &str| {
+            api_version
+                .split_once('/')
+                .map_or("", |(g, _)| g)
+                .to_owned()
+        };
+        addressed.is_some_and(|(g, k)| names.covers_kind(g, k))
+            || hint.is_some_and(|(a, k)| names.covers_kind(&group(a), k))
+            || self.index.names_involved(input)
+    }
+
     /// True when `raw` could hold a mapped name (memoized per value).
     fn may<'i>(&self, w: &mut Walk<'i>, raw: &'i RawValue) -> bool {
+        if w.force {
+            return true;
+        }
         let at = w.offset(raw);
         *w.contains
             .entry(at)
@@ -392,13 +426,50 @@ impl<'a> JsonRewriter<'a> {
                 let (Some(g), Some(r)) = (text(group)?, text(resource)?) else {
                     return Ok(());
                 };
-                match member(&ms, name) {
-                    Some(v) if Catalog::names_carry_group(&g, &r) => {
-                        self.value(w, v, Form::QualifiedName)
-                    }
+                match (
+                    member(&ms, name),
+                    Catalog::name_form_of_resource(self.map, &g, &r),
+                ) {
+                    (Some(v), Some(form)) => self.value(w, v, form),
                     _ => Ok(()),
                 }
             }
+            Slot::NamedRef(m) => self.named_ref(w, raw, m),
+        }
+    }
+
+    /// A reference by type and name ([`Slot::NamedRef`]): the name in the
+    /// form of the named kind's own name, if it has one.
+    fn named_ref<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        raw: &'i RawValue,
+        m: RefMembers,
+    ) -> Result<(), RewriteError> {
+        let Some(ms) = w.members(raw)? else {
+            return Ok(());
+        };
+        let text = |k: &str| -> Result<Option<Cow<'i, str>>, RewriteError> {
+            Ok(match member(&ms, k) {
+                Some(v) => string(v)?,
+                None => None,
+            })
+        };
+        let (Some(api), Some(kind)) = (text(m.api)?, text(m.kind)?) else {
+            return Ok(());
+        };
+        let group = match m.api_form {
+            Form::ApiVersion => api.split_once('/').map_or("", |(g, _)| g),
+            _ => &api,
+        };
+        let app_group = match self.dir {
+            Direction::ToApp => self.map.map_group(group, Direction::ToApp),
+            Direction::ToCluster => None,
+        };
+        let group = app_group.as_deref().unwrap_or(group);
+        match (member(&ms, m.name), self.catalog.name_form(group, &kind)) {
+            (Some(v), Some(form)) => self.value(w, v, form),
+            _ => Ok(()),
         }
     }
 
@@ -434,6 +505,7 @@ impl<'a> JsonRewriter<'a> {
         let Some(s) = string(raw)? else {
             return Ok(());
         };
+        check_generate_name(self.map, form, &s, self.dir)?;
         let Some(mapped) = self.map.map(form, &s, self.dir) else {
             return Ok(());
         };
@@ -445,6 +517,26 @@ impl<'a> JsonRewriter<'a> {
         }
         w.replace(raw, quote(&mapped));
         Ok(())
+    }
+}
+
+/// A `generateName` the cluster can't honour with this copy's names (a
+/// suffix can't follow the random part): an error, said to the app.
+pub(crate) fn check_generate_name(
+    map: &GroupMap,
+    form: Form,
+    value: &str,
+    dir: Direction,
+) -> Result<(), RewriteError> {
+    match map.object_names() {
+        Some(n)
+            if form == Form::GenerateName && dir == Direction::ToCluster && !value.is_empty() =>
+        {
+            n.generate_name_to_cluster(value)
+                .map(drop)
+                .map_err(RewriteError::Names)
+        }
+        _ => Ok(()),
     }
 }
 

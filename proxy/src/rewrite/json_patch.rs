@@ -14,7 +14,7 @@ pub fn rewrite(
     api_version: &str,
     kind: &str,
 ) -> Result<Option<Vec<u8>>, RewriteError> {
-    if !rw.may_contain(bytes) {
+    if !rw.may_contain(bytes) && !rw.names_involved(bytes, Some((api_version, kind)), None) {
         return Ok(None);
     }
     let mut ops: Vec<Json> =

@@ -350,7 +350,16 @@ impl ListStream {
 
     /// Renames one element as the only element of an object of its kind.
     fn element(&self, rw: &JsonRewriter<'_>, elem: &[u8]) -> Result<Element, RewriteError> {
-        if !rw.may_contain(elem) {
+        let hint = (
+            self.type_meta.api_version.as_str(),
+            self.type_meta.kind.as_str(),
+        );
+        let addressed = self.addressed.as_ref().map(|(g, k)| (g.as_str(), *k));
+        // The header names the list's kind; an item may name none.
+        if !rw.may_contain(elem)
+            && !rw.names_involved(elem, Some(hint), addressed)
+            && !rw.names_involved(self.open.as_bytes(), None, None)
+        {
             return Ok(Element::Same);
         }
         let open = &self.open;
@@ -358,11 +367,6 @@ impl ListStream {
         doc.extend_from_slice(open.as_bytes());
         doc.extend_from_slice(elem);
         doc.extend_from_slice(b"]}");
-        let hint = (
-            self.type_meta.api_version.as_str(),
-            self.type_meta.kind.as_str(),
-        );
-        let addressed = self.addressed.as_ref().map(|(g, k)| (g.as_str(), *k));
         Ok(match rw.rewrite_bytes_with(&doc, Some(hint), addressed)? {
             // The only element deleted: `[]`.
             Some(r) if r.len() == open.len() + 2 => Element::Dropped,

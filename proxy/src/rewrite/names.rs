@@ -20,6 +20,8 @@ struct Automata {
     dns: AhoCorasick,
     /// The same and `\u`, for OpenAPI JSON.
     dns_json: AhoCorasick,
+    /// The kinds `names:` lists, when it is configured.
+    named_kinds: Option<AhoCorasick>,
 }
 
 /// The name index of one configuration; cloning it shares it.
@@ -57,7 +59,17 @@ impl NameIndex {
             names: automaton(&names),
             dns_json: automaton(&with_escape(&dns)),
             dns: automaton(&dns),
+            named_kinds: map.object_names().map(|n| automaton(&n.needles())),
         }))
+    }
+
+    /// True when `bytes` name a kind `names:` lists (an object's own kind,
+    /// or a reference's): its names may have to be renamed or hidden.
+    pub fn names_involved(&self, bytes: &[u8]) -> bool {
+        self.0
+            .named_kinds
+            .as_ref()
+            .is_some_and(|a| a.is_match(bytes))
     }
 
     /// Names of both sides, for binary bodies.

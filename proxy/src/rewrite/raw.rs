@@ -38,6 +38,9 @@ pub(crate) struct Walk<'i> {
     members: ByOffset<Option<MemberList<'i>>>,
     elements: ByOffset<Option<ElementList<'i>>>,
     pub contains: ByOffset<bool>,
+    /// Walk every value, not only those where a mapped name shows: the
+    /// object may hold a name `names:` renames, which no byte search finds.
+    pub force: bool,
 }
 
 impl<'i> Walk<'i> {
@@ -48,6 +51,7 @@ impl<'i> Walk<'i> {
             members: ByOffset::default(),
             elements: ByOffset::default(),
             contains: ByOffset::default(),
+            force: false,
         }
     }
 

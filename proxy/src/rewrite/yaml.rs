@@ -22,7 +22,7 @@ pub fn rewrite(
     hint: Option<(&str, &str)>,
     addressed: Option<(&str, &str)>,
 ) -> Result<Option<Vec<u8>>, RewriteError> {
-    if !rw.may_contain(bytes) {
+    if !rw.may_contain(bytes) && !rw.names_involved(bytes, hint, addressed) {
         return Ok(None);
     }
     let text = std::str::from_utf8(bytes).map_err(|e| malformed("not UTF-8", e))?;

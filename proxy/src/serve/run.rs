@@ -57,7 +57,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
     }
     let live = Live::new(Engine::new(
         settings.map.clone(),
-        Catalog::new(&settings.fields),
+        Catalog::for_map(&settings.fields, &settings.map),
     ));
     let reloader = opts
         .config

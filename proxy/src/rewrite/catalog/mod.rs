@@ -9,11 +9,11 @@
 //! `apiVersion`), which [`Catalog::reference_keys_skip`] bounds.
 
 use regroup_config::field_path::{FieldPath, Step};
-use regroup_config::{CustomField, Form};
+use regroup_config::{CustomField, Form, GroupMap};
 
 mod places;
 
-use places::{BUILTIN, RESOURCE_KINDS};
+use places::{name_places, BUILTIN, RESOURCE_KINDS};
 
 /// Which objects a place applies to, by the object's group (as the app names
 /// it) and kind.
@@ -77,7 +77,10 @@ pub enum Slot {
     /// shadowed: the cluster's CRD `foos.samplecontroller.k8s.io` or
     /// APIService `v1alpha1.samplecontroller.k8s.io` when that name now
     /// means the renamed group. A GET of one is refused (its URL names a
-    /// shadowed group); lists and watches must not show it either.
+    /// shadowed group); lists and watches must not show it either. Also
+    /// hidden: an object of a kind listed in `names:` (a `metadata.name`
+    /// place of form `ObjectName`) whose name is neither this copy's nor
+    /// kept (`GroupMap::hides_name`).
     DropHidden,
     /// The rows of a Table (an array at this path): each row's cell that
     /// names the row's object is renamed in the form of that object's
@@ -134,6 +137,27 @@ pub enum Slot {
         /// The member holding the name.
         name: &'static str,
     },
+    /// An object naming another by type and name ([`RefMembers`]): the
+    /// name is renamed in the form of the named kind's own `metadata.name`
+    /// place ([`Catalog::name_form`]): a CRD's `plural.group`, or a kind
+    /// listed in `names:`. Other names are left alone.
+    NamedRef(RefMembers),
+}
+
+/// The name slots of a reference to an object by its type and name: a
+/// `roleRef` (`apiGroup`, `kind`, `name`), an owner reference or an Event's
+/// `involvedObject` (`apiVersion`, `kind`, `name`). See [`Slot::NamedRef`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefMembers {
+    /// The member holding the group (`Form::Group`) or `group/version`
+    /// (`Form::ApiVersion`).
+    pub api: &'static str,
+    /// How `api` names the group.
+    pub api_form: Form,
+    /// The member holding the kind.
+    pub kind: &'static str,
+    /// The member holding the name.
+    pub name: &'static str,
 }
 
 /// One group-bearing place.
@@ -218,19 +242,55 @@ impl Catalog {
             path: f.path.clone(),
             slot: Slot::Value(f.form),
         }));
+        Catalog::sorted(places)
+    }
+
+    /// The built-in catalog, the config's `fields`, and the name places of
+    /// the kinds `names:` lists (`map`'s [`ObjectNames`]).
+    pub fn for_map(custom: &[CustomField], map: &GroupMap) -> Catalog {
+        let mut catalog = Catalog::new(custom);
+        if let Some(names) = map.object_names() {
+            let mut places = std::mem::take(&mut catalog.places);
+            places.extend(name_places(names));
+            catalog = Catalog::sorted(places);
+        }
+        catalog
+    }
+
+    fn sorted(mut places: Vec<Place>) -> Catalog {
         // Shadowed entries must be dropped while they still carry the names
         // they arrived with, before any rename (the generic `items` too).
         places.sort_by_key(|p| !matches!(p.slot, Slot::DropShadowed(_) | Slot::DropHidden));
         let named = places
             .iter()
             .filter_map(|p| match p.slot {
-                Slot::Value(form @ Form::QualifiedName) if is_metadata_name(&p.path) => {
+                Slot::Value(form @ (Form::QualifiedName | Form::ObjectName))
+                    if is_metadata_name(&p.path) =>
+                {
                     Some((p.selector.clone(), form))
                 }
                 _ => None,
             })
             .collect();
         Catalog { places, named }
+    }
+
+    /// The form of the names of the objects served at `group`/`resource`:
+    /// `QualifiedName` for CRDs and APIServices, `ObjectName` for a kind
+    /// listed in `map`'s `names:`; `None` for plain names. Used where a
+    /// name comes with its resource, not its kind: URLs, `metadata.name`
+    /// field selectors, a Status's details.
+    pub fn name_form_of_resource(map: &GroupMap, group: &str, resource: &str) -> Option<Form> {
+        if Catalog::names_carry_group(group, resource) {
+            Some(Form::QualifiedName)
+        } else if map
+            .object_names()
+            .is_some_and(|n| n.covers_resource(group, resource))
+        {
+            Some(Form::ObjectName)
+        } else {
+            None
+        }
     }
 
     /// The kind served at `group`/`resource`, for the built-in resources

@@ -4,7 +4,10 @@
 
 use regroup_config::Form;
 
-use super::Slot;
+use regroup_config::field_path::FieldPath;
+use regroup_config::ObjectNames;
+
+use super::{Place, RefMembers, Selector, Slot};
 
 /// The built-in places: (selector groups, kinds, path, slot). `None` groups
 /// means "any object" (kinds ignored); a `kinds` of `["*List"]` means any list.
@@ -38,7 +41,24 @@ const SAR_KINDS: &[&str] = &[
 ];
 
 use Form::{ApiVersion, FieldSelector, Group, GroupKinds, ObjectCount, QualifiedName, Text};
-use Slot::{Base64JsonPatch, DropHidden, DropShadowed, Items, JsonString, Object, Value};
+use Slot::{Base64JsonPatch, DropHidden, DropShadowed, Items, JsonString, NamedRef, Object, Value};
+
+/// An owner reference, an Event's `involvedObject`: `apiVersion`, `kind`,
+/// `name`.
+const API_VERSION_REF: RefMembers = RefMembers {
+    api: "apiVersion",
+    api_form: ApiVersion,
+    kind: "kind",
+    name: "name",
+};
+
+/// A binding's `roleRef`: `apiGroup`, `kind`, `name`.
+const ROLE_REF: RefMembers = RefMembers {
+    api: "apiGroup",
+    api_form: Group,
+    kind: "kind",
+    name: "name",
+};
 
 /// A Status's `details` (also embedded in review answers): its `name` is a
 /// qualified name when the resource's names carry a group.
@@ -58,6 +78,12 @@ pub(super) const BUILTIN: &[Row] = &[
         &["*"],
         "metadata.ownerReferences[].apiVersion",
         Value(ApiVersion),
+    ),
+    (
+        ANY,
+        &["*"],
+        "metadata.ownerReferences[]",
+        NamedRef(API_VERSION_REF),
     ),
     (
         ANY,
@@ -320,12 +346,21 @@ pub(super) const BUILTIN: &[Row] = &[
     ),
     (CORE, &["Event"], "related.apiVersion", Value(ApiVersion)),
     (
+        CORE,
+        &["Event"],
+        "involvedObject",
+        NamedRef(API_VERSION_REF),
+    ),
+    (CORE, &["Event"], "related", NamedRef(API_VERSION_REF)),
+    (
         EVENTS,
         &["Event"],
         "regarding.apiVersion",
         Value(ApiVersion),
     ),
     (EVENTS, &["Event"], "related.apiVersion", Value(ApiVersion)),
+    (EVENTS, &["Event"], "regarding", NamedRef(API_VERSION_REF)),
+    (EVENTS, &["Event"], "related", NamedRef(API_VERSION_REF)),
     (
         CORE,
         &["PersistentVolumeClaim"],
@@ -503,6 +538,53 @@ pub(super) const BUILTIN: &[Row] = &[
         Value(Group),
     ),
 ];
+
+/// The places of the names `names:` renames: each listed kind's own
+/// `metadata.name` and `generateName`, and the references to it that are
+/// not a generic [`Slot::NamedRef`] everywhere (owner references, Events,
+/// above): a binding's `roleRef` (of a ClusterRole) and an admission
+/// policy binding's `spec.policyName`.
+pub(super) fn name_places(names: &ObjectNames) -> Vec<Place> {
+    let place = |group: &str, kinds: &[&str], path: &str, slot: Slot| Place {
+        selector: Selector::kinds(&[group], kinds),
+        path: FieldPath::parse(path).expect("name place paths are valid"),
+        slot,
+    };
+    let mut out = Vec::new();
+    for k in names.kinds() {
+        out.push(place(
+            k.group,
+            &[k.kind],
+            "metadata.name",
+            Value(Form::ObjectName),
+        ));
+        out.push(place(
+            k.group,
+            &[k.kind],
+            "metadata.generateName",
+            Value(Form::GenerateName),
+        ));
+        match k.kind {
+            "ClusterRole" => out.push(place(
+                RBAC[0],
+                &["RoleBinding", "ClusterRoleBinding"],
+                "roleRef",
+                NamedRef(ROLE_REF),
+            )),
+            "ValidatingAdmissionPolicy" | "MutatingAdmissionPolicy" => {
+                let binding = format!("{}Binding", k.kind);
+                out.push(place(
+                    ADMREG[0],
+                    &[binding.as_str()],
+                    "spec.policyName",
+                    Value(Form::ObjectName),
+                ))
+            }
+            _ => {}
+        }
+    }
+    out
+}
 
 /// Built-in resources whose kinds have places of their own.
 pub(super) const RESOURCE_KINDS: &[(&str, &str, &str)] = &[

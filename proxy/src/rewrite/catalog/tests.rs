@@ -69,6 +69,7 @@ fn selectors_pick_kinds_by_app_group() {
         [
             "apiVersion",
             "metadata.ownerReferences[].apiVersion",
+            "metadata.ownerReferences[]",
             "metadata.managedFields[].apiVersion",
             "metadata.annotations[\"applyset.kubernetes.io/contains-group-kinds\"]"
         ]

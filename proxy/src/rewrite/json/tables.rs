@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use regroup_config::field_path::{FieldPath, Step};
-use regroup_config::Direction;
+use regroup_config::Form;
 use serde_json::value::RawValue;
 
 use super::{item_hint, malformed, type_of, JsonRewriter, RewriteError, TypeOf};
@@ -45,12 +45,14 @@ impl JsonRewriter<'_> {
         doc: &[u8],
         addressed: Option<(&str, &str)>,
     ) -> Result<bool, RewriteError> {
-        if !self.may_contain(doc) {
+        let force = self.names_involved(doc, None, addressed);
+        if !force && !self.may_contain(doc) {
             return Ok(false);
         }
         let text = std::str::from_utf8(doc).map_err(malformed)?;
         let root: &RawValue = serde_json::from_str(text).map_err(malformed)?;
         let mut w = Walk::new(text);
+        w.force = force;
         let Some(ms) = w.members(root)? else {
             return Ok(false);
         };
@@ -102,15 +104,12 @@ impl JsonRewriter<'_> {
         self.hidden(&mut w, target, None, addressed)
     }
 
-    /// True when a name of form `plural.group` / `version.group` names a
-    /// group shadowed in the app's view (see [`Slot::DropHidden`]). Only
-    /// toward the app: what the app sends (and what `render` writes) is
-    /// never thinned out.
-    fn name_hidden(&self, name: &str) -> bool {
-        self.dir == Direction::ToApp
-            && name
-                .split_once('.')
-                .is_some_and(|(_, g)| self.map.is_shadowed(g, self.dir))
+    /// True when a name in `form` (`plural.group` / `version.group`, or a
+    /// kind listed in `names:`) is hidden in the app's view (see
+    /// [`Slot::DropHidden`]). Only toward the app: what the app sends (and
+    /// what `render` writes) is never thinned out.
+    fn name_hidden(&self, form: Form, name: &str) -> bool {
+        self.map.hides_name(form, name, self.dir)
     }
 
     /// True when the object `raw` (of type `hint` when it carries none) is
@@ -130,10 +129,10 @@ impl JsonRewriter<'_> {
         };
         let ty = type_of(&ms, hint)?;
         let (group, kind) = self.app_type(&ty, addressed);
-        if self.catalog.name_form(&group, kind).is_none() {
+        let Some(form) = self.catalog.name_form(&group, kind) else {
             return Ok(false);
-        }
-        Ok(object_name(w, &ms)?.is_some_and(|n| self.name_hidden(&n)))
+        };
+        Ok(object_name(w, &ms)?.is_some_and(|n| self.name_hidden(form, &n)))
     }
 
     /// A list's items without the hidden ones.
@@ -296,7 +295,7 @@ impl JsonRewriter<'_> {
             None => None,
         };
         let name = obj_name.as_deref().or(cell_text.as_deref());
-        if name.is_some_and(|n| self.name_hidden(n)) {
+        if name.is_some_and(|n| self.name_hidden(form, n)) {
             return Ok(true);
         }
         if let (Some(cell), Some(text)) = (cell, &cell_text) {

@@ -208,7 +208,7 @@ impl<'a> ProtoRewriter<'a> {
         body: &[u8],
         addressed: Option<(&str, &str)>,
     ) -> Result<Option<Vec<u8>>, RewriteError> {
-        if !self.may_contain_name(body) {
+        if !self.may_contain_name(body) && !self.names_involved(body, addressed) {
             return Ok(None);
         }
         let mut s = WatchStream::new(addressed, body.len());
@@ -248,7 +248,9 @@ impl<'a> ProtoRewriter<'a> {
         addressed: Option<(&str, &str)>,
     ) -> Result<bool, RewriteError> {
         use wire::last_len_field;
-        if self.dir != Direction::ToApp || !self.may_contain_name(frame) {
+        if self.dir != Direction::ToApp
+            || !(self.may_contain_name(frame) || self.names_involved(frame, addressed))
+        {
             return Ok(false);
         }
         let object = if frame.starts_with(MAGIC) {
@@ -288,9 +290,9 @@ impl<'a> ProtoRewriter<'a> {
             Some(a) if kind == "PartialObjectMetadata" => a,
             _ => (app_group.as_deref().unwrap_or(group), kind),
         };
-        if self.catalog.name_form(group, kind).is_none() {
+        let Some(form) = self.catalog.name_form(group, kind) else {
             return Ok(false);
-        }
+        };
         // The object's `metadata` (1) `name` (1), by convention.
         let Some(raw) = last_len_field(unknown, 0, unknown.len(), 2)? else {
             return Ok(false);
@@ -299,9 +301,18 @@ impl<'a> ProtoRewriter<'a> {
             return Ok(false);
         };
         let name = text(last_len_field(unknown, meta.value_start, meta.end, 1)?);
-        Ok(name
-            .split_once('.')
-            .is_some_and(|(_, g)| self.map.is_shadowed(g, self.dir)))
+        Ok(self.map.hides_name(form, name, self.dir))
+    }
+
+    /// True when `input` (answering a request for `addressed`) may hold a
+    /// name of a kind listed in `names:`: its envelope, or a reference in
+    /// it, names such a kind, or the request addressed one. Such names are
+    /// any string, so no byte search finds them: the walk is then forced.
+    fn names_involved(&self, input: &[u8], addressed: Option<(&str, &str)>) -> bool {
+        let Some(names) = self.map.object_names() else {
+            return false;
+        };
+        addressed.is_some_and(|(g, k)| names.covers_kind(g, k)) || self.index.names_involved(input)
     }
 
     /// Where mapped names occur in `input`.
@@ -340,10 +351,12 @@ impl<'a> ProtoRewriter<'a> {
         addressed: Option<(&str, &str)>,
     ) -> Result<Option<Vec<u8>>, RewriteError> {
         let matches = self.find(input);
-        if matches.is_empty() {
+        let force = self.names_involved(input, addressed);
+        if matches.is_empty() && !force {
             return Ok(None);
         }
         let mut w = Walk::new(input, matches, addressed);
+        w.force = force;
         self.envelope(&mut w, 0, input.len())?;
         Ok(w.finish())
     }
@@ -357,7 +370,8 @@ impl<'a> ProtoRewriter<'a> {
             return self.enveloped(frame, addressed);
         }
         let matches = self.find(frame);
-        if matches.is_empty() {
+        let force = self.names_involved(frame, addressed);
+        if matches.is_empty() && !force {
             return Ok(None);
         }
         let plan = self.plan(
@@ -368,6 +382,7 @@ impl<'a> ProtoRewriter<'a> {
             false,
         );
         let mut w = Walk::new(frame, matches, addressed);
+        w.force = force;
         self.object(&mut w, 0, frame.len(), &plan)?;
         Ok(w.finish())
     }

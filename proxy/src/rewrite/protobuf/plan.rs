@@ -62,6 +62,15 @@ pub(super) enum Act {
         resource: u32,
         name: u32,
     },
+    /// A message naming an object by type and name, by these field
+    /// numbers (`Slot::NamedRef`): the name in the form of the named kind's
+    /// own name, if it has one.
+    NamedRef {
+        api: u32,
+        api_form: Form,
+        kind: u32,
+        name: u32,
+    },
 }
 
 /// A field on the way to places, or where places end.
@@ -329,6 +338,23 @@ pub(super) fn build(catalog: &Catalog, target: &Target<'_>) -> Plan {
                     let act = Act::NameOf {
                         group,
                         resource,
+                        name,
+                    };
+                    insert(&mut plan.root, &path, Some(act));
+                }
+            }
+            Slot::NamedRef(m) if !on_list => {
+                let Kind::Message(inner) = last.kind() else {
+                    continue;
+                };
+                let number = |json: &str| string_field_number(&inner, json);
+                if let (Some(api), Some(kind), Some(name)) =
+                    (number(m.api), number(m.kind), number(m.name))
+                {
+                    let act = Act::NamedRef {
+                        api,
+                        api_form: m.api_form,
+                        kind,
                         name,
                     };
                     insert(&mut plan.root, &path, Some(act));

@@ -11,7 +11,7 @@ use super::wire::{last_len_field, put_varint, wrong_wire, Field, Fields, LEN};
 use super::{malformed, ProtoRewriter};
 use crate::rewrite::catalog::Catalog;
 use crate::rewrite::error::RewriteError;
-use crate::rewrite::json::requirement_form;
+use crate::rewrite::json::{check_generate_name, requirement_form};
 
 /// A replacement of `input[start..end]`.
 #[derive(Debug)]
@@ -34,6 +34,9 @@ pub(super) struct Walk<'i> {
     pub depth: usize,
     /// The group and kind the request addressed, for metadata-only objects.
     pub addressed: Option<(String, String)>,
+    /// Walk every field the plan names, not only those where a mapped name
+    /// shows: the object may hold a name `names:` renames.
+    pub force: bool,
 }
 
 impl<'i> Walk<'i> {
@@ -49,11 +52,16 @@ impl<'i> Walk<'i> {
             edits: Vec::new(),
             depth: 0,
             addressed: addressed.map(|(g, k)| (g.to_owned(), k.to_owned())),
+            force: false,
         }
     }
 
-    /// True when a mapped name lies wholly inside `input[start..end]`.
+    /// True when a mapped name lies wholly inside `input[start..end]`, or
+    /// the walk is forced (see [`ProtoRewriter::names_involved`]).
     pub(super) fn has_match(&self, start: usize, end: usize) -> bool {
+        if self.force {
+            return true;
+        }
         let i = self.matches.partition_point(|m| m.0 < start);
         self.matches[i..]
             .iter()
@@ -191,6 +199,12 @@ impl ProtoRewriter<'_> {
                     resource,
                     name,
                 }) => self.name_of(w, start, end, [*group, *resource, *name], node)?,
+                Some(Act::NamedRef {
+                    api,
+                    api_form,
+                    kind,
+                    name,
+                }) => self.named_ref(w, start, end, [*api, *kind, *name], *api_form, node)?,
                 Some(Act::Keys(form)) => self.map_keys(w, start, end, *form)?,
                 Some(Act::Requirement { key, values }) => {
                     self.requirement(w, start, end, *key, *values)?
@@ -258,6 +272,7 @@ impl ProtoRewriter<'_> {
         let Ok(s) = std::str::from_utf8(&w.input[start..end]) else {
             return Ok(0);
         };
+        check_generate_name(self.map, form, s, self.dir)?;
         let Some(mapped) = self.map.map(form, s, self.dir) else {
             return Ok(0);
         };
@@ -271,16 +286,60 @@ impl ProtoRewriter<'_> {
     }
 
     /// A message naming an object by the fields numbered (group, resource,
-    /// name): each name is a qualified name when that resource's names
-    /// carry a group. Group and resource are read first: on the wire they
-    /// may come after the name.
+    /// name): each name is renamed when that resource's names are (a CRD's
+    /// or APIService's `plural.group`, a kind listed in `names:`). Group
+    /// and resource are read first: on the wire they may come after the
+    /// name.
     fn name_of(
         &self,
         w: &mut Walk<'_>,
         start: usize,
         end: usize,
-        [group, resource, name]: [u32; 3],
+        numbers: [u32; 3],
         node: &Node,
+    ) -> Result<isize, RewriteError> {
+        self.reference(w, start, end, numbers, node, |g, r| {
+            Catalog::name_form_of_resource(self.map, g, r)
+        })
+    }
+
+    /// A message naming an object by type and name, by the fields numbered
+    /// (api, kind, name), `api` a group or `group/version` (`api_form`):
+    /// each name in the form of the named kind's own name, if it has one.
+    fn named_ref(
+        &self,
+        w: &mut Walk<'_>,
+        start: usize,
+        end: usize,
+        numbers: [u32; 3],
+        api_form: Form,
+        node: &Node,
+    ) -> Result<isize, RewriteError> {
+        self.reference(w, start, end, numbers, node, |api, kind| {
+            let group = match api_form {
+                Form::ApiVersion => api.split_once('/').map_or("", |(g, _)| g),
+                _ => api,
+            };
+            let app = match self.dir {
+                Direction::ToApp => self.map.map_group(group, Direction::ToApp),
+                Direction::ToCluster => None,
+            };
+            self.catalog
+                .name_form(app.as_deref().unwrap_or(group), kind)
+        })
+    }
+
+    /// The names (field `name`) of a message that names an object by two
+    /// other string fields (`a`, `b`), renamed in the form `form_of(a, b)`
+    /// says. Absent is empty (protobuf's default); the last of each wins.
+    fn reference(
+        &self,
+        w: &mut Walk<'_>,
+        start: usize,
+        end: usize,
+        [a, b, name]: [u32; 3],
+        node: &Node,
+        form_of: impl Fn(&str, &str) -> Option<Form>,
     ) -> Result<isize, RewriteError> {
         // A name with a place of its own (a config field) is that place's:
         // one edit per byte range.
@@ -288,25 +347,23 @@ impl ProtoRewriter<'_> {
             return Ok(0);
         }
         let input = w.input;
-        // Absent is empty (protobuf's default), which names no such resource.
-        let (mut g, mut r, mut names) = ("", "", Vec::new());
+        let (mut va, mut vb, mut names) = ("", "", Vec::new());
         for f in Fields::new(input, start, end) {
             let f = f?;
-            // The last of each wins (protobuf), wherever it comes.
             if f.number == name {
                 names.push(f);
-            } else if f.number == group {
-                g = string_text(input, &f)?;
-            } else if f.number == resource {
-                r = string_text(input, &f)?;
+            } else if f.number == a {
+                va = string_text(input, &f)?;
+            } else if f.number == b {
+                vb = string_text(input, &f)?;
             }
         }
-        if !Catalog::names_carry_group(g, r) {
+        let Some(form) = form_of(va, vb) else {
             return Ok(0);
-        }
+        };
         let mut d = 0;
         for f in &names {
-            d += self.string_field(w, f, Form::QualifiedName)?;
+            d += self.string_field(w, f, form)?;
         }
         Ok(d)
     }
@@ -462,15 +519,10 @@ impl ProtoRewriter<'_> {
         let Ok(text) = std::str::from_utf8(&w.input[start..end]) else {
             return Ok(false);
         };
-        let group = match form {
+        Ok(match form {
             // A hidden object: only in the app's view (`Slot::DropHidden`).
-            Form::QualifiedName if self.dir != Direction::ToApp => return Ok(false),
-            Form::QualifiedName => match text.split_once('.') {
-                Some((_, g)) => g,
-                None => return Ok(false),
-            },
-            _ => text,
-        };
-        Ok(self.map.is_shadowed(group, self.dir))
+            Form::QualifiedName | Form::ObjectName => self.map.hides_name(form, text, self.dir),
+            _ => self.map.is_shadowed(text, self.dir),
+        })
     }
 }

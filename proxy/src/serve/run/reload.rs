@@ -133,7 +133,7 @@ impl Reloader {
         let restart = self.fixed.changed(&Fixed::of(&settings));
         self.live.store(Engine::new(
             settings.map.clone(),
-            Catalog::new(&settings.fields),
+            Catalog::for_map(&settings.fields, &settings.map),
         ));
         self.generation += 1;
         metrics().reload("ok");

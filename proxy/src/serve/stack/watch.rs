@@ -40,13 +40,13 @@ pub(crate) fn rename(
     // Counted open until the stream (and so this closure) is dropped.
     let open = OpenWatch::new(fwd.listener);
     let addressed = x.kind().map(|k| (x.info.group.clone(), k));
-    // Only CRDs and APIServices can be hidden (their names carry a group),
-    // and a watch is on one resource: other watches skip the check.
-    let may_hide = x
-        .info
-        .resource
-        .as_deref()
-        .is_some_and(|r| Catalog::names_carry_group(&x.info.group, r));
+    // Only CRDs, APIServices (their names carry a group) and the kinds
+    // `names:` lists can be hidden, and a watch is on one resource: other
+    // watches skip the check.
+    let may_hide =
+        x.info.resource.as_deref().is_some_and(|r| {
+            Catalog::name_form_of_resource(engine.map(), &x.info.group, r).is_some()
+        });
     let body = rewrite_frames(
         body,
         framing,

@@ -1,0 +1,388 @@
+//! Names of cluster-scoped objects, renamed per copy of an app (the
+//! config's `names:`).
+//!
+//! Two copies of one app create ClusterRoles, webhook configurations and
+//! the like under the same fixed names, and would overwrite each other's.
+//! With `names:`, every name of a listed kind gets the copy's prefix (or
+//! suffix) on the cluster and loses it on the way back: the app writes and
+//! reads `foo-editor`, the cluster stores `team1-foo-editor`. Names the
+//! cluster itself owns (`system:*`, the default ClusterRoles, the `keep`
+//! list) are never renamed, so the app can still bind `view` or
+//! `system:auth-delegator`. Toward the app, an object of a listed kind
+//! whose cluster name is neither the copy's nor kept is **hidden** (another
+//! copy's, or the app's name without a prefix): the app could not address
+//! it, so it must not list it either.
+
+use std::fmt;
+
+/// A cluster-scoped kind whose names can be renamed: its group, kind and
+/// resource (plural).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NamedKind {
+    /// API group (`rbac.authorization.k8s.io`).
+    pub group: &'static str,
+    /// Kind (`ClusterRole`).
+    pub kind: &'static str,
+    /// Resource (`clusterroles`).
+    pub resource: &'static str,
+}
+
+const fn k(group: &'static str, kind: &'static str, resource: &'static str) -> NamedKind {
+    NamedKind {
+        group,
+        kind,
+        resource,
+    }
+}
+
+const RBAC: &str = "rbac.authorization.k8s.io";
+const ADMREG: &str = "admissionregistration.k8s.io";
+
+/// The kinds `names.kinds` may list: cluster-scoped kinds that apps create
+/// under fixed names, whose every reference regroup knows (the catalog's
+/// name places).
+pub const SUPPORTED: &[NamedKind] = &[
+    k(RBAC, "ClusterRole", "clusterroles"),
+    k(RBAC, "ClusterRoleBinding", "clusterrolebindings"),
+    k(
+        ADMREG,
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+    ),
+    k(
+        ADMREG,
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+    ),
+    k(
+        ADMREG,
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+    ),
+    k(
+        ADMREG,
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+    ),
+    k(
+        ADMREG,
+        "MutatingAdmissionPolicy",
+        "mutatingadmissionpolicies",
+    ),
+    k(
+        ADMREG,
+        "MutatingAdmissionPolicyBinding",
+        "mutatingadmissionpolicybindings",
+    ),
+];
+
+/// Names kept as they are whatever the config says: the cluster's own
+/// (every `system:` name, the user-facing default ClusterRoles), which an
+/// app binds but never owns.
+pub const ALWAYS_KEPT: &[&str] = &["cluster-admin", "admin", "edit", "view"];
+
+/// Where the copy's mark goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Affix {
+    /// `team1-` + name.
+    Prefix(String),
+    /// name + `-team1`.
+    Suffix(String),
+}
+
+/// The validated `names:` section.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectNames {
+    affix: Affix,
+    kinds: Vec<NamedKind>,
+    keep: Vec<String>,
+}
+
+/// Why a `names:` section was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamesProblem(pub String);
+
+impl fmt::Display for NamesProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// True when `s` may start or end a Kubernetes object name once joined to
+/// one: lower-case alphanumerics, `-`, `.` and `:` (RBAC names), not empty.
+fn affix_problem(s: &str) -> Option<&'static str> {
+    if s.is_empty() {
+        return Some("is empty");
+    }
+    if !s
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+    {
+        return Some("may hold only lower-case letters, digits, `-` and `.`");
+    }
+    None
+}
+
+impl ObjectNames {
+    /// Validates a `names:` section: exactly one of `prefix`/`suffix`,
+    /// kinds from [`SUPPORTED`] (by kind name), no `system:` name in `keep`
+    /// (those are kept anyway).
+    pub fn new(
+        prefix: Option<&str>,
+        suffix: Option<&str>,
+        kinds: &[String],
+        keep: &[String],
+    ) -> Result<ObjectNames, Vec<NamesProblem>> {
+        let mut problems = Vec::new();
+        let affix = match (prefix, suffix) {
+            (Some(p), None) => Some(Affix::Prefix(p.to_owned())),
+            (None, Some(s)) => Some(Affix::Suffix(s.to_owned())),
+            (Some(_), Some(_)) => {
+                problems.push(NamesProblem(
+                    "names: give either `prefix` or `suffix`, not both".into(),
+                ));
+                None
+            }
+            (None, None) => {
+                problems.push(NamesProblem("names: needs a `prefix` or a `suffix`".into()));
+                None
+            }
+        };
+        for (what, v) in [("prefix", prefix), ("suffix", suffix)] {
+            if let Some(p) = v.and_then(affix_problem) {
+                problems.push(NamesProblem(format!("names.{what}: {p}")));
+            }
+        }
+        if kinds.is_empty() {
+            problems.push(NamesProblem(
+                "names.kinds: list the kinds whose names are renamed".into(),
+            ));
+        }
+        let mut listed = Vec::new();
+        for kind in kinds {
+            match SUPPORTED.iter().find(|s| s.kind == kind) {
+                Some(s) if !listed.contains(s) => listed.push(*s),
+                Some(_) => {}
+                None => problems.push(NamesProblem(format!(
+                    "names.kinds: `{kind}` is not supported; the supported kinds are {}",
+                    SUPPORTED
+                        .iter()
+                        .map(|s| s.kind)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))),
+            }
+        }
+        for name in keep {
+            if name.is_empty() {
+                problems.push(NamesProblem("names.keep: an empty name".into()));
+            }
+        }
+        match affix {
+            Some(affix) if problems.is_empty() => Ok(ObjectNames {
+                affix,
+                kinds: listed,
+                keep: keep.to_vec(),
+            }),
+            _ => Err(problems),
+        }
+    }
+
+    /// The copy's mark.
+    pub fn affix(&self) -> &Affix {
+        &self.affix
+    }
+
+    /// The listed kinds.
+    pub fn kinds(&self) -> &[NamedKind] {
+        &self.kinds
+    }
+
+    /// True when objects of `group`/`kind` have their names renamed.
+    pub fn covers_kind(&self, group: &str, kind: &str) -> bool {
+        self.kinds
+            .iter()
+            .any(|k| k.group == group && k.kind == kind)
+    }
+
+    /// True when objects served at `group`/`resource` have their names
+    /// renamed (URLs, `metadata.name` field selectors, a Status's details).
+    pub fn covers_resource(&self, group: &str, resource: &str) -> bool {
+        self.kinds
+            .iter()
+            .any(|k| k.group == group && k.resource == resource)
+    }
+
+    /// True when `name` is never renamed: a `system:` name, a default
+    /// ClusterRole, or one of `keep`.
+    pub fn is_kept(&self, name: &str) -> bool {
+        name.starts_with("system:")
+            || ALWAYS_KEPT.contains(&name)
+            || self.keep.iter().any(|k| k == name)
+    }
+
+    /// The cluster's name for the app's `name`; `None` when it is kept.
+    pub fn to_cluster(&self, name: &str) -> Option<String> {
+        if name.is_empty() || self.is_kept(name) {
+            return None;
+        }
+        Some(match &self.affix {
+            Affix::Prefix(p) => format!("{p}{name}"),
+            Affix::Suffix(s) => format!("{name}{s}"),
+        })
+    }
+
+    /// The app's name for the cluster's `name`; `None` when it is not this
+    /// copy's (kept, or another's: see [`hides`](Self::hides)).
+    pub fn to_app(&self, name: &str) -> Option<String> {
+        let stripped = match &self.affix {
+            Affix::Prefix(p) => name.strip_prefix(p.as_str()),
+            Affix::Suffix(s) => name.strip_suffix(s.as_str()),
+        }?;
+        // `team1-view` is not the app's `view`: that one is kept.
+        (!stripped.is_empty() && !self.is_kept(stripped)).then(|| stripped.to_owned())
+    }
+
+    /// The cluster's `generateName` for the app's: a prefix can lead it,
+    /// a suffix can't follow the random part the apiserver appends
+    /// (`Err`: say so to the app).
+    pub fn generate_name_to_cluster(&self, generate_name: &str) -> Result<String, String> {
+        match &self.affix {
+            Affix::Prefix(p) => Ok(format!("{p}{generate_name}")),
+            Affix::Suffix(_) => Err(format!(
+                "`metadata.generateName` can't be used with `names.suffix`: the cluster appends \
+                 random characters after it, so the name would not end in the suffix \
+                 (use `names.prefix`, or give the object a name; generateName `{generate_name}`)"
+            )),
+        }
+    }
+
+    /// The app's `generateName` for the cluster's (its prefix removed).
+    pub fn generate_name_to_app(&self, generate_name: &str) -> Option<String> {
+        match &self.affix {
+            Affix::Prefix(p) => generate_name.strip_prefix(p.as_str()).map(str::to_owned),
+            Affix::Suffix(_) => None,
+        }
+    }
+
+    /// True when the cluster's object `name` (of a listed kind) must not be
+    /// shown to the app: it is neither this copy's nor kept.
+    pub fn hides(&self, name: &str) -> bool {
+        !self.is_kept(name) && self.to_app(name).is_none()
+    }
+
+    /// Strings whose absence from a body proves no name in it is renamed
+    /// or hidden: the listed kinds (an object's own `kind`, a reference's
+    /// `kind`). Bodies that name their kind nowhere (a list's items, a
+    /// metadata-only answer) are recognised by the kind they were asked
+    /// for, not by these.
+    pub fn needles(&self) -> Vec<&'static str> {
+        self.kinds.iter().map(|k| k.kind).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(prefix: Option<&str>, suffix: Option<&str>) -> ObjectNames {
+        ObjectNames::new(
+            prefix,
+            suffix,
+            &[
+                "ClusterRole".into(),
+                "ValidatingWebhookConfiguration".into(),
+            ],
+            &["shared-reader".into()],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_prefix_goes_on_toward_the_cluster_and_comes_off_toward_the_app() {
+        let n = names(Some("team1-"), None);
+        assert_eq!(
+            n.to_cluster("foo-editor").as_deref(),
+            Some("team1-foo-editor")
+        );
+        assert_eq!(n.to_app("team1-foo-editor").as_deref(), Some("foo-editor"));
+        assert_eq!(n.to_app("foo-editor"), None);
+        assert_eq!(n.to_app("team2-foo-editor"), None);
+        assert!(n.hides("foo-editor"));
+        assert!(n.hides("team2-foo-editor"));
+        assert!(!n.hides("team1-foo-editor"));
+    }
+
+    #[test]
+    fn a_suffix_goes_at_the_end() {
+        let n = names(None, Some("-team1"));
+        assert_eq!(n.to_cluster("foo").as_deref(), Some("foo-team1"));
+        assert_eq!(n.to_app("foo-team1").as_deref(), Some("foo"));
+        assert_eq!(n.to_app("-team1"), None);
+        assert!(n.generate_name_to_cluster("foo-").is_err());
+    }
+
+    #[test]
+    fn the_clusters_own_names_are_kept_both_ways_and_never_hidden() {
+        let n = names(Some("team1-"), None);
+        for kept in [
+            "view",
+            "cluster-admin",
+            "system:auth-delegator",
+            "shared-reader",
+        ] {
+            assert_eq!(n.to_cluster(kept), None, "{kept}");
+            assert_eq!(n.to_app(kept), None, "{kept}");
+            assert!(!n.hides(kept), "{kept}");
+        }
+        // Not the app's `view` (that one is kept): another object, hidden.
+        assert_eq!(n.to_app("team1-view"), None);
+        assert!(n.hides("team1-view"));
+    }
+
+    #[test]
+    fn generate_name_takes_the_prefix() {
+        let n = names(Some("team1-"), None);
+        assert_eq!(n.generate_name_to_cluster("foo-").unwrap(), "team1-foo-");
+        assert_eq!(
+            n.generate_name_to_app("team1-foo-").as_deref(),
+            Some("foo-")
+        );
+    }
+
+    #[test]
+    fn kinds_and_resources_are_covered_only_when_listed() {
+        let n = names(Some("team1-"), None);
+        assert!(n.covers_kind(RBAC, "ClusterRole"));
+        assert!(!n.covers_kind(RBAC, "ClusterRoleBinding"));
+        assert!(n.covers_resource(ADMREG, "validatingwebhookconfigurations"));
+        assert!(!n.covers_resource(ADMREG, "mutatingwebhookconfigurations"));
+        assert_eq!(
+            n.needles(),
+            vec!["ClusterRole", "ValidatingWebhookConfiguration"]
+        );
+    }
+
+    #[test]
+    fn bad_sections_say_what_is_wrong() {
+        let problems = |p: Option<&str>, s: Option<&str>, kinds: &[&str]| {
+            let kinds: Vec<String> = kinds.iter().map(|s| s.to_string()).collect();
+            ObjectNames::new(p, s, &kinds, &[]).unwrap_err()
+        };
+        assert!(problems(Some("a-"), Some("-b"), &["ClusterRole"])[0]
+            .0
+            .contains("not both"));
+        assert!(problems(None, None, &["ClusterRole"])[0]
+            .0
+            .contains("needs"));
+        assert!(problems(Some("Team1-"), None, &["ClusterRole"])[0]
+            .0
+            .contains("lower-case"));
+        let p = problems(Some("t-"), None, &["Namespace"]);
+        assert!(p[0].0.contains("`Namespace` is not supported"), "{p:?}");
+        assert!(p[0].0.contains("ClusterRoleBinding"));
+        assert!(problems(Some("t-"), None, &[])[0]
+            .0
+            .contains("list the kinds"));
+    }
+}
