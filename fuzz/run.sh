@@ -4,6 +4,12 @@
 #
 #   fuzz/run.sh                   # CI's short run: 30 s per target
 #   fuzz/run.sh 300 10000000      # up to 300 s or 10 M executions per target
+#   FUZZ_SANITIZER=none FUZZ_MAX_LEN=4096 fuzz/run.sh 3000 10000000
+#                                 # the long run: no AddressSanitizer (about
+#                                 # 20x the executions; Rust is memory-safe
+#                                 # outside `unsafe`, and panics, timeouts
+#                                 # and RSS are still caught), inputs cut
+#                                 # to 4 KiB
 #
 # Needs a nightly toolchain and cargo-fuzz; without them it says so and
 # exits 0 (the stable test tests/fuzz_corpus.rs replays the corpora anyway).
@@ -17,18 +23,21 @@ cd "$(dirname "$0")"
 SECONDS_PER_TARGET=${1:-30}
 RUNS=${2:-10000000}
 WORK=${FUZZ_WORK:-$(mktemp -d)}
+SANITIZER=${FUZZ_SANITIZER:-address}
+MAX_LEN=()
+if [ -n "${FUZZ_MAX_LEN:-}" ]; then MAX_LEN=(-max_len="$FUZZ_MAX_LEN"); fi
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
   echo "fuzz/run.sh: no nightly toolchain with cargo-fuzz here; skipped (tests/fuzz_corpus.rs replays the corpora on stable)"
   exit 0
 fi
-cargo +nightly fuzz build
+cargo +nightly fuzz build -s "$SANITIZER"
 TARGETS=$(cargo +nightly fuzz list)
 printf '%-14s %12s %8s %10s %12s\n' target executions seconds exec/s peak_rss_mb
 for t in $TARGETS; do
   mkdir -p "$WORK/$t"
   log="$WORK/$t.log"
-  cargo +nightly fuzz run "$t" "$WORK/$t" "corpus/$t" -- \
-    -runs="$RUNS" -max_total_time="$SECONDS_PER_TARGET" \
+  cargo +nightly fuzz run -s "$SANITIZER" "$t" "$WORK/$t" "corpus/$t" -- \
+    "${MAX_LEN[@]}" -runs="$RUNS" -max_total_time="$SECONDS_PER_TARGET" \
     -rss_limit_mb=1024 -malloc_limit_mb=512 -timeout=10 -print_final_stats=1 >"$log" 2>&1 || {
       echo "fuzz target $t FAILED; its log's end:" >&2
       tail -40 "$log" >&2

@@ -13,7 +13,7 @@
 use std::sync::OnceLock;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
-use regroup_config::{Direction, GroupMap, MapRule, Rule, Settings};
+use regroup_config::{Direction, Settings};
 use rustls::pki_types::CertificateDer;
 
 use crate::kube::media::Wire;
@@ -36,29 +36,17 @@ const STREAM_LIMIT: usize = 1 << 20;
 const CONFIG: &str = "rules:
   - {from: samplecontroller.k8s.io, to: samplecontroller.team1.example.com}
   - {from: wardle.example.com, to: wardle.team1.example.com}
+names:
+  suffix: -renamed
+  kinds: [ClusterRole, ClusterRoleBinding, ValidatingWebhookConfiguration]
 ";
-
-fn map() -> GroupMap {
-    let exact = |from: &str, to: &str| MapRule {
-        rule: Rule::Exact {
-            from: from.into(),
-            to: to.into(),
-        },
-        reference_keys: true,
-    };
-    GroupMap::new(vec![
-        exact(
-            "samplecontroller.k8s.io",
-            "samplecontroller.team1.example.com",
-        ),
-        exact("wardle.example.com", "wardle.team1.example.com"),
-    ])
-    .expect("the captures' rules are valid")
-}
 
 fn engine() -> &'static Engine {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(|| Engine::new(map(), Catalog::new(&[])))
+    ENGINE.get_or_init(|| {
+        let s = settings();
+        Engine::new(s.map.clone(), Catalog::for_map(&s.fields, &s.map))
+    })
 }
 
 fn settings() -> &'static Settings {
