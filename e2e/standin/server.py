@@ -108,6 +108,13 @@ KINDS = {
                                                  builtin=True, cols=None),
     ("rbac.authorization.k8s.io", "rolebindings"): dict(kind="RoleBinding", versions=["v1"], status=False,
                                                         gen=False, builtin=True, cols=None),
+    # Cluster-scoped names an app creates under fixed names (test_names.py).
+    ("rbac.authorization.k8s.io", "clusterroles"): dict(kind="ClusterRole", versions=["v1"], status=False,
+                                                        gen=False, builtin=True, cluster=True,
+                                                        cols="renamed/163-list-clusterrole-table"),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): dict(kind="ClusterRoleBinding", versions=["v1"],
+                                                               status=False, gen=False, builtin=True, cluster=True,
+                                                               cols=None),
     (GROUP, "foos"): dict(kind="Foo", versions=["v1alpha1", "v1beta1"], status=True, gen=True, builtin=False,
                           cols="renamed/113-list-foo-table", deprecated=["v1beta1"]),
 }
@@ -363,7 +370,7 @@ def cells(plural, o):
         return [md["name"], spec.get("deploymentName"), spec.get("replicas"), st.get("availableReplicas")]
     if plural == "namespaces":
         return [md["name"], st.get("phase"), age(md["creationTimestamp"])]
-    if plural == "customresourcedefinitions":
+    if plural in ("customresourcedefinitions", "clusterroles"):
         return [md["name"], md["creationTimestamp"]]
     if plural == "configmaps":
         return [md["name"], len(o.get("data") or {}) + len(o.get("binaryData") or {}), age(md["creationTimestamp"])]

@@ -185,6 +185,10 @@ pub(crate) fn changed_strings(before: &Json, after: &Json) -> Option<Vec<(Vec<Se
     walk(before, after, &mut Vec::new(), &mut out).then_some(out)
 }
 
+/// Plain scalars YAML 1.1 (and so many Kubernetes tools) reads as booleans
+/// or null.
+const YAML_KEYWORDS: &[&str] = &["y", "n", "yes", "no", "on", "off", "true", "false", "null"];
+
 /// `value` written as a scalar of `style`, or `None` when that style can't
 /// hold it as it is (the caller then writes the document anew).
 fn scalar_text(value: &str, style: ScalarStyle) -> Option<String> {
@@ -192,10 +196,11 @@ fn scalar_text(value: &str, style: ScalarStyle) -> Option<String> {
         && value
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'/' | b'-' | b'_'))
+        // A letter first: never a number (`1e3`, `0x1F`, `.inf`).
         && value.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
-        // A dot, as every group has: never a YAML keyword (`true`, `n`,
-        // `null`) nor a number.
-        && value.contains('.');
+        // Nor a YAML 1.1 or 1.2 keyword (a group has a dot, a renamed
+        // object name rarely is one, but `names:` could make `y` of `y`).
+        && !YAML_KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(value));
     match style {
         ScalarStyle::Plain if plain_safe => Some(value.to_owned()),
         ScalarStyle::SingleQuoted => Some(format!("'{}'", value.replace('\'', "''"))),
@@ -282,6 +287,13 @@ mod tests {
         let b = serde_json::json!({"a": ["x", "y"]});
         assert!(changed_strings(&b, &serde_json::json!({"a": ["x"]})).is_none());
         assert_eq!(scalar_text("true", ScalarStyle::Plain), None);
+        assert_eq!(scalar_text("Off", ScalarStyle::Plain), None);
+        assert_eq!(scalar_text("y", ScalarStyle::Plain), None);
+        // A renamed object name (`names:`) stays plain.
+        assert_eq!(
+            scalar_text("team1-foo-viewer", ScalarStyle::Plain).as_deref(),
+            Some("team1-foo-viewer")
+        );
         assert_eq!(scalar_text("1.2", ScalarStyle::Plain), None);
         assert_eq!(scalar_text("a: b", ScalarStyle::Plain), None);
         assert_eq!(
