@@ -165,8 +165,16 @@ fn objects(place: &Place, g: &str) -> Vec<Json> {
                         regroup_config::Form::ApiVersion => "apiextensions.k8s.io/v1",
                         _ => "apiextensions.k8s.io",
                     };
-                    json!({m.api: api, m.kind: "CustomResourceDefinition",
-                           m.name: format!("foos.{g}")})
+                    let mut r = json!({});
+                    for (path, v) in [
+                        (m.api, json!(api)),
+                        (m.kind, json!("CustomResourceDefinition")),
+                        (m.name, json!(format!("foos.{g}"))),
+                    ] {
+                        let path = regroup_config::field_path::FieldPath::parse(path).unwrap();
+                        put(&mut r, path.steps(), v);
+                    }
+                    r
                 }
                 Slot::Keys(form) => {
                     let key = value(form, g);

@@ -384,3 +384,35 @@ fn urls_and_field_selectors_name_the_cluster_object() {
         Some("fieldSelector=metadata.name%3Dteam1-foo-viewer&watch=1")
     );
 }
+
+#[test]
+fn an_admission_review_names_the_reviewed_object_as_the_app_knows_it() {
+    let e = prefixed();
+    let review = |kind: Json, name: &str| {
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+               "request": {"uid": "u", "kind": kind, "name": name, "operation": "DELETE"}})
+    };
+    let role =
+        json!({"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "ClusterRole"});
+    let crd = json!({"group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinition"});
+    for (kind, cluster, app) in [
+        (&role, "team1-foo-viewer", "foo-viewer"),
+        (
+            &crd,
+            "foos.samplecontroller.team1.example.com",
+            "foos.samplecontroller.k8s.io",
+        ),
+        // A namespaced Role's name is its own.
+        (
+            &json!({"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "Role"}),
+            "team1-x",
+            "team1-x",
+        ),
+    ] {
+        let bytes = serde_json::to_vec(&review(kind.clone(), cluster)).unwrap();
+        let out: Json =
+            serde_json::from_slice(&body(&e, ToApp, Wire::Json, Context::default(), &bytes))
+                .unwrap();
+        assert_eq!(out, review(kind.clone(), app), "{cluster}");
+    }
+}

@@ -446,16 +446,28 @@ impl<'a> JsonRewriter<'a> {
         raw: &'i RawValue,
         m: RefMembers,
     ) -> Result<(), RewriteError> {
-        let Some(ms) = w.members(raw)? else {
-            return Ok(());
+        // Members may be dotted sub-paths (`kind.group` of a review).
+        let mut at = |path: &str| -> Result<Option<&'i RawValue>, RewriteError> {
+            let mut v = raw;
+            for k in path.split('.') {
+                let Some(ms) = w.members(v)? else {
+                    return Ok(None);
+                };
+                match member(&ms, k) {
+                    Some(next) => v = next,
+                    None => return Ok(None),
+                }
+            }
+            Ok(Some(v))
         };
-        let text = |k: &str| -> Result<Option<Cow<'i, str>>, RewriteError> {
-            Ok(match member(&ms, k) {
+        let (api, kind, name) = (at(m.api)?, at(m.kind)?, at(m.name)?);
+        let text = |v: Option<&'i RawValue>| -> Result<Option<Cow<'i, str>>, RewriteError> {
+            Ok(match v {
                 Some(v) => string(v)?,
                 None => None,
             })
         };
-        let (Some(api), Some(kind)) = (text(m.api)?, text(m.kind)?) else {
+        let (Some(api), Some(kind)) = (text(api)?, text(kind)?) else {
             return Ok(());
         };
         let group = match m.api_form {
@@ -467,7 +479,7 @@ impl<'a> JsonRewriter<'a> {
             Direction::ToCluster => None,
         };
         let group = app_group.as_deref().unwrap_or(group);
-        match (member(&ms, m.name), self.catalog.name_form(group, &kind)) {
+        match (name, self.catalog.name_form(group, &kind)) {
             (Some(v), Some(form)) => self.value(w, v, form),
             _ => Ok(()),
         }

@@ -146,7 +146,10 @@ pub enum Slot {
 
 /// The name slots of a reference to an object by its type and name: a
 /// `roleRef` (`apiGroup`, `kind`, `name`), an owner reference or an Event's
-/// `involvedObject` (`apiVersion`, `kind`, `name`). See [`Slot::NamedRef`].
+/// `involvedObject` (`apiVersion`, `kind`, `name`), an AdmissionReview's
+/// `request` (`kind.group`, `kind.kind`, `name`: members may be dotted
+/// sub-paths in JSON; protobuf takes one-level members only). See
+/// [`Slot::NamedRef`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RefMembers {
     /// The member holding the group (`Form::Group`) or `group/version`

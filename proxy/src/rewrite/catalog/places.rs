@@ -52,6 +52,14 @@ const API_VERSION_REF: RefMembers = RefMembers {
     name: "name",
 };
 
+/// An AdmissionReview's `request`: `kind.group`, `kind.kind`, `name`.
+const REVIEW_REF: RefMembers = RefMembers {
+    api: "kind.group",
+    api_form: Group,
+    kind: "kind.kind",
+    name: "name",
+};
+
 /// A binding's `roleRef`: `apiGroup`, `kind`, `name`.
 const ROLE_REF: RefMembers = RefMembers {
     api: "apiGroup",
@@ -258,6 +266,14 @@ pub(super) const BUILTIN: &[Row] = &[
         Value(Group),
     ),
     (ADMISSION, &["AdmissionReview"], "request.object", Object),
+    // The reviewed object's name: a CRD's or APIService's carries a group,
+    // a kind's listed in `names:` is renamed per copy.
+    (
+        ADMISSION,
+        &["AdmissionReview"],
+        "request",
+        NamedRef(REVIEW_REF),
+    ),
     (ADMISSION, &["AdmissionReview"], "request.oldObject", Object),
     (ADMISSION, &["AdmissionReview"], "request.options", Object),
     // The webhook's answer: the JSON Patch (base64) of the reviewed
