@@ -503,6 +503,25 @@ impl Settings {
                 ));
             }
         }
+        if let Some(n) = self.map.object_names() {
+            let (app, cluster) = match n.affix() {
+                crate::object_names::Affix::Prefix(p) => ("NAME".to_string(), format!("{p}NAME")),
+                crate::object_names::Affix::Suffix(s) => ("NAME".to_string(), format!("NAME{s}")),
+            };
+            out.push_str(&format!("\nNAMES  {app} -> {cluster}\n"));
+            for k in n.kinds() {
+                out.push_str(&format!("{}/{}\n", k.group, k.kind));
+            }
+            let kept: Vec<&str> = crate::object_names::ALWAYS_KEPT
+                .iter()
+                .copied()
+                .chain(n.keep().iter().map(String::as_str))
+                .collect();
+            out.push_str(&format!(
+                "(kept as they are: system:*, {})\n",
+                kept.join(", ")
+            ));
+        }
         out
     }
 }

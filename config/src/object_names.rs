@@ -198,6 +198,11 @@ impl ObjectNames {
         &self.kinds
     }
 
+    /// The config's `keep` list (besides [`ALWAYS_KEPT`] and `system:*`).
+    pub fn keep(&self) -> &[String] {
+        &self.keep
+    }
+
     /// True when objects of `group`/`kind` have their names renamed.
     pub fn covers_kind(&self, group: &str, kind: &str) -> bool {
         self.kinds

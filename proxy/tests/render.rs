@@ -240,9 +240,29 @@ fn check_prints_the_effective_table_or_fails_with_status_1() {
     )
     .unwrap();
     let out = regroup(&["check", "-c", path.to_str().unwrap()], None);
-    std::fs::remove_file(&path).ok();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("bogus"));
+
+    // `names:`: the table says which names change and which never do; a
+    // kind it can't rename is refused with the ones it can.
+    let names = "rules:\n- from: a.example.com\n  to: b.example.com\nnames:\n  prefix: team1-\n  kinds: [ClusterRole]\n  keep: [shared]\n";
+    std::fs::write(&path, names).unwrap();
+    let out = regroup(&["check", "-c", path.to_str().unwrap()], None);
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success());
+    assert!(
+        table.contains("\nNAMES  NAME -> team1-NAME\nrbac.authorization.k8s.io/ClusterRole\n(kept as they are: system:*, cluster-admin, admin, edit, view, shared)\n"),
+        "{table}"
+    );
+    std::fs::write(&path, names.replace("ClusterRole]", "PriorityClass]")).unwrap();
+    let out = regroup(&["check", "-c", path.to_str().unwrap()], None);
+    std::fs::remove_file(&path).ok();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("line 5: names.kinds: `PriorityClass` is not supported; the supported kinds are ClusterRole, ClusterRoleBinding,"),
+        "{err}"
+    );
 }
 
 #[test]
