@@ -387,6 +387,40 @@ impl GroupMap {
     /// mapped group (`in group "foo.example.io"`). Tokens are maximal runs of
     /// `[A-Za-z0-9.-]`; anything else in the text is kept byte for byte.
     pub fn map_text(&self, text: &str, dir: Direction) -> Option<String> {
+        match self.map_text_groups(text, dir) {
+            Some(t) => Some(self.map_quoted_names(&t, dir).unwrap_or(t)),
+            None => self.map_quoted_names(text, dir),
+        }
+    }
+
+    /// Toward the app, with `names:`: each double-quoted name in `text`
+    /// that is this copy's (`"team1-foo-viewer"`, as kube-apiserver quotes
+    /// an object's name in `clusterroles.rbac.authorization.k8s.io
+    /// "team1-foo-viewer" not found`) loses its mark. Toward the cluster
+    /// nothing can tell the app's names from other words.
+    fn map_quoted_names(&self, text: &str, dir: Direction) -> Option<String> {
+        let names = self.names.as_ref().filter(|_| dir == Direction::ToApp)?;
+        let mut out: Option<String> = None;
+        let mut copied = 0;
+        let mut rest = 0;
+        while let Some(open) = text[rest..].find('"').map(|i| rest + i) {
+            let Some(close) = text[open + 1..].find('"').map(|i| open + 1 + i) else {
+                break;
+            };
+            if let Some(app) = names.to_app(&text[open + 1..close]) {
+                let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+                o.push_str(&text[copied..open + 1]);
+                o.push_str(&app);
+                copied = close;
+            }
+            rest = close + 1;
+        }
+        let mut o = out?;
+        o.push_str(&text[copied..]);
+        Some(o)
+    }
+
+    fn map_text_groups(&self, text: &str, dir: Direction) -> Option<String> {
         if !self.could_occur(text, dir) {
             return None;
         }

@@ -186,7 +186,9 @@ def test_a_copy_changes_and_deletes_only_its_own(copies, cluster):
         "copy": "team1"}
     assert not cluster.json("get", "clusterrole", f"{prefix('team2')}foo-viewer")["metadata"].get("labels")
     copies["team1"]("delete", "clusterrole", "foo-viewer")
-    assert "NotFound" in copies["team1"].fails("get", "clusterrole", "foo-viewer")
+    # The whole error kubectl prints names the app's object.
+    assert copies["team1"].fails("get", "clusterrole", "foo-viewer").strip() == (
+        'Error from server (NotFound): clusterroles.rbac.authorization.k8s.io "foo-viewer" not found')
     assert copies["team2"].json("get", "clusterrole", "foo-viewer")["metadata"]["name"] == "foo-viewer"
 
 

@@ -328,6 +328,21 @@ fn a_not_found_status_names_the_apps_object() {
     let app: Json =
         serde_json::from_slice(&body(&e, ToApp, Wire::Json, CLUSTERROLE, cluster)).unwrap();
     assert_eq!(app["details"]["name"], json!("foo"));
+    // The message kubectl prints names it too; another copy's name stays.
+    assert_eq!(
+        app["message"],
+        json!("clusterroles.rbac.authorization.k8s.io \"foo\" not found")
+    );
+    let other = String::from_utf8(cluster.to_vec())
+        .unwrap()
+        .replace("team1-foo", "team2-foo");
+    let app: Json =
+        serde_json::from_slice(&body(&e, ToApp, Wire::Json, CLUSTERROLE, other.as_bytes()))
+            .unwrap();
+    assert_eq!(
+        app["message"],
+        json!("clusterroles.rbac.authorization.k8s.io \"team2-foo\" not found")
+    );
 }
 
 #[test]
