@@ -13,6 +13,7 @@ import uuid
 import pytest
 
 from conftest import start_regroup
+from test_kube_rs import kube_rs_bin  # noqa: F401 (the fixture)
 from e2e_support import CLUSTER_GROUP, CONFIG_YAML, DIRECT, ORIG_GROUP, Kubectl, stop, write_kubeconfig
 
 pytestmark = pytest.mark.skipif(DIRECT, reason="REGROUP_E2E_DIRECT: no regroup, so no names renamed")
@@ -98,7 +99,7 @@ def copies(upstream, workdir, regroup_bin, cluster):
         for p in procs:
             stop(p)
         for team in ("team1", "team2"):
-            for obj in ("clusterrole/{p}foo-viewer", "clusterrolebinding/{p}foo-viewers",
+            for obj in ("clusterrole/{p}foo-viewer", "clusterrole/{p}foo-applied", "clusterrolebinding/{p}foo-viewers",
                         "clusterrolebinding/{p}foo-viewers-view", "validatingwebhookconfiguration/{p}foo-validating"):
                 cluster.run("delete", obj.format(p=prefix(team)), "--ignore-not-found", check=False)
 
@@ -176,6 +177,23 @@ def test_the_python_client_reads_and_watches_its_copys_names(copies):
     # A watch shows this copy's objects only, under its names.
     seen = [e["object"].metadata.name for e in watch.Watch().stream(api.list_cluster_role, timeout_seconds=2)]
     assert "foo-viewer" in seen and not [n for n in seen if f"rg{RUN}" in n], seen
+
+
+def test_kube_rs_applies_and_lists_its_copys_clusterrole(copies, cluster, kube_rs_bin):
+    """kube-rs, typed `Api<ClusterRole>`: server-side apply under the app's
+    name, then a list that holds it and not the other copy's."""
+    import subprocess
+    copies["team2"]("apply", "-f", "-", input=MANIFEST)
+    p = subprocess.run([kube_rs_bin, "--kubeconfig", str(copies["kubeconfigs"]["team1"]), "apply-cluster-role",
+                        "foo-applied"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(line) for line in p.stdout.splitlines()]
+    assert lines[0] == {"step": "apply", "name": "foo-applied",
+                        "rules": [{"apiGroups": [ORIG_GROUP], "resources": ["foos"], "verbs": ["get"]}]}
+    assert "foo-applied" in lines[1]["names"] and not [n for n in lines[1]["names"] if f"rg{RUN}" in n]
+    stored = cluster.json("get", "clusterrole", f"{prefix('team1')}foo-applied")
+    assert stored["rules"][0]["apiGroups"] == [CLUSTER_GROUP]
+    cluster("delete", "clusterrole", f"{prefix('team1')}foo-applied")
 
 
 def test_a_copy_changes_and_deletes_only_its_own(copies, cluster):

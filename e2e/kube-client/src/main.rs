@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::GroupVersionKind;
@@ -54,6 +55,9 @@ enum Cmd {
     Patch { name: String },
     /// Delete a Foo.
     Delete { name: String },
+    /// Server-side apply (`Api<ClusterRole>`, typed) of a ClusterRole that
+    /// may read Foos, then print every ClusterRole's name.
+    ApplyClusterRole { name: String },
     /// `kube::runtime::watcher` on Foos until `name` is added; fails after `--timeout`.
     Watch {
         name: String,
@@ -170,6 +174,26 @@ async fn main() -> Result<()> {
                 .map_left(|obj| json!(obj))
                 .map_right(|status| json!(status));
             emit(json!({"step": "delete", "object": body.into_inner()}));
+        }
+        Cmd::ApplyClusterRole { name } => {
+            let roles: Api<ClusterRole> = Api::all(client);
+            let applied = Patch::Apply(json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": name},
+                "rules": [{"apiGroups": [cli.group], "resources": ["foos"], "verbs": ["get"]}],
+            }));
+            let role = roles
+                .patch(name, &PatchParams::apply(MANAGER).force(), &applied)
+                .await?;
+            emit(json!({"step": "apply", "name": role.name_any(), "rules": role.rules}));
+            let names: Vec<String> = roles
+                .list(&Default::default())
+                .await?
+                .items
+                .iter()
+                .map(|r| r.name_any())
+                .collect();
+            emit(json!({"step": "list", "names": names}));
         }
         Cmd::Watch {
             name,
