@@ -74,8 +74,7 @@ pub(crate) fn touches_client_configs(op: &PatchOperation) -> bool {
             let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
             matches!(
                 tokens.as_slice(),
-                []
-                    | ["webhooks"]
+                [] | ["webhooks"]
                     | ["webhooks", _]
                     | ["webhooks", _, "clientConfig", ..]
                     | ["spec"]
@@ -140,7 +139,8 @@ pub(crate) async fn serve(
             own,
         )
         .await?;
-        if current.status() == StatusCode::NOT_FOUND && media == MediaType::Patch(PatchKind::ApplyYaml)
+        if current.status() == StatusCode::NOT_FOUND
+            && media == MediaType::Patch(PatchKind::ApplyYaml)
         {
             // An apply may create: nothing kept to merge with.
             let _ = collect(current.into_body(), BODY_LIMIT).await;
@@ -161,7 +161,8 @@ pub(crate) async fn serve(
             return send_patch(fwd, x, uri, headers, bytes, own).await;
         }
         let pinned = pin(&mut patch, current["metadata"]["resourceVersion"].as_str());
-        let written = send_patch_raw(fwd, uri.clone(), headers.clone(), to_bytes(&patch), own).await?;
+        let written =
+            send_patch_raw(fwd, uri.clone(), headers.clone(), to_bytes(&patch), own).await?;
         if written.status() == StatusCode::CONFLICT && !pinned && attempt < ATTEMPTS {
             tracing::debug!(
                 attempt,
@@ -201,9 +202,8 @@ fn inflated(fwd: &Forward, headers: &mut HeaderMap, bytes: Bytes) -> Result<Byte
 /// The current object, as the cluster stores it (its annotation and
 /// resourceVersion are all that is read).
 async fn read_current(resp: Response<Incoming>) -> Result<Json, Failure> {
-    let bad = |m: String| {
-        Failure::bad_gateway(format!("reading the webhook registration to patch: {m}"))
-    };
+    let bad =
+        |m: String| Failure::bad_gateway(format!("reading the webhook registration to patch: {m}"));
     if resp.headers().contains_key(header::CONTENT_ENCODING) {
         return Err(bad("the API server's answer is encoded".into()));
     }

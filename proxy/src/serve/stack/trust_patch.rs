@@ -315,9 +315,8 @@ async fn app_view(
     kind: &str,
     trust: &(dyn Amend + Sync),
 ) -> Result<(Json, Option<String>), Failure> {
-    let bad = |m: String| {
-        Failure::bad_gateway(format!("reading the {} to patch: {m}", trust.noun()))
-    };
+    let bad =
+        |m: String| Failure::bad_gateway(format!("reading the {} to patch: {m}", trust.noun()));
     if resp.headers().contains_key(header::CONTENT_ENCODING) {
         return Err(bad("the API server's answer is encoded".into()));
     }

@@ -76,7 +76,8 @@ pub(crate) fn registration_request_body(
     if !super::webhooks::relevant(info) {
         return Ok(bytes);
     }
-    let unreadable = |e: String| Failure::bad_request(format!("the request body can't be read: {e}"));
+    let unreadable =
+        |e: String| Failure::bad_request(format!("the request body can't be read: {e}"));
     let Some(mut v) = registration_doc(media, &bytes).map_err(unreadable)? else {
         return Ok(bytes);
     };
@@ -84,7 +85,9 @@ pub(crate) fn registration_request_body(
         return Ok(bytes);
     }
     // JSON is YAML too: a YAML body goes on as JSON.
-    Ok(Bytes::from(serde_json::to_vec(&v).expect("values serialize")))
+    Ok(Bytes::from(
+        serde_json::to_vec(&v).expect("values serialize"),
+    ))
 }
 
 /// A registration body as a JSON value: JSON (objects, merge and
@@ -99,7 +102,8 @@ pub(crate) fn registration_doc(media: MediaType, bytes: &[u8]) -> Result<Option<
             .map(Some)
             .map_err(|e| format!("not JSON: {e}")),
         MediaType::Yaml | MediaType::Patch(PatchKind::ApplyYaml) => {
-            let text = std::str::from_utf8(bytes).map_err(|_| "YAML that is not UTF-8".to_owned())?;
+            let text =
+                std::str::from_utf8(bytes).map_err(|_| "YAML that is not UTF-8".to_owned())?;
             serde_saphyr::from_str(text)
                 .map(Some)
                 .map_err(|_| "not valid YAML".to_owned())

@@ -336,7 +336,8 @@ pub(crate) fn client_configs_mut(o: &mut Json) -> Vec<(String, &mut Json)> {
         return Vec::new();
     };
     let at = if conv.get("webhook").is_some_and(Json::is_object) {
-        conv.get_mut("webhook").and_then(|w| w.get_mut("clientConfig"))
+        conv.get_mut("webhook")
+            .and_then(|w| w.get_mut("clientConfig"))
     } else {
         conv.get_mut("webhookClientConfig")
     };

@@ -218,7 +218,8 @@ fn kept(doc: &Json) -> Map<String, Json> {
 fn a_patch_of_a_fronted_webhooks_ca_bundle_alone_keeps_regroups_ca_in_the_cluster() {
     let (r, written, stored) = stored_072();
     // A strategic-merge patch of the bundle alone (a rotator's).
-    let mut patch = serde_json::json!({"webhooks": [{"name": HOOK, "clientConfig": {"caBundle": "TkVX"}}]});
+    let mut patch =
+        serde_json::json!({"webhooks": [{"name": HOOK, "clientConfig": {"caBundle": "TkVX"}}]});
     assert!(r.amend_patch(&mut patch, &patch_info(), &stored).unwrap());
     assert_eq!(
         patch["webhooks"][0]["clientConfig"],
@@ -239,7 +240,8 @@ fn a_patch_of_a_fronted_webhooks_ca_bundle_alone_keeps_regroups_ca_in_the_cluste
     assert!(r.to_app(&mut merged));
     assert_eq!(merged["webhooks"][0]["clientConfig"], app);
     // Removing the bundle (null) removes it from what the app reads.
-    let mut patch = serde_json::json!({"webhooks": [{"name": HOOK, "clientConfig": {"caBundle": null}}]});
+    let mut patch =
+        serde_json::json!({"webhooks": [{"name": HOOK, "clientConfig": {"caBundle": null}}]});
     assert!(r.amend_patch(&mut patch, &patch_info(), &stored).unwrap());
     assert!(kept(&patch)[HOOK].get("caBundle").is_none());
 }
@@ -249,7 +251,9 @@ fn a_partial_client_config_regroup_cant_keep_whole_is_refused() {
     let (r, _, stored) = stored_072();
     let mut patch = serde_json::json!({"webhooks": [{"name": HOOK,
         "clientConfig": {"caBundle": "TkVX", "$patch": "replace"}}]});
-    let e = r.amend_patch(&mut patch, &patch_info(), &stored).unwrap_err();
+    let e = r
+        .amend_patch(&mut patch, &patch_info(), &stored)
+        .unwrap_err();
     assert!(e.contains(HOOK) && e.contains("$patch"), "{e}");
 }
 
@@ -257,13 +261,15 @@ fn a_partial_client_config_regroup_cant_keep_whole_is_refused() {
 fn a_patch_of_webhooks_regroup_does_not_front_goes_as_written() {
     let (r, _, stored) = stored_072();
     // Another webhook's bundle: nothing kept for it.
-    let patch = serde_json::json!({"webhooks": [{"name": "other", "clientConfig": {"caBundle": "TkVX"}}]});
+    let patch =
+        serde_json::json!({"webhooks": [{"name": "other", "clientConfig": {"caBundle": "TkVX"}}]});
     let mut doc = patch.clone();
     assert!(!r.amend_patch(&mut doc, &patch_info(), &stored).unwrap());
     assert_eq!(doc, patch);
     // A configuration written before regroup fronted it: no annotation.
     let written = fixture("072-create-mutatingwebhookconfiguration-v1");
-    let patch = serde_json::json!({"webhooks": [{"name": HOOK, "clientConfig": {"caBundle": "TkVX"}}]});
+    let patch =
+        serde_json::json!({"webhooks": [{"name": HOOK, "clientConfig": {"caBundle": "TkVX"}}]});
     let mut doc = patch.clone();
     assert!(!r.amend_patch(&mut doc, &patch_info(), &written).unwrap());
     assert_eq!(doc, patch);
@@ -274,7 +280,10 @@ fn a_whole_client_config_in_a_patch_is_pointed_at_regroup_and_the_others_stay_ke
     let (r, written, mut stored) = stored_072();
     // A second fronted-then-kept webhook the patch does not name.
     let mut both = kept(&stored);
-    both.insert("second".into(), serde_json::json!({"url": "https://app/second"}));
+    both.insert(
+        "second".into(),
+        serde_json::json!({"url": "https://app/second"}),
+    );
     stored["metadata"]["annotations"][APP_CLIENT_CONFIGS_ANNOTATION] =
         serde_json::to_string(&both).unwrap().into();
     let app = written["webhooks"][0]["clientConfig"].clone();
@@ -286,7 +295,10 @@ fn a_whole_client_config_in_a_patch_is_pointed_at_regroup_and_the_others_stay_ke
     );
     let k = kept(&patch);
     assert_eq!(k[HOOK], app);
-    assert_eq!(k["second"], serde_json::json!({"url": "https://app/second"}));
+    assert_eq!(
+        k["second"],
+        serde_json::json!({"url": "https://app/second"})
+    );
     // Pointed somewhere regroup does not front: the cluster stores the
     // app's, the entry kept for it goes, and a stale one never shows.
     let elsewhere = serde_json::json!({"url": "https://elsewhere/hook", "caBundle": "TkVX"});
