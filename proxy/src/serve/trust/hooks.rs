@@ -65,7 +65,7 @@ pub(crate) fn request_body(
 
 /// A request body (already in the cluster's names) whose fronted webhook
 /// registrations are pointed at regroup: a whole object (create, update)
-/// in JSON or YAML (protobuf goes on as written, docs/front.md). Patches of a named object are served by
+/// in JSON, YAML or protobuf. Patches of a named object are served by
 /// `stack/registration_patch.rs`, which reads the current object first.
 pub(crate) fn registration_request_body(
     r: &WebhookRegistration,
@@ -109,6 +109,35 @@ pub(crate) fn registration_doc(media: MediaType, bytes: &[u8]) -> Result<Option<
                 .map_err(|_| "not valid YAML".to_owned())
         }
         _ => Ok(None),
+    }
+}
+
+/// A whole response body for the app (already renamed) with its own
+/// webhook registrations put back. `Ok(None)`: nothing changes.
+pub(crate) fn registration_response(
+    r: &WebhookRegistration,
+    media: MediaType,
+    success: bool,
+    body: &[u8],
+) -> Result<Option<Vec<u8>>, RewriteError> {
+    match media {
+        MediaType::Json => Ok(registration_json(r, body)),
+        // Errors are Status objects, whatever the body.
+        MediaType::Protobuf if success => r.proto_to_app(body),
+        _ => Ok(None),
+    }
+}
+
+/// One watch event's content for the app (already renamed) with its own
+/// webhook registrations put back.
+pub(crate) fn registration_watch_event(
+    r: &WebhookRegistration,
+    framing: Framing,
+    event: &[u8],
+) -> Result<Option<Vec<u8>>, RewriteError> {
+    match framing {
+        Framing::Lines => Ok(registration_json(r, event)),
+        Framing::LengthPrefixed => r.proto_watch_event_to_app(event),
     }
 }
 

@@ -3,7 +3,8 @@
 //! path as the APIService `caBundle` amendment is:
 //!
 //! - When the app writes a Validating/MutatingWebhookConfiguration or a
-//!   CRD (create, update, merge or strategic-merge patch, JSON), each
+//!   CRD (create or update in JSON, YAML or protobuf (`proto.rs`); a
+//!   patch, `stack/registration_patch.rs`, through [`WebhookRegistration::amend_patch`]), each
 //!   `clientConfig` the configuration says is fronted is pointed at
 //!   regroup's webhook listener (its `reachAt` URL or Service, with the
 //!   webhook's path) with regroup's serving CA in `caBundle`; what the app
@@ -14,6 +15,8 @@
 //!   kept there is put back and the annotation removed: the app sees what
 //!   it wrote, so a controller that manages its own registration and
 //!   certificates never fights regroup.
+
+mod proto;
 
 use base64::Engine as _;
 use regroup_config::schema::{ReachAt, Registration, ServiceRef};
