@@ -78,6 +78,13 @@ pub(crate) fn registration_request_body(
     }
     let unreadable =
         |e: String| Failure::bad_request(format!("the request body can't be read: {e}"));
+    if media == MediaType::Protobuf {
+        return Ok(r
+            .proto_to_cluster(&bytes, info)
+            .map_err(|e| unreadable(e.to_string()))?
+            .map(Bytes::from)
+            .unwrap_or(bytes));
+    }
     let Some(mut v) = registration_doc(media, &bytes).map_err(unreadable)? else {
         return Ok(bytes);
     };

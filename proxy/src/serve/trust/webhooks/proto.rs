@@ -163,20 +163,15 @@ impl Walk<'_> {
     }
 
     /// One registration's bytes, amended.
-    fn object(
-        &self,
-        group: &str,
-        kind: &str,
-        raw: &[u8],
-    ) -> Result<Option<Vec<u8>>, RewriteError> {
+    fn object(&self, group: &str, kind: &str, raw: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
         // The app's view changes only where regroup's annotation is.
-        if self.to_cluster.is_none() && !contains(raw, APP_CLIENT_CONFIGS_ANNOTATION.as_bytes())
-        {
+        if self.to_cluster.is_none() && !contains(raw, APP_CLIENT_CONFIGS_ANNOTATION.as_bytes()) {
             return Ok(None);
         }
         let desc = message_for(group, "v1", kind)
             .ok_or_else(|| malformed(format!("no protobuf message for {kind}")))?;
-        let mut msg = DynamicMessage::decode(desc, raw).map_err(|e| malformed(format!("{kind}: {e}")))?;
+        let mut msg =
+            DynamicMessage::decode(desc, raw).map_err(|e| malformed(format!("{kind}: {e}")))?;
         let before = view(&msg);
         let mut after = before.clone();
         let changed = match self.to_cluster {
@@ -299,7 +294,10 @@ fn client_config_json(cc: &DynamicMessage) -> Json {
         o.insert("service".into(), Json::Object(s));
     }
     if cc.has_field_by_name("caBundle") {
-        if let Some(b) = cc.get_field_by_name("caBundle").and_then(|v| v.as_bytes().cloned()) {
+        if let Some(b) = cc
+            .get_field_by_name("caBundle")
+            .and_then(|v| v.as_bytes().cloned())
+        {
             let text = base64::engine::general_purpose::STANDARD.encode(b);
             o.insert("caBundle".into(), Json::String(text));
         }
@@ -314,11 +312,17 @@ fn set_client_config(holder: &mut DynamicMessage, cc: &Json) -> Result<(), Rewri
         .get_field_by_name("clientConfig")
         .and_then(|f| f.kind().as_message().cloned())
         .ok_or_else(|| malformed("no clientConfig in the descriptor"))?;
-    holder.set_field_by_name("clientConfig", Value::Message(client_config_message(desc, cc)?));
+    holder.set_field_by_name(
+        "clientConfig",
+        Value::Message(client_config_message(desc, cc)?),
+    );
     Ok(())
 }
 
-fn client_config_message(desc: MessageDescriptor, cc: &Json) -> Result<DynamicMessage, RewriteError> {
+fn client_config_message(
+    desc: MessageDescriptor,
+    cc: &Json,
+) -> Result<DynamicMessage, RewriteError> {
     let mut m = DynamicMessage::new(desc.clone());
     if let Some(url) = cc["url"].as_str() {
         m.set_field_by_name("url", Value::String(url.to_owned()));
@@ -341,7 +345,8 @@ fn client_config_message(desc: MessageDescriptor, cc: &Json) -> Result<DynamicMe
         m.set_field_by_name("service", Value::Message(svc));
     }
     if let Some(b) = cc["caBundle"].as_str() {
-        let raw = bundle_from_annotation(b).ok_or_else(|| malformed("a caBundle that is not base64"))?;
+        let raw =
+            bundle_from_annotation(b).ok_or_else(|| malformed("a caBundle that is not base64"))?;
         m.set_field_by_name("caBundle", Value::Bytes(raw.into()));
     }
     Ok(m)

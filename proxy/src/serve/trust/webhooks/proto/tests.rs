@@ -120,7 +120,12 @@ fn open(body: &[u8], name: &str) -> DynamicMessage {
         body.strip_prefix(MAGIC).unwrap(),
     )
     .unwrap();
-    let raw = u.get_field_by_name("raw").unwrap().as_bytes().unwrap().clone();
+    let raw = u
+        .get_field_by_name("raw")
+        .unwrap()
+        .as_bytes()
+        .unwrap()
+        .clone();
     DynamicMessage::decode(pool.get_message_by_name(name).unwrap(), raw.as_ref()).unwrap()
 }
 
@@ -164,7 +169,10 @@ fn a_protobuf_registration_points_at_regroup_and_the_app_reads_back_what_it_wrot
     assert!(contains(&stored, &undeclared()));
     assert!(contains(&stored, b"samplecontroller.k8s.io"));
     // Nothing more to do on the stored form.
-    assert!(r.proto_to_cluster(&stored, &create_info()).unwrap().is_none());
+    assert!(r
+        .proto_to_cluster(&stored, &create_info())
+        .unwrap()
+        .is_none());
     // The app reads back the object it wrote: the same bytes here (its
     // fields come in the order regroup's encoder writes them).
     let read = r.proto_to_app(&stored).unwrap().expect("restored");
@@ -177,7 +185,10 @@ fn lists_and_watch_events_in_protobuf_are_restored_too() {
     let (_, url, cc) = app_client_config();
     let r = registration(&url);
     let written = mwc_072(&[], cc);
-    let stored = r.proto_to_cluster(&written, &create_info()).unwrap().unwrap();
+    let stored = r
+        .proto_to_cluster(&written, &create_info())
+        .unwrap()
+        .unwrap();
     let raw = |b: &[u8]| {
         let u = DynamicMessage::decode(
             descriptor_pool()
@@ -186,7 +197,11 @@ fn lists_and_watch_events_in_protobuf_are_restored_too() {
             b.strip_prefix(MAGIC).unwrap(),
         )
         .unwrap();
-        u.get_field_by_name("raw").unwrap().as_bytes().unwrap().to_vec()
+        u.get_field_by_name("raw")
+            .unwrap()
+            .as_bytes()
+            .unwrap()
+            .to_vec()
     };
     let list = |item: &[u8]| {
         envelope(
@@ -199,7 +214,10 @@ fn lists_and_watch_events_in_protobuf_are_restored_too() {
     assert_eq!(read, list(&written));
     // A watch event {1 type, 2 object {1 raw}}, unenveloped as a frame.
     let event = |obj: &[u8]| cat(&[ld(1, "MODIFIED"), ld(2, ld(1, obj))]);
-    let read = r.proto_watch_event_to_app(&event(&stored)).unwrap().expect("restored");
+    let read = r
+        .proto_watch_event_to_app(&event(&stored))
+        .unwrap()
+        .expect("restored");
     assert_eq!(read, event(&written));
 }
 
@@ -209,15 +227,23 @@ fn protobuf_bodies_regroup_does_not_amend_are_left_as_they_came() {
     let written = mwc_072(&[], cc);
     // A webhook regroup does not front.
     let other = registration("https://127.0.0.1:18443/other");
-    assert!(other.proto_to_cluster(&written, &create_info()).unwrap().is_none());
+    assert!(other
+        .proto_to_cluster(&written, &create_info())
+        .unwrap()
+        .is_none());
     // Read by the app with no annotation of regroup's.
     assert!(other.proto_to_app(&written).unwrap().is_none());
     // Another kind entirely.
     let cm = envelope("v1", "ConfigMap", &ld(1, ld(1, "x")));
-    assert!(other.proto_to_cluster(&cm, &create_info()).unwrap().is_none());
+    assert!(other
+        .proto_to_cluster(&cm, &create_info())
+        .unwrap()
+        .is_none());
     assert!(other.proto_to_app(&cm).unwrap().is_none());
     // An envelope that is not one is an error, not a pass-through.
-    assert!(other.proto_to_cluster(b"not protobuf", &create_info()).is_err());
+    assert!(other
+        .proto_to_cluster(b"not protobuf", &create_info())
+        .is_err());
 }
 
 /// The 1.24 CRD (renamed, as regroup sends the app's CRD on) with a
@@ -230,10 +256,21 @@ fn crd_with_conversion() -> (Vec<u8>, DynamicMessage) {
     let captured = std::fs::read(p).unwrap();
     let crd = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition";
     let mut m = open(&captured, crd);
-    let service = cat(&[ld(1, "team1"), ld(2, "foo-conversion"), ld(3, "/convert"), vi(4, 8443)]);
+    let service = cat(&[
+        ld(1, "team1"),
+        ld(2, "foo-conversion"),
+        ld(3, "/convert"),
+        vi(4, 8443),
+    ]);
     let conversion = cat(&[
         ld(1, "Webhook"),
-        ld(2, cat(&[ld(2, cat(&[ld(1, service), ld(2, b"APP-PEM")])), ld(3, "v1")])),
+        ld(
+            2,
+            cat(&[
+                ld(2, cat(&[ld(1, service), ld(2, b"APP-PEM")])),
+                ld(3, "v1"),
+            ]),
+        ),
     ]);
     let conv_desc = descriptor_pool()
         .get_message_by_name(
@@ -245,7 +282,10 @@ fn crd_with_conversion() -> (Vec<u8>, DynamicMessage) {
         spec.set_field_by_name("conversion", Value::Message(conv));
     }
     let raw = m.encode_to_vec();
-    (envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition", &raw), m)
+    (
+        envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition", &raw),
+        m,
+    )
 }
 
 #[test]
@@ -264,8 +304,14 @@ fn a_crds_conversion_webhook_in_protobuf() {
         configuration: None,
         webhook: None,
     };
-    let info = RequestInfo::parse("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", None);
-    let stored = r.proto_to_cluster(&written, &info).unwrap().expect("amended");
+    let info = RequestInfo::parse(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        None,
+    );
+    let stored = r
+        .proto_to_cluster(&written, &info)
+        .unwrap()
+        .expect("amended");
     let crd = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition";
     let v = view(&open(&stored, crd));
     assert_eq!(

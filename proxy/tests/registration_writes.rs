@@ -1,9 +1,9 @@
-//! Patches of the app's webhook registrations through the sidecar when
+//! The app's webhook registrations written through the sidecar when
 //! regroup fronts its webhooks: the captured MutatingWebhookConfiguration
 //! and conversion-webhook CRD of kube-apiserver 1.29
 //! (`testdata/kube-1.29/webhooks/orig/072` and `110`), created through
-//! regroup, then patched as controllers patch them (JSON Patch,
-//! strategic-merge, merge, server-side apply in YAML). The cluster must
+//! regroup (JSON, protobuf), then patched as controllers patch them (JSON
+//! Patch, strategic-merge, merge, server-side apply in YAML). The cluster must
 //! keep regroup's `clientConfig` and CA; the app must read back what it
 //! wrote. The fake upstream stores objects by path, applies patches
 //! (strategic merge of `webhooks` by name), honours a patch's or an
@@ -11,6 +11,8 @@
 //! every request.
 
 mod common;
+#[path = "../src/rewrite/protobuf/test_wire.rs"]
+mod test_wire;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -40,12 +42,16 @@ struct Seen {
     method: Method,
     path: String,
     content_type: Option<String>,
+    accept: Option<String>,
     body: Bytes,
 }
 
 #[derive(Default)]
 struct Store {
     objects: HashMap<String, Json>,
+    /// Objects written in protobuf, as written, by the path they were
+    /// created under.
+    protobuf: HashMap<String, Bytes>,
     version: u64,
     /// The next writes to lose a race to another writer (409).
     conflicts: usize,
@@ -170,6 +176,28 @@ fn serve(store: &mut Store, seen: Seen) -> (StatusCode, Json) {
     (StatusCode::OK, new)
 }
 
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+/// Protobuf writes are kept as written and read back as they were (this
+/// fake does not decode them); JSON is [`serve`]d.
+fn answer(store: &mut Store, seen: Seen) -> (StatusCode, &'static str, Bytes) {
+    if seen.content_type.as_deref() == Some(PROTOBUF) && seen.method == Method::POST {
+        store.seen.push(seen.clone());
+        store.protobuf.insert(seen.path.clone(), seen.body.clone());
+        return (StatusCode::CREATED, PROTOBUF, seen.body);
+    }
+    if seen.accept.as_deref() == Some(PROTOBUF) && seen.method == Method::GET {
+        store.seen.push(seen.clone());
+        let (dir, _) = seen.path.rsplit_once('/').unwrap();
+        return match store.protobuf.get(dir) {
+            Some(b) => (StatusCode::OK, PROTOBUF, b.clone()),
+            None => (StatusCode::NOT_FOUND, "application/json", Bytes::from("{}")),
+        };
+    }
+    let (code, doc) = serve(store, seen);
+    (code, "application/json", Bytes::from(doc.to_string()))
+}
+
 async fn upstream(store: Arc<Mutex<Store>>) -> String {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
@@ -189,14 +217,18 @@ async fn upstream(store: Arc<Mutex<Store>>) -> String {
                                 .headers
                                 .get("content-type")
                                 .map(|v| v.to_str().unwrap().to_owned()),
+                            accept: parts
+                                .headers
+                                .get("accept")
+                                .map(|v| v.to_str().unwrap().to_owned()),
                             body: body.collect().await.unwrap().to_bytes(),
                         };
-                        let (code, answer) = serve(&mut store.lock().unwrap(), seen);
+                        let (code, ctype, answer) = answer(&mut store.lock().unwrap(), seen);
                         Ok::<_, std::convert::Infallible>(
                             Response::builder()
                                 .status(code)
-                                .header("content-type", "application/json")
-                                .body(Full::new(Bytes::from(answer.to_string())))
+                                .header("content-type", ctype)
+                                .body(Full::new(answer))
                                 .unwrap(),
                         )
                     }
@@ -263,6 +295,29 @@ async fn call(
     let doc = serde_json::from_slice(&body)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&body)));
     (code, doc)
+}
+
+async fn call_raw(
+    base: &str,
+    method: Method,
+    path: &str,
+    ctype: &str,
+    accept: &str,
+    body: &[u8],
+) -> (StatusCode, Bytes) {
+    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .build_http::<Full<Bytes>>();
+    let req = Request::builder()
+        .method(method)
+        .uri(format!("{base}{path}"))
+        .header("content-type", ctype)
+        .header("accept", accept)
+        .header("authorization", "Bearer app-token")
+        .body(Full::new(Bytes::copy_from_slice(body)))
+        .unwrap();
+    let resp = client.request(req).await.unwrap();
+    let code = resp.status();
+    (code, resp.into_body().collect().await.unwrap().to_bytes())
 }
 
 /// Creates the captured configuration through regroup; returns the path
@@ -533,4 +588,79 @@ async fn a_merge_patch_of_a_crds_conversion_ca_bundle_alone() {
         json!({"url": "https://127.0.0.1:9444/convert-bars", "caBundle": REGROUP_CA})
     );
     assert_eq!(kept(stored)["conversion"]["caBundle"], NEW_CA);
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[tokio::test]
+async fn a_protobuf_registration_is_pointed_at_regroup_and_read_back_as_written() {
+    use test_wire::{cat, envelope, ld};
+    let (store, base) = setup().await;
+    // The captured 072 as client-go's typed client writes it in protobuf:
+    // metadata {1 name}, webhooks {1 name, 2 clientConfig {2 caBundle,
+    // 3 url}, 3 rules {1 operations, 2 rule {1 apiGroups, 2 apiVersions,
+    // 3 resources}}, 4 failurePolicy, 6 sideEffects}.
+    let written = fixture("072-create-mutatingwebhookconfiguration-v1");
+    let ca = written["webhooks"][0]["clientConfig"]["caBundle"]
+        .as_str()
+        .unwrap();
+    let pem = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, ca).unwrap();
+    let rule = cat(&[
+        ld(1, "CREATE"),
+        ld(
+            2,
+            cat(&[
+                ld(1, "samplecontroller.k8s.io"),
+                ld(2, "v1alpha1"),
+                ld(3, "foos"),
+            ]),
+        ),
+    ]);
+    let hook = cat(&[
+        ld(1, HOOK),
+        ld(2, cat(&[ld(2, &pem), ld(3, APP_URL)])),
+        ld(3, rule),
+        ld(4, "Fail"),
+        ld(6, "None"),
+    ]);
+    let body = envelope(
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+        &cat(&[ld(1, ld(1, "foo-mutate-orig-v1")), ld(2, hook)]),
+    );
+    let (code, created) = call_raw(&base, Method::POST, MWCS, PROTOBUF, PROTOBUF, &body).await;
+    assert_eq!(code, StatusCode::CREATED);
+    // The cluster got regroup's clientConfig and CA, the group renamed.
+    let sent = store.lock().unwrap().protobuf[MWCS].clone();
+    assert!(contains(&sent, REGROUP_URL.as_bytes()));
+    assert!(
+        contains(&sent, b"REGROUP")
+            || contains(
+                &sent,
+                &base64::Engine::decode(&base64::engine::general_purpose::STANDARD, REGROUP_CA)
+                    .unwrap()
+            )
+    );
+    assert!(contains(&sent, APP_CLIENT_CONFIGS_ANNOTATION.as_bytes()));
+    assert!(contains(&sent, b"samplecontroller.team1.example.com"));
+    assert!(
+        !contains(&sent, &pem),
+        "the app's CA is kept in the annotation, in base64"
+    );
+    // The app reads back what it wrote, when created and when read.
+    let (code, read) = call_raw(
+        &base,
+        Method::GET,
+        &format!("{MWCS}/foo-mutate-orig-v1"),
+        PROTOBUF,
+        PROTOBUF,
+        b"",
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK);
+    for got in [&created, &read] {
+        assert_eq!(&got[..], &body[..]);
+    }
 }
