@@ -4,14 +4,11 @@
 //! accepted (`testdata/kube-1.29/webhooks/orig/072`), and on the CRD
 //! kube-apiserver 1.24 sent in protobuf (`testdata/kube-1.24/renamed/037`).
 
-#[path = "../../../../rewrite/protobuf/test_wire.rs"]
-mod test_wire;
-
+use crate::rewrite::protobuf::test_wire::{cat, envelope, ld, vi, MAGIC};
 use base64::Engine as _;
 use prost_reflect::{DynamicMessage, Value};
 use regroup_config::schema::{ReachAt, Registration};
 use serde_json::json;
-use test_wire::{cat, envelope, ld, vi, MAGIC};
 
 use super::super::Fronted;
 use super::*;
