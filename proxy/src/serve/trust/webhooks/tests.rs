@@ -342,3 +342,15 @@ fn a_merge_patch_of_a_crds_conversion_ca_bundle() {
         .get("api-approved.kubernetes.io")
         .is_none());
 }
+
+#[test]
+fn metadata_only_reads_in_json_show_the_app_no_regroup_annotation() {
+    let (r, _, stored) = stored_072();
+    let item = |meta: &Json| serde_json::json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta});
+    let mut list = serde_json::json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+        "items": [item(&stored["metadata"])]});
+    assert!(r.to_app(&mut list));
+    let mut expected = stored["metadata"].clone();
+    expected.as_object_mut().unwrap().remove("annotations");
+    assert_eq!(list["items"][0], item(&expected));
+}
