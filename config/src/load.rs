@@ -326,6 +326,7 @@ fn check_webhooks(w: &crate::schema::Webhooks, problems: &mut Vec<String>) {
     if let Some(r) = &w.reach_at {
         match (&r.url, &r.service) {
             (Some(u), None) if u.starts_with("https://") && url_host(u).is_some() => {}
+            (None, Some(_)) => {}
             (Some(u), None) => problems.push(format!(
                 "webhooks.reachAt.url: `{u}` must be an https:// URL"
             )),

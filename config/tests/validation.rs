@@ -965,6 +965,24 @@ fn webhooks_insecure_backends_must_be_on_loopback() {
     assert_mentions(&m, &["webhooks:", "`certFile` and `keyFile` go together"]);
 }
 
+#[test]
+fn webhooks_are_reached_at_one_url_or_one_service() {
+    let hook = "  hooks:\n    - name: a\n      backend: https://127.0.0.1:9443/a\n      registration:\n        url: https://127.0.0.1:9443/a\n";
+    // A Service, as the chart configures it.
+    accepted(&webhooks(&format!(
+        "  reachAt:\n    service: {{namespace: team1, name: regroup-webhooks, port: 443}}\n{hook}"
+    )));
+    accepted(&webhooks(&format!(
+        "  reachAt:\n    url: https://127.0.0.1:9444\n{hook}"
+    )));
+    let m = only_problem(&webhooks(&format!(
+        "  reachAt:\n    url: https://127.0.0.1:9444\n    service: {{namespace: a, name: b}}\n{hook}"
+    )));
+    assert_mentions(&m, &["webhooks.reachAt", "exactly one of `url`, `service`"]);
+    let m = only_problem(&webhooks(&format!("  reachAt: {{}}\n{hook}")));
+    assert_mentions(&m, &["webhooks.reachAt", "exactly one of `url`, `service`"]);
+}
+
 // ------------------------------------------------------------ empty rules
 
 #[test]

@@ -122,7 +122,8 @@ KINDS = {
 # patchMergeKey); other lists are replaced; $-directives ($setElementOrder,
 # $retainKeys) are dropped, `$patch: delete` in a keyed list item is honoured.
 SMP_KEYS = {"ownerReferences": "uid", "containers": "name", "initContainers": "name", "env": "name",
-            "volumes": "name", "volumeMounts": "mountPath", "ports": "containerPort", "imagePullSecrets": "name"}
+            "volumes": "name", "volumeMounts": "mountPath", "ports": "containerPort", "imagePullSecrets": "name",
+            "webhooks": "name"}  # Validating/MutatingWebhookConfiguration
 
 
 def dumps(obj):  # compact, newline-terminated: Go's json.Encoder, as in every captured JSON body

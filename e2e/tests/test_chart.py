@@ -4,7 +4,8 @@ JSON schemas of kubernetes-validate (strict: unknown fields are errors); the
 pod spec asserted (env override, service-account volumes, probes,
 securityContext, regroup's args and config); the chart's RBAC renaming
 checked against `regroup render`; regroup's rendered config checked by
-`regroup check`. Needs helm (e2e/install.sh) and no cluster."""
+`regroup check`; with `webhooks.enabled`, the webhook listener's Service,
+certificate, config and mounts. Needs helm (e2e/install.sh) and no cluster."""
 import base64
 import json
 import os
@@ -33,6 +34,10 @@ RBAC = {"rules": [{"apiGroups": ["samplecontroller.k8s.io", "login.concierge.pin
                    "resources": ["foos", "events"], "verbs": ["get", "list", "watch"]},
                   {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"]}]}
 
+# A fronted webhook, as docs/front.md configures one.
+HOOK = {"name": "validate-foo", "backend": "https://127.0.0.1:9443/validate-foo",
+        "registration": {"service": {"namespace": "team-b", "name": "foo-webhook", "path": "/validate-foo"}}}
+
 # name -> (values, kube version)
 MATRIX = {
     "incluster": ({"mode": "inCluster"}, "1.31.0"),
@@ -51,6 +56,14 @@ MATRIX = {
     "front-incluster-namespaced-rbac": ({"mode": "inCluster", "rbac": {"clusterScoped": False},
                                          "front": {"enabled": True, "backendCaSecret": "app-ca",
                                                    "backend": "https://127.0.0.1:10250"}}, "1.29.0"),
+    "webhooks": ({"mode": "inCluster",
+                  "webhooks": {"enabled": True, "insecureBackend": True, "hooks": [HOOK]}}, "1.31.0"),
+    "webhooks-own-secrets-and-front": ({"mode": "kubeconfig",
+                                        "front": {"enabled": True, "insecureBackend": True},
+                                        "webhooks": {"enabled": True, "port": 9555, "service": {"port": 8443},
+                                                     "tlsSecret": "my-webhooks", "clientCaSecret": "apiserver-client",
+                                                     "backendCaSecret": "app-webhook-ca", "hooks": [HOOK]}},
+                                       "1.29.0"),
 }
 
 
@@ -135,6 +148,7 @@ def pod_spec_assertions(values, objs, kube):
     mode = values["mode"]
     metrics = values.get("regroup", {}).get("metrics", {}).get("enabled", True)
     front = values.get("front", {}).get("enabled", False)
+    webhooks = values.get("webhooks", {}).get("enabled", False)
     native = tuple(map(int, kube.split(".")[:2])) >= (1, 29)
     spec = one(objs, "Deployment")["spec"]["template"]["spec"]
     assert spec["automountServiceAccountToken"] is False
@@ -214,7 +228,7 @@ def pod_spec_assertions(values, objs, kube):
         assert {"name": "front", "containerPort": 9443, "protocol": "TCP"} in regroup["ports"]
         assert config["front"]["listen"] == "0.0.0.0:9443"
         assert config["front"]["requestHeader"] == {"fromCluster": True}
-        svc = one(objs, "Service")
+        svc = next(s for s in by_kind(objs, "Service") if s["metadata"]["name"] == "team-b-regroup-front")
         assert svc["spec"]["ports"][0]["targetPort"] == "front"
         binding = next(b for b in by_kind(objs, "RoleBinding") if b["metadata"]["namespace"] == "kube-system")
         assert binding["roleRef"]["name"] == "extension-apiserver-authentication-reader"
@@ -231,11 +245,55 @@ def pod_spec_assertions(values, objs, kube):
                               if s["metadata"]["name"] == "team-b-regroup-front-tls")
                 assert a["spec"]["caBundle"] == secret["data"]["ca.crt"]
     else:
-        assert not by_kind(objs, "Service") and not by_kind(objs, "APIService")
+        assert not any(s["metadata"]["name"].endswith("-front") for s in by_kind(objs, "Service"))
+        assert not by_kind(objs, "APIService")
+    if webhooks:
+        webhook_assertions(values, objs, regroup, vols, config)
+    else:
+        assert "webhooks" not in config
+        assert not any(s["metadata"]["name"].endswith("-webhooks") for s in by_kind(objs, "Service"))
+
+
+def webhook_assertions(values, objs, regroup, vols, config):
+    """The webhook listener: its port, Service, certificate, and a config
+    that points the fronted registrations at that Service."""
+    w = values["webhooks"]
+    port, svc_port = w.get("port", 9444), w.get("service", {}).get("port", 443)
+    assert {"name": "webhooks", "containerPort": port, "protocol": "TCP"} in regroup["ports"]
+    svc = next(s for s in by_kind(objs, "Service") if s["metadata"]["name"] == "team-b-regroup-webhooks")
+    assert svc["spec"]["ports"] == [{"name": "webhooks", "port": svc_port, "targetPort": "webhooks",
+                                     "protocol": "TCP"}]
+    assert svc["spec"]["selector"] == one(objs, "Deployment")["spec"]["selector"]["matchLabels"]
+    c = config["webhooks"]
+    assert c["listen"] == f"0.0.0.0:{port}"
+    assert (c["certFile"], c["keyFile"], c["caFile"]) == (
+        "/etc/regroup/webhooks/tls.crt", "/etc/regroup/webhooks/tls.key", "/etc/regroup/webhooks/ca.crt")
+    assert c["reachAt"] == {"service": {"namespace": "team-b", "name": "team-b-regroup-webhooks", "port": svc_port}}
+    assert c["hooks"] == w["hooks"]
+    assert c.get("dangerousInsecureBackend", False) == w.get("insecureBackend", False)
+    rmounts = {m["mountPath"]: m["name"] for m in regroup["volumeMounts"]}
+    assert rmounts["/etc/regroup/webhooks"] == "regroup-webhooks-tls"
+    own = w.get("tlsSecret")
+    assert vols["regroup-webhooks-tls"]["secret"]["secretName"] == (own or "team-b-regroup-webhooks-tls")
+    generated = [s for s in by_kind(objs, "Secret") if s["metadata"]["name"] == "team-b-regroup-webhooks-tls"]
+    if own:
+        assert not generated
+    else:
+        (secret,) = generated
+        assert set(secret["data"]) == {"ca.crt", "tls.crt", "tls.key"}
+        assert base64.b64decode(secret["data"]["ca.crt"]).startswith(b"-----BEGIN CERTIFICATE-----")
+    for key, path, name in (("clientCaSecret", "/etc/regroup/webhooks-client-ca", "clientCaFile"),
+                            ("backendCaSecret", "/etc/regroup/webhooks-backend", "backendCaFile")):
+        if w.get(key):
+            vol = rmounts[path]
+            assert vols[vol]["secret"] == {"secretName": w[key], "items": [{"key": "ca.crt", "path": "ca.crt"}]}
+            assert c[name] == f"{path}/ca.crt"
+        else:
+            assert path not in rmounts and name not in c
 
 
 def test_rendered_config_passes_regroup_check(regroup_bin, tmp_path):
-    for case in ("incluster", "front"):
+    for case in ("incluster", "front", "webhooks"):
         objs = template(values_for(MATRIX[case][0]), tmp_path)
         cm = next(o for o in by_kind(objs, "ConfigMap") if o["metadata"]["name"] == "team-b-regroup-config")
         path = tmp_path / f"{case}.yaml"
@@ -296,6 +354,8 @@ def test_refuses_incomplete_values(tmp_path):
                             ({"app": APP, "rules": []}, "rules is required"),
                             ({"app": APP, "rules": RULES, "front": {"enabled": True}}, "front.backendCaSecret"),
                             ({"app": APP, "rules": RULES, "mode": "sideways"}, "mode"),
+                            ({"app": APP, "rules": RULES, "webhooks": {"enabled": True}},
+                             "webhooks.enabled needs webhooks.hooks"),
                             ({"app": APP, "rules": RULES, "regroup": {"logLevel": "loud"}}, "logLevel"),
                             ({"app": APP, "rules": RULES, "front": {
                                 "enabled": True, "insecureBackend": True, "tlsSecret": "absent",

@@ -14,6 +14,13 @@ renamed world) to its URL: validating deny and allow, mutating patch,
 conversion between two versions and a failed conversion, each answered in
 the cluster's names.
 
+Then the app rotates its CA as controllers do, through the sidecar with the
+real kubectl: a JSON Patch of one webhook's caBundle, a strategic-merge
+patch of another's caBundle alone, a merge patch of the CRD's conversion
+caBundle, and a server-side apply (YAML) of a whole configuration: each
+time the cluster keeps regroup's address and CA, and the app reads back its
+new bundle.
+
 REGROUP_E2E_KUBECONFIG: also a real kube-apiserver calling the webhooks on
 create of a Foo and on reading a Bar in the other version, through the
 `url:` clientConfig on 127.0.0.1; skipped, saying so, when that
@@ -305,3 +312,59 @@ def test_a_real_apiserver_calls_the_apps_webhooks_through_regroup(setup):
           "the Bar CRD was not served")
     got = setup.app.json("get", f"bars.v1beta1.{ORIG_GROUP}", "one")
     assert got["apiVersion"] == f"{ORIG_GROUP}/v1beta1" and got["spec"] == {"replicas": 3}
+
+
+# --- the app rotates its CA: patches and server-side apply through the sidecar --------------------
+
+def rotated_bundle():
+    from pki import new_ca
+    return base64.b64encode(new_ca("e2e-webhook-app-ca-rotated").cert_pem).decode()
+
+
+def assert_rotated(setup, kind, bundle):
+    """The app reads back its new bundle and its own url; the cluster still
+    holds regroup's, and the caller kube-apiserver is still served."""
+    written = setup.written[kind]
+    seen = setup.app.json("get", kind, written["metadata"]["name"])
+    app_cc = client_config(kind, seen)
+    assert app_cc == dict(client_config(kind, written), caBundle=bundle), kind
+    assert "regroup.dev/app-client-configs" not in seen["metadata"].get("annotations", {})
+    cluster_cc = client_config(kind, stored(setup, kind))
+    assert cluster_cc["url"].startswith(f"https://127.0.0.1:{setup.port}/"), kind
+    assert cluster_cc["caBundle"] not in (bundle, setup.app_bundle), kind
+    client_config(kind, written)["caBundle"] = bundle  # what the app now expects to read
+
+
+def test_a_json_patch_of_the_ca_bundle_keeps_regroups_in_the_cluster(setup):
+    kind, bundle = "validatingwebhookconfiguration", rotated_bundle()
+    ops = [{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle", "value": bundle}]
+    setup.app("patch", kind, setup.written[kind]["metadata"]["name"], "--type=json", "-p", json.dumps(ops))
+    assert_rotated(setup, kind, bundle)
+    assert call(setup, kind, "083-webhook-validating-v1-create")["allowed"] is False
+
+
+def test_a_strategic_merge_patch_of_the_ca_bundle_alone_keeps_regroups_in_the_cluster(setup):
+    kind, bundle = "mutatingwebhookconfiguration", rotated_bundle()
+    patch = {"webhooks": [{"name": "mutate.foo.e2e.regroup.dev", "clientConfig": {"caBundle": bundle}}]}
+    setup.app("patch", kind, setup.written[kind]["metadata"]["name"], "--type=strategic", "-p", json.dumps(patch))
+    assert_rotated(setup, kind, bundle)
+    assert call(setup, kind, "075-webhook-mutating-v1-create")["patchType"] == "JSONPatch"
+
+
+def test_a_merge_patch_of_the_conversion_ca_bundle_keeps_regroups_in_the_cluster(setup):
+    kind, bundle = "customresourcedefinition", rotated_bundle()
+    patch = {"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": bundle}}}}}
+    setup.app("patch", kind, setup.written[kind]["metadata"]["name"], "--type=merge", "-p", json.dumps(patch))
+    assert_rotated(setup, kind, bundle)
+    assert call(setup, kind, "112-webhook-convert-create-to-v1beta1")["result"]["status"] == "Success"
+
+
+def test_server_side_apply_of_a_registration_keeps_regroups_in_the_cluster(setup):
+    import yaml
+    kind, bundle = "validatingwebhookconfiguration", rotated_bundle()
+    applied = json.loads(json.dumps(setup.written[kind]))
+    client_config(kind, applied)["caBundle"] = bundle
+    setup.app("apply", "--server-side", "--force-conflicts", "--field-manager=e2e-operator", "-f", "-",
+              input=yaml.safe_dump(applied))
+    assert_rotated(setup, kind, bundle)
+    assert call(setup, kind, "076-webhook-validating-v1-create")["allowed"] is True

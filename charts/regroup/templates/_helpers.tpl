@@ -37,6 +37,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s-front" (include "regroup.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{- define "regroup.webhooksServiceName" -}}
+{{- printf "%s-webhooks" (include "regroup.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "regroup.webhooksSecretName" -}}
+{{- default (printf "%s-webhooks-tls" (include "regroup.fullname" .)) .Values.webhooks.tlsSecret }}
+{{- end }}
+
 {{- define "regroup.tlsSecretName" -}}
 {{- default (printf "%s-serving" (include "regroup.fullname" .)) .Values.regroup.tlsSecret }}
 {{- end }}
@@ -117,6 +125,33 @@ front:
   requestHeader:
     fromCluster: true
 {{- end }}
+{{- if .Values.webhooks.enabled }}
+webhooks:
+  listen: 0.0.0.0:{{ .Values.webhooks.port }}
+  certFile: /etc/regroup/webhooks/tls.crt
+  keyFile: /etc/regroup/webhooks/tls.key
+  caFile: /etc/regroup/webhooks/ca.crt
+{{- if .Values.webhooks.clientCaSecret }}
+  clientCaFile: /etc/regroup/webhooks-client-ca/ca.crt
+{{- end }}
+{{- if .Values.webhooks.backendCaSecret }}
+  backendCaFile: /etc/regroup/webhooks-backend/ca.crt
+{{- end }}
+{{- if .Values.webhooks.insecureBackend }}
+  dangerousInsecureBackend: true
+{{- end }}
+  reachAt:
+    service:
+      namespace: {{ .Release.Namespace }}
+      name: {{ include "regroup.webhooksServiceName" . }}
+      port: {{ .Values.webhooks.service.port }}
+  hooks:
+{{- if .Values.webhooks.hooks }}
+{{- toYaml .Values.webhooks.hooks | nindent 4 }}
+{{- else }}
+{{- fail "webhooks.enabled needs webhooks.hooks (the app's webhooks regroup fronts)" }}
+{{- end }}
+{{- end }}
 logging:
   level: {{ .Values.regroup.logLevel }}
   format: {{ .Values.regroup.logFormat }}
@@ -167,6 +202,11 @@ users:
       containerPort: {{ .Values.front.port }}
       protocol: TCP
 {{- end }}
+{{- if .Values.webhooks.enabled }}
+    - name: webhooks
+      containerPort: {{ .Values.webhooks.port }}
+      protocol: TCP
+{{- end }}
 {{- if .Values.regroup.metrics.enabled }}
   startupProbe:
     httpGet: {path: /livez, port: metrics}
@@ -201,6 +241,21 @@ users:
 {{- if .Values.front.backendCaSecret }}
     - name: regroup-backend-ca
       mountPath: /etc/regroup/backend
+      readOnly: true
+{{- end }}
+{{- end }}
+{{- if .Values.webhooks.enabled }}
+    - name: regroup-webhooks-tls
+      mountPath: /etc/regroup/webhooks
+      readOnly: true
+{{- if .Values.webhooks.clientCaSecret }}
+    - name: regroup-webhooks-client-ca
+      mountPath: /etc/regroup/webhooks-client-ca
+      readOnly: true
+{{- end }}
+{{- if .Values.webhooks.backendCaSecret }}
+    - name: regroup-webhooks-backend-ca
+      mountPath: /etc/regroup/webhooks-backend
       readOnly: true
 {{- end }}
 {{- end }}

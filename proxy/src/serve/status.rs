@@ -55,6 +55,16 @@ impl Failure {
         }
     }
 
+    /// 422: a request regroup can't carry out as asked; the message says
+    /// why.
+    pub fn invalid(message: impl Into<String>) -> Failure {
+        Failure {
+            code: StatusCode::UNPROCESSABLE_ENTITY,
+            reason: "Invalid",
+            message: message.into(),
+        }
+    }
+
     /// 502: the apiserver's reply can't be renamed.
     pub fn bad_gateway(message: impl Into<String>) -> Failure {
         Failure {

@@ -493,6 +493,16 @@ pub async fn sidecar(
     server: String,
     trust: Option<regroup::serve::trust::FrontTrust>,
 ) -> std::net::SocketAddr {
+    sidecar_with(server, trust, None).await
+}
+
+/// [`sidecar`], also pointing fronted webhook registrations at regroup.
+#[allow(dead_code)]
+pub async fn sidecar_with(
+    server: String,
+    trust: Option<regroup::serve::trust::FrontTrust>,
+    registration: Option<regroup::serve::trust::webhooks::WebhookRegistration>,
+) -> std::net::SocketAddr {
     let map = Box::leak(Box::new(fixture_map()));
     let catalog: &'static regroup::rewrite::Catalog =
         Box::leak(Box::new(regroup::rewrite::Catalog::new(&[])));
@@ -507,6 +517,9 @@ pub async fn sidecar(
     let mut proxy = regroup::serve::Proxy::sidecar(map, catalog, up, true);
     if let Some(t) = trust {
         proxy = proxy.with_trust(t);
+    }
+    if let Some(r) = registration {
+        proxy = proxy.with_registration(r);
     }
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();

@@ -429,6 +429,6 @@ impl<'a> ProtoRewriter<'a> {
 }
 
 #[cfg(test)]
-mod test_wire;
+pub(crate) mod test_wire;
 #[cfg(test)]
 mod tests;

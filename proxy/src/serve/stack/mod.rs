@@ -9,9 +9,11 @@
 //! 4. `upgrade`: exec/attach/port-forward are spliced as bytes; done.
 //! 5. `trust_patch`: a JSON Patch of the app's own APIService (front
 //!    trust); done.
-//! 6. `request_body`: the body renamed by the engine.
-//! 7. `credentials::send`: sent, a 401 retried once with a fresh token.
-//! 8. `response`: headers and body renamed back (`openapi`, `watch`,
+//! 6. `registration_patch`: a patch of a webhook registration whose
+//!    `clientConfig`s regroup points at its webhook listener; done.
+//! 7. `request_body`: the body renamed by the engine.
+//! 8. `credentials::send`: sent, a 401 retried once with a fresh token.
+//! 9. `response`: headers and body renamed back (`openapi`, `watch`,
 //!    `list`, `whole`).
 //!
 //! Every failure is a [`Failure`], turned into a `Status` in one place
@@ -26,6 +28,7 @@ pub(crate) mod headers;
 pub(crate) mod identity;
 pub(crate) mod list;
 pub(crate) mod openapi;
+pub(crate) mod registration_patch;
 pub(crate) mod request_body;
 pub(crate) mod response;
 pub(crate) mod target;
@@ -158,6 +161,12 @@ pub(crate) async fn forward(
     if let Some(t) = &fwd.trust {
         if trust_patch::applies_to(&x, &out, fwd.dir) {
             return trust_patch::serve(fwd, t, &x, parts.uri.query(), out, body).await;
+        }
+    }
+    if let Some(r) = &fwd.registration {
+        if registration_patch::applies_to(&x, &out) {
+            let query = parts.uri.query();
+            return registration_patch::serve(fwd, r, &x, to.uri, query, out, body, own).await;
         }
     }
     let body = request_body::rename(fwd, &x, &mut out, body).await?;

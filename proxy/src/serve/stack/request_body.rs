@@ -43,7 +43,27 @@ pub(crate) async fn rename(
         }
         _ => {}
     }
-    let mut bytes = read(fwd, body).await?;
+    let bytes = read(fwd, body).await?;
+    let mut bytes = renamed(fwd, x, headers, media, bytes)?;
+    if let Some(r) = &fwd.registration {
+        bytes = trust::hooks::registration_request_body(r, &x.info, media, bytes)?;
+    }
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+    Ok(full(bytes))
+}
+
+/// A whole request body renamed by the engine (inflated first when gzip;
+/// `headers` lose their `Content-Encoding` then) and amended by the front
+/// trust. The webhook registration is the caller's to apply: a patch of
+/// one may need the current object (`registration_patch`).
+pub(crate) fn renamed(
+    fwd: &Forward,
+    x: &Exchange,
+    headers: &mut HeaderMap,
+    media: MediaType,
+    mut bytes: Bytes,
+) -> Result<Bytes, Failure> {
+    let wire = media.request_wire();
     match headers.get(header::CONTENT_ENCODING).map(|v| v.as_bytes()) {
         None => {}
         Some(e) if e.eq_ignore_ascii_case(b"identity") => {}
@@ -77,11 +97,7 @@ pub(crate) async fn rename(
     if let Some(t) = &fwd.trust {
         bytes = trust::hooks::request_body(t, &x.info, x.engine.map(), media, bytes)?;
     }
-    if let Some(r) = &fwd.registration {
-        bytes = trust::hooks::registration_request_body(r, &x.info, media, bytes);
-    }
-    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-    Ok(full(bytes))
+    Ok(bytes)
 }
 
 /// A whole request body, within `limits.maxRequestBodyBytes`.

@@ -10,6 +10,10 @@
 //! it as the app would read it (app names, the app's bundle), apply the
 //! patch, turn the result back into the cluster's form, and PUT it with the
 //! resourceVersion that was read, again from the GET on a conflict.
+//!
+//! The same read-modify-write serves JSON Patches of the app's webhook
+//! registrations (`registration_patch.rs`): any [`Amend`] that shows the
+//! app its own object and turns it back into the cluster's form.
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
@@ -25,8 +29,45 @@ use super::{response, Exchange, Forward, BODY_LIMIT};
 use crate::kube::{MediaType, PatchKind, RequestInfo};
 use crate::serve::body::{collect, full};
 use crate::serve::status::Failure;
+use crate::serve::trust::webhooks::WebhookRegistration;
 use crate::serve::trust::FrontTrust;
 use crate::upstream::Body;
+
+/// What regroup keeps differently in the cluster and in the app's view of
+/// an object it read-modify-writes for a JSON Patch.
+pub(crate) trait Amend {
+    /// What is patched, in messages and logs.
+    fn noun(&self) -> &'static str;
+    /// The cluster's object (renamed to the app's names) as the app reads it.
+    fn to_app(&self, view: &mut Json);
+    /// The patched object (renamed to the cluster's names) as the cluster
+    /// stores it.
+    fn to_cluster(&self, patched: &mut Json, x: &Exchange);
+}
+
+impl Amend for FrontTrust {
+    fn noun(&self) -> &'static str {
+        "APIService"
+    }
+    fn to_app(&self, view: &mut Json) {
+        FrontTrust::to_app(self, view);
+    }
+    fn to_cluster(&self, patched: &mut Json, x: &Exchange) {
+        FrontTrust::to_cluster(self, patched, x.engine.map(), None);
+    }
+}
+
+impl Amend for WebhookRegistration {
+    fn noun(&self) -> &'static str {
+        "webhook registration"
+    }
+    fn to_app(&self, view: &mut Json) {
+        WebhookRegistration::to_app(self, view);
+    }
+    fn to_cluster(&self, patched: &mut Json, x: &Exchange) {
+        WebhookRegistration::to_cluster(self, patched, &x.info);
+    }
+}
 
 /// kube-apiserver's limit on the operations of one JSON Patch.
 const MAX_OPERATIONS: usize = 10_000;
@@ -113,7 +154,7 @@ pub(super) fn apply(mut doc: Json, ops: &[PatchOperation]) -> Result<Json, Failu
             tracing::info!(
                 operation = e.operation,
                 path = %e.path,
-                "JSON patch of the app's APIService does not apply: {}",
+                "JSON patch of the app's object does not apply: {}",
                 e.kind
             );
             Err(Failure::patch_does_not_apply())
@@ -188,7 +229,21 @@ pub(crate) async fn serve(
     body: Incoming,
 ) -> Result<Response<Body>, Failure> {
     let ops = parse(&read(fwd, body).await?)?;
-    let kind = x.kind().unwrap_or("APIService");
+    read_modify_write(fwd, trust, x, query, headers, &ops).await
+}
+
+/// Applies a JSON Patch to the app's view of the object and writes the
+/// result in the cluster's form, with the resourceVersion read (again from
+/// the read on a conflict).
+pub(crate) async fn read_modify_write(
+    fwd: &Forward,
+    trust: &(dyn Amend + Sync),
+    x: &Exchange,
+    query: Option<&str>,
+    headers: HeaderMap,
+    ops: &[PatchOperation],
+) -> Result<Response<Body>, Failure> {
+    let kind = x.kind().unwrap_or_default();
     let api_version = x.info.api_version().unwrap_or_default();
     let bad_uri = |e: http::Error| Failure::bad_request(format!("invalid request URI: {e}"));
     let get_uri = fwd.upstream.uri(&x.upstream_path).map_err(bad_uri)?;
@@ -218,7 +273,7 @@ pub(crate) async fn serve(
             return response::rename(fwd, x, current).await;
         }
         let (view, read_version) = app_view(fwd, x, current, kind, trust).await?;
-        let mut patched = apply(view, &ops)?;
+        let mut patched = apply(view, ops)?;
         let pinned = pin_resource_version(&mut patched, read_version.as_deref());
         x.engine
             .json(fwd.dir)
@@ -226,7 +281,7 @@ pub(crate) async fn serve(
             .map_err(|e| {
                 Failure::bad_request(format!("the patched object can't be renamed: {e}"))
             })?;
-        trust.to_cluster(&mut patched, x.engine.map(), None);
+        trust.to_cluster(&mut patched, x);
         let bytes = Bytes::from(serde_json::to_vec(&patched).expect("values serialize"));
         let mut put = Request::put(put_uri.clone())
             .body(full(bytes.clone()))
@@ -239,7 +294,8 @@ pub(crate) async fn serve(
             tracing::debug!(
                 attempt,
                 path = x.caller_path,
-                "the APIService changed while it was patched; patching again"
+                what = trust.noun(),
+                "the object changed while it was patched; patching again"
             );
             // Read to the end, so the connection can be used again.
             let _ = collect(written.into_body(), BODY_LIMIT).await;
@@ -257,9 +313,10 @@ async fn app_view(
     x: &Exchange,
     resp: Response<Incoming>,
     kind: &str,
-    trust: &FrontTrust,
+    trust: &(dyn Amend + Sync),
 ) -> Result<(Json, Option<String>), Failure> {
-    let bad = |m: String| Failure::bad_gateway(format!("reading the APIService to patch: {m}"));
+    let bad =
+        |m: String| Failure::bad_gateway(format!("reading the {} to patch: {m}", trust.noun()));
     if resp.headers().contains_key(header::CONTENT_ENCODING) {
         return Err(bad("the API server's answer is encoded".into()));
     }

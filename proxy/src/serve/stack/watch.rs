@@ -66,10 +66,11 @@ pub(crate) fn rename(
                 None => out,
             };
             let out = match &registration {
-                Some(r) if framing == Framing::Lines => {
-                    hooks::registration_json(r, out.as_deref().unwrap_or(event)).or(out)
+                Some(r) => {
+                    hooks::registration_watch_event(r, framing, out.as_deref().unwrap_or(event))?
+                        .or(out)
                 }
-                _ => out,
+                None => out,
             };
             Ok(out.map_or(Rewritten::Same, Rewritten::New))
         },

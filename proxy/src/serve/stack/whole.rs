@@ -59,10 +59,15 @@ pub(crate) async fn rename(
         None => out,
     };
     let out = match registration.as_deref() {
-        Some(r) if media == MediaType::Json => {
-            hooks::registration_json(r, out.as_deref().unwrap_or(&bytes)).or(out)
-        }
-        _ => out,
+        Some(r) => hooks::registration_response(
+            r,
+            media,
+            parts.status.is_success(),
+            out.as_deref().unwrap_or(&bytes),
+        )
+        .map_err(bad)?
+        .or(out),
+        None => out,
     };
     let bytes = out.map(Bytes::from).unwrap_or(bytes);
     parts

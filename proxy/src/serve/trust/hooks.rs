@@ -64,31 +64,88 @@ pub(crate) fn request_body(
 }
 
 /// A request body (already in the cluster's names) whose fronted webhook
-/// registrations are pointed at regroup. JSON objects and merge patches;
-/// JSON Patches, YAML and protobuf are forwarded as they are (docs/front.md).
+/// registrations are pointed at regroup: a whole object (create, update)
+/// in JSON, YAML or protobuf. Patches of a named object are served by
+/// `stack/registration_patch.rs`, which reads the current object first.
 pub(crate) fn registration_request_body(
     r: &WebhookRegistration,
     info: &RequestInfo,
     media: MediaType,
     bytes: Bytes,
-) -> Bytes {
-    let json = matches!(
-        media,
-        MediaType::Json
-            | MediaType::Unspecified
-            | MediaType::Patch(PatchKind::Merge)
-            | MediaType::Patch(PatchKind::StrategicMerge)
-    );
-    if !json || !super::webhooks::relevant(info) {
-        return bytes;
+) -> Result<Bytes, Failure> {
+    if !super::webhooks::relevant(info) {
+        return Ok(bytes);
     }
-    let Ok(mut v) = serde_json::from_slice::<Json>(&bytes) else {
-        return bytes;
+    let unreadable =
+        |e: String| Failure::bad_request(format!("the request body can't be read: {e}"));
+    if media == MediaType::Protobuf {
+        return Ok(r
+            .proto_to_cluster(&bytes, info)
+            .map_err(|e| unreadable(e.to_string()))?
+            .map(Bytes::from)
+            .unwrap_or(bytes));
+    }
+    let Some(mut v) = registration_doc(media, &bytes).map_err(unreadable)? else {
+        return Ok(bytes);
     };
     if !r.to_cluster(&mut v, info) {
-        return bytes;
+        return Ok(bytes);
     }
-    Bytes::from(serde_json::to_vec(&v).expect("values serialize"))
+    // JSON is YAML too: a YAML body goes on as JSON.
+    Ok(Bytes::from(
+        serde_json::to_vec(&v).expect("values serialize"),
+    ))
+}
+
+/// A registration body as a JSON value: JSON (objects, merge and
+/// strategic-merge patches) or YAML (objects, server-side apply). `None`
+/// for other encodings (a JSON Patch is a list of operations).
+pub(crate) fn registration_doc(media: MediaType, bytes: &[u8]) -> Result<Option<Json>, String> {
+    match media {
+        MediaType::Json
+        | MediaType::Unspecified
+        | MediaType::Patch(PatchKind::Merge)
+        | MediaType::Patch(PatchKind::StrategicMerge) => serde_json::from_slice(bytes)
+            .map(Some)
+            .map_err(|e| format!("not JSON: {e}")),
+        MediaType::Yaml | MediaType::Patch(PatchKind::ApplyYaml) => {
+            let text =
+                std::str::from_utf8(bytes).map_err(|_| "YAML that is not UTF-8".to_owned())?;
+            serde_saphyr::from_str(text)
+                .map(Some)
+                .map_err(|_| "not valid YAML".to_owned())
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A whole response body for the app (already renamed) with its own
+/// webhook registrations put back. `Ok(None)`: nothing changes.
+pub(crate) fn registration_response(
+    r: &WebhookRegistration,
+    media: MediaType,
+    success: bool,
+    body: &[u8],
+) -> Result<Option<Vec<u8>>, RewriteError> {
+    match media {
+        MediaType::Json => Ok(registration_json(r, body)),
+        // Errors are Status objects, whatever the body.
+        MediaType::Protobuf if success => r.proto_to_app(body),
+        _ => Ok(None),
+    }
+}
+
+/// One watch event's content for the app (already renamed) with its own
+/// webhook registrations put back.
+pub(crate) fn registration_watch_event(
+    r: &WebhookRegistration,
+    framing: Framing,
+    event: &[u8],
+) -> Result<Option<Vec<u8>>, RewriteError> {
+    match framing {
+        Framing::Lines => Ok(registration_json(r, event)),
+        Framing::LengthPrefixed => r.proto_watch_event_to_app(event),
+    }
 }
 
 /// A JSON document for the app with its own webhook registrations put

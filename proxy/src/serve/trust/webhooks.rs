@@ -3,7 +3,8 @@
 //! path as the APIService `caBundle` amendment is:
 //!
 //! - When the app writes a Validating/MutatingWebhookConfiguration or a
-//!   CRD (create, update, merge or strategic-merge patch, JSON), each
+//!   CRD (create or update in JSON, YAML or protobuf (`proto.rs`); a
+//!   patch, `stack/registration_patch.rs`, through [`WebhookRegistration::amend_patch`]), each
 //!   `clientConfig` the configuration says is fronted is pointed at
 //!   regroup's webhook listener (its `reachAt` URL or Service, with the
 //!   webhook's path) with regroup's serving CA in `caBundle`; what the app
@@ -14,6 +15,8 @@
 //!   kept there is put back and the annotation removed: the app sees what
 //!   it wrote, so a controller that manages its own registration and
 //!   certificates never fights regroup.
+
+mod proto;
 
 use base64::Engine as _;
 use regroup_config::schema::{ReachAt, Registration, ServiceRef};
@@ -189,8 +192,160 @@ impl WebhookRegistration {
     /// event): the app's own `clientConfig`s put back. Returns whether it
     /// changed.
     pub fn to_app(&self, doc: &mut Json) -> bool {
-        super::each_object(doc, &mut restore)
+        super::each_object(doc, &mut |o| self.restore(o))
     }
+
+    /// True when a stored `clientConfig` sends the cluster to regroup: an
+    /// entry kept for a webhook whose `clientConfig` is no longer regroup's
+    /// (a patch that pointed it elsewhere) is stale and not shown.
+    fn is_ours(&self, cc: &Json) -> bool {
+        match (&self.reach_at.url, &self.reach_at.service) {
+            (Some(url), _) => cc["url"]
+                .as_str()
+                .is_some_and(|u| u.starts_with(url.trim_end_matches('/'))),
+            (None, Some(s)) => {
+                cc["service"]["namespace"].as_str() == Some(&s.namespace)
+                    && cc["service"]["name"].as_str() == Some(&s.name)
+            }
+            (None, None) => false,
+        }
+    }
+
+    /// Puts back what the app wrote, from the annotation.
+    fn restore(&self, o: &mut Json) -> bool {
+        let Some(text) = o["metadata"]["annotations"]
+            .as_object_mut()
+            .and_then(|a| a.remove(APP_CLIENT_CONFIGS_ANNOTATION))
+        else {
+            return false;
+        };
+        if o["metadata"]["annotations"]
+            .as_object()
+            .is_some_and(Map::is_empty)
+        {
+            if let Some(m) = o["metadata"].as_object_mut() {
+                m.remove("annotations");
+            }
+        }
+        // Not ours to read (edited by hand): shown without it.
+        let Some(kept) = text
+            .as_str()
+            .and_then(|t| serde_json::from_str::<Map<String, Json>>(t).ok())
+        else {
+            return true;
+        };
+        for (key, at) in client_configs_mut(o) {
+            if let Some(app) = kept.get(&key) {
+                if self.is_ours(at) {
+                    *at = app.clone();
+                }
+            }
+        }
+        true
+    }
+
+    /// A merge, strategic-merge or apply patch of a registration (already
+    /// in the cluster's names), given the `current` object in the cluster:
+    /// each `clientConfig` it writes is pointed at regroup when fronted, and
+    /// the annotation becomes the current one with this patch's changes, so
+    /// the webhooks the patch leaves alone keep theirs. A `clientConfig`
+    /// without `url` or `service` (a new `caBundle` alone) of a webhook
+    /// regroup fronts keeps regroup's CA in the cluster and the app's new
+    /// bundle in the annotation. Returns whether the patch changed, or why
+    /// it can't be mapped.
+    pub fn amend_patch(
+        &self,
+        patch: &mut Json,
+        info: &RequestInfo,
+        current: &Json,
+    ) -> Result<bool, String> {
+        let Some(kind) = kind_of(info) else {
+            return Ok(false);
+        };
+        let name = info.name.clone();
+        let mut kept = current["metadata"]["annotations"][APP_CLIENT_CONFIGS_ANNOTATION]
+            .as_str()
+            .and_then(|t| serde_json::from_str::<Map<String, Json>>(t).ok())
+            .unwrap_or_default();
+        let before = kept.clone();
+        let mut changed = false;
+        for (key, at) in client_configs_mut(patch) {
+            let Some(cc) = at.as_object() else {
+                continue;
+            };
+            let whole = cc.contains_key("url") || cc.contains_key("service");
+            if whole {
+                let webhook = is_configuration(kind).then_some(key.as_str());
+                match self.fronted_for(at, name.as_deref(), webhook) {
+                    Some(f) => {
+                        let ours = self.client_config(&f.path);
+                        kept.insert(key, std::mem::replace(at, ours));
+                        changed = true;
+                    }
+                    // Pointed elsewhere: the cluster stores the app's.
+                    None => {
+                        kept.remove(&key);
+                    }
+                }
+                continue;
+            }
+            let Some(app) = kept.get_mut(&key).and_then(Json::as_object_mut) else {
+                // Not a webhook regroup fronts: as written.
+                continue;
+            };
+            if let Some(other) = cc.keys().find(|k| *k != "caBundle") {
+                return Err(format!(
+                    "regroup fronts webhook {key:?}: a patch of its clientConfig may set \
+                     caBundle alone or the whole clientConfig (url or service), not {other:?}"
+                ));
+            }
+            match &cc["caBundle"] {
+                Json::Null => app.remove("caBundle"),
+                b => app.insert("caBundle".into(), b.clone()),
+            };
+            *at = serde_json::json!({"caBundle": self.ca_bundle});
+            changed = true;
+        }
+        // Written whenever a fronted clientConfig is: an apply patch that
+        // left it out would give up (and so remove) the annotation.
+        if changed || kept != before {
+            let text = serde_json::to_string(&kept).expect("values serialize");
+            super::set_annotation(patch, APP_CLIENT_CONFIGS_ANNOTATION, Json::String(text));
+            changed = true;
+        }
+        Ok(changed)
+    }
+}
+
+/// Every `clientConfig` of an object or a patch of one, with its key in
+/// the annotation: a configuration's webhooks by name, a CRD's conversion
+/// webhook (`apiextensions.k8s.io/v1`; v1beta1 had `webhookClientConfig`).
+pub(crate) fn client_configs_mut(o: &mut Json) -> Vec<(String, &mut Json)> {
+    if o.get("webhooks").is_some_and(Json::is_array) {
+        let hooks = o["webhooks"].as_array_mut().expect("an array");
+        return hooks
+            .iter_mut()
+            .filter_map(|h| {
+                let name = h["name"].as_str().unwrap_or_default().to_owned();
+                h.get_mut("clientConfig").map(|cc| (name, cc))
+            })
+            .collect();
+    }
+    let Some(conv) = o
+        .get_mut("spec")
+        .and_then(|s| s.get_mut("conversion"))
+        .and_then(Json::as_object_mut)
+    else {
+        return Vec::new();
+    };
+    let at = if conv.get("webhook").is_some_and(Json::is_object) {
+        conv.get_mut("webhook")
+            .and_then(|w| w.get_mut("clientConfig"))
+    } else {
+        conv.get_mut("webhookClientConfig")
+    };
+    at.map(|cc| vec![(CONVERSION.to_owned(), cc)])
+        .unwrap_or_default()
 }
 
 fn service_matches(want: &ServiceRef, got: &Json) -> bool {
@@ -200,47 +355,6 @@ fn service_matches(want: &ServiceRef, got: &Json) -> bool {
             .path
             .as_deref()
             .is_none_or(|p| got["path"].as_str() == Some(p))
-}
-
-/// Puts back what the app wrote, from the annotation.
-fn restore(o: &mut Json) -> bool {
-    let Some(text) = o["metadata"]["annotations"]
-        .as_object_mut()
-        .and_then(|a| a.remove(APP_CLIENT_CONFIGS_ANNOTATION))
-    else {
-        return false;
-    };
-    if o["metadata"]["annotations"]
-        .as_object()
-        .is_some_and(Map::is_empty)
-    {
-        if let Some(m) = o["metadata"].as_object_mut() {
-            m.remove("annotations");
-        }
-    }
-    // Not ours to read (edited by hand): shown without it.
-    let Some(kept) = text
-        .as_str()
-        .and_then(|t| serde_json::from_str::<Map<String, Json>>(t).ok())
-    else {
-        return true;
-    };
-    if let Some(hooks) = o.get_mut("webhooks").and_then(Json::as_array_mut) {
-        for h in hooks {
-            let name = h["name"].as_str().unwrap_or_default().to_owned();
-            if let Some(app) = kept.get(&name) {
-                h["clientConfig"] = app.clone();
-            }
-        }
-    } else if let Some(app) = kept.get(CONVERSION) {
-        let conv = &mut o["spec"]["conversion"];
-        if conv["webhook"].is_object() {
-            conv["webhook"]["clientConfig"] = app.clone();
-        } else if conv["webhookClientConfig"].is_object() {
-            conv["webhookClientConfig"] = app.clone();
-        }
-    }
-    true
 }
 
 /// base64 of a PEM CA, as `caBundle` holds it in JSON.

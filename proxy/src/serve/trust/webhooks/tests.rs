@@ -161,7 +161,7 @@ fn a_crd_conversion_webhook_and_a_merge_patch_of_it() {
 }
 
 #[test]
-fn a_partial_client_config_is_left_as_written() {
+fn to_cluster_leaves_a_partial_client_config_to_amend_patch() {
     let info = RequestInfo::parse(
         "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/foo-mutate-orig-v1",
         None,
@@ -180,4 +180,177 @@ fn a_partial_client_config_is_left_as_written() {
     let mut doc = patch.clone();
     assert!(!r.to_cluster(&mut doc, &info));
     assert_eq!(doc, patch);
+}
+
+/// The captured 072 as the cluster stores it once written through regroup
+/// (with the fixture's `url` fronted), and the registration.
+fn stored_072() -> (WebhookRegistration, Json, Json) {
+    let written = fixture("072-create-mutatingwebhookconfiguration-v1");
+    let r = registration(loopback(), by_url("https://127.0.0.1:18443/mutate/orig/v1"));
+    let info = RequestInfo::parse(
+        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+        None,
+    );
+    let mut stored = written.clone();
+    assert!(r.to_cluster(&mut stored, &info));
+    (r, written, stored)
+}
+
+fn patch_info() -> RequestInfo {
+    RequestInfo::parse(
+        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/foo-mutate-orig-v1",
+        None,
+    )
+}
+
+const HOOK: &str = "mutate-v1.foo.regroup-fixtures.example.org";
+
+fn kept(doc: &Json) -> Map<String, Json> {
+    serde_json::from_str(
+        doc["metadata"]["annotations"][APP_CLIENT_CONFIGS_ANNOTATION]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_patch_of_a_fronted_webhooks_ca_bundle_alone_keeps_regroups_ca_in_the_cluster() {
+    let (r, written, stored) = stored_072();
+    // A strategic-merge patch of the bundle alone (a rotator's).
+    let mut patch =
+        serde_json::json!({"webhooks": [{"name": HOOK, "clientConfig": {"caBundle": "TkVX"}}]});
+    assert!(r.amend_patch(&mut patch, &patch_info(), &stored).unwrap());
+    assert_eq!(
+        patch["webhooks"][0]["clientConfig"],
+        serde_json::json!({"caBundle": "UkVHUk9VUA=="})
+    );
+    let mut app = written["webhooks"][0]["clientConfig"].clone();
+    app["caBundle"] = "TkVX".into();
+    assert_eq!(kept(&patch)[HOOK], app);
+    // The cluster merges it (as kube-apiserver merges by webhook name):
+    // the app reads back its url and its new bundle.
+    let mut merged = stored.clone();
+    merged["metadata"]["annotations"][APP_CLIENT_CONFIGS_ANNOTATION] =
+        patch["metadata"]["annotations"][APP_CLIENT_CONFIGS_ANNOTATION].clone();
+    assert_eq!(
+        merged["webhooks"][0]["clientConfig"]["caBundle"],
+        "UkVHUk9VUA=="
+    );
+    assert!(r.to_app(&mut merged));
+    assert_eq!(merged["webhooks"][0]["clientConfig"], app);
+    // Removing the bundle (null) removes it from what the app reads.
+    let mut patch =
+        serde_json::json!({"webhooks": [{"name": HOOK, "clientConfig": {"caBundle": null}}]});
+    assert!(r.amend_patch(&mut patch, &patch_info(), &stored).unwrap());
+    assert!(kept(&patch)[HOOK].get("caBundle").is_none());
+}
+
+#[test]
+fn a_partial_client_config_regroup_cant_keep_whole_is_refused() {
+    let (r, _, stored) = stored_072();
+    let mut patch = serde_json::json!({"webhooks": [{"name": HOOK,
+        "clientConfig": {"caBundle": "TkVX", "$patch": "replace"}}]});
+    let e = r
+        .amend_patch(&mut patch, &patch_info(), &stored)
+        .unwrap_err();
+    assert!(e.contains(HOOK) && e.contains("$patch"), "{e}");
+}
+
+#[test]
+fn a_patch_of_webhooks_regroup_does_not_front_goes_as_written() {
+    let (r, _, stored) = stored_072();
+    // Another webhook's bundle: nothing kept for it.
+    let patch =
+        serde_json::json!({"webhooks": [{"name": "other", "clientConfig": {"caBundle": "TkVX"}}]});
+    let mut doc = patch.clone();
+    assert!(!r.amend_patch(&mut doc, &patch_info(), &stored).unwrap());
+    assert_eq!(doc, patch);
+    // A configuration written before regroup fronted it: no annotation.
+    let written = fixture("072-create-mutatingwebhookconfiguration-v1");
+    let patch =
+        serde_json::json!({"webhooks": [{"name": HOOK, "clientConfig": {"caBundle": "TkVX"}}]});
+    let mut doc = patch.clone();
+    assert!(!r.amend_patch(&mut doc, &patch_info(), &written).unwrap());
+    assert_eq!(doc, patch);
+}
+
+#[test]
+fn a_whole_client_config_in_a_patch_is_pointed_at_regroup_and_the_others_stay_kept() {
+    let (r, written, mut stored) = stored_072();
+    // A second fronted-then-kept webhook the patch does not name.
+    let mut both = kept(&stored);
+    both.insert(
+        "second".into(),
+        serde_json::json!({"url": "https://app/second"}),
+    );
+    stored["metadata"]["annotations"][APP_CLIENT_CONFIGS_ANNOTATION] =
+        serde_json::to_string(&both).unwrap().into();
+    let app = written["webhooks"][0]["clientConfig"].clone();
+    let mut patch = serde_json::json!({"webhooks": [{"name": HOOK, "clientConfig": app}]});
+    assert!(r.amend_patch(&mut patch, &patch_info(), &stored).unwrap());
+    assert_eq!(
+        patch["webhooks"][0]["clientConfig"]["url"],
+        "https://127.0.0.1:9444/mutate-foo"
+    );
+    let k = kept(&patch);
+    assert_eq!(k[HOOK], app);
+    assert_eq!(
+        k["second"],
+        serde_json::json!({"url": "https://app/second"})
+    );
+    // Pointed somewhere regroup does not front: the cluster stores the
+    // app's, the entry kept for it goes, and a stale one never shows.
+    let elsewhere = serde_json::json!({"url": "https://elsewhere/hook", "caBundle": "TkVX"});
+    let mut patch = serde_json::json!({"webhooks": [{"name": HOOK, "clientConfig": elsewhere}]});
+    assert!(r.amend_patch(&mut patch, &patch_info(), &stored).unwrap());
+    assert_eq!(patch["webhooks"][0]["clientConfig"], elsewhere);
+    assert!(!kept(&patch).contains_key(HOOK));
+    let mut stale = stored.clone();
+    stale["webhooks"][0]["clientConfig"] = elsewhere.clone();
+    r.to_app(&mut stale);
+    assert_eq!(stale["webhooks"][0]["clientConfig"], elsewhere);
+}
+
+#[test]
+fn a_merge_patch_of_a_crds_conversion_ca_bundle() {
+    let written = fixture("110-create-crd-bars-conversion-webhook");
+    let r = registration(loopback(), by_url("https://127.0.0.1:18443/convert/orig"));
+    let info = RequestInfo::parse(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        None,
+    );
+    let mut stored = written.clone();
+    assert!(r.to_cluster(&mut stored, &info));
+    let info = RequestInfo::parse(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/bars.samplecontroller.team1.example.com",
+        None,
+    );
+    let mut patch = serde_json::json!({"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": "TkVX"}}}}});
+    assert!(r.amend_patch(&mut patch, &info, &stored).unwrap());
+    assert_eq!(
+        patch["spec"]["conversion"]["webhook"]["clientConfig"],
+        serde_json::json!({"caBundle": "UkVHUk9VUA=="})
+    );
+    assert_eq!(
+        kept(&patch)["conversion"]["url"],
+        "https://127.0.0.1:18443/convert/orig"
+    );
+    assert_eq!(kept(&patch)["conversion"]["caBundle"], "TkVX");
+    // The annotation the CRD already had is untouched by the patch.
+    assert!(patch["metadata"]["annotations"]
+        .get("api-approved.kubernetes.io")
+        .is_none());
+}
+
+#[test]
+fn metadata_only_reads_in_json_show_the_app_no_regroup_annotation() {
+    let (r, _, stored) = stored_072();
+    let item = |meta: &Json| serde_json::json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta});
+    let mut list = serde_json::json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+        "items": [item(&stored["metadata"])]});
+    assert!(r.to_app(&mut list));
+    let mut expected = stored["metadata"].clone();
+    expected.as_object_mut().unwrap().remove("annotations");
+    assert_eq!(list["items"][0], item(&expected));
 }
