@@ -243,14 +243,17 @@ async fn upstream(store: Arc<Mutex<Store>>) -> String {
 }
 
 fn registration() -> WebhookRegistration {
-    let by_url = |url: &str, path: &str| Fronted {
-        path: path.into(),
-        registration: Registration {
-            url: Some(url.into()),
-            service: None,
-            configuration: None,
-            webhook: None,
-        },
+    let by_url = |url: &str, path: &str| {
+        Fronted::new(
+            path.into(),
+            Registration {
+                url: Some(url.into()),
+                service: None,
+                configuration: None,
+                webhook: None,
+            },
+            None,
+        )
     };
     WebhookRegistration {
         reach_at: ReachAt {

@@ -463,10 +463,11 @@ async fn start_webhooks(
         .iter()
         .filter_map(|h| {
             let registration = h.value.registration.clone()?;
-            Some(Fronted {
-                path: h.value.served_path(),
+            Some(Fronted::new(
+                h.value.served_path(),
                 registration,
-            })
+                settings.map.object_names(),
+            ))
         })
         .collect();
     let registration = match (&w.reach_at, serving_ca, fronted.is_empty()) {

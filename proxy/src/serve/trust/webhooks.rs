@@ -20,6 +20,7 @@ mod proto;
 
 use base64::Engine as _;
 use regroup_config::schema::{ReachAt, Registration, ServiceRef};
+use regroup_config::ObjectNames;
 use serde_json::{Map, Value as Json};
 
 use crate::kube::RequestInfo;
@@ -38,6 +39,29 @@ pub struct Fronted {
     pub path: String,
     /// Which `clientConfig` written by the app is this one.
     pub registration: Registration,
+    /// The cluster's name of `registration.configuration`, when `names:`
+    /// renames webhook configurations: a body already renamed names that.
+    pub configuration_on_cluster: Option<String>,
+}
+
+impl Fronted {
+    /// The fronted webhook at `path`, registered as `registration` says,
+    /// its configuration name renamed as `names` would.
+    pub fn new(path: String, registration: Registration, names: Option<&ObjectNames>) -> Fronted {
+        const ADMREG: &str = "admissionregistration.k8s.io";
+        let configuration_on_cluster = names
+            .filter(|n| {
+                n.covers_kind(ADMREG, "ValidatingWebhookConfiguration")
+                    || n.covers_kind(ADMREG, "MutatingWebhookConfiguration")
+            })
+            .zip(registration.configuration.as_deref())
+            .and_then(|(n, c)| n.to_cluster(c));
+        Fronted {
+            path,
+            registration,
+            configuration_on_cluster,
+        }
+    }
 }
 
 /// What the sidecar does to the app's webhook registrations.
@@ -121,7 +145,9 @@ impl WebhookRegistration {
                 return service_matches(s, &cc["service"]);
             }
             match (&r.configuration, configuration) {
-                (Some(c), Some(name)) if c == name => {
+                (Some(c), Some(name))
+                    if c == name || f.configuration_on_cluster.as_deref() == Some(name) =>
+                {
                     r.webhook.as_deref().is_none_or(|w| Some(w) == webhook)
                 }
                 _ => false,

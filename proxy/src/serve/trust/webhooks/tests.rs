@@ -16,10 +16,7 @@ fn registration(reach_at: ReachAt, registration: Registration) -> WebhookRegistr
     WebhookRegistration {
         reach_at,
         ca_bundle: "UkVHUk9VUA==".into(),
-        fronted: vec![Fronted {
-            path: "/mutate-foo".into(),
-            registration,
-        }],
+        fronted: vec![Fronted::new("/mutate-foo".into(), registration, None)],
     }
 }
 
@@ -353,4 +350,52 @@ fn metadata_only_reads_in_json_show_the_app_no_regroup_annotation() {
     let mut expected = stored["metadata"].clone();
     expected.as_object_mut().unwrap().remove("annotations");
     assert_eq!(list["items"][0], item(&expected));
+}
+
+/// With `names:` renaming webhook configurations, the sidecar sees the
+/// configuration under the cluster's name (the body is renamed first) or
+/// the app's (a patch's URL): a registration by configuration name matches
+/// both.
+#[test]
+fn a_registration_by_configuration_name_matches_the_renamed_configuration() {
+    let names = ObjectNames::new(
+        Some("team1-"),
+        None,
+        &["MutatingWebhookConfiguration".into()],
+        &[],
+    )
+    .unwrap();
+    let written = fixture("072-create-mutatingwebhookconfiguration-v1");
+    let app_name = written["metadata"]["name"].as_str().unwrap().to_owned();
+    let r = WebhookRegistration {
+        reach_at: loopback(),
+        ca_bundle: "UkVHUk9VUA==".into(),
+        fronted: vec![Fronted::new(
+            "/mutate-foo".into(),
+            Registration {
+                url: None,
+                service: None,
+                configuration: Some(app_name.clone()),
+                webhook: None,
+            },
+            Some(&names),
+        )],
+    };
+    let info = RequestInfo::parse(
+        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+        None,
+    );
+    for name in [format!("team1-{app_name}"), app_name.clone()] {
+        let mut stored = written.clone();
+        stored["metadata"]["name"] = Json::String(name.clone());
+        assert!(r.to_cluster(&mut stored, &info), "{name}");
+        assert_eq!(
+            stored["webhooks"][0]["clientConfig"]["url"],
+            "https://127.0.0.1:9444/mutate-foo"
+        );
+    }
+    // Another copy's configuration is not this one.
+    let mut stored = written.clone();
+    stored["metadata"]["name"] = Json::String(format!("team2-{app_name}"));
+    assert!(!r.to_cluster(&mut stored, &info));
 }

@@ -36,15 +36,16 @@ fn registration(app_url: &str) -> WebhookRegistration {
             service: None,
         },
         ca_bundle: b64(REGROUP_PEM),
-        fronted: vec![Fronted {
-            path: "/mutate-foo".into(),
-            registration: Registration {
+        fronted: vec![Fronted::new(
+            "/mutate-foo".into(),
+            Registration {
                 url: Some(app_url.into()),
                 service: None,
                 configuration: None,
                 webhook: None,
             },
-        }],
+            None,
+        )],
     }
 }
 
