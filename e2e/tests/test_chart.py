@@ -56,6 +56,9 @@ MATRIX = {
     "front-incluster-namespaced-rbac": ({"mode": "inCluster", "rbac": {"clusterScoped": False},
                                          "front": {"enabled": True, "backendCaSecret": "app-ca",
                                                    "backend": "https://127.0.0.1:10250"}}, "1.29.0"),
+    "names": ({"mode": "inCluster",
+               "names": {"prefix": "team-b-", "kinds": ["ClusterRole", "ValidatingWebhookConfiguration"]}},
+              "1.31.0"),
     "webhooks": ({"mode": "inCluster",
                   "webhooks": {"enabled": True, "insecureBackend": True, "hooks": [HOOK]}}, "1.31.0"),
     "webhooks-own-secrets-and-front": ({"mode": "kubeconfig",
@@ -293,13 +296,17 @@ def webhook_assertions(values, objs, regroup, vols, config):
 
 
 def test_rendered_config_passes_regroup_check(regroup_bin, tmp_path):
-    for case in ("incluster", "front", "webhooks"):
+    for case in ("incluster", "front", "webhooks", "names"):
         objs = template(values_for(MATRIX[case][0]), tmp_path)
         cm = next(o for o in by_kind(objs, "ConfigMap") if o["metadata"]["name"] == "team-b-regroup-config")
         path = tmp_path / f"{case}.yaml"
         path.write_text(cm["data"]["config.yaml"])
         p = subprocess.run([regroup_bin, "check", "-c", str(path)], capture_output=True, text=True, timeout=60)
         assert p.returncode == 0, f"{case}: {p.stdout}{p.stderr}"
+        names = yaml.safe_load(cm["data"]["config.yaml"]).get("names")
+        assert names == MATRIX[case][0].get("names"), case
+        if names:
+            assert "\nNAMES  NAME -> team-b-NAME\n" in p.stdout
 
 
 def test_rbac_renamed_as_regroup_render_renames_it(regroup_bin, tmp_path):

@@ -94,6 +94,10 @@ rules:
 fields:
 {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- with .Values.names }}
+names:
+{{- toYaml . | nindent 2 }}
+{{- end }}
 listeners:
   http: 127.0.0.1:{{ .Values.regroup.httpPort }}
 {{- if eq .Values.mode "inCluster" }}
