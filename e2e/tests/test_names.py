@@ -203,11 +203,36 @@ def test_a_copy_changes_and_deletes_only_its_own(copies, cluster):
     assert cluster.json("get", "clusterrole", f"{prefix('team1')}foo-viewer")["metadata"]["labels"] == {
         "copy": "team1"}
     assert not cluster.json("get", "clusterrole", f"{prefix('team2')}foo-viewer")["metadata"].get("labels")
-    copies["team1"]("delete", "clusterrole", "foo-viewer")
+    # Both copies' roles carry one label; kubectl's `delete -l` lists (through
+    # the copy: its own only) and deletes by name.
+    for team in ("team1", "team2"):
+        cluster("label", "clusterrole", f"{prefix(team)}foo-viewer", f"run={RUN}", "--overwrite")
+    out = copies["team1"]("delete", "clusterroles", "-l", f"run={RUN}")
+    assert out.strip() == 'clusterrole.rbac.authorization.k8s.io "foo-viewer" deleted', out
     # The whole error kubectl prints names the app's object.
     assert copies["team1"].fails("get", "clusterrole", "foo-viewer").strip() == (
         'Error from server (NotFound): clusterroles.rbac.authorization.k8s.io "foo-viewer" not found')
     assert copies["team2"].json("get", "clusterrole", "foo-viewer")["metadata"]["name"] == "foo-viewer"
+
+
+def test_a_collection_delete_that_would_reach_another_copy_is_refused(copies, cluster):
+    """client-go's DeleteCollection (here the Python client's) selects by
+    labels on the cluster, where the other copy's objects match too."""
+    from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
+    for team in ("team1", "team2"):
+        copies[team]("apply", "-f", "-", input=MANIFEST)
+        cluster("label", "clusterrole", f"{prefix(team)}foo-viewer", f"run={RUN}", "--overwrite")
+    api = client.RbacAuthorizationV1Api(config.new_client_from_config(config_file=str(copies["kubeconfigs"]["team1"])))
+    with pytest.raises(ApiException) as e:
+        api.delete_collection_cluster_role(label_selector=f"run={RUN}")
+    assert e.value.status == 403
+    status = json.loads(e.value.body)
+    assert status["reason"] == "Forbidden"
+    assert status["message"].startswith("regroup: deleting the collection clusterroles.rbac.authorization.k8s.io "
+                                        "would delete other copies' objects too"), status
+    for team in ("team1", "team2"):
+        assert cluster.json("get", "clusterrole", f"{prefix(team)}foo-viewer")
 
 
 def test_render_writes_the_copys_names(regroup_bin, workdir):

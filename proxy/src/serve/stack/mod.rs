@@ -139,6 +139,7 @@ pub(crate) async fn forward(
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
     let info = RequestInfo::parse(req.uri().path(), req.uri().query());
+    target::refuse_shared_collection_delete(fwd, &engine, &info, req.method())?;
     let Some(to) = target::resolve(fwd, &engine, &info, req.uri())? else {
         // The caller named the other side's group: it doesn't exist here.
         return Ok(page_not_found());

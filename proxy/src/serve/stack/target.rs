@@ -17,6 +17,35 @@ pub(crate) struct Target {
     pub path: String,
 }
 
+/// A DELETE of a whole collection whose names `names:` renames per copy
+/// (`kubectl delete clusterroles -l app=foo`): the cluster would delete the
+/// other copies' objects too (they carry the same labels), so it is
+/// refused with 403, saying why. Deleting by name is not affected.
+pub(crate) fn refuse_shared_collection_delete(
+    fwd: &Forward,
+    engine: &Engine,
+    info: &RequestInfo,
+    method: &http::Method,
+) -> Result<(), Failure> {
+    let (Some(resource), None) = (info.resource.as_deref(), info.name.as_deref()) else {
+        return Ok(());
+    };
+    let covered = engine
+        .map()
+        .object_names()
+        .is_some_and(|n| n.covers_resource(&info.group, resource));
+    if method == http::Method::DELETE && covered && fwd.dir == regroup_config::Direction::ToCluster
+    {
+        return Err(Failure::forbidden(format!(
+            "regroup: deleting the collection {resource}.{} would delete other copies' objects too \
+             (their names are renamed per copy by `names:`, but a collection delete selects by \
+             labels and fields only); delete them by name",
+            info.group
+        )));
+    }
+    Ok(())
+}
+
 /// `Ok(None)`: the request names a shadowed group and must look exactly
 /// like a request for a group that does not exist.
 pub(crate) fn resolve(
