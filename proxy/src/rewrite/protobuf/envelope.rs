@@ -52,6 +52,13 @@ pub(crate) struct Head<'a> {
 }
 
 impl<'a> Head<'a> {
+    /// The `runtime.Unknown` of an enveloped `body` and its head (see
+    /// [`unwrap`]).
+    pub(crate) fn open(body: &'a [u8], depth: usize) -> Result<(&'a [u8], Head<'a>), RewriteError> {
+        let unknown = unwrap(body, depth)?;
+        Ok((unknown, Head::read(unknown)?))
+    }
+
     /// Reads the head of `unknown`, refusing encodings the codecs don't read.
     pub(crate) fn read(unknown: &'a [u8]) -> Result<Head<'a>, RewriteError> {
         let mut head = Head::default();
@@ -80,6 +87,21 @@ impl<'a> Head<'a> {
     }
 }
 
+/// The `runtime.Unknown` of an enveloped `body` (after `k8s\0`); refused
+/// when the magic is missing or the object is nested `depth` >=
+/// [`MAX_DEPTH`] envelopes deep.
+pub(crate) fn unwrap(body: &[u8], depth: usize) -> Result<&[u8], RewriteError> {
+    let Some(unknown) = body.strip_prefix(MAGIC) else {
+        return Err(malformed("missing the k8s\\0 envelope magic"));
+    };
+    if depth >= MAX_DEPTH {
+        return Err(malformed(format!(
+            "embedded objects nested more than {MAX_DEPTH} deep"
+        )));
+    }
+    Ok(unknown)
+}
+
 impl ProtoRewriter<'_> {
     /// The enveloped object in `input[start..end]` (magic included).
     pub(super) fn envelope(
@@ -88,14 +110,7 @@ impl ProtoRewriter<'_> {
         start: usize,
         end: usize,
     ) -> Result<isize, RewriteError> {
-        if !w.input[start..end].starts_with(MAGIC) {
-            return Err(malformed("missing the k8s\\0 envelope magic"));
-        }
-        if w.depth >= MAX_DEPTH {
-            return Err(malformed(format!(
-                "embedded objects nested more than {MAX_DEPTH} deep"
-            )));
-        }
+        unwrap(&w.input[start..end], w.depth)?;
         w.depth += 1;
         let d = self.unknown(w, start + MAGIC.len(), end);
         w.depth -= 1;

@@ -24,7 +24,7 @@ use prost_reflect::{DynamicMessage, MapKey, Value};
 use regroup_config::GroupMap;
 use serde_json::Value as Json;
 
-use crate::rewrite::protobuf::envelope::{Head, MAX_DEPTH};
+use crate::rewrite::protobuf::envelope::Head;
 use crate::rewrite::protobuf::wire::splice_field as splice;
 use crate::rewrite::protobuf::{message_for, MAGIC};
 use crate::rewrite::RewriteError;
@@ -145,15 +145,7 @@ impl Hooks<'_> {
     /// An enveloped object: `k8s\0`, then `runtime.Unknown` {1 typeMeta {1
     /// apiVersion, 2 kind}, 2 raw, 3 contentEncoding, 4 contentType}.
     fn envelope(&self, body: &[u8], depth: usize) -> Result<Option<Vec<u8>>, RewriteError> {
-        let Some(unknown) = body.strip_prefix(MAGIC) else {
-            return Err(malformed("missing the k8s\\0 envelope magic"));
-        };
-        if depth >= MAX_DEPTH {
-            return Err(malformed(format!(
-                "embedded objects nested more than {MAX_DEPTH} deep"
-            )));
-        }
-        let head = Head::read(unknown)?;
+        let (unknown, head) = Head::open(body, depth)?;
         let Some(kind) = self.kind(head.api_version, head.kind) else {
             return Ok(None);
         };

@@ -22,7 +22,7 @@ use serde_json::{Map, Value as Json};
 
 use super::{WebhookRegistration, APP_CLIENT_CONFIGS_ANNOTATION};
 use crate::kube::RequestInfo;
-use crate::rewrite::protobuf::envelope::{Head, MAX_DEPTH};
+use crate::rewrite::protobuf::envelope::Head;
 use crate::rewrite::protobuf::wire::splice_field as splice;
 use crate::rewrite::protobuf::{message_for, MAGIC};
 use crate::rewrite::RewriteError;
@@ -126,15 +126,7 @@ impl Walk<'_> {
 
     /// `k8s\0` + `runtime.Unknown` {1 typeMeta, 2 raw, ...}.
     fn envelope(&self, body: &[u8], depth: usize) -> Result<Option<Vec<u8>>, RewriteError> {
-        let Some(unknown) = body.strip_prefix(MAGIC) else {
-            return Err(malformed("missing the k8s\\0 envelope magic"));
-        };
-        if depth >= MAX_DEPTH {
-            return Err(malformed(format!(
-                "embedded objects nested more than {MAX_DEPTH} deep"
-            )));
-        }
-        let head = Head::read(unknown)?;
+        let (unknown, head) = Head::open(body, depth)?;
         let Some(kind) = self.kind(head.api_version, head.kind) else {
             return Ok(None);
         };
