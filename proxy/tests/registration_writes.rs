@@ -18,16 +18,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode};
+use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
 use regroup::serve::trust::webhooks::{
     Fronted, WebhookRegistration, APP_CLIENT_CONFIGS_ANNOTATION,
 };
 use regroup_config::schema::{ReachAt, Registration};
 use serde_json::{json, Value as Json};
-use tokio::net::TcpListener;
 
 const REGROUP_CA: &str = "UkVHUk9VUA==";
 const NEW_CA: &str = "TkVX";
@@ -199,47 +197,18 @@ fn answer(store: &mut Store, seen: Seen) -> (StatusCode, &'static str, Bytes) {
 }
 
 async fn upstream(store: Arc<Mutex<Store>>) -> String {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let (s, _) = l.accept().await.unwrap();
-            let store = store.clone();
-            tokio::spawn(async move {
-                let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let store = store.clone();
-                    async move {
-                        let (parts, body) = req.into_parts();
-                        let seen = Seen {
-                            method: parts.method.clone(),
-                            path: parts.uri.path().to_owned(),
-                            content_type: parts
-                                .headers
-                                .get("content-type")
-                                .map(|v| v.to_str().unwrap().to_owned()),
-                            accept: parts
-                                .headers
-                                .get("accept")
-                                .map(|v| v.to_str().unwrap().to_owned()),
-                            body: body.collect().await.unwrap().to_bytes(),
-                        };
-                        let (code, ctype, answer) = answer(&mut store.lock().unwrap(), seen);
-                        Ok::<_, std::convert::Infallible>(
-                            Response::builder()
-                                .status(code)
-                                .header("content-type", ctype)
-                                .body(Full::new(answer))
-                                .unwrap(),
-                        )
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(s), svc)
-                    .await;
-            });
-        }
-    });
-    format!("http://{addr}")
+    common::fake_upstream(move |r| {
+        let seen = Seen {
+            content_type: r.header("content-type"),
+            accept: r.header("accept"),
+            method: r.method,
+            path: r.path,
+            body: r.body,
+        };
+        let (code, ctype, body) = answer(&mut store.lock().unwrap(), seen);
+        (code, ctype.to_owned(), body)
+    })
+    .await
 }
 
 fn registration() -> WebhookRegistration {

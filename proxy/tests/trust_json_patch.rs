@@ -11,13 +11,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode};
+use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
 use regroup::serve::trust::{FrontTrust, APP_CA_BUNDLE_ANNOTATION};
 use serde_json::{json, Value as Json};
-use tokio::net::TcpListener;
 
 /// regroup's front serving CA, as it goes into `spec.caBundle`.
 const SERVING_CA: &str = "UkVHUk9VUA==";
@@ -120,44 +118,23 @@ fn serve(store: &mut Store, seen: Seen) -> (StatusCode, Json) {
 }
 
 async fn upstream(store: Arc<Mutex<Store>>) -> String {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let (s, _) = l.accept().await.unwrap();
-            let store = store.clone();
-            tokio::spawn(async move {
-                let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let store = store.clone();
-                    async move {
-                        let (parts, body) = req.into_parts();
-                        let header =
-                            |n: &str| parts.headers.get(n).map(|v| v.to_str().unwrap().to_owned());
-                        let seen = Seen {
-                            method: parts.method.clone(),
-                            path: parts.uri.path().to_owned(),
-                            query: parts.uri.query().map(str::to_owned),
-                            content_type: header("content-type"),
-                            authorization: header("authorization"),
-                            body: body.collect().await.unwrap().to_bytes(),
-                        };
-                        let (code, answer) = serve(&mut store.lock().unwrap(), seen);
-                        Ok::<_, std::convert::Infallible>(
-                            Response::builder()
-                                .status(code)
-                                .header("content-type", "application/json")
-                                .body(Full::new(Bytes::from(answer.to_string())))
-                                .unwrap(),
-                        )
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(s), svc)
-                    .await;
-            });
-        }
-    });
-    format!("http://{addr}")
+    common::fake_upstream(move |r| {
+        let seen = Seen {
+            content_type: r.header("content-type"),
+            authorization: r.header("authorization"),
+            method: r.method,
+            path: r.path,
+            query: r.query,
+            body: r.body,
+        };
+        let (code, answer) = serve(&mut store.lock().unwrap(), seen);
+        (
+            code,
+            "application/json".into(),
+            Bytes::from(answer.to_string()),
+        )
+    })
+    .await
 }
 
 /// The renamed APIService as the cluster stores it after the app created

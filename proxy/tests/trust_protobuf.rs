@@ -13,16 +13,14 @@ use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode};
+use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
 use prost::Message as _;
 use prost_reflect::{DynamicMessage, MapKey, Value};
 use protobuf_support::{decode_envelope, frames, md, UNKNOWN, WATCH_EVENT};
 use regroup::rewrite::protobuf::MAGIC;
 use regroup::serve::trust::{FrontTrust, APP_CA_BUNDLE_ANNOTATION};
-use tokio::net::TcpListener;
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 const WATCH: &str = "application/vnd.kubernetes.protobuf;stream=watch";
@@ -246,44 +244,17 @@ fn serve(
 }
 
 async fn upstream(store: Arc<Mutex<Store>>) -> String {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let (s, _) = l.accept().await.unwrap();
-            let store = store.clone();
-            tokio::spawn(async move {
-                let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let store = store.clone();
-                    async move {
-                        let (parts, body) = req.into_parts();
-                        let seen = Seen {
-                            method: parts.method.clone(),
-                            path: parts.uri.path().to_owned(),
-                            content_type: parts
-                                .headers
-                                .get("content-type")
-                                .map(|v| v.to_str().unwrap().to_owned()),
-                            body: body.collect().await.unwrap().to_bytes(),
-                        };
-                        let (code, ct, answer) =
-                            serve(&mut store.lock().unwrap(), seen, parts.uri.query());
-                        Ok::<_, std::convert::Infallible>(
-                            Response::builder()
-                                .status(code)
-                                .header("content-type", ct)
-                                .body(Full::new(Bytes::from(answer)))
-                                .unwrap(),
-                        )
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(s), svc)
-                    .await;
-            });
-        }
-    });
-    format!("http://{addr}")
+    common::fake_upstream(move |r| {
+        let seen = Seen {
+            content_type: r.header("content-type"),
+            method: r.method,
+            path: r.path,
+            body: r.body,
+        };
+        let (code, ct, answer) = serve(&mut store.lock().unwrap(), seen, r.query.as_deref());
+        (code, ct.to_owned(), Bytes::from(answer))
+    })
+    .await
 }
 
 /// A sidecar with a front trust in front of the fake upstream, which holds

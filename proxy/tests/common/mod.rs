@@ -526,3 +526,68 @@ pub async fn sidecar_with(
     tokio::spawn(regroup::serve::serve_plain(l, std::sync::Arc::new(proxy)));
     addr
 }
+
+/// What a fake upstream received: one whole request.
+pub struct Received {
+    pub method: http::Method,
+    pub path: String,
+    pub query: Option<String>,
+    pub headers: http::HeaderMap,
+    pub body: bytes::Bytes,
+}
+
+impl Received {
+    /// A header's value as text.
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+    }
+}
+
+/// A plain-HTTP/1.1 server on loopback standing in for kube-apiserver:
+/// each request, read whole, goes to `answer`, which returns the status,
+/// the `Content-Type` and the body. Returns its base URL.
+pub async fn fake_upstream<F>(answer: F) -> String
+where
+    F: Fn(Received) -> (http::StatusCode, String, bytes::Bytes) + Send + Sync + 'static,
+{
+    use http_body_util::BodyExt;
+    let answer = std::sync::Arc::new(answer);
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (s, _) = l.accept().await.unwrap();
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                let svc =
+                    hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                        let answer = answer.clone();
+                        async move {
+                            let (parts, body) = req.into_parts();
+                            let received = Received {
+                                method: parts.method,
+                                path: parts.uri.path().to_owned(),
+                                query: parts.uri.query().map(str::to_owned),
+                                headers: parts.headers,
+                                body: body.collect().await.unwrap().to_bytes(),
+                            };
+                            let (code, ctype, body) = answer(received);
+                            Ok::<_, std::convert::Infallible>(
+                                http::Response::builder()
+                                    .status(code)
+                                    .header("content-type", ctype)
+                                    .body(http_body_util::Full::new(body))
+                                    .unwrap(),
+                            )
+                        }
+                    });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(s), svc)
+                    .await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
