@@ -251,7 +251,7 @@ fn check_prints_the_effective_table_or_fails_with_status_1() {
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success());
     assert!(
-        table.contains("\nNAMES  NAME -> team1-NAME\nrbac.authorization.k8s.io/ClusterRole\n(kept as they are: system:*, cluster-admin, admin, edit, view, shared)\n"),
+        table.contains("\nNAMES  NAME -> team1-NAME\nrbac.authorization.k8s.io/ClusterRole\n(kept as they are: system:*, cluster-admin, admin, edit, view, system-cluster-critical, system-node-critical, shared)\n"),
         "{table}"
     );
     std::fs::write(&path, names.replace("ClusterRole]", "PriorityClass]")).unwrap();
