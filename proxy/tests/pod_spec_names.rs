@@ -201,6 +201,14 @@ fn a_merge_patch_names_no_kind_and_is_renamed_by_the_addressed_one() {
         String::from_utf8(out).unwrap(),
         r#"{"spec":{"template":{"spec":{"priorityClassName":"team1-batch-high"}}}}"#
     );
+    // A JSON Patch, as `kubectl patch --type=json` sends it.
+    let ops =
+        br#"[{"op":"replace","path":"/spec/template/spec/runtimeClassName","value":"gvisor"}]"#;
+    let out = body(&e, ToCluster, Wire::JsonPatch, cx, ops);
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        r#"[{"op":"replace","path":"/spec/template/spec/runtimeClassName","value":"team1-gvisor"}]"#
+    );
     // The addressed resource gives the kind (`deployments` is `Deployment`).
     assert_eq!(
         Catalog::kind_for_resource("apps", "deployments"),
