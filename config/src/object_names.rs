@@ -37,6 +37,24 @@ const fn k(group: &'static str, kind: &'static str, resource: &'static str) -> N
 
 const RBAC: &str = "rbac.authorization.k8s.io";
 const ADMREG: &str = "admissionregistration.k8s.io";
+const SCHEDULING: &str = "scheduling.k8s.io";
+const NODE: &str = "node.k8s.io";
+
+/// Strings that every body able to reference a PriorityClass or a
+/// RuntimeClass holds: the kinds whose pod spec names one (`Pod` also
+/// matches `PodTemplate`, `Job` also `CronJob`; their lists and watch
+/// events name them too) as their envelope's TypeMeta or their JSON `kind`
+/// says, and the JSON field itself, for partial bodies (a merge patch
+/// names no kind).
+const POD_SPEC_HOLDERS: &[&str] = &[
+    "Pod",
+    "ReplicationController",
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "DaemonSet",
+    "Job",
+];
 
 /// The kinds `names.kinds` may list: cluster-scoped kinds that apps create
 /// under fixed names, whose every reference regroup knows (the catalog's
@@ -74,12 +92,22 @@ pub const SUPPORTED: &[NamedKind] = &[
         "MutatingAdmissionPolicyBinding",
         "mutatingadmissionpolicybindings",
     ),
+    k(SCHEDULING, "PriorityClass", "priorityclasses"),
+    k(NODE, "RuntimeClass", "runtimeclasses"),
 ];
 
 /// Names kept as they are whatever the config says: the cluster's own
-/// (every `system:` name, the user-facing default ClusterRoles), which an
-/// app binds but never owns.
-pub const ALWAYS_KEPT: &[&str] = &["cluster-admin", "admin", "edit", "view"];
+/// (every `system:` name, the user-facing default ClusterRoles, the two
+/// PriorityClasses every cluster creates, `system-` with a dash), which an
+/// app binds or names but never owns.
+pub const ALWAYS_KEPT: &[&str] = &[
+    "cluster-admin",
+    "admin",
+    "edit",
+    "view",
+    "system-cluster-critical",
+    "system-node-critical",
+];
 
 /// Where the copy's mark goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -280,9 +308,29 @@ impl ObjectNames {
     /// or hidden: the listed kinds (an object's own `kind`, a reference's
     /// `kind`). Bodies that name their kind nowhere (a list's items, a
     /// metadata-only answer) are recognised by the kind they were asked
-    /// for, not by these.
+    /// for, not by these. A PriorityClass or RuntimeClass is referenced by
+    /// a pod spec, whose body names neither (and protobuf carries no field
+    /// names): its needles are the kinds holding a pod spec and the JSON
+    /// field (`priorityClassName`), so every workload body is walked whole
+    /// when one of these kinds is listed.
     pub fn needles(&self) -> Vec<&'static str> {
-        self.kinds.iter().map(|k| k.kind).collect()
+        let mut out: Vec<&'static str> = self.kinds.iter().map(|k| k.kind).collect();
+        for k in &self.kinds {
+            let field = match k.kind {
+                "PriorityClass" => "priorityClassName",
+                "RuntimeClass" => "runtimeClassName",
+                _ => continue,
+            };
+            out.push(field);
+            out.extend(POD_SPEC_HOLDERS);
+        }
+        let mut seen = Vec::new();
+        out.retain(|n| {
+            let new = !seen.contains(n);
+            seen.push(*n);
+            new
+        });
+        out
     }
 }
 
@@ -365,6 +413,44 @@ mod tests {
         assert_eq!(
             n.needles(),
             vec!["ClusterRole", "ValidatingWebhookConfiguration"]
+        );
+    }
+
+    #[test]
+    fn priority_and_runtime_classes_are_found_by_the_kinds_that_reference_them() {
+        let n = ObjectNames::new(
+            Some("team1-"),
+            None,
+            &["PriorityClass".into(), "RuntimeClass".into()],
+            &[],
+        )
+        .unwrap();
+        assert!(n.covers_resource(SCHEDULING, "priorityclasses"));
+        assert!(n.covers_kind(NODE, "RuntimeClass"));
+        assert_eq!(
+            n.needles(),
+            vec![
+                "PriorityClass",
+                "RuntimeClass",
+                "priorityClassName",
+                "Pod",
+                "ReplicationController",
+                "Deployment",
+                "ReplicaSet",
+                "StatefulSet",
+                "DaemonSet",
+                "Job",
+                "runtimeClassName",
+            ]
+        );
+        // The cluster's default PriorityClasses (a dash, not `system:`).
+        for kept in ["system-cluster-critical", "system-node-critical"] {
+            assert_eq!(n.to_cluster(kept), None, "{kept}");
+            assert!(!n.hides(kept), "{kept}");
+        }
+        assert_eq!(
+            n.to_cluster("system-other").as_deref(),
+            Some("team1-system-other")
         );
     }
 

@@ -251,16 +251,16 @@ fn check_prints_the_effective_table_or_fails_with_status_1() {
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success());
     assert!(
-        table.contains("\nNAMES  NAME -> team1-NAME\nrbac.authorization.k8s.io/ClusterRole\n(kept as they are: system:*, cluster-admin, admin, edit, view, shared)\n"),
+        table.contains("\nNAMES  NAME -> team1-NAME\nrbac.authorization.k8s.io/ClusterRole\n(kept as they are: system:*, cluster-admin, admin, edit, view, system-cluster-critical, system-node-critical, shared)\n"),
         "{table}"
     );
-    std::fs::write(&path, names.replace("ClusterRole]", "PriorityClass]")).unwrap();
+    std::fs::write(&path, names.replace("ClusterRole]", "StorageClass]")).unwrap();
     let out = regroup(&["check", "-c", path.to_str().unwrap()], None);
     std::fs::remove_file(&path).ok();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("line 5: names.kinds: `PriorityClass` is not supported; the supported kinds are ClusterRole, ClusterRoleBinding,"),
+        err.contains("line 5: names.kinds: `StorageClass` is not supported; the supported kinds are ClusterRole, ClusterRoleBinding,"),
         "{err}"
     );
 }

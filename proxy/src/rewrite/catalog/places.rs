@@ -555,11 +555,31 @@ pub(super) const BUILTIN: &[Row] = &[
     ),
 ];
 
+/// The kinds holding a pod spec, and where: a PriorityClass or RuntimeClass
+/// is named by the spec's `priorityClassName` / `runtimeClassName`.
+const POD_SPECS: &[(&str, &[&str], &str)] = &[
+    ("", &["Pod"], "spec."),
+    ("", &["PodTemplate"], "template.spec."),
+    ("", &["ReplicationController"], "spec.template.spec."),
+    (
+        "apps",
+        &["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"],
+        "spec.template.spec.",
+    ),
+    ("batch", &["Job"], "spec.template.spec."),
+    (
+        "batch",
+        &["CronJob"],
+        "spec.jobTemplate.spec.template.spec.",
+    ),
+];
+
 /// The places of the names `names:` renames: each listed kind's own
 /// `metadata.name` and `generateName`, and the references to it that are
 /// not a generic [`Slot::NamedRef`] everywhere (owner references, Events,
-/// above): a binding's `roleRef` (of a ClusterRole) and an admission
-/// policy binding's `spec.policyName`.
+/// above): a binding's `roleRef` (of a ClusterRole), an admission policy
+/// binding's `spec.policyName`, and a pod spec's `priorityClassName` and
+/// `runtimeClassName` in every kind that holds one.
 pub(super) fn name_places(names: &ObjectNames) -> Vec<Place> {
     let place = |group: &str, kinds: &[&str], path: &str, slot: Slot| Place {
         selector: Selector::kinds(&[group], kinds),
@@ -595,6 +615,21 @@ pub(super) fn name_places(names: &ObjectNames) -> Vec<Place> {
                     "spec.policyName",
                     Value(Form::ObjectName),
                 ))
+            }
+            "PriorityClass" | "RuntimeClass" => {
+                let field = if k.kind == "PriorityClass" {
+                    "priorityClassName"
+                } else {
+                    "runtimeClassName"
+                };
+                for (group, kinds, spec) in POD_SPECS {
+                    out.push(place(
+                        group,
+                        kinds,
+                        &format!("{spec}{field}"),
+                        Value(Form::ObjectName),
+                    ));
+                }
             }
             _ => {}
         }
@@ -687,4 +722,17 @@ pub(super) const RESOURCE_KINDS: &[(&str, &str, &str)] = &[
     ("", "resourcequotas", "ResourceQuota"),
     ("", "configmaps", "ConfigMap"),
     ("", "secrets", "Secret"),
+    // Kinds whose names `names:` may rename, and the kinds referencing them
+    // from a pod spec (a merge patch of a Deployment names no kind).
+    ("scheduling.k8s.io", "priorityclasses", "PriorityClass"),
+    ("node.k8s.io", "runtimeclasses", "RuntimeClass"),
+    ("", "pods", "Pod"),
+    ("", "podtemplates", "PodTemplate"),
+    ("", "replicationcontrollers", "ReplicationController"),
+    ("apps", "deployments", "Deployment"),
+    ("apps", "replicasets", "ReplicaSet"),
+    ("apps", "statefulsets", "StatefulSet"),
+    ("apps", "daemonsets", "DaemonSet"),
+    ("batch", "jobs", "Job"),
+    ("batch", "cronjobs", "CronJob"),
 ];

@@ -38,8 +38,20 @@ const KINDS: &[(&str, &[&str], &str, &[&str])] = &[
             "Event",
             "PersistentVolumeClaim",
             "ResourceQuota",
+            // Pod spec holders: `names:` renames a PriorityClass or
+            // RuntimeClass named in their pod spec.
+            "Pod",
+            "PodTemplate",
+            "ReplicationController",
         ],
     ),
+    (
+        "apps",
+        &["v1"],
+        "k8s.io.api.apps.v1",
+        &["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"],
+    ),
+    ("batch", &["v1"], "k8s.io.api.batch.v1", &["Job", "CronJob"]),
     // Discovery documents are served as `v1`, `/api`'s and `/api/v1`'s
     // with no apiVersion at all.
     (
