@@ -115,6 +115,8 @@ KINDS = {
     ("rbac.authorization.k8s.io", "clusterrolebindings"): dict(kind="ClusterRoleBinding", versions=["v1"],
                                                                status=False, gen=False, builtin=True, cluster=True,
                                                                cols=None),
+    ("scheduling.k8s.io", "priorityclasses"): dict(kind="PriorityClass", versions=["v1"], status=False, gen=False,
+                                                   builtin=True, cluster=True, cols=None),
     (GROUP, "foos"): dict(kind="Foo", versions=["v1alpha1", "v1beta1"], status=True, gen=True, builtin=False,
                           cols="renamed/113-list-foo-table", deprecated=["v1beta1"]),
 }

@@ -19,7 +19,7 @@ from e2e_support import CLUSTER_GROUP, CONFIG_YAML, DIRECT, ORIG_GROUP, Kubectl,
 pytestmark = pytest.mark.skipif(DIRECT, reason="REGROUP_E2E_DIRECT: no regroup, so no names renamed")
 
 RUN = uuid.uuid4().hex[:6]
-KINDS = "[ClusterRole, ClusterRoleBinding, ValidatingWebhookConfiguration]"
+KINDS = "[ClusterRole, ClusterRoleBinding, ValidatingWebhookConfiguration, PriorityClass]"
 
 MANIFEST = f"""apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -99,7 +99,9 @@ def copies(upstream, workdir, regroup_bin, cluster):
         for p in procs:
             stop(p)
         for team in ("team1", "team2"):
+            cluster.run("delete", "pod", "foo-worker", "-n", upstream.namespace, "--ignore-not-found", check=False)
             for obj in ("clusterrole/{p}foo-viewer", "clusterrole/{p}foo-applied", "clusterrolebinding/{p}foo-viewers",
+                        "priorityclass/{p}foo-high",
                         "clusterrolebinding/{p}foo-viewers-view", "validatingwebhookconfiguration/{p}foo-validating"):
                 cluster.run("delete", obj.format(p=prefix(team)), "--ignore-not-found", check=False)
 
@@ -233,6 +235,38 @@ def test_a_collection_delete_that_would_reach_another_copy_is_refused(copies, cl
                                         "would delete other copies' objects too"), status
     for team in ("team1", "team2"):
         assert cluster.json("get", "clusterrole", f"{prefix(team)}foo-viewer")
+
+
+PRIORITY = """apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata:
+  name: foo-high
+value: 1000
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: foo-worker
+spec:
+  priorityClassName: foo-high
+  containers:
+  - name: worker
+    image: registry.k8s.io/pause:3.9
+"""
+
+
+def test_a_pod_names_its_copys_priority_class(copies, cluster, upstream):
+    """The app's Pod names the PriorityClass it created, `foo-high`; the
+    cluster's Pod names this copy's, and the app reads back its own name."""
+    out = copies["team1"]("apply", "-f", "-", input=PRIORITY)
+    assert out.strip().split("\n") == ["priorityclass.scheduling.k8s.io/foo-high created", "pod/foo-worker created"]
+    p = prefix("team1")
+    assert cluster.json("get", "priorityclass", f"{p}foo-high")["value"] == 1000
+    pod = cluster.json("get", "pod", "foo-worker", "-n", upstream.namespace)
+    assert pod["spec"]["priorityClassName"] == f"{p}foo-high"
+    assert copies["team1"].json("get", "pod", "foo-worker")["spec"]["priorityClassName"] == "foo-high"
+    assert copies["team1"].json("get", "priorityclass", "foo-high")["metadata"]["name"] == "foo-high"
+    copies["team1"]("delete", "pod", "foo-worker", "--wait=false")
 
 
 def test_render_writes_the_copys_names(regroup_bin, workdir):
