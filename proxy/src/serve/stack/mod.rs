@@ -12,7 +12,7 @@
 //! 6. `request_body`: the body renamed by the engine.
 //! 7. `credentials::send`: sent, a 401 retried once with a fresh token.
 //! 8. `response`: headers and body renamed back (`openapi`, `watch`,
-//!    `list`, `whole`).
+//!    `list`, `proto_list`, `whole`).
 //!
 //! Every failure is a [`Failure`], turned into a `Status` in one place
 //! (`errors`). The sidecar stack is this pipeline; the front stack puts
@@ -26,6 +26,7 @@ pub(crate) mod headers;
 pub(crate) mod identity;
 pub(crate) mod list;
 pub(crate) mod openapi;
+pub(crate) mod proto_list;
 pub(crate) mod request_body;
 pub(crate) mod response;
 pub(crate) mod target;
