@@ -115,7 +115,8 @@ pub(crate) struct Answer {
 pub(crate) struct Exchange {
     /// The engine loaded for this request, kept to its end.
     pub engine: Arc<Engine>,
-    pub info: RequestInfo,
+    /// Read once by the caller, which logs the request with it.
+    pub info: Arc<RequestInfo>,
     pub method: http::Method,
     /// The path as the caller sent it (its names).
     pub caller_path: String,
@@ -130,13 +131,14 @@ impl Exchange {
     }
 }
 
-/// The pipeline: one request, caller to upstream and back.
+/// The pipeline: one request (`info`: what its URL addresses), caller to
+/// upstream and back.
 pub(crate) async fn forward(
     fwd: &Forward,
     engine: Arc<Engine>,
     req: Request<Incoming>,
+    info: Arc<RequestInfo>,
 ) -> Result<Response<Body>, Failure> {
-    let info = RequestInfo::parse(req.uri().path(), req.uri().query());
     let Some(to) = target::resolve(fwd, &engine, &info, req.uri())? else {
         // The caller named the other side's group: it doesn't exist here.
         return Ok(page_not_found());
