@@ -159,7 +159,7 @@ pub struct ListStream {
     plan: Result<Arc<Plan>, Option<RewriteError>>,
     /// The change in `raw`'s length so far.
     delta: isize,
-    /// A mapped name was seen anywhere, in `raw`.
+    /// A mapped name was seen anywhere in the body; in `raw`.
     any_match: bool,
     raw_match: bool,
     /// An error in a field without a name: an error only if a name is
