@@ -443,6 +443,20 @@ fn broken_lists_are_errors_never_output() {
     let broken = envelope(head, &long, tail);
     assert!(streamed(&rw, &b, &broken, &[]).is_err());
     assert!(whole(&rw, &b, &broken).is_err());
+    // An items field that isn't a message, without a name: an error when a
+    // name is elsewhere in the list (before or after it), as in the whole
+    // path.
+    for at_start in [true, false] {
+        let varint_items = [0x10, 0x05];
+        let raw = if at_start {
+            [&varint_items[..], raw].concat()
+        } else {
+            [raw, &varint_items[..]].concat()
+        };
+        let odd = envelope(head, &raw, tail);
+        assert!(whole(&rw, &b, &odd).is_err());
+        assert!(streamed(&rw, &b, &odd, &[odd.len() / 2]).is_err());
+    }
     // An envelope that repeats its items after them.
     let mut repeated = list.clone();
     repeated.extend_from_slice(&list[raw_start - 3..raw_start + raw.len()]);

@@ -39,7 +39,7 @@ use bytes::Bytes;
 use super::envelope::{check_encoding, UnknownFields, MAGIC};
 use super::plan::Plan;
 use super::walker::Walk;
-use super::wire::{field_end, put_varint, LEN};
+use super::wire::{field_end, put_varint, wrong_wire, Field, LEN};
 use super::{malformed, ProtoRewriter};
 use crate::rewrite::error::RewriteError;
 
@@ -321,7 +321,7 @@ impl ListStream {
             if f.end > self.buf.len() {
                 return Ok(());
             }
-            self.item(rw, f.start, f.end)?;
+            self.item(rw, &f)?;
             self.pos = f.end;
             self.phase = Phase::Items(left - len);
         }
@@ -330,13 +330,8 @@ impl ListStream {
 
     /// One top-level field of `raw`'s message (an item, the `ListMeta`),
     /// renamed as the walk of the whole message would.
-    fn item(
-        &mut self,
-        rw: &ProtoRewriter<'_>,
-        start: usize,
-        end: usize,
-    ) -> Result<(), RewriteError> {
-        let item = &self.buf[start..end];
+    fn item(&mut self, rw: &ProtoRewriter<'_>, f: &Field) -> Result<(), RewriteError> {
+        let item = &self.buf[f.start..f.end];
         if self.reverted {
             self.out.put(item);
             return Ok(());
@@ -358,11 +353,20 @@ impl ListStream {
             }
             Err(e) => return Err(e.take().unwrap_or_else(unreadable_type)),
         };
-        // Without a name, only the checks the whole walk makes of every
-        // field (its wire type) when a name is elsewhere in the list.
-        let mut w = Walk::new(item, matches, self.addressed());
-        w.depth = 1;
-        match rw.message(&mut w, 0, item.len(), &plan.root) {
+        let walked = if named {
+            let mut w = Walk::new(item, matches, self.addressed());
+            w.depth = 1;
+            rw.message(&mut w, 0, item.len(), &plan.root)
+                .map(|d| (d, w.finish()))
+        } else if f.wire != LEN && plan.root.child(f.number).is_some() {
+            // The one check the whole walk makes of a field without a name
+            // (when a name is elsewhere in the list): one it would descend
+            // into is length-delimited. Its framing is already checked.
+            Err(wrong_wire(f))
+        } else {
+            Ok((0, None))
+        };
+        match walked {
             Err(RewriteError::Protobuf(_)) if plan.lenient => {
                 // Not the convention: the list as it came.
                 self.reverted = true;
@@ -375,25 +379,23 @@ impl ListStream {
                 self.out.put(item);
             }
             Err(e) => return Err(e),
-            Ok(d) => match w.finish() {
-                Some(renamed) => {
-                    self.delta += d;
-                    let renamed_len = renamed.len();
-                    let (chunk, at) = self.out.put_owned(renamed);
-                    if plan.lenient {
-                        self.out.originals_len += item.len();
-                        self.out.originals.push(Original {
-                            chunk,
-                            at,
-                            renamed_len,
-                            bytes: Bytes::copy_from_slice(item),
-                        });
-                    }
+            Ok((d, Some(renamed))) => {
+                self.delta += d;
+                let renamed_len = renamed.len();
+                let (chunk, at) = self.out.put_owned(renamed);
+                if plan.lenient {
+                    self.out.originals_len += item.len();
+                    self.out.originals.push(Original {
+                        chunk,
+                        at,
+                        renamed_len,
+                        bytes: Bytes::copy_from_slice(item),
+                    });
                 }
-                None => {
-                    self.out.put(item);
-                }
-            },
+            }
+            Ok((_, None)) => {
+                self.out.put(item);
+            }
         }
         Ok(())
     }
