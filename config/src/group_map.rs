@@ -5,8 +5,6 @@
 //! when nothing in its input is mapped, without allocating, so callers can
 //! leave untouched bytes untouched.
 
-use std::collections::HashMap;
-
 use crate::dns::has_label_suffix;
 use crate::object_names::ObjectNames;
 
@@ -150,8 +148,11 @@ pub struct MapRule {
 #[derive(Clone, Debug)]
 pub struct GroupMap {
     rules: Vec<MapRule>,
-    /// Exact-rule lookup per direction: source name -> rule index.
-    exact: [HashMap<String, usize>; 2],
+    /// Exact-rule lookup per direction: source name -> rule index. Looked
+    /// up several times per request; its keys are the configuration's (a
+    /// peer's names are only looked up, never inserted), so a fast hash
+    /// (foldhash) is safe.
+    exact: [foldhash::HashMap<String, usize>; 2],
     /// Indexes of suffix rules.
     suffix: Vec<usize>,
     /// Cluster-scoped names renamed per copy (`names:`), if configured.
@@ -166,7 +167,7 @@ impl GroupMap {
         if !problems.is_empty() {
             return Err(problems);
         }
-        let mut exact = [HashMap::new(), HashMap::new()];
+        let mut exact: [foldhash::HashMap<String, usize>; 2] = Default::default();
         let mut suffix = Vec::new();
         for (i, r) in rules.iter().enumerate() {
             match &r.rule {

@@ -185,6 +185,52 @@ fn binding_pb(name: &str, owner: &str, role: &str) -> Vec<u8> {
     )
 }
 
+/// The serve path streams protobuf lists item by item: with `names:` it
+/// must rename and hide exactly as the whole-body path does, whatever the
+/// chunking.
+#[test]
+fn a_streamed_protobuf_clusterrole_list_is_the_whole_paths() {
+    use regroup::rewrite::protobuf::list_stream::rewrite_in_chunks;
+    let e = suffixed();
+    for world in ["renamed", "orig"] {
+        let cluster = capture(world, "162-list-clusterrole-protobuf", "response.body");
+        let whole = body(&e, ToApp, Wire::Protobuf, CLUSTERROLE, &cluster);
+        assert_ne!(whole, cluster, "{world}: renamed or thinned");
+        for chunk in [1, 7, 64, 1 << 20] {
+            let streamed =
+                rewrite_in_chunks(e.proto(ToApp), &cluster, CLUSTERROLE.addressed, chunk).unwrap();
+            assert_eq!(streamed, whole, "{world} in chunks of {chunk}");
+        }
+    }
+    // Items that name no group at all: only `names:` makes them walked.
+    let e = prefixed();
+    let item = |name: &str| {
+        use wire::{cat, ld};
+        let meta = ld(1, name);
+        let role_ref = cat(&[
+            ld(1, "rbac.authorization.k8s.io"),
+            ld(2, "ClusterRole"),
+            ld(3, "view"),
+        ]);
+        ld(2, cat(&[ld(1, meta), ld(3, role_ref)]))
+    };
+    let list = |items: &[&str]| {
+        let raw: Vec<u8> = items.iter().flat_map(|n| item(n)).collect();
+        wire::envelope(
+            "rbac.authorization.k8s.io/v1",
+            "ClusterRoleBindingList",
+            &raw,
+        )
+    };
+    let cluster = list(&["team1-a", "team2-b", "c", "team1-d"]);
+    let app = list(&["a", "d"]);
+    let addressed = Some(("rbac.authorization.k8s.io", "ClusterRoleBinding"));
+    for chunk in [1, 5, 1 << 20] {
+        let streamed = rewrite_in_chunks(e.proto(ToApp), &cluster, addressed, chunk).unwrap();
+        assert_eq!(streamed, app, "in chunks of {chunk}");
+    }
+}
+
 #[test]
 fn a_protobuf_binding_names_the_copys_clusterrole() {
     let e = prefixed();

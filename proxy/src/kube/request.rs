@@ -113,45 +113,69 @@ impl RequestInfo {
     /// for logs and metrics: groups, versions and resources are kept (a
     /// bounded set), names never.
     pub fn template(&self, path: &str) -> String {
-        if !self.is_api {
+        self.template_of(path).to_string()
+    }
+
+    /// [`template`](Self::template), written where it is displayed (the
+    /// request log line) instead of built first.
+    pub fn template_of<'a>(&'a self, path: &'a str) -> Template<'a> {
+        Template { info: self, path }
+    }
+}
+
+/// A request's path template (see [`RequestInfo::template`]), as `Display`.
+pub struct Template<'a> {
+    info: &'a RequestInfo,
+    path: &'a str,
+}
+
+impl std::fmt::Display for Template<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let info = self.info;
+        if !info.is_api {
             // Discovery-less paths: their first two segments say what they
             // are (`/openapi/v3`, `/version`, `/healthz`).
-            let mut t: String = path
-                .split('/')
-                .filter(|s| !s.is_empty())
-                .take(2)
-                .map(|s| format!("/{s}"))
-                .collect();
-            if path.split('/').filter(|s| !s.is_empty()).count() > 2 {
-                t.push_str("/...");
+            let mut segments = self.path.split('/').filter(|s| !s.is_empty());
+            let mut any = false;
+            for s in segments.by_ref().take(2) {
+                f.write_str("/")?;
+                f.write_str(s)?;
+                any = true;
             }
-            return if t.is_empty() { "/".into() } else { t };
+            if !any {
+                return f.write_str("/");
+            }
+            if segments.next().is_some() {
+                f.write_str("/...")?;
+            }
+            return Ok(());
         }
-        let mut t = if self.group.is_empty() {
-            "/api".to_string()
+        if info.group.is_empty() {
+            f.write_str("/api")?;
         } else {
-            format!("/apis/{}", self.group)
-        };
-        if let Some(v) = &self.version {
-            t.push('/');
-            t.push_str(v);
+            f.write_str("/apis/")?;
+            f.write_str(&info.group)?;
+        }
+        if let Some(v) = &info.version {
+            f.write_str("/")?;
+            f.write_str(v)?;
         }
         // A namespace's own path names it once, as the object.
-        if self.namespace.is_some() && self.resource.as_deref() != Some("namespaces") {
-            t.push_str("/namespaces/{namespace}");
+        if info.namespace.is_some() && info.resource.as_deref() != Some("namespaces") {
+            f.write_str("/namespaces/{namespace}")?;
         }
-        if let Some(r) = &self.resource {
-            t.push('/');
-            t.push_str(r);
+        if let Some(r) = &info.resource {
+            f.write_str("/")?;
+            f.write_str(r)?;
         }
-        if self.name.is_some() {
-            t.push_str("/{name}");
+        if info.name.is_some() {
+            f.write_str("/{name}")?;
         }
-        if let Some(sub) = &self.subresource {
-            t.push('/');
-            t.push_str(sub);
+        if let Some(sub) = &info.subresource {
+            f.write_str("/")?;
+            f.write_str(sub)?;
         }
-        t
+        Ok(())
     }
 }
 

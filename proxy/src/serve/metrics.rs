@@ -15,6 +15,7 @@ use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use prometheus_client::encoding::text::{encode_eof, encode_registry};
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -26,16 +27,30 @@ use super::body::full;
 
 type Labels = Vec<(String, String)>;
 
+/// The labels of the per-request families: fixed-size and borrowed (no
+/// string built per request), encoded as the label vectors were.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ListenerCode {
+    listener: &'static str,
+    code: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ListenerVerb {
+    listener: &'static str,
+    verb: &'static str,
+}
+
 /// regroup's counters.
 pub struct Metrics {
     registry: Registry,
     /// `process_*`: unprefixed, as every exporter names them.
     process: Registry,
-    requests: Family<Labels, Counter>,
+    requests: Family<ListenerCode, Counter>,
     errors: Family<Labels, Counter>,
     rejections: Family<Labels, Counter>,
     in_flight: Gauge,
-    latency: Family<Labels, Histogram>,
+    latency: Family<ListenerVerb, Histogram>,
     credential_refreshes: Family<Labels, Counter>,
     credential_failures: Family<Labels, Counter>,
     reloads: Family<Labels, Counter>,
@@ -58,11 +73,11 @@ pub fn metrics() -> &'static Metrics {
     static M: OnceLock<Metrics> = OnceLock::new();
     M.get_or_init(|| {
         let mut registry = Registry::with_prefix("regroup");
-        let requests = Family::<Labels, Counter>::default();
+        let requests = Family::<ListenerCode, Counter>::default();
         let errors = Family::<Labels, Counter>::default();
         let rejections = Family::<Labels, Counter>::default();
         let in_flight = Gauge::default();
-        let latency: Family<Labels, Histogram> =
+        let latency: Family<ListenerVerb, Histogram> =
             Family::new_with_constructor(|| Histogram::new(LATENCY_BUCKETS.iter().copied()));
         let build_info = Family::<Labels, Gauge>::default();
         build_info
@@ -219,12 +234,12 @@ impl Metrics {
     }
 
     /// One request served.
-    pub fn request(&self, listener: &str, code: StatusCode) {
+    pub fn request(&self, listener: &'static str, code: StatusCode) {
         self.requests
-            .get_or_create(&vec![
-                ("listener".into(), listener.into()),
-                ("code".into(), code.as_u16().to_string()),
-            ])
+            .get_or_create(&ListenerCode {
+                listener,
+                code: code.as_u16(),
+            })
             .inc();
     }
 
@@ -251,12 +266,9 @@ impl Metrics {
     }
 
     /// A non-watch request's time to its response headers.
-    pub fn latency(&self, listener: &str, verb: &str, d: std::time::Duration) {
+    pub fn latency(&self, listener: &'static str, verb: &'static str, d: std::time::Duration) {
         self.latency
-            .get_or_create(&vec![
-                ("listener".into(), listener.into()),
-                ("verb".into(), verb.into()),
-            ])
+            .get_or_create(&ListenerVerb { listener, verb })
             .observe(d.as_secs_f64());
     }
 
@@ -397,7 +409,14 @@ mod tests {
         m.request("sidecar", StatusCode::OK);
         m.error("sidecar", "ServiceUnavailable");
         m.rejection("no_client_certificate");
+        m.latency("sidecar", "GET", std::time::Duration::from_millis(3));
         let text = m.encode();
+        assert!(
+            text.contains(
+                "regroup_request_duration_seconds_count{listener=\"sidecar\",verb=\"GET\"}"
+            ),
+            "{text}"
+        );
         assert!(
             text.contains("regroup_requests_total{listener=\"sidecar\",code=\"200\"}"),
             "{text}"

@@ -20,6 +20,7 @@ use super::stack::{self, errors, identity, BodyLimits, Forward};
 use super::status::Failure;
 use super::trust::webhooks::WebhookRegistration;
 use super::trust::FrontTrust;
+use crate::kube::RequestInfo;
 use crate::rewrite::{Catalog, Engine};
 use crate::upstream::{Body, Upstream};
 
@@ -163,8 +164,17 @@ impl Proxy {
             return Ok(Failure::unavailable("not a front listener").into_response());
         }
         let method = req.method().clone();
-        let path = req.uri().path().to_owned();
-        let result = stack::forward(&self.fwd, self.live.load(), req).await;
-        Ok(errors::answer(listener, &method, &path, started, result))
+        // Shares the request's bytes: no copy of the path.
+        let uri = req.uri().clone();
+        let info = Arc::new(RequestInfo::parse(uri.path(), uri.query()));
+        let result = stack::forward(&self.fwd, self.live.load(), req, info.clone()).await;
+        Ok(errors::answer(
+            listener,
+            &method,
+            uri.path(),
+            &info,
+            started,
+            result,
+        ))
     }
 }

@@ -2,6 +2,9 @@
 //! `runtime.Unknown` {1 typeMeta {1 apiVersion, 2 kind}, 2 raw, 3
 //! contentEncoding, 4 contentType}. The type names the message `raw` holds.
 
+use std::sync::Arc;
+
+use super::plan::Plan;
 use super::types;
 use super::walker::Walk;
 use super::wire::{wrong_wire, Field, Fields, LEN};
@@ -28,7 +31,7 @@ fn text<'i>(buf: &'i [u8], f: &Field, what: &str) -> Result<&'i str, RewriteErro
 
 /// Refuses what the codecs don't read: an encoded envelope, or a content
 /// type other than protobuf.
-fn check_encoding(encoding: &str, content_type: &str) -> Result<(), RewriteError> {
+pub(super) fn check_encoding(encoding: &str, content_type: &str) -> Result<(), RewriteError> {
     if !encoding.is_empty() {
         return Err(malformed(format!(
             "unsupported envelope contentEncoding `{encoding}`"
@@ -118,23 +121,31 @@ impl ProtoRewriter<'_> {
     }
 
     fn unknown(&self, w: &mut Walk<'_>, start: usize, end: usize) -> Result<isize, RewriteError> {
-        let mut type_metas = Vec::new();
-        let (mut raw, mut encoding, mut content_type) = (None, "", "");
-        for f in Fields::new(w.input, start, end) {
-            let f = f?;
-            match f.number {
-                1 if f.wire == LEN => type_metas.push(f),
-                2 if f.wire == LEN => raw = Some(f),
-                3 => encoding = text(w.input, &f, "contentEncoding")?,
-                4 => content_type = text(w.input, &f, "contentType")?,
-                1 | 2 => return Err(wrong_wire(&f)),
-                _ => {}
+        let u = UnknownFields::read(w.input, start, end)?;
+        let (plan, mut d) = self.envelope_type(w, &u)?;
+        if let Some(raw) = u.raw {
+            if w.has_match(raw.value_start, raw.end) {
+                d += self.length_delimited(w, &raw, |w| {
+                    self.object(w, raw.value_start, raw.end, &plan)
+                })?;
             }
         }
+        Ok(d)
+    }
+
+    /// The plan for the message in an envelope's `raw`, from its type
+    /// (read from `u`); renames the type's `apiVersion` where it is a
+    /// place. Returns the plan and the change in length.
+    pub(super) fn envelope_type(
+        &self,
+        w: &mut Walk<'_>,
+        u: &UnknownFields<'_>,
+    ) -> Result<(Arc<Plan>, isize), RewriteError> {
+        let type_metas = &u.type_metas;
         // The type: the last value of each member wins, across occurrences.
         let (mut api_version, mut kind) = ("", "");
         let mut api_version_fields = Vec::new();
-        for tm in &type_metas {
+        for tm in type_metas {
             for f in Fields::new(w.input, tm.value_start, tm.end) {
                 let f = f?;
                 match f.number {
@@ -147,7 +158,7 @@ impl ProtoRewriter<'_> {
                 }
             }
         }
-        check_encoding(encoding, content_type)?;
+        check_encoding(u.encoding, u.content_type)?;
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
         let app_group = match self.dir {
             Direction::ToApp => self.map.map_group(group, Direction::ToApp),
@@ -161,7 +172,7 @@ impl ProtoRewriter<'_> {
 
         let mut d = 0;
         if let Some(form) = plan.api_version {
-            for tm in &type_metas {
+            for tm in type_metas {
                 if !w.has_match(tm.value_start, tm.end) {
                     continue;
                 }
@@ -179,13 +190,40 @@ impl ProtoRewriter<'_> {
                 })?;
             }
         }
-        if let Some(raw) = raw {
-            if w.has_match(raw.value_start, raw.end) {
-                d += self.length_delimited(w, &raw, |w| {
-                    self.object(w, raw.value_start, raw.end, &plan)
-                })?;
+        Ok((plan, d))
+    }
+}
+
+/// The members of one `runtime.Unknown` (without the magic), as fields of
+/// the input: every `typeMeta`, the last `raw` (the last one wins, as in
+/// Go), and the encoding.
+pub(super) struct UnknownFields<'i> {
+    pub type_metas: Vec<Field>,
+    pub raw: Option<Field>,
+    pub encoding: &'i str,
+    pub content_type: &'i str,
+}
+
+impl<'i> UnknownFields<'i> {
+    /// Reads the `runtime.Unknown` in `input[start..end]`.
+    pub(super) fn read(input: &'i [u8], start: usize, end: usize) -> Result<Self, RewriteError> {
+        let mut u = UnknownFields {
+            type_metas: Vec::new(),
+            raw: None,
+            encoding: "",
+            content_type: "",
+        };
+        for f in Fields::new(input, start, end) {
+            let f = f?;
+            match f.number {
+                1 if f.wire == LEN => u.type_metas.push(f),
+                2 if f.wire == LEN => u.raw = Some(f),
+                3 => u.encoding = text(input, &f, "contentEncoding")?,
+                4 => u.content_type = text(input, &f, "contentType")?,
+                1 | 2 => return Err(wrong_wire(&f)),
+                _ => {}
             }
         }
-        Ok(d)
+        Ok(u)
     }
 }

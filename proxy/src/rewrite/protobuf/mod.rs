@@ -71,12 +71,13 @@
 //! groups, nesting deeper than [`envelope::MAX_DEPTH`]) is a
 //! [`RewriteError::Protobuf`]: never a panic, and no length read from the
 //! input is used before it is checked against the bytes that remain.
-//! Protobuf list bodies can't be streamed item by item (the envelope's `raw`
-//! length comes before the items and changes with them), so a body is
-//! rewritten whole; the watch stream is rewritten frame by frame
-//! ([`WatchStream`]).
+//! A list body is renamed item by item as it arrives ([`list_stream`]), but
+//! sent only once it is complete: the envelope's `raw` length comes before
+//! the items and changes with them. The watch stream is rewritten frame by
+//! frame ([`WatchStream`]).
 
 pub mod envelope;
+pub mod list_stream;
 pub mod plan;
 pub mod stream;
 pub mod types;
@@ -308,7 +309,7 @@ impl<'a> ProtoRewriter<'a> {
     /// name of a kind listed in `names:`: its envelope, or a reference in
     /// it, names such a kind, or the request addressed one. Such names are
     /// any string, so no byte search finds them: the walk is then forced.
-    fn names_involved(&self, input: &[u8], addressed: Option<(&str, &str)>) -> bool {
+    pub(super) fn names_involved(&self, input: &[u8], addressed: Option<(&str, &str)>) -> bool {
         let Some(names) = self.map.object_names() else {
             return false;
         };

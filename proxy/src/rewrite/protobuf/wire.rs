@@ -60,6 +60,59 @@ pub(crate) fn read_varint(
     Err(malformed("varint longer than 10 bytes"))
 }
 
+/// A varint at `pos` of a buffer that may end before it does: `Ok(None)`
+/// when more bytes are needed, else as [`read_varint`].
+fn partial_varint(buf: &[u8], pos: usize) -> Result<Option<(u64, usize)>, RewriteError> {
+    let rest = buf.get(pos..).unwrap_or_default();
+    if rest.len() < 10 && rest.iter().all(|b| b & 0x80 != 0) {
+        return Ok(None);
+    }
+    read_varint(buf, pos, buf.len()).map(Some)
+}
+
+/// Where a field starting at `pos` of a buffer still being filled ends, once
+/// its tag and length are in: `Ok(None)` while they are not. The end may lie
+/// beyond the bytes there so far; it is checked against nothing else.
+pub(super) fn field_end(buf: &[u8], pos: usize) -> Result<Option<Field>, RewriteError> {
+    let Some((key, after_key)) = partial_varint(buf, pos)? else {
+        return Ok(None);
+    };
+    let number = key >> 3;
+    let wire = (key & 7) as u8;
+    if number == 0 || number > MAX_FIELD {
+        return Err(malformed(format!("invalid field number {number}")));
+    }
+    let number = number as u32;
+    let (value_start, end) = match wire {
+        VARINT => match partial_varint(buf, after_key)? {
+            Some((_, after)) => (after_key, after as u64),
+            None => return Ok(None),
+        },
+        I64 => (after_key, after_key as u64 + 8),
+        I32 => (after_key, after_key as u64 + 4),
+        LEN => match partial_varint(buf, after_key)? {
+            Some((len, value_start)) => (value_start, (value_start as u64).saturating_add(len)),
+            None => return Ok(None),
+        },
+        3 | 4 => {
+            return Err(malformed(format!(
+                "field {number}: groups (wire types 3 and 4) are not used by Kubernetes"
+            )))
+        }
+        w => return Err(malformed(format!("field {number}: invalid wire type {w}"))),
+    };
+    let end = usize::try_from(end)
+        .map_err(|_| malformed(format!("field {number}: length beyond any body")))?;
+    Ok(Some(Field {
+        number,
+        wire,
+        start: pos,
+        len_start: after_key,
+        value_start,
+        end,
+    }))
+}
+
 /// Appends the shortest encoding of `v`.
 pub(crate) fn put_varint(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {

@@ -10,11 +10,13 @@ use crate::serve::metrics::metrics;
 use crate::serve::status::Failure;
 use crate::upstream::{Body, SendError};
 
-/// Answers a request whose pipeline ended with `result`.
+/// Answers a request whose pipeline ended with `result`; `info` is the
+/// request's, read once from `path`.
 pub(crate) fn answer(
     listener: &'static str,
     method: &Method,
     path: &str,
+    info: &RequestInfo,
     started: Instant,
     result: Result<Response<Body>, Failure>,
 ) -> Response<Body> {
@@ -31,7 +33,7 @@ pub(crate) fn answer(
     tracing::info!(
         listener,
         %method,
-        path = %RequestInfo::parse(path, None).template(path),
+        path = %info.template_of(path),
         status = resp.status().as_u16(),
         ms = started.elapsed().as_secs_f64() * 1e3,
         "request"

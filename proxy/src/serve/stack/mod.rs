@@ -14,7 +14,7 @@
 //! 7. `request_body`: the body renamed by the engine.
 //! 8. `credentials::send`: sent, a 401 retried once with a fresh token.
 //! 9. `response`: headers and body renamed back (`openapi`, `watch`,
-//!    `list`, `whole`).
+//!    `list`, `proto_list`, `whole`).
 //!
 //! Every failure is a [`Failure`], turned into a `Status` in one place
 //! (`errors`). The sidecar stack is this pipeline; the front stack puts
@@ -28,6 +28,7 @@ pub(crate) mod headers;
 pub(crate) mod identity;
 pub(crate) mod list;
 pub(crate) mod openapi;
+pub(crate) mod proto_list;
 pub(crate) mod registration_patch;
 pub(crate) mod request_body;
 pub(crate) mod response;
@@ -117,7 +118,8 @@ pub(crate) struct Answer {
 pub(crate) struct Exchange {
     /// The engine loaded for this request, kept to its end.
     pub engine: Arc<Engine>,
-    pub info: RequestInfo,
+    /// Read once by the caller, which logs the request with it.
+    pub info: Arc<RequestInfo>,
     pub method: http::Method,
     /// The path as the caller sent it (its names).
     pub caller_path: String,
@@ -132,13 +134,14 @@ impl Exchange {
     }
 }
 
-/// The pipeline: one request, caller to upstream and back.
+/// The pipeline: one request (`info`: what its URL addresses), caller to
+/// upstream and back.
 pub(crate) async fn forward(
     fwd: &Forward,
     engine: Arc<Engine>,
     req: Request<Incoming>,
+    info: Arc<RequestInfo>,
 ) -> Result<Response<Body>, Failure> {
-    let info = RequestInfo::parse(req.uri().path(), req.uri().query());
     target::refuse_shared_collection_delete(fwd, &engine, &info, req.method())?;
     let Some(to) = target::resolve(fwd, &engine, &info, req.uri())? else {
         // The caller named the other side's group: it doesn't exist here.

@@ -5,7 +5,9 @@ use http::header::{self, HeaderMap};
 use http::{Method, Response};
 use hyper::body::Incoming;
 
-use super::{errors, etag, headers, list, openapi, watch, whole, Answer, Exchange, Forward};
+use super::{
+    errors, etag, headers, list, openapi, proto_list, watch, whole, Answer, Exchange, Forward,
+};
 use crate::kube::{media, MediaType, Wire};
 use crate::serve::body::pass;
 use crate::serve::status::Failure;
@@ -65,16 +67,19 @@ pub(crate) async fn rename(
     if x.info.watch && success {
         return watch::rename(fwd, x, answer);
     }
-    let list = media == MediaType::Json
-        && !gzip
+    let list = !gzip
         && x.info.name.is_none()
         && success
         && x.method == Method::GET
         && answer.trust.is_none()
         && answer.registration.is_none();
-    if list {
+    if list && media == MediaType::Json {
         // Memory bounded by one item, not by the list.
         return Ok(list::stream(fwd, x, answer.parts, answer.body));
+    }
+    if list && media == MediaType::Protobuf {
+        // The input never held whole; the output sent once complete.
+        return proto_list::rename(fwd, x, answer.parts, answer.body).await;
     }
     whole::rename(fwd, x, answer).await
 }
