@@ -9,8 +9,9 @@
 # Two runs per case (200 and 200+REQUESTS sequential keep-alive GETs of the
 # captured 921-byte Foo behind nginx); the difference over REQUESTS is the
 # cost of one request (start-up and shutdown cancel out). Cases: `rename`
-# (samplecontroller.k8s.io renamed) and `no-name` (a rule for another group:
-# the same body, nothing to rename). Needs valgrind, nginx, curl, python3.
+# (samplecontroller.k8s.io renamed), `rename-names` (the same with `names:`
+# on for kinds the body does not name) and `no-name` (a rule for another
+# group: the same body, nothing to rename). Needs valgrind, nginx, curl, python3.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-$ROOT/target/release/regroup}
@@ -67,9 +68,13 @@ P
   callgrind_annotate "$out" | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1}'
 }
 
-for case in rename no-name; do
+for case in rename rename-names no-name; do
   if [ $case = rename ]; then
     printf 'rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n' > "$T/cfg.yaml"
+    group=samplecontroller.k8s.io
+  elif [ $case = rename-names ]; then
+    # `names:` on, for kinds the Foo GET does not name: its cost on the fast path.
+    printf 'rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\nnames:\n  prefix: team1-\n  kinds: [ClusterRole, ClusterRoleBinding, ValidatingWebhookConfiguration]\n' > "$T/cfg.yaml"
     group=samplecontroller.k8s.io
   else
     printf 'rules:\n- from: wardle.example.com\n  to: wardle.team1.example.com\n' > "$T/cfg.yaml"
