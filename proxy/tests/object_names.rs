@@ -9,22 +9,17 @@
 //! (a ClusterRoleBinding's `roleRef`, an owner reference, a watch event)
 //! are built with Kubernetes' JSON names.
 
+mod common;
 #[path = "../src/rewrite/protobuf/test_wire.rs"]
 mod wire;
+use common::names_engine as engine;
 use regroup::kube::Wire;
-use regroup::rewrite::{Catalog, Context, Engine};
+use regroup::rewrite::{Context, Engine};
 use regroup_config::Direction::{ToApp, ToCluster};
 use serde_json::{json, Value as Json};
 
 const APP_GROUP: &str = "samplecontroller.k8s.io";
 const CLUSTER_GROUP: &str = "samplecontroller.team1.example.com";
-
-fn engine(names: &str) -> Engine {
-    let config = format!("rules:\n  - from: {APP_GROUP}\n    to: {CLUSTER_GROUP}\nnames:\n{names}");
-    let s = regroup_config::load(&config).expect("a valid configuration");
-    let catalog = Catalog::for_map(&s.fields, &s.map);
-    Engine::new(s.map, catalog)
-}
 
 /// This copy's names end in `-renamed`, as the captures' renamed world's.
 fn suffixed() -> Engine {

@@ -11,8 +11,10 @@
 //! numbers of Kubernetes' generated.proto (`test_wire`), independently of
 //! regroup's descriptors.
 
+mod common;
 #[path = "../src/rewrite/protobuf/test_wire.rs"]
 mod wire;
+use common::names_engine as engine;
 use regroup::kube::Wire;
 use regroup::rewrite::protobuf::{message_for, translate_path, ProtoStep};
 use regroup::rewrite::{Catalog, Context, Engine};
@@ -22,13 +24,6 @@ use wire::{cat, envelope, ld, MAGIC};
 
 const APP_GROUP: &str = "samplecontroller.k8s.io";
 const CLUSTER_GROUP: &str = "samplecontroller.team1.example.com";
-
-fn engine(names: &str) -> Engine {
-    let config = format!("rules:\n  - from: {APP_GROUP}\n    to: {CLUSTER_GROUP}\nnames:\n{names}");
-    let s = regroup_config::load(&config).expect("a valid configuration");
-    let catalog = Catalog::for_map(&s.fields, &s.map);
-    Engine::new(s.map, catalog)
-}
 
 fn classes() -> Engine {
     engine("  prefix: team1-\n  kinds: [PriorityClass, RuntimeClass]\n")

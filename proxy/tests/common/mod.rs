@@ -591,3 +591,15 @@ where
     });
     format!("http://{addr}")
 }
+
+/// An engine for the captures' rule (`samplecontroller.k8s.io` ↔
+/// `samplecontroller.team1.example.com`) with this `names:` section (YAML,
+/// its lines indented by two), built as `regroup serve` builds it.
+pub fn names_engine(names: &str) -> regroup::rewrite::Engine {
+    let config = format!(
+        "rules:\n  - from: samplecontroller.k8s.io\n    to: samplecontroller.team1.example.com\nnames:\n{names}"
+    );
+    let s = regroup_config::load(&config).expect("a valid configuration");
+    let catalog = regroup::rewrite::Catalog::for_map(&s.fields, &s.map);
+    regroup::rewrite::Engine::new(s.map, catalog)
+}
