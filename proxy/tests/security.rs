@@ -38,8 +38,9 @@ type Log = Arc<Mutex<Vec<Seen>>>;
 type TestBody = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
 
 /// A fake apiserver on `listener`: `/namespaces/hang/` never answers,
-/// `/namespaces/slow/` answers after 3 s, `watch=1` streams an event every
-/// 200 ms, everything else answers FOO at once.
+/// `/namespaces/slow/` answers after 3 s, `/namespaces/deep/` answers a Foo
+/// nested 200,000 levels deep, `watch=1` streams an event every 200 ms,
+/// everything else answers FOO at once.
 fn fake_upstream(listener: TcpListener, log: Log) {
     tokio::spawn(async move {
         loop {
@@ -79,6 +80,10 @@ fn fake_upstream(listener: TcpListener, log: Log) {
                                 ))
                             });
                             BodyExt::boxed(StreamBody::new(s))
+                        } else if path.contains("/namespaces/deep/") {
+                            BodyExt::boxed(Full::new(Bytes::from(deep_foo(
+                                "samplecontroller.team1.example.com",
+                            ))))
                         } else {
                             BodyExt::boxed(Full::new(Bytes::from_static(FOO.as_bytes())))
                         };
@@ -96,6 +101,16 @@ fn fake_upstream(listener: TcpListener, log: Log) {
             });
         }
     });
+}
+
+/// A Foo whose spec nests 200,000 arrays around one more `apiVersion`.
+fn deep_foo(group: &str) -> String {
+    let n = 200_000;
+    format!(
+        r#"{{"apiVersion":"{group}/v1alpha1","kind":"Foo","metadata":{{"name":"x"}},"spec":{}{{"apiVersion":"{group}/v1"}}{}}}"#,
+        "[".repeat(n),
+        "]".repeat(n)
+    )
 }
 
 async fn upstream() -> (u16, Log) {
@@ -750,6 +765,46 @@ async fn what_already_held_still_holds() {
     assert!(m.contains("regroup_requests_in_flight 0"), "{m}");
     assert!(m.contains("regroup_build_info{version="), "{m}");
     assert!(m.contains("listener=\"sidecar\",verb=\"GET\"}"), "{m}");
+}
+
+/// JSON nested deeper than the walk accepts, from either side, is a Status
+/// and a log line; before the depth limit it overflowed a worker thread's
+/// stack and aborted the process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_nested_200000_deep_is_a_status_from_either_side_and_regroup_serves_on() {
+    let (up, log) = upstream().await;
+    let r = start("deep", up, "").await;
+    let body = deep_foo("samplecontroller.k8s.io");
+    let (code, text) = raw(
+        r.port,
+        format!(
+            "POST /apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos HTTP/1.1\r\n\
+             Host: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    )
+    .await;
+    assert_eq!(code, 400, "{text:.2000}");
+    assert_status(&text, 400, "BadRequest");
+    assert!(text.contains("nested deeper than 512 levels"), "{text:.2000}");
+    assert!(log.lock().unwrap().is_empty(), "the body reached the upstream");
+    let (code, text) = get(
+        r.port,
+        "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/deep/foos/x",
+        "localhost",
+    )
+    .await;
+    assert_eq!(code, 502, "{text:.2000}");
+    assert!(text.contains("nested deeper than 512 levels"), "{text:.2000}");
+    let (code, _) = get(r.port, PATH, "localhost").await;
+    assert_eq!(code, 200);
+    assert!(
+        r.log().contains("nested deeper than 512 levels"),
+        "{}",
+        r.log()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,10 +9,10 @@
 
 use std::borrow::Cow;
 
+use crate::rewrite::raw::Raw;
 use regroup_config::dns::MAX_SUBDOMAIN;
 use regroup_config::field_path::Step;
 use regroup_config::{Direction, Form, GroupMap};
-use serde_json::value::RawValue;
 use serde_json::Value as Json;
 
 use super::catalog::{Catalog, RefMembers, Slot};
@@ -166,7 +166,7 @@ impl<'a> JsonRewriter<'a> {
             return Ok(None);
         }
         let text = std::str::from_utf8(input).map_err(malformed)?;
-        let root: &RawValue = serde_json::from_str(text).map_err(malformed)?;
+        let root = Raw::parse(text)?;
         let mut walk = Walk::new(text);
         walk.force = force;
         self.object(&mut walk, root, hint, addressed)?;
@@ -240,25 +240,22 @@ impl<'a> JsonRewriter<'a> {
     }
 
     /// True when `raw` could hold a mapped name (memoized per value).
-    fn may<'i>(&self, w: &mut Walk<'i>, raw: &'i RawValue) -> bool {
+    fn may<'i>(&self, w: &mut Walk<'i>, raw: Raw<'i>) -> bool {
         if w.force {
             return true;
         }
-        let at = w.offset(raw);
-        *w.contains
-            .entry(at)
-            .or_insert_with(|| self.index.json().is_match(raw.get().as_bytes()))
+        w.may_contain(self.index.json(), raw)
     }
 
     /// [`may`](Self::may), or `raw` holds a base64 place.
-    fn may_or_hides<'i>(&self, w: &mut Walk<'i>, raw: &'i RawValue) -> bool {
+    fn may_or_hides<'i>(&self, w: &mut Walk<'i>, raw: Raw<'i>) -> bool {
         self.may(w, raw) || (!self.encoded.is_empty() && self.may_hide(raw.get().as_bytes()))
     }
 
     fn object<'i>(
         &self,
         w: &mut Walk<'i>,
-        raw: &'i RawValue,
+        raw: Raw<'i>,
         hint: Option<&TypeOf>,
         addressed: Option<(&str, &str)>,
     ) -> Result<(), RewriteError> {
@@ -321,7 +318,7 @@ impl<'a> JsonRewriter<'a> {
     fn place<'i>(
         &self,
         w: &mut Walk<'i>,
-        raw: &'i RawValue,
+        raw: Raw<'i>,
         steps: &[Step],
         slot: Slot,
         ty: &TypeOf,
@@ -344,7 +341,7 @@ impl<'a> JsonRewriter<'a> {
                 if let Some(ms) = w.members(raw)? {
                     for (key, v) in ms.iter() {
                         if key.0 == *k {
-                            self.place(w, v, rest, slot, ty, addressed)?;
+                            self.place(w, *v, rest, slot, ty, addressed)?;
                         }
                     }
                 }
@@ -353,7 +350,7 @@ impl<'a> JsonRewriter<'a> {
             Some((Step::Each, rest)) => {
                 if let Some(es) = w.elements(raw)? {
                     for e in es.iter() {
-                        self.place(w, e, rest, slot, ty, addressed)?;
+                        self.place(w, *e, rest, slot, ty, addressed)?;
                     }
                 }
                 Ok(())
@@ -364,7 +361,7 @@ impl<'a> JsonRewriter<'a> {
     fn slot<'i>(
         &self,
         w: &mut Walk<'i>,
-        raw: &'i RawValue,
+        raw: Raw<'i>,
         slot: Slot,
         ty: &TypeOf,
         addressed: Option<(&str, &str)>,
@@ -378,7 +375,7 @@ impl<'a> JsonRewriter<'a> {
                 };
                 let hint = item_hint(ty);
                 for item in items.iter() {
-                    self.object(w, item, hint.as_ref(), addressed)?;
+                    self.object(w, *item, hint.as_ref(), addressed)?;
                 }
                 Ok(())
             }
@@ -404,7 +401,7 @@ impl<'a> JsonRewriter<'a> {
                 };
                 if let Some(es) = w.elements(vs)? {
                     for e in es.iter() {
-                        self.value(w, e, form)?;
+                        self.value(w, *e, form)?;
                     }
                 }
                 Ok(())
@@ -443,11 +440,11 @@ impl<'a> JsonRewriter<'a> {
     fn named_ref<'i>(
         &self,
         w: &mut Walk<'i>,
-        raw: &'i RawValue,
+        raw: Raw<'i>,
         m: RefMembers,
     ) -> Result<(), RewriteError> {
         // Members may be dotted sub-paths (`kind.group` of a review).
-        let mut at = |path: &str| -> Result<Option<&'i RawValue>, RewriteError> {
+        let mut at = |path: &str| -> Result<Option<Raw<'i>>, RewriteError> {
             let mut v = raw;
             for k in path.split('.') {
                 let Some(ms) = w.members(v)? else {
@@ -461,7 +458,7 @@ impl<'a> JsonRewriter<'a> {
             Ok(Some(v))
         };
         let (api, kind, name) = (at(m.api)?, at(m.kind)?, at(m.name)?);
-        let text = |v: Option<&'i RawValue>| -> Result<Option<Cow<'i, str>>, RewriteError> {
+        let text = |v: Option<Raw<'i>>| -> Result<Option<Cow<'i, str>>, RewriteError> {
             Ok(match v {
                 Some(v) => string(v)?,
                 None => None,
@@ -486,12 +483,7 @@ impl<'a> JsonRewriter<'a> {
     }
 
     /// The member names of the object `raw` that name a group in `form`.
-    fn keys<'i>(
-        &self,
-        w: &mut Walk<'i>,
-        raw: &'i RawValue,
-        form: Form,
-    ) -> Result<(), RewriteError> {
+    fn keys<'i>(&self, w: &mut Walk<'i>, raw: Raw<'i>, form: Form) -> Result<(), RewriteError> {
         let Some(ms) = w.members(raw)? else {
             return Ok(());
         };
@@ -500,7 +492,7 @@ impl<'a> JsonRewriter<'a> {
                 continue;
             };
             let start = w
-                .member_start(v)
+                .member_start(*v)
                 .ok_or_else(|| malformed("a member name not found before its value"))?;
             let end = w.string_end(start);
             w.replace_range(start, end, quote(&mapped));
@@ -508,12 +500,7 @@ impl<'a> JsonRewriter<'a> {
         Ok(())
     }
 
-    fn value<'i>(
-        &self,
-        w: &mut Walk<'i>,
-        raw: &'i RawValue,
-        form: Form,
-    ) -> Result<(), RewriteError> {
+    fn value<'i>(&self, w: &mut Walk<'i>, raw: Raw<'i>, form: Form) -> Result<(), RewriteError> {
         let Some(s) = string(raw)? else {
             return Ok(());
         };
@@ -567,7 +554,7 @@ pub(crate) fn requirement_form(key: &str) -> Option<Form> {
 
 /// The type of an object from its members, `hint` standing in for those it
 /// lacks; a watch event (`type` and `object`, no kind) is a `WatchEvent`.
-fn type_of(ms: &[(Key<'_>, &RawValue)], hint: Option<&TypeOf>) -> Result<TypeOf, RewriteError> {
+fn type_of(ms: &[(Key<'_>, Raw<'_>)], hint: Option<&TypeOf>) -> Result<TypeOf, RewriteError> {
     let str_of = |k: &str| -> Result<Option<String>, RewriteError> {
         Ok(match member(ms, k) {
             Some(v) => string(v)?.map(Cow::into_owned),

@@ -10,8 +10,8 @@
 //! discovery. Operation ids and tags embed a camel-cased group and are left
 //! as they are: no client reads them as references.
 
+use crate::rewrite::raw::Raw;
 use regroup_config::{Direction, GroupMap};
-use serde_json::value::RawValue;
 
 use super::catalog::openapi::{
     COMPONENTS, DEFINITIONS, GVK, PATHS, PATH_LIST, REF, SCHEMAS, SERVER_RELATIVE_URL,
@@ -55,37 +55,34 @@ impl<'a> OpenApiRewriter<'a> {
             return Ok(None);
         }
         let text = std::str::from_utf8(input).map_err(malformed)?;
-        let root: &RawValue = serde_json::from_str(text).map_err(malformed)?;
+        let root = Raw::parse(text)?;
         let mut w = Walk::new(text);
         if let Some(ms) = w.members(root)? {
             for (k, v) in ms.iter() {
                 match k.0.as_ref() {
-                    PATHS if v.get().starts_with('{') => self.paths(&mut w, v)?,
-                    PATH_LIST => self.path_list(&mut w, v)?,
-                    DEFINITIONS => self.schemas(&mut w, v)?,
+                    PATHS if v.get().starts_with('{') => self.paths(&mut w, *v)?,
+                    PATH_LIST => self.path_list(&mut w, *v)?,
+                    DEFINITIONS => self.schemas(&mut w, *v)?,
                     COMPONENTS => {
-                        if let Some(cs) = w.members(v)? {
+                        if let Some(cs) = w.members(*v)? {
                             for (ck, cv) in cs.iter() {
                                 if ck.0 == SCHEMAS {
-                                    self.schemas(&mut w, cv)?;
+                                    self.schemas(&mut w, *cv)?;
                                 } else {
-                                    self.generic(&mut w, cv)?;
+                                    self.generic(&mut w, *cv)?;
                                 }
                             }
                         }
                     }
-                    _ => self.generic(&mut w, v)?,
+                    _ => self.generic(&mut w, *v)?,
                 }
             }
         }
         Ok(w.finish().map(String::into_bytes))
     }
 
-    fn may<'i>(&self, w: &mut Walk<'i>, raw: &'i RawValue) -> bool {
-        let at = w.offset(raw);
-        *w.contains
-            .entry(at)
-            .or_insert_with(|| self.index.dns_json().is_match(raw.get().as_bytes()))
+    fn may<'i>(&self, w: &mut Walk<'i>, raw: Raw<'i>) -> bool {
+        w.may_contain(self.index.dns_json(), raw)
     }
 
     fn path_shadowed(&self, path: &str) -> bool {
@@ -93,7 +90,7 @@ impl<'a> OpenApiRewriter<'a> {
     }
 
     /// An object keyed by API paths: rename or drop each key, walk values.
-    fn paths<'i>(&self, w: &mut Walk<'i>, obj: &'i RawValue) -> Result<(), RewriteError> {
+    fn paths<'i>(&self, w: &mut Walk<'i>, obj: Raw<'i>) -> Result<(), RewriteError> {
         self.keyed(
             w,
             obj,
@@ -103,7 +100,7 @@ impl<'a> OpenApiRewriter<'a> {
     }
 
     /// An object keyed by reverse-DNS schema names.
-    fn schemas<'i>(&self, w: &mut Walk<'i>, obj: &'i RawValue) -> Result<(), RewriteError> {
+    fn schemas<'i>(&self, w: &mut Walk<'i>, obj: Raw<'i>) -> Result<(), RewriteError> {
         self.keyed(
             w,
             obj,
@@ -115,7 +112,7 @@ impl<'a> OpenApiRewriter<'a> {
     fn keyed<'i>(
         &self,
         w: &mut Walk<'i>,
-        obj: &'i RawValue,
+        obj: Raw<'i>,
         shadowed: impl Fn(&Self, &str) -> bool,
         rename: impl Fn(&Self, &str) -> Option<String>,
     ) -> Result<(), RewriteError> {
@@ -128,11 +125,11 @@ impl<'a> OpenApiRewriter<'a> {
         let mut spans = Vec::with_capacity(ms.len());
         let mut keep = Vec::with_capacity(ms.len());
         for (k, v) in ms.iter() {
-            let start = w.member_start(v);
-            let end = w.offset(v) + v.get().len();
+            let start = w.member_start(*v);
+            let end = w.offset(*v) + v.get().len();
             let key = k.0.as_ref();
             let drop = start.is_some() && shadowed(self, key);
-            spans.push((start.unwrap_or(w.offset(v)), end));
+            spans.push((start.unwrap_or(w.offset(*v)), end));
             keep.push(!drop);
             if drop {
                 continue;
@@ -145,23 +142,23 @@ impl<'a> OpenApiRewriter<'a> {
                     text: quote(&new),
                 });
             }
-            self.generic(w, v)?;
+            self.generic(w, *v)?;
         }
         w.delete_entries(obj, &spans, &keep);
         Ok(())
     }
 
     /// The 1.24 v3 index: `{"Paths": ["apis/g/v", ...]}`.
-    fn path_list<'i>(&self, w: &mut Walk<'i>, list: &'i RawValue) -> Result<(), RewriteError> {
+    fn path_list<'i>(&self, w: &mut Walk<'i>, list: Raw<'i>) -> Result<(), RewriteError> {
         let Some(es) = w.elements(list)? else {
             return Ok(());
         };
         let mut spans = Vec::with_capacity(es.len());
         let mut keep = Vec::with_capacity(es.len());
         for e in es.iter() {
-            let s = w.offset(e);
+            let s = w.offset(*e);
             spans.push((s, s + e.get().len()));
-            let Some(p) = string(e)? else {
+            let Some(p) = string(*e)? else {
                 keep.push(true);
                 continue;
             };
@@ -169,7 +166,7 @@ impl<'a> OpenApiRewriter<'a> {
             keep.push(!drop);
             if !drop {
                 if let Some(m) = self.map.map_api_path(&p, self.dir) {
-                    w.replace(e, quote(&m));
+                    w.replace(*e, quote(&m));
                 }
             }
         }
@@ -179,7 +176,7 @@ impl<'a> OpenApiRewriter<'a> {
 
     /// Everywhere else: `$ref`, `x-kubernetes-group-version-kind`,
     /// `serverRelativeURL`.
-    fn generic<'i>(&self, w: &mut Walk<'i>, v: &'i RawValue) -> Result<(), RewriteError> {
+    fn generic<'i>(&self, w: &mut Walk<'i>, v: Raw<'i>) -> Result<(), RewriteError> {
         if !self.may(w, v) {
             return Ok(());
         }
@@ -187,26 +184,26 @@ impl<'a> OpenApiRewriter<'a> {
             for (k, c) in ms.iter() {
                 match k.0.as_ref() {
                     REF => {
-                        if let Some(r) = string(c)? {
+                        if let Some(r) = string(*c)? {
                             if let Some(m) = self.map_ref(&r) {
-                                w.replace(c, quote(&m));
+                                w.replace(*c, quote(&m));
                             }
                         }
                     }
                     GVK => {
                         // A list on definitions, a single object on operations.
-                        let gvks: Vec<&'i RawValue> = match w.elements(c)? {
+                        let gvks: Vec<Raw<'i>> = match w.elements(*c)? {
                             Some(es) => es.iter().copied().collect(),
-                            None => vec![c],
+                            None => vec![*c],
                         };
                         for gvk in gvks {
                             if let Some(gms) = w.members(gvk)? {
                                 for (gk, gv) in gms.iter() {
                                     if gk.0 == "group" {
-                                        if let Some(m) = string(gv)?
+                                        if let Some(m) = string(*gv)?
                                             .and_then(|g| self.map.map_group(&g, self.dir))
                                         {
-                                            w.replace(gv, quote(&m));
+                                            w.replace(*gv, quote(&m));
                                         }
                                     }
                                 }
@@ -214,7 +211,7 @@ impl<'a> OpenApiRewriter<'a> {
                         }
                     }
                     SERVER_RELATIVE_URL => {
-                        if let Some(u) = string(c)? {
+                        if let Some(u) = string(*c)? {
                             let mut url = self
                                 .map
                                 .map_api_path(&u, self.dir)
@@ -224,16 +221,16 @@ impl<'a> OpenApiRewriter<'a> {
                                 url.insert_str(end, &self.hash_tag);
                             }
                             if url != u.as_ref() {
-                                w.replace(c, quote(&url));
+                                w.replace(*c, quote(&url));
                             }
                         }
                     }
-                    _ => self.generic(w, c)?,
+                    _ => self.generic(w, *c)?,
                 }
             }
         } else if let Some(es) = w.elements(v)? {
             for e in es.iter() {
-                self.generic(w, e)?;
+                self.generic(w, *e)?;
             }
         }
         Ok(())

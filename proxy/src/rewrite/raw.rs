@@ -1,16 +1,14 @@
 //! Lazy access to raw JSON text and the edits that rename it.
 //!
-//! Values are serde_json `RawValue`s borrowed from the input: parsed only
-//! when a walker steps into them, and each at most once per walk (memoized
-//! by offset). A walker records edits (byte ranges and their replacement);
+//! The input is validated whole by serde_json once; its values are then
+//! [`Raw`] slices of it, read structurally only when a walker steps into
+//! them, and each at most once per walk (memoized by offset). A walker records edits (byte ranges and their replacement);
 //! [`Walk::finish`] applies them, copying every other byte as it came.
 
 use std::borrow::Cow;
-use std::fmt;
 use std::rc::Rc;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::value::RawValue;
+use aho_corasick::AhoCorasick;
 
 use super::error::{malformed, RewriteError};
 
@@ -21,8 +19,8 @@ pub(crate) struct Edit {
     pub text: String,
 }
 
-pub(crate) type MemberList<'i> = Rc<Vec<(Key<'i>, &'i RawValue)>>;
-pub(crate) type ElementList<'i> = Rc<Vec<&'i RawValue>>;
+pub(crate) type MemberList<'i> = Rc<Vec<(Key<'i>, Raw<'i>)>>;
+pub(crate) type ElementList<'i> = Rc<Vec<Raw<'i>>>;
 
 /// Maps keyed by a value's offset in the input. The keys come from regroup's
 /// own parse, never chosen by a peer, so a fast hash (foldhash) is safe and
@@ -37,7 +35,10 @@ pub(crate) struct Walk<'i> {
     pub edits: Vec<Edit>,
     members: ByOffset<Option<MemberList<'i>>>,
     elements: ByOffset<Option<ElementList<'i>>>,
-    pub contains: ByOffset<bool>,
+    /// Where the index's names occur in the input (every occurrence,
+    /// overlapping ones too), sorted by start; found once, on the first
+    /// [`may_contain`](Self::may_contain).
+    occurrences: Option<Vec<(usize, usize)>>,
     /// Walk every value, not only those where a mapped name shows: the
     /// object may hold a name `names:` renames, which no byte search finds.
     pub force: bool,
@@ -50,12 +51,12 @@ impl<'i> Walk<'i> {
             edits: Vec::new(),
             members: ByOffset::default(),
             elements: ByOffset::default(),
-            contains: ByOffset::default(),
+            occurrences: None,
             force: false,
         }
     }
 
-    pub fn members(&mut self, raw: &'i RawValue) -> Result<Option<MemberList<'i>>, RewriteError> {
+    pub fn members(&mut self, raw: Raw<'i>) -> Result<Option<MemberList<'i>>, RewriteError> {
         let at = self.offset(raw);
         if let Some(m) = self.members.get(&at) {
             return Ok(m.clone());
@@ -65,7 +66,7 @@ impl<'i> Walk<'i> {
         Ok(m)
     }
 
-    pub fn elements(&mut self, raw: &'i RawValue) -> Result<Option<ElementList<'i>>, RewriteError> {
+    pub fn elements(&mut self, raw: Raw<'i>) -> Result<Option<ElementList<'i>>, RewriteError> {
         let at = self.offset(raw);
         if let Some(e) = self.elements.get(&at) {
             return Ok(e.clone());
@@ -75,11 +76,35 @@ impl<'i> Walk<'i> {
         Ok(e)
     }
 
-    pub fn offset(&self, raw: &RawValue) -> usize {
+    /// True when `raw` holds a whole occurrence of one of `names`'
+    /// patterns: what `names.is_match(raw)` answers, from one search of the
+    /// whole input instead of one per value. A walk must always pass the
+    /// same automaton, built with the standard match kind (overlapping
+    /// search needs it).
+    pub fn may_contain(&mut self, names: &AhoCorasick, raw: Raw<'i>) -> bool {
+        let input = self.input;
+        let found = self.occurrences.get_or_insert_with(|| {
+            let mut v: Vec<(usize, usize)> = names
+                .find_overlapping_iter(input)
+                .map(|m| (m.start(), m.end()))
+                .collect();
+            v.sort_unstable();
+            v
+        });
+        let start = raw.get().as_ptr() as usize - input.as_ptr() as usize;
+        let end = start + raw.get().len();
+        let first = found.partition_point(|(s, _)| *s < start);
+        found[first..]
+            .iter()
+            .take_while(|(s, _)| *s < end)
+            .any(|(_, e)| *e <= end)
+    }
+
+    pub fn offset(&self, raw: Raw<'_>) -> usize {
         raw.get().as_ptr() as usize - self.input.as_ptr() as usize
     }
 
-    pub fn replace(&mut self, raw: &RawValue, text: String) {
+    pub fn replace(&mut self, raw: Raw<'_>, text: String) {
         let start = self.offset(raw);
         self.edits.push(Edit {
             start,
@@ -97,7 +122,7 @@ impl<'i> Walk<'i> {
     /// Deletes the entries of a container (`raw`, an array or an object)
     /// whose `keep` is false, with their separating commas; `spans` are the
     /// entries' byte ranges (members: from the key's opening quote).
-    pub fn delete_entries(&mut self, raw: &RawValue, spans: &[(usize, usize)], keep: &[bool]) {
+    pub fn delete_entries(&mut self, raw: Raw<'_>, spans: &[(usize, usize)], keep: &[bool]) {
         if keep.iter().all(|k| *k) {
             return;
         }
@@ -151,7 +176,7 @@ impl<'i> Walk<'i> {
 
     /// Where the member whose value is `value` starts: its key's opening
     /// quote, found by scanning back over `"key" :`.
-    pub fn member_start(&self, value: &RawValue) -> Option<usize> {
+    pub fn member_start(&self, value: Raw<'_>) -> Option<usize> {
         let b = self.input.as_bytes();
         let mut i = self.offset(value);
         let skip_ws = |i: &mut usize| {
@@ -208,89 +233,229 @@ impl<'i> Walk<'i> {
 /// An object member name, borrowed unless it had escapes.
 pub(crate) struct Key<'a>(pub Cow<'a, str>);
 
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
+/// One JSON value's text, borrowed from an input that serde_json has
+/// validated whole ([`Raw::parse`]). Stepping into it
+/// ([`members`]/[`elements`]) only finds where its entries start and end:
+/// the walk reads each byte about once per level it enters instead of
+/// running serde_json's full parser at every level.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Raw<'i>(&'i str);
+
+impl<'i> Raw<'i> {
+    /// The JSON document `text`, validated by serde_json (syntax, escapes,
+    /// nesting depth), without the whitespace around it.
+    pub fn parse(text: &'i str) -> Result<Raw<'i>, RewriteError> {
+        serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(malformed)?;
+        if scan::deeper_than(text.as_bytes(), MAX_DEPTH)? {
+            return Err(malformed(format!("nested deeper than {MAX_DEPTH} levels")));
         }
-        d.deserialize_str(V)
+        Ok(Raw(text.trim_matches(JSON_WHITESPACE)))
+    }
+
+    /// The value's text.
+    pub fn get(self) -> &'i str {
+        self.0
     }
 }
 
-/// An object's members, in order, values unparsed.
-struct Members<'a>(Vec<(Key<'a>, &'a RawValue)>);
+/// The deepest nesting of arrays and objects a walk accepts. serde_json's
+/// validation has no limit of its own, and the walk recurses once per level
+/// on a worker thread's stack; Kubernetes objects nest a few dozen levels
+/// (a CRD's schema the most).
+pub(crate) const MAX_DEPTH: usize = 512;
 
-impl<'de> Deserialize<'de> for Members<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Members<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Members<'de>, A::Error> {
-                let mut out = Vec::new();
-                while let Some(kv) = m.next_entry::<Key<'de>, &'de RawValue>()? {
-                    out.push(kv);
+const JSON_WHITESPACE: &[char] = &[' ', '\t', '\n', '\r'];
+
+/// Structural reading of validated JSON. Every function here is only ever
+/// given text inside a [`Raw::parse`]d document, so it need not validate;
+/// it still never indexes out of bounds, and answers an error (not a panic)
+/// should the text not be what validation promised.
+mod scan {
+    use super::RewriteError;
+    use crate::rewrite::error::malformed;
+
+    fn broken() -> RewriteError {
+        malformed("JSON structure not as validated")
+    }
+
+    /// The first index at or after `i` that is not JSON whitespace.
+    pub(super) fn skip_ws(b: &[u8], mut i: usize) -> usize {
+        while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
+            i += 1;
+        }
+        i
+    }
+
+    /// True when arrays and objects in `b` nest deeper than `limit`. Text
+    /// with no more than `limit` brackets can't, and is not scanned.
+    pub(super) fn deeper_than(b: &[u8], limit: usize) -> Result<bool, RewriteError> {
+        if memchr::memchr2_iter(b'{', b'[', b).count() <= limit {
+            return Ok(false);
+        }
+        let mut depth = 0usize;
+        let mut i = 0;
+        while i < b.len() {
+            match b[i] {
+                b'"' => {
+                    i = string_end(b, i)?;
+                    continue;
                 }
-                Ok(Members(out))
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
-
-/// An array's elements, unparsed.
-struct Elements<'a>(Vec<&'a RawValue>);
-
-impl<'de> Deserialize<'de> for Elements<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Elements<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an array")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Elements<'de>, A::Error> {
-                let mut out = Vec::new();
-                while let Some(e) = s.next_element::<&'de RawValue>()? {
-                    out.push(e);
+                b'{' | b'[' => {
+                    depth += 1;
+                    if depth > limit {
+                        return Ok(true);
+                    }
                 }
-                Ok(Elements(out))
+                b'}' | b']' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            i += 1;
+        }
+        Ok(false)
+    }
+
+    /// One past the closing quote of the string opening at `b[i]`.
+    pub(super) fn string_end(b: &[u8], i: usize) -> Result<usize, RewriteError> {
+        // Most strings are short: a plain loop over their first bytes is
+        // cheaper than a vectorized search's set-up.
+        let mut j = i + 1;
+        let short = b.len().min(j + 32);
+        while j < short {
+            match b[j] {
+                b'"' => return Ok(j + 1),
+                b'\\' => j += 2,
+                _ => j += 1,
             }
         }
-        d.deserialize_seq(V)
+        loop {
+            let at = j + memchr::memchr2(b'"', b'\\', b.get(j..).ok_or_else(broken)?)
+                .ok_or_else(broken)?;
+            if b[at] == b'"' {
+                return Ok(at + 1);
+            }
+            j = at + 2;
+        }
+    }
+
+    /// One past the end of the value starting at `b[i]`.
+    pub(super) fn value_end(b: &[u8], i: usize) -> Result<usize, RewriteError> {
+        match b.get(i) {
+            Some(b'"') => string_end(b, i),
+            Some(b'{') => container_end(b, i, b'{', b'}'),
+            Some(b'[') => container_end(b, i, b'[', b']'),
+            Some(_) => Ok(i + b[i..]
+                .iter()
+                .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                .unwrap_or(b.len() - i)),
+            None => Err(broken()),
+        }
+    }
+
+    /// One past the bracket closing the container opening at `b[i]`. In
+    /// valid JSON one kind of bracket balances on its own, so only
+    /// `open`, `close` and strings (which may hold either) count.
+    fn container_end(b: &[u8], i: usize, open: u8, close: u8) -> Result<usize, RewriteError> {
+        let mut depth = 0usize;
+        let mut j = i;
+        while j < b.len() {
+            match b[j] {
+                b'"' => {
+                    j = string_end(b, j)?;
+                    continue;
+                }
+                c if c == open => depth += 1,
+                c if c == close => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Ok(j + 1);
+                    }
+                }
+                _ => {}
+            }
+            j += 1;
+        }
+        Err(broken())
+    }
+
+    /// The entries of the container `t` (`[..]` or `{..}`): for each, the
+    /// byte range of its key (objects; quotes included) and of its value.
+    pub(super) fn entries(
+        t: &str,
+        object: bool,
+        mut each: impl FnMut(Option<(usize, usize)>, (usize, usize)) -> Result<(), RewriteError>,
+    ) -> Result<(), RewriteError> {
+        let b = t.as_bytes();
+        let close = if object { b'}' } else { b']' };
+        let mut i = skip_ws(b, 1);
+        if b.get(i) == Some(&close) {
+            return Ok(());
+        }
+        loop {
+            let key = if object {
+                if b.get(i) != Some(&b'"') {
+                    return Err(broken());
+                }
+                let end = string_end(b, i)?;
+                let colon = skip_ws(b, end);
+                if b.get(colon) != Some(&b':') {
+                    return Err(broken());
+                }
+                let k = (i, end);
+                i = skip_ws(b, colon + 1);
+                Some(k)
+            } else {
+                None
+            };
+            let end = value_end(b, i)?;
+            each(key, (i, end))?;
+            i = skip_ws(b, end);
+            match b.get(i) {
+                Some(b',') => i = skip_ws(b, i + 1),
+                Some(c) if *c == close => return Ok(()),
+                _ => return Err(broken()),
+            }
+        }
     }
 }
 
-pub(crate) fn members(raw: &RawValue) -> Result<Option<Vec<(Key<'_>, &RawValue)>>, RewriteError> {
-    if !raw.get().starts_with('{') {
+pub(crate) fn members(raw: Raw<'_>) -> Result<Option<Vec<(Key<'_>, Raw<'_>)>>, RewriteError> {
+    let t = raw.get();
+    if !t.starts_with('{') {
         return Ok(None);
     }
-    let m: Members = serde_json::from_str(raw.get()).map_err(malformed)?;
-    Ok(Some(m.0))
+    let mut out = Vec::new();
+    scan::entries(t, true, |key, (vs, ve)| {
+        let (ks, ke) = key.unwrap_or_default();
+        let quoted = &t[ks..ke];
+        let name = &quoted[1..quoted.len() - 1];
+        let key = if name.contains('\\') {
+            // Escaped names are rare; serde_json decodes them as it did
+            // when it validated the document.
+            Cow::Owned(serde_json::from_str::<String>(quoted).map_err(malformed)?)
+        } else {
+            Cow::Borrowed(name)
+        };
+        out.push((Key(key), Raw(&t[vs..ve])));
+        Ok(())
+    })?;
+    Ok(Some(out))
 }
 
-pub(crate) fn elements(raw: &RawValue) -> Result<Option<Vec<&RawValue>>, RewriteError> {
-    if !raw.get().starts_with('[') {
+pub(crate) fn elements(raw: Raw<'_>) -> Result<Option<Vec<Raw<'_>>>, RewriteError> {
+    let t = raw.get();
+    if !t.starts_with('[') {
         return Ok(None);
     }
-    let e: Elements = serde_json::from_str(raw.get()).map_err(malformed)?;
-    Ok(Some(e.0))
+    let mut out = Vec::new();
+    scan::entries(t, false, |_, (s, e)| {
+        out.push(Raw(&t[s..e]));
+        Ok(())
+    })?;
+    Ok(Some(out))
 }
 
 /// A JSON string's value; `None` for any other JSON type.
-pub(crate) fn string(raw: &RawValue) -> Result<Option<Cow<'_, str>>, RewriteError> {
+pub(crate) fn string(raw: Raw<'_>) -> Result<Option<Cow<'_, str>>, RewriteError> {
     let t = raw.get();
     if !t.starts_with('"') {
         return Ok(None);
@@ -303,7 +468,7 @@ pub(crate) fn string(raw: &RawValue) -> Result<Option<Cow<'_, str>>, RewriteErro
         .map_err(malformed)
 }
 
-pub(crate) fn member<'a>(ms: &[(Key<'a>, &'a RawValue)], name: &str) -> Option<&'a RawValue> {
+pub(crate) fn member<'a>(ms: &[(Key<'a>, Raw<'a>)], name: &str) -> Option<Raw<'a>> {
     // Duplicate names: the last wins, as in Go's decoder.
     ms.iter().rev().find(|(k, _)| k.0 == name).map(|(_, v)| *v)
 }
@@ -311,3 +476,6 @@ pub(crate) fn member<'a>(ms: &[(Key<'a>, &'a RawValue)], name: &str) -> Option<&
 pub(crate) fn quote(s: &str) -> String {
     serde_json::to_string(s).expect("strings serialize")
 }
+
+#[cfg(test)]
+mod tests;

@@ -3,9 +3,9 @@
 //! catalog's inner path renamed inside it by splicing, so every other byte
 //! of the inner text stays as it was.
 
+use crate::rewrite::raw::Raw;
 use regroup_config::field_path::FieldPath;
 use regroup_config::Form;
-use serde_json::value::RawValue;
 
 use super::{JsonRewriter, TypeOf};
 use crate::rewrite::catalog::Slot;
@@ -21,9 +21,10 @@ impl JsonRewriter<'_> {
         path: &FieldPath,
         form: Form,
     ) -> Result<Option<String>, RewriteError> {
-        let bad =
-            |e: serde_json::Error| RewriteError::EmbeddedJson(path.to_string(), e.to_string());
-        let doc: &RawValue = serde_json::from_str(text).map_err(bad)?;
+        let doc = Raw::parse(text).map_err(|e| match e {
+            RewriteError::Malformed(why) => RewriteError::EmbeddedJson(path.to_string(), why),
+            other => other,
+        })?;
         let mut walk = Walk::new(text);
         let slot = Slot::Value(form);
         let ty = TypeOf::default();
@@ -42,7 +43,7 @@ impl JsonRewriter<'_> {
     pub(super) fn json_string<'i>(
         &self,
         w: &mut Walk<'i>,
-        raw: &'i RawValue,
+        raw: Raw<'i>,
         inner: &str,
         form: Form,
     ) -> Result<(), RewriteError> {

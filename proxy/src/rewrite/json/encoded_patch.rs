@@ -4,9 +4,9 @@
 //! renamed by the JSON Patch codec as a patch of the reviewed kind, encoded
 //! again. A patch with nothing to rename keeps its bytes.
 
+use crate::rewrite::raw::Raw;
 use base64::Engine as _;
 use regroup_config::Direction;
-use serde_json::value::RawValue;
 
 use super::JsonRewriter;
 use crate::rewrite::error::RewriteError;
@@ -20,7 +20,7 @@ impl JsonRewriter<'_> {
     pub(super) fn base64_json_patch<'i>(
         &self,
         w: &mut Walk<'i>,
-        raw: &'i RawValue,
+        raw: Raw<'i>,
         addressed: Option<(&str, &str)>,
     ) -> Result<(), RewriteError> {
         let Some(text) = string(raw)? else {

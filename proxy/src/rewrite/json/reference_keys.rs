@@ -3,7 +3,7 @@
 //! app-specific references this way), bounded by
 //! [`Catalog::reference_keys_skip`].
 
-use serde_json::value::RawValue;
+use crate::rewrite::raw::Raw;
 
 use super::JsonRewriter;
 use crate::rewrite::catalog::Catalog;
@@ -17,7 +17,7 @@ impl JsonRewriter<'_> {
     pub(super) fn reference_keys<'i>(
         &self,
         w: &mut Walk<'i>,
-        raw: &'i RawValue,
+        raw: Raw<'i>,
         kind: &str,
         parent: Option<&str>,
         depth: usize,
@@ -28,7 +28,7 @@ impl JsonRewriter<'_> {
         }
         if let Some(ms) = w.members(raw)? {
             for (k, child) in ms.iter() {
-                let child: &'i RawValue = child;
+                let child: Raw<'i> = *child;
                 let k = k.0.as_ref();
                 if (depth == 0 && embedded.contains(&k))
                     || Catalog::reference_keys_skip(kind, parent, depth, k)
@@ -49,7 +49,7 @@ impl JsonRewriter<'_> {
             }
         } else if let Some(es) = w.elements(raw)? {
             for e in es.iter() {
-                self.reference_keys(w, e, kind, parent, depth, embedded)?;
+                self.reference_keys(w, *e, kind, parent, depth, embedded)?;
             }
         }
         Ok(())

@@ -1,8 +1,8 @@
 //! Discovery entries of a shadowed group, dropped: in the app's view a
 //! cluster group that already has an app name does not exist.
 
+use crate::rewrite::raw::Raw;
 use regroup_config::field_path::{FieldPath, Step};
-use serde_json::value::RawValue;
 
 use super::JsonRewriter;
 use crate::rewrite::error::RewriteError;
@@ -14,7 +14,7 @@ impl JsonRewriter<'_> {
     pub(super) fn drop_shadowed<'i>(
         &self,
         w: &mut Walk<'i>,
-        raw: &'i RawValue,
+        raw: Raw<'i>,
         sub: &str,
     ) -> Result<(), RewriteError> {
         let Some(entries) = w.elements(raw)? else {
@@ -23,7 +23,7 @@ impl JsonRewriter<'_> {
         let path = FieldPath::parse(sub).expect("catalog sub-paths are valid");
         let mut keep = Vec::with_capacity(entries.len());
         for e in entries.iter() {
-            let mut v: &'i RawValue = e;
+            let mut v: Raw<'i> = *e;
             let mut found = true;
             for step in path.steps() {
                 let next = match step {

@@ -4,9 +4,9 @@
 
 use std::borrow::Cow;
 
+use crate::rewrite::raw::Raw;
 use regroup_config::field_path::{FieldPath, Step};
 use regroup_config::Form;
-use serde_json::value::RawValue;
 
 use super::{item_hint, malformed, type_of, JsonRewriter, RewriteError, TypeOf};
 use crate::rewrite::catalog::Slot;
@@ -50,7 +50,7 @@ impl JsonRewriter<'_> {
             return Ok(false);
         }
         let text = std::str::from_utf8(doc).map_err(malformed)?;
-        let root: &RawValue = serde_json::from_str(text).map_err(malformed)?;
+        let root = Raw::parse(text)?;
         let mut w = Walk::new(text);
         w.force = force;
         let Some(ms) = w.members(root)? else {
@@ -97,7 +97,7 @@ impl JsonRewriter<'_> {
             };
             let mut all = !rows.is_empty();
             for row in rows.iter() {
-                all &= self.table_row(&mut w, row, column, cells, object, addressed)?;
+                all &= self.table_row(&mut w, *row, column, cells, object, addressed)?;
             }
             return Ok(all);
         }
@@ -117,7 +117,7 @@ impl JsonRewriter<'_> {
     fn hidden<'i>(
         &self,
         w: &mut Walk<'i>,
-        raw: &'i RawValue,
+        raw: Raw<'i>,
         hint: Option<&TypeOf>,
         addressed: Option<(&str, &str)>,
     ) -> Result<bool, RewriteError> {
@@ -139,7 +139,7 @@ impl JsonRewriter<'_> {
     pub(super) fn drop_hidden<'i>(
         &self,
         w: &mut Walk<'i>,
-        raw: &'i RawValue,
+        raw: Raw<'i>,
         ty: &TypeOf,
         addressed: Option<(&str, &str)>,
     ) -> Result<(), RewriteError> {
@@ -157,7 +157,7 @@ impl JsonRewriter<'_> {
         }
         let mut keep = Vec::with_capacity(items.len());
         for item in items.iter() {
-            keep.push(!self.hidden(w, item, hint.as_ref(), addressed)?);
+            keep.push(!self.hidden(w, *item, hint.as_ref(), addressed)?);
         }
         self.delete(w, raw, &items, &keep);
         Ok(())
@@ -168,8 +168,8 @@ impl JsonRewriter<'_> {
     pub(super) fn delete<'i>(
         &self,
         w: &mut Walk<'i>,
-        raw: &'i RawValue,
-        entries: &[&'i RawValue],
+        raw: Raw<'i>,
+        entries: &[Raw<'i>],
         keep: &[bool],
     ) {
         if keep.iter().all(|k| *k) {
@@ -178,7 +178,7 @@ impl JsonRewriter<'_> {
         let spans: Vec<(usize, usize)> = entries
             .iter()
             .map(|e| {
-                let s = w.offset(e);
+                let s = w.offset(*e);
                 (s, s + e.get().len())
             })
             .collect();
@@ -190,7 +190,7 @@ impl JsonRewriter<'_> {
     pub(super) fn table_rows<'i>(
         &self,
         w: &mut Walk<'i>,
-        table: &'i RawValue,
+        table: Raw<'i>,
         path: &FieldPath,
         [columns, cells, object]: [&str; 3],
         addressed: Option<(&str, &str)>,
@@ -216,7 +216,7 @@ impl JsonRewriter<'_> {
         };
         let mut keep = Vec::with_capacity(rows.len());
         for row in rows.iter() {
-            keep.push(!self.table_row(w, row, column, cells, object, addressed)?);
+            keep.push(!self.table_row(w, *row, column, cells, object, addressed)?);
         }
         self.delete(w, rows_raw, &rows, &keep);
         Ok(())
@@ -227,20 +227,20 @@ impl JsonRewriter<'_> {
     fn name_column<'i>(
         &self,
         w: &mut Walk<'i>,
-        defs: &'i RawValue,
+        defs: Raw<'i>,
     ) -> Result<Option<usize>, RewriteError> {
         let Some(defs) = w.elements(defs)? else {
             return Ok((defs.get() == "null").then_some(0));
         };
         let mut texts = Vec::with_capacity(defs.len());
         for d in defs.iter() {
-            let text = |ms: &[(Key<'i>, &'i RawValue)], k: &str| -> Result<_, RewriteError> {
+            let text = |ms: &[(Key<'i>, Raw<'i>)], k: &str| -> Result<_, RewriteError> {
                 Ok(match member(ms, k) {
                     Some(v) => string(v)?.map(Cow::into_owned),
                     None => None,
                 })
             };
-            texts.push(match w.members(d)? {
+            texts.push(match w.members(*d)? {
                 Some(ms) => (text(&ms, "format")?, text(&ms, "name")?),
                 None => (None, None),
             });
@@ -255,7 +255,7 @@ impl JsonRewriter<'_> {
     fn table_row<'i>(
         &self,
         w: &mut Walk<'i>,
-        row: &'i RawValue,
+        row: Raw<'i>,
         column: Option<usize>,
         cells: &str,
         object: &str,
@@ -321,7 +321,7 @@ pub(crate) fn name_column<'a>(
 /// An object's `metadata.name`.
 fn object_name<'i>(
     w: &mut Walk<'i>,
-    ms: &[(Key<'i>, &'i RawValue)],
+    ms: &[(Key<'i>, Raw<'i>)],
 ) -> Result<Option<String>, RewriteError> {
     let Some(meta) = member(ms, "metadata") else {
         return Ok(None);

@@ -462,3 +462,33 @@ fn status_details_name_is_renamed_only_for_resources_whose_names_carry_a_group()
     let cm = status(&format!("x.{CLUSTER}"), "", "configmaps");
     assert_eq!(to(Direction::ToApp, cm.clone()), cm);
 }
+
+/// Nesting deeper than [`MAX_DEPTH`](crate::rewrite::raw::MAX_DEPTH) is
+/// refused before any walk: the walk recurses per level, and a body nested
+/// 100,000 deep would otherwise overflow the worker thread's stack (an
+/// abort, not an error).
+#[test]
+fn json_nested_beyond_the_depth_limit_is_an_error_not_a_stack_overflow() {
+    let (m, c) = (map(), Catalog::new(&[]));
+    let deep = |n: usize| {
+        format!(
+            r#"{{"apiVersion":"{APP}/v1alpha1","kind":"Foo","spec":{}{{"apiVersion":"{APP}/v1"}}{}}}"#,
+            "[".repeat(n),
+            "]".repeat(n)
+        )
+    };
+    for dir in [Direction::ToCluster, Direction::ToApp] {
+        let rw = JsonRewriter::new(&m, &c, dir);
+        let err = rw.rewrite_bytes(deep(100_000).as_bytes()).unwrap_err();
+        assert!(err.to_string().contains("nested deeper than"), "{err}");
+    }
+    // Just inside the limit (the object and the innermost one are two
+    // levels): renamed at every depth by the reference-key heuristic.
+    let rw = JsonRewriter::new(&m, &c, Direction::ToCluster);
+    let n = crate::rewrite::raw::MAX_DEPTH - 2;
+    let out = rw.rewrite_bytes(deep(n).as_bytes()).unwrap().unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        deep(n).replace(APP, CLUSTER)
+    );
+}

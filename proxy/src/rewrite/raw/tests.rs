@@ -1,0 +1,219 @@
+use std::path::Path;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+
+use super::*;
+
+/// serde_json's own reading of one container level, the reference the
+/// structural scan must agree with.
+enum Level<'a> {
+    Object(Vec<(String, &'a RawValue)>),
+    Array(Vec<&'a RawValue>),
+}
+
+impl<'de> Deserialize<'de> for Level<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Level<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a container")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Level<'de>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(kv) = m.next_entry::<String, &'de RawValue>()? {
+                    out.push(kv);
+                }
+                Ok(Level::Object(out))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Level<'de>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(e) = s.next_element::<&'de RawValue>()? {
+                    out.push(e);
+                }
+                Ok(Level::Array(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Every container of `raw`, at every depth: the scan's entries are
+/// serde_json's, key for key and value text for value text. Returns how
+/// many containers were compared.
+fn agree(raw: Raw<'_>) -> usize {
+    let t = raw.get();
+    if !(t.starts_with('{') || t.starts_with('[')) {
+        return 0;
+    }
+    let reference: Level = serde_json::from_str(t).expect("a validated container");
+    let mut n = 1;
+    match reference {
+        Level::Object(want) => {
+            let got = members(raw).unwrap().unwrap();
+            assert_eq!(got.len(), want.len(), "members of {t:.80}");
+            for ((k, v), (wk, wv)) in got.iter().zip(&want) {
+                assert_eq!(k.0, *wk);
+                assert_eq!(v.get(), wv.get());
+                n += agree(*v);
+            }
+        }
+        Level::Array(want) => {
+            let got = elements(raw).unwrap().unwrap();
+            assert_eq!(got.len(), want.len(), "elements of {t:.80}");
+            for (v, wv) in got.iter().zip(&want) {
+                assert_eq!(v.get(), wv.get());
+                n += agree(*v);
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn the_scan_reads_every_captured_json_body_as_serde_json_does() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata");
+    let mut stack = vec![root];
+    let (mut files, mut containers) = (0, 0);
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            // Watch streams hold one document per line.
+            for doc in std::iter::once(text.as_str()).chain(text.lines()) {
+                if let Ok(raw) = Raw::parse(doc) {
+                    files += 1;
+                    containers += agree(raw);
+                }
+            }
+        }
+    }
+    assert!(files > 300, "only {files} JSON documents found");
+    assert!(containers > 10_000, "only {containers} containers compared");
+}
+
+#[test]
+fn the_scan_agrees_on_hand_made_edge_cases() {
+    for doc in [
+        r#"{}"#,
+        r#"[]"#,
+        r#" { "a" : [ 1 , -2.5e+3 , true , false , null ] , "b" : { } } "#,
+        r#"{"s":"a \"quoted\" } ] { [ and \\ backslash\\","t":"\\"}"#,
+        r#"{"k\"ey":1,"k\\":2,"\u0041":[{"x":"]}"}],"e":"\ud83d\ude00"}"#,
+        "{\n\t\"nested\": [[[[{\"deep\": [\"}\", \"]\"]}]]]],\r\n \"n\": 0\n}",
+        r#"[1,"two",{"three":3},[4],null]"#,
+        r#"{"dup":1,"dup":2}"#,
+    ] {
+        let raw = Raw::parse(doc).unwrap();
+        assert!(agree(raw) >= 1, "{doc}");
+    }
+    let ms = members(Raw::parse(r#"{"k\"ey":1,"\u0041":2}"#).unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(ms[0].0 .0, "k\"ey");
+    assert_eq!(ms[1].0 .0, "A");
+    assert!(matches!(ms[1].0 .0, Cow::Owned(_)));
+}
+
+#[test]
+fn invalid_json_is_refused_before_any_scan() {
+    for bad in [
+        "",
+        "{",
+        r#"{"a":}"#,
+        r#"{"a":1,}"#,
+        r#"{"a" 1}"#,
+        r#"["\q"]"#,
+        "[\"\u{1}\"]",
+        r#"{"a":1} x"#,
+        r#"[1 2]"#,
+    ] {
+        assert!(Raw::parse(bad).is_err(), "{bad:.40}");
+    }
+    let nested = |n: usize| "[".repeat(n) + "\"[{]}\"" + &"]".repeat(n);
+    assert!(Raw::parse(&nested(MAX_DEPTH)).is_ok());
+    let err = Raw::parse(&nested(MAX_DEPTH + 1)).unwrap_err();
+    assert!(err.to_string().contains("nested deeper than 512"), "{err}");
+    // Many brackets, none deep: accepted.
+    let wide = format!("[{}[]]", "[],".repeat(10 * MAX_DEPTH));
+    assert!(Raw::parse(&wide).is_ok());
+}
+
+#[test]
+fn a_scalar_or_string_has_no_entries() {
+    for doc in [r#""{}""#, "12", "true", "null"] {
+        let raw = Raw::parse(doc).unwrap();
+        assert!(members(raw).unwrap().is_none());
+        assert!(elements(raw).unwrap().is_none());
+    }
+}
+
+#[test]
+fn text_that_is_not_what_validation_promised_is_an_error_not_a_panic() {
+    // Never produced by `Raw::parse`; the scan still answers an error.
+    for t in [
+        r#"{"a""#,
+        r#"{"a":1"#,
+        r#"{"a":"#,
+        r#"["x"#,
+        r#"{1:2}"#,
+        r#"{"a"}"#,
+        "[1 2]",
+    ] {
+        let raw = Raw(t);
+        let r = if t.starts_with('{') {
+            members(raw).map(drop)
+        } else {
+            elements(raw).map(drop)
+        };
+        assert!(r.is_err(), "{t}");
+    }
+}
+
+#[test]
+fn may_contain_answers_as_a_search_of_the_value_would() {
+    // Overlapping patterns: a leftmost-first search of the whole text
+    // would report "ab" only and miss "bc" inside the second value.
+    let names = AhoCorasick::new(["ab", "bc", "\\u"]).unwrap();
+    let text = r#"{"x":"abc","y":["zbc"],"z":"a","w":"\u0062c","v":"b"}"#;
+    let root = Raw::parse(text).unwrap();
+    let mut w = Walk::new(text);
+    let mut values = vec![root];
+    for (_, v) in members(root).unwrap().unwrap() {
+        values.push(v);
+        values.extend(elements(v).unwrap().unwrap_or_default());
+    }
+    assert_eq!(values.len(), 7);
+    for v in values {
+        let want = names.is_match(v.get());
+        assert_eq!(w.may_contain(&names, v), want, "{}", v.get());
+    }
+    // The same on every captured JSON body, against the name index.
+    let e = crate::rewrite::engine::tests::engine("samplecontroller.team1.example.com");
+    let ix = crate::rewrite::names::NameIndex::new(e.map());
+    for auto in [ix.json(), ix.dns_json()] {
+        for doc in [
+            include_str!("../../../../testdata/kube-1.24/renamed/027-get-foo-json/response.body"),
+            include_str!("../../../../testdata/kube-1.24/orig/027-get-foo-json/response.body"),
+        ] {
+            let root = Raw::parse(doc).unwrap();
+            let mut w = Walk::new(doc);
+            let mut stack = vec![root];
+            while let Some(v) = stack.pop() {
+                assert_eq!(w.may_contain(auto, v), auto.is_match(v.get()));
+                if let Some(ms) = members(v).unwrap() {
+                    stack.extend(ms.iter().map(|(_, v)| *v));
+                } else if let Some(es) = elements(v).unwrap() {
+                    stack.extend(es);
+                }
+            }
+        }
+    }
+}
