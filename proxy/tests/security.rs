@@ -788,8 +788,14 @@ async fn json_nested_200000_deep_is_a_status_from_either_side_and_regroup_serves
     .await;
     assert_eq!(code, 400, "{text:.2000}");
     assert_status(&text, 400, "BadRequest");
-    assert!(text.contains("nested deeper than 512 levels"), "{text:.2000}");
-    assert!(log.lock().unwrap().is_empty(), "the body reached the upstream");
+    assert!(
+        text.contains("nested deeper than 512 levels"),
+        "{text:.2000}"
+    );
+    assert!(
+        log.lock().unwrap().is_empty(),
+        "the body reached the upstream"
+    );
     let (code, text) = get(
         r.port,
         "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/deep/foos/x",
@@ -797,7 +803,10 @@ async fn json_nested_200000_deep_is_a_status_from_either_side_and_regroup_serves
     )
     .await;
     assert_eq!(code, 502, "{text:.2000}");
-    assert!(text.contains("nested deeper than 512 levels"), "{text:.2000}");
+    assert!(
+        text.contains("nested deeper than 512 levels"),
+        "{text:.2000}"
+    );
     let (code, _) = get(r.port, PATH, "localhost").await;
     assert_eq!(code, 200);
     assert!(

@@ -12,6 +12,9 @@ use aho_corasick::AhoCorasick;
 
 use super::error::{malformed, RewriteError};
 
+mod tape;
+use tape::{deeper_than, Tape};
+
 /// One replacement of `input[start..end]`.
 pub(crate) struct Edit {
     pub start: usize,
@@ -33,6 +36,9 @@ type ByOffset<V> = foldhash::HashMap<usize, V>;
 pub(crate) struct Walk<'i> {
     pub input: &'i str,
     pub edits: Vec<Edit>,
+    /// Every container's entries, read in one pass on the first step into
+    /// one.
+    tape: Option<Tape>,
     members: ByOffset<Option<MemberList<'i>>>,
     elements: ByOffset<Option<ElementList<'i>>>,
     /// Where the index's names occur in the input (every occurrence,
@@ -49,6 +55,7 @@ impl<'i> Walk<'i> {
         Walk {
             input,
             edits: Vec::new(),
+            tape: None,
             members: ByOffset::default(),
             elements: ByOffset::default(),
             occurrences: None,
@@ -61,7 +68,25 @@ impl<'i> Walk<'i> {
         if let Some(m) = self.members.get(&at) {
             return Ok(m.clone());
         }
-        let m = members(raw)?.map(Rc::new);
+        let m = if raw.get().starts_with('{') {
+            let input = self.input;
+            let mut out = Vec::new();
+            for e in self.entries(at)? {
+                let quoted = &input[e.key.0 as usize..e.key.1 as usize];
+                let name = &quoted[1..quoted.len() - 1];
+                let key = if name.contains('\\') {
+                    // Escaped names are rare; serde_json decodes them as it
+                    // did when it validated the document.
+                    Cow::Owned(serde_json::from_str::<String>(quoted).map_err(malformed)?)
+                } else {
+                    Cow::Borrowed(name)
+                };
+                out.push((Key(key), value(input, e)));
+            }
+            Some(Rc::new(out))
+        } else {
+            None
+        };
         self.members.insert(at, m.clone());
         Ok(m)
     }
@@ -71,9 +96,24 @@ impl<'i> Walk<'i> {
         if let Some(e) = self.elements.get(&at) {
             return Ok(e.clone());
         }
-        let e = elements(raw)?.map(Rc::new);
+        let e = if raw.get().starts_with('[') {
+            let input = self.input;
+            let out = self.entries(at)?.iter().map(|e| value(input, e)).collect();
+            Some(Rc::new(out))
+        } else {
+            None
+        };
         self.elements.insert(at, e.clone());
         Ok(e)
+    }
+
+    /// The entries of the container starting at byte `at`.
+    fn entries(&mut self, at: usize) -> Result<&[tape::Entry], RewriteError> {
+        if self.tape.is_none() {
+            self.tape = Some(Tape::read(self.input)?);
+        }
+        let tape = self.tape.as_ref().expect("just read");
+        tape.container(at)
     }
 
     /// True when `raw` holds a whole occurrence of one of `names`'
@@ -230,6 +270,11 @@ impl<'i> Walk<'i> {
     }
 }
 
+/// The value of entry `e` of `input`'s tape.
+fn value<'i>(input: &'i str, e: &tape::Entry) -> Raw<'i> {
+    Raw(&input[e.value.0 as usize..e.value.1 as usize])
+}
+
 /// An object member name, borrowed unless it had escapes.
 pub(crate) struct Key<'a>(pub Cow<'a, str>);
 
@@ -246,7 +291,7 @@ impl<'i> Raw<'i> {
     /// nesting depth), without the whitespace around it.
     pub fn parse(text: &'i str) -> Result<Raw<'i>, RewriteError> {
         serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(malformed)?;
-        if scan::deeper_than(text.as_bytes(), MAX_DEPTH)? {
+        if deeper_than(text.as_bytes(), MAX_DEPTH)? {
             return Err(malformed(format!("nested deeper than {MAX_DEPTH} levels")));
         }
         Ok(Raw(text.trim_matches(JSON_WHITESPACE)))
@@ -265,194 +310,6 @@ impl<'i> Raw<'i> {
 pub(crate) const MAX_DEPTH: usize = 512;
 
 const JSON_WHITESPACE: &[char] = &[' ', '\t', '\n', '\r'];
-
-/// Structural reading of validated JSON. Every function here is only ever
-/// given text inside a [`Raw::parse`]d document, so it need not validate;
-/// it still never indexes out of bounds, and answers an error (not a panic)
-/// should the text not be what validation promised.
-mod scan {
-    use super::RewriteError;
-    use crate::rewrite::error::malformed;
-
-    fn broken() -> RewriteError {
-        malformed("JSON structure not as validated")
-    }
-
-    /// The first index at or after `i` that is not JSON whitespace.
-    pub(super) fn skip_ws(b: &[u8], mut i: usize) -> usize {
-        while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
-            i += 1;
-        }
-        i
-    }
-
-    /// True when arrays and objects in `b` nest deeper than `limit`. Text
-    /// with no more than `limit` brackets can't, and is not scanned.
-    pub(super) fn deeper_than(b: &[u8], limit: usize) -> Result<bool, RewriteError> {
-        if memchr::memchr2_iter(b'{', b'[', b).count() <= limit {
-            return Ok(false);
-        }
-        let mut depth = 0usize;
-        let mut i = 0;
-        while i < b.len() {
-            match b[i] {
-                b'"' => {
-                    i = string_end(b, i)?;
-                    continue;
-                }
-                b'{' | b'[' => {
-                    depth += 1;
-                    if depth > limit {
-                        return Ok(true);
-                    }
-                }
-                b'}' | b']' => depth = depth.saturating_sub(1),
-                _ => {}
-            }
-            i += 1;
-        }
-        Ok(false)
-    }
-
-    /// One past the closing quote of the string opening at `b[i]`.
-    pub(super) fn string_end(b: &[u8], i: usize) -> Result<usize, RewriteError> {
-        // Most strings are short: a plain loop over their first bytes is
-        // cheaper than a vectorized search's set-up.
-        let mut j = i + 1;
-        let short = b.len().min(j + 32);
-        while j < short {
-            match b[j] {
-                b'"' => return Ok(j + 1),
-                b'\\' => j += 2,
-                _ => j += 1,
-            }
-        }
-        loop {
-            let at = j + memchr::memchr2(b'"', b'\\', b.get(j..).ok_or_else(broken)?)
-                .ok_or_else(broken)?;
-            if b[at] == b'"' {
-                return Ok(at + 1);
-            }
-            j = at + 2;
-        }
-    }
-
-    /// One past the end of the value starting at `b[i]`.
-    pub(super) fn value_end(b: &[u8], i: usize) -> Result<usize, RewriteError> {
-        match b.get(i) {
-            Some(b'"') => string_end(b, i),
-            Some(b'{') => container_end(b, i, b'{', b'}'),
-            Some(b'[') => container_end(b, i, b'[', b']'),
-            Some(_) => Ok(i + b[i..]
-                .iter()
-                .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
-                .unwrap_or(b.len() - i)),
-            None => Err(broken()),
-        }
-    }
-
-    /// One past the bracket closing the container opening at `b[i]`. In
-    /// valid JSON one kind of bracket balances on its own, so only
-    /// `open`, `close` and strings (which may hold either) count.
-    fn container_end(b: &[u8], i: usize, open: u8, close: u8) -> Result<usize, RewriteError> {
-        let mut depth = 0usize;
-        let mut j = i;
-        while j < b.len() {
-            match b[j] {
-                b'"' => {
-                    j = string_end(b, j)?;
-                    continue;
-                }
-                c if c == open => depth += 1,
-                c if c == close => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return Ok(j + 1);
-                    }
-                }
-                _ => {}
-            }
-            j += 1;
-        }
-        Err(broken())
-    }
-
-    /// The entries of the container `t` (`[..]` or `{..}`): for each, the
-    /// byte range of its key (objects; quotes included) and of its value.
-    pub(super) fn entries(
-        t: &str,
-        object: bool,
-        mut each: impl FnMut(Option<(usize, usize)>, (usize, usize)) -> Result<(), RewriteError>,
-    ) -> Result<(), RewriteError> {
-        let b = t.as_bytes();
-        let close = if object { b'}' } else { b']' };
-        let mut i = skip_ws(b, 1);
-        if b.get(i) == Some(&close) {
-            return Ok(());
-        }
-        loop {
-            let key = if object {
-                if b.get(i) != Some(&b'"') {
-                    return Err(broken());
-                }
-                let end = string_end(b, i)?;
-                let colon = skip_ws(b, end);
-                if b.get(colon) != Some(&b':') {
-                    return Err(broken());
-                }
-                let k = (i, end);
-                i = skip_ws(b, colon + 1);
-                Some(k)
-            } else {
-                None
-            };
-            let end = value_end(b, i)?;
-            each(key, (i, end))?;
-            i = skip_ws(b, end);
-            match b.get(i) {
-                Some(b',') => i = skip_ws(b, i + 1),
-                Some(c) if *c == close => return Ok(()),
-                _ => return Err(broken()),
-            }
-        }
-    }
-}
-
-pub(crate) fn members(raw: Raw<'_>) -> Result<Option<Vec<(Key<'_>, Raw<'_>)>>, RewriteError> {
-    let t = raw.get();
-    if !t.starts_with('{') {
-        return Ok(None);
-    }
-    let mut out = Vec::new();
-    scan::entries(t, true, |key, (vs, ve)| {
-        let (ks, ke) = key.unwrap_or_default();
-        let quoted = &t[ks..ke];
-        let name = &quoted[1..quoted.len() - 1];
-        let key = if name.contains('\\') {
-            // Escaped names are rare; serde_json decodes them as it did
-            // when it validated the document.
-            Cow::Owned(serde_json::from_str::<String>(quoted).map_err(malformed)?)
-        } else {
-            Cow::Borrowed(name)
-        };
-        out.push((Key(key), Raw(&t[vs..ve])));
-        Ok(())
-    })?;
-    Ok(Some(out))
-}
-
-pub(crate) fn elements(raw: Raw<'_>) -> Result<Option<Vec<Raw<'_>>>, RewriteError> {
-    let t = raw.get();
-    if !t.starts_with('[') {
-        return Ok(None);
-    }
-    let mut out = Vec::new();
-    scan::entries(t, false, |_, (s, e)| {
-        out.push(Raw(&t[s..e]));
-        Ok(())
-    })?;
-    Ok(Some(out))
-}
 
 /// A JSON string's value; `None` for any other JSON type.
 pub(crate) fn string(raw: Raw<'_>) -> Result<Option<Cow<'_, str>>, RewriteError> {

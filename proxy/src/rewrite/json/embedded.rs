@@ -10,7 +10,7 @@ use regroup_config::Form;
 use super::{JsonRewriter, TypeOf};
 use crate::rewrite::catalog::Slot;
 use crate::rewrite::error::RewriteError;
-use crate::rewrite::raw::{elements, quote, string, Walk};
+use crate::rewrite::raw::{quote, string, Walk};
 
 impl JsonRewriter<'_> {
     /// The JSON `text` with the value at `path` (in each element when it is
@@ -28,9 +28,10 @@ impl JsonRewriter<'_> {
         let mut walk = Walk::new(text);
         let slot = Slot::Value(form);
         let ty = TypeOf::default();
-        match elements(doc)? {
+        match walk.elements(doc)? {
             Some(es) => {
-                for e in es {
+                for e in es.iter() {
+                    let e = *e;
                     self.place(&mut walk, e, path.steps(), slot, &ty, None)?;
                 }
             }

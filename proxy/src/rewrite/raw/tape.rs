@@ -1,0 +1,189 @@
+//! Structural reading of validated JSON: one pass over a document that
+//! [`Raw::parse`](super::Raw::parse) has validated finds every container's
+//! entries (key and value byte ranges), so a walk never reads a level
+//! twice. It relies on that validation and need not repeat it; it still
+//! never indexes out of bounds, and answers an error (not a panic) should
+//! the text not be what validation promised.
+
+use crate::rewrite::error::{malformed, RewriteError};
+
+fn broken() -> RewriteError {
+    malformed("JSON structure not as validated")
+}
+
+/// One entry of a container: its key's range (quotes included; `(0, 0)`
+/// in arrays) and its value's.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Entry {
+    pub key: (u32, u32),
+    pub value: (u32, u32),
+}
+
+/// Every container of one document.
+pub(crate) struct Tape {
+    /// Each container's entries, contiguous and in order.
+    entries: Vec<Entry>,
+    /// Each container's first byte and its entries' range in `entries`
+    /// (first, count), in the order they open: sorted by first byte.
+    containers: Vec<(u32, u32, u32)>,
+}
+
+/// A container being read: where it starts, where its entries start in
+/// the pending list, and the key it is the value of.
+struct Open {
+    start: usize,
+    object: bool,
+    mark: usize,
+    key: (u32, u32),
+    /// Its place in [`Tape::containers`].
+    index: usize,
+}
+
+const NO_KEY: (u32, u32) = (0, 0);
+
+impl Tape {
+    pub(crate) fn read(text: &str) -> Result<Tape, RewriteError> {
+        let b = text.as_bytes();
+        let pos = |i: usize| u32::try_from(i).map_err(|_| malformed("a JSON body over 4 GiB"));
+        // Sizes from typical Kubernetes objects, to spare regrowing.
+        let mut tape = Tape {
+            entries: Vec::with_capacity(b.len() / 24),
+            containers: Vec::with_capacity(b.len() / 48),
+        };
+        let mut stack: Vec<Open> = Vec::with_capacity(16);
+        // Entries of the containers still open, innermost last.
+        let mut pending: Vec<Entry> = Vec::with_capacity(64);
+        // The key of the member whose value comes next, in an object.
+        let mut key: Option<(u32, u32)> = None;
+        let mut i = 0;
+        while i < b.len() {
+            match b[i] {
+                b' ' | b'\t' | b'\n' | b'\r' | b',' | b':' => i += 1,
+                c @ (b'{' | b'[') => {
+                    stack.push(Open {
+                        start: i,
+                        object: c == b'{',
+                        mark: pending.len(),
+                        key: key.take().unwrap_or(NO_KEY),
+                        index: tape.containers.len(),
+                    });
+                    tape.containers.push((pos(i)?, 0, 0));
+                    i += 1;
+                }
+                b'}' | b']' => {
+                    let open = stack.pop().ok_or_else(broken)?;
+                    let first = tape.entries.len();
+                    tape.entries.extend(pending.drain(open.mark..));
+                    let n = tape.entries.len() - first;
+                    tape.containers[open.index] = (pos(open.start)?, pos(first)?, pos(n)?);
+                    i += 1;
+                    if !stack.is_empty() {
+                        pending.push(Entry {
+                            key: open.key,
+                            value: (pos(open.start)?, pos(i)?),
+                        });
+                    }
+                }
+                b'"' => {
+                    let end = string_end(b, i)?;
+                    match stack.last() {
+                        Some(o) if o.object && key.is_none() => key = Some((pos(i)?, pos(end)?)),
+                        Some(_) => pending.push(Entry {
+                            key: key.take().unwrap_or(NO_KEY),
+                            value: (pos(i)?, pos(end)?),
+                        }),
+                        None => {}
+                    }
+                    i = end;
+                }
+                _ => {
+                    let end = scalar_end(b, i);
+                    if !stack.is_empty() {
+                        pending.push(Entry {
+                            key: key.take().unwrap_or(NO_KEY),
+                            value: (pos(i)?, pos(end)?),
+                        });
+                    }
+                    i = end;
+                }
+            }
+        }
+        if !stack.is_empty() {
+            return Err(broken());
+        }
+        Ok(tape)
+    }
+
+    /// The entries of the container whose first byte is at `at`.
+    pub(crate) fn container(&self, at: usize) -> Result<&[Entry], RewriteError> {
+        let at = u32::try_from(at).map_err(|_| broken())?;
+        let c = self
+            .containers
+            .binary_search_by_key(&at, |(start, _, _)| *start)
+            .map_err(|_| broken())?;
+        let (_, first, n) = self.containers[c];
+        self.entries
+            .get(first as usize..(first + n) as usize)
+            .ok_or_else(broken)
+    }
+}
+
+/// One past the closing quote of the string opening at `b[i]`.
+fn string_end(b: &[u8], i: usize) -> Result<usize, RewriteError> {
+    // Most strings are short: a plain loop over their first bytes is
+    // cheaper than a vectorized search's set-up.
+    let mut j = i + 1;
+    let short = b.len().min(j + 32);
+    while j < short {
+        match b[j] {
+            b'"' => return Ok(j + 1),
+            b'\\' => j += 2,
+            _ => j += 1,
+        }
+    }
+    loop {
+        let rest = b.get(j..).ok_or_else(broken)?;
+        let at = j + memchr::memchr2(b'"', b'\\', rest).ok_or_else(broken)?;
+        if b[at] == b'"' {
+            return Ok(at + 1);
+        }
+        j = at + 2;
+    }
+}
+
+/// One past the end of the number, `true`, `false` or `null` at `b[i]`.
+fn scalar_end(b: &[u8], i: usize) -> usize {
+    let mut j = i + 1;
+    while j < b.len() && !matches!(b[j], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+        j += 1;
+    }
+    j
+}
+
+/// True when arrays and objects in `b` nest deeper than `limit`. Text
+/// with no more than `limit` brackets can't, and is not read.
+pub(crate) fn deeper_than(b: &[u8], limit: usize) -> Result<bool, RewriteError> {
+    if memchr::memchr2_iter(b'{', b'[', b).count() <= limit {
+        return Ok(false);
+    }
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i = string_end(b, i)?;
+                continue;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > limit {
+                    return Ok(true);
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(false)
+}
