@@ -1,8 +1,9 @@
 //! Applies the [catalog](super::catalog) to JSON, splicing bytes.
 //!
-//! The input is parsed lazily (serde_json `RawValue`s) and only along the
-//! catalog's paths, and only into subtrees whose bytes contain a mapped name
-//! (or a `\u` escape that could hide one). Each renamed string becomes an
+//! The input is validated once by serde_json and its containers read once
+//! into a tape (see [`super::raw`]); the walk follows only the catalog's
+//! paths, and only into subtrees whose bytes contain a mapped name (or a
+//! `\u` escape that could hide one). Each renamed string becomes an
 //! edit of its byte range; every other byte (whitespace, member order,
 //! number spelling, escapes) is copied as it came. A body with no mapped name
 //! at all is not parsed.

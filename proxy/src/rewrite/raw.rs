@@ -280,9 +280,8 @@ pub(crate) struct Key<'a>(pub Cow<'a, str>);
 
 /// One JSON value's text, borrowed from an input that serde_json has
 /// validated whole ([`Raw::parse`]). Stepping into it
-/// ([`members`]/[`elements`]) only finds where its entries start and end:
-/// the walk reads each byte about once per level it enters instead of
-/// running serde_json's full parser at every level.
+/// ([`Walk::members`]/[`Walk::elements`]) looks its entries up in the
+/// walk's tape, read once per input.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Raw<'i>(&'i str);
 
