@@ -21,6 +21,7 @@ use crate::kube::request::{is_watch, RequestInfo};
 use crate::rewrite::framing::{Framer, Framing};
 use crate::rewrite::list_stream::{rewrite_in_chunks, ListStream};
 use crate::rewrite::protobuf::stream::WatchStream;
+use crate::rewrite::raw::{reference, Raw, Walk};
 use crate::rewrite::{json_patch, yaml, Catalog, Context, Engine};
 use crate::route::{rewrite_path, rewrite_query};
 use crate::serve::front::auth::{self, RequestHeaderConfig};
@@ -76,6 +77,13 @@ fn chunk_size(data: &[u8]) -> usize {
 /// JSON bodies (objects, lists, Tables, discovery, Status), both ways:
 /// whole, in each context, and streamed through the list splicer in chunks.
 pub fn json(data: &[u8]) {
+    // Differential: on valid JSON the walk's tape reads every container as
+    // serde_json does (panics otherwise).
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Ok(root) = Raw::parse(text) {
+            reference::agree(&mut Walk::new(text), root);
+        }
+    }
     let e = engine();
     for dir in DIRECTIONS {
         let rw = e.json(dir);

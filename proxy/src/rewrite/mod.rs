@@ -14,7 +14,7 @@ pub mod names;
 pub mod openapi;
 pub mod openapi_proto;
 pub mod protobuf;
-mod raw;
+pub(crate) mod raw;
 pub mod yaml;
 mod yaml_edit;
 

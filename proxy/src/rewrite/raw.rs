@@ -12,6 +12,7 @@ use aho_corasick::AhoCorasick;
 
 use super::error::{malformed, RewriteError};
 
+pub(crate) mod reference;
 mod tape;
 use tape::{deeper_than, Tape};
 
