@@ -219,6 +219,55 @@ pub struct Catalog {
     /// The kinds whose names carry a group, and the form (see
     /// [`Catalog::name_form`]), read off `places` once.
     named: Vec<(Selector, Form)>,
+    /// [`places_for`](Catalog::places_for), worked out once per type.
+    by_type: ByType,
+}
+
+/// The places of each type, as indices into `places`: by group, then by
+/// kind, for every type a [`Selector::Kinds`] names; every other type
+/// takes `any_object`, or `any_list` when its kind ends in `List`.
+#[derive(Clone, Debug, Default)]
+struct ByType {
+    kinds: foldhash::HashMap<String, foldhash::HashMap<String, Vec<usize>>>,
+    any_object: Vec<usize>,
+    any_list: Vec<usize>,
+}
+
+impl ByType {
+    fn new(places: &[Place]) -> ByType {
+        let select = |g: &str, k: &str| -> Vec<usize> {
+            (0..places.len())
+                .filter(|i| places[*i].selector.matches(g, k))
+                .collect()
+        };
+        let mut by = ByType {
+            // No group or kind is empty in a Kinds selector's lists.
+            any_object: select("\0", "\0"),
+            any_list: select("\0", "\0List"),
+            ..ByType::default()
+        };
+        for p in places {
+            if let Selector::Kinds { groups, kinds } = &p.selector {
+                for g in groups {
+                    for k in kinds {
+                        let entry = by.kinds.entry(g.clone()).or_default();
+                        if !entry.contains_key(k) {
+                            entry.insert(k.clone(), select(g, k));
+                        }
+                    }
+                }
+            }
+        }
+        by
+    }
+
+    fn get(&self, group: &str, kind: &str) -> &[usize] {
+        match self.kinds.get(group).and_then(|ks| ks.get(kind)) {
+            Some(v) => v,
+            None if kind.ends_with("List") => &self.any_list,
+            None => &self.any_object,
+        }
+    }
 }
 
 impl Catalog {
@@ -275,7 +324,12 @@ impl Catalog {
                 _ => None,
             })
             .collect();
-        Catalog { places, named }
+        let by_type = ByType::new(&places);
+        Catalog {
+            places,
+            named,
+            by_type,
+        }
     }
 
     /// The form of the names of the objects served at `group`/`resource`:
@@ -358,9 +412,10 @@ impl Catalog {
         group: &'a str,
         kind: &'a str,
     ) -> impl Iterator<Item = &'a Place> + 'a {
-        self.places
+        self.by_type
+            .get(group, kind)
             .iter()
-            .filter(move |p| p.selector.matches(group, kind))
+            .map(|i| &self.places[*i])
     }
 
     /// True when the reference-key heuristic must not descend into member

@@ -75,3 +75,43 @@ fn selectors_pick_kinds_by_app_group() {
         ]
     );
 }
+
+/// `places_for`'s per-type index gives, in order, exactly the places whose
+/// selector matches, for every type a selector names and for others.
+#[test]
+fn places_for_is_every_matching_place_in_order() {
+    let names = regroup_config::load(
+        "rules:\n- from: a.example.com\n  to: b.example.com\nnames:\n  prefix: t1-\n  kinds: [ClusterRole, PriorityClass]\n",
+    )
+    .unwrap();
+    let catalogs = [Catalog::new(&[]), Catalog::for_map(&[], &names.map)];
+    for c in &catalogs {
+        let mut types: Vec<(String, String)> = vec![
+            ("".into(), "ConfigMapList".into()),
+            ("".into(), "Unheard".into()),
+            ("nowhere.example.com".into(), "FooList".into()),
+            ("samplecontroller.k8s.io".into(), "Foo".into()),
+        ];
+        for p in c.places() {
+            if let Selector::Kinds { groups, kinds } = &p.selector {
+                for g in groups {
+                    for k in kinds {
+                        types.push((g.clone(), k.clone()));
+                        types.push((g.clone(), format!("{k}List")));
+                    }
+                }
+            }
+        }
+        for (g, k) in &types {
+            let want: Vec<*const Place> = c
+                .places()
+                .iter()
+                .filter(|p| p.selector.matches(g, k))
+                .map(|p| p as *const Place)
+                .collect();
+            let got: Vec<*const Place> = c.places_for(g, k).map(|p| p as *const Place).collect();
+            assert_eq!(got, want, "{g} {k}");
+        }
+        assert!(types.len() > 50, "{}", types.len());
+    }
+}
