@@ -21,7 +21,7 @@ use crate::kube::request::{is_watch, RequestInfo};
 use crate::rewrite::framing::{Framer, Framing};
 use crate::rewrite::list_stream::{rewrite_in_chunks, ListStream};
 use crate::rewrite::protobuf::stream::WatchStream;
-use crate::rewrite::raw::{reference, Raw, Walk};
+use crate::rewrite::raw::{reference, Raw};
 use crate::rewrite::{json_patch, yaml, Catalog, Context, Engine};
 use crate::route::{rewrite_path, rewrite_query};
 use crate::serve::front::auth::{self, RequestHeaderConfig};
@@ -77,11 +77,11 @@ fn chunk_size(data: &[u8]) -> usize {
 /// JSON bodies (objects, lists, Tables, discovery, Status), both ways:
 /// whole, in each context, and streamed through the list splicer in chunks.
 pub fn json(data: &[u8]) {
-    // Differential: on valid JSON the walk's tape reads every container as
-    // serde_json does (panics otherwise).
+    // Differential: on valid JSON the walk's tape, read whole or level by
+    // level, reads every container as serde_json does (panics otherwise).
     if let Ok(text) = std::str::from_utf8(data) {
         if let Ok(root) = Raw::parse(text) {
-            reference::agree(&mut Walk::new(text), root);
+            reference::agree_both_ways(text, root);
         }
     }
     let e = engine();

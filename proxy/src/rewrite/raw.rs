@@ -38,8 +38,14 @@ pub(crate) struct Walk<'i> {
     pub input: &'i str,
     pub edits: Vec<Edit>,
     /// Every container's entries, read in one pass on the first step into
-    /// one.
+    /// one (inputs up to [`WHOLE_TAPE_MAX`]).
     tape: Option<Tape>,
+    /// Larger inputs: the entries of each container stepped into, read
+    /// level by level, so memory follows what the walk visits (a tape
+    /// entry is 16 bytes for as little as 2 bytes of JSON).
+    levels: ByOffset<Tape>,
+    /// The largest input read whole into one tape.
+    pub whole_tape_max: usize,
     members: ByOffset<Option<MemberList<'i>>>,
     elements: ByOffset<Option<ElementList<'i>>>,
     /// Where the index's names occur in the input (every occurrence,
@@ -57,6 +63,8 @@ impl<'i> Walk<'i> {
             input,
             edits: Vec::new(),
             tape: None,
+            levels: ByOffset::default(),
+            whole_tape_max: WHOLE_TAPE_MAX,
             members: ByOffset::default(),
             elements: ByOffset::default(),
             occurrences: None,
@@ -110,10 +118,20 @@ impl<'i> Walk<'i> {
 
     /// The entries of the container starting at byte `at`.
     fn entries(&mut self, at: usize) -> Result<&[tape::Entry], RewriteError> {
-        if self.tape.is_none() {
-            self.tape = Some(Tape::read(self.input)?);
-        }
-        let tape = self.tape.as_ref().expect("just read");
+        let input = self.input;
+        let tape = if input.len() <= self.whole_tape_max {
+            if self.tape.is_none() {
+                self.tape = Some(Tape::read(input, 0, true)?);
+            }
+            self.tape.as_ref().expect("just read")
+        } else {
+            match self.levels.entry(at) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(Tape::read(input, at, false)?)
+                }
+            }
+        };
         tape.container(at)
     }
 
@@ -302,6 +320,10 @@ impl<'i> Raw<'i> {
         self.0
     }
 }
+
+/// The largest input whose containers are all read in one pass (a few
+/// MB of tape at most); larger ones are read level by level.
+pub(crate) const WHOLE_TAPE_MAX: usize = 1 << 20;
 
 /// The deepest nesting of arrays and objects a walk accepts. serde_json's
 /// validation has no limit of its own, and the walk recurses once per level

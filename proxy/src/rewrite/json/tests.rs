@@ -492,3 +492,21 @@ fn json_nested_beyond_the_depth_limit_is_an_error_not_a_stack_overflow() {
         deep(n).replace(APP, CLUSTER)
     );
 }
+
+/// Past [`WHOLE_TAPE_MAX`](crate::rewrite::raw::WHOLE_TAPE_MAX) the walk
+/// reads level by level; the renamed bytes are the same either way.
+#[test]
+fn a_body_over_the_whole_tape_size_is_renamed_the_same() {
+    let (m, c) = (map(), Catalog::new(&[]));
+    let filler = format!(
+        "[{}0]",
+        "0,".repeat(crate::rewrite::raw::WHOLE_TAPE_MAX / 2)
+    );
+    let body = format!(
+        r#"{{"apiVersion":"{APP}/v1alpha1","kind":"Foo","metadata":{{"ownerReferences":[{{"apiVersion":"{APP}/v1alpha1","kind":"Foo","name":"a","uid":"u"}}]}},"spec":{{"filler":{filler},"ref":{{"apiVersion":"{APP}/v1"}}}}}}"#
+    );
+    assert!(body.len() > crate::rewrite::raw::WHOLE_TAPE_MAX);
+    let rw = JsonRewriter::new(&m, &c, Direction::ToCluster);
+    let out = String::from_utf8(rw.rewrite_bytes(body.as_bytes()).unwrap().unwrap()).unwrap();
+    assert_eq!(out, body.replace(APP, CLUSTER));
+}

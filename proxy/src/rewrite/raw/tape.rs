@@ -42,20 +42,31 @@ struct Open {
 const NO_KEY: (u32, u32) = (0, 0);
 
 impl Tape {
-    pub(crate) fn read(text: &str) -> Result<Tape, RewriteError> {
+    /// The container opening at byte `from` of `text`: with `whole`, it
+    /// and every container inside it; without, its own entries only (the
+    /// walk then reads each level it enters, holding only those).
+    pub(crate) fn read(text: &str, from: usize, whole: bool) -> Result<Tape, RewriteError> {
         let b = text.as_bytes();
         let pos = |i: usize| u32::try_from(i).map_err(|_| malformed("a JSON body over 4 GiB"));
+        let span = if whole {
+            b.len() - from.min(b.len())
+        } else {
+            0
+        };
         // Sizes from typical Kubernetes objects, to spare regrowing.
         let mut tape = Tape {
-            entries: Vec::with_capacity(b.len() / 24),
-            containers: Vec::with_capacity(b.len() / 48),
+            entries: Vec::with_capacity(span / 24),
+            containers: Vec::with_capacity(span / 48 + 1),
         };
         let mut stack: Vec<Open> = Vec::with_capacity(16);
-        // Entries of the containers still open, innermost last.
+        // Entries of the containers still open (and recorded), innermost
+        // last.
         let mut pending: Vec<Entry> = Vec::with_capacity(64);
         // The key of the member whose value comes next, in an object.
         let mut key: Option<(u32, u32)> = None;
-        let mut i = 0;
+        // Whether what is read at the current depth is recorded.
+        let records = |depth: usize| whole || depth == 1;
+        let mut i = from;
         while i < b.len() {
             match b[i] {
                 b' ' | b'\t' | b'\n' | b'\r' | b',' | b':' => i += 1,
@@ -67,17 +78,25 @@ impl Tape {
                         key: key.take().unwrap_or(NO_KEY),
                         index: tape.containers.len(),
                     });
-                    tape.containers.push((pos(i)?, 0, 0));
+                    if records(stack.len()) {
+                        tape.containers.push((pos(i)?, 0, 0));
+                    }
                     i += 1;
                 }
                 b'}' | b']' => {
+                    let depth = stack.len();
                     let open = stack.pop().ok_or_else(broken)?;
-                    let first = tape.entries.len();
-                    tape.entries.extend(pending.drain(open.mark..));
-                    let n = tape.entries.len() - first;
-                    tape.containers[open.index] = (pos(open.start)?, pos(first)?, pos(n)?);
                     i += 1;
-                    if !stack.is_empty() {
+                    if records(depth) {
+                        let first = tape.entries.len();
+                        tape.entries.extend(pending.drain(open.mark..));
+                        let n = tape.entries.len() - first;
+                        tape.containers[open.index] = (pos(open.start)?, pos(first)?, pos(n)?);
+                    }
+                    if stack.is_empty() {
+                        return Ok(tape);
+                    }
+                    if records(stack.len()) {
                         pending.push(Entry {
                             key: open.key,
                             value: (pos(open.start)?, pos(i)?),
@@ -88,19 +107,25 @@ impl Tape {
                     let end = string_end(b, i)?;
                     match stack.last() {
                         Some(o) if o.object && key.is_none() => key = Some((pos(i)?, pos(end)?)),
-                        Some(_) => pending.push(Entry {
-                            key: key.take().unwrap_or(NO_KEY),
-                            value: (pos(i)?, pos(end)?),
-                        }),
+                        Some(_) => {
+                            let k = key.take().unwrap_or(NO_KEY);
+                            if records(stack.len()) {
+                                pending.push(Entry {
+                                    key: k,
+                                    value: (pos(i)?, pos(end)?),
+                                });
+                            }
+                        }
                         None => {}
                     }
                     i = end;
                 }
                 _ => {
                     let end = scalar_end(b, i);
-                    if !stack.is_empty() {
+                    let k = key.take().unwrap_or(NO_KEY);
+                    if records(stack.len()) {
                         pending.push(Entry {
-                            key: key.take().unwrap_or(NO_KEY),
+                            key: k,
                             value: (pos(i)?, pos(end)?),
                         });
                     }

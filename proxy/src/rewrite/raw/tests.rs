@@ -1,6 +1,6 @@
 use std::path::Path;
 
-use super::reference::agree;
+use super::reference::agree_both_ways;
 use super::*;
 
 #[test]
@@ -22,7 +22,7 @@ fn the_scan_reads_every_captured_json_body_as_serde_json_does() {
             for doc in std::iter::once(text.as_str()).chain(text.lines()) {
                 if let Ok(raw) = Raw::parse(doc) {
                     files += 1;
-                    containers += agree(&mut Walk::new(doc), raw);
+                    containers += agree_both_ways(doc, raw);
                 }
             }
         }
@@ -44,7 +44,7 @@ fn the_scan_agrees_on_hand_made_edge_cases() {
         r#"{"dup":1,"dup":2}"#,
     ] {
         let raw = Raw::parse(doc).unwrap();
-        assert!(agree(&mut Walk::new(doc), raw) >= 1, "{doc}");
+        assert!(agree_both_ways(doc, raw) >= 1, "{doc}");
     }
     let doc = r#"{"k\"ey":1,"\u0041":2}"#;
     let ms = Walk::new(doc)
@@ -93,14 +93,7 @@ fn a_scalar_or_string_has_no_entries() {
 #[test]
 fn text_that_is_not_what_validation_promised_is_an_error_not_a_panic() {
     // Never produced by `Raw::parse`; the scan still answers an error.
-    for t in [
-        r#"{"a""#,
-        r#"{"a":1"#,
-        r#"{"a":"#,
-        r#"["x"#,
-        "[1]]",
-        r#"["\"#,
-    ] {
+    for t in [r#"{"a""#, r#"{"a":1"#, r#"{"a":"#, r#"["x"#, r#"["\"#] {
         let raw = Raw(t);
         let mut w = Walk::new(t);
         let r = if t.starts_with('{') {
