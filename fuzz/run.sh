@@ -10,6 +10,7 @@
 #                                 # outside `unsafe`, and panics, timeouts
 #                                 # and RSS are still caught), inputs cut
 #                                 # to 4 KiB
+#   FUZZ_TARGETS="json watch" fuzz/run.sh 3000   # only these targets
 #
 # Needs a nightly toolchain and cargo-fuzz; without them it says so and
 # exits 0 (the stable test tests/fuzz_corpus.rs replays the corpora anyway).
@@ -31,7 +32,7 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
   exit 0
 fi
 cargo +nightly fuzz build -s "$SANITIZER"
-TARGETS=$(cargo +nightly fuzz list)
+TARGETS=${FUZZ_TARGETS:-$(cargo +nightly fuzz list)}
 printf '%-14s %12s %8s %10s %12s\n' target executions seconds exec/s peak_rss_mb
 for t in $TARGETS; do
   mkdir -p "$WORK/$t"
