@@ -1,9 +1,11 @@
 //! Lazy access to raw JSON text and the edits that rename it.
 //!
 //! The input is validated whole by serde_json once; its values are then
-//! [`Raw`] slices of it, read structurally only when a walker steps into
-//! them, and each at most once per walk (memoized by offset). A walker records edits (byte ranges and their replacement);
-//! [`Walk::finish`] applies them, copying every other byte as it came.
+//! [`Raw`] slices of it. The first step into a container reads the
+//! structure of the whole input into a tape (level by level for large
+//! inputs), so no byte is parsed twice. A walker records edits (byte
+//! ranges and their replacement); [`Walk::finish`] applies them, copying
+//! every other byte as it came.
 
 use std::borrow::Cow;
 use std::rc::Rc;
@@ -31,9 +33,9 @@ pub(crate) type ElementList<'i> = Rc<Vec<Raw<'i>>>;
 /// SipHash's flooding resistance buys nothing; it was ~7% of a renamed GET.
 type ByOffset<V> = foldhash::HashMap<usize, V>;
 
-/// The edits collected over one input text, and what was already parsed
-/// of it (each value is parsed at most once, however many places and the
-/// heuristic visit it).
+/// The edits collected over one input text, and what was already read of
+/// it (each container's entries are listed at most once, however many
+/// places and the heuristic visit it).
 pub(crate) struct Walk<'i> {
     pub input: &'i str,
     pub edits: Vec<Edit>,
