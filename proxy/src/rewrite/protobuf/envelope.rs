@@ -93,6 +93,34 @@ impl<'a> Head<'a> {
 /// The `runtime.Unknown` of an enveloped `body` (after `k8s\0`); refused
 /// when the magic is missing or the object is nested `depth` >=
 /// [`MAX_DEPTH`] envelopes deep.
+/// What amends one envelope's bytes, found at a nesting depth.
+pub(crate) type EnvelopeEdit<'e> =
+    &'e mut dyn FnMut(&[u8], usize) -> Result<Option<Vec<u8>>, RewriteError>;
+
+/// A protobuf `WatchEvent` {1 type, 2 object: `RawExtension` {1 raw}}
+/// with its enveloped object passed through `envelope` (the object's
+/// bytes, `depth + 1`); an enveloped frame is itself an envelope, passed
+/// at `depth`. JSON in a `RawExtension` (not what a protobuf watch sends)
+/// is left as it is.
+pub(crate) fn event_object(
+    event: &[u8],
+    depth: usize,
+    envelope: EnvelopeEdit<'_>,
+) -> Result<Option<Vec<u8>>, RewriteError> {
+    if event.starts_with(MAGIC) {
+        return envelope(event, depth);
+    }
+    super::wire::splice_field(event, 2, &mut |object| {
+        super::wire::splice_field(object, 1, &mut |raw| {
+            if raw.starts_with(MAGIC) {
+                envelope(raw, depth + 1)
+            } else {
+                Ok(None)
+            }
+        })
+    })
+}
+
 pub(crate) fn unwrap(body: &[u8], depth: usize) -> Result<&[u8], RewriteError> {
     let Some(unknown) = body.strip_prefix(MAGIC) else {
         return Err(malformed("missing the k8s\\0 envelope magic"));

@@ -24,7 +24,7 @@ use prost_reflect::{DynamicMessage, MapKey, Value};
 use regroup_config::GroupMap;
 use serde_json::Value as Json;
 
-use crate::rewrite::protobuf::envelope::Head;
+use crate::rewrite::protobuf::envelope::{event_object, Head};
 use crate::rewrite::protobuf::wire::splice_field as splice;
 use crate::rewrite::protobuf::{message_for, MAGIC};
 use crate::rewrite::RewriteError;
@@ -214,18 +214,8 @@ impl Hooks<'_> {
     /// A `WatchEvent` {1 type, 2 object: `RawExtension` {1 raw}}, its object
     /// enveloped. (An enveloped frame is read as an envelope.)
     fn event(&self, event: &[u8], depth: usize) -> Result<Option<Vec<u8>>, RewriteError> {
-        if event.starts_with(MAGIC) {
-            return self.envelope(event, depth);
-        }
-        splice(event, 2, &mut |object| {
-            splice(object, 1, &mut |raw| {
-                if raw.starts_with(MAGIC) {
-                    self.envelope(raw, depth + 1)
-                } else {
-                    // JSON in a RawExtension: not what a protobuf watch sends.
-                    Ok(None)
-                }
-            })
+        event_object(event, depth, &mut |bytes, depth| {
+            self.envelope(bytes, depth)
         })
     }
 

@@ -22,7 +22,7 @@ use serde_json::{Map, Value as Json};
 
 use super::{WebhookRegistration, APP_CLIENT_CONFIGS_ANNOTATION};
 use crate::kube::RequestInfo;
-use crate::rewrite::protobuf::envelope::Head;
+use crate::rewrite::protobuf::envelope::{event_object, Head};
 use crate::rewrite::protobuf::wire::splice_field as splice;
 use crate::rewrite::protobuf::{message_for, MAGIC};
 use crate::rewrite::RewriteError;
@@ -140,17 +140,8 @@ impl Walk<'_> {
 
     /// A `WatchEvent` {1 type, 2 object: `RawExtension` {1 raw}}.
     fn event(&self, event: &[u8], depth: usize) -> Result<Option<Vec<u8>>, RewriteError> {
-        if event.starts_with(MAGIC) {
-            return self.envelope(event, depth);
-        }
-        splice(event, 2, &mut |object| {
-            splice(object, 1, &mut |raw| {
-                if raw.starts_with(MAGIC) {
-                    self.envelope(raw, depth + 1)
-                } else {
-                    Ok(None)
-                }
-            })
+        event_object(event, depth, &mut |bytes, depth| {
+            self.envelope(bytes, depth)
         })
     }
 
