@@ -15,8 +15,6 @@
 mod common;
 mod protobuf_support;
 
-use std::io::Read;
-
 use common::{case_names, first_difference, fixture_map, fixtures, normalize_docs, Case};
 use protobuf_support::{envelope_json, frame_json, frames, Naive};
 use regroup::rewrite::protobuf::WatchStream;
@@ -42,14 +40,6 @@ struct Capture {
     chunks: Vec<usize>,
     /// The group and kind the request addressed (metadata-only answers).
     addressed: Option<(&'static str, &'static str)>,
-}
-
-fn gunzip(b: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    flate2::read::GzDecoder::new(b)
-        .read_to_end(&mut out)
-        .expect("gzip");
-    out
 }
 
 /// The kind a request path addresses, when its objects' names carry a
@@ -100,11 +90,7 @@ fn captures(world: &str) -> Vec<Capture> {
         let path = case.exchange["path"].as_str().unwrap_or("").to_owned();
         let ct = case.response_type();
         if is_proto(&ct) && !case.response.is_empty() {
-            let bytes = if case.gzipped() {
-                gunzip(&case.response)
-            } else {
-                case.response.clone()
-            };
+            let bytes = case.response_body();
             out.push(Capture {
                 name: format!("{world}/{name} response"),
                 case: name.clone(),

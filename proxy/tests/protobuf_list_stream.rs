@@ -16,8 +16,6 @@
 mod common;
 mod protobuf_support;
 
-use std::io::Read;
-
 use bytes::Bytes;
 use common::{fixture_map, fixtures, Case};
 use http::{Request, Response, StatusCode};
@@ -53,14 +51,6 @@ fn addressed(path: &str) -> Option<(&'static str, &'static str)> {
     }
 }
 
-fn gunzip(b: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    flate2::read::GzDecoder::new(b)
-        .read_to_end(&mut out)
-        .expect("gzip");
-    out
-}
-
 /// Every protobuf (non-watch) response body captured in `world`.
 fn bodies(world: &str) -> Vec<Body> {
     let mut names: Vec<String> = std::fs::read_dir(fixtures().join(world))
@@ -80,11 +70,7 @@ fn bodies(world: &str) -> Vec<Body> {
             continue;
         }
         let path = case.exchange["path"].as_str().unwrap_or("").to_owned();
-        let bytes = if case.gzipped() {
-            gunzip(&case.response)
-        } else {
-            case.response.clone()
-        };
+        let bytes = case.response_body();
         out.push(Body {
             name: format!("{world}/{name}"),
             list: name.contains("-list-"),

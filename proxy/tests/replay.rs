@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::io::Read;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
@@ -151,14 +150,6 @@ async fn start_regroup(upstream: SocketAddr, map: &'static GroupMap) -> SocketAd
     let addr = listener.local_addr().unwrap();
     tokio::spawn(regroup::serve::serve_plain(listener, proxy));
     addr
-}
-
-fn gunzip(b: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    flate2::read::GzDecoder::new(b)
-        .read_to_end(&mut out)
-        .unwrap();
-    out
 }
 
 /// Query parameters, without the volatile ones.
@@ -384,11 +375,7 @@ async fn replay(version: &str) -> usize {
             ));
             continue;
         }
-        let want_body = if orig.gzipped() {
-            gunzip(&orig.response)
-        } else {
-            orig.response.clone()
-        };
+        let want_body = orig.response_body();
         if resp_type.starts_with("application/json") {
             match (
                 json_docs(&body, "renamed", &name),

@@ -88,6 +88,21 @@ impl Case {
         self.header("response_headers", "Content-Encoding")
             .is_some()
     }
+
+    /// The response body as the apiserver meant it: inflated when it was
+    /// sent gzipped.
+    pub fn response_body(&self) -> Vec<u8> {
+        if !self.gzipped() {
+            return self.response.clone();
+        }
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::GzDecoder::new(&self.response[..]),
+            &mut out,
+        )
+        .expect("a captured gzip body inflates");
+        out
+    }
 }
 
 /// Names of the paired cases (`orig/` and `renamed/` have the same list).
