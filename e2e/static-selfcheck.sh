@@ -14,8 +14,15 @@ if [ "$(id -u)" != 0 ]; then
 fi
 TARGET_TRIPLE="$(rustc -vV | sed -n 's/^host: //p')"
 echo "static-selfcheck: building regroup with crt-static for $TARGET_TRIPLE"
-RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked -p regroup --bin regroup \
-  --target "$TARGET_TRIPLE" 2>&1 | tail -n 2
+BUILD_LOG="$(mktemp)"
+if ! RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked -p regroup --bin regroup \
+  --target "$TARGET_TRIPLE" >"$BUILD_LOG" 2>&1; then
+  echo "static-selfcheck: the build failed (free disk: $(df -h . | awk 'NR==2 {print $4}')); its log's end:" >&2
+  grep -v '^ *Compiling ' "$BUILD_LOG" | tail -n 60 >&2
+  exit 1
+fi
+tail -n 1 "$BUILD_LOG"
+rm -f "$BUILD_LOG"
 BIN="${CARGO_TARGET_DIR:-target}/$TARGET_TRIPLE/release/regroup"
 if ldd "$BIN" 2>&1 | grep -q '=>'; then
   echo "static-selfcheck: $BIN is dynamically linked:" >&2
