@@ -12,6 +12,9 @@
 # (samplecontroller.k8s.io renamed), `rename-names` (the same with `names:`
 # on for kinds the body does not name) and `no-name` (a rule for another
 # group: the same body, nothing to rename). Needs valgrind, nginx, curl, python3.
+# INSTRUCTIONS_KEEP=DIR keeps each run's callgrind output there
+# (DIR/CASE.REQUESTS.out), for `callgrind_annotate --inclusive=yes`.
+# INSTRUCTIONS_CASES="rename" runs only the cases named.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-$ROOT/target/release/regroup}
@@ -65,10 +68,12 @@ for _ in range(n):
     assert r.status == 200, r.status
 P
   kill -INT $rg; wait $rg || true
+  if [ -n "${INSTRUCTIONS_KEEP:-}" ]; then mkdir -p "$INSTRUCTIONS_KEEP"; cp "$out" "$INSTRUCTIONS_KEEP/$CASE.$n.out"; fi
   callgrind_annotate "$out" | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1}'
 }
 
-for case in rename rename-names no-name; do
+for case in ${INSTRUCTIONS_CASES:-rename rename-names no-name}; do
+  CASE=$case
   if [ $case = rename ]; then
     printf 'rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n' > "$T/cfg.yaml"
     group=samplecontroller.k8s.io

@@ -71,19 +71,18 @@ impl Rule {
         }
     }
 
-    /// Applies this rule to a group it covers.
-    fn apply(&self, group: &str, dir: Direction) -> String {
+    /// Applies this rule to a group it covers; the string has room for
+    /// `extra` more bytes (what the caller appends).
+    fn apply(&self, group: &str, dir: Direction, extra: usize) -> String {
         let (source, target) = self.ends(dir);
-        match self {
-            Rule::Exact { .. } => target.to_owned(),
-            Rule::Suffix { .. } => {
-                let head = &group[..group.len() - source.len()];
-                let mut out = String::with_capacity(head.len() + target.len());
-                out.push_str(head);
-                out.push_str(target);
-                out
-            }
-        }
+        let head = match self {
+            Rule::Exact { .. } => "",
+            Rule::Suffix { .. } => &group[..group.len() - source.len()],
+        };
+        let mut out = String::with_capacity(head.len() + target.len() + extra);
+        out.push_str(head);
+        out.push_str(target);
+        out
     }
 }
 
@@ -329,20 +328,32 @@ impl GroupMap {
 
     /// Maps a bare group name. `None`: not mapped (leave it as it is).
     pub fn map_group(&self, group: &str, dir: Direction) -> Option<String> {
-        self.rule_for(group, dir).map(|r| r.rule.apply(group, dir))
+        self.rule_for(group, dir)
+            .map(|r| r.rule.apply(group, dir, 0))
     }
 
     /// Like [`map_group`](Self::map_group), but only through rules that allow
     /// the `apiGroup`/`apiVersion` reference-key heuristic.
     pub fn map_group_by_reference_key(&self, group: &str, dir: Direction) -> Option<String> {
+        self.map_group_by_reference_key_with_room(group, dir, 0)
+    }
+
+    fn map_group_by_reference_key_with_room(
+        &self,
+        group: &str,
+        dir: Direction,
+        extra: usize,
+    ) -> Option<String> {
         self.rule_for(group, dir)
             .filter(|r| r.reference_keys)
-            .map(|r| r.rule.apply(group, dir))
+            .map(|r| r.rule.apply(group, dir, extra))
     }
 
     /// Maps `group/version`. A bare `version` (the core group) is never mapped.
     pub fn map_api_version(&self, api_version: &str, dir: Direction) -> Option<String> {
-        self.map_api_version_with(api_version, |g| self.map_group(g, dir))
+        self.map_api_version_with(api_version, |g, extra| {
+            self.rule_for(g, dir).map(|r| r.rule.apply(g, dir, extra))
+        })
     }
 
     /// [`map_api_version`](Self::map_api_version) through rules that allow
@@ -352,17 +363,22 @@ impl GroupMap {
         api_version: &str,
         dir: Direction,
     ) -> Option<String> {
-        self.map_api_version_with(api_version, |g| self.map_group_by_reference_key(g, dir))
+        self.map_api_version_with(api_version, |g, extra| {
+            self.map_group_by_reference_key_with_room(g, dir, extra)
+        })
     }
 
     fn map_api_version_with(
         &self,
         api_version: &str,
-        map: impl Fn(&str) -> Option<String>,
+        map: impl Fn(&str, usize) -> Option<String>,
     ) -> Option<String> {
         let (group, version) = api_version.split_once('/')?;
-        let mapped = map(group)?;
-        Some(format!("{mapped}/{version}"))
+        // One allocation, and no formatting machinery on the per-object path.
+        let mut mapped = map(group, 1 + version.len())?;
+        mapped.push('/');
+        mapped.push_str(version);
+        Some(mapped)
     }
 
     /// Maps a name of the form `first.group`, where `first` is one DNS label:

@@ -11,6 +11,7 @@ pub mod json;
 pub mod json_patch;
 pub mod list_stream;
 pub mod names;
+mod needles;
 pub mod openapi;
 pub mod openapi_proto;
 pub mod protobuf;

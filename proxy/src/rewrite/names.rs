@@ -5,23 +5,24 @@
 
 use std::sync::Arc;
 
-use aho_corasick::AhoCorasick;
 use regroup_config::{Direction, GroupMap};
 
-/// The automata over the names of both sides (shadowing looks for the other
+use super::needles::Needles;
+
+/// The searches for the names of both sides (shadowing looks for the other
 /// side's names too).
 struct Automata {
     /// The names, as they are (binary bodies: protobuf).
-    names: AhoCorasick,
+    names: Needles,
     /// The names and `\u` (a JSON escape could hide a name).
-    json: AhoCorasick,
+    json: Needles,
     /// The names forward and in reverse-DNS (OpenAPI definition names), for
     /// gnostic protobuf.
-    dns: AhoCorasick,
+    dns: Needles,
     /// The same and `\u`, for OpenAPI JSON.
-    dns_json: AhoCorasick,
+    dns_json: Needles,
     /// The kinds `names:` lists, when it is configured.
-    named_kinds: Option<AhoCorasick>,
+    named_kinds: Option<Needles>,
 }
 
 /// The name index of one configuration; cloning it shares it.
@@ -32,8 +33,8 @@ fn reverse(s: &str) -> String {
     s.split('.').rev().collect::<Vec<_>>().join(".")
 }
 
-fn automaton<S: AsRef<[u8]>>(needles: &[S]) -> AhoCorasick {
-    AhoCorasick::new(needles).expect("needles build an automaton")
+fn automaton<S: AsRef<[u8]>>(needles: &[S]) -> Needles {
+    Needles::new(needles)
 }
 
 impl NameIndex {
@@ -73,22 +74,22 @@ impl NameIndex {
     }
 
     /// Names of both sides, for binary bodies.
-    pub fn names(&self) -> &AhoCorasick {
+    pub fn names(&self) -> &Needles {
         &self.0.names
     }
 
     /// Names of both sides and `\u`, for JSON.
-    pub fn json(&self) -> &AhoCorasick {
+    pub fn json(&self) -> &Needles {
         &self.0.json
     }
 
     /// Names of both sides, forward and reverse-DNS (OpenAPI protobuf).
-    pub fn dns(&self) -> &AhoCorasick {
+    pub fn dns(&self) -> &Needles {
         &self.0.dns
     }
 
     /// Names of both sides, forward and reverse-DNS, and `\u` (OpenAPI JSON).
-    pub fn dns_json(&self) -> &AhoCorasick {
+    pub fn dns_json(&self) -> &Needles {
         &self.0.dns_json
     }
 }

@@ -150,13 +150,7 @@ impl<'a> OpenApiProtoRewriter<'a> {
         if !self.index.dns().is_match(input) {
             return Ok(None);
         }
-        let mut hits: Vec<(usize, usize)> = self
-            .index
-            .dns()
-            .find_overlapping_iter(input)
-            .map(|m| (m.start(), m.end()))
-            .collect();
-        hits.sort_unstable();
+        let hits = self.index.dns().find_all(input);
         let pass = Pass { buf: input, hits };
         self.walk(&pass, Kind::Document, 0, input.len(), 0)
     }

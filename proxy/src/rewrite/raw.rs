@@ -10,9 +10,8 @@
 use std::borrow::Cow;
 use std::rc::Rc;
 
-use aho_corasick::AhoCorasick;
-
 use super::error::{malformed, RewriteError};
+use super::needles::Needles;
 
 pub(crate) mod reference;
 mod tape;
@@ -140,18 +139,12 @@ impl<'i> Walk<'i> {
     /// True when `raw` holds a whole occurrence of one of `names`'
     /// patterns: what `names.is_match(raw)` answers, from one search of the
     /// whole input instead of one per value. A walk must always pass the
-    /// same automaton, built with the standard match kind (overlapping
-    /// search needs it).
-    pub fn may_contain(&mut self, names: &AhoCorasick, raw: Raw<'i>) -> bool {
+    /// same needles.
+    pub fn may_contain(&mut self, names: &Needles, raw: Raw<'i>) -> bool {
         let input = self.input;
-        let found = self.occurrences.get_or_insert_with(|| {
-            let mut v: Vec<(usize, usize)> = names
-                .find_overlapping_iter(input)
-                .map(|m| (m.start(), m.end()))
-                .collect();
-            v.sort_unstable();
-            v
-        });
+        let found = self
+            .occurrences
+            .get_or_insert_with(|| names.find_all(input.as_bytes()));
         let start = raw.get().as_ptr() as usize - input.as_ptr() as usize;
         let end = start + raw.get().len();
         let first = found.partition_point(|(s, _)| *s < start);

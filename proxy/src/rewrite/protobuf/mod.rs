@@ -318,11 +318,7 @@ impl<'a> ProtoRewriter<'a> {
 
     /// Where mapped names occur in `input`.
     fn find(&self, input: &[u8]) -> Vec<(usize, usize)> {
-        self.index
-            .names()
-            .find_overlapping_iter(input)
-            .map(|m| (m.start(), m.end()))
-            .collect()
+        self.index.names().find_all(input)
     }
 
     /// [`rewrite_bytes`](Self::rewrite_bytes), or

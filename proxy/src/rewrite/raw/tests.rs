@@ -109,7 +109,7 @@ fn text_that_is_not_what_validation_promised_is_an_error_not_a_panic() {
 fn may_contain_answers_as_a_search_of_the_value_would() {
     // Overlapping patterns: a leftmost-first search of the whole text
     // would report "ab" only and miss "bc" inside the second value.
-    let names = AhoCorasick::new(["ab", "bc", "\\u"]).unwrap();
+    let names = Needles::new(&["ab", "bc", "\\u"]);
     let text = r#"{"x":"abc","y":["zbc"],"z":"a","w":"\u0062c","v":"b"}"#;
     let root = Raw::parse(text).unwrap();
     let mut w = Walk::new(text);
