@@ -35,11 +35,12 @@ impl JsonRewriter<'_> {
                 {
                     continue;
                 }
-                let mapped = match (k, string(child)?) {
-                    ("apiVersion", Some(s)) => {
-                        self.map.map_api_version_by_reference_key(&s, self.dir)
-                    }
-                    ("apiGroup", Some(s)) => self.map.map_group_by_reference_key(&s, self.dir),
+                // Only these two keys' values are read as strings.
+                let mapped = match k {
+                    "apiVersion" => string(child)?
+                        .and_then(|s| self.map.map_api_version_by_reference_key(&s, self.dir)),
+                    "apiGroup" => string(child)?
+                        .and_then(|s| self.map.map_group_by_reference_key(&s, self.dir)),
                     _ => None,
                 };
                 match mapped {
