@@ -155,17 +155,9 @@ impl Tape {
 
 /// One past the closing quote of the string opening at `b[i]`.
 fn string_end(b: &[u8], i: usize) -> Result<usize, RewriteError> {
-    // Most strings are short: a plain loop over their first bytes is
-    // cheaper than a vectorized search's set-up.
+    // memchr2 even for short strings: with a plain loop over the first 32
+    // bytes a renamed Foo GET cost ~2.9k more instructions (callgrind).
     let mut j = i + 1;
-    let short = b.len().min(j + 32);
-    while j < short {
-        match b[j] {
-            b'"' => return Ok(j + 1),
-            b'\\' => j += 2,
-            _ => j += 1,
-        }
-    }
     loop {
         let rest = b.get(j..).ok_or_else(broken)?;
         let at = j + memchr::memchr2(b'"', b'\\', rest).ok_or_else(broken)?;
