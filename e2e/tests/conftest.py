@@ -15,7 +15,7 @@ from e2e_support import (APP_GROUP, CLUSTER_GROUP, CONFIG_YAML, DIRECT, E2E, KUB
                          tail, wait_port, write_kubeconfig, free_port)
 
 # The tests of these modules are kubectl's: each runs with every version in
-# KUBECTLS (test IDs end in [kubectl-1.31], [kubectl-1.36]); the other
+# KUBECTLS (test IDs end in [kubectl-1.31], [kubectl-1.36], [kubectl-1.37]); the other
 # modules' `app` is kubectl 1.31. The session-scoped parameter keeps one
 # `app` per version, so each version's tests run as one group.
 KUBECTL_MODULES = {"test_get", "test_discovery", "test_watch", "test_write", "test_patch", "test_errors",

@@ -13,11 +13,13 @@ import pytest
 E2E = Path(__file__).resolve().parents[1]
 REPO = E2E.parent
 KUBECTL = Path(os.environ.get("REGROUP_E2E_KUBECTL") or E2E / ".bin" / "kubectl")
-# The kubectl versions the kubectl tests run with (e2e/install.sh puts both
-# in e2e/.bin): the oldest the suite pins and the newest.
+# The kubectl versions the kubectl tests run with (e2e/install.sh puts them
+# in e2e/.bin): the oldest the suite pins, the newest of the Kubernetes
+# versions users run (1.36), and the newest kubectl released.
 KUBECTLS = {
     "1.31": KUBECTL,
     "1.36": Path(os.environ.get("REGROUP_E2E_KUBECTL_136") or E2E / ".bin" / "kubectl-1.36"),
+    "1.37": Path(os.environ.get("REGROUP_E2E_KUBECTL_137") or E2E / ".bin" / "kubectl-1.37"),
 }
 
 ORIG_GROUP = "samplecontroller.k8s.io"  # what the app (kubectl, python client) uses
