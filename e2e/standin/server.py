@@ -104,6 +104,8 @@ KINDS = {
     # Pods only to `kubectl exec` into them over WebSocket (exec_ws.py).
     ("", "pods"): dict(kind="Pod", versions=["v1"], status=True, gen=False, builtin=True, cols=None, subs=["exec"]),
     ("", "secrets"): dict(kind="Secret", versions=["v1"], status=False, gen=False, builtin=True, cols=None),
+    # Events an operator posts about its objects (test_kopf.py); stored only.
+    ("", "events"): dict(kind="Event", versions=["v1"], status=False, gen=False, builtin=True, cols=None),
     ("rbac.authorization.k8s.io", "roles"): dict(kind="Role", versions=["v1"], status=False, gen=False,
                                                  builtin=True, cols=None),
     ("rbac.authorization.k8s.io", "rolebindings"): dict(kind="RoleBinding", versions=["v1"], status=False,
@@ -917,6 +919,13 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(obj, dict) or not isinstance(obj.setdefault("metadata", {}), dict):
             raise ApiError(400, "BadRequest", "the object provided is not a JSON object")
         want, md = gv(r.group, r.version), obj["metadata"]
+        # As the real decoder does, an absent apiVersion or kind is taken
+        # from the URL (Kopf posts its Events without them); a different one
+        # is refused.
+        if not obj.get("apiVersion"):
+            obj["apiVersion"] = want
+        if not obj.get("kind"):
+            obj["kind"] = r.kind["kind"]
         if obj.get("apiVersion") != want:
             raise ApiError(400, "BadRequest", f"the API version in the data ({obj.get('apiVersion')}) does not match "
                                               f"the expected API version ({want})")
