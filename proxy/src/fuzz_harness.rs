@@ -50,6 +50,21 @@ fn engine() -> &'static Engine {
     })
 }
 
+/// `regroup render`'s renamer for `dir`, built once like the engine.
+fn renderer(dir: Direction) -> &'static crate::render::Renderer<'static> {
+    static RENDERERS: OnceLock<[crate::render::Renderer<'static>; 2]> = OnceLock::new();
+    let r = RENDERERS.get_or_init(|| {
+        [
+            crate::render::Renderer::new(settings(), Direction::ToCluster),
+            crate::render::Renderer::new(settings(), Direction::ToApp),
+        ]
+    });
+    match dir {
+        Direction::ToCluster => &r[0],
+        Direction::ToApp => &r[1],
+    }
+}
+
 fn settings() -> &'static Settings {
     static SETTINGS: OnceLock<Settings> = OnceLock::new();
     SETTINGS.get_or_init(|| regroup_config::load(CONFIG).expect("the captures' config is valid"))
@@ -179,7 +194,7 @@ pub fn yaml(data: &[u8]) {
             let _ = yaml::rewrite(e.json(dir), data, hint, addressed);
         }
         if let Ok(text) = std::str::from_utf8(data) {
-            let _ = crate::render::render(text, settings(), dir);
+            let _ = renderer(dir).render(text);
         }
     }
 }

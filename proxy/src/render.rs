@@ -8,6 +8,7 @@ use regroup_config::{Direction, Settings};
 use serde_json::Value as Json;
 use serde_saphyr::Spanned;
 
+use crate::rewrite::names::NameIndex;
 use crate::rewrite::{yaml, Catalog, JsonRewriter};
 
 mod cel;
@@ -24,25 +25,88 @@ struct Doc {
     value: Json,
 }
 
+/// What renaming in one direction needs, built once from the settings (the
+/// catalog and the automata of mapped names cost far more than renaming a
+/// manifest): [`render`] and [`render_values`] build one per call;
+/// `Renderer` keeps it for many.
+pub struct Renderer<'s> {
+    settings: &'s Settings,
+    catalog: Catalog,
+    index: NameIndex,
+    dir: Direction,
+}
+
+impl<'s> Renderer<'s> {
+    pub fn new(settings: &'s Settings, dir: Direction) -> Self {
+        Renderer {
+            settings,
+            catalog: Catalog::for_map(&settings.fields, &settings.map),
+            index: NameIndex::new(&settings.map),
+            dir,
+        }
+    }
+
+    fn rewriter(&self) -> JsonRewriter<'_> {
+        JsonRewriter::with_index(
+            &self.settings.map,
+            &self.catalog,
+            self.dir,
+            self.index.clone(),
+        )
+    }
+
+    /// See [`render`].
+    pub fn render(&self, input: &str) -> Result<String, RenderError> {
+        // Every document is checked (and its errors named) the same way.
+        let values = self.render_values(input)?;
+        if looks_like_json(input) {
+            return to_yaml(&values);
+        }
+        match yaml::rewrite(&self.rewriter(), input.as_bytes(), None, None) {
+            Ok(Some(out)) => String::from_utf8(out)
+                .map_err(|e| RenderError(format!("could not write YAML: {e}"))),
+            Ok(None) => Ok(input.to_owned()),
+            Err(e) => Err(RenderError(format!("input: {e}"))),
+        }
+    }
+
+    /// See [`render_values`].
+    pub fn render_values(&self, input: &str) -> Result<Vec<Json>, RenderError> {
+        let docs = if looks_like_json(input) {
+            parse_json(input)?
+        } else {
+            parse_yaml(input)?
+        };
+        let rewriter = self.rewriter();
+        let mut out = Vec::with_capacity(docs.len());
+        for (i, mut doc) in docs.into_iter().enumerate() {
+            let at = format!("document {} (line {})", i + 1, doc.line);
+            let Some(obj) = doc.value.as_object() else {
+                return Err(RenderError(format!(
+                    "{at}: expected a Kubernetes object (a mapping with apiVersion and kind), found {}",
+                    kind_of(&doc.value)
+                )));
+            };
+            if !obj.contains_key("kind") || !obj.contains_key("apiVersion") {
+                return Err(RenderError(format!(
+                    "{at}: not a Kubernetes object: `apiVersion` and `kind` are required"
+                )));
+            }
+            rewriter
+                .rewrite(&mut doc.value)
+                .map_err(|e| RenderError(format!("{at}: {e}")))?;
+            out.push(doc.value);
+        }
+        Ok(out)
+    }
+}
+
 /// Renames every group in `input` (YAML documents or JSON values) in `dir`
 /// and returns the documents as YAML. YAML is edited in place: only the
 /// group-bearing scalars change, every other byte (comments, quoting, flow
 /// style, `0644`, `y`) stays as written. JSON input comes out as YAML.
 pub fn render(input: &str, settings: &Settings, dir: Direction) -> Result<String, RenderError> {
-    // Every document is checked (and its errors named) the same way.
-    let values = render_values(input, settings, dir)?;
-    if looks_like_json(input) {
-        return to_yaml(&values);
-    }
-    let catalog = Catalog::for_map(&settings.fields, &settings.map);
-    let rewriter = JsonRewriter::new(&settings.map, &catalog, dir);
-    match yaml::rewrite(&rewriter, input.as_bytes(), None, None) {
-        Ok(Some(out)) => {
-            String::from_utf8(out).map_err(|e| RenderError(format!("could not write YAML: {e}")))
-        }
-        Ok(None) => Ok(input.to_owned()),
-        Err(e) => Err(RenderError(format!("input: {e}"))),
-    }
+    Renderer::new(settings, dir).render(input)
 }
 
 /// [`render`] without the YAML writing: the renamed documents, in input
@@ -52,33 +116,7 @@ pub fn render_values(
     settings: &Settings,
     dir: Direction,
 ) -> Result<Vec<Json>, RenderError> {
-    let docs = if looks_like_json(input) {
-        parse_json(input)?
-    } else {
-        parse_yaml(input)?
-    };
-    let catalog = Catalog::for_map(&settings.fields, &settings.map);
-    let rewriter = JsonRewriter::new(&settings.map, &catalog, dir);
-    let mut out = Vec::with_capacity(docs.len());
-    for (i, mut doc) in docs.into_iter().enumerate() {
-        let at = format!("document {} (line {})", i + 1, doc.line);
-        let Some(obj) = doc.value.as_object() else {
-            return Err(RenderError(format!(
-                "{at}: expected a Kubernetes object (a mapping with apiVersion and kind), found {}",
-                kind_of(&doc.value)
-            )));
-        };
-        if !obj.contains_key("kind") || !obj.contains_key("apiVersion") {
-            return Err(RenderError(format!(
-                "{at}: not a Kubernetes object: `apiVersion` and `kind` are required"
-            )));
-        }
-        rewriter
-            .rewrite(&mut doc.value)
-            .map_err(|e| RenderError(format!("{at}: {e}")))?;
-        out.push(doc.value);
-    }
-    Ok(out)
+    Renderer::new(settings, dir).render_values(input)
 }
 
 /// Warnings about `input` (YAML documents or JSON values) that renaming
