@@ -49,7 +49,21 @@ pub(crate) fn agree<'i>(w: &mut Walk<'i>, raw: Raw<'i>) -> usize {
     if !(t.starts_with('{') || t.starts_with('[')) {
         return 0;
     }
-    let reference: Level = serde_json::from_str(t).expect("a validated container");
+    let reference: Level = match serde_json::from_str(t) {
+        Ok(level) => level,
+        Err(_) => {
+            // Validation accepts what decoding a key refuses (a lone
+            // surrogate escape, as Go's decoder accepts): the walk must
+            // then refuse this level too, with an error, not a panic.
+            let refused = if t.starts_with('{') {
+                w.members(raw).is_err()
+            } else {
+                w.elements(raw).is_err()
+            };
+            assert!(refused, "serde_json refuses, the walk reads: {t:.80}");
+            return 1;
+        }
+    };
     let mut n = 1;
     match reference {
         Level::Object(want) => {

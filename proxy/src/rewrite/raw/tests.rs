@@ -150,3 +150,15 @@ fn may_contain_answers_as_a_search_of_the_value_would() {
         }
     }
 }
+
+#[test]
+fn a_key_with_a_lone_surrogate_escape_is_an_error_not_a_panic() {
+    // serde_json's validation accepts it (as Go's decoder does); decoding
+    // the key refuses it. Found by the json fuzz target's differential check.
+    let text = r#"{"a":{"max\udceax":5},"b":1}"#;
+    let root = Raw::parse(text).unwrap();
+    let mut w = Walk::new(text);
+    let inner = member(&w.members(root).unwrap().unwrap(), "a").unwrap();
+    assert!(w.members(inner).is_err());
+    assert_eq!(agree_both_ways(text, root), 2);
+}
