@@ -335,25 +335,14 @@ impl GroupMap {
     /// Like [`map_group`](Self::map_group), but only through rules that allow
     /// the `apiGroup`/`apiVersion` reference-key heuristic.
     pub fn map_group_by_reference_key(&self, group: &str, dir: Direction) -> Option<String> {
-        self.map_group_by_reference_key_with_room(group, dir, 0)
-    }
-
-    fn map_group_by_reference_key_with_room(
-        &self,
-        group: &str,
-        dir: Direction,
-        extra: usize,
-    ) -> Option<String> {
         self.rule_for(group, dir)
             .filter(|r| r.reference_keys)
-            .map(|r| r.rule.apply(group, dir, extra))
+            .map(|r| r.rule.apply(group, dir, 0))
     }
 
     /// Maps `group/version`. A bare `version` (the core group) is never mapped.
     pub fn map_api_version(&self, api_version: &str, dir: Direction) -> Option<String> {
-        self.map_api_version_with(api_version, |g, extra| {
-            self.rule_for(g, dir).map(|r| r.rule.apply(g, dir, extra))
-        })
+        self.map_api_version_with(api_version, dir, false)
     }
 
     /// [`map_api_version`](Self::map_api_version) through rules that allow
@@ -363,19 +352,21 @@ impl GroupMap {
         api_version: &str,
         dir: Direction,
     ) -> Option<String> {
-        self.map_api_version_with(api_version, |g, extra| {
-            self.map_group_by_reference_key_with_room(g, dir, extra)
-        })
+        self.map_api_version_with(api_version, dir, true)
     }
 
     fn map_api_version_with(
         &self,
         api_version: &str,
-        map: impl Fn(&str, usize) -> Option<String>,
+        dir: Direction,
+        reference_keys_only: bool,
     ) -> Option<String> {
         let (group, version) = api_version.split_once('/')?;
+        let rule = self
+            .rule_for(group, dir)
+            .filter(|r| !reference_keys_only || r.reference_keys)?;
         // One allocation, and no formatting machinery on the per-object path.
-        let mut mapped = map(group, 1 + version.len())?;
+        let mut mapped = rule.rule.apply(group, dir, 1 + version.len());
         mapped.push('/');
         mapped.push_str(version);
         Some(mapped)

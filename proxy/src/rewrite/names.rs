@@ -33,10 +33,6 @@ fn reverse(s: &str) -> String {
     s.split('.').rev().collect::<Vec<_>>().join(".")
 }
 
-fn automaton<S: AsRef<[u8]>>(needles: &[S]) -> Needles {
-    Needles::new(needles)
-}
-
 impl NameIndex {
     /// The index of `map`'s names.
     pub fn new(map: &GroupMap) -> NameIndex {
@@ -56,11 +52,11 @@ impl NameIndex {
             v
         };
         NameIndex(Arc::new(Automata {
-            json: automaton(&with_escape(&names)),
-            names: automaton(&names),
-            dns_json: automaton(&with_escape(&dns)),
-            dns: automaton(&dns),
-            named_kinds: map.object_names().map(|n| automaton(&n.needles())),
+            json: Needles::new(&with_escape(&names)),
+            names: Needles::new(&names),
+            dns_json: Needles::new(&with_escape(&dns)),
+            dns: Needles::new(&dns),
+            named_kinds: map.object_names().map(|n| Needles::new(&n.needles())),
         }))
     }
 
