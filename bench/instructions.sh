@@ -11,7 +11,13 @@
 # cost of one request (start-up and shutdown cancel out). Cases: `rename`
 # (samplecontroller.k8s.io renamed), `rename-names` (the same with `names:`
 # on for kinds the body does not name) and `no-name` (a rule for another
-# group: the same body, nothing to rename). Needs valgrind, nginx, curl, python3.
+# group: the same body, nothing to rename), and `floor`: the same GET through
+# `hyper_floor` (proxy/examples/hyper_floor.rs: the runtime, server and
+# client regroup is built on, passing bytes through and nothing else; its
+# binary is $FLOOR_BIN, default target/release/examples/hyper_floor, built
+# by `cargo build --release -p regroup --example hyper_floor`; the case is
+# skipped, saying so, when it is not built). Needs valgrind, nginx, curl,
+# python3.
 # INSTRUCTIONS_KEEP=DIR keeps each run's callgrind output there
 # (DIR/CASE.REQUESTS.out), for `callgrind_annotate --inclusive=yes`.
 # INSTRUCTIONS_CASES="rename" runs only the cases named.
@@ -19,6 +25,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-$ROOT/target/release/regroup}
 N=${2:-1000}
+FLOOR_BIN=${FLOOR_BIN:-$ROOT/target/release/examples/hyper_floor}
 T=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$T"; }
@@ -49,8 +56,13 @@ nginx -c "$T/up.conf" -p "$T" & PIDS+=($!)
 count() { # config group requests -> total instructions
   local cfg=$1 group=$2 n=$3 pr out
   pr=$(port); out=$T/cg.$n.out
-  valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN" serve -c "$cfg" --kubeconfig "$T/kc" \
-    --listen "127.0.0.1:$pr" 2>"$T/regroup.log" & local rg=$!
+  if [ "$cfg" = floor ]; then
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$FLOOR_BIN" "127.0.0.1:$pr" \
+      "http://127.0.0.1:$PU" 2>"$T/regroup.log" & local rg=$!
+  else
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN" serve -c "$cfg" --kubeconfig "$T/kc" \
+      --listen "127.0.0.1:$pr" 2>"$T/regroup.log" & local rg=$!
+  fi
   python3 - "$pr" "$group" "$n" <<'P'
 import http.client, sys, time
 port, group, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
@@ -72,9 +84,17 @@ P
   callgrind_annotate "$out" | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1}'
 }
 
-for case in ${INSTRUCTIONS_CASES:-rename rename-names no-name}; do
+for case in ${INSTRUCTIONS_CASES:-rename rename-names no-name floor}; do
   CASE=$case
-  if [ $case = rename ]; then
+  cfg=$T/cfg.yaml
+  if [ $case = floor ]; then
+    if [ ! -x "$FLOOR_BIN" ]; then
+      echo "floor: skipped, $FLOOR_BIN is not built (cargo build --release -p regroup --example hyper_floor)"
+      continue
+    fi
+    cfg=floor
+    group=samplecontroller.team1.example.com
+  elif [ $case = rename ]; then
     printf 'rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n' > "$T/cfg.yaml"
     group=samplecontroller.k8s.io
   elif [ $case = rename-names ]; then
@@ -85,7 +105,7 @@ for case in ${INSTRUCTIONS_CASES:-rename rename-names no-name}; do
     printf 'rules:\n- from: wardle.example.com\n  to: wardle.team1.example.com\n' > "$T/cfg.yaml"
     group=samplecontroller.team1.example.com
   fi
-  a=$(count "$T/cfg.yaml" $group 200)
-  b=$(count "$T/cfg.yaml" $group $((200 + N)))
+  a=$(count "$cfg" $group 200)
+  b=$(count "$cfg" $group $((200 + N)))
   echo "$case: $(( (b - a) / N )) instructions/request"
 done

@@ -3,7 +3,7 @@
 
 One command (loopback only; every process it starts is stopped on exit):
 
-    bench/load.py                      # builds nothing: run `cargo build --release -p regroup` first
+    bench/load.py                      # builds nothing: run `cargo build --release -p regroup --bins --example hyper_floor` first
     bench/load.py --duration 8 --latency-duration 5 --json out.json
 
 The upstream is nginx serving the real 921-byte Foo GET captured from a
@@ -11,6 +11,9 @@ kube-apiserver (testdata/kube-1.24/renamed/027-get-foo-json, with its
 Content-Type and Cache-Control). In front of it, each in turn:
 
   nginx            nginx as a pass-through reverse proxy (keep-alive upstream pool)
+  hyper floor      proxy/examples/hyper_floor.rs: a pass-through built from the parts regroup
+                   serves with (tokio, hyper-util's server and pooled client) and nothing else;
+                   `cargo build --release -p regroup --example hyper_floor`, else skipped
   kubectl proxy    `kubectl proxy` pass-through (e2e/.bin/kubectl, e2e/install.sh)
   regroup rename   regroup renaming samplecontroller.k8s.io <-> samplecontroller.team1.example.com
   regroup no-name  regroup with a rule for another group only: the same body, nothing to rename
@@ -92,15 +95,17 @@ def tree(pid):
 
 
 def cpu_seconds(pid):
-    total = 0
+    """(user, system) CPU seconds of pid's process tree."""
+    user = system = 0
     for p in tree(pid):
         try:
             with open(f"/proc/{p}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
+            user += int(fields[11])  # utime
+            system += int(fields[12])  # stime
         except OSError:
             pass
-    return total / TICK
+    return user / TICK, system / TICK
 
 
 def rss_mb(pid):
@@ -258,9 +263,9 @@ def wrk(url, connections, seconds):
 def measure(name, url, pid, args):
     # Warm up: connections opened, pools filled, caches warm.
     wrk(url, 8, 1)
-    cpu0 = cpu_seconds(pid) if pid else 0
+    cpu0 = cpu_seconds(pid) if pid else (0, 0)
     requests, rps, lat8 = wrk(url, 8, args.duration)
-    cpu = (cpu_seconds(pid) - cpu0) if pid else None
+    cpu1 = cpu_seconds(pid) if pid else None
     rss = rss_mb(pid) if pid else None
     _, _, lat1 = wrk(url, 1, args.latency_duration)
     row = {
@@ -270,7 +275,9 @@ def measure(name, url, pid, args):
         "p99_8": lat8.get("99"),
         "p50_1": lat1.get("50"),
         "p99_1": lat1.get("99"),
-        "cpu_us": cpu / requests * 1e6 if cpu is not None else None,
+        "cpu_us": (sum(cpu1) - sum(cpu0)) / requests * 1e6 if cpu1 else None,
+        "user_us": (cpu1[0] - cpu0[0]) / requests * 1e6 if cpu1 else None,
+        "sys_us": (cpu1[1] - cpu0[1]) / requests * 1e6 if cpu1 else None,
         "rss_mb": rss,
     }
     print(f"  {name}: {rps:.0f} req/s", file=sys.stderr)
@@ -284,9 +291,10 @@ def fmt(v, spec):
 def table(rows):
     by = {r["name"]: r for r in rows}
     nginx, kubectl, direct = by.get("nginx"), by.get("kubectl proxy"), by["direct"]
+    floor = by.get("hyper floor")
     lines = [
-        "| path | req/s (8 conn) | x nginx | x kubectl proxy | p50 / p99 (8 conn) | p50 / p99 (1 conn) | added p50 / p99 (1 conn) | CPU/request | CPU x nginx | RSS |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| path | req/s (8 conn) | x nginx | x kubectl proxy | p50 / p99 (8 conn) | p50 / p99 (1 conn) | added p50 / p99 (1 conn) | CPU/request (user + sys) | CPU x nginx | CPU x floor | RSS |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         proxied = r is not direct
@@ -296,7 +304,7 @@ def table(rows):
             else "-"
         )
         lines.append(
-            "| {name} | {rps:.0f} | {xn} | {xk} | {p50_8:.0f} / {p99_8:.0f} us | {p50_1:.0f} / {p99_1:.0f} us | {added} | {cpu} | {cn} | {rss} |".format(
+            "| {name} | {rps:.0f} | {xn} | {xk} | {p50_8:.0f} / {p99_8:.0f} us | {p50_1:.0f} / {p99_1:.0f} us | {added} | {cpu} | {cn} | {cf} | {rss} |".format(
                 name=r["name"] + ("" if proxied else " (upstream's own CPU)"),
                 rps=r["rps"],
                 xn=fmt(r["rps"] / nginx["rps"], ".2f") if nginx and proxied else "-",
@@ -306,8 +314,14 @@ def table(rows):
                 p50_1=r["p50_1"],
                 p99_1=r["p99_1"],
                 added=added,
-                cpu=fmt(r["cpu_us"], ".1f") + " us",
+                cpu=fmt(r["cpu_us"], ".1f")
+                + " us ("
+                + fmt(r["user_us"], ".1f")
+                + " + "
+                + fmt(r["sys_us"], ".1f")
+                + ")",
                 cn=fmt(r["cpu_us"] / nginx["cpu_us"], ".2f") if nginx and proxied else "-",
+                cf=fmt(r["cpu_us"] / floor["cpu_us"], ".2f") if floor and proxied else "-",
                 rss=fmt(r["rss_mb"], ".1f") + " MB",
             )
         )
@@ -326,11 +340,18 @@ def main():
         metavar="LABEL=PATH",
         help="another regroup binary measured in the same run (e.g. before=/tmp/regroup-old)",
     )
+    ap.add_argument(
+        "--floor",
+        default=os.path.join(ROOT, "target/release/examples/hyper_floor"),
+        help="the pass-through built from regroup's own parts (proxy/examples/hyper_floor.rs); "
+        "its row is skipped when it is not built",
+    )
     ap.add_argument("--kubectl", default=os.path.join(ROOT, "e2e/.bin/kubectl"))
     ap.add_argument("--nginx", default=shutil.which("nginx") or "/usr/sbin/nginx")
     ap.add_argument(
         "--only",
-        help="comma-separated rows to run: nginx, kubectl proxy, regroup rename, regroup no-name "
+        help="comma-separated rows to run: nginx, hyper floor, kubectl proxy, regroup rename, "
+        "regroup no-name "
         "(direct is always run)",
     )
     ap.add_argument("--json", help="also write the rows here")
@@ -364,6 +385,21 @@ def main():
             port = free_port()
             p = start("proxy", [args.nginx, "-c", proxy_conf(tmp, port, up_port), "-p", tmp], tmp)
             targets.append(("nginx", f"http://127.0.0.1:{port}{FOO_PATH.format(g=CLUSTER)}", p, foo))
+        if want("hyper floor"):
+            if not os.access(args.floor, os.X_OK):
+                print(
+                    f"{args.floor} not built (cargo build --release -p regroup --example "
+                    "hyper_floor): skipping hyper floor",
+                    file=sys.stderr,
+                )
+            else:
+                port = free_port()
+                p = start(
+                    "floor", [args.floor, f"127.0.0.1:{port}", f"http://127.0.0.1:{up_port}"], tmp
+                )
+                targets.append(
+                    ("hyper floor", f"http://127.0.0.1:{port}{FOO_PATH.format(g=CLUSTER)}", p, foo)
+                )
         if want("kubectl proxy"):
             if not kubectl:
                 print("kubectl not found (e2e/install.sh): skipping kubectl proxy", file=sys.stderr)

@@ -46,40 +46,40 @@ pub fn rewrite_path_for(
     map: &GroupMap,
     dir: Direction,
 ) -> Option<String> {
+    // Most paths keep every segment: find what would change before
+    // splitting the path into a list.
+    let segment = |i: usize| path.split('/').nth(i);
+    // ["", "apis", group, ...] or ["", "openapi", "v3", "apis", group, ...]
+    let group_at = match (segment(1), segment(2)) {
+        (Some("apis"), _) => Some(2),
+        (Some("openapi"), Some("v3")) if segment(3) == Some("apis") => Some(4),
+        _ => None,
+    };
+    let mut group = None;
+    if let Some((i, seg)) = group_at.and_then(|i| Some((i, segment(i)?))) {
+        let decoded = percent_decode_str(seg).decode_utf8().ok()?;
+        group = map.map_group(&decoded, dir).map(|mapped| (i, mapped));
+    }
+    let name = name_form(info, map)
+        .zip(info.name.as_deref())
+        .and_then(|(form, name)| map.map(form, name, dir));
+    if group.is_none() && name.is_none() {
+        return None;
+    }
     // Borrowed segments: only a renamed one is allocated.
     let mut segments: Vec<Cow<'_, str>> = path.split('/').map(Cow::Borrowed).collect();
     let mut changed = false;
-    // ["", "apis", group, ...] or ["", "openapi", "v3", "apis", group, ...]
-    let group_at = match (
-        segments.get(1).map(|s| s.as_ref()),
-        segments.get(2).map(|s| s.as_ref()),
-    ) {
-        (Some("apis"), _) => Some(2),
-        (Some("openapi"), Some("v3")) if segments.get(3).map(|s| s.as_ref()) == Some("apis") => {
-            Some(4)
-        }
-        _ => None,
-    };
-    if let Some(i) = group_at {
-        if let Some(seg) = segments.get(i) {
-            let group = percent_decode_str(seg).decode_utf8().ok()?;
-            if let Some(mapped) = map.map_group(&group, dir) {
-                segments[i] = Cow::Owned(mapped);
-                changed = true;
-            }
-        }
+    if let Some((i, mapped)) = group {
+        segments[i] = Cow::Owned(mapped);
+        changed = true;
     }
-    if let Some(form) = name_form(info, map) {
-        if let Some(name) = &info.name {
-            if let Some(mapped) = map.map(form, name, dir) {
-                // The name is the segment after the resource's.
-                let resource = info.resource.as_deref().unwrap_or_default();
-                if let Some(r) = segments.iter().position(|s| s.as_ref() == resource) {
-                    if r + 1 < segments.len() {
-                        segments[r + 1] = Cow::Owned(mapped);
-                        changed = true;
-                    }
-                }
+    if let Some(mapped) = name {
+        // The name is the segment after the resource's.
+        let resource = info.resource.as_deref().unwrap_or_default();
+        if let Some(r) = segments.iter().position(|s| s.as_ref() == resource) {
+            if r + 1 < segments.len() {
+                segments[r + 1] = Cow::Owned(mapped);
+                changed = true;
             }
         }
     }

@@ -47,12 +47,17 @@ impl RequestInfo {
     /// assert_eq!(i.subresource.as_deref(), Some("status"));
     /// ```
     pub fn parse(path: &str, query: Option<&str>) -> RequestInfo {
+        const SEGMENTS_READ: usize = 9;
         // Segments are decoded only where they hold an escape.
-        let segments: Vec<Cow<'_, str>> = path
-            .split('/')
-            .filter(|s| !s.is_empty())
-            .map(decode_segment)
-            .collect();
+        // Nothing past the ninth segment is read (`apis`, group, version,
+        // `watch`, `namespaces`, namespace, resource, name, subresource).
+        let mut segments: Vec<Cow<'_, str>> = Vec::with_capacity(SEGMENTS_READ);
+        segments.extend(
+            path.split('/')
+                .filter(|s| !s.is_empty())
+                .take(SEGMENTS_READ)
+                .map(decode_segment),
+        );
         let mut info = RequestInfo {
             watch: query.is_some_and(query_says_watch),
             ..RequestInfo::default()
@@ -186,6 +191,10 @@ impl std::fmt::Display for Template<'_> {
 pub fn is_watch(path: &str, query: Option<&str>) -> bool {
     if query.is_some_and(query_says_watch) {
         return true;
+    }
+    // Only a path with a `watch` segment can be a legacy watch.
+    if !path.contains("/watch") {
+        return false;
     }
     let mut segs = path.split('/').filter(|s| !s.is_empty());
     match segs.next() {

@@ -43,6 +43,10 @@ pub use proxy::Proxy;
 
 use crate::upstream::Body;
 
+/// The number of request headers hyper's HTTP/1 server accepts when no
+/// limit is set (a request with more gets 431).
+const HYPER_MAX_HEADERS: usize = 100;
+
 /// Accepts connections on `listener` and serves each with `proxy`, HTTP/1.1
 /// and HTTP/2 (h2c prior knowledge) alike, until the task is dropped; with
 /// the default limits and `Host` check.
@@ -288,8 +292,12 @@ async fn serve_connection<I, H, Fut>(
     b.http1()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
-        .max_buf_size(limits.max_header_bytes)
-        .max_headers(limits.max_headers);
+        .max_buf_size(limits.max_header_bytes);
+    // hyper's own limit is the default, 100; set, hyper fills a buffer of
+    // that many entries for every request head it reads.
+    if limits.max_headers != HYPER_MAX_HEADERS {
+        b.http1().max_headers(limits.max_headers);
+    }
     b.http2()
         .timer(TokioTimer::new())
         .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));

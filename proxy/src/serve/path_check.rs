@@ -12,7 +12,9 @@
 //! send them), so regroup answers 400 rather than normalize. One trailing
 //! slash (`/apis/`) is an empty last segment and allowed, as `/` is.
 
-use percent_encoding::percent_decode_str;
+use std::borrow::Cow;
+
+use percent_encoding::percent_decode;
 
 /// Why a path is refused, for the Status message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +59,9 @@ pub fn check_path(path: &str) -> Result<(), PathProblem> {
     let Some(rest) = path.strip_prefix('/') else {
         return Err(PathProblem::NotAbsolute);
     };
-    let mut segments = rest.split('/').peekable();
+    // Bytes: every character that matters here is ASCII, and most segments
+    // are a few bytes long, shorter than a vectorized search pays for.
+    let mut segments = rest.as_bytes().split(|&b| b == b'/').peekable();
     while let Some(seg) = segments.next() {
         if seg.is_empty() {
             if segments.peek().is_none() {
@@ -65,18 +69,19 @@ pub fn check_path(path: &str) -> Result<(), PathProblem> {
             }
             return Err(PathProblem::EmptySegment);
         }
-        let bytes = seg.as_bytes();
-        if bytes
-            .windows(3)
-            .any(|w| w[0] == b'%' && w[1] == b'2' && w[2].eq_ignore_ascii_case(&b'f'))
+        let escaped = seg.contains(&b'%');
+        if escaped
+            && seg
+                .windows(3)
+                .any(|w| w[0] == b'%' && w[1] == b'2' && w[2].eq_ignore_ascii_case(&b'f'))
         {
             return Err(PathProblem::EncodedSlash);
         }
         // Only a segment of at most `%2e%2e`'s length can decode to a dot
-        // segment.
-        if bytes.len() <= 6 {
-            let decoded: Vec<u8> = percent_decode_str(seg).collect();
-            if decoded == b"." || decoded == b".." {
+        // segment; it is decoded only when it holds an escape.
+        if seg.len() <= 6 {
+            let dots = |s: &[u8]| s == b"." || s == b"..";
+            if dots(seg) || (escaped && dots(&Cow::<[u8]>::from(percent_decode(seg)))) {
                 return Err(PathProblem::DotSegment);
             }
         }

@@ -273,6 +273,19 @@ impl Upstream {
             .build()
     }
 
+    /// [`Upstream::uri`] for a path and query already checked (a request's
+    /// own): with no server path prefix, it is taken as it is.
+    pub fn uri_of(&self, path_and_query: &http::uri::PathAndQuery) -> Result<Uri, http::Error> {
+        if !self.prefix.is_empty() {
+            return self.uri(path_and_query.as_str());
+        }
+        Uri::builder()
+            .scheme(self.scheme.clone())
+            .authority(self.authority.clone())
+            .path_and_query(path_and_query.clone())
+            .build()
+    }
+
     /// The upstream host, for the `Host` header of HTTP/1.1 requests.
     pub fn authority(&self) -> &http::uri::Authority {
         &self.authority

@@ -8,16 +8,22 @@ use crate::kube::media;
 use crate::rewrite::Engine;
 use crate::route;
 
-/// Hop-by-hop headers, never forwarded (RFC 9110 7.6.1).
-const HOP_BY_HOP: &[&str] = &[
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
+/// Hop-by-hop headers, never forwarded (RFC 9110 7.6.1). As `HeaderName`s:
+/// comparing two is an enum compare for the standard ones, where comparing
+/// strings reads every byte.
+static HOP_BY_HOP: [HeaderName; 7] = [
+    header::CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+    header::TE,
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
 ];
+
+fn is_hop_by_hop(name: &HeaderName) -> bool {
+    HOP_BY_HOP.iter().any(|h| h == name)
+}
 
 /// A protocol upgrade (`Connection: upgrade` and `Upgrade`).
 pub(crate) fn is_upgrade(h: &HeaderMap) -> bool {
@@ -41,7 +47,8 @@ pub(crate) fn request(
     let mut h = HeaderMap::with_capacity(incoming.len());
     for (name, value) in incoming {
         let n = name.as_str();
-        let hop = HOP_BY_HOP.contains(&n) && !(upgrade && matches!(n, "connection" | "upgrade"));
+        let hop = is_hop_by_hop(name)
+            && !(upgrade && (name == header::CONNECTION || name == header::UPGRADE));
         if hop
             || name == header::HOST
             || name == header::ACCEPT_ENCODING
@@ -75,12 +82,16 @@ pub(crate) fn request(
 
 /// Removes the hop-by-hop headers of a response.
 pub(crate) fn strip_hop_by_hop(h: &mut HeaderMap) {
-    // One pass over the few headers present instead of a lookup per name.
-    if !h.keys().any(|k| HOP_BY_HOP.contains(&k.as_str())) {
-        return;
+    // Removed by the names present (usually `Connection` alone): a removal
+    // hashes its name.
+    let mut present = [false; HOP_BY_HOP.len()];
+    for k in h.keys() {
+        if let Some(i) = HOP_BY_HOP.iter().position(|n| n == k) {
+            present[i] = true;
+        }
     }
-    for name in HOP_BY_HOP {
-        h.remove(HeaderName::from_static(name));
+    for (name, _) in HOP_BY_HOP.iter().zip(present).filter(|(_, p)| *p) {
+        h.remove(name);
     }
 }
 

@@ -67,17 +67,26 @@ pub(crate) fn resolve(
     if named_group.is_some_and(|g| !g.is_empty() && map.is_shadowed(g, dir)) {
         return Ok(None);
     }
-    let renamed = route::rewrite_path_for(path, info, map, dir).unwrap_or_else(|| path.to_owned());
-    let mut pq = renamed.clone();
-    if let Some(q) = uri.query() {
+    let renamed = route::rewrite_path_for(path, info, map, dir);
+    // OpenAPI v3 documents are addressed by the hash regroup tagged.
+    let query = uri.query().map(|q| {
         let q = route::rewrite_query_for(q, info, map, dir).unwrap_or_else(|| q.to_owned());
-        pq.push('?');
-        // OpenAPI v3 documents are addressed by the hash regroup tagged.
-        pq.push_str(&etag::untag(engine, &q));
-    }
-    let uri = fwd
-        .upstream
-        .uri(&pq)
-        .map_err(|e| Failure::bad_request(format!("invalid request URI: {e}")))?;
+        etag::untag(engine, &q)
+    });
+    let bad = |e: http::Error| Failure::bad_request(format!("invalid request URI: {e}"));
+    let unchanged = renamed.is_none() && query.as_deref() == uri.query();
+    let uri = match uri.path_and_query() {
+        // Most requests keep their path and query: no new string to check.
+        Some(pq) if unchanged => fwd.upstream.uri_of(pq).map_err(bad)?,
+        _ => {
+            let mut pq = renamed.as_deref().unwrap_or(path).to_owned();
+            if let Some(q) = &query {
+                pq.push('?');
+                pq.push_str(q);
+            }
+            fwd.upstream.uri(&pq).map_err(bad)?
+        }
+    };
+    let renamed = renamed.unwrap_or_else(|| path.to_owned());
     Ok(Some(Target { uri, path: renamed }))
 }
