@@ -400,6 +400,21 @@ def main():
                 targets.append(
                     ("hyper floor", f"http://127.0.0.1:{port}{FOO_PATH.format(g=CLUSTER)}", p, foo)
                 )
+        if want("hyper floor per-core") and os.access(args.floor, os.X_OK):
+            port = free_port()
+            p = start(
+                "floor-per-core",
+                [args.floor, f"127.0.0.1:{port}", f"http://127.0.0.1:{up_port}", "per-core"],
+                tmp,
+            )
+            targets.append(
+                (
+                    "hyper floor per-core",
+                    f"http://127.0.0.1:{port}{FOO_PATH.format(g=CLUSTER)}",
+                    p,
+                    foo,
+                )
+            )
         if want("kubectl proxy"):
             if not kubectl:
                 print("kubectl not found (e2e/install.sh): skipping kubectl proxy", file=sys.stderr)

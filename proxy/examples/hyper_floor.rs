@@ -11,8 +11,11 @@
 //! what regroup adds on top (regroup against this floor).
 //!
 //! `cargo build --release -p regroup --example hyper_floor`, then
-//! `target/release/examples/hyper_floor LISTEN_ADDR UPSTREAM_URL`
+//! `target/release/examples/hyper_floor LISTEN_ADDR UPSTREAM_URL [per-core]`
 //! (e.g. `127.0.0.1:8001 http://127.0.0.1:8080`). Stops on SIGINT/SIGTERM.
+//! With `per-core`, one current-thread runtime per core, each with its own
+//! `SO_REUSEPORT` listener and its own pooled client: the layout that keeps a
+//! request, its client connection and its upstream connection on one thread.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -39,14 +42,41 @@ fn main() {
     };
     let listen: SocketAddr = listen.parse().expect("LISTEN_ADDR is host:port");
     let upstream: Uri = upstream.parse().expect("UPSTREAM_URL is a URL");
+    if args.next().as_deref() == Some("per-core") {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads: Vec<_> = (0..cores)
+            .map(|_| {
+                let upstream = upstream.clone();
+                std::thread::spawn(move || {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .expect("runtime");
+                    runtime.block_on(async move {
+                        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+                        socket.set_reuseport(true).expect("SO_REUSEPORT");
+                        socket.set_reuseaddr(true).expect("SO_REUSEADDR");
+                        socket.bind(listen).expect("bind");
+                        serve(socket.listen(1024).expect("listen"), upstream).await
+                    })
+                })
+            })
+            .collect();
+        for t in threads {
+            let _ = t.join();
+        }
+        return;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    runtime.block_on(serve(listen, upstream));
+    runtime.block_on(async move {
+        serve(TcpListener::bind(listen).await.expect("bind"), upstream).await
+    });
 }
 
-async fn serve(listen: SocketAddr, upstream: Uri) {
+async fn serve(listener: TcpListener, upstream: Uri) {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
@@ -65,7 +95,6 @@ async fn serve(listen: SocketAddr, upstream: Uri) {
     let client: Client<_, Body> = Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(90))
         .build(connector);
-    let listener = TcpListener::bind(listen).await.expect("bind");
     let stop = async {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .expect("SIGTERM handler");

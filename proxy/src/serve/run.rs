@@ -2,6 +2,7 @@
 //! reloaded while they run (`reload`).
 
 pub mod log_format;
+pub mod log_writer;
 pub mod reload;
 pub mod serving_cert;
 
@@ -75,6 +76,8 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .on_thread_park(log_writer::flush)
+        .on_thread_stop(log_writer::flush)
         .build()
         .map_err(|e| format!("starting the runtime: {e}"))?;
     let grace = settings.limits.shutdown_grace_period;
@@ -613,7 +616,7 @@ fn init_logging(settings: &Settings) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
+        .with_writer(log_writer::Stderr);
     let _ = match settings.file.logging.format {
         LogFormat::Json => builder.json().try_init(),
         // The stock text format's bytes, cheaper per line (colours on a
