@@ -80,8 +80,9 @@ impl<'i> Walk<'i> {
         }
         let m = if raw.get().starts_with('{') {
             let input = self.input;
-            let mut out = Vec::new();
-            for e in self.entries(at)? {
+            let entries = self.entries(at)?;
+            let mut out = Vec::with_capacity(entries.len());
+            for e in entries {
                 let quoted = &input[e.key.0 as usize..e.key.1 as usize];
                 let name = &quoted[1..quoted.len() - 1];
                 let key = if has_escape(name) {
@@ -344,7 +345,14 @@ pub(crate) fn string(raw: Raw<'_>) -> Result<Option<Cow<'_, str>>, RewriteError>
 
 /// True when the JSON string text `s` holds an escape.
 fn has_escape(s: &str) -> bool {
-    memchr::memchr(b'\\', s.as_bytes()).is_some()
+    // Most member names are short: the slice's own search (a plain loop
+    // for a few bytes) costs less there than the vectorized memchr's
+    // set-up (a renamed Foo GET: ~1.9k instructions for its 26 keys).
+    let b = s.as_bytes();
+    if b.len() <= 32 {
+        return b.contains(&b'\\');
+    }
+    memchr::memchr(b'\\', b).is_some()
 }
 
 pub(crate) fn member<'a>(ms: &[(Key<'a>, Raw<'a>)], name: &str) -> Option<Raw<'a>> {
