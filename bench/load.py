@@ -18,6 +18,9 @@ Content-Type and Cache-Control). In front of it, each in turn:
   regroup rename   regroup renaming samplecontroller.k8s.io <-> samplecontroller.team1.example.com
   regroup no-name  regroup with a rule for another group only: the same body, nothing to rename
 
+With --tls the upstream serves TLS and h2 (by ALPN) as a kube-apiserver does,
+and every proxy verifies it with a CA made for the run.
+
 Each is driven by wrk with 8 connections (throughput, CPU per request) and
 with 1 connection (latency). CPU per request is the proxy's own
 utime+stime (its whole process tree, from /proc/<pid>/stat) over the
@@ -121,8 +124,30 @@ def rss_mb(pid):
     return kb / 1024
 
 
+TLS = {}  # --tls: the CA, certificate and key files, and an ssl context trusting the CA
+
+
+def make_tls(tmp):
+    """A CA and a certificate for 127.0.0.1 signed by it (openssl), for --tls."""
+    import ssl
+
+    ca, ca_key = os.path.join(tmp, "ca.pem"), os.path.join(tmp, "ca.key")
+    cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+    csr, ext = os.path.join(tmp, "cert.csr"), os.path.join(tmp, "cert.ext")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+    quiet = {"check": True, "capture_output": True}
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key,
+                    "-out", ca, "-days", "1", "-subj", "/CN=load-ca"], **quiet)
+    subprocess.run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr,
+                    "-subj", "/CN=127.0.0.1"], **quiet)
+    subprocess.run(["openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key,
+                    "-CAcreateserial", "-out", cert, "-days", "1", "-extfile", ext], **quiet)
+    TLS.update(ca=ca, cert=cert, key=key, context=ssl.create_default_context(cafile=ca))
+
+
 def fetch(url):
-    with urllib.request.urlopen(url, timeout=2) as r:
+    with urllib.request.urlopen(url, timeout=2, context=TLS.get("context")) as r:
         return r.status, r.read()
 
 
@@ -168,6 +193,12 @@ http {{
 
 
 def upstream_conf(tmp, port, foo):
+    listen = f"127.0.0.1:{port}"
+    if TLS:
+        # h2 by ALPN, as a kube-apiserver serves.
+        listen += (
+            f" ssl http2;\n    ssl_certificate {TLS['cert']};\n    ssl_certificate_key {TLS['key']}"
+        )
     return nginx_conf(
         tmp,
         "upstream",
@@ -175,7 +206,7 @@ def upstream_conf(tmp, port, foo):
             # One worker: the upstream is the same for every row.
             "workers": 1,
             "body": f"""  server {{
-    listen 127.0.0.1:{port};
+    listen {listen};
     etag off;
     location = {FOO_PATH.format(g=CLUSTER)} {{
       default_type application/json;
@@ -187,7 +218,21 @@ def upstream_conf(tmp, port, foo):
     )
 
 
+def scheme():
+    return "https" if TLS else "http"
+
+
 def proxy_conf(tmp, port, upstream_port):
+    # nginx proxies over HTTP/1.1 only (TLS sessions reused on its pool).
+    tls = (
+        f"""
+      proxy_ssl_trusted_certificate {TLS['ca']};
+      proxy_ssl_name localhost;
+      proxy_ssl_verify on;
+      proxy_ssl_session_reuse on;"""
+        if TLS
+        else ""
+    )
     return nginx_conf(
         tmp,
         "proxy",
@@ -200,10 +245,10 @@ def proxy_conf(tmp, port, upstream_port):
   server {{
     listen 127.0.0.1:{port};
     location / {{
-      proxy_pass http://apiserver;
+      proxy_pass {scheme()}://apiserver;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
-      proxy_buffering off;
+      proxy_buffering off;{tls}
     }}
   }}""",
         },
@@ -212,6 +257,7 @@ def proxy_conf(tmp, port, upstream_port):
 
 def kubeconfig(tmp, upstream_port):
     path = os.path.join(tmp, "kubeconfig")
+    ca = f", certificate-authority: '{TLS['ca']}'" if TLS else ""
     with open(path, "w") as f:
         f.write(
             f"""apiVersion: v1
@@ -219,7 +265,7 @@ kind: Config
 current-context: c
 clusters:
 - name: c
-  cluster: {{server: 'http://127.0.0.1:{upstream_port}'}}
+  cluster: {{server: '{scheme()}://127.0.0.1:{upstream_port}'{ca}}}
 contexts:
 - name: c
   context: {{cluster: c, user: u}}
@@ -356,6 +402,12 @@ def main():
     )
     ap.add_argument("--json", help="also write the rows here")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, configs)")
+    ap.add_argument(
+        "--tls",
+        action="store_true",
+        help="the upstream serves TLS with h2 (ALPN), as a kube-apiserver does; every proxy "
+        "verifies it (openssl makes the CA)",
+    )
     args = ap.parse_args()
     for tool, path in [("wrk", shutil.which("wrk")), ("nginx", args.nginx), ("regroup", args.regroup)]:
         if not path or not os.access(path, os.X_OK):
@@ -372,15 +424,18 @@ def main():
     try:
         with open(FOO, "rb") as f:
             foo = f.read()
+        if args.tls:
+            make_tls(tmp)
         up_port = free_port()
         up = start("upstream", [args.nginx, "-c", upstream_conf(tmp, up_port, FOO), "-p", tmp], tmp)
-        direct_url = f"http://127.0.0.1:{up_port}{FOO_PATH.format(g=CLUSTER)}"
+        direct_url = f"{scheme()}://127.0.0.1:{up_port}{FOO_PATH.format(g=CLUSTER)}"
         if wait_ready(direct_url, up, "upstream nginx") != foo:
             sys.exit("the upstream does not serve the captured bytes")
         renamed = foo.replace(CLUSTER.encode(), APP.encode())
         kc = kubeconfig(tmp, up_port)
 
         targets = []  # (name, url, process, expected body)
+        floor_env = dict(os.environ, FLOOR_CA_FILE=TLS["ca"]) if TLS else None
         if want("nginx"):
             port = free_port()
             p = start("proxy", [args.nginx, "-c", proxy_conf(tmp, port, up_port), "-p", tmp], tmp)
@@ -395,7 +450,10 @@ def main():
             else:
                 port = free_port()
                 p = start(
-                    "floor", [args.floor, f"127.0.0.1:{port}", f"http://127.0.0.1:{up_port}"], tmp
+                    "floor",
+                    [args.floor, f"127.0.0.1:{port}", f"{scheme()}://127.0.0.1:{up_port}"],
+                    tmp,
+                    env=floor_env,
                 )
                 targets.append(
                     ("hyper floor", f"http://127.0.0.1:{port}{FOO_PATH.format(g=CLUSTER)}", p, foo)
@@ -404,8 +462,9 @@ def main():
             port = free_port()
             p = start(
                 "floor-per-core",
-                [args.floor, f"127.0.0.1:{port}", f"http://127.0.0.1:{up_port}", "per-core"],
+                [args.floor, f"127.0.0.1:{port}", f"{scheme()}://127.0.0.1:{up_port}", "per-core"],
                 tmp,
+                env=floor_env,
             )
             targets.append(
                 (

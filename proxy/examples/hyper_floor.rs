@@ -13,6 +13,8 @@
 //! `cargo build --release -p regroup --example hyper_floor`, then
 //! `target/release/examples/hyper_floor LISTEN_ADDR UPSTREAM_URL [per-core]`
 //! (e.g. `127.0.0.1:8001 http://127.0.0.1:8080`). Stops on SIGINT/SIGTERM.
+//! An `https` upstream is verified with the CAs in `FLOOR_CA_FILE` and
+//! spoken to in h2 or HTTP/1.1 as ALPN chooses, as regroup does.
 //! With `per-core`, one current-thread runtime per core, each with its own
 //! `SO_REUSEPORT` listener and its own pooled client: the layout that keeps a
 //! request, its client connection and its upstream connection on one thread.
@@ -85,7 +87,7 @@ async fn serve(listener: TcpListener, upstream: Uri) {
     ))
     .with_safe_default_protocol_versions()
     .expect("TLS versions")
-    .with_root_certificates(rustls::RootCertStore::empty())
+    .with_root_certificates(roots())
     .with_no_client_auth();
     let connector = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
@@ -126,6 +128,19 @@ async fn serve(listener: TcpListener, upstream: Uri) {
                 .await;
         });
     }
+}
+
+/// The CAs an `https` upstream is verified with: the PEM file named by
+/// `FLOOR_CA_FILE` (`bench/load.py --tls`), else none.
+fn roots() -> rustls::RootCertStore {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    let mut roots = rustls::RootCertStore::empty();
+    if let Some(path) = std::env::var_os("FLOOR_CA_FILE") {
+        for cert in CertificateDer::pem_file_iter(&path).expect("FLOOR_CA_FILE: a PEM file") {
+            roots.add(cert.expect("FLOOR_CA_FILE: a certificate")).expect("a CA certificate");
+        }
+    }
+    roots
 }
 
 async fn forward(
