@@ -137,7 +137,9 @@ fn roots() -> rustls::RootCertStore {
     let mut roots = rustls::RootCertStore::empty();
     if let Some(path) = std::env::var_os("FLOOR_CA_FILE") {
         for cert in CertificateDer::pem_file_iter(&path).expect("FLOOR_CA_FILE: a PEM file") {
-            roots.add(cert.expect("FLOOR_CA_FILE: a certificate")).expect("a CA certificate");
+            roots
+                .add(cert.expect("FLOOR_CA_FILE: a certificate"))
+                .expect("a CA certificate");
         }
     }
     roots

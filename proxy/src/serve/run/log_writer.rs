@@ -126,7 +126,11 @@ mod tests {
         std::thread::spawn(|| {
             Line.write_all(b"before any park\n").unwrap();
             assert_eq!(pending(), None);
-            assert_eq!(written(), b"before any park\n", "not a worker yet: written at once");
+            assert_eq!(
+                written(),
+                b"before any park\n",
+                "not a worker yet: written at once"
+            );
             flush();
             Line.write_all(b"one\n").unwrap();
             Line.write_all(b"two\n").unwrap();
@@ -134,7 +138,11 @@ mod tests {
             assert_eq!(written(), b"before any park\n", "gathered, not written");
             flush();
             assert_eq!(pending().as_deref(), Some(&b""[..]));
-            assert_eq!(written(), b"before any park\none\ntwo\n", "written on park, whole");
+            assert_eq!(
+                written(),
+                b"before any park\none\ntwo\n",
+                "written on park, whole"
+            );
         })
         .join()
         .unwrap();
@@ -148,7 +156,10 @@ mod tests {
             for _ in 0..FLUSH_AT / line.len() - 1 {
                 Line.write_all(&line).unwrap();
             }
-            assert_eq!(pending().map(|p| p.len()), Some(FLUSH_AT - 1000 - FLUSH_AT % 1000));
+            assert_eq!(
+                pending().map(|p| p.len()),
+                Some(FLUSH_AT - 1000 - FLUSH_AT % 1000)
+            );
             Line.write_all(&line).unwrap();
             assert_eq!(pending().map(|p| p.len()), Some(8000));
             Line.write_all(&line).unwrap();
