@@ -672,6 +672,76 @@ async fn sighup_does_not_kill_and_sigterm_drains_then_exits_0() {
     assert!(r.log().contains("drained"), "{}", r.log());
 }
 
+/// The log is written a worker's lines at a time (`serve/run/log_writer.rs`):
+/// under concurrent keep-alive load every request still has its line, every
+/// line is whole (none cut into another), and the lines are written by
+/// the time the process shuts down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_request_line_is_logged_whole_under_load_and_at_sigterm() {
+    const CLIENTS: usize = 8;
+    const EACH: usize = 150;
+    let (up, _) = upstream().await;
+    let mut r = start("request-lines", up, "").await;
+    let port = r.port;
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            tokio::spawn(async move {
+                let stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+                let (mut h1, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+                    .await
+                    .unwrap();
+                tokio::spawn(conn);
+                for _ in 0..EACH {
+                    let resp = h1
+                        .send_request(
+                            Request::get(PATH)
+                                .header("host", "localhost")
+                                .body(Full::<Bytes>::default())
+                                .unwrap(),
+                        )
+                        .await
+                        .unwrap();
+                    assert_eq!(resp.status(), StatusCode::OK);
+                    resp.into_body().collect().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.await.unwrap();
+    }
+    r.signal("TERM");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while r.child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "did not exit:\n{}", r.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let log = r.log();
+    let request_line = "INFO regroup::serve::stack::errors: request listener=\"sidecar\" method=GET \
+         path=/apis/samplecontroller.k8s.io/v1alpha1/namespaces/{namespace}/foos/{name} status=200 ms=";
+    let mut requests = 0;
+    for line in log.lines() {
+        // `2026-11-25T01:02:03.000004Z  INFO target: ...`: a timestamp, a
+        // level, the rest; a line cut into another fails here.
+        let (stamp, rest) = line.split_at_checked(27).unwrap_or((line, ""));
+        let level = rest.trim_start().split(' ').next().unwrap_or("");
+        assert!(
+            stamp.len() == 27
+                && stamp.as_bytes()[4] == b'-'
+                && stamp.as_bytes()[10] == b'T'
+                && stamp.ends_with('Z')
+                && ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"].contains(&level),
+            "not a whole log line: {line:?}"
+        );
+        if let Some(ms) = line.split_once(request_line).map(|(_, ms)| ms) {
+            assert!(ms.parse::<f64>().is_ok(), "{line:?}");
+            requests += 1;
+        }
+    }
+    assert_eq!(requests, CLIENTS * EACH, "one line per request:\n{log}");
+    assert!(log.contains("drained; exiting"), "{log}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_follows_the_upstream_and_livez_the_process() {
     let up = free_port(); // nothing listens there yet

@@ -199,6 +199,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             grace_seconds = grace.as_secs_f64(),
             "shutting down: not accepting, draining in-flight requests, ending watches"
         );
+        log_writer::write_through();
         lifecycle.begin_shutdown();
         match tokio::time::timeout(grace, lifecycle.drained()).await {
             Ok(()) => tracing::info!("drained; exiting"),

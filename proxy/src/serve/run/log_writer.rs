@@ -8,19 +8,35 @@
 //! several requests between two parks, so their lines now leave in one
 //! write; an idle worker parks right after the request it served, so a
 //! line waits only for the rest of that poll. A worker that never parks
-//! writes whenever [`FLUSH_AT`] bytes are pending. Threads that never park
-//! (the main thread, the blocking pool, tests) write each line at once, as
-//! before. Lines are whole in the output: each write holds whole lines and
-//! goes through standard error's lock.
+//! writes whenever [`FLUSH_AT`] bytes are pending. Written at once, as
+//! before: warnings and errors (an operator sees them without delay, and
+//! they come after the lines their thread gathered before them), every
+//! line once shutdown has begun ([`write_through`]), and the lines of
+//! threads that never park (the main thread, the blocking pool, tests).
+//! Lines are whole in the output: each write holds whole lines and goes
+//! through standard error's lock. Lines of different workers may appear
+//! out of their timestamps' order, by at most what a worker serves
+//! between two parks.
 
 use std::cell::RefCell;
 use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
+use tracing::{Level, Metadata};
 use tracing_subscriber::fmt::MakeWriter;
 
 /// Pending bytes at which a worker writes without waiting to park: bounds
 /// both the delay under sustained load and what a crash can lose.
 const FLUSH_AT: usize = 8 * 1024;
+
+/// Set once shutdown begins: from then on every line is written at once,
+/// so the last lines keep their order.
+static WRITE_THROUGH: AtomicBool = AtomicBool::new(false);
+
+/// Writes every line at once from now on (shutdown has begun).
+pub fn write_through() {
+    WRITE_THROUGH.store(true, Ordering::Relaxed);
+}
 
 thread_local! {
     /// This thread's pending lines; `None` until the thread first parks
@@ -76,15 +92,25 @@ impl<'a> MakeWriter<'a> for Stderr {
     type Writer = Line;
 
     fn make_writer(&'a self) -> Line {
-        Line
+        Line { gather: true }
+    }
+
+    fn make_writer_for(&'a self, meta: &Metadata<'_>) -> Line {
+        Line {
+            gather: *meta.level() > Level::WARN,
+        }
     }
 }
 
 /// One event's bytes (the formatter writes each line with one call).
-pub struct Line;
+pub struct Line {
+    /// False: written at once, after this thread's pending lines.
+    gather: bool,
+}
 
 impl Write for Line {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let gather = self.gather && !WRITE_THROUGH.load(Ordering::Relaxed);
         let gathered = PENDING.with(|p| {
             let Ok(mut p) = p.try_borrow_mut() else {
                 return false;
@@ -92,6 +118,11 @@ impl Write for Line {
             let Some(pending) = p.as_mut() else {
                 return false;
             };
+            if !gather {
+                // What this thread gathered first comes first.
+                write_out(pending);
+                return false;
+            }
             pending.extend_from_slice(buf);
             if pending.len() >= FLUSH_AT {
                 write_out(pending);
@@ -121,10 +152,14 @@ mod tests {
         WRITTEN.with(|w| w.borrow().clone())
     }
 
+    fn gathering() -> Line {
+        Line { gather: true }
+    }
+
     #[test]
     fn a_thread_writes_at_once_until_it_parks_then_gathers_until_the_next_park() {
         std::thread::spawn(|| {
-            Line.write_all(b"before any park\n").unwrap();
+            gathering().write_all(b"before any park\n").unwrap();
             assert_eq!(pending(), None);
             assert_eq!(
                 written(),
@@ -132,8 +167,8 @@ mod tests {
                 "not a worker yet: written at once"
             );
             flush();
-            Line.write_all(b"one\n").unwrap();
-            Line.write_all(b"two\n").unwrap();
+            gathering().write_all(b"one\n").unwrap();
+            gathering().write_all(b"two\n").unwrap();
             assert_eq!(pending().as_deref(), Some(&b"one\ntwo\n"[..]));
             assert_eq!(written(), b"before any park\n", "gathered, not written");
             flush();
@@ -154,17 +189,30 @@ mod tests {
             flush();
             let line = [b'x'; 1000];
             for _ in 0..FLUSH_AT / line.len() - 1 {
-                Line.write_all(&line).unwrap();
+                gathering().write_all(&line).unwrap();
             }
             assert_eq!(
                 pending().map(|p| p.len()),
                 Some(FLUSH_AT - 1000 - FLUSH_AT % 1000)
             );
-            Line.write_all(&line).unwrap();
+            gathering().write_all(&line).unwrap();
             assert_eq!(pending().map(|p| p.len()), Some(8000));
-            Line.write_all(&line).unwrap();
+            gathering().write_all(&line).unwrap();
             assert_eq!(pending().map(|p| p.len()), Some(0));
             assert_eq!(written().len(), 9000, "written once full");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_warning_is_written_at_once_after_what_its_thread_gathered() {
+        std::thread::spawn(|| {
+            flush();
+            gathering().write_all(b"info\n").unwrap();
+            Line { gather: false }.write_all(b"warn\n").unwrap();
+            assert_eq!(written(), b"info\nwarn\n");
+            assert_eq!(pending().as_deref(), Some(&b""[..]));
         })
         .join()
         .unwrap();
