@@ -249,6 +249,14 @@ async fn raw(port: u16, request: &[u8]) -> (u16, String) {
     (code, text)
 }
 
+/// A bodyless GET of `path` with `Host: localhost`, for a hyper client.
+fn local_get(path: &str) -> Request<Full<Bytes>> {
+    Request::get(path)
+        .header("host", "localhost")
+        .body(Full::default())
+        .unwrap()
+}
+
 async fn get(port: u16, path: &str, host: &str) -> (u16, String) {
     raw(
         port,
@@ -566,12 +574,7 @@ async fn an_upstream_that_never_answers_gives_504_within_the_timeout() {
         .unwrap();
     tokio::spawn(conn);
     let resp = h1
-        .send_request(
-            Request::get("/api/v1/namespaces/ns/configmaps?watch=1")
-                .header("host", "localhost")
-                .body(Full::<Bytes>::default())
-                .unwrap(),
-        )
+        .send_request(local_get("/api/v1/namespaces/ns/configmaps?watch=1"))
         .await
         .unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
@@ -610,12 +613,7 @@ async fn sighup_does_not_kill_and_sigterm_drains_then_exits_0() {
         .unwrap();
     tokio::spawn(conn);
     let watch = h1
-        .send_request(
-            Request::get("/api/v1/namespaces/ns/configmaps?watch=1")
-                .header("host", "localhost")
-                .body(Full::<Bytes>::default())
-                .unwrap(),
-        )
+        .send_request(local_get("/api/v1/namespaces/ns/configmaps?watch=1"))
         .await
         .unwrap();
     let mut watch = watch.into_body();
@@ -692,15 +690,7 @@ async fn every_request_line_is_logged_whole_under_load_and_at_sigterm() {
                     .unwrap();
                 tokio::spawn(conn);
                 for _ in 0..EACH {
-                    let resp = h1
-                        .send_request(
-                            Request::get(PATH)
-                                .header("host", "localhost")
-                                .body(Full::<Bytes>::default())
-                                .unwrap(),
-                        )
-                        .await
-                        .unwrap();
+                    let resp = h1.send_request(local_get(PATH)).await.unwrap();
                     assert_eq!(resp.status(), StatusCode::OK);
                     resp.into_body().collect().await.unwrap();
                 }
