@@ -142,6 +142,12 @@ fn objects(place: &Place, g: &str) -> Vec<Json> {
                     );
                     Json::from(serde_json::to_string(&json!([e])).unwrap())
                 }
+                Slot::JsonObject => Json::from(
+                    json!({"apiVersion": format!("{g}/v1alpha1"), "kind": "Foo",
+                        "metadata": {"name": "x",
+                            "ownerReferences": [{"apiVersion": format!("{g}/v1")}]}})
+                    .to_string(),
+                ),
                 Slot::DropShadowed(sub) => {
                     let mut e = json!({});
                     put(

@@ -381,6 +381,7 @@ impl<'a> JsonRewriter<'a> {
                 Ok(())
             }
             Slot::JsonString(inner, form) => self.json_string(w, raw, inner, form),
+            Slot::JsonObject => self.json_object(w, raw),
             Slot::Base64JsonPatch => self.base64_json_patch(w, raw, addressed),
             Slot::DropShadowed(sub) => self.drop_shadowed(w, raw, sub),
             Slot::DropHidden => self.drop_hidden(w, raw, ty, addressed),

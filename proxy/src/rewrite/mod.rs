@@ -16,6 +16,7 @@ pub mod openapi;
 pub mod openapi_proto;
 pub mod protobuf;
 pub(crate) mod raw;
+pub mod tally;
 pub mod yaml;
 mod yaml_edit;
 

@@ -68,6 +68,28 @@ const LATENCY_BUCKETS: [f64; 14] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0,
 ];
 
+/// What the engine counts itself (`rewrite::tally`), read at each scrape.
+#[derive(Debug)]
+struct EngineTallies;
+
+impl prometheus_client::collector::Collector for EngineTallies {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        let m = prometheus_client::metrics::counter::ConstCounter::new(
+            crate::rewrite::tally::object_annotations_not_json(),
+        );
+        m.encode(encoder.encode_descriptor(
+            "object_annotations_not_json",
+            "Annotations that hold an object (last-applied-configuration) whose value was not JSON, forwarded unchanged",
+            None,
+            m.metric_type(),
+        )?)
+    }
+}
+
 /// The process's metrics.
 pub fn metrics() -> &'static Metrics {
     static M: OnceLock<Metrics> = OnceLock::new();
@@ -165,6 +187,7 @@ pub fn metrics() -> &'static Metrics {
             "Reviews regroup answered with an error, by webhook and reason",
             webhook_errors.clone(),
         );
+        registry.register_collector(Box::new(EngineTallies));
         let mut process = Registry::default();
         process.register_collector(Box::new(super::process_metrics::ProcessCollector));
         Metrics {

@@ -66,6 +66,11 @@ pub enum Slot {
     /// it, the value at this path (applied to each element when the JSON is
     /// an array) names a group in this form.
     JsonString(&'static str, Form),
+    /// A string holding a whole object as JSON (kubectl's
+    /// `last-applied-configuration` annotation): renamed as the object it
+    /// is, every place of its own kind, in the same direction. Text that is
+    /// not JSON is left as it is and counted ([`crate::rewrite::tally`]).
+    JsonObject,
     /// An array of discovery entries; in the app's direction, entries whose
     /// group (a string at this sub-path of the entry) is shadowed are dropped.
     /// Runs before the entries' own renames.

@@ -41,7 +41,10 @@ const SAR_KINDS: &[&str] = &[
 ];
 
 use Form::{ApiVersion, FieldSelector, Group, GroupKinds, ObjectCount, QualifiedName, Text};
-use Slot::{Base64JsonPatch, DropHidden, DropShadowed, Items, JsonString, NamedRef, Object, Value};
+use Slot::{
+    Base64JsonPatch, DropHidden, DropShadowed, Items, JsonObject, JsonString, NamedRef, Object,
+    Value,
+};
 
 /// An owner reference, an Event's `involvedObject`: `apiVersion`, `kind`,
 /// `name`.
@@ -106,6 +109,22 @@ pub(super) const BUILTIN: &[Row] = &[
         &["*"],
         "metadata.annotations[\"applyset.kubernetes.io/contains-group-kinds\"]",
         Value(GroupKinds),
+    ),
+    // Annotations holding a whole object as JSON (docs/config.md, "Objects
+    // held in annotations"): kubectl's client-side apply (kube-apiserver
+    // reads it to hand its fields to server-side apply) and kapp's copy of
+    // the object as deployed.
+    (
+        ANY,
+        &["*"],
+        "metadata.annotations[\"kubectl.kubernetes.io/last-applied-configuration\"]",
+        JsonObject,
+    ),
+    (
+        ANY,
+        &["*"],
+        "metadata.annotations[\"kapp.k14s.io/original\"]",
+        JsonObject,
     ),
     // Lists, tables, watch events. Hidden objects (a shadowed group's CRD
     // or APIService) are dropped from lists and Tables.

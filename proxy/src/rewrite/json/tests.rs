@@ -510,3 +510,129 @@ fn a_body_over_the_whole_tape_size_is_renamed_the_same() {
     let out = String::from_utf8(rw.rewrite_bytes(body.as_bytes()).unwrap().unwrap()).unwrap();
     assert_eq!(out, body.replace(APP, CLUSTER));
 }
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// What kubectl 1.31–1.37 writes in the annotation on `kubectl apply` of
+/// the e2e Foo: the applied manifest as compact JSON, keys sorted, a newline.
+fn applied_foo(group: &str) -> String {
+    format!(
+        "{{\"apiVersion\":\"{group}/v1alpha1\",\"kind\":\"Foo\",\"metadata\":{{\"annotations\":{{}},\"name\":\"alpha\",\"namespace\":\"orig\"}},\"spec\":{{\"deploymentName\":\"alpha-deploy\",\"replicas\":1}}}}\n"
+    )
+}
+
+/// The captured Foo (testdata/kube-1.24/orig/027-get-foo-json) in `group`,
+/// carrying `annotations`.
+fn captured_foo_with(group: &str, annotations: Json) -> Json {
+    let captured =
+        include_str!("../../../../testdata/kube-1.24/orig/027-get-foo-json/response.body");
+    let mut v: Json = serde_json::from_str(&captured.replace(APP, group)).unwrap();
+    v["metadata"]["annotations"] = annotations;
+    v
+}
+
+/// kube-apiserver reads the annotation when server-side apply takes over
+/// the fields client-side apply set: it must name the cluster's group
+/// there, and the app's group when the app reads it.
+#[test]
+fn last_applied_configuration_is_renamed_as_the_object_it_is() {
+    let with = |g: &str| captured_foo_with(g, json!({LAST_APPLIED: applied_foo(g)}));
+    both_ways(with(APP), with(CLUSTER));
+    // Only the group changed inside: every other byte of kubectl's text stays.
+    let out = to(Direction::ToCluster, with(APP));
+    assert_eq!(
+        out["metadata"]["annotations"][LAST_APPLIED]
+            .as_str()
+            .unwrap(),
+        applied_foo(CLUSTER)
+    );
+    // kapp's copy of the object as deployed is the same kind of place.
+    let kapp = |g: &str| captured_foo_with(g, json!({"kapp.k14s.io/original": applied_foo(g)}));
+    both_ways(kapp(APP), kapp(CLUSTER));
+    // An object of another kind: its own places (owner references) apply.
+    let cm = |g: &str| {
+        let applied = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "alpha-cm",
+            "ownerReferences": [{"apiVersion": format!("{g}/v1alpha1"), "kind": "Foo", "name": "alpha", "uid": "u"}]}});
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "alpha-cm",
+            "annotations": {LAST_APPLIED: applied.to_string()}}})
+    };
+    both_ways(cm(APP), cm(CLUSTER));
+    // In a list, a watch event and a merge patch (what kubectl apply sends).
+    let list = |g: &str| json!({"apiVersion": format!("{g}/v1alpha1"), "kind": "FooList", "metadata": {}, "items": [with(g)]});
+    both_ways(list(APP), list(CLUSTER));
+    let event = |g: &str| json!({"type": "MODIFIED", "object": with(g)});
+    both_ways(event(APP), event(CLUSTER));
+    let patch = |g: &str| json!({"metadata": {"annotations": {LAST_APPLIED: applied_foo(g)}}, "spec": {"replicas": 2}});
+    let (m, c) = (map(), Catalog::new(&[]));
+    let rw = JsonRewriter::new(&m, &c, Direction::ToCluster);
+    let mut p = patch(APP);
+    assert!(rw
+        .rewrite_as(&mut p, &format!("{APP}/v1alpha1"), "Foo")
+        .unwrap());
+    assert_eq!(p, patch(CLUSTER));
+}
+
+/// A value that is not JSON is not an object to rename: left as it came
+/// (the rest of the object still renamed) and counted.
+#[test]
+fn last_applied_configuration_that_is_not_json_is_left_and_counted() {
+    let text = format!("{{\"apiVersion\":\"{APP}/v1alpha1\",\"kind\":");
+    let before = crate::rewrite::tally::object_annotations_not_json();
+    let out = to(
+        Direction::ToCluster,
+        captured_foo_with(APP, json!({LAST_APPLIED: text})),
+    );
+    assert_eq!(out["metadata"]["annotations"][LAST_APPLIED], json!(text));
+    assert_eq!(out["apiVersion"], json!(format!("{CLUSTER}/v1alpha1")));
+    assert!(crate::rewrite::tally::object_annotations_not_json() > before);
+    // A mapped name deeper inside that can't be renamed is refused, as in
+    // the object itself (fail closed).
+    let label = "x".repeat(60);
+    let long = format!("{label}.{label}.{label}.{label}.io");
+    let m = GroupMap::new(vec![rule("a.io", &long, false, true)]).unwrap();
+    let held = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "foosxxxx.a.io"}})
+    .to_string();
+    let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"annotations": {LAST_APPLIED: held}}});
+    let c = Catalog::new(&[]);
+    let rw = JsonRewriter::new(&m, &c, Direction::ToCluster);
+    assert!(rw.rewrite_bytes(obj.to_string().as_bytes()).is_err());
+}
+
+/// The same annotation in YAML (a server-side apply body, `kubectl get -o
+/// yaml` piped back) and set by a JSON Patch.
+#[test]
+fn last_applied_configuration_in_yaml_and_json_patch() {
+    let (m, c) = (map(), Catalog::new(&[]));
+    let rw = JsonRewriter::new(&m, &c, Direction::ToCluster);
+    let yaml = |g: &str| {
+        format!(
+            "apiVersion: {g}/v1alpha1\nkind: Foo\nmetadata:\n  name: alpha\n  annotations:\n    # kept\n    {LAST_APPLIED}: |\n      {}\nspec:\n  replicas: 1\n",
+            applied_foo(g).trim_end()
+        )
+    };
+    let out = crate::rewrite::yaml::rewrite(&rw, yaml(APP).as_bytes(), None, None)
+        .unwrap()
+        .unwrap();
+    let out: Json = serde_saphyr::from_str(std::str::from_utf8(&out).unwrap()).unwrap();
+    let want: Json = serde_saphyr::from_str(&yaml(CLUSTER)).unwrap();
+    assert_eq!(out, want);
+
+    let patch = |g: &str| {
+        json!([{"op": "add", "path": "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration",
+                "value": applied_foo(g)}])
+        .to_string()
+    };
+    let out = crate::rewrite::json_patch::rewrite(
+        &rw,
+        patch(APP).as_bytes(),
+        &format!("{APP}/v1alpha1"),
+        "Foo",
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Json>(&out).unwrap(),
+        serde_json::from_str::<Json>(&patch(CLUSTER)).unwrap()
+    );
+}

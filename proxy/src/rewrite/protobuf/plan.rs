@@ -44,6 +44,8 @@ pub(super) enum Act {
     Value(Form),
     /// A string holding JSON; inside it, the value at this path.
     JsonString(FieldPath, Form),
+    /// A string holding a whole object as JSON.
+    JsonObject,
     /// A `RawExtension`: its `raw` is an enveloped object (or JSON).
     Object,
     /// A list's items, each a message walked with this plan.
@@ -268,15 +270,19 @@ pub(super) fn build(catalog: &Catalog, target: &Target<'_>) -> Plan {
         };
         let Some(ProtoStep::Field(last)) = path.last() else {
             // A map value: only strings are catalogued there.
-            if let (Some(ProtoStep::MapKey(_)), Slot::Value(_) | Slot::JsonString(..)) =
-                (path.last(), place.slot)
+            if let (
+                Some(ProtoStep::MapKey(_)),
+                Slot::Value(_) | Slot::JsonString(..) | Slot::JsonObject,
+            ) = (path.last(), place.slot)
             {
                 insert(&mut plan.root, &path, slot_act(place.slot));
             }
             continue;
         };
         match place.slot {
-            Slot::Value(_) | Slot::JsonString(..) if !on_list && is_string(last) => {
+            Slot::Value(_) | Slot::JsonString(..) | Slot::JsonObject
+                if !on_list && is_string(last) =>
+            {
                 insert(&mut plan.root, &path, slot_act(place.slot));
             }
             Slot::Object if !on_list && is_raw_extension(last) => {
@@ -424,6 +430,7 @@ fn slot_act(slot: Slot) -> Option<Act> {
             FieldPath::parse(inner).expect("catalog sub-paths are valid"),
             form,
         )),
+        Slot::JsonObject => Some(Act::JsonObject),
         _ => None,
     }
 }

@@ -1047,3 +1047,68 @@ fn watch_stream_framing_errors() {
     let mut s = WatchStream::new(None, 1024);
     assert!(s.feed(&to_app, &body).is_err());
 }
+
+/// kubectl's last-applied configuration in a protobuf object's annotations
+/// (a captured Deployment, testdata/kube-1.24/renamed/042): the JSON inside
+/// renamed as the object it is, both ways, every other byte kept.
+#[test]
+fn last_applied_configuration_in_protobuf_annotations_is_renamed() {
+    const KEY: &str = "kubectl.kubernetes.io/last-applied-configuration";
+    let captured = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../testdata/kube-1.24/renamed/042-get-deployment-protobuf/response.body"
+    ))
+    .unwrap();
+    let (_, raw) = unwrap_envelope(&captured);
+    let applied = |g: &str| {
+        format!(
+            "{{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{{\"annotations\":{{}},\"name\":\"d\",\"ownerReferences\":[{{\"apiVersion\":\"{g}/v1alpha1\",\"kind\":\"Foo\",\"name\":\"alpha\",\"uid\":\"u\"}}]}}}}\n"
+        )
+    };
+    // The captured owner reference (a Foo) and one annotation, in `g`.
+    let deployment = |g: &str, annotation: String| {
+        let mut d = decode("k8s.io.api.apps.v1.Deployment", &raw);
+        let mut meta = d
+            .get_field_by_name("metadata")
+            .unwrap()
+            .as_message()
+            .unwrap()
+            .clone();
+        let mut ann = std::collections::HashMap::new();
+        ann.insert(
+            prost_reflect::MapKey::String(KEY.into()),
+            Value::String(annotation),
+        );
+        meta.set_field_by_name("annotations", Value::Map(ann));
+        let Value::List(mut owners) = meta
+            .get_field_by_name("ownerReferences")
+            .unwrap()
+            .into_owned()
+        else {
+            panic!("the capture has owner references");
+        };
+        for o in &mut owners {
+            if let Value::Message(o) = o {
+                o.set_field_by_name("apiVersion", Value::String(format!("{g}/v1alpha1")));
+            }
+        }
+        meta.set_field_by_name("ownerReferences", Value::List(owners));
+        d.set_field_by_name("metadata", Value::Message(meta));
+        envelope("apps/v1", "Deployment", &d.encode_to_vec())
+    };
+    // prost-reflect encodes maps in no fixed order: compared decoded.
+    let same = |a: &[u8], b: &[u8]| {
+        let d = |x: &[u8]| decode("k8s.io.api.apps.v1.Deployment", &unwrap_envelope(x).1);
+        assert_eq!(d(a), d(b));
+    };
+    same(
+        &for_app(&deployment(CLUSTER, applied(CLUSTER))),
+        &deployment(APP, applied(APP)),
+    );
+    // Not JSON: left as it is, the object otherwise renamed.
+    let bad = format!("not json {CLUSTER}");
+    same(
+        &for_app(&deployment(CLUSTER, bad.clone())),
+        &deployment(APP, bad),
+    );
+}

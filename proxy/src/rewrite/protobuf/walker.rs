@@ -192,6 +192,7 @@ impl ProtoRewriter<'_> {
                 Some(Act::JsonString(path, form)) => {
                     self.json_string(w, start, end, path, *form)?
                 }
+                Some(Act::JsonObject) => self.json_object(w, start, end)?,
                 Some(Act::Object) => self.raw_extension(w, start, end)?,
                 Some(Act::Items(plan)) => self.object(w, start, end, plan)?,
                 Some(Act::NameOf {
@@ -427,6 +428,24 @@ impl ProtoRewriter<'_> {
         let text = std::str::from_utf8(&w.input[start..end])
             .map_err(|e| RewriteError::EmbeddedJson(path.to_string(), e.to_string()))?;
         let Some(new) = self.json.rename_embedded(text, path, form)? else {
+            return Ok(0);
+        };
+        Ok(w.replace(start, end, new.into_bytes()))
+    }
+
+    /// A string holding a whole object as JSON, renamed as that object by
+    /// the JSON codec (text that is not UTF-8 is not JSON: left, counted).
+    fn json_object(
+        &self,
+        w: &mut Walk<'_>,
+        start: usize,
+        end: usize,
+    ) -> Result<isize, RewriteError> {
+        let Ok(text) = std::str::from_utf8(&w.input[start..end]) else {
+            crate::rewrite::tally::object_annotation_not_json();
+            return Ok(0);
+        };
+        let Some(new) = self.json.rename_object_text(text)? else {
             return Ok(0);
         };
         Ok(w.replace(start, end, new.into_bytes()))
