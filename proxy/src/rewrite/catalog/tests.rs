@@ -71,7 +71,9 @@ fn selectors_pick_kinds_by_app_group() {
             "metadata.ownerReferences[].apiVersion",
             "metadata.ownerReferences[]",
             "metadata.managedFields[].apiVersion",
-            "metadata.annotations[\"applyset.kubernetes.io/contains-group-kinds\"]"
+            "metadata.annotations[\"applyset.kubernetes.io/contains-group-kinds\"]",
+            "metadata.annotations[\"kubectl.kubernetes.io/last-applied-configuration\"]",
+            "metadata.annotations[\"kapp.k14s.io/original\"]"
         ]
     );
 }
