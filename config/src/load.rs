@@ -146,7 +146,11 @@ pub fn load(text: &str) -> Result<Settings, ConfigError> {
             })
             .ok()
     });
-    let map = map.map(|m| m.with_object_names(names));
+    let metadata = file.metadata.as_ref().and_then(|spec| {
+        let rules = map.as_ref().map_or(&[][..], |m| m.rules());
+        crate::metadata::metadata_from_spec(spec, rules, &mut problems)
+    });
+    let map = map.map(|m| m.with_object_names(names).with_metadata(metadata));
 
     check_listeners(&file.listeners, &mut problems);
     check_lending(&file, &mut problems);
