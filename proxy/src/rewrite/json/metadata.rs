@@ -134,12 +134,40 @@ impl JsonRewriter<'_> {
         addressed: Option<(&str, &str)>,
     ) -> Result<(), RewriteError> {
         let (group, kind) = self.app_type(ty, addressed);
-        for place in self.catalog.places_for(&group, kind) {
+        self.fields_v1_of(w, raw, &group, kind)
+    }
+
+    fn fields_v1_of<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        raw: Raw<'i>,
+        group: &str,
+        kind: &str,
+    ) -> Result<(), RewriteError> {
+        for place in self.catalog.places_for(group, kind) {
             if is_metadata_slot(&place.slot) && place.slot != Slot::FieldsV1 {
                 self.owned(w, raw, place.path.steps(), place.slot)?;
             }
         }
         Ok(())
+    }
+
+    /// A managed-fields entry's `fieldsV1` as JSON text (protobuf's
+    /// `FieldsV1.raw`) of an object of `group` (app names) and `kind`.
+    /// `Ok(None)`: nothing renamed.
+    pub(crate) fn rename_fields_v1(
+        &self,
+        text: &str,
+        group: &str,
+        kind: &str,
+    ) -> Result<Option<String>, RewriteError> {
+        if !self.may_contain(text.as_bytes()) {
+            return Ok(None);
+        }
+        let root = Raw::parse(text)?;
+        let mut walk = Walk::new(text);
+        self.fields_v1_of(&mut walk, root, group, kind)?;
+        Ok(walk.finish())
     }
 
     /// The field set `raw` (`{"f:metadata": {"f:labels": {...}}}`) followed
@@ -214,7 +242,7 @@ impl JsonRewriter<'_> {
     /// A metadata key or a label selector string ([`Form::MetadataKey`],
     /// [`Form::LabelSelector`]): renamed, or an error naming what Kubernetes
     /// would refuse or what can't be parsed.
-    pub(super) fn metadata_value(
+    pub(crate) fn metadata_value(
         &self,
         form: Form,
         value: &str,
