@@ -527,6 +527,34 @@ impl Settings {
                 kept.join(", ")
             ));
         }
+        if let Some(m) = self.map.metadata() {
+            out.push_str("\nMETADATA (label, annotation and finalizer keys; label values)\n");
+            for p in m.prefixes() {
+                out.push_str(&format!(
+                    "prefix  {0}/*, *.{0}/*  ->  {1}/*, *.{1}/*\n",
+                    p.app, p.cluster
+                ));
+            }
+            for k in m.keys() {
+                out.push_str(&format!("key     {}  ->  {}\n", k.app, k.cluster));
+            }
+            for v in m.values() {
+                out.push_str(&format!(
+                    "value   {}: {}  ->  {}\n",
+                    v.key, v.value.app, v.value.cluster
+                ));
+            }
+            for e in m.exclusions() {
+                match &e.name {
+                    Some(n) => out.push_str(&format!("never   {} {n}\n", e.kind)),
+                    None => out.push_str(&format!("never   every {}\n", e.kind)),
+                }
+            }
+            out.push_str(&format!(
+                "(other copies' keys in these prefixes are shown to the app under `<prefix>{}`)\n",
+                crate::metadata::SHADOW_SUFFIX
+            ));
+        }
         out
     }
 }
