@@ -13,6 +13,7 @@ import argparse
 import base64
 import datetime
 import functools
+import hashlib
 import http.client
 import json
 import os
@@ -37,6 +38,8 @@ except ImportError:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.environ.get("REGROUP_TESTDATA") or os.path.join(HERE, "..", "..", "testdata", "kube-1.24")
+# A few kube-apiserver 1.29 captures (OpenAPI v3), copied byte for byte: e2e/standin/data/README.md.
+DATA_129 = os.path.join(HERE, "data", "kube-1.29")
 GROUP = "samplecontroller.team1.example.com"  # the Foo group this cluster serves
 # More Foo groups, from --also-group (the demo's second copy of the app): each
 # serves what GROUP serves, its discovery and OpenAPI v3 being GROUP's captures
@@ -62,6 +65,12 @@ PROTOBUF_REPLAYS = {
 @functools.lru_cache(maxsize=None)
 def captured(case):
     with open(os.path.join(DATA, case, "response.body"), "rb") as f:
+        return f.read()
+
+
+@functools.lru_cache(maxsize=None)
+def captured_129(case):
+    with open(os.path.join(DATA_129, case, "response.body"), "rb") as f:
         return f.read()
 
 
@@ -533,17 +542,8 @@ def discovery(path, accept):
         doc["definitions"] = {k: v for k, v in doc["definitions"].items()
                               if not k.startswith("io.k8s.samplecontroller.")}
         return dumps(doc), text
-    if path == "/openapi/v3":  # 1.24's index form: {"Paths": [...]}
-        doc = cjson("common/014-openapi-v3-index")
-        doc["Paths"] = [p for p in doc["Paths"] if not (HIDE_ORIG and p.startswith(f"apis/{ORIG}/"))]
-        doc["Paths"] += [f"apis/{group}/{v}" for group in ALSO for v in ("v1alpha1", "v1beta1")]
-        return (dumps(doc) if HIDE_ORIG or ALSO else captured("common/014-openapi-v3-index")), text
-    v3 = {f"/openapi/v3/apis/{GROUP}/v1alpha1": "renamed/270-openapi-v3-group-v1alpha1-json",
-          f"/openapi/v3/apis/{GROUP}/v1beta1": "renamed/272-openapi-v3-group-v1beta1-json"}
-    for group in ALSO:
-        v3.update({f"/openapi/v3/apis/{group}/{v}": v3[f"/openapi/v3/apis/{GROUP}/{v}"] for v in ("v1alpha1", "v1beta1")})
-    if path in v3:
-        return as_group(captured(v3[path]), path.split("/")[4]), text
+    if path == "/openapi/v3":  # the index, as kube-apiserver 1.29 serves it (kube-1.29 renamed/025)
+        return openapi_v3_index(), text
     if path.startswith("/openapi/"):
         raise page_not_found()  # the other v3 documents were not captured
     m = re.fullmatch(r"/apis/([^/]+)(?:/([^/]+))?/?", path)
@@ -556,6 +556,47 @@ def discovery(path, accept):
     if version is not None and gv(group, version) in served_group_versions():
         return resource_list(group, version), js
     raise page_not_found()
+
+
+# ---- OpenAPI v3, as kube-apiserver 1.29 serves it (kube-1.29 renamed/025-032) -----------------
+# The index names each document with `?hash=<upper-case hex SHA-512 of its JSON>`
+# (026's body hashes to the value in 025 and in 026's ETag). A document asked for
+# with its current hash is `Cache-Control: public, immutable` with a one-year
+# Expires (026), another hash is a 301 to the current one (029), no hash is
+# `no-cache, private` (030); If-None-Match with the ETag is a 304 (028, 031);
+# an Accept it does not serve is a bare 406 (032); every answer has `Vary: Accept`.
+V3_PROTOBUF = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"
+V3_PROTOBUF_CTYPE = "application/com.github.proto-openapi.spec.v3.v1.0+protobuf"  # as 027 answered
+
+
+def openapi_v3_documents():
+    """'apis/<group>/<version>' -> (JSON bytes, gnostic protobuf bytes or None).
+    v1alpha1 is kube-1.29's capture (JSON and protobuf); v1beta1 was captured by
+    1.24 only (renamed/272), in JSON: a protobuf-only Accept for it is a 406 here
+    (a real server would answer protobuf)."""
+    docs = {f"apis/{GROUP}/v1alpha1": (captured_129("renamed/026-openapi-v3-group-hash-json"),
+                                       captured_129("renamed/027-openapi-v3-group-hash-protobuf")),
+            f"apis/{GROUP}/v1beta1": (captured("renamed/272-openapi-v3-group-v1beta1-json"), None)}
+    for group in ALSO:  # JSON only: the protobuf capture can't be renamed by replacing bytes
+        docs.update({f"apis/{group}/{v}": (as_group(docs[f"apis/{GROUP}/{v}"][0], group), None)
+                     for v in ("v1alpha1", "v1beta1")})
+    return docs
+
+
+def v3_hash(body):
+    return hashlib.sha512(body).hexdigest().upper()
+
+
+def openapi_v3_index():
+    """The index (Go's json.Marshal: compact, keys sorted, no newline), naming
+    only the documents this stand-in serves (a real one names every
+    group-version), plus ORIG's entries from the capture unless HIDE_ORIG (the
+    deliberate leftover: listed, its documents 404)."""
+    paths = {} if HIDE_ORIG else {k: v for k, v in json.loads(captured_129("renamed/025-openapi-v3-index"))[
+        "paths"].items() if k.startswith(f"apis/{ORIG}/")}
+    for gvpath, (js, _) in openapi_v3_documents().items():
+        paths[gvpath] = {"serverRelativeURL": f"/openapi/v3/{gvpath}?hash={v3_hash(js)}"}
+    return json.dumps({"paths": dict(sorted(paths.items()))}, separators=(",", ":")).encode()
 
 
 # ---- aggregation -----------------------------------------------------------------------
@@ -750,6 +791,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self.aggregate(apisvc, body)
             if (self.command, url.path) == ("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews"):
                 return self.reply(201, dumps(subject_access_review(self.decode(body))))
+            if self.command == "GET" and url.path.startswith("/openapi/v3/"):
+                return self.openapi_v3(url.path, q)
             doc = discovery(unquote(url.path), accept) if self.command == "GET" else None
             if doc is not None:
                 return self.reply(200, *doc)
@@ -774,6 +817,45 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
+
+    def send(self, code, body, headers):
+        """An answer with exactly these headers (and Content-Length, but on a 304)."""
+        self.send_response(code)
+        for k, v in headers:
+            self.send_header(k, v)
+        if code != 304:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def openapi_v3(self, path, q):
+        """One OpenAPI v3 document (see "OpenAPI v3" above)."""
+        doc = openapi_v3_documents().get(path[len("/openapi/v3/"):])
+        if doc is None:
+            raise page_not_found()  # ORIG's (listed, not served) and those never captured
+        js, pb = doc
+        etag, body, ctype = f'"{v3_hash(js)}"', None, None
+        for rng in (self.headers.get("Accept") or "*/*").split(","):
+            mt = rng.split(";")[0].strip()
+            if mt in ("application/json", "application/*", "*/*"):
+                body, ctype = js, "application/json"
+            elif mt == V3_PROTOBUF and pb is not None:
+                body, ctype = pb, V3_PROTOBUF_CTYPE
+            if body is not None:
+                break
+        if body is None:
+            return self.send(406, b"", [("Cache-Control", "no-cache, private"), ("Vary", "Accept")])
+        cache = [("Cache-Control", "no-cache, private")]
+        if "hash" in q:
+            if q["hash"] != etag.strip('"'):
+                return self.send(301, b"", [("Cache-Control", "no-cache, private"), ("Content-Type", "application/json"),
+                                            ("Etag", etag), ("Location", f"{path}?hash={etag.strip(chr(34))}"),
+                                            ("Vary", "Accept")])
+            expires = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=365)
+            cache = [("Cache-Control", "public, immutable"), ("Expires", expires.strftime("%a, %d %b %Y %H:%M:%S UTC"))]
+        if self.headers.get("If-None-Match") == etag:
+            return self.send(304, b"", cache + [("Etag", etag), ("Vary", "Accept")])
+        self.send(200, body, cache + [("Content-Type", ctype), ("Etag", etag), ("Vary", "Accept")])
 
     def exec(self, r, url):
         """WebSocket only: a SPDY attempt (POST, `Upgrade: SPDY/3.1`) is

@@ -8,7 +8,7 @@ import urllib.request
 import pytest
 
 from conftest import standin_module
-from e2e_support import CLUSTER_GROUP, ORIG_GROUP
+from e2e_support import CLUSTER_GROUP, ORIG_GROUP, REPO
 
 FOOS = f"/apis/{CLUSTER_GROUP}/v1alpha1/namespaces/e2e/foos"
 KUBECTL_TABLE = ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,"
@@ -97,3 +97,41 @@ def test_watch_from_zero_sends_existing_objects_then_ends_at_timeout(standin):
     events = [json.loads(line) for line in body.decode().splitlines()]
     assert {(e["type"], e["object"]["metadata"]["name"]) for e in events} >= {("ADDED", "alpha"), ("ADDED", "beta")}
     assert {e["object"]["apiVersion"] for e in events} == {f"{CLUSTER_GROUP}/v1alpha1"}
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args):
+        return None  # the 301 itself is the answer under test
+
+
+def test_openapi_v3_is_answered_like_1_29(standin, upstream):
+    """The same requests as kube-apiserver 1.29's OpenAPI v3 captures (renamed
+    world: with the current hash, a conditional GET, a stale hash, no hash,
+    no hash and conditional, a YAML Accept), answered with the captured status
+    and caching headers; the index names the captured document's hash."""
+    request, _ = standin
+    index = json.loads(request("/openapi/v3")[2])["paths"]
+    want_url = json.loads(open(REPO / "e2e/standin/data/kube-1.29/renamed/025-openapi-v3-index/response.body",
+                               "rb").read())["paths"][f"apis/{CLUSTER_GROUP}/v1alpha1"]
+    assert index[f"apis/{CLUSTER_GROUP}/v1alpha1"] == want_url
+    dirs = {"028": REPO / "testdata/kube-1.29/renamed", "029": REPO / "testdata/kube-1.29/renamed"}
+    for case in ("026-openapi-v3-group-hash-json", "027-openapi-v3-group-hash-protobuf",
+                 "028-openapi-v3-group-hash-if-none-match", "029-openapi-v3-group-stale-hash",
+                 "030-openapi-v3-group-no-hash-json", "031-openapi-v3-group-no-hash-if-none-match",
+                 "032-openapi-v3-group-hash-yaml-406"):
+        ex = json.loads(open(dirs.get(case[:3], REPO / "e2e/standin/data/kube-1.29/renamed") / case / "exchange.json",
+                             "rb").read())
+        headers = {k: v for k, v in ex["request_headers"].items() if k in ("Accept", "If-None-Match")}
+        url = upstream.url + ex["path"] + (f"?{ex['query']}" if ex["query"] else "")
+        req = urllib.request.Request(url, headers=headers)
+        try:
+            with urllib.request.build_opener(NoRedirect).open(req, timeout=10) as resp:
+                status, got, body = resp.status, resp.headers, resp.read()
+        except urllib.error.HTTPError as e:
+            status, got, body = e.code, e.headers, e.read()
+        want = ex["response_headers"]
+        assert status == ex["status"], case
+        for h in ("Cache-Control", "Content-Type", "Etag", "Location", "Vary"):
+            assert got.get(h) == want.get(h), (case, h)
+        assert ("Expires" in got) == ("Expires" in want), case
+        assert len(body) == ex["response_body_bytes"], case
