@@ -132,8 +132,9 @@ KINDS = {
                           cols="renamed/113-list-foo-table", deprecated=["v1beta1"]),
 }
 # Strategic merge patch, approximated: these lists merge by key (their
-# patchMergeKey); other lists are replaced; $-directives ($setElementOrder,
-# $retainKeys) are dropped, `$patch: delete` in a keyed list item is honoured.
+# patchMergeKey), in the order kube-apiserver gives them (smp_order); other
+# lists are replaced; $-directives ($setElementOrder, $retainKeys) are dropped,
+# `$patch: delete` in a keyed list item is honoured.
 SMP_KEYS = {"ownerReferences": "uid", "containers": "name", "initContainers": "name", "env": "name",
             "volumes": "name", "volumeMounts": "mountPath", "ports": "containerPort", "imagePullSecrets": "name",
             "webhooks": "name"}  # Validating/MutatingWebhookConfiguration
@@ -274,18 +275,42 @@ def merge_patch(target, patch, smp=False):
         if v is None:
             out.pop(k, None)
         elif smp and k in SMP_KEYS and isinstance(v, list) and isinstance(out.get(k), list):
-            mk, merged = SMP_KEYS[k], list(out[k])
-            for item in (i for i in v if isinstance(i, dict)):
+            mk, items = SMP_KEYS[k], [i for i in v if isinstance(i, dict)]
+            live = [o for o in out[k] if not any(i.get("$patch") == "delete" and i.get(mk) == o.get(mk) for i in items)]
+            items = [i for i in items if i.get("$patch") != "delete"]
+            merged = list(live)
+            for item in items:
                 idx = next((n for n, o in enumerate(merged) if o.get(mk) == item.get(mk)), None)
-                if item.get("$patch") == "delete":
-                    merged = [o for o in merged if o.get(mk) != item.get(mk)]
-                elif idx is None:
+                if idx is None:
                     merged.append(merge_patch({}, item, smp))
                 else:
                     merged[idx] = merge_patch(merged[idx], item, smp)
-            out[k] = merged
+            out[k] = smp_order(merged, items, live, mk)
         else:
             out[k] = merge_patch(out.get(k), v, smp)
+    return out
+
+
+def smp_order(merged, patch, live, mk):
+    """The order kube-apiserver gives a list merged by key `mk`, as
+    k8s.io/apimachinery/pkg/util/strategicpatch/patch.go computes it (mergeSlice
+    -> normalizeElementOrder -> mergeSortedSlice, no $setElementOrder): the
+    items the patch names, in the patch's order, and the live items it does not
+    name, in the live order, are merged by taking the live one first only when
+    both it and the patch's next item are in the live list and it comes before
+    it there. So an item the live list lacks goes BEFORE the live items left:
+    live [alpha] + patch [beta] gives [beta, alpha] (kube-apiserver 1.36 did
+    so to a ConfigMap's ownerReferences, issue #31)."""
+    pkeys, lkeys = [i.get(mk) for i in patch], [o.get(mk) for o in live]
+    right = sorted((m for m in merged if m.get(mk) in pkeys), key=lambda m: pkeys.index(m.get(mk)))
+    left = [m for m in merged if m.get(mk) not in pkeys]  # already in live order
+    out = []
+    while left or right:
+        if right and (not left or not (right[0].get(mk) in lkeys and
+                                        lkeys.index(left[0].get(mk)) < lkeys.index(right[0].get(mk)))):
+            out.append(right.pop(0))
+        else:
+            out.append(left.pop(0))
     return out
 
 

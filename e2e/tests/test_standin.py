@@ -135,3 +135,24 @@ def test_openapi_v3_is_answered_like_1_29(standin, upstream):
             assert got.get(h) == want.get(h), (case, h)
         assert ("Expires" in got) == ("Expires" in want), case
         assert len(body) == ex["response_body_bytes"], case
+
+
+def test_strategic_merge_puts_a_new_keyed_item_first_like_kube_apiserver(standin):
+    """kube-apiserver 1.36 answered a strategic merge patch adding beta's
+    ownerReference to a ConfigMap owned by alpha with [beta, alpha] (issue
+    #31); strategicpatch's mergeSlice/normalizeElementOrder give that order,
+    and so does the stand-in (smp_order)."""
+    request, _ = standin
+    uid = {n: json.loads(request(f"{FOOS}/{n}")[2])["metadata"]["uid"] for n in ("alpha", "beta")}
+    ref = lambda n: {"apiVersion": f"{CLUSTER_GROUP}/v1alpha1", "kind": "Foo", "name": n, "uid": uid[n]}  # noqa: E731
+    cms = "/api/v1/namespaces/e2e/configmaps"
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "smp-order", "ownerReferences": [ref("alpha")]}}
+    assert request(cms, method="POST", body=json.dumps(cm).encode())[0] == 201
+    try:
+        patch = {"metadata": {"ownerReferences": [ref("beta")]}}
+        status, _, body = request(cms + "/smp-order", method="PATCH", body=json.dumps(patch).encode(),
+                                  ctype="application/strategic-merge-patch+json")
+        assert status == 200
+        assert [r["name"] for r in json.loads(body)["metadata"]["ownerReferences"]] == ["beta", "alpha"]
+    finally:
+        request(cms + "/smp-order", method="DELETE")
