@@ -373,6 +373,55 @@ def manage(obj, manager, operation, apiversion, applied=None, sub=None):
         m.get("manager"), m.get("operation"), m.get("subresource")) != (manager, operation, sub)] + [entry]
 
 
+# ---- pruning of custom resources ------------------------------------------------------
+# kube-apiserver drops, on every write of a custom resource (create, update,
+# patch, apply, the status subresource), the fields its CRD's structural schema
+# does not declare (k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning):
+# kube-1.29 renamed/056 (fieldValidation=Ignore) stored a Foo without its
+# spec.unknownField and metadata.unknownMeta. With fieldValidation=Warn (the
+# default since 1.23) each dropped field is a Warning (055, 060); with Strict a
+# create or update is a 400 (054), a patch a 422 (059), an apply always a 500
+# (061, 062). The schema is the captured CRD's (kube-1.24 renamed/036): Foo's
+# status declares only availableReplicas, so anything else a client writes
+# into status is dropped.
+OBJECT_META = ("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+               "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
+               "ownerReferences", "finalizers", "managedFields")
+
+
+@functools.lru_cache(maxsize=None)
+def crd_schemas():
+    """version -> the Foo CRD's openAPIV3Schema, with the root's apiVersion and
+    kind kept and metadata pruned to ObjectMeta's fields (their values kept)."""
+    out = {}
+    for v in cjson("renamed/036-get-crd-json")["spec"]["versions"]:
+        root = v["schema"]["openAPIV3Schema"]
+        keep = {"x-kubernetes-preserve-unknown-fields": True}
+        meta = {"type": "object", "properties": {k: keep for k in OBJECT_META}}
+        out[v["name"]] = dict(root, properties=dict(root.get("properties") or {}, apiVersion=keep, kind=keep,
+                                                    metadata=meta))
+    return out
+
+
+def prune(value, schema, path, dropped):
+    """Structural pruning: an object keeps the properties its schema declares
+    (or all, with additionalProperties or x-kubernetes-preserve-unknown-fields),
+    recursively; arrays by their items' schema. `dropped` gets each removed
+    field's path, in document order."""
+    if isinstance(value, dict):
+        props, more = schema.get("properties") or {}, schema.get("additionalProperties")
+        for k in list(value):
+            sub = props.get(k, more if isinstance(more, dict) else None)
+            if sub is not None:
+                prune(value[k], sub, f"{path}.{k}" if path else k, dropped)
+            elif not (schema.get("x-kubernetes-preserve-unknown-fields") or more is True):
+                del value[k]
+                dropped.append(f"{path}.{k}" if path else k)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            prune(item, schema["items"], f"{path}[{i}]", dropped)
+
+
 # ---- content negotiation and rendering ---------------------------------------------
 
 def accepted(accept, table_ok=True):
@@ -781,8 +830,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", ctype)
         self.send_header("Cache-Control", "no-cache, private")
-        if warning:
-            self.send_header("Warning", warning)
+        for w in [warning] + (getattr(self, "warnings", []) if code < 400 else []):
+            if w:
+                self.send_header("Warning", w)
         big = len(body) > 2048  # like Go's net/http: a body past its buffer goes out chunked
         self.send_header(*(("Transfer-Encoding", "chunked") if big else ("Content-Length", str(len(body)))))
         self.end_headers()
@@ -793,6 +843,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def handle_any(self):
+        self.warnings = []  # Warning headers of this request's answer (besides deprecation)
         body = self.read_body()
         url = urlsplit(self.path)
         q = {k: v[-1] for k, v in parse_qs(url.query).items()}
@@ -999,7 +1050,7 @@ class Handler(BaseHTTPRequestHandler):
             if m == "POST" and not r.name and (r.ns is None) == bool(r.kind.get("cluster")):
                 if r.ns is not None and ("", "namespaces", None, r.ns) not in st.objs:
                     raise not_found("", "namespaces", r.ns)
-                obj = self.check(r, self.decode(body), None)
+                obj = self.pruned(r, self.check(r, self.decode(body), None), q)
                 md = obj["metadata"]
                 if not md.get("name"):
                     md["name"] = md["generateName"] + uuid.uuid4().hex[:5]
@@ -1008,7 +1059,7 @@ class Handler(BaseHTTPRequestHandler):
                     raise obj_error(409, "AlreadyExists", r.group, r.plural, md["name"], "{} already exists")
                 return 201, self.store_new(r, key, obj, manager, "Update", dry)
             if m == "PUT" and r.name:
-                obj = self.check(r, self.decode(body), r.name)
+                obj = self.pruned(r, self.check(r, self.decode(body), r.name), q)
                 if cur is None:
                     raise not_found(r.group, r.plural, r.name)
                 if obj["metadata"].get("resourceVersion") not in (None, "", cur["metadata"]["resourceVersion"]):
@@ -1017,6 +1068,33 @@ class Handler(BaseHTTPRequestHandler):
             if m == "PATCH" and r.name:
                 return self.patch(r, cur, body, q, manager, dry)
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+    def pruned(self, r, obj, q, patch=False, apply=False):
+        """Prunes a custom resource about to be stored (see "pruning" above),
+        answering per fieldValidation (default Warn)."""
+        if r.kind["builtin"]:
+            return obj
+        dropped, kept = [], copy(obj)
+        prune(kept, crd_schemas()[r.version], "", dropped)
+        if not dropped:
+            return obj
+        unknown = ", ".join(f'unknown field "{f}"' for f in dropped)
+        if apply:  # 061, 062: whatever fieldValidation says
+            msg = (f"failed to create typed patch object ({r.ns}/{r.name}; {gv(r.group, r.version)}, "
+                   f"Kind={r.kind['kind']}): .{dropped[0]}: field not declared in schema")
+            raise ApiError(500, "", msg, raw=dumps({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                                    "status": "Failure", "message": msg, "code": 500}))
+        if q.get("fieldValidation") == "Strict" and patch:  # 059, the patched object in the message
+            value = json.dumps(obj, separators=(",", ":"), sort_keys=True)
+            why = f"Invalid value: {json.dumps(value)}: strict decoding error: {unknown}"
+            raise ApiError(422, "Invalid", f' "" is invalid: patch: {why}',
+                           {"causes": [{"reason": "FieldValueInvalid", "message": why, "field": "patch"}]})
+        if q.get("fieldValidation") == "Strict":  # 054
+            raise ApiError(400, "BadRequest", f'{r.kind["kind"]} in version "{r.version}" cannot be handled as a '
+                                              f'{r.kind["kind"]}: strict decoding error: {unknown}')
+        if q.get("fieldValidation") != "Ignore":  # 055, 060: one Warning per field
+            self.warnings += ['299 - ' + json.dumps(f'unknown field "{f}"') for f in dropped]
+        return kept
 
     @staticmethod
     def check(r, obj, name):
@@ -1115,7 +1193,7 @@ class Handler(BaseHTTPRequestHandler):
             if not q.get("fieldManager"):
                 raise ApiError(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required '
                                                'value: is required for apply patch')
-            p = self.check(r, p, r.name)
+            p = self.pruned(r, self.check(r, p, r.name), q, apply=True)
             if cur is None:
                 obj = copy(p)
                 obj["metadata"]["name"] = r.name
@@ -1128,7 +1206,7 @@ class Handler(BaseHTTPRequestHandler):
             new = json_patch(live, p if isinstance(p, list) else [])
         else:
             new = merge_patch(live, p, smp=ctype.startswith("application/strategic"))
-        self.check(r, new, r.name)
+        new = self.pruned(r, self.check(r, new, r.name), q, patch=True)
         if new["metadata"].get("resourceVersion") not in (None, "", cur["metadata"]["resourceVersion"]):
             raise conflict(r)  # a patch that sets resourceVersion makes it a precondition
         return 200, self.store_update(r, cur, new, manager, "Update", dry)

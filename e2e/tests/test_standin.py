@@ -156,3 +156,32 @@ def test_strategic_merge_puts_a_new_keyed_item_first_like_kube_apiserver(standin
         assert [r["name"] for r in json.loads(body)["metadata"]["ownerReferences"]] == ["beta", "alpha"]
     finally:
         request(cms + "/smp-order", method="DELETE")
+
+
+def test_unknown_fields_of_a_foo_are_pruned_like_1_29(standin, upstream):
+    """The creates of kube-1.29 renamed/054-056 (a Foo with spec.unknownField
+    and metadata.unknownMeta, fieldValidation Strict, Warn, Ignore): the
+    captured status, Warning headers, and, when created, the fields stored."""
+    data = REPO / "e2e/standin/data/kube-1.29/renamed"
+    for case in ("054-create-foo-unknown-fields-strict", "055-create-foo-unknown-fields-warn",
+                 "056-create-foo-unknown-fields-ignore"):
+        ex = json.loads((data / case / "exchange.json").read_bytes())
+        body = (data / case / "request.body").read_bytes().replace(b'"namespace":"renamed"', b'"namespace":"e2e"')
+        req = urllib.request.Request(f"{upstream.url}{FOOS}?{ex['query']}", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                status, got, answer = resp.status, resp.headers, resp.read()
+        except urllib.error.HTTPError as e:
+            status, got, answer = e.code, e.headers, e.read()
+        want = ex["response_headers"].get("Warning") or []
+        assert status == ex["status"], case
+        assert (got.get_all("Warning") or []) == ([want] if isinstance(want, str) else want), case
+        captured_answer = json.loads((data / case / "response.body").read_bytes())
+        if status == 201:
+            name = json.loads(answer)["metadata"]["name"]
+            stored = json.loads(standin[0](f"{FOOS}/{name}")[2])
+            assert stored["spec"] == captured_answer["spec"] and "unknownMeta" not in stored["metadata"], case
+            standin[0](f"{FOOS}/{name}", method="DELETE")
+        else:
+            assert json.loads(answer) == captured_answer, case
