@@ -262,6 +262,53 @@ def matches(key, obj, r, sel):
     return key[:2] == (r.group, r.plural) and (r.ns is None or key[2] == r.ns) and sel(key, obj)
 
 
+# ---- garbage collection ------------------------------------------------------------
+# kube-controller-manager's garbage collector, at its minimum
+# (k8s.io/kubernetes/pkg/controller/garbagecollector, attemptToDeleteItem): an
+# owner reference is dangling when no object of its apiVersion/kind and name
+# exists in the dependent's namespace (cluster scope for a cluster-scoped
+# owner) or that object has another uid. A dependent whose owners are all
+# dangling is deleted; one with some owners left loses the dangling references.
+# References to a kind this stand-in does not store (or a namespaced owner of a
+# cluster-scoped dependent) can't be resolved and are left alone, as the real
+# collector retries them without deleting anything. Done at once after each
+# write, not seconds later; background propagation only (no foreground
+# deletion, no blockOwnerDeletion, no orphaning).
+
+def owner_alive(key, ref):
+    """True (the owner exists), False (dangling) or None (can't be resolved)."""
+    group, _, _ = (ref.get("apiVersion") or "").rpartition("/")
+    plural = next((p for (g, p), k in KINDS.items() if g == group and k["kind"] == ref.get("kind")), None)
+    if plural is None:
+        return None
+    cluster = bool(KINDS[(group, plural)].get("cluster"))
+    if not cluster and key[2] is None:
+        return None
+    owner = STORE.objs.get((group, plural, None if cluster else key[2], ref.get("name")))
+    return owner is not None and owner["metadata"].get("uid") == ref.get("uid")
+
+
+def collect_garbage():
+    with STORE.cond:
+        again = True
+        while again:  # a deleted dependent may own others
+            again = False
+            for key, obj in list(STORE.objs.items()):
+                refs = obj["metadata"].get("ownerReferences") or []
+                alive = [owner_alive(key, ref) for ref in refs]
+                if False not in alive:
+                    continue
+                if not any(alive):  # every owner gone (or unresolvable with the others gone)
+                    if None in alive:
+                        continue
+                    STORE.commit("DELETED", key, copy(obj))
+                else:
+                    new = copy(obj)
+                    new["metadata"]["ownerReferences"] = [ref for ref, a in zip(refs, alive) if a is not False]
+                    STORE.commit("MODIFIED", key, new)
+                again = True
+
+
 # ---- patches ---------------------------------------------------------------------
 
 def merge_patch(target, patch, smp=False):
@@ -886,6 +933,8 @@ class Handler(BaseHTTPRequestHandler):
             if r.sub == "token" and self.command == "POST":
                 return self.reply(201, dumps(token_request(r, self.decode(body))))
             code, obj = self.dispatch(r, q, body, accept)
+            if self.command != "GET" and q.get("dryRun") != "All":
+                collect_garbage()
             self.reply(code, dumps(obj), warning=warning)
         except ApiError as e:
             self.reply(e.code, e.body(), e.ctype)
@@ -1038,8 +1087,9 @@ class Handler(BaseHTTPRequestHandler):
             if m == "DELETE" and r.name and not r.sub:
                 if cur is None:
                     raise not_found(r.group, r.plural, r.name)
-                # Deleted at once: no finalizers, no graceful deletion, no garbage
-                # collection; a namespace takes its objects with it (no Terminating).
+                # Deleted at once: no finalizers, no graceful deletion; a namespace
+                # takes its objects with it (no Terminating); dependents go after
+                # (collect_garbage, in handle_any).
                 for key in [k for k in st.objs if k == r.key or (r.plural == "namespaces" and k[2] == r.name)]:
                     if not dry:
                         st.commit("DELETED", key, copy(st.objs[key]))

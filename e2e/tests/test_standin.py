@@ -185,3 +185,38 @@ def test_unknown_fields_of_a_foo_are_pruned_like_1_29(standin, upstream):
             standin[0](f"{FOOS}/{name}", method="DELETE")
         else:
             assert json.loads(answer) == captured_answer, case
+
+
+def test_garbage_collector_deletes_dependents_of_missing_owners(standin):
+    """The minimum of kube-controller-manager's garbage collector: a dependent
+    naming an owner uid that does not exist is deleted, one with another owner
+    left loses the dangling reference, and deleting an owner deletes its
+    dependents (background propagation)."""
+    request, _ = standin
+    cms = "/api/v1/namespaces/e2e/configmaps"
+    foo = {"apiVersion": f"{CLUSTER_GROUP}/v1alpha1", "kind": "Foo", "metadata": {"name": "gc-owner"},
+           "spec": {"deploymentName": "gc", "replicas": 1}}
+    status, _, body = request(FOOS, method="POST", body=json.dumps(foo).encode())
+    assert status == 201
+    uid = {"gc-owner": json.loads(body)["metadata"]["uid"], "bogus": "00000000-0000-0000-0000-00000000a1fa",
+           "alpha": json.loads(request(f"{FOOS}/alpha")[2])["metadata"]["uid"]}
+    ref = lambda n: {"apiVersion": f"{CLUSTER_GROUP}/v1alpha1", "kind": "Foo", "name": n, "uid": uid[n]}  # noqa: E731
+
+    def create(name, *owners):
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name,
+                                                                     "ownerReferences": [ref(o) for o in owners]}}
+        assert request(cms, method="POST", body=json.dumps(cm).encode())[0] == 201
+    create("gc-orphan", "bogus")
+    create("gc-half", "alpha", "bogus")
+    create("gc-child", "gc-owner")
+    try:
+        assert request(cms + "/gc-orphan")[0] == 404
+        half = json.loads(request(cms + "/gc-half")[2])
+        assert [r["name"] for r in half["metadata"]["ownerReferences"]] == ["alpha"]
+        assert request(cms + "/gc-child")[0] == 200
+        assert request(f"{FOOS}/gc-owner", method="DELETE")[0] == 200
+        assert request(cms + "/gc-child")[0] == 404
+    finally:
+        for name in ("gc-half", "gc-child"):
+            request(f"{cms}/{name}", method="DELETE")
+        request(f"{FOOS}/gc-owner", method="DELETE")
