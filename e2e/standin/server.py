@@ -4,7 +4,8 @@
 It plays a cluster where only the RENAMED world exists: the Foo CRD is served in
 group samplecontroller.team1.example.com. Discovery, /version and OpenAPI are the
 bytes captured from a real kube-apiserver 1.24 (testdata/kube-1.24, see its
-README); objects live in memory. Where it approximates the real server, a comment
+README), OpenAPI v3 as 1.29 serves it (e2e/standin/data); objects live in memory.
+e2e/README.md lists the apiserver behaviours it mimics and how each was established. Where it approximates the real server, a comment
 says so. It never logs bodies or credentials: one line per request on stderr.
 
     python3 e2e/standin/server.py --port 0    # prints "LISTENING <port>" first
