@@ -98,6 +98,15 @@ def test_server_side_apply_after_client_side_apply_migrates_managed_fields(app, 
     a JSON Patch replacing /metadata/managedFields: its values carry apiVersions."""
     cleanup.append("migrated")
     app("apply", "-f", manifest(tmp_path, "migrated", 1))
+    # kube-apiserver reads the last-applied object to hand client-side
+    # apply's fields to server-side apply: the cluster must store it in its
+    # own group (the app reads it in the app's).
+    key = "kubectl.kubernetes.io/last-applied-configuration"
+    stored_applied = json.loads(stored_foo(cluster, "migrated")["metadata"]["annotations"][key])
+    assert stored_applied["apiVersion"] == f"{CLUSTER_GROUP}/v1alpha1"
+    assert stored_applied["metadata"]["name"] == "migrated"
+    seen_applied = json.loads(app_foo(app, "migrated")["metadata"]["annotations"][key])
+    assert seen_applied["apiVersion"] == f"{APP_GROUP}/v1alpha1"
     out = app("apply", "--server-side", "-f", manifest(tmp_path, "migrated", 3))
     assert out.strip() == f"foo.{APP_GROUP}/migrated serverside-applied"
     foo = app_foo(app, "migrated")
