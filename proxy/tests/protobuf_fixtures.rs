@@ -626,3 +626,30 @@ fn protobuf_watch_frames_of_hidden_objects_are_said_to_be_hidden() {
     let pom = Case::load("orig", "040-get-crd-pom-protobuf").response;
     assert!(!to_app.hides(&splice::watch_frame("ADDED", &pom)).unwrap());
 }
+
+/// The label selector fields of `proxy/proto` on kube-apiserver 1.24's
+/// bytes: the captured Deployment's DeploymentSpec.selector (field 2)
+/// decodes as a LabelSelector whose matchLabels are the template's labels.
+#[test]
+fn the_captured_deployment_selector_decodes_as_a_label_selector() {
+    for world in ["orig", "renamed"] {
+        let c = captures(world)
+            .into_iter()
+            .find(|c| c.case == "042-get-deployment-protobuf" && c.name.ends_with("response"))
+            .expect("the 042 capture");
+        let d = envelope_json(&c.bytes);
+        let selector = &d["spec"]["selector"]["matchLabels"];
+        let mut keys: Vec<&str> = selector
+            .as_object()
+            .unwrap_or_else(|| panic!("{world}: no matchLabels in {d}"))
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["app", "controller"], "{world}");
+        assert_eq!(
+            selector, &d["spec"]["template"]["metadata"]["labels"],
+            "{world}"
+        );
+    }
+}

@@ -192,3 +192,137 @@ fn excluded_objects_keep_their_metadata_in_protobuf() {
         .windows(b"kopf.team1.example.com/app".len())
         .any(|w| w == b"kopf.team1.example.com/app"));
 }
+
+/// A LabelSelector with the operator's label in `matchLabels` and in a
+/// `matchExpressions` requirement.
+fn selector(p: &str, v: &str) -> Value {
+    let mut s = DynamicMessage::new(message(
+        "k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector",
+    ));
+    s.set_field_by_name("matchLabels", labels(p, v));
+    let mut r = DynamicMessage::new(message(
+        "k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement",
+    ));
+    r.set_field_by_name("key", Value::String(format!("{p}/app")));
+    r.set_field_by_name("operator", Value::String("In".into()));
+    r.set_field_by_name("values", Value::List(vec![Value::String("nginx".into())]));
+    s.set_field_by_name("matchExpressions", Value::List(vec![Value::Message(r)]));
+    Value::Message(s)
+}
+
+/// A pod whose topology spread constraint and pod anti-affinity term (both
+/// reached through the new PodSpec fields 33 and 18) select the
+/// operator's label and name it in `matchLabelKeys`.
+fn pod(p: &str, v: &str) -> Vec<u8> {
+    let keys = Value::List(vec![Value::String(format!("{p}/app"))]);
+    let mut spread = DynamicMessage::new(message("k8s.io.api.core.v1.TopologySpreadConstraint"));
+    spread.set_field_by_name("labelSelector", selector(p, v));
+    spread.set_field_by_name("matchLabelKeys", keys.clone());
+    let mut term = DynamicMessage::new(message("k8s.io.api.core.v1.PodAffinityTerm"));
+    term.set_field_by_name("labelSelector", selector(p, v));
+    term.set_field_by_name("namespaceSelector", selector(p, v));
+    term.set_field_by_name("matchLabelKeys", keys.clone());
+    term.set_field_by_name("mismatchLabelKeys", keys);
+    let mut weighted = DynamicMessage::new(message("k8s.io.api.core.v1.WeightedPodAffinityTerm"));
+    weighted.set_field_by_name("podAffinityTerm", Value::Message(term.clone()));
+    let mut anti = DynamicMessage::new(message("k8s.io.api.core.v1.PodAntiAffinity"));
+    anti.set_field_by_name(
+        "requiredDuringSchedulingIgnoredDuringExecution",
+        Value::List(vec![Value::Message(term)]),
+    );
+    anti.set_field_by_name(
+        "preferredDuringSchedulingIgnoredDuringExecution",
+        Value::List(vec![Value::Message(weighted)]),
+    );
+    let mut affinity = DynamicMessage::new(message("k8s.io.api.core.v1.Affinity"));
+    affinity.set_field_by_name("podAntiAffinity", Value::Message(anti));
+    let mut spec = DynamicMessage::new(message("k8s.io.api.core.v1.PodSpec"));
+    spec.set_field_by_name("affinity", Value::Message(affinity));
+    spec.set_field_by_name(
+        "topologySpreadConstraints",
+        Value::List(vec![Value::Message(spread)]),
+    );
+    let mut meta = DynamicMessage::new(message("k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta"));
+    meta.set_field_by_name("name", Value::String("p".into()));
+    meta.set_field_by_name("labels", labels(p, v));
+    let mut pod = DynamicMessage::new(message("k8s.io.api.core.v1.Pod"));
+    pod.set_field_by_name("metadata", Value::Message(meta));
+    pod.set_field_by_name("spec", Value::Message(spec));
+    envelope("v1", "Pod", pod.encode_to_vec())
+}
+
+/// A Service whose map selector (ServiceSpec 2) has the operator's label.
+fn service(p: &str, v: &str) -> Vec<u8> {
+    let mut spec = DynamicMessage::new(message("k8s.io.api.core.v1.ServiceSpec"));
+    spec.set_field_by_name("selector", labels(p, v));
+    let mut svc = DynamicMessage::new(message("k8s.io.api.core.v1.Service"));
+    svc.set_field_by_name("spec", Value::Message(spec));
+    envelope("v1", "Service", svc.encode_to_vec())
+}
+
+#[test]
+fn a_pods_spread_and_affinity_terms_and_a_services_selector_both_ways() {
+    for (name, make) in [
+        ("k8s.io.api.core.v1.Pod", pod as fn(&str, &str) -> Vec<u8>),
+        ("k8s.io.api.core.v1.Service", service),
+    ] {
+        let app = make("kopf.zalando.org", "alpha");
+        let cluster = make("kopf.team1.example.com", "alpha-team1");
+        assert_eq!(
+            unwrap(&rename(Direction::ToCluster, &app), name),
+            unwrap(&cluster, name),
+            "{name}"
+        );
+        assert_eq!(
+            unwrap(&rename(Direction::ToApp, &cluster), name),
+            unwrap(&app, name),
+            "{name}"
+        );
+    }
+}
+
+/// Every metadata place of a built-in kind reaches a field of its message
+/// (the proto subset has every field on the way), except the strategic
+/// merge patch directives, which are JSON only.
+#[test]
+fn every_metadata_place_reaches_a_protobuf_field() {
+    use super::known_kinds;
+    use super::plan::translate_path;
+    use crate::rewrite::catalog::{is_metadata_slot, Selector};
+    let (_, catalog) = settings();
+    let kinds = known_kinds();
+    let mut missing = Vec::new();
+    let mut reached = 0;
+    for place in catalog.places() {
+        let Selector::Kinds { groups, kinds: ks } = &place.selector else {
+            continue;
+        };
+        if !is_metadata_slot(&place.slot) {
+            continue;
+        }
+        let path = place.path.to_string();
+        if path.contains('$') {
+            continue;
+        }
+        for (g, k) in groups.iter().flat_map(|g| ks.iter().map(move |k| (g, k))) {
+            let messages: Vec<_> = kinds
+                .iter()
+                .filter(|(kg, _, kk, _)| kg == g && kk == k)
+                .collect();
+            if messages.is_empty() {
+                // Kinds with no message of their own (none for metadata).
+                missing.push(format!("{g}/{k}: no message"));
+                continue;
+            }
+            for (_, v, _, m) in messages {
+                if translate_path(m, &place.path).is_none() {
+                    missing.push(format!("{g}/{v} {k} {path}"));
+                } else {
+                    reached += 1;
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "unreached:\n{}", missing.join("\n"));
+    assert!(reached > 100, "only {reached}");
+}

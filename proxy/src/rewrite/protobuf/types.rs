@@ -43,6 +43,8 @@ const KINDS: &[(&str, &[&str], &str, &[&str])] = &[
             "Pod",
             "PodTemplate",
             "ReplicationController",
+            // `metadata:`: a Service's selector.
+            "Service",
         ],
     ),
     (
@@ -52,6 +54,13 @@ const KINDS: &[(&str, &[&str], &str, &[&str])] = &[
         &["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"],
     ),
     ("batch", &["v1"], "k8s.io.api.batch.v1", &["Job", "CronJob"]),
+    // `metadata:`: a PodDisruptionBudget's selector.
+    (
+        "policy",
+        &["v1"],
+        "k8s.io.api.policy.v1",
+        &["PodDisruptionBudget"],
+    ),
     // Discovery documents are served as `v1`, `/api`'s and `/api/v1`'s
     // with no apiVersion at all.
     (
@@ -153,7 +162,7 @@ const KINDS: &[(&str, &[&str], &str, &[&str])] = &[
         "networking.k8s.io",
         &["v1"],
         "k8s.io.api.networking.v1",
-        &["IPAddress"],
+        &["IPAddress", "NetworkPolicy"],
     ),
     (
         "networking.k8s.io",
