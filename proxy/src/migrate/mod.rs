@@ -267,6 +267,8 @@ impl<'a> Migration<'a> {
         for p in prefixes {
             match self.api.get(&p).await {
                 Ok(list) => kinds.extend(plan::scan_kinds(&p, &list)),
+                // Listed in /apis, served by no one: nothing to scan.
+                Err(e) if e.is_not_found() => {}
                 Err(e) => self.unscanned.push((p, e.to_string())),
             }
         }
@@ -555,6 +557,17 @@ impl<'a> Migration<'a> {
         let tuid = plan::meta_str(&tgt, "uid").unwrap_or("").to_owned();
         let tav = target.api_version(v);
         self.moved.insert(uid.clone(), (tav.clone(), tuid.clone()));
+        // A moved object owned by a moved one is a re-pointed dependent
+        // too (made pointing at its owner's target): verified with them.
+        let owned_by_moved = plan::owner_refs(&tgt)
+            .iter()
+            .any(|r| self.moved.values().any(|(_, t)| *t == r.uid));
+        if owned_by_moved {
+            self.repointed.push((
+                tgt_path.clone(),
+                format!("{} in {}", self.sources[i].label(k), target.group),
+            ));
+        }
         // A moved object that still names an unmoved source owner (which
         // only an ownership cycle leaves) is that owner's dependent now.
         for r in plan::owner_refs(&tgt) {
@@ -649,13 +662,20 @@ impl<'a> Migration<'a> {
                 Err(e) if e.is_not_found() => return Ok(()),
                 Err(e) => return Err(e),
             };
+            // A dependent that is itself moved is verified as its target
+            // (its source goes).
+            let moved = self.sources.iter().any(|s| s.uid == d.uid);
             let Some(ops) = plan::repoint(&cur, uid, tav, tuid) else {
-                self.repointed.push((d.path.clone(), d.label()));
+                if !moved {
+                    self.repointed.push((d.path.clone(), d.label()));
+                }
                 return Ok(());
             };
             match self.api.json_patch(&d.path, &ops).await {
                 Ok(_) => {
-                    self.repointed.push((d.path.clone(), d.label()));
+                    if !moved {
+                        self.repointed.push((d.path.clone(), d.label()));
+                    }
                     return Ok(());
                 }
                 // A failed `test` (422) or a conflict: the list changed.
