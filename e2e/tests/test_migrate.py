@@ -96,8 +96,11 @@ class Cluster:
 def cluster(regroup_bin, workdir, request):
     d = workdir / f"migrate-{request.node.name}"
     d.mkdir()
+    # The retry test's apiserver fails every 2nd write (in a namespace).
+    extra = ["--flaky", 2] if request.node.name == "test_retries_through_a_failing_apiserver" else []
     proc, port, _ = start_standin(d, "standin", "--seed-namespace", NS, "--also-group", B, "--finalizers",
-                                  "--strict-crds")
+                                  "--strict-crds",
+                                  *extra)
     c = Cluster(port, regroup_bin, d)
     # The seed Foos have no finalizers; alpha and beta have status, gamma none.
     assert set(c.foos(A)) == set(FOOS) and not c.foos(B)
@@ -237,6 +240,9 @@ def test_refused_objects_finalizers_and_clashes_are_left_and_said(cluster):
     c.ok("POST", f"/api/v1/namespaces/{NS}/configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
         "name": "held-cm", "ownerReferences": [{"apiVersion": f"{A}/v1alpha1", "kind": "Foo", "name": "held",
                                                 "uid": held["metadata"]["uid"], "controller": True}]}})
+    # A Foo someone deleted, waiting on its finalizer: not brought back.
+    c.ok("POST", f"/apis/{A}/v1alpha1/namespaces/{NS}/foos", foo("leaving", finalizers=["example.com/slow"]))
+    c.ok("DELETE", f"/apis/{A}/v1alpha1/namespaces/{NS}/foos/leaving")
     # A B Foo of the same name that did not come from the source.
     c.ok("POST", f"/apis/{A}/v1alpha1/namespaces/{NS}/foos", foo("clash"))
     other = c.ok("POST", f"/apis/{B}/v1alpha1/namespaces/{NS}/foos", dict(foo("clash"), apiVersion=f"{B}/v1alpha1"))
@@ -248,9 +254,11 @@ def test_refused_objects_finalizers_and_clashes_are_left_and_said(cluster):
             "than or equal to 10") in out, out
     assert "Foo mig/held: NOT finished" in out and "finalizers [samplecontroller.k8s.io/cleanup]" in out, out
     assert "Foo mig/clash: FAILED, left in place" in out and "was not made from this object" in out, out
+    assert "Foo mig/leaving: FAILED, left in place: the source is being deleted" in out, out
     assert "result: NOT everything moved" in out, out
     a, b = c.foos(A), c.foos(B)
-    assert set(a) == {"big", "held", "clash"}, "the others moved, these stayed"
+    assert set(a) == {"big", "held", "clash", "leaving"}, "the others moved, these stayed"
+    assert "leaving" not in b
     assert {"alpha", "beta", "gamma", "held"} <= set(b)
     assert b["clash"]["metadata"]["uid"] == other["metadata"]["uid"] and \
         "annotations" not in b["clash"]["metadata"], "an unrelated target is not touched"
@@ -263,14 +271,35 @@ def test_refused_objects_finalizers_and_clashes_are_left_and_said(cluster):
     assert code == 1, out
     assert "released finalizers of the source: samplecontroller.k8s.io/cleanup" in out, out
     assert "Foo mig/held: moved" in out, out
-    assert set(c.foos(A)) == {"big", "clash"}
+    assert set(c.foos(A)) == {"big", "clash", "leaving"}
     assert c.get("/api/v1/namespaces/mig/configmaps/held-cm") is not None
 
     # Fixed by hand, the rest moves.
     c.ok("PATCH", f"/apis/{A}/v1alpha1/namespaces/{NS}/foos/big", {"spec": {"replicas": 10}},
          "application/merge-patch+json")
     c.ok("DELETE", f"/apis/{B}/v1alpha1/namespaces/{NS}/foos/clash")
+    c.ok("PATCH", f"/apis/{A}/v1alpha1/namespaces/{NS}/foos/leaving", {"metadata": {"finalizers": None}},
+         "application/merge-patch+json")
     code, out = c.migrate("--yes", "--kind", "Foo")
     assert code == 0 and "result: everything moved" in out, out
     assert not c.foos(A)
-    assert c.foos(B)["big"]["spec"]["replicas"] == 10
+    assert c.foos(B)["big"]["spec"]["replicas"] == 10 and "leaving" not in c.foos(B)
+
+
+def test_retries_through_a_failing_apiserver(cluster):
+    """Every 2nd write in the namespace fails: refused with 503, the connection
+    closed without an answer, or applied and answered 500. Each is retried
+    and the run completes as if nothing had happened: a create whose answer
+    was lost is found by its annotation, a re-point or status write already
+    applied is seen done, a delete already done is a 404."""
+    c = cluster
+    c.install_crd(A)
+    c.install_crd(B)
+    before = c.foos(A)
+    code, out = c.migrate("--yes")
+    assert code == 0, out
+    assert "result: everything moved" in out, out
+    for why in ("503 ServiceUnavailable: stand-in --flaky: refused before applying",
+                "500 InternalError: stand-in --flaky: applied, answer lost", "no answer: "):
+        assert f"({why}" in out, (why, out)
+    assert_moved(c, before)

@@ -499,6 +499,7 @@ impl<'a> Migration<'a> {
         if plan::meta_str(&src, "uid") != Some(&uid) {
             return Outcome::Failed("the source was replaced during the run (another uid)".into());
         }
+        let terminating = src.pointer("/metadata/deletionTimestamp").is_some();
         let converted = match self.sides.convert(&bytes) {
             Ok(c) => c,
             Err(e) => return Outcome::Failed(e),
@@ -506,6 +507,15 @@ impl<'a> Migration<'a> {
         // The target: made now, or found from an earlier run.
         let mut tgt = match self.api.get(&tgt_path).await {
             Ok(t) => t,
+            // Deleted by someone before this run made its target: not
+            // brought back. (One this run made and deleted, stopped before
+            // the deletion completed, has its target and goes on below.)
+            Err(e) if e.is_not_found() && terminating => {
+                return Outcome::Failed(format!(
+                    "the source is being deleted (deletionTimestamp set, finalizers [{}]) and has no target: not moved",
+                    finalizers(&src).join(", ")
+                ))
+            }
             Err(e) if e.is_not_found() => {
                 let body = plan::target_body(&converted, &src, &self.moved);
                 match self.api.create(&target.collection(v, ns), &body).await {
@@ -712,6 +722,12 @@ impl<'a> Migration<'a> {
                 .await;
             match (left, there) {
                 (Ok(left), Ok(there)) => {
+                    // A source whose deletion waits on the garbage collector
+                    // (the `orphan` finalizer) is as good as gone.
+                    let (going, left): (Vec<_>, Vec<_>) = left.into_iter().partition(|raw| {
+                        serde_json::from_str::<Json>(raw.get())
+                            .is_ok_and(|o| o.pointer("/metadata/deletionTimestamp").is_some())
+                    });
                     let migrated = there
                         .iter()
                         .filter(|raw| {
@@ -726,10 +742,15 @@ impl<'a> Migration<'a> {
                         .count();
                     ok &= left.is_empty();
                     println!(
-                        "  {} -> {}: {planned} to move in this run, {} left in the source, {} in the target ({migrated} of them migrated)",
+                        "  {} -> {}: {planned} to move in this run, {} left in the source{}, {} in the target ({migrated} of them migrated)",
                         k.label(),
                         target.name,
                         left.len(),
+                        if going.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({} more being deleted)", going.len())
+                        },
                         there.len()
                     );
                 }

@@ -304,7 +304,8 @@ pub fn order(objects: &[Json]) -> Vec<usize> {
 /// The body to create a source object's target from: `converted` (see
 /// [`Sides::convert`]) without what the apiserver sets (uid,
 /// resourceVersion, creationTimestamp, generation, managedFields,
-/// deletion marks, selfLink), annotated with the source's uid, with the
+/// deletion marks, selfLink, and the apiserver's own deletion finalizers
+/// `orphan` and `foregroundDeletion`), annotated with the source's uid, with the
 /// source's `ownerReferences` each re-pointed at its owner's target when
 /// that exists already (`moved`: source uid → (target apiVersion, target
 /// uid)) and else kept exactly as the source has it, so that it still
@@ -328,6 +329,12 @@ pub fn target_body(
             "selfLink",
         ] {
             md.remove(k);
+        }
+        if let Some(Json::Array(f)) = md.get_mut("finalizers") {
+            f.retain(|x| !matches!(x.as_str(), Some("orphan" | "foregroundDeletion")));
+            if f.is_empty() {
+                md.remove("finalizers");
+            }
         }
         let ann = md
             .entry("annotations")

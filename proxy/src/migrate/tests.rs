@@ -100,6 +100,12 @@ fn kinds_are_checked_against_the_target_crd() {
         k.source.collection(&k.version, Some("orig")),
         "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/orig/foos"
     );
+    let mut cluster_scoped = orig.clone();
+    cluster_scoped.namespaced = false;
+    assert_eq!(
+        cluster_scoped.object("v1alpha1", Some("orig"), "x"),
+        "/apis/samplecontroller.k8s.io/v1alpha1/foos/x"
+    );
 
     // --kind filters; an unknown kind gives nothing.
     assert_eq!(
@@ -193,6 +199,23 @@ fn an_object_converts_with_every_field_kept() {
         o
     };
     assert_eq!(strip(&body), strip(&conv));
+
+    // The app's finalizers go with the object; the apiserver's deletion
+    // finalizers (a source caught being deleted) do not.
+    let mut held = conv.clone();
+    held["metadata"]["finalizers"] = json!([
+        "samplecontroller.k8s.io/cleanup",
+        "orphan",
+        "foregroundDeletion"
+    ]);
+    let body = plan::target_body(&held, &alpha_src, &HashMap::new());
+    assert_eq!(
+        body["metadata"]["finalizers"],
+        json!(["samplecontroller.k8s.io/cleanup"])
+    );
+    held["metadata"]["finalizers"] = json!(["orphan"]);
+    let body = plan::target_body(&held, &alpha_src, &HashMap::new());
+    assert!(body["metadata"].get("finalizers").is_none());
 }
 
 /// The renamed world's Foos, each owned as `owners` says (by index).
