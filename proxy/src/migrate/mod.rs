@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use futures_util::StreamExt as _;
 use regroup_config::Settings;
 use serde_json::{json, Value as Json};
 
@@ -28,6 +29,9 @@ use crate::serve::own_client::OwnClient;
 use crate::upstream::Upstream;
 use api::{Api, CallError};
 use plan::{Crd, Dependent, KindPlan, ScanKind, Sides, MIGRATED_FROM};
+
+/// How many collections the scan for dependents lists at once.
+const SCAN_CONCURRENCY: usize = 8;
 
 /// What `regroup migrate` was asked.
 pub struct Options {
@@ -288,9 +292,19 @@ impl<'a> Migration<'a> {
                 }
             }
         }
+        // Up to SCAN_CONCURRENCY lists at once, results kept in order.
+        let api = self.api;
+        let lists: Vec<_> = futures_util::stream::iter(collections)
+            .map(|(k, path)| async move {
+                let r = api.list(&path, true).await;
+                (k, path, r)
+            })
+            .buffered(SCAN_CONCURRENCY)
+            .collect()
+            .await;
         let mut found = Vec::new();
-        for (k, path) in collections {
-            match self.api.list(&path, true).await {
+        for (k, path, r) in lists {
+            match r {
                 Ok(items) => {
                     found.extend(items.iter().filter_map(|raw| {
                         plan::dependent(k, &serde_json::from_str(raw.get()).ok()?)
