@@ -17,7 +17,7 @@ import urllib.request
 import pytest
 import yaml
 
-from conftest import start_standin
+from conftest import start_regroup, start_standin
 from e2e_support import DIRECT, E2E, stop, write_kubeconfig
 
 REAL = bool(os.environ.get("REGROUP_E2E_KUBECONFIG"))
@@ -179,6 +179,33 @@ def test_foos_move_with_their_children_and_status(cluster):
     assert_moved(c, before, [("/api/v1/namespaces/mig/configmaps/child-cm", "aaa-child")])
     assert owner_of(c, f"/apis/{B}/v1alpha1/namespaces/{NS}/foos/aaa-child")[0]["uid"] == \
         c.foos(B)["alpha"]["metadata"]["uid"]
+
+    # The app, behind a regroup with TO's rules, sees its Foos (with their
+    # status) in its own group and each Deployment and ConfigMap controlled
+    # by the Foo it sees: what sample-controller checks
+    # (metav1.IsControlledBy) before it would re-create or refuse them.
+    # Behind FROM's rules the old copy sees none.
+    for name, want in (("to", set(before)), ("from", set())):
+        proc, port, _ = start_regroup(c.binary, c.workdir, f"serve-{name}", c.configs[name], c.kubeconfig)
+        try:
+            (c.workdir / f"app-{name}").mkdir()
+            app = Cluster(port, c.binary, c.workdir / f"app-{name}")  # the app's side: regroup's listener
+            seen = {o["metadata"]["name"]: o for o in
+                    app.ok("GET", f"/apis/{ORIG}/v1alpha1/namespaces/{NS}/foos")["items"]}
+            assert set(seen) == want, name
+            if not want:
+                continue
+            assert seen["alpha"]["status"] == before["alpha"]["status"]
+            deploy = app.ok("GET", "/apis/apps/v1/namespaces/mig/deployments/alpha-deploy")
+            assert seen["alpha"]["spec"]["deploymentName"] == "alpha-deploy"
+            for path, owner in DEPENDENTS.items():
+                refs = app.ok("GET", path)["metadata"]["ownerReferences"]
+                controller = next(r for r in refs if r.get("controller"))
+                assert controller["apiVersion"] == f"{ORIG}/v1alpha1"
+                assert controller["uid"] == seen[owner]["metadata"]["uid"], path
+            assert deploy["metadata"]["ownerReferences"][0]["name"] == "alpha"
+        finally:
+            stop(proc)
 
     # A second run has nothing to do and writes nothing.
     rv = c.rv()
