@@ -421,7 +421,7 @@ impl<'a> Migration<'a> {
                     .get(&s.uid)
                     .map(Vec::as_slice)
                     .unwrap_or(&[]);
-                let fins = finalizers(&s.obj);
+                let (fins, _) = plan::finalizers(&s.obj);
                 let mut line = format!("    {}", s.label(k));
                 if s.obj.get("status").is_some() {
                     line.push_str(", with status");
@@ -620,7 +620,9 @@ impl<'a> Migration<'a> {
             }
         }
         // Finalizers, then the source.
-        let mut fins = finalizers(&src);
+        // The app's finalizers; the apiserver's own (a deletion of an
+        // earlier run caught in progress) are left to the garbage collector.
+        let (mut fins, mut system) = plan::finalizers(&src);
         let mut rv = plan::meta_str(&src, "resourceVersion")
             .unwrap_or("")
             .to_owned();
@@ -633,7 +635,12 @@ impl<'a> Migration<'a> {
                 ));
             }
             tries += 1;
-            let patch = json!({"metadata": {"finalizers": null, "resourceVersion": rv}});
+            let keep = if system.is_empty() {
+                Json::Null
+            } else {
+                json!(system)
+            };
+            let patch = json!({"metadata": {"finalizers": keep, "resourceVersion": rv}});
             match self.api.merge_patch(&src_path, &patch).await {
                 Ok(_) => {
                     println!("    released finalizers of the source: {}", fins.join(", "));
@@ -641,7 +648,7 @@ impl<'a> Migration<'a> {
                 }
                 Err(e) if e.is_conflict() && tries < 5 => match self.api.get(&src_path).await {
                     Ok(s) if plan::meta_str(&s, "uid") == Some(&uid) => {
-                        fins = finalizers(&s);
+                        (fins, system) = plan::finalizers(&s);
                         rv = plan::meta_str(&s, "resourceVersion")
                             .unwrap_or("")
                             .to_owned();
@@ -845,14 +852,9 @@ impl<'a> Migration<'a> {
     }
 }
 
+/// Every finalizer of `obj`, the app's first.
 fn finalizers(obj: &Json) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
-        .and_then(Json::as_array)
-        .map(|f| {
-            f.iter()
-                .filter_map(Json::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
+    let (mut app, system) = plan::finalizers(obj);
+    app.extend(system);
+    app
 }

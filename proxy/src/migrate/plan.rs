@@ -14,6 +14,22 @@ use crate::rewrite::Engine;
 /// The annotation a target carries: the uid of the object it was made from.
 pub const MIGRATED_FROM: &str = "regroup.dev/migrated-from-uid";
 
+/// The apiserver's own deletion finalizers (set by a DELETE with
+/// `propagationPolicy` Orphan or Foreground and handled by the garbage
+/// collector): never copied to a target, never released by the migration.
+pub const SYSTEM_FINALIZERS: [&str; 2] = ["orphan", "foregroundDeletion"];
+
+/// An object's finalizers: (the app's, the apiserver's own).
+pub fn finalizers(obj: &Json) -> (Vec<String>, Vec<String>) {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Json::as_str)
+        .map(str::to_owned)
+        .partition(|f| !SYSTEM_FINALIZERS.contains(&f.as_str()))
+}
+
 /// The two configurations: `None` is the identity (the original,
 /// unrenamed install).
 pub struct Sides<'a> {
@@ -331,7 +347,7 @@ pub fn target_body(
             md.remove(k);
         }
         if let Some(Json::Array(f)) = md.get_mut("finalizers") {
-            f.retain(|x| !matches!(x.as_str(), Some("orphan" | "foregroundDeletion")));
+            f.retain(|x| !x.as_str().is_some_and(|x| SYSTEM_FINALIZERS.contains(&x)));
             if f.is_empty() {
                 md.remove("finalizers");
             }

@@ -216,6 +216,17 @@ fn an_object_converts_with_every_field_kept() {
     held["metadata"]["finalizers"] = json!(["orphan"]);
     let body = plan::target_body(&held, &alpha_src, &HashMap::new());
     assert!(body["metadata"].get("finalizers").is_none());
+    // Released by --release-finalizers: the app's only (the garbage
+    // collector's `orphan` still has to orphan what the scan did not see).
+    let f = json!({"metadata": {"finalizers": ["a.example/x", "orphan", "b.example/y"]}});
+    assert_eq!(
+        plan::finalizers(&f),
+        (
+            vec!["a.example/x".to_owned(), "b.example/y".to_owned()],
+            vec!["orphan".to_owned()]
+        )
+    );
+    assert_eq!(plan::finalizers(&json!({"metadata": {}})), (vec![], vec![]));
 }
 
 /// The renamed world's Foos, each owned as `owners` says (by index).
