@@ -1053,7 +1053,8 @@ class Handler(BaseHTTPRequestHandler):
             code, obj = self.dispatch(r, q, body, accept)
             if self.command != "GET" and q.get("dryRun") != "All":
                 if OPTS["finalizers"]:
-                    finish_finalized()
+                    with STORE.cond:
+                        finish_finalized()
                 collect_garbage()
             if fault == "lose":
                 raise ApiError(500, "InternalError", "stand-in --flaky: applied, answer lost")
