@@ -50,6 +50,22 @@ ORIG = "samplecontroller.k8s.io"  # listed in the captured /apis and OpenAPI, se
 # Direct mode only (tests without a proxy, see e2e/README.md): hide ORIG from /apis and OpenAPI JSON.
 HIDE_ORIG = os.environ.get("REGROUP_STANDIN_HIDE_ORIG") == "1"
 WATCH_TRUE = ("1", "t", "T", "true", "TRUE", "True")  # Go's strconv.ParseBool
+# Off by default (the other tests were written against a stand-in without
+# them); `regroup migrate`'s test turns them on:
+# --finalizers: metadata.finalizers (a DELETE marks deletionTimestamp, the
+# object goes when its last finalizer is removed) and DeleteOptions
+# (propagationPolicy Orphan: the dependents lose their reference to it first,
+# as the orphan finalizer has the collector do; preconditions.uid).
+# --strict-crds: custom resources as kube-apiserver treats them with their
+# stored CRD: status ignored on create when the status subresource is on, and
+# validation against that CRD's openAPIV3Schema, a subset (type, minimum,
+# maximum, properties, items) with the real server's messages.
+# --flaky N: every Nth write (POST, PUT, PATCH, DELETE) in a namespace fails
+# (cluster-scoped writes, a test's CRDs, never do), in turn: 503 before it is
+# applied, the connection closed before it is applied, or applied and then
+# answered 500 (the answer lost).
+OPTS = {"finalizers": False, "strict_crds": False, "flaky": 0}
+FLAKY = {"writes": 0}
 
 
 # (method, path, watch) -> (renamed-world case, Content-Type) replayed for a
@@ -308,6 +324,95 @@ def collect_garbage():
                     new["metadata"]["ownerReferences"] = [ref for ref, a in zip(refs, alive) if a is not False]
                     STORE.commit("MODIFIED", key, new)
                 again = True
+
+
+# ---- finalizers, DeleteOptions, CRD validation (--finalizers, --strict-crds) ------------
+
+def finish_finalized():
+    """Objects marked for deletion whose last finalizer is gone are deleted
+    (the caller holds STORE.cond)."""
+    for key, o in list(STORE.objs.items()):
+        if o["metadata"].get("deletionTimestamp") and not o["metadata"].get("finalizers"):
+            STORE.commit("DELETED", key, copy(o))
+
+
+def delete_with_options(r, cur, q, opts):
+    """DELETE with DeleteOptions (body, or propagationPolicy in the query):
+    preconditions.uid checked (409 as kube-apiserver words it); Orphan: the
+    dependents lose their reference to it first; then deleted, or marked
+    (deletionTimestamp) while finalizers remain. Dependents of a deleted
+    object go after (collect_garbage, in handle_any)."""
+    uid = cur["metadata"]["uid"]
+    pre = (opts.get("preconditions") or {}).get("uid")
+    if pre and pre != uid:
+        raise obj_error(409, "Conflict", r.group, r.plural, r.name, "Operation cannot be fulfilled on {}: Precondition "
+                        f"failed: UID in precondition: {pre}, UID in object meta: {uid}")
+    if (q.get("propagationPolicy") or opts.get("propagationPolicy")) == "Orphan":
+        for key, o in list(STORE.objs.items()):
+            refs = o["metadata"].get("ownerReferences") or []
+            if any(ref.get("uid") == uid for ref in refs):
+                new = copy(o)
+                new["metadata"]["ownerReferences"] = [ref for ref in refs if ref.get("uid") != uid]
+                STORE.commit("MODIFIED", key, new)
+    if cur["metadata"].get("finalizers"):
+        if not cur["metadata"].get("deletionTimestamp"):
+            new = copy(cur)
+            new["metadata"]["deletionTimestamp"] = now()
+            STORE.commit("MODIFIED", r.key, new)
+        return 200, as_version(STORE.objs[r.key], r)
+    STORE.commit("DELETED", r.key, copy(cur))
+    det = {"name": r.name, "group": r.group, "kind": r.plural, "uid": uid}
+    if not r.group:
+        del det["group"]
+    return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": det}
+
+
+def schema_errors(schema, value, path):
+    """A subset of the CRD structural schema validation, with kube-apiserver's
+    wording: type, minimum, maximum, properties, items."""
+    types = {"integer": int, "number": (int, float), "string": str, "boolean": bool, "object": dict, "array": list}
+    t = schema.get("type")
+    if t in types and (not isinstance(value, types[t]) or (t in ("integer", "number") and isinstance(value, bool))):
+        got = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number"}.get(
+            type(value), "null")
+        return [f'{path}: Invalid value: "{got}": {path} in body must be of type {t}: "{got}"']
+    errs = []
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if "maximum" in schema and value > schema["maximum"]:
+            errs.append(f"{path}: Invalid value: {value}: {path} in body should be less than or equal to "
+                        f"{schema['maximum']}")
+        if "minimum" in schema and value < schema["minimum"]:
+            errs.append(f"{path}: Invalid value: {value}: {path} in body should be greater than or equal to "
+                        f"{schema['minimum']}")
+    if isinstance(value, dict):
+        for k, sub in (schema.get("properties") or {}).items():
+            if k in value:
+                errs += schema_errors(sub, value[k], f"{path}.{k}" if path else k)
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, v in enumerate(value):
+            errs += schema_errors(schema["items"], v, f"{path}[{i}]")
+    return errs
+
+
+def validate_custom(r, obj, name):
+    """422 Invalid when the stored CRD's schema for this version refuses obj."""
+    crd = STORE.objs.get(("apiextensions.k8s.io", "customresourcedefinitions", None, f"{r.plural}.{r.group}"))
+    if crd is None:
+        return
+    version = next((v for v in crd["spec"].get("versions") or [] if v.get("name") == r.version), {})
+    schema = (version.get("schema") or {}).get("openAPIV3Schema")
+    if not schema:
+        return
+    body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+    errs = schema_errors(dict(schema, properties={k: v for k, v in (schema.get("properties") or {}).items()
+                                                  if k not in ("apiVersion", "kind", "metadata")}), body, "")
+    if errs:
+        what = f'{r.kind["kind"]}.{r.group} "{name}"'
+        text = errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
+        causes = [{"reason": "FieldValueInvalid", "message": e.split(": ", 1)[1], "field": e.split(": ", 1)[0]}
+                  for e in errs]
+        raise ApiError(422, "Invalid", f"{what} is invalid: {text}",
+                       {"name": name, "group": r.group, "kind": r.kind["kind"], "causes": causes})
 
 
 # ---- patches ---------------------------------------------------------------------
@@ -933,9 +1038,26 @@ class Handler(BaseHTTPRequestHandler):
                 return self.exec(r, url)
             if r.sub == "token" and self.command == "POST":
                 return self.reply(201, dumps(token_request(r, self.decode(body))))
+            fault = None
+            if OPTS["flaky"] and self.command != "GET" and r.ns is not None:
+                with STORE.cond:
+                    FLAKY["writes"] += 1
+                    n = FLAKY["writes"]
+                if n % OPTS["flaky"] == 0:
+                    fault = ("refuse", "drop", "lose")[(n // OPTS["flaky"]) % 3]
+            if fault == "refuse":
+                raise ApiError(503, "ServiceUnavailable", "stand-in --flaky: refused before applying")
+            if fault == "drop":
+                self.close_connection = True
+                return
             code, obj = self.dispatch(r, q, body, accept)
             if self.command != "GET" and q.get("dryRun") != "All":
+                if OPTS["finalizers"]:
+                    with STORE.cond:
+                        finish_finalized()
                 collect_garbage()
+            if fault == "lose":
+                raise ApiError(500, "InternalError", "stand-in --flaky: applied, answer lost")
             self.reply(code, dumps(obj), warning=warning)
         except ApiError as e:
             self.reply(e.code, e.body(), e.ctype)
@@ -1088,6 +1210,8 @@ class Handler(BaseHTTPRequestHandler):
             if m == "DELETE" and r.name and not r.sub:
                 if cur is None:
                     raise not_found(r.group, r.plural, r.name)
+                if OPTS["finalizers"] and not dry:
+                    return delete_with_options(r, cur, q, self.decode(body) if body.strip() else {})
                 # Deleted at once: no finalizers, no graceful deletion; a namespace
                 # takes its objects with it (no Terminating); dependents go after
                 # (collect_garbage, in handle_any).
@@ -1108,6 +1232,10 @@ class Handler(BaseHTTPRequestHandler):
                 key = (r.group, r.plural, r.ns, md["name"])
                 if key in st.objs:
                     raise obj_error(409, "AlreadyExists", r.group, r.plural, md["name"], "{} already exists")
+                if OPTS["strict_crds"] and not r.kind["builtin"]:
+                    if r.kind["status"]:
+                        obj.pop("status", None)  # the status subresource is on: status is ignored on create
+                    validate_custom(r, obj, md["name"])
                 return 201, self.store_new(r, key, obj, manager, "Update", dry)
             if m == "PUT" and r.name:
                 obj = self.pruned(r, self.check(r, self.decode(body), r.name), q)
@@ -1115,6 +1243,8 @@ class Handler(BaseHTTPRequestHandler):
                     raise not_found(r.group, r.plural, r.name)
                 if obj["metadata"].get("resourceVersion") not in (None, "", cur["metadata"]["resourceVersion"]):
                     raise conflict(r)
+                if OPTS["strict_crds"] and not r.kind["builtin"]:
+                    validate_custom(r, obj, r.name)
                 return 200, self.store_update(r, cur, obj, manager, "Update", dry)
             if m == "PATCH" and r.name:
                 return self.patch(r, cur, body, q, manager, dry)
@@ -1206,7 +1336,7 @@ class Handler(BaseHTTPRequestHandler):
     def store_update(r, cur, obj, manager, op, dry, applied=None):
         new, old = copy(obj), cur["metadata"]
         new["apiVersion"], md = cur["apiVersion"], new["metadata"]
-        for k in ("name", "namespace", "uid", "creationTimestamp", "generation"):
+        for k in ("name", "namespace", "uid", "creationTimestamp", "generation", "deletionTimestamp"):
             md.pop(k, None)
             if k in old:
                 md[k] = old[k]
@@ -1398,7 +1528,12 @@ def main():
     ap.add_argument("--also-group", action="append", default=[], metavar="GROUP",
                     help=f"also serve Foo under GROUP (as {GROUP}, captures renamed; repeatable)")
     ap.add_argument("-v", "--verbose", action="store_true", help="also log Accept, Content-Type and User-Agent")
+    ap.add_argument("--finalizers", action="store_true", help="finalizers and DeleteOptions (see OPTS)")
+    ap.add_argument("--strict-crds", action="store_true", help="custom resources checked against their stored "
+                                                                "CRD (see OPTS)")
+    ap.add_argument("--flaky", type=int, default=0, metavar="N", help="every Nth namespaced write fails (see OPTS)")
     args = ap.parse_args()
+    OPTS.update(finalizers=args.finalizers, strict_crds=args.strict_crds, flaky=args.flaky)
     for group in args.also_group:
         also_group(group)
     seed(args.seed_namespace)

@@ -5,6 +5,7 @@
 pub mod fuzz_harness;
 pub mod inject;
 pub mod kube;
+pub mod migrate;
 pub mod render;
 pub mod rewrite;
 pub mod route;

@@ -106,6 +106,38 @@ enum Command {
         #[arg(long)]
         no_native_sidecar: bool,
     },
+    /// Move an operator's objects from the groups FROM gives them on the
+    /// cluster to the groups TO gives them: targets created with their
+    /// status, every dependent's ownerReferences re-pointed, then the
+    /// sources deleted (propagationPolicy Orphan). A dry run (the plan)
+    /// unless --yes. Resumable: run it again after an interruption.
+    /// docs/migrate.md.
+    Migrate {
+        /// The configuration the objects are under now, or `identity` for
+        /// the original, unrenamed install.
+        #[arg(long, value_name = "FROM.yaml|identity")]
+        from: String,
+        /// The configuration to move them under, or `identity`.
+        #[arg(long, value_name = "TO.yaml|identity")]
+        to: String,
+        /// Kubeconfig of the cluster (default: TO's `upstream`, then
+        /// $KUBECONFIG, ~/.kube/config, in-cluster).
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// Context in the kubeconfig (default: its current context).
+        #[arg(long)]
+        context: Option<String>,
+        /// Act. Without it, only the plan is printed.
+        #[arg(long)]
+        yes: bool,
+        /// Remove the sources' finalizers (named in the output) so they can
+        /// be deleted; without it a source with finalizers stays.
+        #[arg(long)]
+        release_finalizers: bool,
+        /// Move only this kind (kind, plural or plural.group; repeatable).
+        #[arg(long = "kind")]
+        kinds: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -142,6 +174,47 @@ fn main() -> ExitCode {
             }
         };
     }
+    if let Command::Migrate {
+        from,
+        to,
+        kubeconfig,
+        context,
+        yes,
+        release_finalizers,
+        kinds,
+    } = cli.command
+    {
+        let side = |s: &str| -> Result<Option<Settings>, String> {
+            if s == "identity" {
+                Ok(None)
+            } else {
+                load_config(Path::new(s)).map(Some)
+            }
+        };
+        let opts = match (side(&from), side(&to)) {
+            (Ok(from), Ok(to)) => regroup::migrate::Options {
+                from,
+                to,
+                kubeconfig,
+                context,
+                yes,
+                release_finalizers,
+                kinds,
+            },
+            (Err(e), _) | (_, Err(e)) => {
+                eprintln!("regroup: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        return match regroup::migrate::run(opts) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("regroup: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -153,7 +226,7 @@ fn main() -> ExitCode {
 
 fn run(command: Command) -> Result<(), String> {
     match command {
-        Command::Serve { .. } => unreachable!("handled in main"),
+        Command::Serve { .. } | Command::Migrate { .. } => unreachable!("handled in main"),
         Command::Check { config, files } => {
             let settings = load_config(&config)?;
             print!("{}", settings.effective_table());

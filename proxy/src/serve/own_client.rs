@@ -43,12 +43,54 @@ impl OwnClient {
 
     /// A JSON GET whose body is left to the caller (a watch streams).
     pub async fn get(&self, path: &str) -> Result<Response<Incoming>, String> {
+        self.send(
+            http::Method::GET,
+            path,
+            HeaderValue::from_static("application/json"),
+            None,
+        )
+        .await
+    }
+
+    /// Any request (`regroup migrate`'s writes): `body` with its content
+    /// type, `accept` as given; the answer's status, headers and whole body
+    /// (at most 16 MiB). An `Err` is a request that got no answer.
+    pub async fn request(
+        &self,
+        method: http::Method,
+        path: &str,
+        accept: HeaderValue,
+        body: Option<(HeaderValue, Bytes)>,
+    ) -> Result<(http::StatusCode, http::HeaderMap, Bytes), String> {
+        let resp = self.send(method.clone(), path, accept, body).await?;
+        let (parts, body) = resp.into_parts();
+        let body = collect(body, LIMIT)
+            .await
+            .map_err(|e| format!("{method} {path}: {e}"))?;
+        Ok((parts.status, parts.headers, body))
+    }
+
+    async fn send(
+        &self,
+        method: http::Method,
+        path: &str,
+        accept: HeaderValue,
+        body: Option<(HeaderValue, Bytes)>,
+    ) -> Result<Response<Incoming>, String> {
         let uri = self.upstream.uri(path).map_err(|e| e.to_string())?;
-        let mut req = Request::get(uri)
-            .body(full(Bytes::new()))
+        let (ctype, bytes) = match body {
+            Some((t, b)) => (Some(t), b),
+            None => (None, Bytes::new()),
+        };
+        let mut req = Request::builder()
+            .method(method.clone())
+            .uri(uri)
+            .body(full(bytes))
             .expect("valid request");
-        req.headers_mut()
-            .insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        req.headers_mut().insert(header::ACCEPT, accept);
+        if let Some(t) = ctype {
+            req.headers_mut().insert(header::CONTENT_TYPE, t);
+        }
         let cred = self
             .upstream
             .credential()
@@ -64,7 +106,7 @@ impl OwnClient {
             .upstream
             .send(req)
             .await
-            .map_err(|e| format!("GET {path}: {e}"))?;
+            .map_err(|e| format!("{method} {path}: {e}"))?;
         match cred {
             // A refused credential: the next read gets a fresh one.
             Some(c) if resp.status() == http::StatusCode::UNAUTHORIZED => {

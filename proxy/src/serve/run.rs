@@ -574,7 +574,10 @@ async fn shutdown_signal() -> &'static str {
     }
 }
 
-fn resolve_upstream(settings: &Settings, opts: &Options) -> Result<kubeconfig::Resolved, String> {
+pub(crate) fn resolve_upstream(
+    settings: &Settings,
+    opts: &Options,
+) -> Result<kubeconfig::Resolved, String> {
     let up = &settings.file.upstream;
     let context = opts.context.as_deref().or(up.context.as_deref());
     let in_cluster = || match &up.service_account_dir {
