@@ -20,7 +20,8 @@ pub struct ConfigFile {
     #[serde(default)]
     pub fields: Vec<Spanned<FieldSpec>>,
     /// Names of cluster-scoped objects renamed per copy (a prefix or a
-    /// suffix), for the kinds listed.
+    /// suffix), for the kinds listed. Absent: a prefix derived from the
+    /// rules, for the default kinds (`names: {kinds: []}` turns it off).
     #[serde(default)]
     pub names: Option<Spanned<NamesSpec>>,
     /// Where the sidecar listens for the app.
@@ -72,9 +73,10 @@ pub struct NamesSpec {
     pub prefix: Option<String>,
     /// Or appended to it (`-team1`).
     pub suffix: Option<String>,
-    /// The kinds whose names are renamed (`ClusterRole`, ...).
+    /// The kinds whose names are renamed (`ClusterRole`, ...); absent:
+    /// [`crate::object_names::DEFAULT_KINDS`]; `[]`: none (all shared).
     #[serde(default)]
-    pub kinds: Vec<String>,
+    pub kinds: Option<Vec<String>>,
     /// Names never renamed, besides `system:*` and the default ClusterRoles.
     #[serde(default)]
     pub keep: Vec<String>,

@@ -54,6 +54,20 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
     for w in settings.warnings() {
         tracing::warn!("{w}");
     }
+    if let Some(n) = settings.map.object_names() {
+        let (prefix, suffix) = match n.affix() {
+            regroup_config::object_names::Affix::Prefix(p) => (p.as_str(), ""),
+            regroup_config::object_names::Affix::Suffix(s) => ("", s.as_str()),
+        };
+        let kinds: Vec<&str> = n.kinds().iter().map(|k| k.kind).collect();
+        tracing::info!(
+            prefix,
+            suffix,
+            derived = n.is_derived(),
+            kinds = %kinds.join(","),
+            "the app's cluster-scoped names of these kinds are this copy's on the cluster (names:)"
+        );
+    }
     if resolved.insecure || settings.file.upstream.dangerous_insecure_skip_tls_verify {
         tracing::warn!("the API server's certificate is NOT verified (insecure-skip-tls-verify)");
     }
