@@ -61,6 +61,9 @@ MATRIX = {
               "1.31.0"),
     "webhooks": ({"mode": "inCluster",
                   "webhooks": {"enabled": True, "insecureBackend": True, "hooks": [HOOK]}}, "1.31.0"),
+    # No backendCaSecret: the system roots (#29; formerly a crash-loop at start).
+    "webhooks-system-roots": ({"mode": "inCluster",
+                               "webhooks": {"enabled": True, "hooks": [HOOK]}}, "1.31.0"),
     "webhooks-own-secrets-and-front": ({"mode": "kubeconfig",
                                         "front": {"enabled": True, "insecureBackend": True},
                                         "webhooks": {"enabled": True, "port": 9555, "service": {"port": 8443},
@@ -296,7 +299,7 @@ def webhook_assertions(values, objs, regroup, vols, config):
 
 
 def test_rendered_config_passes_regroup_check(regroup_bin, tmp_path):
-    for case in ("incluster", "front", "webhooks", "names"):
+    for case in ("incluster", "front", "webhooks", "webhooks-system-roots", "names"):
         objs = template(values_for(MATRIX[case][0]), tmp_path)
         cm = next(o for o in by_kind(objs, "ConfigMap") if o["metadata"]["name"] == "team-b-regroup-config")
         path = tmp_path / f"{case}.yaml"
@@ -364,6 +367,14 @@ def test_refuses_incomplete_values(tmp_path):
                             ({"app": APP, "rules": RULES, "webhooks": {"enabled": True}},
                              "webhooks.enabled needs webhooks.hooks"),
                             ({"app": APP, "rules": RULES, "regroup": {"logLevel": "loud"}}, "logLevel"),
+                            # Groups and prefixes as regroup validates them (DNS-1123 subdomain).
+                            ({"app": APP, "rules": [{"from": "samplecontroller.k8s.io", "to": "Team_B..example"}]},
+                             "/rules/0/to"),
+                            ({"app": APP, "rules": [{"fromSuffix": "k8s.io.", "toSuffix": "b.example"}]},
+                             "/rules/0/fromSuffix"),
+                            ({"app": APP, "rules": RULES, "names": {"prefix": "Team_B-"}}, "/names/prefix"),
+                            ({"app": APP, "rules": RULES, "fields": [{"group": "a..b", "kind": "K", "path": "spec.g",
+                                                                      "form": "group"}]}, "/fields/0/group"),
                             ({"app": APP, "rules": RULES, "front": {
                                 "enabled": True, "insecureBackend": True, "tlsSecret": "absent",
                                 "apiServices": [{"group": "a.example.com", "version": "v1"}]}},

@@ -156,6 +156,10 @@ fn run(command: Command) -> Result<(), String> {
         Command::Serve { .. } => unreachable!("handled in main"),
         Command::Check { config, files } => {
             let settings = load_config(&config)?;
+            let problems = regroup::serve::run::preflight(&settings);
+            if !problems.is_empty() {
+                return Err(format!("{}:\n{}", config.display(), problems.join("\n")));
+            }
             print!("{}", settings.effective_table());
             for w in settings.warnings() {
                 eprintln!("warning: {w}");

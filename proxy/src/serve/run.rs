@@ -252,6 +252,55 @@ async fn keep_credential(upstream: Arc<Upstream>) {
 
 /// SIGHUP would kill the process by default: regroup ignores it, saying so.
 #[cfg(unix)]
+/// The errors `run` would stop at that the configuration alone decides
+/// (not the files it names, the cluster or the ports): the front's and
+/// every webhook's backend as `run` builds them, the system roots standing
+/// in for a CA file. `regroup check` reports them, so that a pod never
+/// crash-loops on what `check` called OK. `load` has already checked the
+/// rest of the file.
+pub fn preflight(settings: &Settings) -> Vec<String> {
+    let mut problems = Vec::new();
+    let backend = |server: &str, insecure: bool| {
+        Upstream::with_timeouts(
+            &kubeconfig::Resolved {
+                server: server.to_owned(),
+                insecure,
+                ..kubeconfig::Resolved::default()
+            },
+            false,
+            (&settings.limits).into(),
+        )
+        .map(drop)
+        .map_err(|e| e.to_string())
+    };
+    if let Some(f) = &settings.file.front {
+        if let Err(e) = backend(&f.backend, f.dangerous_insecure_backend) {
+            problems.push(format!("front.backend: {e}"));
+        }
+    }
+    if let Some(w) = &settings.file.webhooks {
+        for h in &w.hooks {
+            let h = &h.value;
+            let url: http::Uri = match h.backend.parse() {
+                Ok(u) => u,
+                Err(e) => {
+                    problems.push(format!("webhooks.hooks {}: backend: {e}", h.name));
+                    continue;
+                }
+            };
+            let origin = format!(
+                "{}://{}",
+                url.scheme_str().unwrap_or("https"),
+                url.authority().map(|a| a.as_str()).unwrap_or_default()
+            );
+            if let Err(e) = backend(&origin, w.dangerous_insecure_backend) {
+                problems.push(format!("webhooks.hooks {}: backend: {e}", h.name));
+            }
+        }
+    }
+    problems
+}
+
 fn ignore_sighup() -> Result<(), String> {
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         .map_err(|e| format!("installing the SIGHUP handler: {e}"))?;
