@@ -105,6 +105,15 @@ enum Command {
         /// (clusters older than 1.29).
         #[arg(long)]
         no_native_sidecar: bool,
+        /// Refuse, instead of warning about, a container that reaches the
+        /// cluster around regroup (KUBECONFIG, --kubeconfig, --server).
+        #[arg(long)]
+        strict: bool,
+        /// Also wrap Helm test hooks (`helm.sh/hook: test`), left alone by
+        /// default. Workloads or pod templates annotated
+        /// `regroup.dev/inject: disabled` are always left alone.
+        #[arg(long)]
+        include_helm_tests: bool,
     },
 }
 
@@ -209,6 +218,8 @@ fn run(command: Command) -> Result<(), String> {
             tls_port,
             metrics_port,
             no_native_sidecar,
+            strict,
+            include_helm_tests,
         } => {
             let settings = load_config(&config)?;
             let config_text = std::fs::read_to_string(&config)
@@ -235,9 +246,15 @@ fn run(command: Command) -> Result<(), String> {
                 metrics_port: (metrics_port != 0).then_some(metrics_port),
                 native_sidecar: !no_native_sidecar,
                 tls_secret,
+                strict,
+                helm_tests: include_helm_tests,
             };
-            let out = regroup::inject::inject(&input, &config_text, &settings, &opts)
-                .map_err(|e| e.to_string())?;
+            let (out, warnings) =
+                regroup::inject::inject_with_warnings(&input, &config_text, &settings, &opts)
+                    .map_err(|e| e.to_string())?;
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
             print!("{out}");
             Ok(())
         }
