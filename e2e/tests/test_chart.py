@@ -483,3 +483,28 @@ def test_post_renderer_helm3_executable(regroup_bin, tmp_path):
     assert p.returncode == 0, p.stderr
     check_post_rendered([d for d in yaml.safe_load_all(p.stdout) if d],
                         [d for d in yaml.safe_load_all(plain.stdout) if d])
+
+
+def test_post_renderer_errors_are_regroups_own(regroup_bin, tmp_path):
+    """A missing rules file: Helm 3 shows the script's standard error, which
+    is regroup's message; Helm 4 discards a plugin's standard error, so the
+    script also writes it to the terminal or $REGROUP_INJECT_ERROR_FILE."""
+    chart = helm_create(tmp_path)
+    env = helm_env(tmp_path, regroup_bin)
+    missing = tmp_path / "no-such-rules.yaml"
+    want = f"regroup: cannot read config {missing}"
+    if not HELM3.exists():
+        pytest.fail(f"helm 3 not found at {HELM3}: run e2e/install.sh")
+    p = subprocess.run([str(HELM3), "template", "b", str(chart), "--post-renderer", str(PLUGIN / "regroup-inject"),
+                        "--post-renderer-args=-c", f"--post-renderer-args={missing}"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode != 0 and want in p.stderr, p.stderr
+    p = subprocess.run([str(HELM), "plugin", "install", str(PLUGIN)], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    err_file = tmp_path / "inject-error.txt"
+    p = subprocess.run([str(HELM), "template", "b", str(chart), "--post-renderer", "regroup-inject",
+                        "--post-renderer-args=-c", f"--post-renderer-args={missing}"],
+                       capture_output=True, text=True, env={**env, "REGROUP_INJECT_ERROR_FILE": str(err_file)},
+                       timeout=120)
+    assert p.returncode != 0
+    assert want in err_file.read_text() or want in p.stderr, (p.stderr, err_file.exists())
