@@ -114,11 +114,14 @@ pub enum FieldForm {
 #[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Listeners {
-    /// Plain-HTTP listener, like `kubectl proxy` (loopback only).
+    /// Plain-HTTP listener, like `kubectl proxy` (loopback only; `:PORT`
+    /// is 127.0.0.1).
+    #[serde(default, deserialize_with = "crate::addr::loopback_opt")]
     pub http: Option<SocketAddr>,
     /// TLS listener for apps that use in-cluster config.
     pub tls: Option<TlsListener>,
-    /// Prometheus `/metrics` and `/healthz`.
+    /// Prometheus `/metrics` and `/healthz` (`:PORT`: every interface).
+    #[serde(default, deserialize_with = "crate::addr::any_opt")]
     pub metrics: Option<SocketAddr>,
     /// Host names (no port) a request to a loopback listener may carry in
     /// `Host` (or HTTP/2 `:authority`), like `kubectl proxy --accept-hosts`:
