@@ -6,6 +6,7 @@
 //! leave untouched bytes untouched.
 
 use crate::dns::has_label_suffix;
+use crate::metadata::MetadataMap;
 use crate::object_names::ObjectNames;
 
 /// Which way a name travels.
@@ -117,6 +118,12 @@ pub enum Form {
     ObjectName,
     /// The `metadata.generateName` of such an object.
     GenerateName,
+    /// A label or annotation key, or a finalizer, renamed by the metadata
+    /// rules (see [`crate::metadata`]), not by group rules.
+    MetadataKey,
+    /// A label selector string (`k in (a,b),!k2`): its keys and values by
+    /// the metadata rules.
+    LabelSelector,
 }
 
 /// A rule plus its per-rule switches.
@@ -156,6 +163,9 @@ pub struct GroupMap {
     suffix: Vec<usize>,
     /// Cluster-scoped names renamed per copy (`names:`), if configured.
     names: Option<ObjectNames>,
+    /// Label, annotation and finalizer keys renamed per copy (`metadata:`),
+    /// if configured.
+    metadata: Option<MetadataMap>,
 }
 
 impl GroupMap {
@@ -182,6 +192,7 @@ impl GroupMap {
             exact,
             suffix,
             names: None,
+            metadata: None,
         })
     }
 
@@ -189,6 +200,18 @@ impl GroupMap {
     pub fn with_object_names(mut self, names: Option<ObjectNames>) -> GroupMap {
         self.names = names;
         self
+    }
+
+    /// This map, also renaming metadata keys by `metadata` (none when it
+    /// holds no rule: bytes then stay exactly as without it).
+    pub fn with_metadata(mut self, metadata: Option<MetadataMap>) -> GroupMap {
+        self.metadata = metadata.filter(|m| !m.is_empty());
+        self
+    }
+
+    /// The metadata rules, if any are configured.
+    pub fn metadata(&self) -> Option<&MetadataMap> {
+        self.metadata.as_ref()
     }
 
     /// The cluster-scoped names renamed per copy, if configured.
@@ -259,6 +282,25 @@ impl GroupMap {
                     Direction::ToApp => n.generate_name_to_app(value),
                 }
             }
+            Form::MetadataKey => self.metadata.as_ref()?.map_key(value, dir),
+            // Codecs that must refuse a selector they can't parse call
+            // `map_label_selector` themselves.
+            Form::LabelSelector => self.map_label_selector(value, dir).ok().flatten(),
+        }
+    }
+
+    /// A label selector's keys and values renamed by the metadata rules.
+    /// `Ok(None)`: unchanged (also when no metadata rule is configured:
+    /// the selector is then not even parsed). An error says why a selector
+    /// that must be renamed can't be parsed.
+    pub fn map_label_selector(
+        &self,
+        selector: &str,
+        dir: Direction,
+    ) -> Result<Option<String>, String> {
+        match &self.metadata {
+            Some(m) => crate::label_selector::map_label_selector(selector, m, dir),
+            None => Ok(None),
         }
     }
 
@@ -529,7 +571,11 @@ impl GroupMap {
     /// mapped in `dir` (the bare source groups and suffixes). Text that might
     /// hide one behind a JSON `\u` escape must be checked separately.
     pub fn needles(&self, dir: Direction) -> Vec<&str> {
-        self.rules.iter().map(|r| r.rule.ends(dir).0).collect()
+        let mut v: Vec<&str> = self.rules.iter().map(|r| r.rule.ends(dir).0).collect();
+        if let Some(m) = &self.metadata {
+            v.extend(m.needles());
+        }
+        v
     }
 
     /// Cheap pre-check: could `text` contain a name mapped in `dir`?

@@ -140,7 +140,11 @@ pub fn load(text: &str) -> Result<Settings, ConfigError> {
     let names = map
         .as_ref()
         .and_then(|m| object_names(&file, m, &mut problems));
-    let map = map.map(|m| m.with_object_names(names));
+    let metadata = file.metadata.as_ref().and_then(|spec| {
+        let rules = map.as_ref().map_or(&[][..], |m| m.rules());
+        crate::metadata::metadata_from_spec(spec, rules, &mut problems)
+    });
+    let map = map.map(|m| m.with_object_names(names).with_metadata(metadata));
 
     check_listeners(&file.listeners, &mut problems);
     check_lending(&file, &mut problems);
@@ -579,6 +583,34 @@ impl Settings {
             out.push_str(&format!(
                 "(kept as they are: system:*, {})\n",
                 kept.join(", ")
+            ));
+        }
+        if let Some(m) = self.map.metadata() {
+            out.push_str("\nMETADATA (label, annotation and finalizer keys; label values)\n");
+            for p in m.prefixes() {
+                out.push_str(&format!(
+                    "prefix  {0}/*, *.{0}/*  ->  {1}/*, *.{1}/*\n",
+                    p.app, p.cluster
+                ));
+            }
+            for k in m.keys() {
+                out.push_str(&format!("key     {}  ->  {}\n", k.app, k.cluster));
+            }
+            for v in m.values() {
+                out.push_str(&format!(
+                    "value   {}: {}  ->  {}\n",
+                    v.key, v.value.app, v.value.cluster
+                ));
+            }
+            for e in m.exclusions() {
+                match &e.name {
+                    Some(n) => out.push_str(&format!("never   {} {n}\n", e.kind)),
+                    None => out.push_str(&format!("never   every {}\n", e.kind)),
+                }
+            }
+            out.push_str(&format!(
+                "(other copies' keys in these prefixes are shown to the app under `<prefix>{}`)\n",
+                crate::metadata::SHADOW_SUFFIX
             ));
         }
         out.push_str(

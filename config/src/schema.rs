@@ -24,6 +24,10 @@ pub struct ConfigFile {
     /// rules, for the default kinds (`names: {kinds: []}` turns it off).
     #[serde(default)]
     pub names: Option<Spanned<NamesSpec>>,
+    /// Label, annotation and finalizer keys (and label values) renamed per
+    /// copy.
+    #[serde(default)]
+    pub metadata: Option<MetadataSpec>,
     /// Where the sidecar listens for the app.
     #[serde(default)]
     pub listeners: Listeners,
@@ -80,6 +84,60 @@ pub struct NamesSpec {
     /// Names never renamed, besides `system:*` and the default ClusterRoles.
     #[serde(default)]
     pub keep: Vec<String>,
+}
+
+/// The `metadata:` section as written (see [`crate::metadata`]).
+#[derive(Debug, Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MetadataSpec {
+    /// Key prefixes: `{from: cert-manager.io, to: cert-manager.team-b.example.com}`.
+    #[serde(default)]
+    pub prefixes: Vec<Spanned<PairSpec>>,
+    /// Whole keys: `{from: example.io/owner, to: example.io/owner-team-b}`.
+    #[serde(default)]
+    pub keys: Vec<Spanned<PairSpec>>,
+    /// Label values under one key: `{key: app.kubernetes.io/managed-by,
+    /// from: foo-operator, to: foo-operator-team-b}`.
+    #[serde(default)]
+    pub values: Vec<Spanned<ValueSpec>>,
+    /// Objects whose metadata is never renamed: `{kind: Secret, name: x}`.
+    #[serde(default)]
+    pub exclude: Vec<Spanned<ExcludeSpec>>,
+    /// Also a prefix rule per group rule, with the same names (opt-in).
+    #[serde(default)]
+    pub from_rules: bool,
+}
+
+/// `from` (the app's) and `to` (the cluster's).
+#[derive(Debug, Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct PairSpec {
+    /// As the app names it.
+    pub from: String,
+    /// As the cluster names it.
+    pub to: String,
+}
+
+/// A label value rule as written.
+#[derive(Debug, Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct ValueSpec {
+    /// The label key, as the app names it.
+    pub key: String,
+    /// The app's value.
+    pub from: String,
+    /// The cluster's value.
+    pub to: String,
+}
+
+/// An exclusion as written.
+#[derive(Debug, Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct ExcludeSpec {
+    /// The kind (`Secret`).
+    pub kind: String,
+    /// Only the object of this name.
+    pub name: Option<String>,
 }
 
 /// An app-specific field that holds a group reference.

@@ -4,7 +4,8 @@
 It plays a cluster where only the RENAMED world exists: the Foo CRD is served in
 group samplecontroller.team1.example.com. Discovery, /version and OpenAPI are the
 bytes captured from a real kube-apiserver 1.24 (testdata/kube-1.24, see its
-README); objects live in memory. Where it approximates the real server, a comment
+README), OpenAPI v3 as 1.29 serves it (e2e/standin/data); objects live in memory.
+e2e/README.md lists the apiserver behaviours it mimics and how each was established. Where it approximates the real server, a comment
 says so. It never logs bodies or credentials: one line per request on stderr.
 
     python3 e2e/standin/server.py --port 0    # prints "LISTENING <port>" first
@@ -13,6 +14,7 @@ import argparse
 import base64
 import datetime
 import functools
+import hashlib
 import http.client
 import json
 import os
@@ -37,6 +39,8 @@ except ImportError:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.environ.get("REGROUP_TESTDATA") or os.path.join(HERE, "..", "..", "testdata", "kube-1.24")
+# A few kube-apiserver 1.29 captures (OpenAPI v3), copied byte for byte: e2e/standin/data/README.md.
+DATA_129 = os.path.join(HERE, "data", "kube-1.29")
 GROUP = "samplecontroller.team1.example.com"  # the Foo group this cluster serves
 # More Foo groups, from --also-group (the demo's second copy of the app): each
 # serves what GROUP serves, its discovery and OpenAPI v3 being GROUP's captures
@@ -62,6 +66,12 @@ PROTOBUF_REPLAYS = {
 @functools.lru_cache(maxsize=None)
 def captured(case):
     with open(os.path.join(DATA, case, "response.body"), "rb") as f:
+        return f.read()
+
+
+@functools.lru_cache(maxsize=None)
+def captured_129(case):
+    with open(os.path.join(DATA_129, case, "response.body"), "rb") as f:
         return f.read()
 
 
@@ -123,8 +133,9 @@ KINDS = {
                           cols="renamed/113-list-foo-table", deprecated=["v1beta1"]),
 }
 # Strategic merge patch, approximated: these lists merge by key (their
-# patchMergeKey); other lists are replaced; $-directives ($setElementOrder,
-# $retainKeys) are dropped, `$patch: delete` in a keyed list item is honoured.
+# patchMergeKey), in the order kube-apiserver gives them (smp_order); other
+# lists are replaced; $-directives ($setElementOrder, $retainKeys) are dropped,
+# `$patch: delete` in a keyed list item is honoured.
 SMP_KEYS = {"ownerReferences": "uid", "containers": "name", "initContainers": "name", "env": "name",
             "volumes": "name", "volumeMounts": "mountPath", "ports": "containerPort", "imagePullSecrets": "name",
             "webhooks": "name"}  # Validating/MutatingWebhookConfiguration
@@ -252,6 +263,53 @@ def matches(key, obj, r, sel):
     return key[:2] == (r.group, r.plural) and (r.ns is None or key[2] == r.ns) and sel(key, obj)
 
 
+# ---- garbage collection ------------------------------------------------------------
+# kube-controller-manager's garbage collector, at its minimum
+# (k8s.io/kubernetes/pkg/controller/garbagecollector, attemptToDeleteItem): an
+# owner reference is dangling when no object of its apiVersion/kind and name
+# exists in the dependent's namespace (cluster scope for a cluster-scoped
+# owner) or that object has another uid. A dependent whose owners are all
+# dangling is deleted; one with some owners left loses the dangling references.
+# References to a kind this stand-in does not store (or a namespaced owner of a
+# cluster-scoped dependent) can't be resolved and are left alone, as the real
+# collector retries them without deleting anything. Done at once after each
+# write, not seconds later; background propagation only (no foreground
+# deletion, no blockOwnerDeletion, no orphaning).
+
+def owner_alive(key, ref):
+    """True (the owner exists), False (dangling) or None (can't be resolved)."""
+    group, _, _ = (ref.get("apiVersion") or "").rpartition("/")
+    plural = next((p for (g, p), k in KINDS.items() if g == group and k["kind"] == ref.get("kind")), None)
+    if plural is None:
+        return None
+    cluster = bool(KINDS[(group, plural)].get("cluster"))
+    if not cluster and key[2] is None:
+        return None
+    owner = STORE.objs.get((group, plural, None if cluster else key[2], ref.get("name")))
+    return owner is not None and owner["metadata"].get("uid") == ref.get("uid")
+
+
+def collect_garbage():
+    with STORE.cond:
+        again = True
+        while again:  # a deleted dependent may own others
+            again = False
+            for key, obj in list(STORE.objs.items()):
+                refs = obj["metadata"].get("ownerReferences") or []
+                alive = [owner_alive(key, ref) for ref in refs]
+                if False not in alive:
+                    continue
+                if not any(alive):  # every owner gone (or unresolvable with the others gone)
+                    if None in alive:
+                        continue
+                    STORE.commit("DELETED", key, copy(obj))
+                else:
+                    new = copy(obj)
+                    new["metadata"]["ownerReferences"] = [ref for ref, a in zip(refs, alive) if a is not False]
+                    STORE.commit("MODIFIED", key, new)
+                again = True
+
+
 # ---- patches ---------------------------------------------------------------------
 
 def merge_patch(target, patch, smp=False):
@@ -265,18 +323,42 @@ def merge_patch(target, patch, smp=False):
         if v is None:
             out.pop(k, None)
         elif smp and k in SMP_KEYS and isinstance(v, list) and isinstance(out.get(k), list):
-            mk, merged = SMP_KEYS[k], list(out[k])
-            for item in (i for i in v if isinstance(i, dict)):
+            mk, items = SMP_KEYS[k], [i for i in v if isinstance(i, dict)]
+            live = [o for o in out[k] if not any(i.get("$patch") == "delete" and i.get(mk) == o.get(mk) for i in items)]
+            items = [i for i in items if i.get("$patch") != "delete"]
+            merged = list(live)
+            for item in items:
                 idx = next((n for n, o in enumerate(merged) if o.get(mk) == item.get(mk)), None)
-                if item.get("$patch") == "delete":
-                    merged = [o for o in merged if o.get(mk) != item.get(mk)]
-                elif idx is None:
+                if idx is None:
                     merged.append(merge_patch({}, item, smp))
                 else:
                     merged[idx] = merge_patch(merged[idx], item, smp)
-            out[k] = merged
+            out[k] = smp_order(merged, items, live, mk)
         else:
             out[k] = merge_patch(out.get(k), v, smp)
+    return out
+
+
+def smp_order(merged, patch, live, mk):
+    """The order kube-apiserver gives a list merged by key `mk`, as
+    k8s.io/apimachinery/pkg/util/strategicpatch/patch.go computes it (mergeSlice
+    -> normalizeElementOrder -> mergeSortedSlice, no $setElementOrder): the
+    items the patch names, in the patch's order, and the live items it does not
+    name, in the live order, are merged by taking the live one first only when
+    both it and the patch's next item are in the live list and it comes before
+    it there. So an item the live list lacks goes BEFORE the live items left:
+    live [alpha] + patch [beta] gives [beta, alpha] (kube-apiserver 1.36 did
+    so to a ConfigMap's ownerReferences, issue #31)."""
+    pkeys, lkeys = [i.get(mk) for i in patch], [o.get(mk) for o in live]
+    right = sorted((m for m in merged if m.get(mk) in pkeys), key=lambda m: pkeys.index(m.get(mk)))
+    left = [m for m in merged if m.get(mk) not in pkeys]  # already in live order
+    out = []
+    while left or right:
+        if right and (not left or not (right[0].get(mk) in lkeys and
+                                        lkeys.index(left[0].get(mk)) < lkeys.index(right[0].get(mk)))):
+            out.append(right.pop(0))
+        else:
+            out.append(left.pop(0))
     return out
 
 
@@ -337,6 +419,55 @@ def manage(obj, manager, operation, apiversion, applied=None, sub=None):
         entry["subresource"] = sub
     obj["metadata"]["managedFields"] = [m for m in obj["metadata"].get("managedFields") or [] if (
         m.get("manager"), m.get("operation"), m.get("subresource")) != (manager, operation, sub)] + [entry]
+
+
+# ---- pruning of custom resources ------------------------------------------------------
+# kube-apiserver drops, on every write of a custom resource (create, update,
+# patch, apply, the status subresource), the fields its CRD's structural schema
+# does not declare (k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning):
+# kube-1.29 renamed/056 (fieldValidation=Ignore) stored a Foo without its
+# spec.unknownField and metadata.unknownMeta. With fieldValidation=Warn (the
+# default since 1.23) each dropped field is a Warning (055, 060); with Strict a
+# create or update is a 400 (054), a patch a 422 (059), an apply always a 500
+# (061, 062). The schema is the captured CRD's (kube-1.24 renamed/036): Foo's
+# status declares only availableReplicas, so anything else a client writes
+# into status is dropped.
+OBJECT_META = ("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+               "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
+               "ownerReferences", "finalizers", "managedFields")
+
+
+@functools.lru_cache(maxsize=None)
+def crd_schemas():
+    """version -> the Foo CRD's openAPIV3Schema, with the root's apiVersion and
+    kind kept and metadata pruned to ObjectMeta's fields (their values kept)."""
+    out = {}
+    for v in cjson("renamed/036-get-crd-json")["spec"]["versions"]:
+        root = v["schema"]["openAPIV3Schema"]
+        keep = {"x-kubernetes-preserve-unknown-fields": True}
+        meta = {"type": "object", "properties": {k: keep for k in OBJECT_META}}
+        out[v["name"]] = dict(root, properties=dict(root.get("properties") or {}, apiVersion=keep, kind=keep,
+                                                    metadata=meta))
+    return out
+
+
+def prune(value, schema, path, dropped):
+    """Structural pruning: an object keeps the properties its schema declares
+    (or all, with additionalProperties or x-kubernetes-preserve-unknown-fields),
+    recursively; arrays by their items' schema. `dropped` gets each removed
+    field's path, in document order."""
+    if isinstance(value, dict):
+        props, more = schema.get("properties") or {}, schema.get("additionalProperties")
+        for k in list(value):
+            sub = props.get(k, more if isinstance(more, dict) else None)
+            if sub is not None:
+                prune(value[k], sub, f"{path}.{k}" if path else k, dropped)
+            elif not (schema.get("x-kubernetes-preserve-unknown-fields") or more is True):
+                del value[k]
+                dropped.append(f"{path}.{k}" if path else k)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            prune(item, schema["items"], f"{path}[{i}]", dropped)
 
 
 # ---- content negotiation and rendering ---------------------------------------------
@@ -533,17 +664,8 @@ def discovery(path, accept):
         doc["definitions"] = {k: v for k, v in doc["definitions"].items()
                               if not k.startswith("io.k8s.samplecontroller.")}
         return dumps(doc), text
-    if path == "/openapi/v3":  # 1.24's index form: {"Paths": [...]}
-        doc = cjson("common/014-openapi-v3-index")
-        doc["Paths"] = [p for p in doc["Paths"] if not (HIDE_ORIG and p.startswith(f"apis/{ORIG}/"))]
-        doc["Paths"] += [f"apis/{group}/{v}" for group in ALSO for v in ("v1alpha1", "v1beta1")]
-        return (dumps(doc) if HIDE_ORIG or ALSO else captured("common/014-openapi-v3-index")), text
-    v3 = {f"/openapi/v3/apis/{GROUP}/v1alpha1": "renamed/270-openapi-v3-group-v1alpha1-json",
-          f"/openapi/v3/apis/{GROUP}/v1beta1": "renamed/272-openapi-v3-group-v1beta1-json"}
-    for group in ALSO:
-        v3.update({f"/openapi/v3/apis/{group}/{v}": v3[f"/openapi/v3/apis/{GROUP}/{v}"] for v in ("v1alpha1", "v1beta1")})
-    if path in v3:
-        return as_group(captured(v3[path]), path.split("/")[4]), text
+    if path == "/openapi/v3":  # the index, as kube-apiserver 1.29 serves it (kube-1.29 renamed/025)
+        return openapi_v3_index(), text
     if path.startswith("/openapi/"):
         raise page_not_found()  # the other v3 documents were not captured
     m = re.fullmatch(r"/apis/([^/]+)(?:/([^/]+))?/?", path)
@@ -556,6 +678,47 @@ def discovery(path, accept):
     if version is not None and gv(group, version) in served_group_versions():
         return resource_list(group, version), js
     raise page_not_found()
+
+
+# ---- OpenAPI v3, as kube-apiserver 1.29 serves it (kube-1.29 renamed/025-032) -----------------
+# The index names each document with `?hash=<upper-case hex SHA-512 of its JSON>`
+# (026's body hashes to the value in 025 and in 026's ETag). A document asked for
+# with its current hash is `Cache-Control: public, immutable` with a one-year
+# Expires (026), another hash is a 301 to the current one (029), no hash is
+# `no-cache, private` (030); If-None-Match with the ETag is a 304 (028, 031);
+# an Accept it does not serve is a bare 406 (032); every answer has `Vary: Accept`.
+V3_PROTOBUF = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"
+V3_PROTOBUF_CTYPE = "application/com.github.proto-openapi.spec.v3.v1.0+protobuf"  # as 027 answered
+
+
+def openapi_v3_documents():
+    """'apis/<group>/<version>' -> (JSON bytes, gnostic protobuf bytes or None).
+    v1alpha1 is kube-1.29's capture (JSON and protobuf); v1beta1 was captured by
+    1.24 only (renamed/272), in JSON: a protobuf-only Accept for it is a 406 here
+    (a real server would answer protobuf)."""
+    docs = {f"apis/{GROUP}/v1alpha1": (captured_129("renamed/026-openapi-v3-group-hash-json"),
+                                       captured_129("renamed/027-openapi-v3-group-hash-protobuf")),
+            f"apis/{GROUP}/v1beta1": (captured("renamed/272-openapi-v3-group-v1beta1-json"), None)}
+    for group in ALSO:  # JSON only: the protobuf capture can't be renamed by replacing bytes
+        docs.update({f"apis/{group}/{v}": (as_group(docs[f"apis/{GROUP}/{v}"][0], group), None)
+                     for v in ("v1alpha1", "v1beta1")})
+    return docs
+
+
+def v3_hash(body):
+    return hashlib.sha512(body).hexdigest().upper()
+
+
+def openapi_v3_index():
+    """The index (Go's json.Marshal: compact, keys sorted, no newline), naming
+    only the documents this stand-in serves (a real one names every
+    group-version), plus ORIG's entries from the capture unless HIDE_ORIG (the
+    deliberate leftover: listed, its documents 404)."""
+    paths = {} if HIDE_ORIG else {k: v for k, v in json.loads(captured_129("renamed/025-openapi-v3-index"))[
+        "paths"].items() if k.startswith(f"apis/{ORIG}/")}
+    for gvpath, (js, _) in openapi_v3_documents().items():
+        paths[gvpath] = {"serverRelativeURL": f"/openapi/v3/{gvpath}?hash={v3_hash(js)}"}
+    return json.dumps({"paths": dict(sorted(paths.items()))}, separators=(",", ":")).encode()
 
 
 # ---- aggregation -----------------------------------------------------------------------
@@ -715,8 +878,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", ctype)
         self.send_header("Cache-Control", "no-cache, private")
-        if warning:
-            self.send_header("Warning", warning)
+        for w in [warning] + (getattr(self, "warnings", []) if code < 400 else []):
+            if w:
+                self.send_header("Warning", w)
         big = len(body) > 2048  # like Go's net/http: a body past its buffer goes out chunked
         self.send_header(*(("Transfer-Encoding", "chunked") if big else ("Content-Length", str(len(body)))))
         self.end_headers()
@@ -727,6 +891,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def handle_any(self):
+        self.warnings = []  # Warning headers of this request's answer (besides deprecation)
         body = self.read_body()
         url = urlsplit(self.path)
         q = {k: v[-1] for k, v in parse_qs(url.query).items()}
@@ -750,6 +915,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self.aggregate(apisvc, body)
             if (self.command, url.path) == ("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews"):
                 return self.reply(201, dumps(subject_access_review(self.decode(body))))
+            if self.command == "GET" and url.path.startswith("/openapi/v3/"):
+                return self.openapi_v3(url.path, q)
             doc = discovery(unquote(url.path), accept) if self.command == "GET" else None
             if doc is not None:
                 return self.reply(200, *doc)
@@ -767,6 +934,8 @@ class Handler(BaseHTTPRequestHandler):
             if r.sub == "token" and self.command == "POST":
                 return self.reply(201, dumps(token_request(r, self.decode(body))))
             code, obj = self.dispatch(r, q, body, accept)
+            if self.command != "GET" and q.get("dryRun") != "All":
+                collect_garbage()
             self.reply(code, dumps(obj), warning=warning)
         except ApiError as e:
             self.reply(e.code, e.body(), e.ctype)
@@ -774,6 +943,45 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
+
+    def send(self, code, body, headers):
+        """An answer with exactly these headers (and Content-Length, but on a 304)."""
+        self.send_response(code)
+        for k, v in headers:
+            self.send_header(k, v)
+        if code != 304:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def openapi_v3(self, path, q):
+        """One OpenAPI v3 document (see "OpenAPI v3" above)."""
+        doc = openapi_v3_documents().get(path[len("/openapi/v3/"):])
+        if doc is None:
+            raise page_not_found()  # ORIG's (listed, not served) and those never captured
+        js, pb = doc
+        etag, body, ctype = f'"{v3_hash(js)}"', None, None
+        for rng in (self.headers.get("Accept") or "*/*").split(","):
+            mt = rng.split(";")[0].strip()
+            if mt in ("application/json", "application/*", "*/*"):
+                body, ctype = js, "application/json"
+            elif mt == V3_PROTOBUF and pb is not None:
+                body, ctype = pb, V3_PROTOBUF_CTYPE
+            if body is not None:
+                break
+        if body is None:
+            return self.send(406, b"", [("Cache-Control", "no-cache, private"), ("Vary", "Accept")])
+        cache = [("Cache-Control", "no-cache, private")]
+        if "hash" in q:
+            if q["hash"] != etag.strip('"'):
+                return self.send(301, b"", [("Cache-Control", "no-cache, private"), ("Content-Type", "application/json"),
+                                            ("Etag", etag), ("Location", f"{path}?hash={etag.strip(chr(34))}"),
+                                            ("Vary", "Accept")])
+            expires = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=365)
+            cache = [("Cache-Control", "public, immutable"), ("Expires", expires.strftime("%a, %d %b %Y %H:%M:%S UTC"))]
+        if self.headers.get("If-None-Match") == etag:
+            return self.send(304, b"", cache + [("Etag", etag), ("Vary", "Accept")])
+        self.send(200, body, cache + [("Content-Type", ctype), ("Etag", etag), ("Vary", "Accept")])
 
     def exec(self, r, url):
         """WebSocket only: a SPDY attempt (POST, `Upgrade: SPDY/3.1`) is
@@ -880,8 +1088,9 @@ class Handler(BaseHTTPRequestHandler):
             if m == "DELETE" and r.name and not r.sub:
                 if cur is None:
                     raise not_found(r.group, r.plural, r.name)
-                # Deleted at once: no finalizers, no graceful deletion, no garbage
-                # collection; a namespace takes its objects with it (no Terminating).
+                # Deleted at once: no finalizers, no graceful deletion; a namespace
+                # takes its objects with it (no Terminating); dependents go after
+                # (collect_garbage, in handle_any).
                 for key in [k for k in st.objs if k == r.key or (r.plural == "namespaces" and k[2] == r.name)]:
                     if not dry:
                         st.commit("DELETED", key, copy(st.objs[key]))
@@ -892,7 +1101,7 @@ class Handler(BaseHTTPRequestHandler):
             if m == "POST" and not r.name and (r.ns is None) == bool(r.kind.get("cluster")):
                 if r.ns is not None and ("", "namespaces", None, r.ns) not in st.objs:
                     raise not_found("", "namespaces", r.ns)
-                obj = self.check(r, self.decode(body), None)
+                obj = self.pruned(r, self.check(r, self.decode(body), None), q)
                 md = obj["metadata"]
                 if not md.get("name"):
                     md["name"] = md["generateName"] + uuid.uuid4().hex[:5]
@@ -901,7 +1110,7 @@ class Handler(BaseHTTPRequestHandler):
                     raise obj_error(409, "AlreadyExists", r.group, r.plural, md["name"], "{} already exists")
                 return 201, self.store_new(r, key, obj, manager, "Update", dry)
             if m == "PUT" and r.name:
-                obj = self.check(r, self.decode(body), r.name)
+                obj = self.pruned(r, self.check(r, self.decode(body), r.name), q)
                 if cur is None:
                     raise not_found(r.group, r.plural, r.name)
                 if obj["metadata"].get("resourceVersion") not in (None, "", cur["metadata"]["resourceVersion"]):
@@ -910,6 +1119,33 @@ class Handler(BaseHTTPRequestHandler):
             if m == "PATCH" and r.name:
                 return self.patch(r, cur, body, q, manager, dry)
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+    def pruned(self, r, obj, q, patch=False, apply=False):
+        """Prunes a custom resource about to be stored (see "pruning" above),
+        answering per fieldValidation (default Warn)."""
+        if r.kind["builtin"]:
+            return obj
+        dropped, kept = [], copy(obj)
+        prune(kept, crd_schemas()[r.version], "", dropped)
+        if not dropped:
+            return obj
+        unknown = ", ".join(f'unknown field "{f}"' for f in dropped)
+        if apply:  # 061, 062: whatever fieldValidation says
+            msg = (f"failed to create typed patch object ({r.ns}/{r.name}; {gv(r.group, r.version)}, "
+                   f"Kind={r.kind['kind']}): .{dropped[0]}: field not declared in schema")
+            raise ApiError(500, "", msg, raw=dumps({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                                    "status": "Failure", "message": msg, "code": 500}))
+        if q.get("fieldValidation") == "Strict" and patch:  # 059, the patched object in the message
+            value = json.dumps(obj, separators=(",", ":"), sort_keys=True)
+            why = f"Invalid value: {json.dumps(value)}: strict decoding error: {unknown}"
+            raise ApiError(422, "Invalid", f' "" is invalid: patch: {why}',
+                           {"causes": [{"reason": "FieldValueInvalid", "message": why, "field": "patch"}]})
+        if q.get("fieldValidation") == "Strict":  # 054
+            raise ApiError(400, "BadRequest", f'{r.kind["kind"]} in version "{r.version}" cannot be handled as a '
+                                              f'{r.kind["kind"]}: strict decoding error: {unknown}')
+        if q.get("fieldValidation") != "Ignore":  # 055, 060: one Warning per field
+            self.warnings += ['299 - ' + json.dumps(f'unknown field "{f}"') for f in dropped]
+        return kept
 
     @staticmethod
     def check(r, obj, name):
@@ -1008,7 +1244,7 @@ class Handler(BaseHTTPRequestHandler):
             if not q.get("fieldManager"):
                 raise ApiError(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required '
                                                'value: is required for apply patch')
-            p = self.check(r, p, r.name)
+            p = self.pruned(r, self.check(r, p, r.name), q, apply=True)
             if cur is None:
                 obj = copy(p)
                 obj["metadata"]["name"] = r.name
@@ -1021,7 +1257,7 @@ class Handler(BaseHTTPRequestHandler):
             new = json_patch(live, p if isinstance(p, list) else [])
         else:
             new = merge_patch(live, p, smp=ctype.startswith("application/strategic"))
-        self.check(r, new, r.name)
+        new = self.pruned(r, self.check(r, new, r.name), q, patch=True)
         if new["metadata"].get("resourceVersion") not in (None, "", cur["metadata"]["resourceVersion"]):
             raise conflict(r)  # a patch that sets resourceVersion makes it a precondition
         return 200, self.store_update(r, cur, new, manager, "Update", dry)

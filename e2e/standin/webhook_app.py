@@ -5,8 +5,11 @@ knows only its own group, samplecontroller.k8s.io. Python stdlib, HTTPS.
                   naming the group/version/kind it saw), else allows with a
                   warning naming them.
   POST /mutate    AdmissionReview: allows with a JSON Patch adding an
-                  ownerReference (apiVersion samplecontroller.k8s.io/v1alpha1)
-                  and a label whose value merely looks like a group.
+                  ownerReference to Foo `alpha` (apiVersion
+                  samplecontroller.k8s.io/v1alpha1, the uid given with
+                  --owner-uid: the real one, or the cluster's garbage
+                  collector deletes the mutated object at once) and a label
+                  whose value merely looks like a group.
   POST /convert   ConversionReview: Bars between v1alpha1 (spec.size) and
                   v1beta1 (spec.replicas); objects labelled convert=fail fail.
 
@@ -22,6 +25,9 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 GROUP = "samplecontroller.k8s.io"
+
+
+OWNER_UID = None  # Foo alpha's uid (--owner-uid)
 
 
 def admission(path, review):
@@ -42,7 +48,7 @@ def admission(path, review):
         patch = [
             {"op": "add", "path": "/metadata/ownerReferences",
              "value": [{"apiVersion": f"{GROUP}/v1alpha1", "kind": "Foo", "name": "alpha",
-                        "uid": "00000000-0000-0000-0000-00000000a1fa"}]},
+                        "uid": OWNER_UID}]},
             {"op": "add", "path": "/metadata/labels/e2e.regroup.dev~1mutated-by", "value": GROUP},
         ]
         if "labels" not in obj.get("metadata", {}):
@@ -111,7 +117,10 @@ def main():
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--tls-cert", required=True)
     p.add_argument("--tls-key", required=True)
+    p.add_argument("--owner-uid", required=True, help="the uid of Foo alpha, the owner the mutation adds")
     a = p.parse_args()
+    global OWNER_UID
+    OWNER_UID = a.owner_uid
     srv = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(a.tls_cert, a.tls_key)

@@ -1,7 +1,9 @@
-"""OpenAPI as the app sees it. kubectl 1.31 reads /openapi/v3 first; the 1.24
-upstream's v3 index is the old {"Paths": [...]} form, which kubectl cannot use,
-so it falls back to /openapi/v2 in protobuf for `explain` and for apply's
-field-validation check."""
+"""OpenAPI as the app sees it. The upstream serves OpenAPI v3 as a real
+kube-apiserver (1.27 and later) does: the index `{"paths": {"apis/G/V":
+{"serverRelativeURL": "/openapi/v3/apis/G/V?hash=..."}}}` and one document per
+group-version (the stand-in: kube-1.29's captures, e2e/standin/data/README.md),
+so every kubectl of the suite (1.31, 1.36, 1.37) explains from OpenAPI v3; v2
+is still served (JSON and protobuf) and read by other clients."""
 import json
 import re
 
@@ -19,14 +21,20 @@ def no_duplicate_keys(pairs):
     return dict(pairs)
 
 
-# kubectl 1.31 reads /openapi/v2 in protobuf from a 1.24-era server (its v3
-# index is the old format): regroup renames the gnostic protobuf document
-# (the capture serves both worlds; the original world's entries are shadowed,
-# so what kubectl finds is the cluster's renamed Foo).
+# kubectl explain (1.27 and later) reads /openapi/v3 and the document its
+# index names for the group-version, and prints GROUP, KIND and VERSION apart
+# (the v2 form, `VERSION: <group>/<version>`, is printed only when the server
+# has no usable v3 index, which no kubectl of the suite meets here). Through
+# regroup the index and the document are renamed, so kubectl finds the Foo of
+# the app's group (the capture serves both worlds' entries; the original
+# world's are shadowed).
 def test_kubectl_explain_foo_in_the_original_group(app):
     out = app("explain", "foos.spec", f"--api-version={APP_GROUP}/v1alpha1")
-    assert re.search(rf"^VERSION:\s+{re.escape(APP_GROUP)}/v1alpha1$", out, re.M), out
-    assert "deploymentName" in out and "replicas" in out
+    head = out.splitlines()[:3]
+    assert head == [f"GROUP:      {APP_GROUP}", "KIND:       Foo", "VERSION:    v1alpha1"], out
+    assert re.search(r"^FIELD: spec <Object>$", out, re.M), out
+    assert re.search(r"^  deploymentName\t<string>$", out, re.M) and re.search(r"^  replicas\t<integer>$", out, re.M), out
+    assert HIDDEN_GROUP not in out
 
 
 def test_openapi_v2_json_names_the_original_group_only(app):
@@ -52,11 +60,24 @@ def test_openapi_v3_group_document_is_served_under_the_original_group(app):
 
 
 def test_openapi_v3_index_lists_the_original_group_once(app):
-    """The 1.24 index is {"Paths": ["apis/<group>/<version>", ...]}."""
-    index = json.loads(app("get", "--raw", "/openapi/v3"))
-    paths = index.get("Paths") or list(index.get("paths", {}))
-    mine = [p for p in paths if "samplecontroller" in p]
+    """The index names each document with its hash: the app's group only, each
+    entry pointing at a document under the app's group."""
+    index = json.loads(app("get", "--raw", "/openapi/v3"), object_pairs_hook=no_duplicate_keys)
+    mine = {k: v for k, v in index["paths"].items() if "samplecontroller" in k}
     assert sorted(mine) == [f"apis/{APP_GROUP}/v1alpha1", f"apis/{APP_GROUP}/v1beta1"]
+    for gvpath, entry in mine.items():  # the hash is opaque to clients (regroup adds to it)
+        assert re.fullmatch(rf"/openapi/v3/{re.escape(gvpath)}\?hash=[^&]+", entry["serverRelativeURL"]), entry
+    assert HIDDEN_GROUP not in json.dumps(index)
+
+
+def test_openapi_v3_document_by_its_index_url_is_immutable(app):
+    """What kubectl fetches: the index's serverRelativeURL, which the server
+    answers `Cache-Control: public, immutable` (kube-1.29 renamed/026)."""
+    index = json.loads(app("get", "--raw", "/openapi/v3"))
+    url = index["paths"][f"apis/{APP_GROUP}/v1alpha1"]["serverRelativeURL"]
+    doc = json.loads(app("get", "--raw", url))
+    assert [k for k in doc["components"]["schemas"] if k.endswith(".Foo")] == [f"{reverse_dns(APP_GROUP)}.v1alpha1.Foo"]
+    assert HIDDEN_GROUP not in json.dumps(doc)
 
 
 def test_openapi_v2_protobuf_is_renamed_through_the_proxy(proxy_url):

@@ -8,7 +8,7 @@ import urllib.request
 import pytest
 
 from conftest import standin_module
-from e2e_support import CLUSTER_GROUP, ORIG_GROUP
+from e2e_support import CLUSTER_GROUP, ORIG_GROUP, REPO
 
 FOOS = f"/apis/{CLUSTER_GROUP}/v1alpha1/namespaces/e2e/foos"
 KUBECTL_TABLE = ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,"
@@ -97,3 +97,126 @@ def test_watch_from_zero_sends_existing_objects_then_ends_at_timeout(standin):
     events = [json.loads(line) for line in body.decode().splitlines()]
     assert {(e["type"], e["object"]["metadata"]["name"]) for e in events} >= {("ADDED", "alpha"), ("ADDED", "beta")}
     assert {e["object"]["apiVersion"] for e in events} == {f"{CLUSTER_GROUP}/v1alpha1"}
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args):
+        return None  # the 301 itself is the answer under test
+
+
+def test_openapi_v3_is_answered_like_1_29(standin, upstream):
+    """The same requests as kube-apiserver 1.29's OpenAPI v3 captures (renamed
+    world: with the current hash, a conditional GET, a stale hash, no hash,
+    no hash and conditional, a YAML Accept), answered with the captured status
+    and caching headers; the index names the captured document's hash."""
+    request, _ = standin
+    index = json.loads(request("/openapi/v3")[2])["paths"]
+    want_url = json.loads(open(REPO / "e2e/standin/data/kube-1.29/renamed/025-openapi-v3-index/response.body",
+                               "rb").read())["paths"][f"apis/{CLUSTER_GROUP}/v1alpha1"]
+    assert index[f"apis/{CLUSTER_GROUP}/v1alpha1"] == want_url
+    dirs = {"028": REPO / "testdata/kube-1.29/renamed", "029": REPO / "testdata/kube-1.29/renamed"}
+    for case in ("026-openapi-v3-group-hash-json", "027-openapi-v3-group-hash-protobuf",
+                 "028-openapi-v3-group-hash-if-none-match", "029-openapi-v3-group-stale-hash",
+                 "030-openapi-v3-group-no-hash-json", "031-openapi-v3-group-no-hash-if-none-match",
+                 "032-openapi-v3-group-hash-yaml-406"):
+        ex = json.loads(open(dirs.get(case[:3], REPO / "e2e/standin/data/kube-1.29/renamed") / case / "exchange.json",
+                             "rb").read())
+        headers = {k: v for k, v in ex["request_headers"].items() if k in ("Accept", "If-None-Match")}
+        url = upstream.url + ex["path"] + (f"?{ex['query']}" if ex["query"] else "")
+        req = urllib.request.Request(url, headers=headers)
+        try:
+            with urllib.request.build_opener(NoRedirect).open(req, timeout=10) as resp:
+                status, got, body = resp.status, resp.headers, resp.read()
+        except urllib.error.HTTPError as e:
+            status, got, body = e.code, e.headers, e.read()
+        want = ex["response_headers"]
+        assert status == ex["status"], case
+        for h in ("Cache-Control", "Content-Type", "Etag", "Location", "Vary"):
+            assert got.get(h) == want.get(h), (case, h)
+        assert ("Expires" in got) == ("Expires" in want), case
+        assert len(body) == ex["response_body_bytes"], case
+
+
+def test_strategic_merge_puts_a_new_keyed_item_first_like_kube_apiserver(standin):
+    """kube-apiserver 1.36 answered a strategic merge patch adding beta's
+    ownerReference to a ConfigMap owned by alpha with [beta, alpha] (issue
+    #31); strategicpatch's mergeSlice/normalizeElementOrder give that order,
+    and so does the stand-in (smp_order)."""
+    request, _ = standin
+    uid = {n: json.loads(request(f"{FOOS}/{n}")[2])["metadata"]["uid"] for n in ("alpha", "beta")}
+    ref = lambda n: {"apiVersion": f"{CLUSTER_GROUP}/v1alpha1", "kind": "Foo", "name": n, "uid": uid[n]}  # noqa: E731
+    cms = "/api/v1/namespaces/e2e/configmaps"
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "smp-order", "ownerReferences": [ref("alpha")]}}
+    assert request(cms, method="POST", body=json.dumps(cm).encode())[0] == 201
+    try:
+        patch = {"metadata": {"ownerReferences": [ref("beta")]}}
+        status, _, body = request(cms + "/smp-order", method="PATCH", body=json.dumps(patch).encode(),
+                                  ctype="application/strategic-merge-patch+json")
+        assert status == 200
+        assert [r["name"] for r in json.loads(body)["metadata"]["ownerReferences"]] == ["beta", "alpha"]
+    finally:
+        request(cms + "/smp-order", method="DELETE")
+
+
+def test_unknown_fields_of_a_foo_are_pruned_like_1_29(standin, upstream):
+    """The creates of kube-1.29 renamed/054-056 (a Foo with spec.unknownField
+    and metadata.unknownMeta, fieldValidation Strict, Warn, Ignore): the
+    captured status, Warning headers, and, when created, the fields stored."""
+    data = REPO / "e2e/standin/data/kube-1.29/renamed"
+    for case in ("054-create-foo-unknown-fields-strict", "055-create-foo-unknown-fields-warn",
+                 "056-create-foo-unknown-fields-ignore"):
+        ex = json.loads((data / case / "exchange.json").read_bytes())
+        body = (data / case / "request.body").read_bytes().replace(b'"namespace":"renamed"', b'"namespace":"e2e"')
+        req = urllib.request.Request(f"{upstream.url}{FOOS}?{ex['query']}", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                status, got, answer = resp.status, resp.headers, resp.read()
+        except urllib.error.HTTPError as e:
+            status, got, answer = e.code, e.headers, e.read()
+        want = ex["response_headers"].get("Warning") or []
+        assert status == ex["status"], case
+        assert (got.get_all("Warning") or []) == ([want] if isinstance(want, str) else want), case
+        captured_answer = json.loads((data / case / "response.body").read_bytes())
+        if status == 201:
+            name = json.loads(answer)["metadata"]["name"]
+            stored = json.loads(standin[0](f"{FOOS}/{name}")[2])
+            assert stored["spec"] == captured_answer["spec"] and "unknownMeta" not in stored["metadata"], case
+            standin[0](f"{FOOS}/{name}", method="DELETE")
+        else:
+            assert json.loads(answer) == captured_answer, case
+
+
+def test_garbage_collector_deletes_dependents_of_missing_owners(standin):
+    """The minimum of kube-controller-manager's garbage collector: a dependent
+    naming an owner uid that does not exist is deleted, one with another owner
+    left loses the dangling reference, and deleting an owner deletes its
+    dependents (background propagation)."""
+    request, _ = standin
+    cms = "/api/v1/namespaces/e2e/configmaps"
+    foo = {"apiVersion": f"{CLUSTER_GROUP}/v1alpha1", "kind": "Foo", "metadata": {"name": "gc-owner"},
+           "spec": {"deploymentName": "gc", "replicas": 1}}
+    status, _, body = request(FOOS, method="POST", body=json.dumps(foo).encode())
+    assert status == 201
+    uid = {"gc-owner": json.loads(body)["metadata"]["uid"], "bogus": "00000000-0000-0000-0000-00000000a1fa",
+           "alpha": json.loads(request(f"{FOOS}/alpha")[2])["metadata"]["uid"]}
+    ref = lambda n: {"apiVersion": f"{CLUSTER_GROUP}/v1alpha1", "kind": "Foo", "name": n, "uid": uid[n]}  # noqa: E731
+
+    def create(name, *owners):
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name,
+                                                                     "ownerReferences": [ref(o) for o in owners]}}
+        assert request(cms, method="POST", body=json.dumps(cm).encode())[0] == 201
+    create("gc-orphan", "bogus")
+    create("gc-half", "alpha", "bogus")
+    create("gc-child", "gc-owner")
+    try:
+        assert request(cms + "/gc-orphan")[0] == 404
+        half = json.loads(request(cms + "/gc-half")[2])
+        assert [r["name"] for r in half["metadata"]["ownerReferences"]] == ["alpha"]
+        assert request(cms + "/gc-child")[0] == 200
+        assert request(f"{FOOS}/gc-owner", method="DELETE")[0] == 200
+        assert request(cms + "/gc-child")[0] == 404
+    finally:
+        for name in ("gc-half", "gc-child"):
+            request(f"{cms}/{name}", method="DELETE")
+        request(f"{FOOS}/gc-owner", method="DELETE")

@@ -146,9 +146,12 @@ webhooks:
     try:
         wait_port(s.sidecar_port, regroup, 20, "regroup serve (sidecar)", s.regroup_log)
         wait_port(s.port, regroup, 20, "regroup serve (webhooks)", s.regroup_log)
+        # The mutation makes the object a dependent of Foo alpha: with alpha's
+        # real uid, or the cluster's garbage collector deletes it at once.
+        s.alpha_uid = cluster.json("get", f"foos.{CLUSTER_GROUP}", "alpha")["metadata"]["uid"]
         procs.append(start([sys.executable, str(E2E / "standin" / "webhook_app.py"), "--port", str(s.app_port),
-                            "--tls-cert", str(s.dir / "app.crt"), "--tls-key", str(s.dir / "app.key")],
-                           s.app_log, "webhook app"))
+                            "--tls-cert", str(s.dir / "app.crt"), "--tls-key", str(s.dir / "app.key"),
+                            "--owner-uid", s.alpha_uid], s.app_log, "webhook app"))
         s.app = Kubectl(write_kubeconfig(s.dir / "app.kubeconfig", f"http://127.0.0.1:{s.sidecar_port}", ns),
                         s.dir / "cache-app", ns, [s.regroup_log, s.app_log])
         s.cluster = Kubectl(cluster.kubeconfig, s.dir / "cache-cluster", ns, cluster.logs + [s.regroup_log])
@@ -236,7 +239,8 @@ def test_mutating_patch_in_the_clusters_names(setup):
     assert answer["patchType"] == "JSONPatch"
     patch = json.loads(base64.b64decode(answer["patch"]))
     owners = [op for op in patch if op["path"] == "/metadata/ownerReferences"][0]
-    assert owners["value"][0]["apiVersion"] == f"{CLUSTER_GROUP}/v1alpha1"
+    assert owners["value"] == [{"apiVersion": f"{CLUSTER_GROUP}/v1alpha1", "kind": "Foo", "name": "alpha",
+                                "uid": setup.alpha_uid}]
     label = [op for op in patch if op["path"].startswith("/metadata/labels/")][0]
     assert label["value"] == ORIG_GROUP, "a label value that looks like a group stays"
 
@@ -318,9 +322,13 @@ def test_a_real_apiserver_calls_the_apps_webhooks_through_regroup(setup):
     foo["metadata"]["name"] = "mutated-by-webhook"
     made = json.loads(setup.app("create", "-o", "json", "-f", "-", input=json.dumps(foo)))
     assert made["metadata"]["labels"]["e2e.regroup.dev/mutated-by"] == ORIG_GROUP
-    assert made["metadata"]["ownerReferences"][0]["apiVersion"] == f"{ORIG_GROUP}/v1alpha1"
+    owner = {"kind": "Foo", "name": "alpha", "uid": setup.alpha_uid}
+    assert made["metadata"]["ownerReferences"] == [dict(owner, apiVersion=f"{ORIG_GROUP}/v1alpha1")]
+    # The owner exists on the cluster under the renamed group: the garbage
+    # collector keeps the Foo (it deletes a dependent whose owner is gone).
+    time.sleep(3)
     on_cluster = setup.cluster.json("get", f"foos.{CLUSTER_GROUP}", "mutated-by-webhook")
-    assert on_cluster["metadata"]["ownerReferences"][0]["apiVersion"] == f"{CLUSTER_GROUP}/v1alpha1"
+    assert on_cluster["metadata"]["ownerReferences"] == [dict(owner, apiVersion=f"{CLUSTER_GROUP}/v1alpha1")]
     # Conversion: a Bar written in v1alpha1, read in v1beta1.
     bar = {"apiVersion": f"{ORIG_GROUP}/v1alpha1", "kind": "Bar", "metadata": {"name": "one"}, "spec": {"size": 3}}
     until(lambda: setup.app.run("create", "-f", "-", input=json.dumps(bar), check=False).returncode == 0, 60,

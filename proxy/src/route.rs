@@ -125,6 +125,43 @@ pub fn rewrite_query_for(
     changed.then(|| parts.join("&"))
 }
 
+/// Rewrites the keys and values of a `labelSelector` by the metadata rules
+/// (list, watch, deletecollection). `Ok(None)`: unchanged, the raw query
+/// goes on byte for byte (always so without `metadata:` rules). An error
+/// says why a selector that must be renamed can't be parsed.
+pub fn rewrite_label_selector(
+    query: &str,
+    map: &GroupMap,
+    dir: Direction,
+) -> Result<Option<String>, String> {
+    if map.metadata().is_none() || !query.contains("labelSelector=") {
+        return Ok(None);
+    }
+    let mut changed = false;
+    let mut parts = Vec::new();
+    for kv in query.split('&') {
+        let Some(("labelSelector", raw)) = kv.split_once('=') else {
+            parts.push(kv.to_owned());
+            continue;
+        };
+        let plus = raw.replace('+', " ");
+        let value = percent_decode_str(&plus)
+            .decode_utf8()
+            .map_err(|e| format!("labelSelector is not UTF-8: {e}"))?;
+        match map.map_label_selector(&value, dir)? {
+            Some(v) => {
+                changed = true;
+                parts.push(format!(
+                    "labelSelector={}",
+                    utf8_percent_encode(&v, QUERY_VALUE)
+                ));
+            }
+            None => parts.push(kv.to_owned()),
+        }
+    }
+    Ok(changed.then(|| parts.join("&")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -142,6 +142,11 @@ fn objects(place: &Place, g: &str) -> Vec<Json> {
                     );
                     Json::from(serde_json::to_string(&json!([e])).unwrap())
                 }
+                // Added only with `metadata:` rules, which these
+                // properties don't configure (src/rewrite/json/metadata/tests.rs).
+                Slot::Labels | Slot::LabelRequirement { .. } | Slot::FieldsV1 => {
+                    unreachable!("not a built-in place")
+                }
                 Slot::JsonObject => Json::from(
                     json!({"apiVersion": format!("{g}/v1alpha1"), "kind": "Foo",
                         "metadata": {"name": "x",

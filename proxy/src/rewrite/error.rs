@@ -21,6 +21,17 @@ pub enum RewriteError {
         /// The name after.
         to: String,
     },
+    /// A renamed label, annotation or finalizer key that Kubernetes would
+    /// refuse.
+    #[error("renaming the key `{from}` gives `{to}`, which Kubernetes refuses: {why}")]
+    Key {
+        /// The key before.
+        from: String,
+        /// The key after.
+        to: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// A name can't be renamed the way `names:` says (a `generateName`
     /// with a suffix).
     #[error("{0}")]

@@ -16,7 +16,7 @@ use regroup_config::field_path::Step;
 use regroup_config::{Direction, Form, GroupMap};
 use serde_json::Value as Json;
 
-use super::catalog::{Catalog, RefMembers, Slot};
+use super::catalog::{self, Catalog, RefMembers, Slot};
 use super::names::NameIndex;
 use super::raw::{member, quote, string, Key, Walk};
 
@@ -270,8 +270,12 @@ impl<'a> JsonRewriter<'a> {
         let (app_group, kind) = self.app_type(&ty, addressed);
         let app_group = app_group.as_ref();
 
+        let excluded = self.excluded(w, raw, kind)?;
         let mut embedded: Vec<&str> = Vec::new();
         for place in self.catalog.places_for(app_group, kind) {
+            if excluded && catalog::is_metadata_slot(&place.slot) {
+                continue;
+            }
             if matches!(
                 place.slot,
                 Slot::Object | Slot::Items | Slot::TableRows { .. }
@@ -382,6 +386,10 @@ impl<'a> JsonRewriter<'a> {
             }
             Slot::JsonString(inner, form) => self.json_string(w, raw, inner, form),
             Slot::JsonObject => self.json_object(w, raw),
+            Slot::Labels => self.labels(w, raw),
+            Slot::LabelRequirement { key, values } => self.label_requirement(w, raw, key, values),
+            Slot::FieldsV1 => self.fields_v1(w, raw, ty, addressed),
+            Slot::Keys(Form::MetadataKey) => self.metadata_keys(w, raw),
             Slot::Base64JsonPatch => self.base64_json_patch(w, raw, addressed),
             Slot::DropShadowed(sub) => self.drop_shadowed(w, raw, sub),
             Slot::DropHidden => self.drop_hidden(w, raw, ty, addressed),
@@ -506,6 +514,12 @@ impl<'a> JsonRewriter<'a> {
         let Some(s) = string(raw)? else {
             return Ok(());
         };
+        if matches!(form, Form::MetadataKey | Form::LabelSelector) {
+            if let Some(mapped) = self.metadata_value(form, &s)? {
+                w.replace(raw, quote(&mapped));
+            }
+            return Ok(());
+        }
         check_generate_name(self.map, form, &s, self.dir)?;
         let Some(mapped) = self.map.map(form, &s, self.dir) else {
             return Ok(());
@@ -594,6 +608,7 @@ fn item_hint(list: &TypeOf) -> Option<TypeOf> {
 
 mod embedded;
 mod encoded_patch;
+mod metadata;
 mod reference_keys;
 mod shadowed;
 mod tables;

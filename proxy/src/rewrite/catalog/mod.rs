@@ -11,7 +11,10 @@
 use regroup_config::field_path::{FieldPath, Step};
 use regroup_config::{CustomField, Form, GroupMap};
 
+mod metadata_places;
 mod places;
+
+pub use metadata_places::is_metadata_slot;
 
 use places::{name_places, BUILTIN, RESOURCE_KINDS};
 
@@ -142,6 +145,25 @@ pub enum Slot {
         /// The member holding the name.
         name: &'static str,
     },
+    /// A map of labels (an `ObjectMeta`'s `labels`, a selector's
+    /// `matchLabels`, a Service's `selector`): each key renamed as a
+    /// [`Form::MetadataKey`], each value by the label value rules of its
+    /// key. Present only with `metadata:` rules (`metadata_places.rs`).
+    Labels,
+    /// A label selector requirement (`{key, operator, values}`): the key
+    /// renamed as a [`Form::MetadataKey`], the values by the label value
+    /// rules of that key.
+    LabelRequirement {
+        /// The member holding the key.
+        key: &'static str,
+        /// The member holding the values (an array of strings).
+        values: &'static str,
+    },
+    /// A managed-fields entry's `fieldsV1` (JSON; in protobuf the `raw` of
+    /// a `FieldsV1`): the `f:` members that record who owns a label,
+    /// annotation or finalizer, renamed as the keys themselves, by the
+    /// metadata places of the object's own kind.
+    FieldsV1,
     /// An object naming another by type and name ([`RefMembers`]): the
     /// name is renamed in the form of the named kind's own `metadata.name`
     /// place ([`Catalog::name_form`]): a CRD's `plural.group`, or a kind
@@ -306,9 +328,14 @@ impl Catalog {
     /// the kinds `names:` lists (`map`'s [`ObjectNames`]).
     pub fn for_map(custom: &[CustomField], map: &GroupMap) -> Catalog {
         let mut catalog = Catalog::new(custom);
-        if let Some(names) = map.object_names() {
+        if map.object_names().is_some() || map.metadata().is_some() {
             let mut places = std::mem::take(&mut catalog.places);
-            places.extend(name_places(names));
+            if let Some(names) = map.object_names() {
+                places.extend(name_places(names));
+            }
+            if map.metadata().is_some() {
+                places.extend(metadata_places::metadata_places());
+            }
             catalog = Catalog::sorted(places);
         }
         catalog

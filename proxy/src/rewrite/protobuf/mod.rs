@@ -415,6 +415,8 @@ impl<'a> ProtoRewriter<'a> {
                 kind,
                 addressed,
                 lenient,
+                metadata: self.map.metadata(),
+                bare: false,
             },
         ));
         let mut plans = self.plans.write().unwrap_or_else(|e| e.into_inner());
@@ -425,6 +427,8 @@ impl<'a> ProtoRewriter<'a> {
     }
 }
 
+#[cfg(test)]
+mod metadata_tests;
 #[cfg(test)]
 pub(crate) mod test_wire;
 #[cfg(test)]

@@ -22,7 +22,7 @@ use regroup_config::field_path::{FieldPath, Step};
 use regroup_config::Form;
 
 use super::types::RAW_EXTENSION;
-use crate::rewrite::catalog::{Catalog, Slot};
+use crate::rewrite::catalog::{is_metadata_slot, Catalog, Slot};
 
 /// The JSON name marking a field embedded inline in JSON.
 pub const INLINE: &str = ",inline";
@@ -46,6 +46,13 @@ pub(super) enum Act {
     JsonString(FieldPath, Form),
     /// A string holding a whole object as JSON.
     JsonObject,
+    /// A map of labels (`Slot::Labels`): each entry's key and value.
+    Labels,
+    /// A label selector requirement, by these field numbers.
+    LabelRequirement { key: u32, values: u32 },
+    /// A `FieldsV1` message of an object of this group (app names) and kind:
+    /// its `raw` JSON, renamed by the JSON codec.
+    FieldsV1 { group: String, kind: String },
     /// A `RawExtension`: its `raw` is an enveloped object (or JSON).
     Object,
     /// A list's items, each a message walked with this plan.
@@ -148,6 +155,10 @@ pub(super) struct Plan {
     /// A fallback message for a kind regroup doesn't know: bytes that don't
     /// follow the convention are left as they are instead of refused.
     pub lenient: bool,
+    /// Objects of this kind with these names keep their metadata (a
+    /// `metadata:` exclusion by name): the field number of `metadata`, the
+    /// names, and the plan without metadata places to walk them with.
+    pub unless: Option<(u32, Vec<String>, Arc<Plan>)>,
 }
 
 /// The fields of `message` reached by the JSON name `name`, through inline
@@ -244,6 +255,10 @@ pub(super) struct Target<'a> {
     /// addressed (see `ProtoRewriter::rewrite_bytes_addressed`).
     pub addressed: Option<(&'a str, &'a str)>,
     pub lenient: bool,
+    /// The metadata rules, for their exclusions.
+    pub metadata: Option<&'a regroup_config::MetadataMap>,
+    /// Build without metadata places (an excluded object's plan).
+    pub bare: bool,
 }
 
 /// Translates the places of `target` into a plan.
@@ -256,8 +271,17 @@ pub(super) fn build(catalog: &Catalog, target: &Target<'_>) -> Plan {
         api_version: None,
         root: Node::default(),
         lenient: target.lenient,
+        unless: None,
     };
+    let exclusions: Vec<&regroup_config::metadata::Exclusion> = target
+        .metadata
+        .map(|m| m.exclusions().iter().filter(|e| e.kind == kind).collect())
+        .unwrap_or_default();
+    let skip_metadata = target.bare || exclusions.iter().any(|e| e.name.is_none());
     for place in catalog.places_for(group, kind) {
+        if skip_metadata && is_metadata_slot(&place.slot) {
+            continue;
+        }
         let steps = place.path.steps();
         if let ([Step::Key(k)], Slot::Value(form)) = (steps, place.slot) {
             if k == "apiVersion" && by_json_name(target.message, k).is_none() {
@@ -306,12 +330,40 @@ pub(super) fn build(catalog: &Catalog, target: &Target<'_>) -> Plan {
                         kind: item_kind,
                         addressed: target.addressed,
                         lenient: target.lenient,
+                        metadata: target.metadata,
+                        bare: target.bare,
                     },
                 );
                 insert(&mut plan.root, &path, Some(Act::Items(Arc::new(items))));
             }
             Slot::Keys(form) if last.is_map() => {
                 insert(&mut plan.root, &path, Some(Act::Keys(form)));
+            }
+            Slot::Labels if last.is_map() => {
+                insert(&mut plan.root, &path, Some(Act::Labels));
+            }
+            Slot::LabelRequirement { key, values } if !on_list => {
+                let Kind::Message(inner) = last.kind() else {
+                    continue;
+                };
+                let key = string_field_number(&inner, key);
+                let values = by_json_name(&inner, values);
+                if let (Some(key), Some([v])) = (key, values.as_deref()) {
+                    if is_string(v) && v.is_list() {
+                        let act = Act::LabelRequirement {
+                            key,
+                            values: v.number(),
+                        };
+                        insert(&mut plan.root, &path, Some(act));
+                    }
+                }
+            }
+            Slot::FieldsV1 if !on_list && matches!(last.kind(), Kind::Message(_)) => {
+                let act = Act::FieldsV1 {
+                    group: group.to_owned(),
+                    kind: kind.to_owned(),
+                };
+                insert(&mut plan.root, &path, Some(act));
             }
             Slot::Requirement { key, values } if !on_list => {
                 let Kind::Message(inner) = last.kind() else {
@@ -406,6 +458,20 @@ pub(super) fn build(catalog: &Catalog, target: &Target<'_>) -> Plan {
                 }
             }
             _ => {}
+        }
+    }
+    let named: Vec<String> = exclusions.iter().filter_map(|e| e.name.clone()).collect();
+    if !skip_metadata && !named.is_empty() {
+        let meta = by_json_name(target.message, "metadata");
+        if let Some([m]) = meta.as_deref() {
+            let bare = build(
+                catalog,
+                &Target {
+                    bare: true,
+                    ..*target
+                },
+            );
+            plan.unless = Some((m.number(), named, Arc::new(bare)));
         }
     }
     plan

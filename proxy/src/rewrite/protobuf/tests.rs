@@ -714,6 +714,8 @@ fn name_of_acts_only_in_status_plans() {
             kind: &k,
             addressed: None,
             lenient: false,
+            metadata: None,
+            bare: false,
         };
         let plan = build(&catalog, &target);
         let want = usize::from(k == "Status");

@@ -155,6 +155,11 @@ impl ProtoRewriter<'_> {
         end: usize,
         plan: &Plan,
     ) -> Result<isize, RewriteError> {
+        if let Some((meta, names, bare)) = &plan.unless {
+            if self.named(w.input, start, end, *meta, names)? {
+                return self.object(w, start, end, bare);
+            }
+        }
         if !plan.lenient {
             return self.message(w, start, end, &plan.root);
         }
@@ -193,6 +198,13 @@ impl ProtoRewriter<'_> {
                     self.json_string(w, start, end, path, *form)?
                 }
                 Some(Act::JsonObject) => self.json_object(w, start, end)?,
+                Some(Act::Labels) => self.labels(w, start, end)?,
+                Some(Act::LabelRequirement { key, values }) => {
+                    self.label_requirement(w, start, end, *key, *values)?
+                }
+                Some(Act::FieldsV1 { group, kind }) => {
+                    self.fields_v1(w, start, end, group, kind)?
+                }
                 Some(Act::Object) => self.raw_extension(w, start, end)?,
                 Some(Act::Items(plan)) => self.object(w, start, end, plan)?,
                 Some(Act::NameOf {
@@ -273,6 +285,12 @@ impl ProtoRewriter<'_> {
         let Ok(s) = std::str::from_utf8(&w.input[start..end]) else {
             return Ok(0);
         };
+        if matches!(form, Form::MetadataKey | Form::LabelSelector) {
+            return match self.json.metadata_value(form, s)? {
+                Some(mapped) => Ok(w.replace(start, end, mapped.into_bytes())),
+                None => Ok(0),
+            };
+        }
         check_generate_name(self.map, form, s, self.dir)?;
         let Some(mapped) = self.map.map(form, s, self.dir) else {
             return Ok(0);
@@ -431,6 +449,117 @@ impl ProtoRewriter<'_> {
             return Ok(0);
         };
         Ok(w.replace(start, end, new.into_bytes()))
+    }
+
+    /// True when the object in `input[start..end]` has one of `names` (its
+    /// `metadata`, field `meta`, field 1 `name`).
+    fn named(
+        &self,
+        input: &[u8],
+        start: usize,
+        end: usize,
+        meta: u32,
+        names: &[String],
+    ) -> Result<bool, RewriteError> {
+        let Some(m) = last_len_field(input, start, end, meta)? else {
+            return Ok(false);
+        };
+        let Some(n) = last_len_field(input, m.value_start, m.end, 1)? else {
+            return Ok(false);
+        };
+        let name = &input[n.value_start..n.end];
+        Ok(names.iter().any(|x| x.as_bytes() == name))
+    }
+
+    /// A map entry of labels: its value by the label value rules of its key
+    /// (read first: on the wire it may come after the value), then its key.
+    fn labels(&self, w: &mut Walk<'_>, start: usize, end: usize) -> Result<isize, RewriteError> {
+        let Some(meta) = self.map.metadata() else {
+            return Ok(0);
+        };
+        let input = w.input;
+        let Some(k) = last_len_field(input, start, end, 1)? else {
+            return Ok(0);
+        };
+        let key = string_text(input, &k)?;
+        let mut d = 0;
+        for f in Fields::new(input, start, end) {
+            let f = f?;
+            if f.number == 2 {
+                let value = string_text(input, &f)?;
+                if let Some(mapped) = meta.map_value(key, value, self.dir) {
+                    let (s, e) = (f.value_start, f.end);
+                    d +=
+                        self.length_delimited(w, &f, |w| Ok(w.replace(s, e, mapped.into_bytes())))?;
+                }
+            } else if f.number == 1 {
+                d += self.string_field(w, &f, Form::MetadataKey)?;
+            }
+        }
+        Ok(d)
+    }
+
+    /// A label selector requirement: its values by the rules of its key
+    /// (read first), then its key.
+    fn label_requirement(
+        &self,
+        w: &mut Walk<'_>,
+        start: usize,
+        end: usize,
+        key: u32,
+        values: u32,
+    ) -> Result<isize, RewriteError> {
+        let Some(meta) = self.map.metadata() else {
+            return Ok(0);
+        };
+        let input = w.input;
+        let Some(k) = last_len_field(input, start, end, key)? else {
+            return Ok(0);
+        };
+        let name = string_text(input, &k)?;
+        let mut d = 0;
+        for f in Fields::new(input, start, end) {
+            let f = f?;
+            if f.number == values {
+                let value = string_text(input, &f)?;
+                if let Some(mapped) = meta.map_value(name, value, self.dir) {
+                    let (s, e) = (f.value_start, f.end);
+                    d +=
+                        self.length_delimited(w, &f, |w| Ok(w.replace(s, e, mapped.into_bytes())))?;
+                }
+            } else if f.number == key {
+                d += self.string_field(w, &f, Form::MetadataKey)?;
+            }
+        }
+        Ok(d)
+    }
+
+    /// A `FieldsV1` message: its `raw` (field 1) is JSON, renamed by the
+    /// JSON codec for an object of `group`/`kind`.
+    fn fields_v1(
+        &self,
+        w: &mut Walk<'_>,
+        start: usize,
+        end: usize,
+        group: &str,
+        kind: &str,
+    ) -> Result<isize, RewriteError> {
+        let input = w.input;
+        let mut d = 0;
+        for f in Fields::new(input, start, end) {
+            let f = f?;
+            if f.number != 1 || f.wire != LEN {
+                continue;
+            }
+            let Ok(text) = std::str::from_utf8(&input[f.value_start..f.end]) else {
+                return Err(malformed("a FieldsV1 that is not UTF-8"));
+            };
+            if let Some(new) = self.json.rename_fields_v1(text, group, kind)? {
+                let (s, e) = (f.value_start, f.end);
+                d += self.length_delimited(w, &f, |w| Ok(w.replace(s, e, new.into_bytes())))?;
+            }
+        }
+        Ok(d)
     }
 
     /// A string holding a whole object as JSON, renamed as that object by

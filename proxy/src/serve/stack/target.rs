@@ -69,10 +69,18 @@ pub(crate) fn resolve(
     }
     let renamed = route::rewrite_path_for(path, info, map, dir);
     // OpenAPI v3 documents are addressed by the hash regroup tagged.
-    let query = uri.query().map(|q| {
-        let q = route::rewrite_query_for(q, info, map, dir).unwrap_or_else(|| q.to_owned());
-        etag::untag(engine, &q)
-    });
+    let query = match uri.query() {
+        Some(q) => {
+            let q = route::rewrite_query_for(q, info, map, dir).unwrap_or_else(|| q.to_owned());
+            let q = match route::rewrite_label_selector(&q, map, dir) {
+                Ok(Some(renamed)) => renamed,
+                Ok(None) => q,
+                Err(why) => return Err(Failure::bad_request(format!("regroup: {why}"))),
+            };
+            Some(etag::untag(engine, &q))
+        }
+        None => None,
+    };
     let bad = |e: http::Error| Failure::bad_request(format!("invalid request URI: {e}"));
     let unchanged = renamed.is_none() && query.as_deref() == uri.query();
     let uri = match uri.path_and_query() {

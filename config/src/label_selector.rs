@@ -1,0 +1,295 @@
+//! Label selectors as strings (`labelSelector=` of list, watch and
+//! deletecollection; a SubjectAccessReview's `rawSelector`): the keys and
+//! values of each requirement renamed by the metadata rules, every other
+//! byte kept.
+//!
+//! The grammar is kube-apiserver's (its `labels.Parse`): requirements
+//! separated by `,`; each is `key`, `!key`, `key=value`, `key==value`,
+//! `key!=value`, `key in (v1,v2)`, `key notin (v1,v2)`, `key>n`, `key<n`,
+//! with spaces allowed between tokens. Values of `>` and `<` are numbers,
+//! never renamed.
+
+use crate::group_map::Direction;
+use crate::metadata::MetadataMap;
+
+/// One token and where it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tok<'a> {
+    Ident(&'a str),
+    Op(&'a str),
+    Open,
+    Close,
+    Comma,
+    Not,
+}
+
+fn is_special(c: u8) -> bool {
+    matches!(c, b'!' | b'=' | b'(' | b')' | b',' | b'<' | b'>') || c.is_ascii_whitespace()
+}
+
+fn tokens(s: &str) -> Result<Vec<(Tok<'_>, usize, usize)>, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let start = i;
+        let tok = match c {
+            _ if c.is_ascii_whitespace() => {
+                i += 1;
+                continue;
+            }
+            b'(' => {
+                i += 1;
+                Tok::Open
+            }
+            b')' => {
+                i += 1;
+                Tok::Close
+            }
+            b',' => {
+                i += 1;
+                Tok::Comma
+            }
+            b'!' if b.get(i + 1) == Some(&b'=') => {
+                i += 2;
+                Tok::Op("!=")
+            }
+            b'!' => {
+                i += 1;
+                Tok::Not
+            }
+            b'=' if b.get(i + 1) == Some(&b'=') => {
+                i += 2;
+                Tok::Op("==")
+            }
+            b'=' => {
+                i += 1;
+                Tok::Op("=")
+            }
+            b'<' | b'>' => {
+                i += 1;
+                Tok::Op(&s[start..i])
+            }
+            _ => {
+                while i < b.len() && !is_special(b[i]) {
+                    i += 1;
+                }
+                Tok::Ident(&s[start..i])
+            }
+        };
+        out.push((tok, start, i));
+    }
+    Ok(out)
+}
+
+/// The parts of one requirement that name something renamable.
+struct Requirement {
+    /// The key's byte range.
+    key: (usize, usize),
+    /// The values' byte ranges (empty for existence and numeric operators).
+    values: Vec<(usize, usize)>,
+}
+
+fn parse(s: &str) -> Result<Vec<Requirement>, String> {
+    let toks = tokens(s)?;
+    let mut reqs = Vec::new();
+    let mut i = 0;
+    let err =
+        |what: &str, at: usize| -> String { format!("label selector `{s}`: {what} at byte {at}") };
+    let at = |i: usize| toks.get(i).map_or(s.len(), |t| t.1);
+    loop {
+        let negated = matches!(toks.get(i), Some((Tok::Not, ..)));
+        if negated {
+            i += 1;
+        }
+        let key = match toks.get(i) {
+            Some((Tok::Ident(_), a, b)) => (*a, *b),
+            _ => return Err(err("a key expected", at(i))),
+        };
+        i += 1;
+        let mut values = Vec::new();
+        match toks.get(i) {
+            None | Some((Tok::Comma, ..)) => {}
+            _ if negated => return Err(err("`,` or the end expected after `!key`", at(i))),
+            Some((Tok::Op(op), ..)) => {
+                let numeric = matches!(*op, "<" | ">");
+                i += 1;
+                match toks.get(i) {
+                    Some((Tok::Ident(_), a, b)) => {
+                        if !numeric {
+                            values.push((*a, *b));
+                        }
+                        i += 1;
+                    }
+                    // `key=` selects an empty value.
+                    None | Some((Tok::Comma, ..)) if !numeric => {}
+                    _ => return Err(err("a value expected", at(i))),
+                }
+            }
+            Some((Tok::Ident(w), ..)) if *w == "in" || *w == "notin" => {
+                i += 1;
+                if !matches!(toks.get(i), Some((Tok::Open, ..))) {
+                    return Err(err("`(` expected", at(i)));
+                }
+                i += 1;
+                loop {
+                    match toks.get(i) {
+                        Some((Tok::Ident(_), a, b)) => {
+                            values.push((*a, *b));
+                            i += 1;
+                        }
+                        Some((Tok::Close, ..)) => {}
+                        _ => return Err(err("a value expected", at(i))),
+                    }
+                    match toks.get(i) {
+                        Some((Tok::Comma, ..)) => i += 1,
+                        Some((Tok::Close, ..)) => {
+                            i += 1;
+                            break;
+                        }
+                        _ => return Err(err("`,` or `)` expected", at(i))),
+                    }
+                }
+            }
+            _ => return Err(err("an operator expected", at(i))),
+        }
+        reqs.push(Requirement { key, values });
+        match toks.get(i) {
+            None => return Ok(reqs),
+            Some((Tok::Comma, ..)) => i += 1,
+            _ => return Err(err("`,` expected", at(i))),
+        }
+    }
+}
+
+/// `selector` with every requirement's key and values renamed in `dir`.
+/// `Ok(None)`: nothing renamed (an empty selector included). An error
+/// says why the selector can't be parsed.
+pub fn map_label_selector(
+    selector: &str,
+    map: &MetadataMap,
+    dir: Direction,
+) -> Result<Option<String>, String> {
+    if selector.trim().is_empty() {
+        return Ok(None);
+    }
+    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    for r in parse(selector)? {
+        let key = &selector[r.key.0..r.key.1];
+        if let Some(k) = map.map_key(key, dir) {
+            edits.push((r.key.0, r.key.1, k));
+        }
+        for (a, b) in r.values {
+            if let Some(v) = map.map_value(key, &selector[a..b], dir) {
+                edits.push((a, b, v));
+            }
+        }
+    }
+    if edits.is_empty() {
+        return Ok(None);
+    }
+    let mut out = String::with_capacity(selector.len() + 32);
+    let mut at = 0;
+    for (a, b, v) in edits {
+        out.push_str(&selector[at..a]);
+        out.push_str(&v);
+        at = b;
+    }
+    out.push_str(&selector[at..]);
+    Ok(Some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::{Pair, ValueRule};
+    use proptest::prelude::*;
+
+    fn map() -> MetadataMap {
+        MetadataMap::new(
+            vec![Pair {
+                app: "cert-manager.io".into(),
+                cluster: "cert-manager.team-b.example.com".into(),
+            }],
+            vec![],
+            vec![ValueRule {
+                key: "app.kubernetes.io/managed-by".into(),
+                value: Pair {
+                    app: "foo-operator".into(),
+                    cluster: "foo-operator-team-b".into(),
+                },
+            }],
+            vec![],
+        )
+    }
+
+    fn to_cluster(s: &str) -> Option<String> {
+        map_label_selector(s, &map(), Direction::ToCluster).unwrap()
+    }
+
+    #[test]
+    fn every_operator() {
+        let cases = [
+            ("cert-manager.io/x", "cert-manager.team-b.example.com/x"),
+            ("!cert-manager.io/x", "!cert-manager.team-b.example.com/x"),
+            ("cert-manager.io/x=a", "cert-manager.team-b.example.com/x=a"),
+            ("cert-manager.io/x==a", "cert-manager.team-b.example.com/x==a"),
+            ("cert-manager.io/x!=a", "cert-manager.team-b.example.com/x!=a"),
+            ("cert-manager.io/x=", "cert-manager.team-b.example.com/x="),
+            (
+                "cert-manager.io/x in (a, b)",
+                "cert-manager.team-b.example.com/x in (a, b)",
+            ),
+            (
+                "cert-manager.io/x notin (a,b),app=y",
+                "cert-manager.team-b.example.com/x notin (a,b),app=y",
+            ),
+            ("cert-manager.io/x>3", "cert-manager.team-b.example.com/x>3"),
+            (
+                "app.kubernetes.io/managed-by in (foo-operator,helm)",
+                "app.kubernetes.io/managed-by in (foo-operator-team-b,helm)",
+            ),
+            (
+                " app.kubernetes.io/managed-by = foo-operator , cert-manager.io/fao",
+                " app.kubernetes.io/managed-by = foo-operator-team-b , cert-manager.team-b.example.com/fao",
+            ),
+        ];
+        for (input, want) in cases {
+            assert_eq!(to_cluster(input).as_deref(), Some(want), "{input}");
+        }
+        assert_eq!(to_cluster("app=web,tier notin (db)"), None);
+        assert_eq!(to_cluster(""), None);
+    }
+
+    #[test]
+    fn bad_selectors_are_errors() {
+        for bad in [
+            "cert-manager.io/x in a",
+            "cert-manager.io/x in (a",
+            "=a",
+            "a b",
+            "!a=b",
+            "a,",
+            "a>",
+            "(",
+        ] {
+            assert!(
+                map_label_selector(bad, &map(), Direction::ToCluster).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    proptest! {
+        /// Parsing never panics, and renaming back gives the input.
+        #[test]
+        fn round_trip_and_no_panic(s in "[a-z!=(),<> ./-]{0,40}") {
+            let m = map();
+            if let Ok(Some(there)) = map_label_selector(&s, &m, Direction::ToCluster) {
+                let back = map_label_selector(&there, &m, Direction::ToApp).unwrap();
+                prop_assert_eq!(back.unwrap_or(there), s);
+            }
+        }
+    }
+}
