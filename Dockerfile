@@ -1,6 +1,7 @@
 # regroup's image: one static binary FROM scratch (the sidecar needs no
-# shell, no libc and no CA store of its own: it trusts what its kubeconfig
-# or service-account directory names). e2e/static-selfcheck.sh checks that
+# shell, no libc and no CA store: it trusts what its kubeconfig or
+# service-account directory names, and without a CA the public web roots
+# compiled into it, webpki-roots). e2e/static-selfcheck.sh checks that
 # this binary starts and serves in an empty root.
 #
 #   docker build -t regroup:dev .

@@ -4,6 +4,7 @@
 //! Pure: no I/O, no clocks, no network. The proxy and `regroup render` build
 //! on it; everything here is testable with strings.
 
+pub mod addr;
 pub mod builtin;
 pub mod dns;
 pub mod field_path;

@@ -110,39 +110,77 @@ impl Limits {
     }
 }
 
-/// Parses a Go-style duration: `32s`, `500ms`, `1m30s`, `2h`, `0s`.
+/// Parses a duration as Go's `time.ParseDuration` does: a sequence of
+/// decimal numbers, each with an optional fraction and a unit (`ns`, `us`,
+/// `µs`, `ms`, `s`, `m`, `h`): `32s`, `1.5s`, `1m30s`, `300ms`, `2h45m`,
+/// and `0`. Negative durations are refused (no limit can be negative).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let bad =
-        || format!("`{s}` is not a duration (a number and a unit: `32s`, `500ms`, `1m30s`, `2h`)");
+    let bad = || {
+        format!(
+            "`{s}` is not a duration (numbers with units, as Go writes them: `32s`, `1.5s`, \
+             `500ms`, `1m30s`, `2h`)"
+        )
+    };
     let mut rest = s.trim();
+    if let Some(r) = rest.strip_prefix('+') {
+        rest = r;
+    }
+    if rest.starts_with('-') {
+        return Err(format!("`{s}`: a negative duration"));
+    }
+    if rest == "0" {
+        return Ok(Duration::ZERO);
+    }
     if rest.is_empty() {
         return Err(bad());
     }
-    let mut total = Duration::ZERO;
+    let mut nanos: u128 = 0;
     while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-        if digits == 0 {
+        let int_len = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let int = &rest[..int_len];
+        rest = &rest[int_len..];
+        let frac = match rest.strip_prefix('.') {
+            Some(r) => {
+                let n = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
+                rest = &r[n..];
+                &r[..n]
+            }
+            None => "",
+        };
+        if int.is_empty() && frac.is_empty() {
             return Err(bad());
         }
-        let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
         let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
+            .find(|c: char| c.is_ascii_digit() || c == '.')
             .unwrap_or(rest.len());
-        let one = match &rest[..unit_len] {
-            "ms" => Duration::from_millis(1),
-            "s" => Duration::from_secs(1),
-            "m" => Duration::from_secs(60),
-            "h" => Duration::from_secs(3600),
+        let unit: u128 = match &rest[..unit_len] {
+            "ns" => 1,
+            "us" | "µs" | "μs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
             _ => return Err(bad()),
         };
         rest = &rest[unit_len..];
-        let add = one
-            .checked_mul(u32::try_from(n).map_err(|_| bad())?)
-            .ok_or_else(bad)?;
-        total = total.checked_add(add).ok_or_else(bad)?;
+        let whole: u128 = if int.is_empty() {
+            0
+        } else {
+            int.parse().map_err(|_| bad())?
+        };
+        let mut part = whole.checked_mul(unit).ok_or_else(bad)?;
+        // The fraction, to the nanosecond (Go rounds down too).
+        let mut scale = unit;
+        for d in frac.bytes().take(20) {
+            scale /= 10;
+            part += u128::from(d - b'0') * scale;
+        }
+        nanos = nanos.checked_add(part).ok_or_else(bad)?;
     }
-    Ok(total)
+    let secs = u64::try_from(nanos / 1_000_000_000).map_err(|_| bad())?;
+    Ok(Duration::new(secs, (nanos % 1_000_000_000) as u32))
 }
 
 fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
@@ -161,9 +199,34 @@ mod tests {
         assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
         assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
         assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
-        for bad in ["", "32", "s", "3x", "-1s", "1.5s", "99999999999999999999s"] {
+        // Go's other forms (time.ParseDuration).
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(
+            parse_duration("1m30.25s"),
+            Ok(Duration::from_millis(90_250))
+        );
+        assert_eq!(parse_duration(".5m"), Ok(Duration::from_secs(30)));
+        assert_eq!(
+            parse_duration("1h2m3s4ms5us6ns"),
+            Ok(Duration::new(3723, 4_005_006))
+        );
+        assert_eq!(parse_duration("10µs"), Ok(Duration::from_micros(10)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("+2s"), Ok(Duration::from_secs(2)));
+        for bad in [
+            "",
+            "32",
+            "s",
+            "3x",
+            "1.s5",
+            ".",
+            "1..5s",
+            "99999999999999999999999h",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
+        assert!(parse_duration("-1s").unwrap_err().contains("negative"));
+        assert!(parse_duration("3x").unwrap_err().contains("`1.5s`"));
     }
 
     #[test]

@@ -137,15 +137,9 @@ pub fn load(text: &str) -> Result<Settings, ConfigError> {
         }
     }
 
-    let names = file.names.as_ref().and_then(|n| {
-        let line = n.referenced.line();
-        let n = &n.value;
-        ObjectNames::new(n.prefix.as_deref(), n.suffix.as_deref(), &n.kinds, &n.keep)
-            .map_err(|ps| {
-                problems.extend(ps.into_iter().map(|p| format!("line {line}: {p}")));
-            })
-            .ok()
-    });
+    let names = map
+        .as_ref()
+        .and_then(|m| object_names(&file, m, &mut problems));
     let metadata = file.metadata.as_ref().and_then(|spec| {
         let rules = map.as_ref().map_or(&[][..], |m| m.rules());
         crate::metadata::metadata_from_spec(spec, rules, &mut problems)
@@ -173,6 +167,37 @@ pub fn load(text: &str) -> Result<Settings, ConfigError> {
         }),
         _ => Err(ConfigError { problems }),
     }
+}
+
+/// The `names:` section, or what a config without one gets: the default
+/// kinds under a prefix derived from the rules, so that two copies never
+/// overwrite each other's cluster-scoped objects. `kinds: []` turns it off.
+fn object_names(
+    file: &ConfigFile,
+    map: &GroupMap,
+    problems: &mut Vec<String>,
+) -> Option<ObjectNames> {
+    let sides: Vec<(&str, &str)> = map
+        .rules()
+        .iter()
+        .map(|r| r.rule.ends(Direction::ToCluster))
+        .collect();
+    let Some(n) = file.names.as_ref() else {
+        return ObjectNames::derived(&sides, &ObjectNames::default_kinds(), &[]).ok();
+    };
+    let line = n.referenced.line();
+    let n = &n.value;
+    let kinds = n.kinds.clone().unwrap_or_else(ObjectNames::default_kinds);
+    let named = match (&n.prefix, &n.suffix) {
+        (None, None) if kinds.is_empty() => return None,
+        (None, None) => ObjectNames::derived(&sides, &kinds, &n.keep),
+        (p, s) => ObjectNames::new(p.as_deref(), s.as_deref(), &kinds, &n.keep),
+    };
+    named
+        .map_err(|ps| {
+            problems.extend(ps.into_iter().map(|p| format!("line {line}: {p}")));
+        })
+        .ok()
 }
 
 fn rule_from_spec(s: &RuleSpec) -> Result<MapRule, String> {
@@ -429,6 +454,7 @@ impl Settings {
                 }
             }
         }
+        w.extend(self.shared_names_warning());
         if self.file.upstream.dangerous_insecure_skip_tls_verify {
             w.push(
                 "upstream.dangerousInsecureSkipTlsVerify: the API server's certificate is not verified"
@@ -436,6 +462,32 @@ impl Settings {
             );
         }
         w
+    }
+
+    /// What two copies of the app would overwrite in each other because
+    /// `names:` leaves it shared: the default kinds it does not rename.
+    fn shared_names_warning(&self) -> Option<String> {
+        let named = self.map.object_names();
+        let shared: Vec<&str> = crate::object_names::DEFAULT_KINDS
+            .iter()
+            .copied()
+            .filter(|k| !named.is_some_and(|n| n.kinds().iter().any(|nk| nk.kind == *k)))
+            .collect();
+        if shared.is_empty() {
+            return None;
+        }
+        let why = if named.is_none() {
+            "names.kinds: []"
+        } else {
+            "names.kinds"
+        };
+        Some(format!(
+            "{why} leaves {} shared: the app's objects of these kinds keep their names on the \
+             cluster, so a second copy of the app that writes the same name (Kopf's \
+             `auto.kopf.dev`, a fixed ClusterRole) overwrites this copy's; list them in \
+             names.kinds (or drop names.kinds for the default) unless only one copy runs",
+            shared.join(", ")
+        ))
     }
 
     /// The effective rename table and settings, as `regroup check` prints it.
@@ -514,6 +566,12 @@ impl Settings {
                 crate::object_names::Affix::Suffix(s) => ("NAME".to_string(), format!("NAME{s}")),
             };
             out.push_str(&format!("\nNAMES  {app} -> {cluster}\n"));
+            if n.is_derived() {
+                out.push_str(
+                    "(prefix derived from the rules' cluster groups: it changes when they \
+                     change; pin it with names.prefix)\n",
+                );
+            }
             for k in n.kinds() {
                 out.push_str(&format!("{}/{}\n", k.group, k.kind));
             }
@@ -555,6 +613,13 @@ impl Settings {
                 crate::metadata::SHADOW_SUFFIX
             ));
         }
+        out.push_str(
+            "\nSHARED (not renamed: two copies of the app must not both write them)\n\
+             cluster-scoped objects of kinds not listed under NAMES (StorageClass, IngressClass, \
+             PriorityClass, RuntimeClass, Namespace, ...)\n\
+             objects in a namespace both copies use (a leader-election Lease, ConfigMaps): give \
+             each copy its own namespace\n",
+        );
         out
     }
 }

@@ -96,6 +96,61 @@ pub const SUPPORTED: &[NamedKind] = &[
     k(NODE, "RuntimeClass", "runtimeclasses"),
 ];
 
+/// The kinds renamed when the config gives no `names.kinds` (or no
+/// `names:` at all): the cluster-scoped kinds apps register under fixed
+/// names at run time (Kopf's `auto.kopf.dev`, an operator's ClusterRoles).
+/// PriorityClass and RuntimeClass are left out: their names sit in every
+/// pod spec, which makes workload bodies cost more (`docs/config.md`).
+pub const DEFAULT_KINDS: &[&str] = &[
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ValidatingWebhookConfiguration",
+    "MutatingWebhookConfiguration",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding",
+];
+
+/// The prefix of a copy whose config names none: a label of its cluster
+/// groups that the app's groups don't have (`team-b` for
+/// `samplecontroller.k8s.io` -> `samplecontroller.team-b.example.com`), for
+/// people to read, then 8 hex digits of a hash of every cluster-side group,
+/// so that two copies (whose cluster groups must differ) never get the
+/// same prefix even when the readable part is the same: `team-b-1c0e5a9f-`.
+///
+/// `rules` are (app side, cluster side) pairs, the groups or suffixes of
+/// the rules in any order. The prefix changes when the rules' cluster sides
+/// change; `names.prefix` pins it.
+pub fn derived_prefix(rules: &[(&str, &str)]) -> String {
+    let mut sides: Vec<&(&str, &str)> = rules.iter().collect();
+    sides.sort_by(|a, b| a.1.cmp(b.1).then(a.0.cmp(b.0)));
+    let label = sides
+        .first()
+        .and_then(|(app, cluster)| {
+            let app: Vec<&str> = app.split('.').collect();
+            cluster
+                .split('.')
+                .find(|l| !l.is_empty() && !app.contains(l))
+        })
+        .unwrap_or("regroup");
+    let label: String = label.chars().take(20).collect();
+    let label = label.trim_end_matches('-');
+    // FNV-1a, 32 bits: stable across Rust versions and platforms.
+    let mut hash: u32 = 0x811c_9dc5;
+    for (i, (_, cluster)) in sides.iter().enumerate() {
+        if i > 0 {
+            hash ^= u32::from(b'\n');
+            hash = hash.wrapping_mul(0x0100_0193);
+        }
+        for b in cluster.bytes() {
+            hash ^= u32::from(b);
+            hash = hash.wrapping_mul(0x0100_0193);
+        }
+    }
+    format!("{label}-{hash:08x}-")
+}
+
 /// Names kept as they are whatever the config says: the cluster's own
 /// (every `system:` name, the user-facing default ClusterRoles, the two
 /// PriorityClasses every cluster creates, `system-` with a dash), which an
@@ -124,6 +179,10 @@ pub struct ObjectNames {
     affix: Affix,
     kinds: Vec<NamedKind>,
     keep: Vec<String>,
+    derived: bool,
+    /// Manifests (`render`, `inject`): a name that already carries this
+    /// copy's mark is left as it is, so rendering twice changes nothing.
+    idempotent: bool,
 }
 
 /// Why a `names:` section was refused.
@@ -211,9 +270,42 @@ impl ObjectNames {
                 affix,
                 kinds: listed,
                 keep: keep.to_vec(),
+                derived: false,
+                idempotent: false,
             }),
             _ => Err(problems),
         }
+    }
+
+    /// [`new`](Self::new) with the prefix [`derived_prefix`] made from the
+    /// rules: what a config without `names.prefix`/`suffix` gets.
+    pub fn derived(
+        rules: &[(&str, &str)],
+        kinds: &[String],
+        keep: &[String],
+    ) -> Result<ObjectNames, Vec<NamesProblem>> {
+        let mut n = ObjectNames::new(Some(&derived_prefix(rules)), None, kinds, keep)?;
+        n.derived = true;
+        Ok(n)
+    }
+
+    /// The kinds renamed by default, as the config would list them.
+    pub fn default_kinds() -> Vec<String> {
+        DEFAULT_KINDS.iter().map(|k| k.to_string()).collect()
+    }
+
+    /// These names for manifests: a name already marked as this copy's is
+    /// left as it is toward the cluster, so that rendering (or `inject`)
+    /// output again changes nothing. Not for the proxy, where the app's
+    /// names must map one to one.
+    pub fn for_manifests(mut self) -> ObjectNames {
+        self.idempotent = true;
+        self
+    }
+
+    /// True when the prefix was derived from the rules, not configured.
+    pub fn is_derived(&self) -> bool {
+        self.derived
     }
 
     /// The copy's mark.
@@ -256,7 +348,8 @@ impl ObjectNames {
 
     /// The cluster's name for the app's `name`; `None` when it is kept.
     pub fn to_cluster(&self, name: &str) -> Option<String> {
-        if name.is_empty() || self.is_kept(name) {
+        if name.is_empty() || self.is_kept(name) || (self.idempotent && self.to_app(name).is_some())
+        {
             return None;
         }
         Some(match &self.affix {
@@ -281,6 +374,9 @@ impl ObjectNames {
     /// (`Err`: say so to the app).
     pub fn generate_name_to_cluster(&self, generate_name: &str) -> Result<String, String> {
         match &self.affix {
+            Affix::Prefix(p) if self.idempotent && generate_name.starts_with(p.as_str()) => {
+                Ok(generate_name.to_owned())
+            }
             Affix::Prefix(p) => Ok(format!("{p}{generate_name}")),
             Affix::Suffix(_) => Err(format!(
                 "`metadata.generateName` can't be used with `names.suffix`: the cluster appends \
@@ -394,6 +490,17 @@ mod tests {
     }
 
     #[test]
+    fn for_manifests_a_name_already_marked_is_left_as_it_is() {
+        let n = names(Some("team1-"), None);
+        assert_eq!(n.to_cluster("team1-x").as_deref(), Some("team1-team1-x"));
+        let m = n.for_manifests();
+        assert_eq!(m.to_cluster("x").as_deref(), Some("team1-x"));
+        assert_eq!(m.to_cluster("team1-x"), None);
+        assert_eq!(m.generate_name_to_cluster("team1-x-").unwrap(), "team1-x-");
+        assert_eq!(m.generate_name_to_cluster("x-").unwrap(), "team1-x-");
+    }
+
+    #[test]
     fn generate_name_takes_the_prefix() {
         let n = names(Some("team1-"), None);
         assert_eq!(n.generate_name_to_cluster("foo-").unwrap(), "team1-foo-");
@@ -452,6 +559,57 @@ mod tests {
             n.to_cluster("system-other").as_deref(),
             Some("team1-system-other")
         );
+    }
+
+    #[test]
+    fn a_derived_prefix_is_readable_and_differs_between_copies() {
+        let a = derived_prefix(&[(
+            "samplecontroller.k8s.io",
+            "samplecontroller.team-a.example.com",
+        )]);
+        let b = derived_prefix(&[(
+            "samplecontroller.k8s.io",
+            "samplecontroller.team-b.example.com",
+        )]);
+        assert!(a.starts_with("team-a-") && a.ends_with('-'), "{a}");
+        assert!(b.starts_with("team-b-"), "{b}");
+        assert_ne!(a, b);
+        assert_eq!(a.len(), "team-a-".len() + 9);
+        // The same readable label, other cluster groups: still distinct.
+        let c = derived_prefix(&[("kopf.dev", "kopf.team.example.org")]);
+        let d = derived_prefix(&[("kopf.dev", "kopf.team.example.net")]);
+        assert!(c.starts_with("team-") && d.starts_with("team-"));
+        assert_ne!(c, d);
+        // Order never matters, as for the rules themselves.
+        let two = [
+            ("a.k8s.io", "a.t1.example.com"),
+            ("b.k8s.io", "b.t1.example.com"),
+        ];
+        let owt = [two[1], two[0]];
+        assert_eq!(derived_prefix(&two), derived_prefix(&owt));
+        // Nothing new in the cluster's name: a fixed word, still hashed.
+        assert!(derived_prefix(&[("x.example.com", "example.com")]).starts_with("regroup-"));
+        // Pinned (FNV-1a 32 of the cluster group, as Python computes it):
+        // the objects of running copies are stored under it.
+        assert_eq!(
+            derived_prefix(&[(
+                "samplecontroller.k8s.io",
+                "samplecontroller.team1.example.com"
+            )]),
+            "team1-2227b83a-"
+        );
+        let n = ObjectNames::derived(
+            &[("kopf.dev", "kopf.team-b.example.com")],
+            &ObjectNames::default_kinds(),
+            &[],
+        )
+        .unwrap();
+        assert!(n.is_derived());
+        let cluster = n.to_cluster("auto.kopf.dev").unwrap();
+        assert!(cluster.starts_with("team-b-") && cluster.ends_with("-auto.kopf.dev"));
+        assert_eq!(n.to_app(&cluster).as_deref(), Some("auto.kopf.dev"));
+        assert!(n.covers_resource(ADMREG, "mutatingwebhookconfigurations"));
+        assert!(!n.covers_kind(SCHEDULING, "PriorityClass"));
     }
 
     #[test]

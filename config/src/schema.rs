@@ -20,7 +20,8 @@ pub struct ConfigFile {
     #[serde(default)]
     pub fields: Vec<Spanned<FieldSpec>>,
     /// Names of cluster-scoped objects renamed per copy (a prefix or a
-    /// suffix), for the kinds listed.
+    /// suffix), for the kinds listed. Absent: a prefix derived from the
+    /// rules, for the default kinds (`names: {kinds: []}` turns it off).
     #[serde(default)]
     pub names: Option<Spanned<NamesSpec>>,
     /// Label, annotation and finalizer keys (and label values) renamed per
@@ -76,9 +77,10 @@ pub struct NamesSpec {
     pub prefix: Option<String>,
     /// Or appended to it (`-team1`).
     pub suffix: Option<String>,
-    /// The kinds whose names are renamed (`ClusterRole`, ...).
+    /// The kinds whose names are renamed (`ClusterRole`, ...); absent:
+    /// [`crate::object_names::DEFAULT_KINDS`]; `[]`: none (all shared).
     #[serde(default)]
-    pub kinds: Vec<String>,
+    pub kinds: Option<Vec<String>>,
     /// Names never renamed, besides `system:*` and the default ClusterRoles.
     #[serde(default)]
     pub keep: Vec<String>,
@@ -170,11 +172,14 @@ pub enum FieldForm {
 #[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Listeners {
-    /// Plain-HTTP listener, like `kubectl proxy` (loopback only).
+    /// Plain-HTTP listener, like `kubectl proxy` (loopback only; `:PORT`
+    /// is 127.0.0.1).
+    #[serde(default, deserialize_with = "crate::addr::loopback_opt")]
     pub http: Option<SocketAddr>,
     /// TLS listener for apps that use in-cluster config.
     pub tls: Option<TlsListener>,
-    /// Prometheus `/metrics` and `/healthz`.
+    /// Prometheus `/metrics` and `/healthz` (`:PORT`: every interface).
+    #[serde(default, deserialize_with = "crate::addr::any_opt")]
     pub metrics: Option<SocketAddr>,
     /// Host names (no port) a request to a loopback listener may carry in
     /// `Host` (or HTTP/2 `:authority`), like `kubectl proxy --accept-hosts`:

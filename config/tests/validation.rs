@@ -1024,3 +1024,64 @@ listeners:
     assert_mentions(&p[1], &["line 4: rule 2:", "`from: apps`"]);
     assert_mentions(&p[2], &["listeners.http:"]);
 }
+
+const ONE_RULE: &str =
+    "rules:\n  - from: samplecontroller.k8s.io\n    to: samplecontroller.team-b.example.com\n";
+
+#[test]
+fn without_names_the_registered_kinds_get_a_prefix_derived_from_the_rules() {
+    let s = accepted(ONE_RULE);
+    let n = s.map.object_names().expect("names on by default");
+    assert!(n.is_derived());
+    let cluster = n.to_cluster("auto.kopf.dev").unwrap();
+    assert_eq!(cluster, "team-b-8286340e-auto.kopf.dev");
+    let kinds: Vec<&str> = n.kinds().iter().map(|k| k.kind).collect();
+    assert_eq!(kinds, regroup_config::object_names::DEFAULT_KINDS);
+    let table = s.effective_table();
+    assert!(
+        table.contains("NAMES  NAME -> team-b-8286340e-NAME"),
+        "{table}"
+    );
+    assert!(table.contains("derived from the rules"), "{table}");
+    assert!(table.contains("SHARED"), "{table}");
+    assert!(s.warnings().is_empty(), "{:?}", s.warnings());
+}
+
+#[test]
+fn names_without_prefix_or_kinds_take_the_defaults_and_kinds_empty_turns_them_off() {
+    // A prefix alone: the default kinds.
+    let s = accepted(&format!("{ONE_RULE}names:\n  prefix: b-\n"));
+    let n = s.map.object_names().unwrap();
+    assert!(!n.is_derived());
+    assert_eq!(
+        n.kinds().len(),
+        regroup_config::object_names::DEFAULT_KINDS.len()
+    );
+    assert_eq!(n.to_cluster("x").as_deref(), Some("b-x"));
+    // Kinds alone: the derived prefix, on those kinds only, and a warning
+    // for the registered kinds left shared.
+    let s = accepted(&format!(
+        "{ONE_RULE}names:\n  kinds: [ClusterRole]\n  keep: [r]\n"
+    ));
+    let n = s.map.object_names().unwrap();
+    assert!(n.is_derived() && n.is_kept("r"));
+    let w = s.warnings().join("\n");
+    assert_mentions(
+        &w,
+        &["ValidatingWebhookConfiguration", "shared", "overwrites"],
+    );
+    assert!(!w.contains("ClusterRole,"), "{w}");
+    // `kinds: []`: nothing renamed, and said so.
+    let s = accepted(&format!("{ONE_RULE}names:\n  kinds: []\n"));
+    assert!(s.map.object_names().is_none());
+    let w = s.warnings().join("\n");
+    assert_mentions(
+        &w,
+        &[
+            "names.kinds: []",
+            "ClusterRoleBinding",
+            "MutatingAdmissionPolicyBinding",
+            "overwrites",
+        ],
+    );
+}

@@ -61,6 +61,9 @@ MATRIX = {
               "1.31.0"),
     "webhooks": ({"mode": "inCluster",
                   "webhooks": {"enabled": True, "insecureBackend": True, "hooks": [HOOK]}}, "1.31.0"),
+    # No backendCaSecret: the system roots (#29; formerly a crash-loop at start).
+    "webhooks-system-roots": ({"mode": "inCluster",
+                               "webhooks": {"enabled": True, "hooks": [HOOK]}}, "1.31.0"),
     "webhooks-own-secrets-and-front": ({"mode": "kubeconfig",
                                         "front": {"enabled": True, "insecureBackend": True},
                                         "webhooks": {"enabled": True, "port": 9555, "service": {"port": 8443},
@@ -296,7 +299,7 @@ def webhook_assertions(values, objs, regroup, vols, config):
 
 
 def test_rendered_config_passes_regroup_check(regroup_bin, tmp_path):
-    for case in ("incluster", "front", "webhooks", "names"):
+    for case in ("incluster", "front", "webhooks", "webhooks-system-roots", "names"):
         objs = template(values_for(MATRIX[case][0]), tmp_path)
         cm = next(o for o in by_kind(objs, "ConfigMap") if o["metadata"]["name"] == "team-b-regroup-config")
         path = tmp_path / f"{case}.yaml"
@@ -364,6 +367,14 @@ def test_refuses_incomplete_values(tmp_path):
                             ({"app": APP, "rules": RULES, "webhooks": {"enabled": True}},
                              "webhooks.enabled needs webhooks.hooks"),
                             ({"app": APP, "rules": RULES, "regroup": {"logLevel": "loud"}}, "logLevel"),
+                            # Groups and prefixes as regroup validates them (DNS-1123 subdomain).
+                            ({"app": APP, "rules": [{"from": "samplecontroller.k8s.io", "to": "Team_B..example"}]},
+                             "/rules/0/to"),
+                            ({"app": APP, "rules": [{"fromSuffix": "k8s.io.", "toSuffix": "b.example"}]},
+                             "/rules/0/fromSuffix"),
+                            ({"app": APP, "rules": RULES, "names": {"prefix": "Team_B-"}}, "/names/prefix"),
+                            ({"app": APP, "rules": RULES, "fields": [{"group": "a..b", "kind": "K", "path": "spec.g",
+                                                                      "form": "group"}]}, "/fields/0/group"),
                             ({"app": APP, "rules": RULES, "front": {
                                 "enabled": True, "insecureBackend": True, "tlsSecret": "absent",
                                 "apiServices": [{"group": "a.example.com", "version": "v1"}]}},
@@ -472,3 +483,28 @@ def test_post_renderer_helm3_executable(regroup_bin, tmp_path):
     assert p.returncode == 0, p.stderr
     check_post_rendered([d for d in yaml.safe_load_all(p.stdout) if d],
                         [d for d in yaml.safe_load_all(plain.stdout) if d])
+
+
+def test_post_renderer_errors_are_regroups_own(regroup_bin, tmp_path):
+    """A missing rules file: Helm 3 shows the script's standard error, which
+    is regroup's message; Helm 4 discards a plugin's standard error, so the
+    script also writes it to the terminal or $REGROUP_INJECT_ERROR_FILE."""
+    chart = helm_create(tmp_path)
+    env = helm_env(tmp_path, regroup_bin)
+    missing = tmp_path / "no-such-rules.yaml"
+    want = f"regroup: cannot read config {missing}"
+    if not HELM3.exists():
+        pytest.fail(f"helm 3 not found at {HELM3}: run e2e/install.sh")
+    p = subprocess.run([str(HELM3), "template", "b", str(chart), "--post-renderer", str(PLUGIN / "regroup-inject"),
+                        "--post-renderer-args=-c", f"--post-renderer-args={missing}"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode != 0 and want in p.stderr, p.stderr
+    p = subprocess.run([str(HELM), "plugin", "install", str(PLUGIN)], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    err_file = tmp_path / "inject-error.txt"
+    p = subprocess.run([str(HELM), "template", "b", str(chart), "--post-renderer", "regroup-inject",
+                        "--post-renderer-args=-c", f"--post-renderer-args={missing}"],
+                       capture_output=True, text=True, env={**env, "REGROUP_INJECT_ERROR_FILE": str(err_file)},
+                       timeout=120)
+    assert p.returncode != 0
+    assert want in err_file.read_text() or want in p.stderr, (p.stderr, err_file.exists())

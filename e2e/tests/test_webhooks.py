@@ -90,9 +90,23 @@ def registrations(s):
             "customresourcedefinition": crd}
 
 
+# The prefix regroup gives the app's webhook configurations on the cluster
+# (no `names:` in the config: derived from the rules), as `regroup check`
+# prints it; set by `setup`.
+NAMES_PREFIX = {"prefix": ""}
+
+
 def cluster_name(kind, obj):
     name = obj["metadata"]["name"]
-    return name.replace(ORIG_GROUP, CLUSTER_GROUP) if kind == "customresourcedefinition" else name
+    if kind == "customresourcedefinition":
+        return name.replace(ORIG_GROUP, CLUSTER_GROUP)
+    return NAMES_PREFIX["prefix"] + name
+
+
+def names_prefix(regroup_bin, config):
+    out = subprocess.run([regroup_bin, "check", "-c", str(config)], capture_output=True, text=True, check=True).stdout
+    line = next(line for line in out.splitlines() if line.startswith("NAMES  NAME -> "))
+    return line.split(" -> ")[1].removesuffix("NAME")
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +136,7 @@ webhooks:
     url: https://127.0.0.1:{s.port}
   hooks:
 {hooks}""")
+    NAMES_PREFIX["prefix"] = names_prefix(regroup_bin, config)
     s.regroup_log, s.app_log = s.dir / "regroup.log", s.dir / "webhook-app.log"
     regroup = subprocess.Popen([regroup_bin, "serve", "-c", str(config), "--kubeconfig", str(upstream.kubeconfig)],
                                stdout=open(s.regroup_log, "w"), stderr=subprocess.STDOUT)

@@ -71,7 +71,17 @@ pub struct Options {
     /// An existing Secret (`tls.crt`, `tls.key`, `ca.crt`) for the loopback
     /// listener; `None`: `PREFIX-serving`, generated when not in the input.
     pub tls_secret: Option<String>,
+    /// Refuse (instead of warning about) a container that reaches the
+    /// cluster around regroup (`KUBECONFIG`, `--kubeconfig`, `--server`).
+    pub strict: bool,
+    /// Also wrap Helm test hooks (`helm.sh/hook: test`), left alone by
+    /// default.
+    pub helm_tests: bool,
 }
+
+/// The annotation that opts a workload or pod template out, as `linkerd
+/// inject`'s `linkerd.io/inject: disabled`.
+pub const OPT_OUT: &str = "regroup.dev/inject";
 
 impl Default for Options {
     fn default() -> Self {
@@ -85,6 +95,8 @@ impl Default for Options {
             metrics_port: Some(9090),
             native_sidecar: true,
             tls_secret: None,
+            strict: false,
+            helm_tests: false,
         }
     }
 }
@@ -109,6 +121,18 @@ pub fn inject(
     settings: &Settings,
     opts: &Options,
 ) -> Result<String, InjectError> {
+    inject_with_warnings(input, config_text, settings, opts).map(|(out, _)| out)
+}
+
+/// [`inject`], also returning the warnings for standard error (a
+/// container that bypasses regroup, without `strict`).
+pub fn inject_with_warnings(
+    input: &str,
+    config_text: &str,
+    settings: &Settings,
+    opts: &Options,
+) -> Result<(String, Vec<String>), InjectError> {
+    let mut warnings = Vec::new();
     let mut docs = render_values(input, settings, Direction::ToCluster)?;
     let config = sidecar_config(config_text, opts)?;
     let secret = opts
@@ -122,7 +146,7 @@ pub fn inject(
         config_hash: format!("{:016x}", fnv1a(config.as_bytes())),
     };
     for (i, doc) in docs.iter_mut().enumerate() {
-        wrap_object(doc, &wrap, &mut namespaces)
+        wrap_object(doc, &wrap, &mut namespaces, &mut warnings)
             .map_err(|e| InjectError(format!("document {}: {e}", i + 1)))?;
     }
     let config_name = format!("{}-config", opts.prefix);
@@ -143,7 +167,7 @@ pub fn inject(
             docs.push(serving_secret(&secret, ns.as_deref())?);
         }
     }
-    Ok(to_yaml(&docs)?)
+    Ok((to_yaml(&docs)?, warnings))
 }
 
 /// The path of the pod spec in an object of `kind`, from the object.
@@ -178,6 +202,7 @@ fn wrap_object(
     doc: &mut Json,
     wrap: &Wrap,
     namespaces: &mut Vec<Option<String>>,
+    warnings: &mut Vec<String>,
 ) -> Result<(), String> {
     let (opts, secret) = (wrap.opts, wrap.secret);
     let kind = doc
@@ -188,7 +213,8 @@ fn wrap_object(
     if kind.ends_with("List") {
         if let Some(items) = doc.get_mut("items").and_then(Json::as_array_mut) {
             for (i, item) in items.iter_mut().enumerate() {
-                wrap_object(item, wrap, namespaces).map_err(|e| format!("items[{i}]: {e}"))?;
+                wrap_object(item, wrap, namespaces, warnings)
+                    .map_err(|e| format!("items[{i}]: {e}"))?;
             }
         }
         return Ok(());
@@ -207,6 +233,30 @@ fn wrap_object(
     let Some(path) = pod_spec_path(&kind) else {
         return Ok(());
     };
+    let annotation = |at: &[&str], key: &str| -> Option<String> {
+        let mut v = &*doc;
+        for k in at {
+            v = v.get(*k)?;
+        }
+        v.get("metadata")?
+            .get("annotations")?
+            .get(key)?
+            .as_str()
+            .map(str::to_owned)
+    };
+    let template_at = &path[..path.len() - 1];
+    if [&[][..], template_at]
+        .iter()
+        .any(|at| annotation(at, OPT_OUT).is_some_and(|v| v.trim() == "disabled"))
+    {
+        return Ok(());
+    }
+    if !opts.helm_tests
+        && annotation(&[], "helm.sh/hook")
+            .is_some_and(|h| h.split(',').any(|h| h.trim().starts_with("test")))
+    {
+        return Ok(());
+    }
     let ns = doc
         .pointer("/metadata/namespace")
         .and_then(Json::as_str)
@@ -226,7 +276,10 @@ fn wrap_object(
     let spec = spec
         .as_object_mut()
         .ok_or_else(|| format!("{kind} {name}: {} is not a mapping", path.join(".")))?;
-    let wrapped = wrap_pod_spec(spec, opts, secret).map_err(|e| format!("{kind} {name}: {e}"))?;
+    let wrapped = wrap_pod_spec(spec, opts, secret, &mut |w| {
+        warnings.push(format!("{kind} {name}: {w}"))
+    })
+    .map_err(|e| format!("{kind} {name}: {e}"))?;
     if wrapped {
         let mut meta = &mut *doc;
         for key in &meta_path {
@@ -260,17 +313,118 @@ fn has_regroup(spec: &Map<String, Json>) -> bool {
     })
 }
 
+/// The ports regroup listens on in the pod, and what for.
+fn regroup_ports(opts: &Options) -> Vec<(u16, &'static str, &'static str)> {
+    let mut ports = vec![
+        (opts.tls_port, "TLS listener", "--tls-port"),
+        (opts.http_port, "plain-HTTP listener", ""),
+    ];
+    if let Some(m) = opts.metrics_port {
+        ports.push((m, "metrics listener", "--metrics-port"));
+    }
+    ports
+}
+
+/// Every container and init container of the pod, by name.
+fn all_containers(spec: &Map<String, Json>) -> Vec<(&str, &Map<String, Json>)> {
+    ["initContainers", "containers"]
+        .iter()
+        .filter_map(|k| spec.get(*k).and_then(Json::as_array))
+        .flatten()
+        .filter_map(Json::as_object)
+        .map(|c| (c.get("name").and_then(Json::as_str).unwrap_or("?"), c))
+        .collect()
+}
+
+/// A port of regroup's that a container of the pod declares (they share
+/// one network namespace): an error saying which and what to pass.
+fn port_clashes(spec: &Map<String, Json>, opts: &Options) -> Result<(), String> {
+    let mut clashes = Vec::new();
+    for (name, c) in all_containers(spec) {
+        let ports = c
+            .get("ports")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten();
+        for port in ports.filter_map(|p| p.get("containerPort").and_then(Json::as_u64)) {
+            for (ours, what, flag) in regroup_ports(opts) {
+                if u64::from(ours) == port {
+                    let fix = if flag.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (pass {flag} with a free port)")
+                    };
+                    clashes.push(format!(
+                        "container `{name}` declares containerPort {port}, which is regroup's {what}{fix}"
+                    ));
+                }
+            }
+        }
+    }
+    if clashes.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "port clash in the pod (its containers share one network): {}",
+            clashes.join("; ")
+        ))
+    }
+}
+
+/// What in a container reaches the cluster around regroup: a `KUBECONFIG`
+/// of its own, `--kubeconfig`, `--server` (kubectl's and client-go's flags).
+fn bypasses(c: &Map<String, Json>) -> Vec<String> {
+    let mut found = Vec::new();
+    let env = c.get("env").and_then(Json::as_array).into_iter().flatten();
+    if env
+        .filter_map(|e| e.get("name").and_then(Json::as_str))
+        .any(|n| n == "KUBECONFIG")
+    {
+        found.push("sets KUBECONFIG".to_owned());
+    }
+    let words = ["command", "args"]
+        .iter()
+        .filter_map(|k| c.get(*k).and_then(Json::as_array))
+        .flatten()
+        .filter_map(Json::as_str);
+    for w in words {
+        for flag in ["--kubeconfig", "--server", "-kubeconfig", "-server"] {
+            let hit = w
+                .split_whitespace()
+                .any(|t| t == flag || t.starts_with(&format!("{flag}=")));
+            if hit && !found.iter().any(|f: &String| f.contains(flag)) {
+                found.push(format!("passes `{flag}`"));
+            }
+        }
+    }
+    found
+}
+
 /// Wraps one pod spec; false when it was already wrapped.
 fn wrap_pod_spec(
     spec: &mut Map<String, Json>,
     opts: &Options,
     secret: &str,
+    warn: &mut dyn FnMut(String),
 ) -> Result<bool, String> {
     if has_regroup(spec) {
         return Ok(false); // already wrapped
     }
     if spec.get("containers").and_then(Json::as_array).is_none() {
         return Err("the pod spec has no containers".into());
+    }
+    port_clashes(spec, opts)?;
+    for (name, c) in all_containers(spec) {
+        for b in bypasses(c) {
+            let msg = format!(
+                "container `{name}` {b}: it may talk to the API server directly, under the \
+                 original groups, bypassing regroup (remove it, or point it at regroup)"
+            );
+            if opts.strict {
+                return Err(format!("{msg}; refused with --strict"));
+            }
+            warn(msg);
+        }
     }
     // The app's containers, and its init containers when regroup starts
     // before them (native sidecar).

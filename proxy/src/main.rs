@@ -32,9 +32,22 @@ enum Command {
         #[arg(long)]
         context: Option<String>,
         /// Plain-HTTP listener for the app, like `kubectl proxy` (overrides
-        /// `listeners.http`; default 127.0.0.1:8001).
-        #[arg(long)]
+        /// `listeners.http`; default 127.0.0.1:8001): HOST:PORT, `:PORT`
+        /// (127.0.0.1) or `localhost:PORT`.
+        #[arg(long, value_parser = loopback_addr)]
         listen: Option<std::net::SocketAddr>,
+        /// The metrics and health listener (/metrics, /livez, /readyz;
+        /// overrides `listeners.metrics`): HOST:PORT, `:PORT` (every
+        /// interface) or `localhost:PORT`.
+        #[arg(long, value_name = "ADDR", value_parser = any_addr)]
+        metrics: Option<std::net::SocketAddr>,
+        /// Log level (overrides `logging.level`; `REGROUP_LOG`, an
+        /// env-filter such as `regroup=debug,hyper=info`, overrides both).
+        #[arg(long, value_parser = ["error", "warn", "info", "debug", "trace"])]
+        log_level: Option<String>,
+        /// Log format (overrides `logging.format`).
+        #[arg(long, value_parser = ["text", "json"])]
+        log_format: Option<String>,
         /// Directory of the in-cluster service-account files `ca.crt` and
         /// `token` (overrides `upstream.serviceAccountDir`; default
         /// /var/run/secrets/kubernetes.io/serviceaccount).
@@ -58,9 +71,10 @@ enum Command {
         /// The configuration file.
         #[arg(short = 'c', long = "config")]
         config: PathBuf,
-        /// Manifest file, or `-` for standard input.
+        /// Manifest files or directories (their *.yaml, *.yml, *.json;
+        /// repeatable), or `-` for standard input, as kubectl's `-f`.
         #[arg(short = 'f', long = "filename", default_value = "-")]
-        file: String,
+        files: Vec<String>,
         /// Rename cluster names back to the app's names instead.
         #[arg(long)]
         to_app: bool,
@@ -105,6 +119,15 @@ enum Command {
         /// (clusters older than 1.29).
         #[arg(long)]
         no_native_sidecar: bool,
+        /// Refuse, instead of warning about, a container that reaches the
+        /// cluster around regroup (KUBECONFIG, --kubeconfig, --server).
+        #[arg(long)]
+        strict: bool,
+        /// Also wrap Helm test hooks (`helm.sh/hook: test`), left alone by
+        /// default. Workloads or pod templates annotated
+        /// `regroup.dev/inject: disabled` are always left alone.
+        #[arg(long)]
+        include_helm_tests: bool,
     },
     /// Move an operator's objects from the groups FROM gives them on the
     /// cluster to the groups TO gives them: targets created with their
@@ -147,6 +170,9 @@ fn main() -> ExitCode {
         kubeconfig,
         context,
         listen,
+        metrics,
+        log_level,
+        log_format,
         service_account_dir,
     } = cli.command
     {
@@ -159,6 +185,26 @@ fn main() -> ExitCode {
         };
         if service_account_dir.is_some() {
             settings.file.upstream.service_account_dir = service_account_dir;
+        }
+        if metrics.is_some() {
+            settings.file.listeners.metrics = metrics;
+        }
+        use regroup_config::schema::{LogFormat, LogLevel};
+        if let Some(l) = log_level {
+            settings.file.logging.level = match l.as_str() {
+                "error" => LogLevel::Error,
+                "warn" => LogLevel::Warn,
+                "debug" => LogLevel::Debug,
+                "trace" => LogLevel::Trace,
+                _ => LogLevel::Info,
+            };
+        }
+        if let Some(f) = log_format {
+            settings.file.logging.format = if f == "json" {
+                LogFormat::Json
+            } else {
+                LogFormat::Text
+            };
         }
         let opts = regroup::serve::run::Options {
             kubeconfig,
@@ -229,6 +275,10 @@ fn run(command: Command) -> Result<(), String> {
         Command::Serve { .. } | Command::Migrate { .. } => unreachable!("handled in main"),
         Command::Check { config, files } => {
             let settings = load_config(&config)?;
+            let problems = regroup::serve::run::preflight(&settings);
+            if !problems.is_empty() {
+                return Err(format!("{}:\n{}", config.display(), problems.join("\n")));
+            }
             print!("{}", settings.effective_table());
             for w in settings.warnings() {
                 eprintln!("warning: {w}");
@@ -247,22 +297,41 @@ fn run(command: Command) -> Result<(), String> {
         }
         Command::Render {
             config,
-            file,
+            files,
             to_app,
         } => {
             let settings = load_config(&config)?;
-            let input = read_input(&file)?;
             let dir = if to_app {
                 Direction::ToApp
             } else {
                 Direction::ToCluster
             };
-            let out = regroup::render::render(&input, &settings, dir)
-                .map_err(|e| format!("{file}: {e}"))?;
-            for w in
-                regroup::render::warnings(&input, &settings).map_err(|e| format!("{file}: {e}"))?
-            {
-                eprintln!("warning: {file}: {w}");
+            let renderer = regroup::render::Renderer::new(&settings, dir);
+            // Each file on its own: its errors name it and its own lines.
+            let mut out = String::new();
+            for f in &files {
+                for (name, input) in read_named_inputs(f)? {
+                    let rendered = renderer
+                        .render(&input)
+                        .map_err(|e| format!("{name}: {e}"))?;
+                    for w in regroup::render::warnings(&input, &settings)
+                        .map_err(|e| format!("{name}: {e}"))?
+                    {
+                        eprintln!("warning: {name}: {w}");
+                    }
+                    if rendered.trim().is_empty() {
+                        continue;
+                    }
+                    if !out.is_empty() {
+                        if !out.ends_with('\n') {
+                            out.push('\n');
+                        }
+                        if !rendered.starts_with("---") {
+                            out.push_str("---\n");
+                        }
+                    }
+                    out.push_str(&rendered);
+                }
             }
             print!("{out}");
             Ok(())
@@ -278,6 +347,8 @@ fn run(command: Command) -> Result<(), String> {
             tls_port,
             metrics_port,
             no_native_sidecar,
+            strict,
+            include_helm_tests,
         } => {
             let settings = load_config(&config)?;
             let config_text = std::fs::read_to_string(&config)
@@ -304,9 +375,15 @@ fn run(command: Command) -> Result<(), String> {
                 metrics_port: (metrics_port != 0).then_some(metrics_port),
                 native_sidecar: !no_native_sidecar,
                 tls_secret,
+                strict,
+                helm_tests: include_helm_tests,
             };
-            let out = regroup::inject::inject(&input, &config_text, &settings, &opts)
-                .map_err(|e| e.to_string())?;
+            let (out, warnings) =
+                regroup::inject::inject_with_warnings(&input, &config_text, &settings, &opts)
+                    .map_err(|e| e.to_string())?;
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
             print!("{out}");
             Ok(())
         }
@@ -319,12 +396,31 @@ fn load_config(path: &Path) -> Result<Settings, String> {
     regroup_config::load(&text).map_err(|e| format!("{}:\n{e}", path.display()))
 }
 
+/// Listen addresses: `:PORT` on loopback.
+fn loopback_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    regroup_config::addr::parse_listen(s, std::net::Ipv4Addr::LOCALHOST.into())
+}
+
+/// Listen addresses: `:PORT` on every interface.
+fn any_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    regroup_config::addr::parse_listen(s, std::net::Ipv4Addr::UNSPECIFIED.into())
+}
+
 /// A file, `-`, or a directory's `*.yaml`, `*.yml` and `*.json` files (in
 /// name order, not recursive).
 fn read_inputs(file: &str) -> Result<Vec<String>, String> {
+    Ok(read_named_inputs(file)?
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect())
+}
+
+/// [`read_inputs`], each with the name errors give it (`-`: standard input).
+fn read_named_inputs(file: &str) -> Result<Vec<(String, String)>, String> {
     let path = Path::new(file);
     if file == "-" || !path.is_dir() {
-        return Ok(vec![read_input(file)?]);
+        let name = if file == "-" { "<stdin>" } else { file };
+        return Ok(vec![(name.to_owned(), read_input(file)?)]);
     }
     let mut names: Vec<PathBuf> = std::fs::read_dir(path)
         .map_err(|e| format!("cannot read {file}: {e}"))?
@@ -338,7 +434,10 @@ fn read_inputs(file: &str) -> Result<Vec<String>, String> {
     names.sort();
     names
         .iter()
-        .map(|p| read_input(&p.to_string_lossy()))
+        .map(|p| {
+            let name = p.to_string_lossy().into_owned();
+            read_input(&name).map(|text| (name, text))
+        })
         .collect()
 }
 

@@ -30,7 +30,10 @@ struct Doc {
 /// manifest): [`render`] and [`render_values`] build one per call;
 /// `Renderer` keeps it for many.
 pub struct Renderer<'s> {
-    settings: &'s Settings,
+    settings: std::marker::PhantomData<&'s Settings>,
+    /// The settings' map, its `names:` idempotent (manifests may be
+    /// rendered twice: `inject` on its own output).
+    map: regroup_config::GroupMap,
     catalog: Catalog,
     index: NameIndex,
     dir: Direction,
@@ -38,21 +41,23 @@ pub struct Renderer<'s> {
 
 impl<'s> Renderer<'s> {
     pub fn new(settings: &'s Settings, dir: Direction) -> Self {
+        let names = settings
+            .map
+            .object_names()
+            .cloned()
+            .map(|n| n.for_manifests());
+        let map = settings.map.clone().with_object_names(names);
         Renderer {
-            settings,
-            catalog: Catalog::for_map(&settings.fields, &settings.map),
-            index: NameIndex::new(&settings.map),
+            settings: std::marker::PhantomData,
+            catalog: Catalog::for_map(&settings.fields, &map),
+            index: NameIndex::new(&map),
+            map,
             dir,
         }
     }
 
     fn rewriter(&self) -> JsonRewriter<'_> {
-        JsonRewriter::with_index(
-            &self.settings.map,
-            &self.catalog,
-            self.dir,
-            self.index.clone(),
-        )
+        JsonRewriter::with_index(&self.map, &self.catalog, self.dir, self.index.clone())
     }
 
     /// See [`render`].

@@ -264,3 +264,107 @@ fn the_binary_reads_files_directories_and_stdin() {
 fn golden_helm_create_chart() {
     golden("helm-create");
 }
+
+fn input(name: &str) -> String {
+    std::fs::read_to_string(dir().join(format!("{name}.yaml"))).unwrap()
+}
+
+fn inject_err(name: &str, opts: &Options) -> String {
+    let text = config_text();
+    let settings = regroup_config::load(&text).unwrap();
+    inject(&input(name), &text, &settings, opts)
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn a_port_clash_with_any_container_or_init_container_is_refused_and_named() {
+    let err = inject_err("port-clash", &golden_opts());
+    assert!(err.contains("Deployment clash: port clash"), "{err}");
+    assert!(
+        err.contains("container `setup` declares containerPort 6443, which is regroup's TLS listener (pass --tls-port with a free port)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("container `app` declares containerPort 9090, which is regroup's metrics listener (pass --metrics-port with a free port)"),
+        "{err}"
+    );
+    assert!(!err.contains("8080"), "{err}");
+    // Moved out of the way, it is wrapped.
+    let opts = Options {
+        tls_port: 7443,
+        metrics_port: Some(9091),
+        ..golden_opts()
+    };
+    let out = docs(&run(&input("port-clash"), &opts));
+    assert_eq!(
+        pod_spec(&out[0], "/spec/template/spec")["initContainers"][0]["name"],
+        "regroup"
+    );
+}
+
+#[test]
+fn golden_bypass_warns_and_strict_refuses() {
+    golden("bypass");
+    let text = config_text();
+    let settings = regroup_config::load(&text).unwrap();
+    let (_, warnings) =
+        regroup::inject::inject_with_warnings(&input("bypass"), &text, &settings, &golden_opts())
+            .unwrap();
+    let expect = [
+        "Deployment bypass: container `controller` sets KUBECONFIG",
+        "Deployment bypass: container `kubectl` passes `--server`",
+        "Deployment bypass: container `script` passes `--kubeconfig`",
+    ];
+    assert_eq!(warnings.len(), expect.len(), "{warnings:?}");
+    for (w, e) in warnings.iter().zip(expect) {
+        assert!(w.starts_with(e) && w.contains("bypassing regroup"), "{w}");
+    }
+    let strict = Options {
+        strict: true,
+        ..golden_opts()
+    };
+    let err = inject_err("bypass", &strict);
+    assert!(
+        err.contains("container `controller` sets KUBECONFIG") && err.contains("--strict"),
+        "{err}"
+    );
+}
+
+#[test]
+fn golden_opt_out_annotation_on_the_workload_or_the_pod_template() {
+    golden("opt-out");
+    let out = docs(&run(&input("opt-out"), &golden_opts()));
+    assert!(pod_spec(&out[0], "/spec/template/spec")
+        .get("initContainers")
+        .is_none());
+    assert!(pod_spec(&out[1], "/spec/jobTemplate/spec/template/spec")
+        .get("initContainers")
+        .is_none());
+    assert_eq!(out[2]["spec"]["initContainers"][0]["name"], "regroup");
+    assert_eq!(
+        out[3]["apiVersion"],
+        "samplecontroller.team-b.example.com/v1alpha1"
+    );
+}
+
+#[test]
+fn helm_test_hooks_are_left_alone_unless_asked() {
+    let find_test_pod = |out: &[Json]| -> Json {
+        out.iter()
+            .find(|d| d.pointer("/metadata/annotations/helm.sh~1hook") == Some(&Json::from("test")))
+            .cloned()
+            .expect("the chart's test pod")
+    };
+    let out = docs(&run(&input("helm-create"), &golden_opts()));
+    assert!(find_test_pod(&out)["spec"].get("initContainers").is_none());
+    let opts = Options {
+        helm_tests: true,
+        ..golden_opts()
+    };
+    let out = docs(&run(&input("helm-create"), &opts));
+    assert_eq!(
+        find_test_pod(&out)["spec"]["initContainers"][0]["name"],
+        "regroup"
+    );
+}

@@ -100,12 +100,15 @@ fn render_turns_captured_orig_objects_into_the_renamed_worlds() {
         }
         s
     };
+    // The worlds were captured with groups renamed and names not (the
+    // ClusterRoles' names differ by world): `names:` off.
     let config_path =
         std::env::temp_dir().join(format!("regroup-render-{}.yaml", std::process::id()));
     std::fs::write(
         &config_path,
         "rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n\
-         - from: wardle.example.com\n  to: wardle.team1.example.com\n",
+         - from: wardle.example.com\n  to: wardle.team1.example.com\n\
+         names:\n  kinds: []\n",
     )
     .unwrap();
     let out = regroup(

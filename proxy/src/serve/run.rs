@@ -54,6 +54,20 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
     for w in settings.warnings() {
         tracing::warn!("{w}");
     }
+    if let Some(n) = settings.map.object_names() {
+        let (prefix, suffix) = match n.affix() {
+            regroup_config::object_names::Affix::Prefix(p) => (p.as_str(), ""),
+            regroup_config::object_names::Affix::Suffix(s) => ("", s.as_str()),
+        };
+        let kinds: Vec<&str> = n.kinds().iter().map(|k| k.kind).collect();
+        tracing::info!(
+            prefix,
+            suffix,
+            derived = n.is_derived(),
+            kinds = %kinds.join(","),
+            "the app's cluster-scoped names of these kinds are this copy's on the cluster (names:)"
+        );
+    }
     if resolved.insecure || settings.file.upstream.dangerous_insecure_skip_tls_verify {
         tracing::warn!("the API server's certificate is NOT verified (insecure-skip-tls-verify)");
     }
@@ -238,6 +252,55 @@ async fn keep_credential(upstream: Arc<Upstream>) {
 
 /// SIGHUP would kill the process by default: regroup ignores it, saying so.
 #[cfg(unix)]
+/// The errors `run` would stop at that the configuration alone decides
+/// (not the files it names, the cluster or the ports): the front's and
+/// every webhook's backend as `run` builds them, the system roots standing
+/// in for a CA file. `regroup check` reports them, so that a pod never
+/// crash-loops on what `check` called OK. `load` has already checked the
+/// rest of the file.
+pub fn preflight(settings: &Settings) -> Vec<String> {
+    let mut problems = Vec::new();
+    let backend = |server: &str, insecure: bool| {
+        Upstream::with_timeouts(
+            &kubeconfig::Resolved {
+                server: server.to_owned(),
+                insecure,
+                ..kubeconfig::Resolved::default()
+            },
+            false,
+            (&settings.limits).into(),
+        )
+        .map(drop)
+        .map_err(|e| e.to_string())
+    };
+    if let Some(f) = &settings.file.front {
+        if let Err(e) = backend(&f.backend, f.dangerous_insecure_backend) {
+            problems.push(format!("front.backend: {e}"));
+        }
+    }
+    if let Some(w) = &settings.file.webhooks {
+        for h in &w.hooks {
+            let h = &h.value;
+            let url: http::Uri = match h.backend.parse() {
+                Ok(u) => u,
+                Err(e) => {
+                    problems.push(format!("webhooks.hooks {}: backend: {e}", h.name));
+                    continue;
+                }
+            };
+            let origin = format!(
+                "{}://{}",
+                url.scheme_str().unwrap_or("https"),
+                url.authority().map(|a| a.as_str()).unwrap_or_default()
+            );
+            if let Err(e) = backend(&origin, w.dangerous_insecure_backend) {
+                problems.push(format!("webhooks.hooks {}: backend: {e}", h.name));
+            }
+        }
+    }
+    problems
+}
+
 fn ignore_sighup() -> Result<(), String> {
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         .map_err(|e| format!("installing the SIGHUP handler: {e}"))?;

@@ -1,6 +1,8 @@
-//! The TLS client configuration towards the upstream: the kubeconfig's CA
-//! (or the system's), a client certificate, or no verification at all when
-//! the kubeconfig says `insecure-skip-tls-verify`.
+//! The TLS client configuration towards the upstream (and the front's and
+//! webhooks' backends): the given CA, else the public web roots compiled in
+//! (webpki-roots: Mozilla's, as a FROM-scratch image has no CA store to
+//! read), a client certificate, or no verification at all when the
+//! kubeconfig says `insecure-skip-tls-verify`.
 
 use std::sync::Arc;
 
@@ -36,10 +38,11 @@ pub(super) fn tls_config(
             if roots.is_empty() {
                 return Err("certificate authority: no PEM certificate found".into());
             }
-        } else if r.server.starts_with("https://") {
-            return Err("no certificate-authority for an https server (set one, or \
-                 insecure-skip-tls-verify for a throwaway test cluster)"
-                .into());
+        } else {
+            // No CA given: the system's roots, as kubectl does. The image is
+            // a static binary FROM scratch, with no CA store to read, so
+            // "the system's" are Mozilla's, compiled in (webpki-roots).
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         }
         builder.with_root_certificates(roots)
     };
@@ -101,5 +104,59 @@ impl ServerCertVerifier for NoVerification {
     }
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs a TLS handshake in memory between `client` and a server with
+    /// `id`; returns the client's error, if any.
+    fn handshake(client: ClientConfig, id: &crate::serve::tls::Identity) -> Result<(), String> {
+        let server = crate::serve::tls::server_config(id).unwrap();
+        let mut c = rustls::ClientConnection::new(
+            Arc::new(client),
+            ServerName::try_from("127.0.0.1").unwrap(),
+        )
+        .unwrap();
+        let mut s = rustls::ServerConnection::new(server).unwrap();
+        for _ in 0..10 {
+            let mut buf = Vec::new();
+            c.write_tls(&mut buf).unwrap();
+            s.read_tls(&mut &buf[..]).unwrap();
+            let _ = s.process_new_packets();
+            let mut buf = Vec::new();
+            s.write_tls(&mut buf).unwrap();
+            c.read_tls(&mut &buf[..]).unwrap();
+            c.process_new_packets().map_err(|e| e.to_string())?;
+            if !c.is_handshaking() {
+                return Ok(());
+            }
+        }
+        Err("handshake did not finish".into())
+    }
+
+    fn https(ca_pem: Option<Vec<u8>>) -> Resolved {
+        Resolved {
+            server: "https://127.0.0.1:6443".into(),
+            ca_pem,
+            ..Resolved::default()
+        }
+    }
+
+    #[test]
+    fn an_https_server_without_a_ca_is_verified_against_the_public_roots() {
+        // Formerly refused at start; now built with the compiled-in roots.
+        let client = tls_config(&https(None), None, false).expect("no CA: the public roots");
+        // A private CA's certificate is not in them: refused, not accepted.
+        let id = crate::serve::tls::generate_for("private-ca", &[], false).unwrap();
+        let err = handshake(client, &id).unwrap_err();
+        assert!(err.contains("UnknownIssuer"), "{err}");
+        // The same certificate with its CA given verifies.
+        let ca = id.ca_pem.clone().unwrap().into_bytes();
+        let client = tls_config(&https(Some(ca)), None, false).unwrap();
+        handshake(client, &id).unwrap();
+        assert!(!webpki_roots::TLS_SERVER_ROOTS.is_empty());
     }
 }

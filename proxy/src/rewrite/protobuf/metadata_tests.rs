@@ -14,6 +14,7 @@ use crate::rewrite::Catalog;
 const CONFIG: &str = "
 rules:
   - {from: samplecontroller.k8s.io, to: samplecontroller.team1.example.com}
+names: {kinds: []}   # metadata alone (names are on by default)
 metadata:
   prefixes:
     - {from: kopf.zalando.org, to: kopf.team1.example.com}

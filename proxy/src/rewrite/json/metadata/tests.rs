@@ -11,6 +11,7 @@ use crate::rewrite::Catalog;
 const CONFIG: &str = "
 rules:
   - {from: samplecontroller.k8s.io, to: samplecontroller.team1.example.com}
+names: {kinds: []}   # metadata alone (names are on by default)
 metadata:
   prefixes:
     - {from: kopf.zalando.org, to: kopf.team1.example.com}
@@ -70,7 +71,7 @@ fn labels_selectors_templates_and_managed_fields_of_a_deployment() {
 #[test]
 fn without_metadata_rules_nothing_changes() {
     let s = regroup_config::load(
-        "rules:\n  - {from: wardle.example.com, to: wardle.team1.example.com}\n",
+        "rules:\n  - {from: wardle.example.com, to: wardle.team1.example.com}\nnames: {kinds: []}\n",
     )
     .unwrap();
     let c = Catalog::for_map(&s.fields, &s.map);
