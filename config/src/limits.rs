@@ -3,9 +3,10 @@
 //! The defaults follow kube-apiserver's own HTTP server where it has one
 //! (`staging/src/k8s.io/apiserver/pkg/server/secure_serving.go`:
 //! `ReadHeaderTimeout` 32 s, `IdleTimeout` 90 s, `MaxHeaderBytes` 1 MiB; its
-//! non-long-running request timeout is 60 s; client-go dials for 30 s), and
-//! regroup's behaviour before the section existed otherwise (256 MiB bodies,
-//! 100 headers).
+//! non-long-running request timeout is 60 s; client-go dials for 30 s; it
+//! reads request bodies of at most 3 MiB, `MaxRequestBodyBytes` in
+//! `k8s.io/apiserver/pkg/server/config.go`), and regroup's behaviour before
+//! the section existed otherwise (100 headers).
 
 use std::time::Duration;
 
@@ -39,8 +40,13 @@ pub struct Limits {
     /// When it passes the app gets a 504 `Timeout` Status.
     #[serde(deserialize_with = "duration")]
     pub upstream_response_header_timeout: Duration,
-    /// Largest request body regroup reads whole to rename (413 beyond).
+    /// Largest request body regroup reads whole to rename (413 beyond,
+    /// before the rest is read).
     pub max_request_body_bytes: usize,
+    /// Largest AdmissionReview or ConversionReview the webhook listener
+    /// reads (413 beyond): a review holds an object and its old version, or
+    /// every object of a list being converted.
+    pub max_review_bytes: usize,
     /// Largest size a gzip body may inflate to (either direction).
     pub max_inflated_bytes: usize,
     /// On SIGTERM/SIGINT: how long in-flight requests get to finish (watches
@@ -59,12 +65,18 @@ impl Default for Limits {
             idle_timeout: Duration::from_secs(90),
             upstream_connect_timeout: Duration::from_secs(30),
             upstream_response_header_timeout: Duration::from_secs(60),
-            max_request_body_bytes: 256 << 20,
+            max_request_body_bytes: MAX_REQUEST_BODY_BYTES,
+            max_review_bytes: 32 << 20,
             max_inflated_bytes: 256 << 20,
             shutdown_grace_period: Duration::from_secs(30),
         }
     }
 }
+
+/// kube-apiserver's `MaxRequestBodyBytes` (3 MiB,
+/// `k8s.io/apiserver/pkg/server/config.go`): it refuses any larger body of
+/// a write, so regroup never reads more to rename one.
+pub const MAX_REQUEST_BODY_BYTES: usize = 3 << 20;
 
 /// The smallest `maxHeaderBytes` (hyper's smallest read buffer).
 pub const MIN_HEADER_BYTES: usize = 8192;
@@ -97,6 +109,7 @@ impl Limits {
             ("maxHeaders", self.max_headers),
             ("maxConnections", self.max_connections),
             ("maxRequestBodyBytes", self.max_request_body_bytes),
+            ("maxReviewBytes", self.max_review_bytes),
             ("maxInflatedBytes", self.max_inflated_bytes),
         ] {
             if v == 0 {

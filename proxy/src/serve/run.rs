@@ -544,11 +544,7 @@ async fn start_webhooks(
         client_certificates = w.client_ca_file.is_some(),
         "regroup serving the app's webhooks"
     );
-    let handler = Arc::new(Webhooks::new(
-        live,
-        hooks,
-        settings.limits.max_request_body_bytes,
-    ));
+    let handler = Arc::new(Webhooks::new(live, hooks, settings.limits.max_review_bytes));
     Ok((
         tokio::spawn(super::serve_webhooks(listener, cfg, handler, listening)),
         registration,

@@ -68,9 +68,10 @@ pub(crate) fn renamed(
         None => {}
         Some(e) if e.eq_ignore_ascii_case(b"identity") => {}
         Some(e) if e.eq_ignore_ascii_case(b"gzip") => {
-            // Renamed bytes go upstream uncompressed.
-            bytes = gzip::inflate(&bytes, fwd.limits.inflated)
-                .map_err(gzip::InflateError::of_request)?;
+            // Renamed bytes go upstream uncompressed, so inflated they are
+            // within `maxRequestBodyBytes` too.
+            let limit = fwd.limits.inflated.min(fwd.limits.request);
+            bytes = gzip::inflate(&bytes, limit).map_err(gzip::InflateError::of_request)?;
             headers.remove(header::CONTENT_ENCODING);
         }
         Some(_) => return Err(Failure::unsupported(
@@ -100,14 +101,21 @@ pub(crate) fn renamed(
     Ok(bytes)
 }
 
-/// A whole request body, within `limits.maxRequestBodyBytes`.
+/// A whole request body, within `limits.maxRequestBodyBytes`: refused
+/// from its `Content-Length` before any of it is read, else as soon as the
+/// bytes that arrive pass the limit.
 pub(crate) async fn read(fwd: &Forward, body: Incoming) -> Result<Bytes, Failure> {
-    collect(body, fwd.limits.request)
-        .await
-        .map_err(|e| match e {
-            CollectError::TooLarge(n) => {
-                Failure::too_large(format!("request body larger than {n} bytes"))
-            }
-            CollectError::Io(m) => Failure::bad_request(m),
-        })
+    let limit = fwd.limits.request;
+    let too_large = || {
+        Failure::too_large(format!(
+            "request body larger than {limit} bytes (limits.maxRequestBodyBytes)"
+        ))
+    };
+    if http_body::Body::size_hint(&body).lower() > limit as u64 {
+        return Err(too_large());
+    }
+    collect(body, limit).await.map_err(|e| match e {
+        CollectError::TooLarge(_) => too_large(),
+        CollectError::Io(m) => Failure::bad_request(m),
+    })
 }

@@ -139,7 +139,9 @@ impl Webhooks {
         let query = req.uri().query().map(str::to_owned);
         let too_large = |limit| {
             (
-                Failure::too_large(format!("a review is limited to {limit} bytes")),
+                Failure::too_large(format!(
+                    "a review is limited to {limit} bytes (limits.maxReviewBytes)"
+                )),
                 "too_large",
             )
         };
