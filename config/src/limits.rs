@@ -49,6 +49,17 @@ pub struct Limits {
     pub max_review_bytes: usize,
     /// Largest size a gzip body may inflate to (either direction).
     pub max_inflated_bytes: usize,
+    /// Largest single object (a response that is one object, an item of a
+    /// list, a watch event) regroup holds to rename; also bounds a gzip
+    /// answer's inflated size.
+    pub max_object_bytes: usize,
+    /// The one memory budget every byte regroup holds to rename is taken
+    /// from. `None`: half the cgroup's `memory.max` when there is one, else
+    /// [`DEFAULT_MEMORY_BUDGET_BYTES`].
+    pub memory_budget_bytes: Option<usize>,
+    /// How long new work waits for the budget before it is refused (429).
+    #[serde(deserialize_with = "duration")]
+    pub memory_budget_wait: Duration,
     /// On SIGTERM/SIGINT: how long in-flight requests get to finish (watches
     /// are ended cleanly at once) before regroup exits anyway.
     #[serde(deserialize_with = "duration")]
@@ -68,6 +79,9 @@ impl Default for Limits {
             max_request_body_bytes: MAX_REQUEST_BODY_BYTES,
             max_review_bytes: 32 << 20,
             max_inflated_bytes: 256 << 20,
+            max_object_bytes: MAX_OBJECT_BYTES,
+            memory_budget_bytes: None,
+            memory_budget_wait: Duration::from_secs(1),
             shutdown_grace_period: Duration::from_secs(30),
         }
     }
@@ -77,6 +91,20 @@ impl Default for Limits {
 /// `k8s.io/apiserver/pkg/server/config.go`): it refuses any larger body of
 /// a write, so regroup never reads more to rename one.
 pub const MAX_REQUEST_BODY_BYTES: usize = 3 << 20;
+
+/// The default `maxObjectBytes`: etcd stores at most about 1.5 MiB per
+/// object (its `--max-request-bytes`); 8 MiB leaves room for what the
+/// apiserver adds (a Table's cells, managed fields, a YAML rendering).
+pub const MAX_OBJECT_BYTES: usize = 8 << 20;
+
+/// The memory budget without a cgroup limit to take a share of.
+pub const DEFAULT_MEMORY_BUDGET_BYTES: usize = 64 << 20;
+
+/// The largest memory budget (4 GiB: one semaphore's permits).
+pub const MAX_MEMORY_BUDGET_BYTES: usize = u32::MAX as usize;
+
+/// The smallest memory budget: one object of the default size, twice.
+pub const MIN_MEMORY_BUDGET_BYTES: usize = 1 << 20;
 
 /// The smallest `maxHeaderBytes` (hyper's smallest read buffer).
 pub const MIN_HEADER_BYTES: usize = 8192;
@@ -111,9 +139,17 @@ impl Limits {
             ("maxRequestBodyBytes", self.max_request_body_bytes),
             ("maxReviewBytes", self.max_review_bytes),
             ("maxInflatedBytes", self.max_inflated_bytes),
+            ("maxObjectBytes", self.max_object_bytes),
         ] {
             if v == 0 {
                 p.push(format!("limits.{name}: must be at least 1"));
+            }
+        }
+        if let Some(b) = self.memory_budget_bytes {
+            if !(MIN_MEMORY_BUDGET_BYTES..=MAX_MEMORY_BUDGET_BYTES).contains(&b) {
+                p.push(format!(
+                    "limits.memoryBudgetBytes: {b} is out of range ({MIN_MEMORY_BUDGET_BYTES} to {MAX_MEMORY_BUDGET_BYTES})"
+                ));
             }
         }
         if self.max_connections > (u32::MAX >> 3) as usize {

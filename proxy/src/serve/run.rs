@@ -81,6 +81,18 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
         .build()
         .map_err(|e| format!("starting the runtime: {e}"))?;
     let grace = settings.limits.shutdown_grace_period;
+    let budget = super::budget::configure(&settings.limits);
+    tracing::info!(
+        bytes = budget,
+        from = if settings.limits.memory_budget_bytes.is_some() {
+            "limits.memoryBudgetBytes"
+        } else if super::budget::cgroup_memory_max().is_some() {
+            "half the cgroup's memory.max"
+        } else {
+            "the default"
+        },
+        "memory budget"
+    );
     let lifecycle = Lifecycle::new();
     let serving = Serving::new(settings.limits.clone(), lifecycle.clone());
     let result = runtime.block_on(async move {
