@@ -47,13 +47,35 @@ where
     }
 }
 
-/// `body`, holding `held` until it is dropped (sent or abandoned).
+/// `body`, holding `held` until it is dropped (sent or abandoned); its
+/// size hint is the body's (a retry keeps a body of known length).
 pub fn holding(body: Body, held: Held) -> Body {
-    body.map_frame(move |f| {
-        let _held = &held;
-        f
-    })
-    .boxed()
+    Holding { body, _held: held }.boxed()
+}
+
+struct Holding {
+    body: Body,
+    _held: Held,
+}
+
+impl http_body::Body for Holding {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// Why a body could not be collected within the budget.
