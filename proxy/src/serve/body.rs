@@ -119,7 +119,8 @@ where
         }
     }
     let taken = held.bytes();
-    let mut out = bytes::BytesMut::new();
+    // Of known length: allocated once, never doubled past what was taken.
+    let mut out = bytes::BytesMut::with_capacity(hint.exact().unwrap_or(0) as usize);
     while let Some(f) = b.frame().await {
         let f = f.map_err(|e| HeldCollectError::Io(e.into().to_string()))?;
         let Ok(data) = f.into_data() else { continue };
