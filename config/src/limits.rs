@@ -3,9 +3,10 @@
 //! The defaults follow kube-apiserver's own HTTP server where it has one
 //! (`staging/src/k8s.io/apiserver/pkg/server/secure_serving.go`:
 //! `ReadHeaderTimeout` 32 s, `IdleTimeout` 90 s, `MaxHeaderBytes` 1 MiB; its
-//! non-long-running request timeout is 60 s; client-go dials for 30 s), and
-//! regroup's behaviour before the section existed otherwise (256 MiB bodies,
-//! 100 headers).
+//! non-long-running request timeout is 60 s; client-go dials for 30 s; it
+//! reads request bodies of at most 3 MiB, `MaxRequestBodyBytes` in
+//! `k8s.io/apiserver/pkg/server/config.go`), and regroup's behaviour before
+//! the section existed otherwise (100 headers).
 
 use std::time::Duration;
 
@@ -39,10 +40,26 @@ pub struct Limits {
     /// When it passes the app gets a 504 `Timeout` Status.
     #[serde(deserialize_with = "duration")]
     pub upstream_response_header_timeout: Duration,
-    /// Largest request body regroup reads whole to rename (413 beyond).
+    /// Largest request body regroup reads whole to rename (413 beyond,
+    /// before the rest is read).
     pub max_request_body_bytes: usize,
+    /// Largest AdmissionReview or ConversionReview the webhook listener
+    /// reads (413 beyond): a review holds an object and its old version, or
+    /// every object of a list being converted.
+    pub max_review_bytes: usize,
     /// Largest size a gzip body may inflate to (either direction).
     pub max_inflated_bytes: usize,
+    /// Largest single object (a response that is one object, an item of a
+    /// list, a watch event) regroup holds to rename; also bounds a gzip
+    /// answer's inflated size.
+    pub max_object_bytes: usize,
+    /// The one memory budget every byte regroup holds to rename is taken
+    /// from. `None`: half the cgroup's `memory.max` when there is one, else
+    /// [`DEFAULT_MEMORY_BUDGET_BYTES`].
+    pub memory_budget_bytes: Option<usize>,
+    /// How long new work waits for the budget before it is refused (429).
+    #[serde(deserialize_with = "duration")]
+    pub memory_budget_wait: Duration,
     /// On SIGTERM/SIGINT: how long in-flight requests get to finish (watches
     /// are ended cleanly at once) before regroup exits anyway.
     #[serde(deserialize_with = "duration")]
@@ -59,12 +76,35 @@ impl Default for Limits {
             idle_timeout: Duration::from_secs(90),
             upstream_connect_timeout: Duration::from_secs(30),
             upstream_response_header_timeout: Duration::from_secs(60),
-            max_request_body_bytes: 256 << 20,
+            max_request_body_bytes: MAX_REQUEST_BODY_BYTES,
+            max_review_bytes: 32 << 20,
             max_inflated_bytes: 256 << 20,
+            max_object_bytes: MAX_OBJECT_BYTES,
+            memory_budget_bytes: None,
+            memory_budget_wait: Duration::from_secs(1),
             shutdown_grace_period: Duration::from_secs(30),
         }
     }
 }
+
+/// kube-apiserver's `MaxRequestBodyBytes` (3 MiB,
+/// `k8s.io/apiserver/pkg/server/config.go`): it refuses any larger body of
+/// a write, so regroup never reads more to rename one.
+pub const MAX_REQUEST_BODY_BYTES: usize = 3 << 20;
+
+/// The default `maxObjectBytes`: etcd stores at most about 1.5 MiB per
+/// object (its `--max-request-bytes`); 8 MiB leaves room for what the
+/// apiserver adds (a Table's cells, managed fields, a YAML rendering).
+pub const MAX_OBJECT_BYTES: usize = 8 << 20;
+
+/// The memory budget without a cgroup limit to take a share of.
+pub const DEFAULT_MEMORY_BUDGET_BYTES: usize = 64 << 20;
+
+/// The largest memory budget (4 GiB: one semaphore's permits).
+pub const MAX_MEMORY_BUDGET_BYTES: usize = u32::MAX as usize;
+
+/// The smallest memory budget: one object of the default size, twice.
+pub const MIN_MEMORY_BUDGET_BYTES: usize = 1 << 20;
 
 /// The smallest `maxHeaderBytes` (hyper's smallest read buffer).
 pub const MIN_HEADER_BYTES: usize = 8192;
@@ -97,10 +137,19 @@ impl Limits {
             ("maxHeaders", self.max_headers),
             ("maxConnections", self.max_connections),
             ("maxRequestBodyBytes", self.max_request_body_bytes),
+            ("maxReviewBytes", self.max_review_bytes),
             ("maxInflatedBytes", self.max_inflated_bytes),
+            ("maxObjectBytes", self.max_object_bytes),
         ] {
             if v == 0 {
                 p.push(format!("limits.{name}: must be at least 1"));
+            }
+        }
+        if let Some(b) = self.memory_budget_bytes {
+            if !(MIN_MEMORY_BUDGET_BYTES..=MAX_MEMORY_BUDGET_BYTES).contains(&b) {
+                p.push(format!(
+                    "limits.memoryBudgetBytes: {b} is out of range ({MIN_MEMORY_BUDGET_BYTES} to {MAX_MEMORY_BUDGET_BYTES})"
+                ));
             }
         }
         if self.max_connections > (u32::MAX >> 3) as usize {

@@ -16,7 +16,7 @@ fn limits_default_to_the_documented_values() {
     let s = load(RULE).unwrap();
     assert_eq!(s.limits, Limits::default());
     assert_eq!(s.limits.header_read_timeout, Duration::from_secs(32));
-    assert_eq!(s.limits.max_request_body_bytes, 256 << 20);
+    assert_eq!(s.limits.max_request_body_bytes, 3 << 20);
     assert_eq!(s.allowed_hosts, ["localhost", "127.0.0.1", "::1"]);
 }
 

@@ -125,7 +125,8 @@ async fn a_cbor_answer_is_a_502() {
 
 #[tokio::test]
 async fn a_gzip_bomb_is_refused_not_inflated() {
-    // 300 MiB of spaces after a JSON object: past the 256 MiB limit.
+    // 300 MiB of spaces after a JSON object: an answer to a GET of one
+    // object, refused once inflated past `maxObjectBytes` (8 MiB).
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     e.write_all(FOO.as_bytes()).unwrap();
     let chunk = vec![b' '; 1 << 20];
@@ -140,10 +141,8 @@ async fn a_gzip_bomb_is_refused_not_inflated() {
         .unwrap();
     let (status, body) = send(req).await;
     assert_eq!(status, StatusCode::BAD_GATEWAY);
-    assert!(
-        body["message"].as_str().unwrap().contains("inflates past"),
-        "{body}"
-    );
+    let past = format!("inflates past {} bytes", 8 << 20);
+    assert!(body["message"].as_str().unwrap().contains(&past), "{body}");
 
     // A gzip body within the limit is renamed.
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -180,7 +179,9 @@ async fn a_gzip_request_body_is_renamed_and_sent_inflated_a_bomb_is_413() {
     let s = seen.lock().unwrap().clone();
     assert_eq!(String::from_utf8(s.body).unwrap(), FOO);
 
-    // 300 MiB of spaces once inflated: past the 256 MiB default.
+    // 300 MiB of spaces once inflated: past the 3 MiB default
+    // `maxRequestBodyBytes`, which bounds the inflated body too (it goes
+    // upstream uncompressed); inflation stops there.
     let mut bomb = app_foo.into_bytes();
     bomb.extend(std::iter::repeat_n(b' ', 1 << 20));
     let (url, seen) = sidecar(json_answer(FOO)).await;
@@ -192,5 +193,7 @@ async fn a_gzip_request_body_is_renamed_and_sent_inflated_a_bomb_is_413() {
     let (status, body) = send(req).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
     assert_eq!(body["reason"], "RequestEntityTooLarge");
+    let past = format!("inflates past {} bytes", 3 << 20);
+    assert!(body["message"].as_str().unwrap().contains(&past), "{body}");
     assert_eq!(seen.lock().unwrap().requests, 0);
 }

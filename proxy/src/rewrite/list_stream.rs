@@ -116,6 +116,11 @@ impl ListStream {
         }
     }
 
+    /// Bytes held now (the element being read, held-back separators).
+    pub fn held(&self) -> usize {
+        self.buf.len() + self.sep.len()
+    }
+
     /// Feeds bytes; returns the output that is final so far.
     pub fn feed(&mut self, rw: &JsonRewriter<'_>, data: &[u8]) -> Result<Vec<u8>, RewriteError> {
         self.buf.extend_from_slice(data);

@@ -10,6 +10,7 @@ use hyper::body::Incoming;
 use crate::rewrite::framing::Framer;
 pub use crate::rewrite::framing::Framing;
 use crate::rewrite::RewriteError;
+use crate::serve::budget::{self, Held, Reason, Refusal};
 use crate::upstream::{Body, BoxError};
 
 /// A body of these bytes.
@@ -46,7 +47,125 @@ where
     }
 }
 
-/// The largest single watch event or frame regroup buffers.
+/// `body`, holding `held` until it is dropped (sent or abandoned); its
+/// size hint is the body's (a retry keeps a body of known length).
+pub fn holding(body: Body, held: Held) -> Body {
+    Holding { body, _held: held }.boxed()
+}
+
+struct Holding {
+    body: Body,
+    _held: Held,
+}
+
+impl http_body::Body for Holding {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// Why a body could not be collected within the budget.
+#[derive(Debug)]
+pub enum HeldCollectError {
+    /// Larger than the limit (known from `Content-Length` or as it came).
+    TooLarge(usize),
+    /// The memory budget refused it.
+    Budget(Refusal),
+    /// The connection failed mid-body.
+    Io(String),
+}
+
+/// Reads a whole body, refusing more than `limit` bytes (from its
+/// `Content-Length` before reading any of it), and taking `factor` bytes
+/// from the budget per byte read (2: the bytes and their renamed copy)
+/// before holding them; `held` keeps them.
+pub async fn collect_held<B>(
+    b: B,
+    limit: usize,
+    factor: usize,
+    held: &mut Held,
+    deadline: tokio::time::Instant,
+) -> Result<Bytes, HeldCollectError>
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let mut b = std::pin::pin!(b);
+    let hint = b.size_hint();
+    if hint.lower() > limit as u64 {
+        return Err(HeldCollectError::TooLarge(limit));
+    }
+    if let Some(n) = hint.exact() {
+        // Known length: taken whole before any of it is read.
+        if let Err(r) = held.grow(n as usize * factor, deadline).await {
+            if r == Refusal::Busy {
+                drain(b.as_mut(), limit).await;
+            }
+            return Err(HeldCollectError::Budget(r));
+        }
+    }
+    let taken = held.bytes();
+    // Of known length: allocated once, never doubled past what was taken.
+    let mut out = bytes::BytesMut::with_capacity(hint.exact().unwrap_or(0) as usize);
+    while let Some(f) = b.frame().await {
+        let f = f.map_err(|e| HeldCollectError::Io(e.into().to_string()))?;
+        let Ok(data) = f.into_data() else { continue };
+        if out.len() + data.len() > limit {
+            return Err(HeldCollectError::TooLarge(limit));
+        }
+        let need = (out.len() + data.len()) * factor;
+        if need > taken {
+            if let Err(r) = held.set(need, deadline).await {
+                if r == Refusal::Busy {
+                    drop(out);
+                    drain(b.as_mut(), limit).await;
+                }
+                return Err(HeldCollectError::Budget(r));
+            }
+        }
+        out.extend_from_slice(&data);
+    }
+    Ok(out.freeze())
+}
+
+/// Reads and drops the rest of a body refused while busy (within the
+/// limit, so at most that much is read, a chunk at a time, none of it
+/// held; for at most 5 s), so the client reads the answer on a connection
+/// that is not reset under its request.
+async fn drain<B>(mut b: std::pin::Pin<&mut B>, limit: usize)
+where
+    B: http_body::Body<Data = Bytes>,
+{
+    let mut read = 0;
+    let all = async {
+        while let Some(Ok(f)) = b.frame().await {
+            if let Ok(d) = f.into_data() {
+                read += d.len();
+                if read > limit {
+                    break;
+                }
+            }
+        }
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), all).await;
+}
+
+/// The largest single watch event or frame regroup buffers when not told
+/// (`limits.maxObjectBytes` for watches).
 pub const MAX_FRAME: usize = 64 << 20;
 
 struct FrameState<F> {
@@ -55,6 +174,9 @@ struct FrameState<F> {
     rewrite: F,
     upstream_done: bool,
     failed: bool,
+    /// What the frame being read (and its renamed copy) takes.
+    held: Held,
+    limit: usize,
 }
 
 /// What became of one frame's content.
@@ -75,17 +197,32 @@ pub enum Rewritten {
 /// `on_error`'s last frame (a watch ERROR event), so the client re-lists
 /// instead of seeing unrenamed bytes. Dropping the returned body drops the
 /// upstream body, closing it.
-pub fn rewrite_frames<F, E>(body: Incoming, framing: Framing, rewrite: F, on_error: E) -> Body
+///
+/// Each frame is at most `limit` bytes, and its bytes (twice: the frame
+/// and its renamed copy) are taken from the memory budget as they arrive
+/// (`held`, given back as each frame is sent); a budget that stays spent
+/// ends the stream (a JSON watch with a 429 `ERROR` event: the client
+/// watches again).
+pub fn rewrite_frames<F, E>(
+    body: Incoming,
+    framing: Framing,
+    limit: usize,
+    held: Held,
+    rewrite: F,
+    on_error: E,
+) -> Body
 where
     F: Fn(&[u8]) -> Result<Rewritten, RewriteError> + Send + Sync + 'static,
     E: Fn(&RewriteError) -> Bytes + Send + Sync + 'static,
 {
     let state = FrameState {
         body,
-        framer: Framer::new(framing, MAX_FRAME),
+        framer: Framer::new(framing, limit),
         rewrite,
         upstream_done: false,
         failed: false,
+        held,
+        limit,
     };
     let on_error = std::sync::Arc::new(on_error);
     let s = stream::unfold(state, move |mut st| {
@@ -100,6 +237,9 @@ where
                     Err(e) => {
                         // A hostile or broken length prefix (or an endless
                         // line): never buffer without bound.
+                        if let crate::rewrite::framing::FrameError::TooLarge { bytes, .. } = &e {
+                            budget::refused(Reason::ObjectTooLarge, "a watch event", *bytes);
+                        }
                         tracing::error!("upstream stream: {e}; closing the stream");
                         return None;
                     }
@@ -138,9 +278,33 @@ where
                     }
                     return None;
                 }
+                // Frames already sent are no longer held.
+                st.held.shrink(st.framer.pending() * 2);
                 match st.body.frame().await {
                     Some(Ok(f)) => {
                         if let Ok(data) = f.into_data() {
+                            let need = (st.framer.pending() + data.len()) * 2;
+                            let deadline = budget::budget().deadline();
+                            if let Err(r) = st.held.set(need, deadline).await {
+                                let what = "a watch event";
+                                let f = r.failure(what, true);
+                                tracing::error!(
+                                    "upstream stream: {}; closing the stream",
+                                    f.message
+                                );
+                                st.failed = true;
+                                return match framing {
+                                    Framing::Lines => {
+                                        let last = crate::kube::status::watch_error_line(
+                                            f.code.as_u16(),
+                                            f.reason,
+                                            &f.message,
+                                        );
+                                        Some((Ok(Frame::data(Bytes::from(last))), st))
+                                    }
+                                    Framing::LengthPrefixed => None,
+                                };
+                            }
                             st.framer.push(&data);
                         }
                     }
@@ -148,7 +312,7 @@ where
                         tracing::warn!("upstream stream ended with an error: {e}");
                         st.upstream_done = true;
                         // Drop a partial frame: never forward half an event.
-                        st.framer = Framer::new(framing, MAX_FRAME);
+                        st.framer = Framer::new(framing, st.limit);
                     }
                     None => st.upstream_done = true,
                 }

@@ -90,6 +90,50 @@ impl prometheus_client::collector::Collector for EngineTallies {
     }
 }
 
+/// The memory budget (`serve/budget.rs`), read at each scrape: its size,
+/// the bytes held and the refusals by reason (every reason, from zero).
+#[derive(Debug)]
+struct MemoryBudget;
+
+impl prometheus_client::collector::Collector for MemoryBudget {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::counter::ConstCounter;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        use prometheus_client::registry::Unit;
+        let b = super::budget::budget();
+        for (name, help, v) in [
+            (
+                "memory_budget",
+                "The memory budget every byte regroup holds to rename is taken from (limits.memoryBudgetBytes)",
+                b.total(),
+            ),
+            (
+                "memory_in_use",
+                "Bytes of the memory budget held now",
+                b.in_use(),
+            ),
+        ] {
+            let m = ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX));
+            m.encode(encoder.encode_descriptor(name, help, Some(&Unit::Bytes), m.metric_type())?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "memory_refusals",
+            "Work refused for memory, by reason (request_too_large, object_too_large, over_budget, busy)",
+            None,
+            prometheus_client::metrics::MetricType::Counter,
+        )?;
+        for (r, n) in super::budget::refusals() {
+            let labels: Labels = vec![("reason".into(), r.label().into())];
+            ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+}
+
 /// The process's metrics.
 pub fn metrics() -> &'static Metrics {
     static M: OnceLock<Metrics> = OnceLock::new();
@@ -188,6 +232,7 @@ pub fn metrics() -> &'static Metrics {
             webhook_errors.clone(),
         );
         registry.register_collector(Box::new(EngineTallies));
+        registry.register_collector(Box::new(MemoryBudget));
         let mut process = Registry::default();
         process.register_collector(Box::new(super::process_metrics::ProcessCollector));
         Metrics {

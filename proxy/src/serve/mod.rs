@@ -5,6 +5,7 @@
 //! stack sees it.
 
 pub mod body;
+pub mod budget;
 mod follow;
 pub mod front;
 pub mod front_ready;

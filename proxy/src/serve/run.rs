@@ -95,6 +95,18 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
         .build()
         .map_err(|e| format!("starting the runtime: {e}"))?;
     let grace = settings.limits.shutdown_grace_period;
+    let budget = super::budget::configure(&settings.limits);
+    tracing::info!(
+        bytes = budget,
+        from = if settings.limits.memory_budget_bytes.is_some() {
+            "limits.memoryBudgetBytes"
+        } else if super::budget::cgroup_memory_max().is_some() {
+            "half the cgroup's memory.max"
+        } else {
+            "the default"
+        },
+        "memory budget"
+    );
     let lifecycle = Lifecycle::new();
     let serving = Serving::new(settings.limits.clone(), lifecycle.clone());
     let result = runtime.block_on(async move {
@@ -607,11 +619,7 @@ async fn start_webhooks(
         client_certificates = w.client_ca_file.is_some(),
         "regroup serving the app's webhooks"
     );
-    let handler = Arc::new(Webhooks::new(
-        live,
-        hooks,
-        settings.limits.max_request_body_bytes,
-    ));
+    let handler = Arc::new(Webhooks::new(live, hooks, settings.limits.max_review_bytes));
     Ok((
         tokio::spawn(super::serve_webhooks(listener, cfg, handler, listening)),
         registration,

@@ -96,6 +96,11 @@ impl Failure {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if self.code == StatusCode::TOO_MANY_REQUESTS {
+            // As kube-apiserver's own 429s: come back in a second.
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
         r
     }
 }

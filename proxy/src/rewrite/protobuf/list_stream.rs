@@ -220,6 +220,12 @@ impl ListStream {
         matches!(self.phase, Phase::Items(_) | Phase::Tail)
     }
 
+    /// Bytes held now: the renamed items (and originals kept to put
+    /// back), the head, the item being read.
+    pub fn held(&self) -> usize {
+        self.out.len + self.out.originals_len + self.head.len() + self.buf.len() - self.pos
+    }
+
     /// Feeds bytes as they arrive.
     pub fn feed(&mut self, rw: &ProtoRewriter<'_>, data: &[u8]) -> Result<(), RewriteError> {
         if self.pos > 0 {

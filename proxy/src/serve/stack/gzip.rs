@@ -5,6 +5,7 @@ use std::io::Read;
 
 use bytes::Bytes;
 
+use crate::serve::budget::{self, Held, Reason, Refusal};
 use crate::serve::status::Failure;
 
 /// Why a gzip body was not inflated.
@@ -14,21 +15,70 @@ pub(crate) enum InflateError {
     Corrupt(String),
     #[error("gzip body inflates past {0} bytes")]
     TooLarge(usize),
+    #[error("gzip body: {0:?}")]
+    Budget(Refusal),
 }
 
 impl InflateError {
     /// As the answer to a request whose own body it is.
     pub(crate) fn of_request(self) -> Failure {
         match self {
-            InflateError::TooLarge(_) => Failure::too_large(format!("the request's {self}")),
+            InflateError::TooLarge(n) => {
+                budget::refused(Reason::RequestTooLarge, "an inflated request body", n);
+                Failure::too_large(format!("the request's {self}"))
+            }
             InflateError::Corrupt(_) => Failure::bad_request(format!("the request's {self}")),
+            InflateError::Budget(r) => r.failure("inflating the request body", false),
         }
     }
 
     /// As the answer to a request whose upstream answered this body.
     pub(crate) fn of_upstream(self) -> Failure {
-        Failure::bad_gateway(format!("the API server's {self}"))
+        match self {
+            InflateError::TooLarge(n) => {
+                budget::refused(Reason::ObjectTooLarge, "an inflated answer", n);
+                Failure::bad_gateway(format!("the API server's {self}"))
+            }
+            InflateError::Budget(r) => r.failure("inflating the API server's answer", true),
+            InflateError::Corrupt(_) => Failure::bad_gateway(format!("the API server's {self}")),
+        }
     }
+}
+
+/// Inflates `bytes` as [`inflate`] does, taking every inflated byte (as
+/// allocated) from the memory budget as it comes: a bomb stops at `limit`
+/// or at the budget, whichever comes first, having held at most that.
+pub(crate) async fn inflate_held(
+    bytes: &[u8],
+    limit: usize,
+    held: &mut Held,
+) -> Result<Bytes, InflateError> {
+    let deadline = budget::budget().deadline();
+    let mut d = flate2::read::GzDecoder::new(bytes);
+    let mut out: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 64 << 10];
+    let base = held.bytes();
+    loop {
+        let n = d
+            .read(&mut chunk)
+            .map_err(|e| InflateError::Corrupt(e.to_string()))?;
+        if n == 0 {
+            break;
+        }
+        if out.len() + n > limit {
+            return Err(InflateError::TooLarge(limit));
+        }
+        if out.capacity() < out.len() + n {
+            // Grows as a Vec does (doubling), within the limit.
+            let cap = (out.len() + n).max(out.capacity() * 2).min(limit);
+            held.set(base + cap, deadline)
+                .await
+                .map_err(InflateError::Budget)?;
+            out.reserve_exact(cap - out.len());
+        }
+        out.extend_from_slice(&chunk[..n]);
+    }
+    Ok(Bytes::from(out))
 }
 
 /// Inflates `bytes`, refusing more than `limit` inflated bytes.

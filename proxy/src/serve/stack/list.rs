@@ -12,9 +12,10 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use regroup_config::Direction;
 
-use super::{Exchange, Forward, BODY_LIMIT};
+use super::{Exchange, Forward};
 use crate::rewrite::list_stream::ListStream;
 use crate::rewrite::Engine;
+use crate::serve::budget::{self, Held};
 use crate::upstream::{Body, BoxError};
 
 struct State {
@@ -22,6 +23,8 @@ struct State {
     dir: Direction,
     body: Incoming,
     list: Option<ListStream>,
+    /// The item being read and the output being sent, from the budget.
+    held: Held,
 }
 
 fn aborted(e: impl Into<BoxError>) -> Result<http_body::Frame<Bytes>, BoxError> {
@@ -34,6 +37,7 @@ pub(crate) fn stream(
     x: &Exchange,
     mut parts: Parts,
     body: Incoming,
+    held: Held,
 ) -> Response<Body> {
     parts.headers.remove(header::CONTENT_LENGTH);
     let addressed = x.kind().map(|k| (x.info.group.clone(), k));
@@ -41,7 +45,9 @@ pub(crate) fn stream(
         engine: x.engine.clone(),
         dir: fwd.dir.flip(),
         body,
-        list: Some(ListStream::new(addressed, BODY_LIMIT)),
+        // An item is one object.
+        list: Some(ListStream::new(addressed, fwd.limits.object)),
+        held,
     };
     let s = futures_util::stream::unfold(st, |mut st| async move {
         loop {
@@ -50,6 +56,18 @@ pub(crate) fn stream(
             match st.body.frame().await {
                 Some(Ok(f)) => {
                     let Ok(data) = f.into_data() else { continue };
+                    // What was sent is given back; the item being read, the
+                    // chunk and its renamed copy are taken.
+                    let need = list.held() + 2 * data.len();
+                    if let Err(r) = st.held.set(need, budget::budget().deadline()).await {
+                        let f = r.failure("a list item", true);
+                        tracing::error!(
+                            "the API server's list can't be renamed, aborting the response: {}",
+                            f.message
+                        );
+                        st.list = None;
+                        return Some((aborted(f.message), st));
+                    }
                     match list.feed(rw, &data) {
                         Ok(out) if out.is_empty() => continue,
                         Ok(out) => return Some((Ok(http_body::Frame::data(Bytes::from(out))), st)),

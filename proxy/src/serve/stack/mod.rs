@@ -63,6 +63,8 @@ pub struct BodyLimits {
     pub request: usize,
     /// A gzip response body once inflated (`maxInflatedBytes`).
     pub inflated: usize,
+    /// One object regroup holds to rename (`maxObjectBytes`).
+    pub object: usize,
 }
 
 impl Default for BodyLimits {
@@ -76,6 +78,7 @@ impl From<&regroup_config::Limits> for BodyLimits {
         BodyLimits {
             request: l.max_request_body_bytes,
             inflated: l.max_inflated_bytes,
+            object: l.max_object_bytes,
         }
     }
 }

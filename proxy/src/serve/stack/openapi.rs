@@ -9,7 +9,8 @@ use http::Response;
 use hyper::body::Incoming;
 
 use super::{etag, Exchange, Forward, BODY_LIMIT};
-use crate::serve::body::{collect, full};
+use crate::serve::body::{collect_held, full, holding, HeldCollectError};
+use crate::serve::budget::{self, Reason};
 use crate::serve::status::Failure;
 use crate::upstream::Body;
 
@@ -35,12 +36,24 @@ pub(crate) async fn rename(
         // Never passed through unrenamed.
         return Err(super::errors::unrenamable_answer());
     }
-    let bytes = collect(body, BODY_LIMIT)
-        .await
-        .map_err(|e| Failure::bad_gateway(format!("reading the API server's OpenAPI: {e}")))?;
+    // The document and its renamed copy, from the memory budget.
+    let b = budget::budget();
+    let mut held = b.empty();
+    let got = collect_held(body, BODY_LIMIT, 2, &mut held, b.deadline()).await;
+    let bytes = got.map_err(|e| match e {
+        HeldCollectError::TooLarge(n) => {
+            budget::refused(Reason::ObjectTooLarge, "an OpenAPI document", n);
+            Failure::bad_gateway(format!("the API server's OpenAPI is larger than {n} bytes"))
+        }
+        HeldCollectError::Budget(r) => r.failure("the API server's OpenAPI", true),
+        HeldCollectError::Io(e) => {
+            Failure::bad_gateway(format!("reading the API server's OpenAPI: {e}"))
+        }
+    })?;
     let json = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     if !json && !v2 {
-        return Ok(Response::from_parts(parts, full(bytes)));
+        held.shrink(bytes.len());
+        return Ok(Response::from_parts(parts, holding(full(bytes), held)));
     }
     let out = x
         .engine
@@ -50,8 +63,9 @@ pub(crate) async fn rename(
         })?;
     etag::tag(&x.engine, &mut parts.headers);
     let bytes = out.map(Bytes::from).unwrap_or(bytes);
+    held.shrink(bytes.len());
     parts
         .headers
         .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-    Ok(Response::from_parts(parts, full(bytes)))
+    Ok(Response::from_parts(parts, holding(full(bytes), held)))
 }

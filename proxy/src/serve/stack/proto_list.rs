@@ -13,6 +13,8 @@ use hyper::body::Incoming;
 use super::{Exchange, Forward, BODY_LIMIT};
 use crate::rewrite::protobuf::list_stream::ListStream;
 use crate::rewrite::RewriteError;
+use crate::serve::body::holding;
+use crate::serve::budget::{self, Held};
 use crate::serve::status::Failure;
 use crate::upstream::{Body, BoxError};
 
@@ -26,16 +28,26 @@ pub(crate) async fn rename(
     x: &Exchange,
     mut parts: Parts,
     mut body: Incoming,
+    mut held: Held,
 ) -> Result<Response<Body>, Failure> {
     let rw = x.engine.proto(fwd.dir.flip());
     let mut list = ListStream::new(x.kind().map(|k| (x.info.group.as_str(), k)), BODY_LIMIT);
+    let b = budget::budget();
     while let Some(frame) = body.frame().await {
         let frame = frame
             .map_err(|e| Failure::bad_gateway(format!("reading the API server's response: {e}")))?;
         if let Ok(data) = frame.into_data() {
+            // The list held whole (its renamed items until the end, and
+            // the chunk being read) is taken from the memory budget.
+            held.set(list.held() + data.len(), b.deadline())
+                .await
+                .map_err(|r| r.failure("the API server's protobuf list", true))?;
             list.feed(rw, &data).map_err(bad)?;
         }
     }
+    held.set(list.held(), b.deadline())
+        .await
+        .map_err(|r| r.failure("the API server's protobuf list", true))?;
     let chunks = list.finish(rw).map_err(bad)?;
     let len: usize = chunks.iter().map(Bytes::len).sum();
     parts
@@ -44,6 +56,10 @@ pub(crate) async fn rename(
     let frames = chunks
         .into_iter()
         .map(|c| Ok::<_, BoxError>(http_body::Frame::data(c)));
-    let body = StreamBody::new(futures_util::stream::iter(frames)).boxed();
+    held.shrink(len);
+    let body = holding(
+        StreamBody::new(futures_util::stream::iter(frames)).boxed(),
+        held,
+    );
     Ok(Response::from_parts(parts, body))
 }

@@ -102,7 +102,7 @@ pub(crate) async fn serve(
     own: bool,
 ) -> Result<Response<Body>, Failure> {
     let media = MediaType::of(&headers);
-    let bytes = read(fwd, body).await?;
+    let (bytes, _held) = read(fwd, body).await?;
     if media == MediaType::Patch(PatchKind::Json) {
         let plain = inflated(fwd, &mut headers, bytes.clone())?;
         let ops = parse(&plain)?;
@@ -188,8 +188,8 @@ fn inflated(fwd: &Forward, headers: &mut HeaderMap, bytes: Bytes) -> Result<Byte
         None => Ok(bytes),
         Some(e) if e.eq_ignore_ascii_case(b"identity") => Ok(bytes),
         Some(e) if e.eq_ignore_ascii_case(b"gzip") => {
-            let out = gzip::inflate(&bytes, fwd.limits.inflated)
-                .map_err(gzip::InflateError::of_request)?;
+            let limit = fwd.limits.inflated.min(fwd.limits.request);
+            let out = gzip::inflate(&bytes, limit).map_err(gzip::InflateError::of_request)?;
             headers.remove(header::CONTENT_ENCODING);
             Ok(out)
         }

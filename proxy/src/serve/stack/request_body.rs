@@ -10,7 +10,8 @@ use hyper::body::Incoming;
 use super::{gzip, Exchange, Forward};
 use crate::kube::{MediaType, Wire};
 use crate::rewrite::{Context, RewriteError};
-use crate::serve::body::{collect, full, pass, CollectError};
+use crate::serve::body::{collect_held, full, holding, pass, HeldCollectError};
+use crate::serve::budget::{self, budget, Held, Reason};
 use crate::serve::status::Failure;
 use crate::serve::trust;
 use crate::upstream::Body;
@@ -43,13 +44,35 @@ pub(crate) async fn rename(
         }
         _ => {}
     }
-    let bytes = read(fwd, body).await?;
+    let (mut bytes, mut held) = read(fwd, body).await?;
+    if is_gzip(headers) {
+        // Inflated here, every byte taken from the budget as it comes;
+        // renamed bytes go upstream uncompressed, so inflated they are
+        // within `maxRequestBodyBytes` too.
+        let limit = fwd.limits.inflated.min(fwd.limits.request);
+        let plain = gzip::inflate_held(&bytes, limit, &mut held)
+            .await
+            .map_err(gzip::InflateError::of_request)?;
+        // The renamed copy of the inflated bytes.
+        held.grow(plain.len(), budget().deadline())
+            .await
+            .map_err(|r| r.failure("renaming the request body", false))?;
+        bytes = plain;
+        headers.remove(header::CONTENT_ENCODING);
+    }
     let mut bytes = renamed(fwd, x, headers, media, bytes)?;
     if let Some(r) = &fwd.registration {
         bytes = trust::hooks::registration_request_body(r, &x.info, media, bytes)?;
     }
+    // What is sent is held until it is; the input is given back.
+    held.shrink(bytes.len());
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-    Ok(full(bytes))
+    Ok(holding(full(bytes), held))
+}
+
+fn is_gzip(h: &HeaderMap) -> bool {
+    h.get(header::CONTENT_ENCODING)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"))
 }
 
 /// A whole request body renamed by the engine (inflated first when gzip;
@@ -68,9 +91,10 @@ pub(crate) fn renamed(
         None => {}
         Some(e) if e.eq_ignore_ascii_case(b"identity") => {}
         Some(e) if e.eq_ignore_ascii_case(b"gzip") => {
-            // Renamed bytes go upstream uncompressed.
-            bytes = gzip::inflate(&bytes, fwd.limits.inflated)
-                .map_err(gzip::InflateError::of_request)?;
+            // Renamed bytes go upstream uncompressed, so inflated they are
+            // within `maxRequestBodyBytes` too.
+            let limit = fwd.limits.inflated.min(fwd.limits.request);
+            bytes = gzip::inflate(&bytes, limit).map_err(gzip::InflateError::of_request)?;
             headers.remove(header::CONTENT_ENCODING);
         }
         Some(_) => return Err(Failure::unsupported(
@@ -100,14 +124,25 @@ pub(crate) fn renamed(
     Ok(bytes)
 }
 
-/// A whole request body, within `limits.maxRequestBodyBytes`.
-pub(crate) async fn read(fwd: &Forward, body: Incoming) -> Result<Bytes, Failure> {
-    collect(body, fwd.limits.request)
-        .await
-        .map_err(|e| match e {
-            CollectError::TooLarge(n) => {
-                Failure::too_large(format!("request body larger than {n} bytes"))
-            }
-            CollectError::Io(m) => Failure::bad_request(m),
-        })
+/// A whole request body, within `limits.maxRequestBodyBytes`: refused
+/// from its `Content-Length` before any of it is read, else as soon as the
+/// bytes that arrive pass the limit. Twice its bytes (the body and its
+/// renamed copy) are taken from the memory budget before they are read
+/// (all at once for a known length), held by the returned [`Held`].
+pub(crate) async fn read(fwd: &Forward, body: Incoming) -> Result<(Bytes, Held), Failure> {
+    let limit = fwd.limits.request;
+    let b = budget();
+    let mut held = b.empty();
+    let got = collect_held(body, limit, 2, &mut held, b.deadline()).await;
+    let bytes = got.map_err(|e| match e {
+        HeldCollectError::TooLarge(_) => {
+            budget::refused(Reason::RequestTooLarge, "a request body", limit);
+            Failure::too_large(format!(
+                "request body larger than {limit} bytes (limits.maxRequestBodyBytes)"
+            ))
+        }
+        HeldCollectError::Budget(r) => r.failure("the request body", false),
+        HeldCollectError::Io(m) => Failure::bad_request(m),
+    })?;
+    Ok((bytes, held))
 }

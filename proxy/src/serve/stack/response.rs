@@ -10,6 +10,7 @@ use super::{
 };
 use crate::kube::{media, MediaType, Wire};
 use crate::serve::body::pass;
+use crate::serve::budget;
 use crate::serve::status::Failure;
 use crate::serve::trust::{hooks, webhooks};
 use crate::upstream::Body;
@@ -64,8 +65,15 @@ pub(crate) async fn rename(
         trust,
         registration,
     };
+    // Every body renamed below is held, at least a chunk at a time: new
+    // work waits for the memory budget here (then 429), before any
+    // response header is sent.
+    let mut held = budget::budget().empty();
+    held.grow(ADMISSION, budget::budget().deadline())
+        .await
+        .map_err(|r| r.failure("a response to rename", true))?;
     if x.info.watch && success {
-        return watch::rename(fwd, x, answer);
+        return watch::rename(fwd, x, answer, held);
     }
     let list = !gzip
         && x.info.name.is_none()
@@ -75,14 +83,20 @@ pub(crate) async fn rename(
         && answer.registration.is_none();
     if list && media == MediaType::Json {
         // Memory bounded by one item, not by the list.
-        return Ok(list::stream(fwd, x, answer.parts, answer.body));
+        return Ok(list::stream(fwd, x, answer.parts, answer.body, held));
     }
     if list && media == MediaType::Protobuf {
         // The input never held whole; the output sent once complete.
-        return proto_list::rename(fwd, x, answer.parts, answer.body).await;
+        return proto_list::rename(fwd, x, answer.parts, answer.body, held).await;
     }
+    // Takes what it needs itself.
+    drop(held);
     whole::rename(fwd, x, answer).await
 }
+
+/// What a response to rename takes from the memory budget to start: one
+/// read's worth (hyper reads at most this much at a time).
+const ADMISSION: usize = 64 << 10;
 
 fn is_gzip(h: &HeaderMap) -> bool {
     h.get(header::CONTENT_ENCODING)

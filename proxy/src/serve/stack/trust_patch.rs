@@ -228,7 +228,8 @@ pub(crate) async fn serve(
     headers: HeaderMap,
     body: Incoming,
 ) -> Result<Response<Body>, Failure> {
-    let ops = parse(&read(fwd, body).await?)?;
+    let (bytes, _held) = read(fwd, body).await?;
+    let ops = parse(&bytes)?;
     read_modify_write(fwd, trust, x, query, headers, &ops).await
 }
 

@@ -12,6 +12,7 @@ use crate::kube::MediaType;
 use crate::rewrite::framing::Framing;
 use crate::rewrite::{Catalog, Context};
 use crate::serve::body::{rewrite_frames, Rewritten};
+use crate::serve::budget::Held;
 use crate::serve::metrics::metrics;
 use crate::serve::status::Failure;
 use crate::serve::trust::hooks;
@@ -22,6 +23,7 @@ pub(crate) fn rename(
     fwd: &Forward,
     x: &Exchange,
     answer: Answer,
+    held: Held,
 ) -> Result<Response<Body>, Failure> {
     let (mut parts, body, trust) = (answer.parts, answer.body, answer.trust);
     let registration = answer.registration;
@@ -47,9 +49,12 @@ pub(crate) fn rename(
         x.info.resource.as_deref().is_some_and(|r| {
             Catalog::name_form_of_resource(engine.map(), &x.info.group, r).is_some()
         });
+    // An event is one object.
     let body = rewrite_frames(
         body,
         framing,
+        fwd.limits.object,
+        held,
         move |event| {
             let _open = &open;
             let cx = Context {

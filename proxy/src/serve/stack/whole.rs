@@ -8,7 +8,8 @@ use http::Response;
 use super::{gzip, Answer, Exchange, Forward, BODY_LIMIT};
 use crate::kube::MediaType;
 use crate::rewrite::{yaml, Context, RewriteError};
-use crate::serve::body::{collect, full};
+use crate::serve::body::{collect_held, full, holding, HeldCollectError};
+use crate::serve::budget::{self, Reason};
 use crate::serve::status::Failure;
 use crate::serve::trust::hooks;
 use crate::upstream::Body;
@@ -21,12 +22,41 @@ pub(crate) async fn rename(
 ) -> Result<Response<Body>, Failure> {
     let (mut parts, media, trust) = (answer.parts, answer.media, answer.trust);
     let registration = answer.registration;
-    let mut bytes = collect(answer.body, BODY_LIMIT)
-        .await
-        .map_err(|e| Failure::bad_gateway(format!("reading the API server's response: {e}")))?;
+    // One object within `maxObjectBytes`; a list that can't be streamed
+    // (gzip, or one the front trust or webhook registration look at)
+    // within the old whole-body limit. Both within the memory budget.
+    let limit = if x.info.name.is_some() {
+        fwd.limits.object
+    } else {
+        BODY_LIMIT
+    };
+    let b = budget::budget();
+    let mut held = b.empty();
+    // The body, and (when not gzip) its renamed copy.
+    let factor = if answer.gzip { 1 } else { 2 };
+    let got = collect_held(answer.body, limit, factor, &mut held, b.deadline()).await;
+    let mut bytes = got.map_err(|e| match e {
+        HeldCollectError::TooLarge(n) => {
+            budget::refused(Reason::ObjectTooLarge, "an answer", n);
+            Failure::bad_gateway(format!(
+                "the API server's response is larger than {n} bytes (limits.maxObjectBytes)"
+            ))
+        }
+        HeldCollectError::Budget(r) => r.failure("the API server's response", true),
+        HeldCollectError::Io(e) => {
+            Failure::bad_gateway(format!("reading the API server's response: {e}"))
+        }
+    })?;
     if answer.gzip {
-        bytes =
-            gzip::inflate(&bytes, fwd.limits.inflated).map_err(gzip::InflateError::of_upstream)?;
+        let limit = fwd.limits.inflated.min(limit);
+        let plain = gzip::inflate_held(&bytes, limit, &mut held)
+            .await
+            .map_err(gzip::InflateError::of_upstream)?;
+        // The compressed bytes go; the renamed copy comes.
+        held.set(plain.len() * 2, b.deadline())
+            .await
+            .map_err(|r| r.failure("renaming the API server's response", true))?;
+        bytes = plain;
         parts.headers.remove(header::CONTENT_ENCODING);
     }
     let bad = |e: RewriteError| {
@@ -70,8 +100,10 @@ pub(crate) async fn rename(
         None => out,
     };
     let bytes = out.map(Bytes::from).unwrap_or(bytes);
+    // What is sent is held until it is.
+    held.shrink(bytes.len());
     parts
         .headers
         .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-    Ok(Response::from_parts(parts, full(bytes)))
+    Ok(Response::from_parts(parts, holding(full(bytes), held)))
 }

@@ -23,7 +23,8 @@ use bytes::Bytes;
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use regroup_config::Direction;
 
-use super::body::{collect, full, CollectError};
+use super::body::{collect, collect_held, full, HeldCollectError};
+use super::budget;
 use super::live::Live;
 use super::metrics::metrics;
 use super::status::Failure;
@@ -139,19 +140,25 @@ impl Webhooks {
         let query = req.uri().query().map(str::to_owned);
         let too_large = |limit| {
             (
-                Failure::too_large(format!("a review is limited to {limit} bytes")),
+                Failure::too_large(format!(
+                    "a review is limited to {limit} bytes (limits.maxReviewBytes)"
+                )),
                 "too_large",
             )
         };
-        if http_body::Body::size_hint(req.body()).lower() > self.max_body as u64 {
-            return Err(too_large(self.max_body));
-        }
-        let body = collect(req.into_body(), self.max_body)
-            .await
-            .map_err(|e| match e {
-                CollectError::TooLarge(l) => too_large(l),
-                CollectError::Io(e) => (Failure::bad_request(e), "read"),
-            })?;
+        // The review and its renamed copy, from the memory budget (refused
+        // from `Content-Length` before any of it is read).
+        let b = budget::budget();
+        let mut held = b.empty();
+        let got = collect_held(req.into_body(), self.max_body, 2, &mut held, b.deadline()).await;
+        let body = got.map_err(|e| match e {
+            HeldCollectError::TooLarge(l) => {
+                budget::refused(budget::Reason::RequestTooLarge, "a review", l);
+                too_large(l)
+            }
+            HeldCollectError::Budget(r) => (r.failure("the review", false), "memory"),
+            HeldCollectError::Io(e) => (Failure::bad_request(e), "read"),
+        })?;
         let engine = self.live.load();
         let bad = |e: String| (Failure::bad_request(e), "bad_review");
         let cluster_review = Review::read(&body).map_err(bad)?;
