@@ -573,7 +573,9 @@ fn sidecar_config(config_text: &str, opts: &Options) -> Result<String, InjectErr
     let file: Json = serde_saphyr::from_str(config_text)
         .map_err(|e| InjectError(format!("reading the configuration: {e}")))?;
     let mut out = Map::new();
-    for key in ["rules", "fields"] {
+    // Everything that decides what is renamed goes along: the sidecar must
+    // rename exactly as the manifests were rendered.
+    for key in ["rules", "fields", "names", "metadata"] {
         if let Some(v) = file.get(key) {
             out.insert(key.into(), v.clone());
         }

@@ -368,3 +368,51 @@ fn helm_test_hooks_are_left_alone_unless_asked() {
         "regroup"
     );
 }
+
+/// The sidecar renames exactly as the manifests were rendered: a
+/// configuration's `names:` and `metadata:` reach the sidecar's ConfigMap,
+/// and the configuration it loads there has the same rules.
+#[test]
+fn the_sidecar_config_keeps_names_and_metadata() {
+    let text = "
+rules:
+  - {from: cert-manager.io, to: cert-manager.team-b.example.com}
+names:
+  prefix: team-b-
+  keep: [shared-reader]
+metadata:
+  prefixes:
+    - {from: cert-manager.io, to: cert-manager.team-b.example.com}
+  values:
+    - {key: app.kubernetes.io/managed-by, from: cert-manager, to: cert-manager-team-b}
+  exclude:
+    - {kind: Secret, name: keep-me}
+";
+    let settings = regroup_config::load(text).unwrap();
+    let input = std::fs::read_to_string(dir().join("deployment.yaml")).unwrap();
+    let out = inject(&input, text, &settings, &golden_opts()).unwrap();
+    let all = docs(&out);
+    let cm = all
+        .iter()
+        .find(|d| d["kind"] == "ConfigMap")
+        .expect("the sidecar's ConfigMap");
+    let inner = cm["data"]["config.yaml"].as_str().unwrap();
+    let loaded = regroup_config::load(inner).unwrap();
+    assert_eq!(loaded.map.metadata(), settings.map.metadata());
+    assert!(
+        loaded.map.metadata().is_some(),
+        "metadata rules reached the sidecar"
+    );
+    let rename = |s: &regroup_config::Settings| {
+        let names = s.map.object_names().expect("names are on");
+        (
+            names.to_cluster("foo-viewer"),
+            names.to_cluster("shared-reader"),
+        )
+    };
+    assert_eq!(rename(&loaded), rename(&settings));
+    assert_eq!(
+        rename(&loaded),
+        (Some("team-b-foo-viewer".to_owned()), None)
+    );
+}

@@ -98,6 +98,10 @@ fields:
 names:
 {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- with .Values.metadata }}
+metadata:
+{{- toYaml . | nindent 2 }}
+{{- end }}
 listeners:
   http: 127.0.0.1:{{ .Values.regroup.httpPort }}
 {{- if eq .Values.mode "inCluster" }}
