@@ -85,9 +85,13 @@ class Cluster:
                 v["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["replicas"].pop("maximum", None)  # (one dict: YAML anchors)
         self.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
 
-    def migrate(self, *args, env=None):
+    def migrate(self, *args, env=None, stopped=True):
+        # The tests write the sources themselves moments before moving them:
+        # `--controllers-stopped` says those writes were theirs (one test
+        # runs without it and sees the refusal).
+        extra = ["--controllers-stopped"] if stopped and "--yes" in args else []
         argv = [self.binary, "migrate", "--from", self.configs["from"], "--to", self.configs["to"],
-                "--kubeconfig", self.kubeconfig, *args]
+                "--kubeconfig", self.kubeconfig, *args, *extra]
         p = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=dict(os.environ, **(env or {})))
         return p.returncode, p.stdout + p.stderr
 
@@ -168,6 +172,14 @@ def test_foos_move_with_their_children_and_status(cluster):
                  "dependent to re-point: ConfigMap mig/beta-cm", "dependent to re-point: ConfigMap mig/child-cm",
                  f"CustomResourceDefinition foos.{A}: the source CRD", "dry run: nothing was changed"):
         assert line in out, (line, out)
+    assert c.rv() == rv and not c.foos(B)
+
+    # Written seconds ago by someone else (this test): a controller may be
+    # running, so --yes alone moves nothing.
+    code, out = c.migrate("--yes", stopped=False)
+    assert code == 1, out
+    assert "a controller may still be running" in out and "Foo mig/aaa-child: written by" in out, out
+    assert "refusing to move" in out and "moving:" not in out, out
     assert c.rv() == rv and not c.foos(B)
 
     code, out = c.migrate("--yes")
@@ -330,3 +342,44 @@ def test_retries_through_a_failing_apiserver(cluster):
                 "500 InternalError: stand-in --flaky: applied, answer lost", "no answer: "):
         assert f"({why}" in out, (why, out)
     assert_moved(c, before)
+
+
+def test_references_are_listed_then_renamed_when_asked(cluster):
+    """A ClusterRole and a webhook configuration that name the source group:
+    listed as still pointing at it (with the hint), then, with
+    --rename-references, their rules moved to the target group (nothing
+    else of them changed), after the Foos moved."""
+    c = cluster
+    c.install_crd(A)
+    c.install_crd(B)
+    role = c.ok("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "foo-editor", "labels": {"keep": "me"}},
+        "rules": [{"apiGroups": [A], "resources": ["foos", "foos/status"], "verbs": ["*"]},
+                  {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"]}]})
+    hook = c.ok("POST", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "foo-hook"},
+        "webhooks": [{"name": "v.foo.example.com", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                      "clientConfig": {"url": "https://127.0.0.1:1/validate"},
+                      "rules": [{"apiGroups": [A], "apiVersions": ["v1alpha1"], "operations": ["CREATE"],
+                                 "resources": ["foos"]}]}]})
+    code, out = c.migrate()
+    assert code == 0, out
+    assert "ClusterRole foo-editor: rules[0].apiGroups[0] (--rename-references renames it)" in out, out
+    assert "ValidatingWebhookConfiguration foo-hook:" in out, out
+
+    code, out = c.migrate("--yes", "--rename-references")
+    assert code == 0, out
+    assert "references to rename" in out and "renaming references:" in out, out
+    assert "ClusterRole foo-editor: renamed" in out, out
+    assert "ValidatingWebhookConfiguration foo-hook: renamed" in out, out
+    assert out.index("moved") < out.index("renaming references:"), out
+    new_role = c.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/foo-editor")
+    assert new_role["rules"][0]["apiGroups"] == [B]
+    assert new_role["rules"][1] == role["rules"][1]
+    assert new_role["metadata"]["labels"] == {"keep": "me"}
+    assert new_role["metadata"]["uid"] == role["metadata"]["uid"]
+    new_hook = c.get("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/foo-hook")
+    assert new_hook["webhooks"][0]["rules"][0]["apiGroups"] == [B]
+    assert new_hook["webhooks"][0]["clientConfig"] == hook["webhooks"][0]["clientConfig"]

@@ -160,6 +160,15 @@ enum Command {
         /// Move only this kind (kind, plural or plural.group; repeatable).
         #[arg(long = "kind")]
         kinds: Vec<String>,
+        /// Also rename the old groups in ClusterRole/Role rules and webhook
+        /// configurations' rules (else they are listed as still pointing at
+        /// the old group).
+        #[arg(long)]
+        rename_references: bool,
+        /// Move even though a source object was written by someone else in
+        /// the last minute (a sign that its controller still runs).
+        #[arg(long)]
+        controllers_stopped: bool,
     },
 }
 
@@ -228,6 +237,8 @@ fn main() -> ExitCode {
         yes,
         release_finalizers,
         kinds,
+        rename_references,
+        controllers_stopped,
     } = cli.command
     {
         let side = |s: &str| -> Result<Option<Settings>, String> {
@@ -246,6 +257,8 @@ fn main() -> ExitCode {
                 yes,
                 release_finalizers,
                 kinds,
+                rename_references,
+                controllers_stopped,
             },
             (Err(e), _) | (_, Err(e)) => {
                 eprintln!("regroup: {e}");

@@ -92,6 +92,9 @@ const JSON: &str = "application/json";
 const METADATA_LIST: &str =
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
 
+/// The field manager of every write `migrate` makes.
+pub const FIELD_MANAGER: &str = "regroup-migrate";
+
 impl Api {
     /// A client over `client`.
     pub fn new(client: OwnClient) -> Api {
@@ -195,6 +198,16 @@ impl Api {
         body: &Json,
     ) -> Result<Json, CallError> {
         let bytes = Bytes::from(serde_json::to_vec(body).expect("JSON values serialize"));
+        // Its own field manager: its writes are told from a controller's
+        // (see `plan::recent_writers`) and field ownership says who moved it.
+        let managed;
+        let path = if method == Method::DELETE {
+            path
+        } else {
+            let sep = if path.contains('?') { '&' } else { '?' };
+            managed = format!("{path}{sep}fieldManager={FIELD_MANAGER}");
+            &managed
+        };
         let out = self
             .call(
                 method,

@@ -49,6 +49,23 @@ pub struct Options {
     pub release_finalizers: bool,
     /// Only these kinds (kind, plural or `plural.group`); empty: all.
     pub kinds: Vec<String>,
+    /// Also rename the source groups in RBAC rules and webhook
+    /// configurations' rules (else they are only listed).
+    pub rename_references: bool,
+    /// Act even though a source was written by someone else moments ago.
+    pub controllers_stopped: bool,
+}
+
+/// A source written by another field manager within this many seconds
+/// suggests its controller still runs (see `plan::recent_writers`).
+const RECENT_WRITE_SECS: i64 = 60;
+
+/// An object outside the migration that names a source group.
+struct Reference {
+    /// `Kind namespace/name: paths`.
+    line: String,
+    /// Its API path, when `--rename-references` can rename it.
+    path: Option<String>,
 }
 
 /// Runs a migration. `Ok(true)`: everything moved (or, in a dry run, the
@@ -179,12 +196,27 @@ impl<'a> Migration<'a> {
         self.scan_dependents().await?;
         let references = self.references().await;
         let plan_ok = self.print_plan(&references);
+        let recent = self.recently_written();
+        if !recent.is_empty() {
+            println!();
+            println!("a controller may still be running: written in the last {RECENT_WRITE_SECS} s by someone other than regroup migrate:");
+            for r in &recent {
+                println!("  {r}");
+            }
+            if self.opts.yes && !self.opts.controllers_stopped {
+                println!("refusing to move while they may be written: stop the operator's controllers (or, if these writes were yours, pass --controllers-stopped)");
+                return Ok(false);
+            }
+        }
         if !self.opts.yes {
             println!();
             println!("dry run: nothing was changed. Stop the operator's controllers for these groups, then run again with --yes to move.");
             return Ok(plan_ok);
         }
-        let all_ok = self.act().await;
+        let mut all_ok = self.act().await;
+        if self.opts.rename_references {
+            all_ok &= self.rename_references(&references).await;
+        }
         let verified = self.verify().await;
         println!();
         if plan_ok && all_ok && verified {
@@ -325,7 +357,7 @@ impl<'a> Migration<'a> {
     /// Objects that still name a source group where the migration does
     /// not rename (RBAC rules, webhook rules, APIServices, the source
     /// CRDs): `Kind name: paths`.
-    async fn references(&self) -> Vec<String> {
+    async fn references(&self) -> Vec<Reference> {
         let groups: Vec<String> = self
             .kinds
             .iter()
@@ -360,30 +392,100 @@ impl<'a> Migration<'a> {
                         if at.is_empty() {
                             continue;
                         }
-                        let name = match plan::meta_str(&o, "namespace") {
-                            Some(ns) => {
-                                format!("{ns}/{}", plan::meta_str(&o, "name").unwrap_or(""))
-                            }
-                            None => plan::meta_str(&o, "name").unwrap_or("").to_owned(),
+                        let bare = plan::meta_str(&o, "name").unwrap_or("");
+                        let ns = plan::meta_str(&o, "namespace");
+                        let name = match ns {
+                            Some(ns) => format!("{ns}/{bare}"),
+                            None => bare.to_owned(),
                         };
-                        out.push(format!("{kind} {name}: {}", at.join(", ")));
+                        let path = plan::renamable_reference(kind).then(|| match ns {
+                            Some(ns) => {
+                                let (base, plural) = path.rsplit_once('/').unwrap_or(("", path));
+                                format!("{base}/namespaces/{ns}/{plural}/{bare}")
+                            }
+                            None => format!("{path}/{bare}"),
+                        });
+                        out.push(Reference {
+                            line: format!("{kind} {name}: {}", at.join(", ")),
+                            path,
+                        });
                     }
                 }
                 Err(e) if e.is_not_found() => {}
-                Err(e) => out.push(format!("{kind}s not checked: {e}")),
+                Err(e) => out.push(Reference {
+                    line: format!("{kind}s not checked: {e}"),
+                    path: None,
+                }),
             }
         }
         for k in &self.kinds {
-            out.push(format!(
-                "CustomResourceDefinition {}: the source CRD (delete it once no object is left in it)",
-                k.source.name
-            ));
+            out.push(Reference {
+                line: format!(
+                    "CustomResourceDefinition {}: the source CRD (delete it once no object is left in it)",
+                    k.source.name
+                ),
+                path: None,
+            });
         }
         out
     }
 
+    /// Renames the source groups in the rules of the references that can
+    /// be renamed in place (a PUT of the object as read, only its rules
+    /// changed; read again on a conflict). False when one failed.
+    async fn rename_references(&self, references: &[Reference]) -> bool {
+        println!();
+        println!("renaming references:");
+        let mut ok = true;
+        for r in references {
+            let Some(path) = &r.path else { continue };
+            let mut tries = 0;
+            let line = loop {
+                tries += 1;
+                let cur = match self.api.get(path).await {
+                    Ok(c) => c,
+                    Err(e) if e.is_not_found() => break "gone".to_owned(),
+                    Err(e) => break format!("FAILED: {e}"),
+                };
+                let next = match plan::renamed_references(&self.sides, &cur) {
+                    Ok(Some(n)) => n,
+                    Ok(None) => break "nothing to rename".to_owned(),
+                    Err(e) => break format!("FAILED: {e}"),
+                };
+                match self.api.replace(path, &next).await {
+                    Ok(_) => break "renamed".to_owned(),
+                    Err(e) if e.is_conflict() && tries < 5 => continue,
+                    Err(e) => break format!("FAILED: {e}"),
+                }
+            };
+            ok &= !line.starts_with("FAILED");
+            let what = r.line.split(':').next().unwrap_or(&r.line);
+            println!("  {what}: {line}");
+        }
+        ok
+    }
+
+    /// Sources another field manager wrote in the last
+    /// [`RECENT_WRITE_SECS`]: `label: manager Ns ago`.
+    fn recently_written(&self) -> Vec<String> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        self.sources
+            .iter()
+            .filter_map(|s| {
+                let w = plan::recent_writers(&s.obj, now, RECENT_WRITE_SECS);
+                let (manager, age) = w.first()?;
+                Some(format!(
+                    "{}: written by {manager} {age} s ago",
+                    s.label(&self.kinds[s.kind])
+                ))
+            })
+            .collect()
+    }
+
     /// Prints the plan; false when some kind can't move.
-    fn print_plan(&self, references: &[String]) -> bool {
+    fn print_plan(&self, references: &[Reference]) -> bool {
         let mut ok = true;
         let from_to: BTreeSet<(String, String)> = self
             .kinds
@@ -449,9 +551,25 @@ impl<'a> Migration<'a> {
                 println!("    {p}: {why}");
             }
         }
+        let (renamed, listed): (Vec<&Reference>, Vec<&Reference>) = references
+            .iter()
+            .partition(|r| self.opts.rename_references && r.path.is_some());
+        if !renamed.is_empty() {
+            println!(
+                "  references to rename (--rename-references: their rules move to the new group):"
+            );
+            for r in renamed {
+                println!("    {}", r.line);
+            }
+        }
         println!("  references still pointing at the old group (not changed by migrate):");
-        for r in references {
-            println!("    {r}");
+        for r in listed {
+            let hint = if r.path.is_some() {
+                " (--rename-references renames it)"
+            } else {
+                ""
+            };
+            println!("    {}{hint}", r.line);
         }
         ok
     }

@@ -584,3 +584,84 @@ pub fn references(obj: &Json, groups: &[String]) -> Vec<String> {
     walk(obj, "", groups, &mut out);
     out
 }
+
+/// The kinds whose references to a group `--rename-references` renames, and
+/// the fields it replaces: each holds group names only in rules, never in
+/// its name (an APIService's name carries its group, so it can't be renamed
+/// in place and is only listed).
+pub fn renamable_reference(kind: &str) -> bool {
+    matches!(
+        kind,
+        "ClusterRole" | "Role" | "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration"
+    )
+}
+
+/// `current` (a Role, ClusterRole or webhook configuration as the cluster
+/// holds it) with its rules moved to TO's groups, or `None` when nothing
+/// changes. Only the rules travel through the engines, in an object of the
+/// same kind without a name, so no other field (and no `names:` rule) can
+/// change: the object keeps its identity.
+pub fn renamed_references(sides: &Sides<'_>, current: &Json) -> Result<Option<Json>, String> {
+    let api_version = current.get("apiVersion").cloned().unwrap_or(Json::Null);
+    let kind = current.get("kind").cloned().unwrap_or(Json::Null);
+    let convert = |rules: &Json| -> Result<Json, String> {
+        let probe = serde_json::json!({"apiVersion": api_version, "kind": kind, "rules": rules});
+        let out = sides.convert(probe.to_string().as_bytes())?;
+        Ok(out.get("rules").cloned().unwrap_or(Json::Null))
+    };
+    let mut next = current.clone();
+    match kind.as_str() {
+        Some("ClusterRole" | "Role") => {
+            if let Some(rules) = current.get("rules") {
+                next["rules"] = convert(rules)?;
+            }
+        }
+        Some("ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration") => {
+            if let Some(hooks) = next.get_mut("webhooks").and_then(Json::as_array_mut) {
+                for h in hooks {
+                    if let Some(rules) = h.get("rules").cloned() {
+                        // Webhook rules sit under `webhooks[]`: the probe
+                        // carries them as one webhook's.
+                        let probe = serde_json::json!({"apiVersion": api_version, "kind": kind,
+                            "webhooks": [{"name": "probe", "rules": rules}]});
+                        let out = sides.convert(probe.to_string().as_bytes())?;
+                        h["rules"] = out
+                            .pointer("/webhooks/0/rules")
+                            .cloned()
+                            .unwrap_or(Json::Null);
+                    }
+                }
+            }
+        }
+        _ => return Ok(None),
+    }
+    Ok((next != *current).then_some(next))
+}
+
+/// Field managers other than regroup's own that wrote `obj` within
+/// `window` seconds before `now` (Unix seconds), newest first, with how
+/// long ago: a controller still running leaves such traces.
+pub fn recent_writers(obj: &Json, now: i64, window: i64) -> Vec<(String, i64)> {
+    let mut out: Vec<(String, i64)> = obj
+        .pointer("/metadata/managedFields")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|m| {
+            let manager = m.get("manager")?.as_str()?;
+            if manager == super::api::FIELD_MANAGER {
+                return None;
+            }
+            let t = m.get("time")?.as_str()?;
+            let at = time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
+                .ok()?
+                .unix_timestamp();
+            let age = now - at;
+            (0..=window)
+                .contains(&age)
+                .then(|| (manager.to_owned(), age))
+        })
+        .collect();
+    out.sort_by_key(|(_, age)| *age);
+    out
+}

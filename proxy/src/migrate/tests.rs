@@ -477,3 +477,77 @@ fn references_to_the_old_group_are_found() {
         ["spec.a", "spec.b", "spec.c"]
     );
 }
+
+/// `--rename-references`: a ClusterRole's and a webhook configuration's
+/// rules move from TEAM1 to TEAM2; their names (which `names:` would
+/// rename in a whole-object conversion), other groups and every other
+/// field stay; an object naming no source group is left.
+#[test]
+fn references_are_renamed_in_their_rules_only() {
+    let (t1, t2) = (settings(TEAM1), settings(TEAM2));
+    let (e1, e2) = (engine(&t1), engine(&t2));
+    let sides = Sides {
+        from: Some(&e1),
+        to: Some(&e2),
+    };
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "team1-8286340e-foo-editor", "resourceVersion": "9"},
+        "rules": [{"apiGroups": [TEAM1, "apps"], "resources": ["foos", "deployments"], "verbs": ["*"]},
+                  {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]});
+    let next = plan::renamed_references(&sides, &role).unwrap().unwrap();
+    assert_eq!(next["rules"][0]["apiGroups"], json!([TEAM2, "apps"]));
+    assert_eq!(next["rules"][1], role["rules"][1]);
+    assert_eq!(
+        next["metadata"], role["metadata"],
+        "identity and resourceVersion kept"
+    );
+
+    let hook = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "foo-hook"},
+        "webhooks": [{"name": "v.foo.example.com", "sideEffects": "None",
+            "clientConfig": {"url": "https://x/validate"},
+            "rules": [{"apiGroups": [TEAM1], "apiVersions": ["v1alpha1"],
+                       "operations": ["CREATE"], "resources": ["foos"]}]}]});
+    let next = plan::renamed_references(&sides, &hook).unwrap().unwrap();
+    assert_eq!(next["webhooks"][0]["rules"][0]["apiGroups"], json!([TEAM2]));
+    assert_eq!(
+        next["webhooks"][0]["clientConfig"],
+        hook["webhooks"][0]["clientConfig"]
+    );
+    assert_eq!(next["metadata"], hook["metadata"]);
+
+    let other = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "r", "namespace": "x"},
+        "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"]}]});
+    assert_eq!(plan::renamed_references(&sides, &other).unwrap(), None);
+    assert!(!plan::renamable_reference("APIService"));
+}
+
+/// Another manager's write in the last minute is a sign of a running
+/// controller; migrate's own writes, old writes and entries without a
+/// time are not.
+#[test]
+fn recent_writers_are_other_managers_within_the_window() {
+    let obj = json!({"metadata": {"managedFields": [
+        {"manager": "sample-controller", "operation": "Update", "time": "2026-11-26T10:00:50Z"},
+        {"manager": "kubectl-client-side-apply", "operation": "Update", "time": "2026-11-26T09:00:00Z"},
+        {"manager": super::api::FIELD_MANAGER, "operation": "Update", "time": "2026-11-26T10:00:59Z"},
+        {"manager": "no-time", "operation": "Update"},
+        {"manager": "other", "operation": "Update", "time": "2026-11-26T10:00:10Z"}
+    ]}});
+    let now = time::OffsetDateTime::parse(
+        "2026-11-26T10:01:00Z",
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap()
+    .unix_timestamp();
+    assert_eq!(
+        plan::recent_writers(&obj, now, 60),
+        vec![
+            ("sample-controller".to_owned(), 10),
+            ("other".to_owned(), 50)
+        ]
+    );
+    assert!(plan::recent_writers(&obj, now, 5).is_empty());
+    assert!(plan::recent_writers(&json!({}), now, 60).is_empty());
+}
