@@ -6,10 +6,9 @@
 #
 #   docker build -t regroup:dev .
 #
-# A static glibc resolves no host names without NSS files: upstreams named
-# by address (in-cluster: KUBERNETES_SERVICE_HOST is one) work as they are;
-# for a kubeconfig server named by host, add /etc/hosts entries to the pod
-# (hostAliases) or build FROM gcr.io/distroless/cc instead of scratch.
+# Host names resolve as in any container: a static glibc (2.34 and later)
+# has its files and dns lookups built in and reads the /etc/hosts and
+# /etc/resolv.conf the kubelet mounts (docs/deploy.md, "Image").
 FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY . .

@@ -42,15 +42,18 @@ PIDS+=("$!")
 for _ in $(seq 100); do [ -s "$DIR/standin.port" ] && break; sleep 0.1; done
 UP_PORT="$(awk '{print $2}' "$DIR/standin.port")"
 
-# The empty root: the binary, a kubeconfig naming the upstream by address
-# (a static glibc resolves no host names without NSS files), the rules.
-mkdir -p "$DIR/root"
+# The empty root: the binary, a kubeconfig naming the upstream by a host
+# name, the rules, and the /etc/hosts a kubelet mounts into every container
+# (with /etc/resolv.conf): a static glibc (2.34 and later) resolves names
+# from them with its built-in files and dns lookups, no NSS library needed.
+mkdir -p "$DIR/root/etc"
 cp "$BIN" "$DIR/root/regroup"
+echo "127.0.0.1 apiserver.static-selfcheck.test" >"$DIR/root/etc/hosts"
 cat >"$DIR/root/upstream.kubeconfig" <<KC
 apiVersion: v1
 kind: Config
 current-context: standin
-clusters: [{name: standin, cluster: {server: "http://127.0.0.1:$UP_PORT"}}]
+clusters: [{name: standin, cluster: {server: "http://apiserver.static-selfcheck.test:$UP_PORT"}}]
 contexts: [{name: standin, context: {cluster: standin, user: nobody}}]
 users: [{name: nobody, user: {}}]
 KC
@@ -59,7 +62,7 @@ rules:
   - from: samplecontroller.k8s.io
     to: samplecontroller.team1.example.com
 CFG
-echo "static-selfcheck: the empty root holds: $(cd "$DIR/root" && ls | tr '\n' ' ')"
+echo "static-selfcheck: the empty root holds: $(cd "$DIR/root" && find . -type f | sort | tr '\n' ' ')"
 APP_PORT="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 chroot "$DIR/root" /regroup serve -c /rules.yaml --kubeconfig /upstream.kubeconfig \
   --listen "127.0.0.1:$APP_PORT" 2>"$DIR/regroup.log" &

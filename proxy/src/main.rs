@@ -297,11 +297,11 @@ fn run(command: Command) -> Result<(), String> {
                 eprintln!("warning: {w}");
             }
             for f in &files {
-                for text in read_inputs(f)? {
-                    for w in regroup::render::warnings(&text, &settings)
-                        .map_err(|e| format!("{f}: {e}"))?
+                for (name, text) in read_named_inputs(f)? {
+                    for w in
+                        regroup::render::warnings(&text, &settings).map_err(|e| named(&name, e))?
                     {
-                        eprintln!("warning: {f}: {w}");
+                        eprintln!("warning: {name}: {w}");
                     }
                 }
             }
@@ -324,11 +324,9 @@ fn run(command: Command) -> Result<(), String> {
             let mut out = String::new();
             for f in &files {
                 for (name, input) in read_named_inputs(f)? {
-                    let rendered = renderer
-                        .render(&input)
-                        .map_err(|e| format!("{name}: {e}"))?;
-                    for w in regroup::render::warnings(&input, &settings)
-                        .map_err(|e| format!("{name}: {e}"))?
+                    let rendered = renderer.render(&input).map_err(|e| named(&name, e))?;
+                    for w in
+                        regroup::render::warnings(&input, &settings).map_err(|e| named(&name, e))?
                     {
                         eprintln!("warning: {name}: {w}");
                     }
@@ -368,7 +366,10 @@ fn run(command: Command) -> Result<(), String> {
                 .map_err(|e| format!("cannot read config {}: {e}", config.display()))?;
             let mut input = String::new();
             for f in &files {
-                for text in read_inputs(f)? {
+                for (name, text) in read_named_inputs(f)? {
+                    // Each file read on its own first, so that an error
+                    // names it and its own line, not the joined input's.
+                    regroup::render::warnings(&text, &settings).map_err(|e| named(&name, e))?;
                     input.push_str("\n---\n");
                     input.push_str(&text);
                 }
@@ -419,16 +420,18 @@ fn any_addr(s: &str) -> Result<std::net::SocketAddr, String> {
     regroup_config::addr::parse_listen(s, std::net::Ipv4Addr::UNSPECIFIED.into())
 }
 
-/// A file, `-`, or a directory's `*.yaml`, `*.yml` and `*.json` files (in
-/// name order, not recursive).
-fn read_inputs(file: &str) -> Result<Vec<String>, String> {
-    Ok(read_named_inputs(file)?
-        .into_iter()
-        .map(|(_, text)| text)
-        .collect())
+/// An error about the input named `name`: said first, and in the YAML
+/// parser's snippet (which only knows an `<input>`).
+fn named(name: &str, e: impl std::fmt::Display) -> String {
+    let e = e
+        .to_string()
+        .replace(" --> <input>:", &format!(" --> {name}:"));
+    format!("{name}: {e}")
 }
 
-/// [`read_inputs`], each with the name errors give it (`-`: standard input).
+/// A file, `-`, or a directory's `*.yaml`, `*.yml` and `*.json` files (in
+/// name order, not recursive), each with the name errors give it (`-`:
+/// standard input).
 fn read_named_inputs(file: &str) -> Result<Vec<(String, String)>, String> {
     let path = Path::new(file);
     if file == "-" || !path.is_dir() {

@@ -124,11 +124,39 @@ fn a_render_error_names_the_file_and_its_own_line() {
     );
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    // The bad file's own line 4, not line 10 of everything concatenated.
+    // The bad file's own line 4, not line 10 of everything concatenated,
+    // and the parser's snippet names the file too.
     assert!(
         err.contains(&format!("{}: document 1 (line 4)", bad.display())),
         "{err}"
     );
+    assert!(err.contains(&format!(" --> {}:4:", bad.display())), "{err}");
+    assert!(!err.contains("<input>"), "{err}");
+    // check and inject say the same, for the same files.
+    for cmd in ["check", "inject"] {
+        let out = regroup(
+            &[
+                cmd,
+                "-c",
+                cfg.to_str().unwrap(),
+                "-f",
+                d.join("good.yaml").to_str().unwrap(),
+                "-f",
+                bad.to_str().unwrap(),
+            ],
+            "",
+        );
+        assert!(!out.status.success(), "{cmd}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("{}: document 1 (line 4)", bad.display())),
+            "{cmd}: {err}"
+        );
+        assert!(
+            err.contains(&format!(" --> {}:4:", bad.display())),
+            "{cmd}: {err}"
+        );
+    }
     std::fs::remove_dir_all(&d).ok();
 }
 

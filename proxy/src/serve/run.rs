@@ -112,7 +112,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
     let result = runtime.block_on(async move {
         match reloader {
             Some(r) => {
-                tracing::info!("configuration reloaded on SIGHUP and when the file changes");
+                tracing::info!("watching the configuration: it will be reloaded on SIGHUP and whenever the file changes");
                 let hup = reload::hangup()?;
                 // The task lives as long as the runtime.
                 drop(tokio::spawn(reload::watch(r, hup)));
