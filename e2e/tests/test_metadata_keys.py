@@ -88,7 +88,7 @@ def deleted(name, **_):
 # The test's ConfigMaps, as the cluster holds them: whose label each carries.
 # No object is handled by both copies: each copy's Kopf would take the
 # other's bookkeeping for a change of the object and the two would write in
-# turn forever (docs/config.md, "Metadata keys": Kopf on one object twice).
+# turn forever (docs/config.md, "Metadata": one object handled by both copies).
 KOPF_OBJECTS = {
     "cm-a": {f"{OWN}/managed": "yes", "app": "demo"},  # copy A's
     "cm-b": {f"{OWN_B}/managed": "yes", "app": "demo"},  # copy B's
