@@ -237,11 +237,12 @@ class Store:
     def commit(self, etype, key, obj):  # the caller holds self.cond
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
+        prev = self.objs.get(key)  # for watches with a selector (see `watched`)
         if etype == "DELETED":
             self.objs.pop(key, None)
         else:
             self.objs[key] = obj
-        self.log.append((self.rv, etype, key, copy(obj)))
+        self.log.append((self.rv, etype, key, copy(obj), prev and copy(prev)))
         self.cond.notify_all()
         return obj
 
@@ -328,6 +329,25 @@ def selector(q):
 
 def matches(key, obj, r, sel):
     return key[:2] == (r.group, r.plural) and (r.ns is None or key[2] == r.ns) and sel(key, obj)
+
+
+def watched(etype, key, obj, prev, r, sel):
+    """The event a watch with selector `sel` sends for a change of `prev` into
+    `obj`, or None, as the apiserver's watch cache does
+    (k8s.io/apiserver/pkg/storage/cacher/cache_watcher.go, convertToWatchEvent):
+    an object that starts to match is ADDED, one that stops matching is
+    DELETED (its last matching state, at the new resourceVersion)."""
+    now_in = etype != "DELETED" and matches(key, obj, r, sel)
+    was_in = prev is not None and matches(key, prev, r, sel)
+    if etype == "DELETED":
+        return ("DELETED", obj) if matches(key, obj, r, sel) else None
+    if now_in:
+        return (etype if was_in else "ADDED", obj)
+    if was_in:
+        gone = copy(prev)
+        gone["metadata"]["resourceVersion"] = obj["metadata"]["resourceVersion"]
+        return "DELETED", gone
+    return None
 
 
 # ---- garbage collection ------------------------------------------------------------
@@ -1527,10 +1547,11 @@ class Handler(BaseHTTPRequestHandler):
                 evs = [e for e in STORE.log[last:] if e[0] > last]  # log index i holds rv i+1
                 if not evs:
                     STORE.cond.wait(timeout=min(0.5, max(deadline - time.monotonic(), 0)))
-            for erv, etype, key, obj in evs:
+            for erv, etype, key, obj, prev in evs:
                 last = erv
-                if matches(key, obj, r, sel):
-                    self.chunk(frame(etype, obj))
+                ev = watched(etype, key, obj, prev, r, sel)
+                if ev:
+                    self.chunk(frame(*ev))
             self.wfile.flush()
             if self.client_gone():
                 return

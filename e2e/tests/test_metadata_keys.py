@@ -327,6 +327,13 @@ def test_kubectl_label_selectors_are_renamed(version, selector_objects, meta_clu
         assert names(meta_cluster.kubectl.json("get", "configmaps", "-l", f"{SEL}=yes,{theirs}")) == expected, theirs
         for item in got["items"]:  # and shown in the app's names
             assert OWN_B not in json.dumps(item["metadata"]), item["metadata"]
+    # The human output (a Table whose rows carry the objects' metadata) shows
+    # the labels in the app's names too.
+    shown = app("get", "configmaps", "-l", f"{SEL}=yes,{OWN}/tier", "--show-labels")
+    rows = {line.split()[0]: line.split()[-1] for line in shown.splitlines()[1:]}
+    assert set(rows) == {"sel-web", "sel-db"}, shown
+    assert f"{OWN}/tier=web" in rows["sel-web"] and f"{OWN}/team=x" in rows["sel-web"], shown
+    assert OWN_B not in shown, shown
     # A selector regroup can't parse is refused, not passed on unrenamed.
     err = app.fails("get", "configmaps", "-l", f"{OWN}/tier in (web")
     assert "(BadRequest)" in err and "regroup:" in err, err
@@ -350,6 +357,60 @@ def test_python_client_label_selector_list_and_watch(selector_objects, meta_clus
             if seen >= expected:
                 w.stop()
         assert seen == expected, (mine, seen)
+
+
+@pytest.mark.parametrize("version", list(KUBECTLS), ids=[f"kubectl-{v}" for v in KUBECTLS])
+def test_kubectl_label_and_annotate_write_the_copys_own_keys(version, meta_cluster, copy_b, workdir):
+    """`kubectl label` / `annotate` (merge patches of metadata) by copy B on a
+    ConfigMap that carries copy A's keys: B's land under its cluster names,
+    removing "its" key removes B's, A's stay as they were."""
+    name = f"labelled-{version}"
+    meta_cluster.kubectl("create", "-f", "-", input=configmap(
+        name, labels={f"{OWN}/tier": "web"}, annotations={f"{OWN}/note": "a's"}))
+    app = Kubectl(copy_b.kubeconfig, workdir / "metadata-keys" / f"cache-copy-b-{version}", NS,
+                  copy_b.kubectl.logs, binary=KUBECTLS[version])
+    try:
+        app("label", "configmap", name, f"{OWN}/tier=db")
+        app("annotate", "configmap", name, f"{OWN}/note=b's")
+        md = cluster_cm(meta_cluster, name)["metadata"]
+        assert md["labels"] == {f"{OWN}/tier": "web", f"{OWN_B}/tier": "db"}, md
+        assert md["annotations"] == {f"{OWN}/note": "a's", f"{OWN_B}/note": "b's"}, md
+        app("label", "configmap", name, f"{OWN}/tier-")
+        app("annotate", "configmap", name, f"{OWN}/note-")
+        md = cluster_cm(meta_cluster, name)["metadata"]
+        assert md["labels"] == {f"{OWN}/tier": "web"}, md
+        assert md.get("annotations") == {f"{OWN}/note": "a's"}, md
+        # Copy A's key, addressed as copy B is shown it, is copy A's on the cluster.
+        app("label", "configmap", name, "--overwrite", f"{OWN}{SHADOW}/tier=web2")
+        assert cluster_cm(meta_cluster, name)["metadata"]["labels"] == {f"{OWN}/tier": "web2"}
+    finally:
+        meta_cluster.kubectl("delete", "configmap", name, "--ignore-not-found", "--wait=false")
+
+
+def test_python_client_watch_with_a_renamed_selector_sees_objects_come_and_go(meta_cluster, copy_b):
+    """A watch from a resourceVersion with `demo.kopf.example.io/phase=b`
+    (the cluster's `demo.team-b.example.com/phase=b`): a ConfigMap relabelled
+    into the selection is ADDED, relabelled out of it DELETED (in its last
+    matching state), as the apiserver's watch cache sends them."""
+    from kubernetes import client, config, watch
+    api = client.CoreV1Api(config.new_client_from_config(config_file=str(copy_b.kubeconfig)))
+    selector = f"{OWN}/phase=b"
+    meta_cluster.kubectl("create", "-f", "-", input=configmap("wt-1", {f"{OWN_B}/phase": "a"}))
+    try:
+        rv = api.list_namespaced_config_map(NS, label_selector=selector).metadata.resource_version
+        meta_cluster.kubectl("label", "configmap", "wt-1", "--overwrite", f"{OWN_B}/phase=b")
+        meta_cluster.kubectl("label", "configmap", "wt-1", "--overwrite", f"{OWN_B}/phase=c")
+        meta_cluster.kubectl("create", "-f", "-", input=configmap("wt-2", {f"{OWN_B}/phase": "b"}))
+        meta_cluster.kubectl("create", "-f", "-", input=configmap("wt-3", {f"{OWN}/phase": "b"}))  # copy A's
+        meta_cluster.kubectl("delete", "configmap", "wt-2")
+        events = []
+        for ev in watch.Watch().stream(api.list_namespaced_config_map, NS, label_selector=selector,
+                                       resource_version=rv, timeout_seconds=2, _request_timeout=30):
+            events.append((ev["type"], ev["object"].metadata.name, ev["object"].metadata.labels))
+        assert events == [("ADDED", "wt-1", {f"{OWN}/phase": "b"}), ("DELETED", "wt-1", {f"{OWN}/phase": "b"}),
+                          ("ADDED", "wt-2", {f"{OWN}/phase": "b"}), ("DELETED", "wt-2", {f"{OWN}/phase": "b"})], events
+    finally:
+        meta_cluster.kubectl("delete", "configmap", "wt-1", "wt-2", "wt-3", "--ignore-not-found", "--wait=false")
 
 
 # ---- a PUT round trip keeps the other copy's keys ------------------------------------------
