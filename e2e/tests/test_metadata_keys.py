@@ -413,6 +413,29 @@ def test_python_client_watch_with_a_renamed_selector_sees_objects_come_and_go(me
         meta_cluster.kubectl("delete", "configmap", "wt-1", "wt-2", "wt-3", "--ignore-not-found", "--wait=false")
 
 
+def test_server_side_apply_by_copy_b_keeps_copy_as_keys(meta_cluster, copy_b):
+    """`kubectl apply --server-side` by copy B of a ConfigMap copy A's keys are
+    on: copy B's keys land under its cluster names, copy A's stay, and the
+    managed fields copy B reads back name its keys as it wrote them."""
+    name = "applied"
+    meta_cluster.kubectl("create", "-f", "-", input=configmap(
+        name, labels={f"{OWN}/tier": "web"}, annotations={f"{KOPF}/last-handled-configuration": "{}\n"}))
+    try:
+        manifest = configmap(name, labels={f"{OWN}/tier": "db"}, annotations={f"{OWN}/note": "b"})
+        copy_b.kubectl("apply", "--server-side", "--field-manager=copy-b", "-f", "-", input=manifest)
+        md = cluster_cm(meta_cluster, name)["metadata"]
+        assert md["labels"] == {f"{OWN}/tier": "web", f"{OWN_B}/tier": "db"}, md
+        assert md["annotations"] == {f"{KOPF}/last-handled-configuration": "{}\n", f"{OWN_B}/note": "b"}, md
+        mine = copy_b.kubectl.json("get", "configmap", name, "--show-managed-fields")["metadata"]
+        entry = next(m for m in mine["managedFields"] if m["manager"] == "copy-b")
+        fields = entry["fieldsV1"]["f:metadata"]
+        assert f"f:{OWN}/tier" in fields["f:labels"] and f"f:{OWN}/note" in fields["f:annotations"], entry
+        assert OWN_B not in json.dumps(mine) and KOPF_B not in json.dumps(mine), mine
+        assert mine["labels"] == {f"{OWN}{SHADOW}/tier": "web", f"{OWN}/tier": "db"}, mine
+    finally:
+        meta_cluster.kubectl("delete", "configmap", name, "--ignore-not-found", "--wait=false")
+
+
 # ---- a PUT round trip keeps the other copy's keys ------------------------------------------
 
 A_KEYS = {
