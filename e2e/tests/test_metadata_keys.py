@@ -11,8 +11,9 @@ the renamed ones; copy B sees its own keys under the original names and
 copy A's under `<prefix>.shadowed.regroup.invalid`, so neither takes the
 other's objects, bookkeeping or finalizer for its own. Also: kubectl `-l` /
 `--selector` (every kubectl version of the suite) and the Python client's
-`label_selector` through regroup, lists and a watch; and a PUT by copy B of
-an object carrying both copies' keys, which keeps copy A's byte for byte.
+`label_selector` through regroup, lists and watches; copy B's writes to an
+object carrying copy A's keys (kubectl label/annotate, server-side apply, a
+PUT of the whole object), which keep copy A's byte for byte.
 
 The module brings its own namespace (created, then deleted) and, in
 stand-in mode, its own stand-in with `--finalizers`: deletion waits for
