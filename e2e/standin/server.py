@@ -237,11 +237,12 @@ class Store:
     def commit(self, etype, key, obj):  # the caller holds self.cond
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
+        prev = self.objs.get(key)  # for watches with a selector (see `watched`)
         if etype == "DELETED":
             self.objs.pop(key, None)
         else:
             self.objs[key] = obj
-        self.log.append((self.rv, etype, key, copy(obj)))
+        self.log.append((self.rv, etype, key, copy(obj), prev and copy(prev)))
         self.cond.notify_all()
         return obj
 
@@ -249,16 +250,70 @@ class Store:
 STORE = Store()
 
 
-def selector(q):
-    """labelSelector, minimal: comma-separated `k=v`, `k==v`, `k!=v`, `k`, `!k`;
-    fieldSelector: metadata.name and metadata.namespace only. Anything else is
-    refused with 400 rather than ignored."""
-    labels, fields = [], []
-    for part in filter(None, (p.strip() for p in (q.get("labelSelector") or "").split(","))):
-        m = re.fullmatch(r"(!?)([\w./-]+)\s*(?:(==|=|!=)\s*([\w.-]*))?", part)
+# A label selector requirement, kube-apiserver's grammar
+# (k8s.io/apimachinery/pkg/labels/selector.go, Parse): `k`, `!k`, `k=v`,
+# `k==v`, `k!=v`, `k in (v1,v2)`, `k notin (v1,v2)`; the numeric `k>n`, `k<n`
+# are not served (400).
+_KEY = r"[A-Za-z0-9][-A-Za-z0-9_./]*"
+_VALUE = r"[A-Za-z0-9_.-]*"
+_REQUIREMENT = re.compile(rf"(?:(!)\s*({_KEY})|({_KEY})\s*(?:(==|=|!=)\s*({_VALUE})|\s(in|notin)\s*\(([^()]*)\))?)")
+
+
+def label_requirements(text):
+    """The requirements of a labelSelector as (op, key, values): op one of
+    exists, !, =, !=, in, notin. Commas inside `( )` belong to a set."""
+    parts, depth, cur = [], 0, ""
+    for c in text:
+        depth += (c == "(") - (c == ")")
+        if c == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += c
+    parts.append(cur)
+    reqs = []
+    for part in (p.strip() for p in parts):
+        if not part and text.strip() == "":
+            continue
+        m = _REQUIREMENT.fullmatch(part)
         if not m:
             raise ApiError(400, "BadRequest", f"stand-in: unsupported labelSelector {part!r}")
-        labels.append(m.groups())
+        neg, nkey, key, op, value, setop, values = m.groups()
+        if neg:
+            reqs.append(("!", nkey, ()))
+        elif op:
+            reqs.append(("!=" if op == "!=" else "=", key, (value,)))
+        elif setop:
+            vals = tuple(v.strip() for v in values.split(","))
+            if not all(re.fullmatch(_VALUE, v) for v in vals):
+                raise ApiError(400, "BadRequest", f"stand-in: unsupported labelSelector {part!r}")
+            reqs.append((setop, key, vals))
+        else:
+            reqs.append(("exists", key, ()))
+    return reqs
+
+
+def label_match(reqs, labels):
+    """As the apiserver matches: `!=` and `notin` also match an absent key."""
+    for op, k, vals in reqs:
+        if op == "exists":
+            ok = k in labels
+        elif op == "!":
+            ok = k not in labels
+        elif op in ("=", "in"):
+            ok = labels.get(k) in vals
+        else:  # != and notin
+            ok = k not in labels or labels[k] not in vals
+        if not ok:
+            return False
+    return True
+
+
+def selector(q):
+    """labelSelector (label_requirements' grammar); fieldSelector:
+    metadata.name and metadata.namespace only. Anything else is refused with
+    400 rather than ignored."""
+    labels, fields = label_requirements(q.get("labelSelector") or ""), []
     for part in filter(None, (q.get("fieldSelector") or "").split(",")):
         m = re.fullmatch(r"metadata\.(name|namespace)(==|=|!=)(.*)", part)
         if not m:
@@ -266,17 +321,33 @@ def selector(q):
         fields.append(m.groups())
 
     def ok(key, obj):
-        lab = (obj.get("metadata") or {}).get("labels") or {}
-        for neg, k, op, v in labels:
-            if (op is None and (k in lab) == bool(neg)) or (op in ("=", "==") and lab.get(k) != v) \
-                    or (op == "!=" and lab.get(k) == v):
-                return False
+        if not label_match(labels, (obj.get("metadata") or {}).get("labels") or {}):
+            return False
         return all((key[3 if f == "name" else 2] == v) == (op != "!=") for f, op, v in fields)
     return ok
 
 
 def matches(key, obj, r, sel):
     return key[:2] == (r.group, r.plural) and (r.ns is None or key[2] == r.ns) and sel(key, obj)
+
+
+def watched(etype, key, obj, prev, r, sel):
+    """The event a watch with selector `sel` sends for a change of `prev` into
+    `obj`, or None, as the apiserver's watch cache does
+    (k8s.io/apiserver/pkg/storage/cacher/cache_watcher.go, convertToWatchEvent):
+    an object that starts to match is ADDED, one that stops matching is
+    DELETED (its last matching state, at the new resourceVersion)."""
+    now_in = etype != "DELETED" and matches(key, obj, r, sel)
+    was_in = prev is not None and matches(key, prev, r, sel)
+    if etype == "DELETED":
+        return ("DELETED", obj) if matches(key, obj, r, sel) else None
+    if now_in:
+        return (etype if was_in else "ADDED", obj)
+    if was_in:
+        gone = copy(prev)
+        gone["metadata"]["resourceVersion"] = obj["metadata"]["resourceVersion"]
+        return "DELETED", gone
+    return None
 
 
 # ---- garbage collection ------------------------------------------------------------
@@ -334,6 +405,10 @@ def finish_finalized():
     for key, o in list(STORE.objs.items()):
         if o["metadata"].get("deletionTimestamp") and not o["metadata"].get("finalizers"):
             STORE.commit("DELETED", key, copy(o))
+    for key, o in list(STORE.objs.items()):  # a Terminating namespace goes once it is empty
+        if key[:2] == ("", "namespaces") and o["metadata"].get("deletionTimestamp") \
+                and not any(k[2] == key[3] for k in STORE.objs):
+            STORE.commit("DELETED", key, copy(o))
 
 
 def delete_with_options(r, cur, q, opts):
@@ -354,6 +429,26 @@ def delete_with_options(r, cur, q, opts):
                 new = copy(o)
                 new["metadata"]["ownerReferences"] = [ref for ref in refs if ref.get("uid") != uid]
                 STORE.commit("MODIFIED", key, new)
+    if r.plural == "namespaces" and not r.group:
+        # The namespace controller deletes its objects (those with finalizers
+        # are marked and wait for them); the namespace is Terminating until
+        # it is empty (finish_finalized).
+        for key, o in list(STORE.objs.items()):
+            if key[2] != r.name:
+                continue
+            if o["metadata"].get("finalizers"):
+                if not o["metadata"].get("deletionTimestamp"):
+                    marked = copy(o)
+                    marked["metadata"]["deletionTimestamp"] = now()
+                    STORE.commit("MODIFIED", key, marked)
+            else:
+                STORE.commit("DELETED", key, copy(o))
+        if any(k[2] == r.name for k in STORE.objs):
+            new = copy(cur)
+            new["metadata"]["deletionTimestamp"] = now()
+            new["status"] = {"phase": "Terminating"}
+            STORE.commit("MODIFIED", r.key, new)
+            return 200, as_version(STORE.objs[r.key], r)
     if cur["metadata"].get("finalizers"):
         if not cur["metadata"].get("deletionTimestamp"):
             new = copy(cur)
@@ -1452,10 +1547,11 @@ class Handler(BaseHTTPRequestHandler):
                 evs = [e for e in STORE.log[last:] if e[0] > last]  # log index i holds rv i+1
                 if not evs:
                     STORE.cond.wait(timeout=min(0.5, max(deadline - time.monotonic(), 0)))
-            for erv, etype, key, obj in evs:
+            for erv, etype, key, obj, prev in evs:
                 last = erv
-                if matches(key, obj, r, sel):
-                    self.chunk(frame(etype, obj))
+                ev = watched(etype, key, obj, prev, r, sel)
+                if ev:
+                    self.chunk(frame(*ev))
             self.wfile.flush()
             if self.client_gone():
                 return
