@@ -61,7 +61,11 @@ fn bench(c: &mut Criterion) {
     let ruled = engine(&format!("{RULES}{METADATA}"));
     let cases: [(&str, Wire, Vec<u8>); 4] = [
         ("foo_json_miss", Wire::Json, capture("027-get-foo-json")),
-        ("deployment_json_miss", Wire::Json, capture("041-get-deployment-json")),
+        (
+            "deployment_json_miss",
+            Wire::Json,
+            capture("041-get-deployment-json"),
+        ),
         ("deployment_json_hit", Wire::Json, deployment_hit()),
         (
             "deployment_protobuf_miss",

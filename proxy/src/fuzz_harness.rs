@@ -65,6 +65,29 @@ fn renderer(dir: Direction) -> &'static crate::render::Renderer<'static> {
     }
 }
 
+/// The captures' rules with `metadata:` rules: keys of two prefixes and one
+/// label value renamed, one kind excluded.
+const METADATA_CONFIG: &str = "rules:
+  - {from: samplecontroller.k8s.io, to: samplecontroller.team1.example.com}
+names: {kinds: []}
+metadata:
+  prefixes:
+    - {from: samplecontroller.k8s.io, to: samplecontroller.team1.example.com}
+    - {from: kopf.zalando.org, to: kopf.team1.example.com}
+  values:
+    - {key: app.kubernetes.io/managed-by, from: foo-operator, to: foo-operator-team1}
+  exclude:
+    - {kind: Secret, name: shared}
+";
+
+fn metadata_engine() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| {
+        let s = regroup_config::load(METADATA_CONFIG).expect("the metadata config is valid");
+        Engine::new(s.map.clone(), Catalog::for_map(&s.fields, &s.map))
+    })
+}
+
 fn settings() -> &'static Settings {
     static SETTINGS: OnceLock<Settings> = OnceLock::new();
     SETTINGS.get_or_init(|| regroup_config::load(CONFIG).expect("the captures' config is valid"))
@@ -252,6 +275,41 @@ pub fn url(data: &[u8]) {
     }
 }
 
+/// Metadata rules: the input as a label selector (the query parameter's
+/// grammar), renamed both ways, where a renamed selector must parse and
+/// name back to the input's requirements; and as a JSON body, a JSON
+/// Patch (its `path`/`from` tokens) and a merge patch of a ConfigMap.
+pub fn metadata(data: &[u8]) {
+    let e = metadata_engine();
+    let map = e.map();
+    if let Ok(selector) = std::str::from_utf8(data) {
+        for dir in DIRECTIONS {
+            if let Ok(Some(renamed)) = map.map_label_selector(selector, dir) {
+                // A bijection: back and forth again gives the same text.
+                let back = map
+                    .map_label_selector(&renamed, dir.flip())
+                    .expect("a renamed selector parses")
+                    .unwrap_or_else(|| renamed.clone());
+                let forth = map
+                    .map_label_selector(&back, dir)
+                    .expect("a selector renamed back parses")
+                    .unwrap_or_else(|| back.clone());
+                assert_eq!(forth, renamed, "{selector:?}");
+            }
+        }
+    }
+    let configmap = Context {
+        hint: Some(("v1", "ConfigMap")),
+        addressed: Some(("", "ConfigMap")),
+    };
+    for dir in DIRECTIONS {
+        for wire in [Wire::Json, Wire::JsonPatch, Wire::Yaml] {
+            let _ = e.body(dir, wire, Context::default(), data);
+            let _ = e.body(dir, wire, configmap, data);
+        }
+    }
+}
+
 /// The front's request-header authentication: the input is a client
 /// certificate (DER) and then, after a NUL, header lines (`name: value`)
 /// and the ConfigMap data kube-apiserver publishes (a JSON object after a
@@ -312,4 +370,25 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("url", url),
     ("cert_identity", cert_identity),
     ("kubeconfig", kubeconfig),
+    ("metadata", metadata),
 ];
+
+#[cfg(test)]
+mod tests {
+    /// The metadata target's bijection check is reached: the seeds'
+    /// selectors are renamed (a selector no rule names would skip it).
+    #[test]
+    fn the_metadata_seeds_reach_the_renaming() {
+        let map = super::metadata_engine().map();
+        for sel in [
+            "kopf.zalando.org/handled=yes",
+            "app.kubernetes.io/managed-by notin (foo-operator, foo-operator-team1)",
+        ] {
+            let out = map
+                .map_label_selector(sel, regroup_config::Direction::ToCluster)
+                .unwrap();
+            assert!(out.is_some(), "{sel}");
+            super::metadata(sel.as_bytes());
+        }
+    }
+}
