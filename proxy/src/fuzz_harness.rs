@@ -391,4 +391,28 @@ mod tests {
             super::metadata(sel.as_bytes());
         }
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// Selectors built from the grammar's pieces and the rules' own
+        /// keys and values, in any order: the target's checks (parse,
+        /// round trip) hold, on stable, without the fuzzer.
+        #[test]
+        fn selectors_from_the_grammar_round_trip(
+            parts in prop::collection::vec(
+                prop::sample::select(vec![
+                    "kopf.zalando.org/x", "a.kopf.zalando.org/y", "kopf.team1.example.com/z",
+                    "kopf.zalando.org.shadowed.regroup.invalid/x", "samplecontroller.k8s.io/o",
+                    "app.kubernetes.io/managed-by", "plain", "foo-operator", "foo-operator-team1",
+                    "foo-operator.shadowed", "=", "==", "!=", "!", " in ", " notin ", "(", ")",
+                    ",", " ", "v",
+                ]),
+                0..12,
+            )
+        ) {
+            super::metadata(parts.concat().as_bytes());
+        }
+    }
 }
