@@ -325,7 +325,7 @@ class Load:
         name = f"pressure-{n}"
         body = json.dumps({"apiVersion": f"{APP_GROUP}/v1alpha1", "kind": "Foo",
                            "metadata": {"name": name, "namespace": NS},
-                           "spec": {"data": f"{n:04}-" * (5 << 19 // 5)}}).encode()
+                           "spec": {"data": f"{n:04}-" * ((5 << 19) // 5)}}).encode()
         fault = self.upstream.in_fault()
         c = self.conn(timeout=60)
         try:

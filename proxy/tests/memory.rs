@@ -794,12 +794,18 @@ async fn get_checked(port: u16, path: &str, accept: &str, want: &Pattern) -> (u1
 async fn a_200_mib_list_streams_through_while_8_clients_upload() {
     const SIZE: usize = 200 << 20;
     const BUDGET: usize = 32 << 20;
-    let (json_one, proto_one) = (capture("116-list-crd-json"), capture("117-list-crd-protobuf"));
+    let (json_one, proto_one) = (
+        capture("116-list-crd-json"),
+        capture("117-list-crd-protobuf"),
+    );
     let count = |p: Pattern| SIZE / (p.item.len() + p.sep.len());
     let json_n = count(Pattern::json(&json_one, 1));
     let proto_n = count(Pattern::protobuf(&proto_one, 1));
     let up = list_upstream(
-        (Bytes::from(json_one.clone()), Pattern::json(&json_one, json_n)),
+        (
+            Bytes::from(json_one.clone()),
+            Pattern::json(&json_one, json_n),
+        ),
         (
             Bytes::from(proto_one.clone()),
             Pattern::protobuf(&proto_one, proto_n),
