@@ -902,6 +902,9 @@ async fn a_200_mib_list_streams_through_while_8_clients_upload() {
     }
 }
 
-/// What regroup holds beyond its memory budget under load, at most: see
-/// docs/performance.md ("Beyond the budget").
+/// What regroup holds beyond its memory budget under load, at most: hyper's
+/// read buffer per busy connection (up to `maxHeaderBytes`) and glibc's
+/// per-thread arenas, measured in docs/performance.md ("Beyond the
+/// budget": 49 MiB in a debug build with 16 large uploads at once, 8 MiB
+/// with both reduced).
 const OVERHEAD: usize = 48 << 20;
