@@ -243,6 +243,9 @@ def main():
     )
     ap.add_argument("--nginx", default=shutil.which("nginx") or "/usr/sbin/nginx")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--budget-bytes", type=int, default=None,
+                    help="limits.memoryBudgetBytes for every binary (main f57a74f, which held a protobuf "
+                         "list whole against it, answers a list larger than its 64 MiB default with a 502)")
     args = ap.parse_args()
     binaries = [("", args.regroup)] + [
         (" [" + a.split("=", 1)[0] + "]", a.split("=", 1)[1]) for a in args.also
@@ -268,6 +271,8 @@ def main():
         cfg = os.path.join(tmp, "regroup.yaml")
         with open(cfg, "w") as f:
             f.write(f"rules:\n- from: {APP.decode()}\n  to: {CLUSTER.decode()}\n")
+            if args.budget_bytes:
+                f.write(f"limits:\n  memoryBudgetBytes: {args.budget_bytes}\n")
         time.sleep(0.5)
         if up.poll() is not None:
             sys.exit("nginx did not start (log in the work directory)")

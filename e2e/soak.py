@@ -7,10 +7,19 @@ GET, LIST, WATCH and merge PATCH of Foos in JSON, a protobuf GET and a protobuf
 watch (the stand-in replays captured protobuf bytes). Faults: the upstream is
 killed (SIGKILL) and restarted on the same port every --fault-every seconds,
 and slow clients (headers sent a byte at a time, a response read a few bytes at
-a time) run throughout. Every --interval seconds it prints one line: requests
-ok, refused while the upstream was down (expected), errors, regroup's RSS and
-open fds. Exits 1 if regroup died, any request failed outside a fault window,
-or a renamed body still held the cluster's group.
+a time) run throughout. Between upstream kills, a hostile phase of
+--hostile-for seconds (every --fault-every seconds too, half a period after
+each kill) mixes in oversized uploads (4 MiB, answered 413 before they are
+read), gzip bombs from the upstream (1 MiB inflating to 1 GiB, 502) and
+budget pressure (24 concurrent 2.5 MiB renamed creates, some 429): these
+refusals are expected, not errors, and so is a 429 to the normal load while
+the pressure lasts. Every --interval seconds it prints one line: requests
+ok, refused while the upstream was down or the budget was under pressure
+(expected), the hostile phase's expected refusals, errors, regroup's RSS and
+open fds. Exits 1 if regroup died, any request failed outside a fault
+window, a hostile request got anything but its expected refusal (or, for a
+pressure upload, its renamed answer), or a renamed body still held the
+cluster's group.
 
     e2e/soak.py --duration 60                      # CI's short mode
     nice e2e/soak.py --duration 3600 --rate 20     # the 1-hour run (docs/soak.md)
@@ -44,6 +53,8 @@ PROTOBUF = "application/vnd.kubernetes.protobuf"
 UPSTREAM_DOWN = (502, 503, 504)
 # After a restart the stand-in needs a moment to listen again.
 FAULT_GRACE = 3.0
+# After a pressure burst, what it held is given back within this.
+PRESSURE_GRACE = 2.0
 
 
 def free_port():
@@ -68,17 +79,19 @@ def wait_port(port, proc, timeout):
 class Stats:
     def __init__(self):
         self.lock = threading.Lock()
-        self.ok = self.faulted = self.slow = 0
+        self.ok = self.faulted = self.slow = self.refused = 0
         self.errors = []  # (time, op, what): kept whole for the report
         self.by_op = {}
 
     def add(self, op, outcome, what=None):
         with self.lock:
-            self.by_op.setdefault(op, {"ok": 0, "faulted": 0, "error": 0})[outcome] += 1
+            self.by_op.setdefault(op, {"ok": 0, "faulted": 0, "refused": 0, "error": 0})[outcome] += 1
             if outcome == "ok":
                 self.ok += 1
             elif outcome == "faulted":
                 self.faulted += 1
+            elif outcome == "refused":
+                self.refused += 1
             else:
                 self.errors.append((time.time(), op, what))
 
@@ -134,9 +147,33 @@ def proc_stats(pid):
     return rss, len(os.listdir(f"/proc/{pid}/fd"))
 
 
+class Pressure:
+    """While a burst of large uploads holds the memory budget (and for
+    PRESSURE_GRACE after), a 429 to anyone is expected."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.bursts = 0
+        self.until = 0.0
+
+    def begin(self):
+        with self.lock:
+            self.bursts += 1
+            self.until = float("inf")
+
+    def end(self):
+        with self.lock:
+            self.until = time.monotonic() + PRESSURE_GRACE
+
+    def active(self):
+        with self.lock:
+            return time.monotonic() < self.until
+
+
 class Load:
-    def __init__(self, port, upstream, stats, deadline):
+    def __init__(self, port, upstream, stats, deadline, pressure=None):
         self.port, self.upstream, self.stats, self.deadline = port, upstream, stats, deadline
+        self.pressure = pressure or Pressure()
 
     def conn(self, timeout=30):
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
@@ -144,6 +181,9 @@ class Load:
     def judge(self, op, started_in_fault, status, body=None, want=(200,), renamed=True):
         """One request's outcome: ok, faulted (upstream down: expected) or an error."""
         fault = started_in_fault or self.upstream.in_fault()
+        if status == 429 and 429 not in want and self.pressure.active():
+            self.stats.add(op, "faulted")
+            return
         if status in want:
             if renamed and body is not None and CLUSTER_GROUP.encode() in body:
                 self.stats.add(op, "error", f"{status}: the cluster's group in the body")
@@ -236,6 +276,94 @@ class Load:
         finally:
             c.close()
 
+    def oversized(self):
+        """A 4 MiB update: refused with a 413 Status from its Content-Length,
+        before regroup reads it (the answer may come before it is sent)."""
+        body = b'{"apiVersion":"%s/v1alpha1","kind":"Foo","metadata":{"name":"beta"},"spec":{"x":"%s"}}' % (
+            APP_GROUP.encode(), b"x" * (4 << 20))
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=30) as s:
+                s.sendall((f"PUT {FOOS}/beta HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                           f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode())
+                try:
+                    s.sendall(body)
+                except OSError:
+                    pass  # regroup answered and closed: what matters is the answer
+                data = b""
+                while chunk := s.recv(65536):
+                    data += chunk
+        except OSError as e:
+            data = str(e).encode()
+        status = int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/1.1 ") else 0
+        if status == 413 and b'"code":413' in data:
+            self.stats.add("oversized", "refused")
+        else:
+            self.stats.add("oversized", "error", f"status {status}: {data[:200]!r}")
+
+    def gzip_bomb(self):
+        """The stand-in's gzip bomb: a 502 Status after regroup inflated at
+        most its object limit."""
+        c = self.conn(timeout=60)
+        try:
+            c.request("GET", f"{FOOS}/gzip-bomb", headers={"Accept": "application/json"})
+            r = c.getresponse()
+            data = r.read()
+            if r.status == 502 and b'"code":502' in data:
+                self.stats.add("gzip-bomb", "refused")
+            elif r.status in UPSTREAM_DOWN and self.upstream.in_fault():
+                self.stats.add("gzip-bomb", "faulted")
+            else:
+                self.stats.add("gzip-bomb", "error", f"status {r.status}: {data[:200]!r}")
+        except (OSError, http.client.HTTPException) as e:
+            self.stats.add("gzip-bomb", "error", f"{type(e).__name__}: {e}")
+        finally:
+            c.close()
+
+    def big_create(self, n):
+        """A 2.5 MiB Foo created (dry run: nothing stored), renamed there
+        and back: 201 with the app's group, or 429 while the budget is spent."""
+        name = f"pressure-{n}"
+        body = json.dumps({"apiVersion": f"{APP_GROUP}/v1alpha1", "kind": "Foo",
+                           "metadata": {"name": name, "namespace": NS},
+                           "spec": {"data": f"{n:04}-" * ((5 << 19) // 5)}}).encode()
+        fault = self.upstream.in_fault()
+        c = self.conn(timeout=60)
+        try:
+            c.request("POST", f"{FOOS}?dryRun=All", body=body, headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            data = r.read()
+            if r.status == 201 and CLUSTER_GROUP.encode() not in data and name.encode() in data:
+                self.stats.add("pressure", "ok")
+            elif r.status == 429 and b'"code":429' in data and r.getheader("Retry-After") == "1":
+                self.stats.add("pressure", "refused")
+            elif r.status in UPSTREAM_DOWN and (fault or self.upstream.in_fault()):
+                self.stats.add("pressure", "faulted")
+            else:
+                self.stats.add("pressure", "error", f"status {r.status}: {data[:200]!r}")
+        except (OSError, http.client.HTTPException) as e:
+            if fault or self.upstream.in_fault():
+                self.stats.add("pressure", "faulted")
+            else:
+                self.stats.add("pressure", "error", f"{type(e).__name__}: {e}")
+        finally:
+            c.close()
+
+    def hostile_phase(self, seconds):
+        """Oversized uploads, gzip bombs, and one burst of budget pressure,
+        for `seconds` alongside the normal load."""
+        end = min(time.monotonic() + seconds, self.deadline)
+        self.pressure.begin()
+        burst = [threading.Thread(target=self.big_create, args=(n,), daemon=True) for n in range(24)]
+        for t in burst:
+            t.start()
+        while time.monotonic() < end:
+            self.oversized()
+            self.gzip_bomb()
+            time.sleep(0.2)
+        for t in burst:
+            t.join(60)
+        self.pressure.end()
+
     def slow_headers(self):
         """Headers a byte at a time: regroup may cut it (header read timeout);
         what counts is that everyone else is still served."""
@@ -303,6 +431,9 @@ def main():
     ap.add_argument("--fault-every", type=float, default=None,
                     help="kill and restart the upstream every N seconds (default: duration/4, at most 300)")
     ap.add_argument("--fault-pause", type=float, default=2, help="seconds the upstream stays down")
+    ap.add_argument("--budget-mib", type=int, default=16, help="regroup's limits.memoryBudgetBytes, in MiB")
+    ap.add_argument("--hostile-for", type=float, default=5,
+                    help="seconds of each hostile phase (oversized bodies, gzip bombs, budget pressure); 0: none")
     ap.add_argument("--binary", default=os.environ.get("REGROUP_BIN") or str(REPO / "target" / "release" / "regroup"))
     ap.add_argument("--json", help="also write each report line as JSON to this file")
     ap.add_argument("--workdir", help="where logs and kubeconfigs go (default: a temp dir)")
@@ -312,7 +443,9 @@ def main():
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="regroup-soak-"))
     workdir.mkdir(parents=True, exist_ok=True)
     up_port, port = free_port(), free_port()
-    (workdir / "regroup.yaml").write_text(CONFIG_YAML)
+    # A small memory budget, so the hostile phase's burst spends it.
+    (workdir / "regroup.yaml").write_text(
+        CONFIG_YAML + f"limits:\n  memoryBudgetBytes: {args.budget_mib << 20}\n  memoryBudgetWait: 500ms\n")
     kc = {"apiVersion": "v1", "kind": "Config", "current-context": "soak",
           "clusters": [{"name": "soak", "cluster": {"server": f"http://127.0.0.1:{up_port}"}}],
           "users": [{"name": "soak", "user": {}}],
@@ -332,6 +465,7 @@ def main():
     start = time.monotonic()
     deadline = start + args.duration
     load = Load(port, upstream, stats, deadline)
+    hostile = None
     ops = [(load.get, 30), (load.list, 25), (load.patch, 10), (load.get_protobuf, 15), (load.watch_json, 10),
            (load.watch_protobuf, 10)]
     stop = threading.Event()
@@ -345,9 +479,11 @@ def main():
     out = open(args.json, "w") if args.json else None
     print(f"soak: regroup pid {proxy.pid} on 127.0.0.1:{port}, upstream on {up_port}, {args.duration:.0f}s, "
           f"{args.rate}/s, upstream killed every {fault_every:.0f}s; logs in {workdir}", flush=True)
-    print(f"{'min':>6} {'ok':>8} {'faulted':>8} {'errors':>7} {'rss_mib':>8} {'fds':>5} {'restarts':>8}", flush=True)
+    print(f"{'min':>6} {'ok':>8} {'faulted':>8} {'refused':>8} {'errors':>7} {'rss_mib':>8} {'fds':>5} "
+          f"{'restarts':>8} {'hostile':>7}", flush=True)
     first_rss = None
     next_fault = start + fault_every
+    next_hostile = start + fault_every / 2
     next_report = start + args.interval
     died = False
     rows = []
@@ -361,24 +497,31 @@ def main():
             first_rss = first_rss or rss
             with stats.lock:
                 row = {"minute": round((now - start) / 60, 2), "ok": stats.ok, "faulted": stats.faulted,
-                       "errors": len(stats.errors), "rss_mib": round(rss, 1), "open_fds": fds,
-                       "upstream_restarts": upstream.restarts}
+                       "refused": stats.refused, "errors": len(stats.errors), "rss_mib": round(rss, 1),
+                       "open_fds": fds, "upstream_restarts": upstream.restarts,
+                       "hostile_phases": load.pressure.bursts}
             rows.append(row)
-            print(f"{row['minute']:>6} {row['ok']:>8} {row['faulted']:>8} {row['errors']:>7} {row['rss_mib']:>8} "
-                  f"{row['open_fds']:>5} {row['upstream_restarts']:>8}", flush=True)
+            print(f"{row['minute']:>6} {row['ok']:>8} {row['faulted']:>8} {row['refused']:>8} {row['errors']:>7} "
+                  f"{row['rss_mib']:>8} {row['open_fds']:>5} {row['upstream_restarts']:>8} "
+                  f"{row['hostile_phases']:>7}", flush=True)
             if out:
                 out.write(json.dumps(row) + "\n")
                 out.flush()
             next_report += args.interval
             if now >= deadline:
                 break
+        if (args.hostile_for > 0 and now >= next_hostile and now + args.hostile_for < deadline
+                and (hostile is None or not hostile.is_alive())):
+            hostile = threading.Thread(target=load.hostile_phase, args=(args.hostile_for,), daemon=True)
+            hostile.start()
+            next_hostile = now + fault_every
         if now >= next_fault and now + args.fault_pause + FAULT_GRACE < deadline:
             upstream.kill_and_restart(args.fault_pause)
             next_fault = time.monotonic() + fault_every
-        time.sleep(min(1.0, max(0.0, min(next_report, next_fault, deadline) - time.monotonic())))
+        time.sleep(min(1.0, max(0.0, min(next_report, next_fault, next_hostile, deadline) - time.monotonic())))
 
     stop.set()
-    for t in threads:
+    for t in threads + ([hostile] if hostile else []):
         t.join(30)
     status = 0
     if died:

@@ -60,6 +60,14 @@ pub struct Limits {
     /// How long new work waits for the budget before it is refused (429).
     #[serde(deserialize_with = "duration")]
     pub memory_budget_wait: Duration,
+    /// Where a renamed protobuf list waits for its last item, once past
+    /// [`SPILL_KEEP_BYTES`] in memory: an anonymous file (unlinked from
+    /// the start) in this directory. `None`: the system's temporary
+    /// directory (`TMPDIR`, else `/tmp`).
+    pub spill_dir: Option<std::path::PathBuf>,
+    /// Most bytes one renamed protobuf list may spill (507 beyond); `0`:
+    /// never spill (a list renamed past [`SPILL_KEEP_BYTES`] is refused).
+    pub max_spill_bytes: u64,
     /// On SIGTERM/SIGINT: how long in-flight requests get to finish (watches
     /// are ended cleanly at once) before regroup exits anyway.
     #[serde(deserialize_with = "duration")]
@@ -82,6 +90,8 @@ impl Default for Limits {
             max_object_bytes: MAX_OBJECT_BYTES,
             memory_budget_bytes: None,
             memory_budget_wait: Duration::from_secs(1),
+            spill_dir: None,
+            max_spill_bytes: MAX_SPILL_BYTES,
             shutdown_grace_period: Duration::from_secs(30),
         }
     }
@@ -96,6 +106,14 @@ pub const MAX_REQUEST_BODY_BYTES: usize = 3 << 20;
 /// object (its `--max-request-bytes`); 8 MiB leaves room for what the
 /// apiserver adds (a Table's cells, managed fields, a YAML rendering).
 pub const MAX_OBJECT_BYTES: usize = 8 << 20;
+
+/// The default `maxSpillBytes`: 1 GiB, five times the largest list
+/// measured (`bench/list_memory.py`'s 200 MiB).
+pub const MAX_SPILL_BYTES: u64 = 1 << 30;
+
+/// What a renamed protobuf list keeps in memory before it spills: lists
+/// this small (nearly all of them) never touch the disk.
+pub const SPILL_KEEP_BYTES: usize = 1 << 20;
 
 /// The memory budget without a cgroup limit to take a share of.
 pub const DEFAULT_MEMORY_BUDGET_BYTES: usize = 64 << 20;

@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 import uuid
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -71,6 +72,28 @@ FLAKY = {"writes": 0}
 # (method, path, watch) -> (renamed-world case, Content-Type) replayed for a
 # protobuf Accept: a Deployment owned by Foo alpha, a watch of ConfigMaps
 # owned by Foo alpha.
+@functools.lru_cache(maxsize=1)
+def gzip_bomb(mib=1024):
+    """A Foo's JSON head then `mib` MiB of spaces, gzip-encoded in about
+    `mib` KiB: one sync-flushed block of 1 MiB of spaces repeated (each
+    copy decodes alone: a literal, then matches at distance 1). For the
+    soak's hostile phase (`GET .../foos/gzip-bomb`): regroup must refuse it
+    after inflating at most its object limit."""
+    prefix = b'{"apiVersion":"samplecontroller.team1.example.com/v1alpha1","kind":"Foo","metadata":{"name":"gzip-bomb"}'
+    spaces = b" " * (1 << 20)
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    head = c.compress(prefix) + c.flush(zlib.Z_SYNC_FLUSH)
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = c.compress(spaces) + c.flush(zlib.Z_SYNC_FLUSH)
+    end = zlib.compressobj(9, zlib.DEFLATED, -15).flush()
+    crc = zlib.crc32(prefix)
+    for _ in range(mib):
+        crc = zlib.crc32(spaces, crc)
+    size = (len(prefix) + (mib << 20)) & 0xFFFFFFFF
+    return (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + head + block * mib + end
+            + crc.to_bytes(4, "little") + size.to_bytes(4, "little"))
+
+
 PROTOBUF_REPLAYS = {
     ("GET", "/apis/apps/v1/namespaces/renamed/deployments/alpha-deploy", False):
         ("renamed/042-get-deployment-protobuf", "application/vnd.kubernetes.protobuf"),
@@ -1098,6 +1121,9 @@ class Handler(BaseHTTPRequestHandler):
         accept = self.headers.get("Accept")
         # Protobuf: this stand-in can't encode it, so it replays a few real
         # captured protobuf answers byte for byte, at their captured paths.
+        if self.command == "GET" and url.path.endswith("/foos/gzip-bomb"):
+            bomb = gzip_bomb()
+            return self.send(200, bomb, [("Content-Type", "application/json"), ("Content-Encoding", "gzip")])
         replay = PROTOBUF_REPLAYS.get((self.command, url.path, "watch" in q))
         if replay and "application/vnd.kubernetes.protobuf" in (accept or ""):
             case, ctype = replay

@@ -9,6 +9,10 @@
 //!   path;
 //! - a list cut short, a field longer than the list, an envelope repeating
 //!   its items, a list over the limit: errors, never output;
+//! - every one of those through a spill file too (the same bytes, no file
+//!   left behind); a large built list held in memory only up to the
+//!   look-ahead and the item being read; a list past the spill limit, an
+//!   item past the object limit: errors (507 and 502 through regroup);
 //! - through a real regroup listener, a list sent in small chunks is
 //!   answered with the whole path's bytes, and a broken one with a `Status`
 //!   (502) that holds none of the list's bytes.
@@ -25,7 +29,9 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use protobuf_support::envelope_json;
 use regroup::rewrite::protobuf::list_stream::{rewrite_in_chunks, ListStream};
+use regroup::rewrite::protobuf::spool::Spill;
 use regroup::rewrite::{Catalog, ProtoRewriter};
+use regroup::serve::stack::BodyLimits;
 use regroup_config::Direction;
 use serde_json::Value as Json;
 use tokio::net::TcpListener;
@@ -95,12 +101,23 @@ fn whole(rw: &ProtoRewriter<'_>, b: &Body, input: &[u8]) -> Result<Vec<u8>, Stri
         .map_err(|e| e.to_string())
 }
 
-/// `input` fed to a stream in the pieces `cuts` (ascending offsets) make.
+/// `input` fed to a stream in the pieces `cuts` (ascending offsets) make,
+/// in memory and through a spill file.
 fn streamed(
     rw: &ProtoRewriter<'_>,
     b: &Body,
     input: &[u8],
     cuts: &[usize],
+) -> Result<Vec<u8>, String> {
+    streamed_with(rw, b, input, cuts, true)
+}
+
+fn streamed_with(
+    rw: &ProtoRewriter<'_>,
+    b: &Body,
+    input: &[u8],
+    cuts: &[usize],
+    spill: bool,
 ) -> Result<Vec<u8>, String> {
     let mut s = ListStream::new(b.addressed, usize::MAX);
     let mut at = 0;
@@ -108,7 +125,37 @@ fn streamed(
         s.feed(rw, &input[at..c]).map_err(|e| e.to_string())?;
         at = c;
     }
-    Ok(s.finish(rw).map_err(|e| e.to_string())?.concat())
+    let in_memory = s
+        .finish(rw)
+        .map_err(|e| e.to_string())?
+        .into_chunks()
+        .map_err(|e| e.to_string())?
+        .concat();
+    if !spill {
+        return Ok(in_memory);
+    }
+    // Through a spill file from the first byte: the same bytes, and no
+    // file left behind.
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = ListStream::with_spill(
+        b.addressed,
+        usize::MAX,
+        Spill::disk(0, u64::MAX, Some(dir.path().into())),
+    );
+    let mut at = 0;
+    for &c in cuts.iter().chain([input.len()].iter()) {
+        s.feed(rw, &input[at..c]).map_err(|e| e.to_string())?;
+        at = c;
+    }
+    let spilled = s
+        .finish(rw)
+        .map_err(|e| e.to_string())?
+        .into_chunks()
+        .map_err(|e| e.to_string())?
+        .concat();
+    assert_eq!(spilled, in_memory, "{}: spilled", b.name);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    Ok(in_memory)
 }
 
 fn rewriters<'a>(
@@ -174,8 +221,10 @@ fn small_lists_cut_in_two_at_every_byte_give_the_same_bytes() {
             .filter(|b| b.list && b.bytes.len() <= 8 << 10)
         {
             let want = whole(rw, b, &b.bytes).expect(&b.name);
+            // In memory: the spill file holds the same bytes (every other
+            // test here compares the two).
             for i in 0..=b.bytes.len() {
-                let got = streamed(rw, b, &b.bytes, &[i]);
+                let got = streamed_with(rw, b, &b.bytes, &[i], false);
                 assert!(
                     got.as_ref() == Ok(&want),
                     "{} ({:?}) cut at {i}: {:?}",
@@ -548,4 +597,174 @@ async fn through_regroup_a_broken_list_is_a_status_without_its_bytes() {
     assert!(!got.starts_with(b"k8s\0"));
     let text = String::from_utf8_lossy(&got);
     assert!(!text.contains("samplecontroller"), "{text}");
+}
+
+/// The CRD list's one item, repeated `n` times between its head and tail.
+fn built_list(n: usize) -> Vec<u8> {
+    let list = Case::load("renamed", "117-list-crd-protobuf").response;
+    let (head, raw, tail) = split(&list);
+    // The raw message's first field is the ListMeta, then the items.
+    let mut at = 0;
+    let mut fields = Vec::new();
+    while at < raw.len() {
+        let start = at;
+        at += 1;
+        let len = read_varint(raw, &mut at);
+        at += len;
+        fields.push(&raw[start..at]);
+    }
+    let (meta, items) = fields.split_first().unwrap();
+    assert_eq!(items.len(), 1, "the capture holds one CRD");
+    let mut big = meta.to_vec();
+    for _ in 0..n {
+        big.extend_from_slice(items[0]);
+    }
+    envelope(head, &big, tail)
+}
+
+#[test]
+fn a_large_list_is_held_in_memory_only_up_to_the_look_ahead_and_one_item() {
+    let (map, catalog) = (fixture_map(), Catalog::new(&[]));
+    let rw = ProtoRewriter::new(&map, &catalog, Direction::ToApp);
+    // About 10 MiB, each item renamed.
+    let input = built_list(4000);
+    let b = body("built", input.clone());
+    let want = whole(&rw, &b, &input).unwrap();
+    assert_ne!(want, input);
+    let keep = 64 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = ListStream::with_spill(
+        None,
+        1 << 20,
+        Spill::disk(keep, u64::MAX, Some(dir.path().into())),
+    );
+    let mut most = 0;
+    let chunk = 16 << 10;
+    for c in input.chunks(chunk) {
+        s.feed(&rw, c).unwrap();
+        most = most.max(s.held());
+    }
+    assert!(s.spilled());
+    // The spool's write buffer (256 KiB) or the look-ahead, the envelope's
+    // head, and the input buffer (an item and a chunk, at its capacity).
+    assert!(
+        most <= (256 << 10) + keep + 4 * chunk,
+        "held at most {most} bytes of a {}-byte list",
+        input.len()
+    );
+    let got = s.finish(&rw).unwrap();
+    assert_eq!(got.len as usize, want.len());
+    assert!(got.into_chunks().unwrap().concat() == want);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn limits_on_the_spill_and_the_item_are_errors_never_output() {
+    let (map, catalog) = (fixture_map(), Catalog::new(&[]));
+    let rw = ProtoRewriter::new(&map, &catalog, Direction::ToApp);
+    let input = built_list(40);
+    let dir = tempfile::tempdir().unwrap();
+    // The renamed list past the spill limit.
+    let mut s = ListStream::with_spill(
+        None,
+        1 << 20,
+        Spill::disk(1 << 10, 16 << 10, Some(dir.path().into())),
+    );
+    let err = input
+        .chunks(4096)
+        .try_for_each(|c| s.feed(&rw, c))
+        .expect_err("past the spill limit");
+    assert!(
+        matches!(err, regroup::rewrite::RewriteError::Storage(_)),
+        "{err}"
+    );
+    drop(s);
+    // An item past the object limit, spilled or not.
+    for spill in [
+        Spill::memory(usize::MAX),
+        Spill::disk(0, u64::MAX, Some(dir.path().into())),
+    ] {
+        let mut s = ListStream::with_spill(None, 1 << 10, spill);
+        let err = input
+            .chunks(4096)
+            .try_for_each(|c| s.feed(&rw, c))
+            .expect_err("an item past the limit");
+        assert!(err.to_string().contains("larger than 1024 bytes"), "{err}");
+    }
+    // Cut short after spilling: an error at the end.
+    let mut s = ListStream::with_spill(
+        None,
+        1 << 20,
+        Spill::disk(0, u64::MAX, Some(dir.path().into())),
+    );
+    s.feed(&rw, &input[..input.len() - 100]).unwrap();
+    assert!(s.spilled());
+    assert!(s.finish(&rw).is_err());
+    // A spill directory that isn't there.
+    let mut s = ListStream::with_spill(
+        None,
+        1 << 20,
+        Spill::disk(0, u64::MAX, Some(dir.path().join("absent"))),
+    );
+    let err = s.feed(&rw, &input).expect_err("no spill directory");
+    assert!(err.to_string().contains("spill file"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+async fn sidecar_with_limits(server: String, limits: BodyLimits) -> std::net::SocketAddr {
+    let map = Box::leak(Box::new(fixture_map()));
+    let catalog: &'static Catalog = Box::leak(Box::new(Catalog::new(&[])));
+    let up = regroup::upstream::Upstream::new(
+        &regroup::upstream::Resolved {
+            server,
+            ..Default::default()
+        },
+        false,
+    )
+    .unwrap();
+    let proxy = regroup::serve::Proxy::sidecar(map, catalog, up, true).with_limits(limits);
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(regroup::serve::serve_plain(l, std::sync::Arc::new(proxy)));
+    addr
+}
+
+#[tokio::test]
+async fn through_regroup_a_spilled_list_is_the_whole_paths_bytes_and_past_the_limits_a_status() {
+    let (map, catalog) = (fixture_map(), Catalog::new(&[]));
+    let rw = ProtoRewriter::new(&map, &catalog, Direction::ToApp);
+    let list = built_list(1000);
+    let want = whole(&rw, &body("built", list.clone()), &list).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let limits = |max: u64, object: usize| BodyLimits {
+        spill: Spill::disk(64 << 10, max, Some(dir.path().into())),
+        object,
+        ..Default::default()
+    };
+    // Spilled: the same bytes as renamed whole.
+    let addr = sidecar_with_limits(
+        upstream(list.clone(), 4096).await,
+        limits(u64::MAX, 8 << 20),
+    )
+    .await;
+    let (status, headers, got) = get(addr, CRDS).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        headers["content-length"].to_str().unwrap(),
+        want.len().to_string()
+    );
+    assert!(got == want);
+    // Past the spill limit: 507; an item past the object limit: 502.
+    for (l, code) in [
+        (limits(100 << 10, 8 << 20), StatusCode::INSUFFICIENT_STORAGE),
+        (limits(u64::MAX, 1 << 10), StatusCode::BAD_GATEWAY),
+    ] {
+        let addr = sidecar_with_limits(upstream(list.clone(), 4096).await, l).await;
+        let (status, _, got) = get(addr, CRDS).await;
+        assert_eq!(status, code);
+        let st: Json = serde_json::from_slice(&got).expect("a JSON Status");
+        assert_eq!(st["kind"].as_str(), Some("Status"));
+        assert_eq!(st["code"].as_u64(), Some(code.as_u16() as u64));
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

@@ -234,6 +234,10 @@ users:
     - name: regroup-config
       mountPath: /etc/regroup/config
       readOnly: true
+    # The root is read-only: a large protobuf list's renamed items spill
+    # here (limits.spillDir unset: the system temp dir).
+    - name: regroup-spill
+      mountPath: /tmp
     - name: regroup-upstream-sa
       mountPath: /var/run/secrets/kubernetes.io/serviceaccount
       readOnly: true

@@ -40,6 +40,9 @@ pub enum RewriteError {
     /// required).
     #[error("malformed protobuf: {0}")]
     Protobuf(String),
+    /// Where a list waits to be sent is full or failed (its spill file).
+    #[error("{0}")]
+    Storage(String),
 }
 
 pub(crate) fn malformed(e: impl fmt::Display) -> RewriteError {

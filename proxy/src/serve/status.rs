@@ -74,6 +74,16 @@ impl Failure {
         }
     }
 
+    /// 507: an answer regroup can't hold to rename (a protobuf list past
+    /// `limits.maxSpillBytes`, or its spill file can't be written).
+    pub fn insufficient_storage(message: impl Into<String>) -> Failure {
+        Failure {
+            code: StatusCode::INSUFFICIENT_STORAGE,
+            reason: "InternalError",
+            message: message.into(),
+        }
+    }
+
     /// 503: the apiserver can't be reached.
     pub fn unavailable(message: impl Into<String>) -> Failure {
         Failure {

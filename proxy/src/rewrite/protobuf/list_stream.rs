@@ -12,17 +12,20 @@
 //! shrinks, a hidden item is dropped). A bytes field can't be split either
 //! (a repeated `raw` replaces, it doesn't append). The apiserver's own
 //! streaming encoder can write the length first only because it sizes every
-//! item it holds before writing any. So the renamed items are held, in
-//! fixed chunks never copied again, until the list ends; then the envelope's
-//! head with the new length and the chunks go out. What is held: the renamed
-//! list plus the item being read, where the whole path holds the input
-//! collected, a contiguous copy of it, and the renamed copy. Nothing is
-//! sent before the end, so a failure is still a `Status`.
+//! item it holds before writing any. So the renamed items are written to a
+//! [`Spool`] (in memory up to a small look-ahead, then an anonymous spill
+//! file) as each is renamed, and the envelope's head with the new length
+//! goes out when the list ends, then the spool read back in fixed chunks.
+//! What memory holds: the look-ahead (or the file's write buffer) and the
+//! item being read, where the whole path holds the input collected, a
+//! contiguous copy of it, and the renamed copy. Nothing is sent before the
+//! end, so a failure is still a `Status`. The other ways to write the length
+//! first, and why not them, are in `docs/performance.md`.
 //!
 //! A kind regroup has no message for is walked leniently: when any part of
 //! the list doesn't follow the convention, the whole list is left as it
-//! came. For those, the original of every item renamed is held too, until
-//! the list ends, to put back if a later item doesn't parse.
+//! came. For those, every item as it came is spooled too, until the list
+//! ends, to be the output if a later item doesn't parse.
 //!
 //! Anything but the usual shape (the magic, `typeMeta`, then `raw`) is
 //! collected and renamed whole. The output is
@@ -38,6 +41,7 @@ use bytes::Bytes;
 
 use super::envelope::{check_encoding, UnknownFields, MAGIC};
 use super::plan::Plan;
+use super::spool::{Spill, Spool, Spooled};
 use super::walker::Walk;
 use super::wire::{field_end, put_varint, wrong_wire, Field, LEN};
 use super::{malformed, ProtoRewriter};
@@ -46,9 +50,6 @@ use crate::rewrite::error::RewriteError;
 fn unreadable_type() -> RewriteError {
     malformed("the envelope's type can't be read")
 }
-
-/// The size of the chunks the renamed items are held in.
-const CHUNK: usize = 256 << 10;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -60,82 +61,6 @@ enum Phase {
     Tail,
     /// Not streamed: everything collected, renamed whole at the end.
     Whole,
-}
-
-/// Renamed output held in fixed chunks.
-#[derive(Default)]
-struct Spool {
-    chunks: Vec<Bytes>,
-    cur: Vec<u8>,
-    len: usize,
-    /// The originals of renamed items, to put back (lenient walks).
-    originals: Vec<Original>,
-    originals_len: usize,
-}
-
-/// Where a renamed item lies in the spool, and what it was.
-struct Original {
-    chunk: usize,
-    at: usize,
-    renamed_len: usize,
-    bytes: Bytes,
-}
-
-impl Spool {
-    /// Appends `b`, each piece within one chunk; returns where it starts
-    /// (chunk, offset).
-    fn put(&mut self, b: &[u8]) -> (usize, usize) {
-        if self.cur.len() + b.len() > CHUNK {
-            self.flush();
-        }
-        self.len += b.len();
-        if b.len() >= CHUNK {
-            self.chunks.push(Bytes::copy_from_slice(b));
-            return (self.chunks.len() - 1, 0);
-        }
-        if self.cur.capacity() == 0 {
-            self.cur.reserve_exact(CHUNK);
-        }
-        let at = self.cur.len();
-        self.cur.extend_from_slice(b);
-        (self.chunks.len(), at)
-    }
-
-    fn put_owned(&mut self, v: Vec<u8>) -> (usize, usize) {
-        if v.len() < CHUNK {
-            return self.put(&v);
-        }
-        self.flush();
-        self.len += v.len();
-        self.chunks.push(Bytes::from(v));
-        (self.chunks.len() - 1, 0)
-    }
-
-    fn flush(&mut self) {
-        if !self.cur.is_empty() {
-            self.chunks.push(Bytes::from(std::mem::take(&mut self.cur)));
-        }
-    }
-
-    /// Puts every original back in place of its renamed bytes.
-    fn revert(&mut self) {
-        self.flush();
-        let mut originals = std::mem::take(&mut self.originals).into_iter().peekable();
-        self.originals_len = 0;
-        let mut chunks = Vec::with_capacity(self.chunks.len());
-        for (i, chunk) in std::mem::take(&mut self.chunks).into_iter().enumerate() {
-            let mut at = 0;
-            while let Some(o) = originals.next_if(|o| o.chunk == i) {
-                chunks.push(chunk.slice(at..o.at));
-                at = o.at + o.renamed_len;
-                chunks.push(o.bytes);
-            }
-            chunks.push(chunk.slice(at..));
-        }
-        chunks.retain(|c| !c.is_empty());
-        self.len = chunks.iter().map(Bytes::len).sum();
-        self.chunks = chunks;
-    }
 }
 
 /// Renames an enveloped protobuf body (a list, typically) as it arrives.
@@ -171,15 +96,54 @@ pub struct ListStream {
     /// listed kind, or the request addressed one): every item is walked,
     /// as the whole path's forced walk does.
     force: bool,
+    /// The renamed items.
     out: Spool,
+    /// The items as they came, while a lenient walk may still fail.
+    orig: Option<Spool>,
+    spill: Spill,
+}
+
+/// A renamed body: the envelope's head with `raw`'s new length, the
+/// renamed items, the envelope's tail.
+pub struct Output {
+    /// Its length in bytes.
+    pub len: u64,
+    pub head: Bytes,
+    pub items: Spooled,
+    pub tail: Bytes,
+}
+
+impl Output {
+    fn whole(b: Bytes) -> Output {
+        Output {
+            len: b.len() as u64,
+            head: b,
+            items: Spooled::Memory(Vec::new()),
+            tail: Bytes::new(),
+        }
+    }
+
+    /// Everything, in memory (tests, the fuzz harness).
+    pub fn into_chunks(self) -> Result<Vec<Bytes>, RewriteError> {
+        let mut chunks = vec![self.head];
+        chunks.extend(self.items.into_chunks()?);
+        chunks.push(self.tail);
+        chunks.retain(|c| !c.is_empty());
+        Ok(chunks)
+    }
 }
 
 impl ListStream {
-    /// A stream; `addressed` as for
-    /// [`ProtoRewriter::rewrite_bytes_addressed`]; `limit` bounds what is
-    /// held (the renamed items, the item being read, or a body renamed
-    /// whole).
+    /// A stream held in memory; `addressed` as for
+    /// [`ProtoRewriter::rewrite_bytes_addressed`]; `limit` bounds the
+    /// renamed items, and the item being read (or a body renamed whole).
     pub fn new(addressed: Option<(&str, &str)>, limit: usize) -> Self {
+        Self::with_spill(addressed, limit, Spill::memory(limit))
+    }
+
+    /// A stream whose renamed items go where `spill` says; `limit` bounds
+    /// the item being read (or a body renamed whole).
+    pub fn with_spill(addressed: Option<(&str, &str)>, limit: usize, spill: Spill) -> Self {
         ListStream {
             addressed: addressed.map(|(g, k)| (g.to_owned(), k.to_owned())),
             limit,
@@ -197,7 +161,9 @@ impl ListStream {
             unnamed_error: None,
             reverted: false,
             force: false,
-            out: Spool::default(),
+            out: Spool::new(spill.clone()),
+            orig: None,
+            spill,
         }
     }
 
@@ -209,7 +175,7 @@ impl ListStream {
 
     fn too_large(&self) -> RewriteError {
         RewriteError::Malformed(format!(
-            "a protobuf list (renamed so far, with the item being read) is larger than {} bytes",
+            "an item of a protobuf list (or a body renamed whole) is larger than {} bytes",
             self.limit
         ))
     }
@@ -220,10 +186,18 @@ impl ListStream {
         matches!(self.phase, Phase::Items(_) | Phase::Tail)
     }
 
-    /// Bytes held now: the renamed items (and originals kept to put
-    /// back), the head, the item being read.
+    /// Bytes held in memory now: the renamed items not spilled (and the
+    /// originals kept to put back), the head, the item being read.
     pub fn held(&self) -> usize {
-        self.out.len + self.out.originals_len + self.head.len() + self.buf.len() - self.pos
+        self.out.held()
+            + self.orig.as_ref().map_or(0, Spool::held)
+            + self.head.len()
+            + self.buf.capacity()
+    }
+
+    /// Whether the renamed items went to a spill file.
+    pub fn spilled(&self) -> bool {
+        self.out.spilled()
     }
 
     /// Feeds bytes as they arrive.
@@ -239,8 +213,7 @@ impl ListStream {
         if let Phase::Items(_) = self.phase {
             self.items(rw)?;
         }
-        let held = self.out.len + self.out.originals_len + self.head.len();
-        if held + self.buf.len() - self.pos > self.limit {
+        if self.buf.len() - self.pos > self.limit {
             return Err(self.too_large());
         }
         Ok(())
@@ -290,6 +263,9 @@ impl ListStream {
             .and_then(|u| rw.envelope_type(&mut w, &u));
         match typed {
             Ok((plan, _)) => {
+                if plan.lenient {
+                    self.orig = Some(Spool::new(self.spill.clone()));
+                }
                 self.plan = Ok(plan);
                 self.head = w.finish().unwrap_or_else(|| head.to_vec());
             }
@@ -346,8 +322,10 @@ impl ListStream {
     fn item(&mut self, rw: &ProtoRewriter<'_>, f: &Field) -> Result<(), RewriteError> {
         let item = &self.buf[f.start..f.end];
         if self.reverted {
-            self.out.put(item);
-            return Ok(());
+            return self.out.put(item);
+        }
+        if let Some(o) = &mut self.orig {
+            o.put(item)?;
         }
         let matches = rw.find(item);
         let named = !matches.is_empty() || self.force;
@@ -360,10 +338,7 @@ impl ListStream {
         }
         let plan = match &mut self.plan {
             Ok(p) => p.clone(),
-            Err(_) if !named => {
-                self.out.put(item);
-                return Ok(());
-            }
+            Err(_) if !named => return self.out.put(item),
             Err(e) => return Err(e.take().unwrap_or_else(unreadable_type)),
         };
         let walked = if named {
@@ -382,47 +357,38 @@ impl ListStream {
         };
         match walked {
             Err(RewriteError::Protobuf(_)) if plan.lenient => {
-                // Not the convention: the list as it came.
+                // Not the convention: the list as it came, which `orig`
+                // holds (this item included).
                 self.reverted = true;
                 self.delta = 0;
-                self.out.revert();
-                self.out.put(item);
+                self.out = self
+                    .orig
+                    .take()
+                    .unwrap_or_else(|| Spool::new(self.spill.clone()));
+                Ok(())
             }
             Err(e) if !named => {
                 self.unnamed_error.get_or_insert(e);
-                self.out.put(item);
+                self.out.put(item)
             }
-            Err(e) => return Err(e),
+            Err(e) => Err(e),
             Ok((d, Some(renamed))) => {
                 self.delta += d;
-                let renamed_len = renamed.len();
-                let (chunk, at) = self.out.put_owned(renamed);
-                if plan.lenient {
-                    self.out.originals_len += item.len();
-                    self.out.originals.push(Original {
-                        chunk,
-                        at,
-                        renamed_len,
-                        bytes: Bytes::copy_from_slice(item),
-                    });
-                }
+                self.out.put_owned(renamed)
             }
-            Ok((_, None)) => {
-                self.out.put(item);
-            }
+            Ok((_, None)) => self.out.put(item),
         }
-        Ok(())
     }
 
-    /// Ends the stream: the output, in chunks.
-    pub fn finish(mut self, rw: &ProtoRewriter<'_>) -> Result<Vec<Bytes>, RewriteError> {
+    /// Ends the stream: the output.
+    pub fn finish(mut self, rw: &ProtoRewriter<'_>) -> Result<Output, RewriteError> {
         let rest = &self.buf[self.pos..];
         match self.phase {
             Phase::Head | Phase::Whole => {
                 let out = rw.rewrite_bytes_with(rest, self.addressed())?;
-                return Ok(vec![
-                    out.map_or_else(|| Bytes::copy_from_slice(rest), Bytes::from)
-                ]);
+                return Ok(Output::whole(
+                    out.map_or_else(|| Bytes::copy_from_slice(rest), Bytes::from),
+                ));
             }
             Phase::Items(_) => return Err(malformed("the list ended inside its items")),
             Phase::Tail => {}
@@ -446,22 +412,27 @@ impl ListStream {
             }
             check_encoding(u.encoding, u.content_type)?;
         }
-        let mut first = std::mem::take(&mut self.head);
-        first.extend_from_slice(&self.raw_tag);
+        let mut head = std::mem::take(&mut self.head);
+        head.extend_from_slice(&self.raw_tag);
+        let raw_len = self.raw_len as isize + self.delta;
         if self.delta == 0 {
-            first.extend_from_slice(&self.raw_prefix);
+            head.extend_from_slice(&self.raw_prefix);
         } else {
-            put_varint((self.raw_len as isize + self.delta) as u64, &mut first);
+            put_varint(raw_len as u64, &mut head);
+        }
+        // What the walk says the items became is what was written.
+        if self.out.written() != raw_len as u64 {
+            return Err(malformed("the renamed list's length doesn't add up"));
         }
         let tail = Bytes::copy_from_slice(tail);
-        self.out.flush();
-        let mut chunks = Vec::with_capacity(self.out.chunks.len() + 2);
-        chunks.push(Bytes::from(first));
-        chunks.append(&mut self.out.chunks);
-        if !tail.is_empty() {
-            chunks.push(tail);
-        }
-        Ok(chunks)
+        drop(self.orig.take());
+        let len = head.len() as u64 + self.out.written() + tail.len() as u64;
+        Ok(Output {
+            len,
+            head: Bytes::from(head),
+            items: self.out.finish()?,
+            tail,
+        })
     }
 }
 
@@ -477,5 +448,5 @@ pub fn rewrite_in_chunks(
     for c in input.chunks(chunk.max(1)) {
         s.feed(rw, c)?;
     }
-    Ok(s.finish(rw)?.concat())
+    Ok(s.finish(rw)?.into_chunks()?.concat())
 }

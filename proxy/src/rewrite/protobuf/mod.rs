@@ -79,6 +79,7 @@
 pub mod envelope;
 pub mod list_stream;
 pub mod plan;
+pub mod spool;
 pub mod stream;
 pub mod types;
 mod walker;

@@ -49,15 +49,17 @@ use super::status::{page_not_found, Failure};
 use super::trust::webhooks::WebhookRegistration;
 use super::trust::FrontTrust;
 use crate::kube::{MediaType, RequestInfo};
+use crate::rewrite::protobuf::spool::Spill;
 use crate::rewrite::{Catalog, Engine};
 use crate::upstream::{Body, Upstream};
+use regroup_config::limits::SPILL_KEEP_BYTES;
 
 /// The largest non-streamed response body regroup rewrites (and the
 /// largest item of a streamed list).
 pub(crate) const BODY_LIMIT: usize = 256 << 20;
 
 /// How large a body regroup reads to rename (`limits:`).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct BodyLimits {
     /// A request body (`maxRequestBodyBytes`).
     pub request: usize,
@@ -65,6 +67,9 @@ pub struct BodyLimits {
     pub inflated: usize,
     /// One object regroup holds to rename (`maxObjectBytes`).
     pub object: usize,
+    /// Where a renamed protobuf list waits for its end (`spillDir`,
+    /// `maxSpillBytes`).
+    pub spill: Spill,
 }
 
 impl Default for BodyLimits {
@@ -79,6 +84,15 @@ impl From<&regroup_config::Limits> for BodyLimits {
             request: l.max_request_body_bytes,
             inflated: l.max_inflated_bytes,
             object: l.max_object_bytes,
+            spill: Spill::disk(
+                SPILL_KEEP_BYTES,
+                // 0: never spill, what memory keeps is all a list may be.
+                match l.max_spill_bytes {
+                    0 => SPILL_KEEP_BYTES as u64,
+                    n => n,
+                },
+                l.spill_dir.clone(),
+            ),
         }
     }
 }
