@@ -78,6 +78,31 @@ pub struct Exclusion {
     pub kind: String,
     /// Only the object of this name, when set.
     pub name: Option<String>,
+    /// Only objects whose labels match, when set. An excluded object's
+    /// labels are not renamed, so they are the same on both sides: the
+    /// selector reads them as they arrive, in either direction.
+    pub selector: Option<crate::label_selector::LabelSelector>,
+}
+
+impl Exclusion {
+    /// True when it excludes an object of `kind` named `name` whose label
+    /// `k` is `label(k)`.
+    pub fn covers<'a>(
+        &self,
+        kind: &str,
+        name: Option<&str>,
+        label: impl Fn(&str) -> Option<&'a str>,
+    ) -> bool {
+        self.kind == kind
+            && self.name.as_deref().is_none_or(|n| Some(n) == name)
+            && self.selector.as_ref().is_none_or(|s| s.matches(label))
+    }
+
+    /// True when every object of its kind is excluded (no name, no
+    /// selector): no need to read the object.
+    pub fn is_whole_kind(&self) -> bool {
+        self.name.is_none() && self.selector.is_none()
+    }
 }
 
 /// The validated metadata rules of a configuration.
@@ -174,12 +199,15 @@ impl MetadataMap {
         &self.exclude
     }
 
-    /// True when the metadata of an object of `kind` named `name` is never
-    /// renamed.
-    pub fn excludes(&self, kind: &str, name: Option<&str>) -> bool {
-        self.exclude
-            .iter()
-            .any(|e| e.kind == kind && e.name.as_deref().is_none_or(|n| Some(n) == name))
+    /// True when the metadata of an object of `kind` named `name`, with
+    /// label `k` valued `label(k)`, is never renamed.
+    pub fn excludes<'a>(
+        &self,
+        kind: &str,
+        name: Option<&str>,
+        label: impl Fn(&str) -> Option<&'a str> + Copy,
+    ) -> bool {
+        self.exclude.iter().any(|e| e.covers(kind, name, label))
     }
 
     /// Which side `key` (prefix unshadowed) is on for `dir`, and the rule's
@@ -358,10 +386,20 @@ mod tests {
                 key: "app.kubernetes.io/managed-by".into(),
                 value: pair("foo-operator", "foo-operator-team-b"),
             }],
-            vec![Exclusion {
-                kind: "Secret".into(),
-                name: Some("kept".into()),
-            }],
+            vec![
+                Exclusion {
+                    kind: "Secret".into(),
+                    name: Some("kept".into()),
+                    selector: None,
+                },
+                Exclusion {
+                    kind: "ConfigMap".into(),
+                    name: None,
+                    selector: Some(
+                        crate::label_selector::LabelSelector::parse("team=a,!mine").unwrap(),
+                    ),
+                },
+            ],
         )
     }
 
@@ -439,11 +477,22 @@ mod tests {
     }
 
     #[test]
-    fn exclusions_by_kind_and_name() {
+    fn exclusions_by_kind_name_and_selector() {
         let m = map();
-        assert!(m.excludes("Secret", Some("kept")));
-        assert!(!m.excludes("Secret", Some("other")));
-        assert!(!m.excludes("ConfigMap", Some("kept")));
+        let none = |_: &str| None;
+        assert!(m.excludes("Secret", Some("kept"), none));
+        assert!(!m.excludes("Secret", Some("other"), none));
+        assert!(!m.excludes("Deployment", Some("kept"), none));
+        let team_a = |k: &str| (k == "team").then_some("a");
+        assert!(m.excludes("ConfigMap", Some("x"), team_a));
+        assert!(!m.excludes("ConfigMap", Some("x"), none));
+        let mine = |k: &str| match k {
+            "team" => Some("a"),
+            "mine" => Some(""),
+            _ => None,
+        };
+        assert!(!m.excludes("ConfigMap", Some("x"), mine));
+        assert!(!m.excludes("Secret", Some("x"), team_a));
     }
 
     fn key() -> impl Strategy<Value = String> {

@@ -22,6 +22,7 @@ metadata:
     - {key: controller, from: alpha, to: alpha-team1}
   exclude:
     - {kind: ConfigMap, name: kept}
+    - {kind: ConfigMap, selector: 'controller in (gamma), !skip'}
 ";
 
 fn settings() -> (GroupMap, Catalog) {
@@ -192,6 +193,32 @@ fn excluded_objects_keep_their_metadata_in_protobuf() {
     assert!(other
         .windows(b"kopf.team1.example.com/app".len())
         .any(|w| w == b"kopf.team1.example.com/app"));
+}
+
+#[test]
+fn objects_a_selector_excludes_keep_their_metadata_in_protobuf() {
+    let secret = |controller: &str| {
+        let mut c = DynamicMessage::new(message("k8s.io.api.core.v1.ConfigMap"));
+        let mut meta =
+            DynamicMessage::new(message("k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta"));
+        meta.set_field_by_name("name", Value::String("s".into()));
+        meta.set_field_by_name("labels", labels("kopf.zalando.org", controller));
+        c.set_field_by_name("metadata", Value::Message(meta));
+        envelope("v1", "ConfigMap", c.encode_to_vec())
+    };
+    let renamed = |b: &[u8]| {
+        b.windows(b"kopf.team1.example.com/app".len())
+            .any(|w| w == b"kopf.team1.example.com/app")
+    };
+    // `controller=gamma` is matched: kept, both ways.
+    let kept = secret("gamma");
+    assert_eq!(rename(Direction::ToCluster, &kept), kept);
+    assert_eq!(rename(Direction::ToApp, &kept), kept);
+    // `controller=alpha` is not: renamed, and back.
+    let app = secret("alpha");
+    let there = rename(Direction::ToCluster, &app);
+    assert!(renamed(&there));
+    assert_eq!(rename(Direction::ToApp, &there), app);
 }
 
 /// A LabelSelector with the operator's label in `matchLabels` and in a
