@@ -289,18 +289,17 @@ fn render_changes_only_the_group_bearing_scalars() {
     assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
 }
 
-/// CEL can't be renamed (docs/config.md): `render` and `check -f` say
-/// where an expression names a mapped group, on standard error; the output
-/// is still rendered, and text that merely looks like CEL elsewhere (a
-/// ConfigMap's `expression` key) is not reported.
+/// CEL string literals that are exactly a mapped name are renamed
+/// (docs/config.md, "CRD values, CEL, short names and categories");
+/// `render` and `check -f` say where an expression still names a mapped
+/// group another way, on standard error; the output is still rendered, and
+/// text that merely looks like CEL elsewhere (a ConfigMap's `expression`
+/// key) is not reported.
 #[test]
 fn cel_expressions_naming_mapped_groups_are_warned_about() {
     let input = dir().join("cel.yaml").display().to_string();
     let expected = [
-        "document 1 (line 3): ValidatingAdmissionPolicy foos-need-owner: spec.validations[0].expression names samplecontroller.k8s.io",
-        "document 1 (line 3): ValidatingAdmissionPolicy foos-need-owner: spec.auditAnnotations[0].valueExpression names pinniped.dev",
-        "document 2 (line 21): MutatingWebhookConfiguration foo-defaults: webhooks[0].matchConditions[0].expression names samplecontroller.k8s.io",
-        "document 3 (line 33): CustomResourceDefinition foos.samplecontroller.k8s.io: spec.versions[0].schema.openAPIV3Schema.properties.spec.x-kubernetes-validations[0].rule names wardle.example.com",
+        "document 3 (line 34): CustomResourceDefinition foos.samplecontroller.k8s.io: spec.versions[0].schema.openAPIV3Schema.properties.spec.x-kubernetes-validations[0].rule names wardle.example.com",
     ];
     for args in [
         vec!["render", "-c", &config(), "-f", &input],
@@ -324,11 +323,22 @@ fn cel_expressions_naming_mapped_groups_are_warned_about() {
         }
         assert!(!stderr.contains("plain"), "{stderr}");
     }
-    // Rendered all the same, and the expressions kept as written.
+    // Rendered all the same: whole literals renamed, the rest as written.
     let out = regroup(&["render", "-c", &config(), "-f", &input], None);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("apiGroups: [samplecontroller.team1.example.com]"));
-    assert!(text.contains("o.apiVersion == 'samplecontroller.k8s.io/v1alpha1'"));
+    for want in [
+        "o.apiVersion == 'samplecontroller.team1.example.com/v1alpha1'",
+        "authorizer.group('login.concierge.pinniped.team1.example.com')",
+        "request.resource.group == 'samplecontroller.team1.example.com'",
+        "startsWith('wardle.example.com/')",
+        "in ['wardle.team1.example.com/v1alpha1', \\\"v1\\\"]",
+        "enum: [samplecontroller.team1.example.com, wardle.team1.example.com, apps, samplecontroller.k8s.io.old]",
+        "default: wardle.team1.example.com",
+        "'owner must be a Foo'",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
     // A manifest without CEL naming a group: no warning.
     let plain = dir().join("input.yaml").display().to_string();
     let out = regroup(&["render", "-c", &config(), "-f", &plain], None);

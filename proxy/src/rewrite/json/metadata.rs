@@ -239,9 +239,10 @@ impl JsonRewriter<'_> {
         }
     }
 
-    /// A metadata key or a label selector string ([`Form::MetadataKey`],
-    /// [`Form::LabelSelector`]): renamed, or an error naming what Kubernetes
-    /// would refuse or what can't be parsed.
+    /// A metadata key, a label selector string or a CEL expression
+    /// ([`Form::MetadataKey`], [`Form::LabelSelector`], [`Form::Cel`]):
+    /// renamed, or an error naming what Kubernetes would refuse or what
+    /// can't be parsed.
     pub(crate) fn metadata_value(
         &self,
         form: Form,
@@ -256,6 +257,10 @@ impl JsonRewriter<'_> {
                 .map
                 .map_label_selector(value, self.dir)
                 .map_err(RewriteError::Malformed),
+            Form::Cel => self
+                .map
+                .map_cel(value, self.dir)
+                .map_err(|e| RewriteError::Malformed(format!("CEL naming a mapped group: {e}"))),
             _ => Ok(self.map.map(form, value, self.dir)),
         }
     }

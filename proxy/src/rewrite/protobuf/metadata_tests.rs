@@ -354,3 +354,51 @@ fn every_metadata_place_reaches_a_protobuf_field() {
     assert!(missing.is_empty(), "unreached:\n{}", missing.join("\n"));
     assert!(reached > 100, "only {reached}");
 }
+
+/// CEL in protobuf: a ValidatingAdmissionPolicy's expressions built by
+/// Kubernetes' field numbers (through the descriptors); a literal that is
+/// exactly the group, an apiVersion or a metadata key is renamed, both
+/// ways, and a longer one is left.
+#[test]
+fn admission_policy_cel_literals_in_protobuf() {
+    let vap = |g: &str, k: &str| {
+        let expr = |text: String| {
+            let mut v =
+                DynamicMessage::new(message("k8s.io.api.admissionregistration.v1.Validation"));
+            v.set_field_by_name("expression", Value::String(text));
+            Value::Message(v)
+        };
+        let mut spec = DynamicMessage::new(message(
+            "k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicySpec",
+        ));
+        spec.set_field_by_name(
+            "validations",
+            Value::List(vec![
+                expr(format!("request.resource.group == '{g}'")),
+                expr(format!("object.apiVersion == \"{g}/v1alpha1\"")),
+                expr(format!("'{k}/x' in object.metadata.labels")),
+                expr("object.apiVersion.startsWith('samplecontroller.k8s.io/')".into()),
+            ]),
+        );
+        let mut p = DynamicMessage::new(message(
+            "k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicy",
+        ));
+        let mut meta =
+            DynamicMessage::new(message("k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta"));
+        meta.set_field_by_name("name", Value::String("p".into()));
+        p.set_field_by_name("metadata", Value::Message(meta));
+        p.set_field_by_name("spec", Value::Message(spec));
+        envelope(
+            "admissionregistration.k8s.io/v1",
+            "ValidatingAdmissionPolicy",
+            p.encode_to_vec(),
+        )
+    };
+    let app = vap("samplecontroller.k8s.io", "kopf.zalando.org");
+    let cluster = vap(
+        "samplecontroller.team1.example.com",
+        "kopf.team1.example.com",
+    );
+    assert_eq!(rename(Direction::ToCluster, &app), cluster);
+    assert_eq!(rename(Direction::ToApp, &cluster), app);
+}

@@ -285,7 +285,7 @@ impl ProtoRewriter<'_> {
         let Ok(s) = std::str::from_utf8(&w.input[start..end]) else {
             return Ok(0);
         };
-        if matches!(form, Form::MetadataKey | Form::LabelSelector) {
+        if matches!(form, Form::MetadataKey | Form::LabelSelector | Form::Cel) {
             return match self.json.metadata_value(form, s)? {
                 Some(mapped) => Ok(w.replace(start, end, mapped.into_bytes())),
                 None => Ok(0),
