@@ -70,6 +70,56 @@ fn render_to_app_from_stdin_gives_back_the_input_documents() {
     assert_eq!(yaml_docs(&out.stdout), yaml_docs(&input));
 }
 
+/// Metadata identity in manifests (cert-manager's and Kopf's keys): the
+/// golden `metadata.cluster.yaml`, and back to the app's documents.
+#[test]
+fn render_renames_an_operators_metadata_keys_as_the_golden_file_says() {
+    let config = dir().join("metadata-config.yaml").display().to_string();
+    let input = dir().join("metadata.yaml");
+    let out = regroup(
+        &["render", "-c", &config, "-f", &input.display().to_string()],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let golden = dir().join("metadata.cluster.yaml");
+    if std::env::var_os("REGROUP_BLESS").is_some() {
+        std::fs::write(&golden, &out.stdout).unwrap();
+    }
+    let want = std::fs::read_to_string(&golden).unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
+    // What the golden must say, whatever its layout.
+    for key in [
+        "cert-manager.team-b.example.com/cluster-issuer: letsencrypt-prod",
+        "cert-manager.team-b.example.com/certificate-name: web",
+        "controller.cert-manager.team-b.example.com/fao: \"true\"",
+        "cert-manager.team-b.example.com/inject-ca-from: cert-manager/cert-manager-webhook-ca",
+        "key: controller.cert-manager.team-b.example.com/fao",
+        "acme.cert-manager.team-b.example.com/http01-solver: \"true\"",
+        "app.kubernetes.io/managed-by: foo-operator-team-b",
+        "kopf.team-b.example.com/last-handled-configuration:",
+        "- kopf.team-b.example.com/KopfFinalizerMarker",
+        "'acme.cert-manager.team-b.example.com'",
+        // The Secret the selector excludes keeps its keys.
+        "cert-manager.io/certificate-name: shared-ca",
+    ] {
+        assert!(want.contains(key), "{key}");
+    }
+    assert!(!want.contains(" cert-manager.io/cluster-issuer: "));
+    let back = regroup(
+        &["render", "-c", &config, "--to-app"],
+        Some(want.as_bytes()),
+    );
+    assert!(back.status.success());
+    assert_eq!(
+        yaml_docs(&back.stdout),
+        yaml_docs(&std::fs::read(&input).unwrap())
+    );
+}
+
 /// The orig world's captured request bodies (CRD, Foo, ClusterRole, VWC,
 /// APIService, Role, RoleBinding, ...), as one YAML stream, render to the
 /// renamed world's request bodies.

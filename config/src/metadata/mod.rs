@@ -112,6 +112,10 @@ pub struct MetadataMap {
     keys: Vec<Pair>,
     values: Vec<ValueRule>,
     exclude: Vec<Exclusion>,
+    /// Renaming manifests (`render`, `inject`): a key or value already in
+    /// the names a rule writes is left as it is instead of shadowed, so
+    /// rendering a rendered manifest again changes nothing.
+    manifests: bool,
 }
 
 /// Which side of the rules a key (without shadow suffixes) is on.
@@ -176,7 +180,17 @@ impl MetadataMap {
             keys,
             values,
             exclude,
+            manifests: false,
         }
+    }
+
+    /// The same rules for manifests (`regroup render` and `inject`): keys
+    /// and label values already in the names the rules write are kept, not
+    /// shadowed (a manifest holds no other copy's keys; it may have been
+    /// rendered before).
+    pub fn for_manifests(mut self) -> MetadataMap {
+        self.manifests = true;
+        self
     }
 
     /// The prefix rules.
@@ -246,6 +260,7 @@ impl MetadataMap {
                 let fewer = &prefix[..prefix.len() - SHADOW_SUFFIX.len()];
                 Some(format!("{fewer}/{name}"))
             }
+            (Side::Target, _) if self.manifests => None,
             (Side::Target, _) => Some(format!("{prefix}{SHADOW_SUFFIX}/{name}")),
             (Side::Other, _) => None,
         }
@@ -283,6 +298,7 @@ impl MetadataMap {
         match step? {
             Step::Rename(dst) => Some(dst.to_owned()),
             Step::Unshadow => Some(value[..value.len() - SHADOW_VALUE.len()].to_owned()),
+            Step::Shadow if self.manifests => None,
             Step::Shadow => Some(format!("{value}{SHADOW_VALUE}")),
         }
     }
@@ -453,6 +469,23 @@ mod tests {
         assert_eq!(
             m.map_key("argocd.argoproj.io/tracking-id", A).as_deref(),
             Some("argocd.argoproj.io.shadowed.regroup.invalid/tracking-id")
+        );
+    }
+
+    #[test]
+    fn manifests_keep_what_is_already_renamed() {
+        let m = map().for_manifests();
+        let done = "cert-manager.team-b.example.com/cluster-issuer";
+        assert_eq!(m.map_key(done, C), None);
+        assert_eq!(
+            m.map_key("cert-manager.io/cluster-issuer", C).as_deref(),
+            Some(done)
+        );
+        let k = "app.kubernetes.io/managed-by";
+        assert_eq!(m.map_value(k, "foo-operator-team-b", C), None);
+        assert_eq!(
+            m.map_value(k, "foo-operator", C).as_deref(),
+            Some("foo-operator-team-b")
         );
     }
 
