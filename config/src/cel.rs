@@ -243,4 +243,69 @@ mod tests {
         assert_eq!(requote("r\"x\"", "a\\b"), "\"a\\\\b\"");
         assert_eq!(requote("\"\"\"x\"\"\"", "ab"), "\"\"\"ab\"\"\"");
     }
+    use proptest::prelude::*;
+
+    fn map() -> crate::GroupMap {
+        crate::load("rules:\n  - {from: foo.example.io, to: foo.team-b.example.com}\nmetadata:\n  prefixes:\n    - {from: kopf.zalando.org, to: kopf.team-b.example.com}\n")
+            .unwrap()
+            .map
+    }
+
+    /// A piece of CEL: literals of mapped and unmapped names in each
+    /// quoting, identifiers.
+    fn piece() -> impl Strategy<Value = String> {
+        let name = prop_oneof![
+            Just("foo.example.io"),
+            Just("foo.example.io/v1"),
+            Just("x.foo.example.io"),
+            Just("kopf.zalando.org/a"),
+            Just("kopf.team-b.example.com/a"),
+            Just("foo.example.io/"),
+            Just("apps"),
+            Just("é"),
+        ];
+        let quote = prop_oneof![Just("'"), Just("\""), Just("r'"), Just("'''")];
+        prop_oneof![
+            (name, quote).prop_map(|(n, q)| {
+                let close = q.trim_start_matches('r');
+                format!("{q}{n}{close}")
+            }),
+            Just("self.group".to_string()),
+            Just("x".to_string()),
+        ]
+    }
+
+    fn expr() -> impl Strategy<Value = String> {
+        let op = prop_oneof![Just(" == "), Just(" + "), Just(" != "), Just(" || ")];
+        (piece(), proptest::collection::vec((op, piece()), 0..4)).prop_map(|(first, rest)| {
+            let mut s = first;
+            for (o, p) in rest {
+                s.push_str(o);
+                s.push_str(&p);
+            }
+            s
+        })
+    }
+
+    proptest! {
+        /// What the app writes, renamed to the cluster and back, is what it
+        /// wrote. (Groups, as everywhere: the app does not write the
+        /// cluster's group, and the app's own group on the cluster's side
+        /// is a shadowed one, not renamed. Metadata keys are a bijection.)
+        #[test]
+        fn cel_round_trips(e in expr()) {
+            let m = map();
+            let d = crate::Direction::ToCluster;
+            let there = m.map_cel(&e, d).unwrap().unwrap_or_else(|| e.clone());
+            let back = m.map_cel(&there, d.flip()).unwrap().unwrap_or_else(|| there.clone());
+            prop_assert_eq!(&back, &e);
+        }
+
+        /// Any text naming a mapped group: renamed or refused, never a panic.
+        #[test]
+        fn arbitrary_text_never_panics(a in "[ -~]{0,20}", b in "[ -~]{0,20}") {
+            let e = format!("{a}'foo.example.io'{b}");
+            let _ = map().map_cel(&e, crate::Direction::ToCluster);
+        }
+    }
 }
