@@ -124,6 +124,14 @@ pub enum Form {
     /// A label selector string (`k in (a,b),!k2`): its keys and values by
     /// the metadata rules.
     LabelSelector,
+    /// A value that may be exactly a group, a `group/version` or a metadata
+    /// key, and is renamed only when it is exactly one of them (a CRD
+    /// schema's `enum` element or `default`): see
+    /// [`GroupMap::map_literal`].
+    Literal,
+    /// A CEL expression: its string literals renamed as [`Form::Literal`]
+    /// (see [`crate::cel`]).
+    Cel,
 }
 
 /// A rule plus its per-rule switches.
@@ -286,7 +294,80 @@ impl GroupMap {
             // Codecs that must refuse a selector they can't parse call
             // `map_label_selector` themselves.
             Form::LabelSelector => self.map_label_selector(value, dir).ok().flatten(),
+            Form::Literal => self.map_literal(value, dir),
+            // Likewise `map_cel`.
+            Form::Cel => self.map_cel(value, dir).ok().flatten(),
         }
+    }
+
+    /// `value` renamed when it is exactly a mapped group, a `group/version`
+    /// of one, or a metadata key the `metadata:` rules rename; `None`
+    /// otherwise (a longer or shorter text that merely contains one too).
+    pub fn map_literal(&self, value: &str, dir: Direction) -> Option<String> {
+        if let Some((_, version)) = value.split_once('/') {
+            // `group/` (a prefix tested with `startsWith`) is no apiVersion,
+            // nor a key.
+            if version.is_empty() {
+                return None;
+            }
+            if is_version_label(version) {
+                if let Some(v) = self.map_api_version(value, dir) {
+                    return Some(v);
+                }
+            }
+            return self.metadata.as_ref()?.map_key(value, dir);
+        }
+        if crate::dns::subdomain_problem(value).is_some() {
+            return None;
+        }
+        self.map_group(value, dir)
+    }
+
+    /// A CEL expression's string literals renamed by
+    /// [`map_literal`](Self::map_literal). `Ok(None)`: unchanged (an
+    /// expression naming nothing mapped is not even parsed). An error says
+    /// why an expression that names something mapped is not CEL.
+    pub fn map_cel(&self, expr: &str, dir: Direction) -> Result<Option<String>, String> {
+        if !self.needles(dir).iter().any(|n| expr.contains(n)) {
+            return Ok(None);
+        }
+        crate::cel::rename_literals(expr, |l| self.map_literal(l, dir))
+    }
+
+    /// The names inside a CEL expression that [`map_cel`](Self::map_cel)
+    /// leaves (they are not a whole string literal): either side's, for a
+    /// warning. Empty when the expression is not CEL (the codecs refuse
+    /// it) or names nothing mapped.
+    pub fn cel_mentions(&self, expr: &str) -> Vec<&str> {
+        let needles: Vec<&str> = [Direction::ToCluster, Direction::ToApp]
+            .iter()
+            .flat_map(|d| self.needles(*d))
+            .collect();
+        if !needles.iter().any(|n| expr.contains(n)) {
+            return Vec::new();
+        }
+        let Ok(literals) = crate::cel::string_literals(expr) else {
+            return Vec::new();
+        };
+        // The expression with every literal that is exactly a name blanked.
+        let mut rest = String::with_capacity(expr.len());
+        let mut at = 0;
+        for l in literals {
+            let whole = [Direction::ToCluster, Direction::ToApp]
+                .iter()
+                .any(|d| self.map_literal(&l.value, *d).is_some());
+            if whole {
+                rest.push_str(&expr[at..l.start]);
+                rest.push_str("''");
+                at = l.end;
+            }
+        }
+        rest.push_str(&expr[at..]);
+        let mut hits: Vec<&str> = needles.into_iter().filter(|n| rest.contains(n)).collect();
+        // The longest first: a suffix rule's name inside a longer one is named once.
+        hits.sort_by_key(|n| std::cmp::Reverse(n.len()));
+        hits.dedup();
+        hits
     }
 
     /// A label selector's keys and values renamed by the metadata rules.

@@ -84,10 +84,14 @@ fn tokens(s: &str) -> Result<Vec<(Tok<'_>, usize, usize)>, String> {
 }
 
 /// The parts of one requirement that name something renamable.
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Requirement {
     /// The key's byte range.
     key: (usize, usize),
-    /// The values' byte ranges (empty for existence and numeric operators).
+    /// The operator: `!` (absent), `` (present), `=`, `==`, `!=`, `in`,
+    /// `notin`, `<`, `>`.
+    op: &'static str,
+    /// The values' byte ranges (empty for existence operators).
     values: Vec<(usize, usize)>,
 }
 
@@ -109,17 +113,24 @@ fn parse(s: &str) -> Result<Vec<Requirement>, String> {
         };
         i += 1;
         let mut values = Vec::new();
+        let mut op: &'static str = if negated { "!" } else { "" };
         match toks.get(i) {
             None | Some((Tok::Comma, ..)) => {}
             _ if negated => return Err(err("`,` or the end expected after `!key`", at(i))),
-            Some((Tok::Op(op), ..)) => {
-                let numeric = matches!(*op, "<" | ">");
+            Some((Tok::Op(o), ..)) => {
+                op = match *o {
+                    "=" => "=",
+                    "==" => "==",
+                    "!=" => "!=",
+                    "<" => "<",
+                    _ => ">",
+                };
+                let numeric = matches!(op, "<" | ">");
                 i += 1;
                 match toks.get(i) {
                     Some((Tok::Ident(_), a, b)) => {
-                        if !numeric {
-                            values.push((*a, *b));
-                        }
+                        // Numeric values are kept for matching, never renamed.
+                        values.push((*a, *b));
                         i += 1;
                     }
                     // `key=` selects an empty value.
@@ -128,6 +139,7 @@ fn parse(s: &str) -> Result<Vec<Requirement>, String> {
                 }
             }
             Some((Tok::Ident(w), ..)) if *w == "in" || *w == "notin" => {
+                op = if *w == "in" { "in" } else { "notin" };
                 i += 1;
                 if !matches!(toks.get(i), Some((Tok::Open, ..))) {
                     return Err(err("`(` expected", at(i)));
@@ -154,7 +166,7 @@ fn parse(s: &str) -> Result<Vec<Requirement>, String> {
             }
             _ => return Err(err("an operator expected", at(i))),
         }
-        reqs.push(Requirement { key, values });
+        reqs.push(Requirement { key, op, values });
         match toks.get(i) {
             None => return Ok(reqs),
             Some((Tok::Comma, ..)) => i += 1,
@@ -180,6 +192,9 @@ pub fn map_label_selector(
         if let Some(k) = map.map_key(key, dir) {
             edits.push((r.key.0, r.key.1, k));
         }
+        if matches!(r.op, "<" | ">") {
+            continue;
+        }
         for (a, b) in r.values {
             if let Some(v) = map.map_value(key, &selector[a..b], dir) {
                 edits.push((a, b, v));
@@ -198,6 +213,60 @@ pub fn map_label_selector(
     }
     out.push_str(&selector[at..]);
     Ok(Some(out))
+}
+
+/// A parsed label selector, to test objects' labels against (a `metadata:`
+/// exclusion's `selector`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LabelSelector {
+    text: String,
+    requirements: Vec<Requirement>,
+}
+
+impl LabelSelector {
+    /// Parses `text`; the error says where it can't be parsed.
+    pub fn parse(text: &str) -> Result<LabelSelector, String> {
+        if text.trim().is_empty() {
+            return Err("an empty label selector selects every object; omit it instead".into());
+        }
+        Ok(LabelSelector {
+            requirements: parse(text)?,
+            text: text.to_owned(),
+        })
+    }
+
+    /// The selector as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// True when `label` (the value of a label key, `None` when absent)
+    /// satisfies every requirement, as kube-apiserver's `labels.Selector`
+    /// decides.
+    pub fn matches<'a>(&self, label: impl Fn(&str) -> Option<&'a str>) -> bool {
+        self.requirements.iter().all(|r| {
+            let key = &self.text[r.key.0..r.key.1];
+            let got = label(key);
+            let mut values = r.values.iter().map(|(a, b)| &self.text[*a..*b]);
+            match r.op {
+                "!" => got.is_none(),
+                "" => got.is_some(),
+                "=" | "==" | "in" => got.is_some_and(|g| values.any(|v| v == g)),
+                // A missing label satisfies `!=` and `notin`.
+                "!=" | "notin" => got.is_none_or(|g| values.all(|v| v != g)),
+                op => {
+                    let (Some(g), Some(v)) = (got, values.next()) else {
+                        return false;
+                    };
+                    match (g.parse::<i64>(), v.parse::<i64>()) {
+                        (Ok(g), Ok(v)) if op == "<" => g < v,
+                        (Ok(g), Ok(v)) => g > v,
+                        _ => false,
+                    }
+                }
+            }
+        })
+    }
 }
 
 #[cfg(test)]
@@ -291,5 +360,45 @@ mod tests {
                 prop_assert_eq!(back.unwrap_or(there), s);
             }
         }
+    }
+
+    #[test]
+    fn selectors_match_labels_as_kube_apiserver_does() {
+        let labels = [("team", "a"), ("tier", "db"), ("replicas", "3")];
+        let get = |k: &str| labels.iter().find(|(x, _)| *x == k).map(|(_, v)| *v);
+        let yes = [
+            "team",
+            "team=a",
+            "team==a",
+            "!missing",
+            "team!=b",
+            "missing!=b",
+            "tier in (web, db)",
+            "tier notin (web)",
+            "missing notin (web)",
+            "replicas>2",
+            "replicas<4",
+            "team=a,tier=db",
+        ];
+        for s in yes {
+            assert!(LabelSelector::parse(s).unwrap().matches(get), "{s}");
+        }
+        let no = [
+            "missing",
+            "!team",
+            "team=b",
+            "team!=a",
+            "tier in (web)",
+            "tier notin (db)",
+            "missing in (db)",
+            "replicas>3",
+            "team<4",
+            "team=a,tier=web",
+        ];
+        for s in no {
+            assert!(!LabelSelector::parse(s).unwrap().matches(get), "{s}");
+        }
+        assert!(LabelSelector::parse("").is_err());
+        assert!(LabelSelector::parse("a in (b").is_err());
     }
 }

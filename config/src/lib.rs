@@ -6,6 +6,7 @@
 
 pub mod addr;
 pub mod builtin;
+pub mod cel;
 pub mod dns;
 pub mod field_path;
 pub mod group_map;

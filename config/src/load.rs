@@ -603,9 +603,14 @@ impl Settings {
                 ));
             }
             for e in m.exclusions() {
+                let labelled = e
+                    .selector
+                    .as_ref()
+                    .map(|s| format!(" labelled {}", s.as_str()))
+                    .unwrap_or_default();
                 match &e.name {
-                    Some(n) => out.push_str(&format!("never   {} {n}\n", e.kind)),
-                    None => out.push_str(&format!("never   every {}\n", e.kind)),
+                    Some(n) => out.push_str(&format!("never   {} {n}{labelled}\n", e.kind)),
+                    None => out.push_str(&format!("never   every {}{labelled}\n", e.kind)),
                 }
             }
             out.push_str(&format!(

@@ -138,6 +138,9 @@ pub struct ExcludeSpec {
     pub kind: String,
     /// Only the object of this name.
     pub name: Option<String>,
+    /// Only objects whose labels match this label selector
+    /// (`team=a,!kopf.zalando.org/x`).
+    pub selector: Option<String>,
 }
 
 /// An app-specific field that holds a group reference.

@@ -113,8 +113,8 @@ impl From<RenderError> for InjectError {
 }
 
 /// Renames `input` and wraps its pod templates; `config_text` is the
-/// configuration file (its `rules`, `fields`, `logging` and `limits` go into
-/// the sidecar's ConfigMap).
+/// configuration file (its `rules`, `fields`, `names`, `metadata`, `logging`
+/// and `limits` go into the sidecar's ConfigMap).
 pub fn inject(
     input: &str,
     config_text: &str,
@@ -567,8 +567,9 @@ pub fn sidecar_container(opts: &Options) -> Json {
     Json::Object(c)
 }
 
-/// regroup's configuration in the pod: the file's rules, fields, logging
-/// and limits; the listeners and upstream of in-cluster mode.
+/// regroup's configuration in the pod: the file's rules, fields, names,
+/// metadata rules, logging and limits; the listeners and upstream of
+/// in-cluster mode.
 fn sidecar_config(config_text: &str, opts: &Options) -> Result<String, InjectError> {
     let file: Json = serde_saphyr::from_str(config_text)
         .map_err(|e| InjectError(format!("reading the configuration: {e}")))?;

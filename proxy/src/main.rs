@@ -56,7 +56,7 @@ enum Command {
     },
     /// Validate a configuration and print the effective rename table; with
     /// `-f`, also warn about manifests whose CEL expressions name a mapped
-    /// group (regroup can't rename inside CEL).
+    /// group other than as a whole string literal (which regroup leaves).
     Check {
         /// The configuration file.
         #[arg(short = 'c', long = "config")]

@@ -46,7 +46,12 @@ impl<'s> Renderer<'s> {
             .object_names()
             .cloned()
             .map(|n| n.for_manifests());
-        let map = settings.map.clone().with_object_names(names);
+        let metadata = settings.map.metadata().cloned().map(|m| m.for_manifests());
+        let map = settings
+            .map
+            .clone()
+            .with_object_names(names)
+            .with_metadata(metadata);
         Renderer {
             settings: std::marker::PhantomData,
             catalog: Catalog::for_map(&settings.fields, &map),

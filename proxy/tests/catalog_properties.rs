@@ -60,6 +60,8 @@ fn value(form: Form, g: &str) -> Json {
         }
         Form::GroupKinds => format!("ConfigMap,Foo.{g},Deployment.apps"),
         Form::ObjectCount => format!("count/foos.{g}"),
+        Form::Cel => format!("request.resource.group == '{g}' && x != 'y'"),
+        Form::Literal => g.to_owned(),
         other => panic!("no JSON catalog place has form {other:?}"),
     })
 }
@@ -187,6 +189,11 @@ fn objects(place: &Place, g: &str) -> Vec<Json> {
                     }
                     r
                 }
+                // A schema pinning the group in an `enum`, a `default`
+                // and a CEL rule, one level down.
+                Slot::JsonSchema => json!({"type": "object", "properties": {"group": {
+                    "type": "string", "enum": [g, "apps"], "default": g,
+                    "x-kubernetes-validations": [{"rule": format!("self == '{g}'")}]}}}),
                 Slot::Keys(form) => {
                     let key = value(form, g);
                     json!({key.as_str().unwrap(): "10", "pods": "5"})

@@ -16,9 +16,12 @@ fn config_text() -> String {
 }
 
 fn run(input: &str, opts: &Options) -> String {
-    let text = config_text();
-    let settings = regroup_config::load(&text).unwrap();
-    inject(input, &text, &settings, opts).unwrap()
+    run_with(input, &config_text(), opts)
+}
+
+fn run_with(input: &str, text: &str, opts: &Options) -> String {
+    let settings = regroup_config::load(text).unwrap();
+    inject(input, text, &settings, opts).unwrap()
 }
 
 /// The goldens name an existing Secret, so that nothing random is written.
@@ -38,6 +41,12 @@ fn docs(yaml: &str) -> Vec<Json> {
 }
 
 fn golden(name: &str) {
+    golden_with(name, &config_text());
+}
+
+/// [`golden`] with another configuration.
+fn golden_with(name: &str, config: &str) {
+    let run = |input: &str, opts: &Options| run_with(input, config, opts);
     let input = std::fs::read_to_string(dir().join(format!("{name}.yaml"))).unwrap();
     let out = run(&input, &golden_opts());
     let path = dir().join(format!("{name}.out.yaml"));
@@ -69,6 +78,60 @@ fn golden_cronjob() {
 #[test]
 fn golden_list() {
     golden("list");
+}
+
+/// With `metadata:` rules (cert-manager's and Kopf's keys): the pod
+/// template's labels, the selectors, the Service's selector and the keys of
+/// the objects beside the workload.
+#[test]
+fn golden_cert_manager_with_metadata_rules() {
+    let config = std::fs::read_to_string(dir().join("metadata-config.yaml")).unwrap();
+    golden_with("cert-manager", &config);
+    let out = std::fs::read_to_string(dir().join("cert-manager.out.yaml")).unwrap();
+    let d = docs(&out);
+    let deploy = d.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let template = &deploy["spec"]["template"]["metadata"];
+    assert_eq!(
+        template["labels"]["controller.cert-manager.team-b.example.com/fao"],
+        "true"
+    );
+    assert_eq!(
+        deploy["spec"]["selector"]["matchLabels"]["app.kubernetes.io/managed-by"],
+        "foo-operator-team-b"
+    );
+    assert!(template["annotations"]
+        .get("kopf.team-b.example.com/last-handled-configuration")
+        .is_some());
+    let svc = d.iter().find(|d| d["kind"] == "Service").unwrap();
+    assert_eq!(
+        svc["spec"]["selector"]["controller.cert-manager.team-b.example.com/fao"],
+        "true"
+    );
+    let hook = d
+        .iter()
+        .find(|d| d["kind"] == "MutatingWebhookConfiguration")
+        .unwrap();
+    assert!(hook["metadata"]["annotations"]
+        .get("cert-manager.team-b.example.com/inject-ca-from")
+        .is_some());
+    // The sidecar renames as the manifests were: same names and metadata.
+    let cm = d
+        .iter()
+        .find(|d| d["metadata"]["name"] == "regroup-config")
+        .unwrap();
+    let sidecar = regroup_config::load(cm["data"]["config.yaml"].as_str().unwrap()).unwrap();
+    let m = sidecar.map.metadata().unwrap();
+    assert_eq!(m.prefixes().len(), 2);
+    assert_eq!(m.exclusions().len(), 1);
+    assert_eq!(
+        sidecar
+            .map
+            .object_names()
+            .unwrap()
+            .to_cluster("x")
+            .as_deref(),
+        Some("team-b-x")
+    );
 }
 
 fn pod_spec<'a>(doc: &'a Json, path: &str) -> &'a Json {

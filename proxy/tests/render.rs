@@ -70,6 +70,56 @@ fn render_to_app_from_stdin_gives_back_the_input_documents() {
     assert_eq!(yaml_docs(&out.stdout), yaml_docs(&input));
 }
 
+/// Metadata identity in manifests (cert-manager's and Kopf's keys): the
+/// golden `metadata.cluster.yaml`, and back to the app's documents.
+#[test]
+fn render_renames_an_operators_metadata_keys_as_the_golden_file_says() {
+    let config = dir().join("metadata-config.yaml").display().to_string();
+    let input = dir().join("metadata.yaml");
+    let out = regroup(
+        &["render", "-c", &config, "-f", &input.display().to_string()],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let golden = dir().join("metadata.cluster.yaml");
+    if std::env::var_os("REGROUP_BLESS").is_some() {
+        std::fs::write(&golden, &out.stdout).unwrap();
+    }
+    let want = std::fs::read_to_string(&golden).unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
+    // What the golden must say, whatever its layout.
+    for key in [
+        "cert-manager.team-b.example.com/cluster-issuer: letsencrypt-prod",
+        "cert-manager.team-b.example.com/certificate-name: web",
+        "controller.cert-manager.team-b.example.com/fao: \"true\"",
+        "cert-manager.team-b.example.com/inject-ca-from: cert-manager/cert-manager-webhook-ca",
+        "key: controller.cert-manager.team-b.example.com/fao",
+        "acme.cert-manager.team-b.example.com/http01-solver: \"true\"",
+        "app.kubernetes.io/managed-by: foo-operator-team-b",
+        "kopf.team-b.example.com/last-handled-configuration:",
+        "- kopf.team-b.example.com/KopfFinalizerMarker",
+        "'acme.cert-manager.team-b.example.com'",
+        // The Secret the selector excludes keeps its keys.
+        "cert-manager.io/certificate-name: shared-ca",
+    ] {
+        assert!(want.contains(key), "{key}");
+    }
+    assert!(!want.contains(" cert-manager.io/cluster-issuer: "));
+    let back = regroup(
+        &["render", "-c", &config, "--to-app"],
+        Some(want.as_bytes()),
+    );
+    assert!(back.status.success());
+    assert_eq!(
+        yaml_docs(&back.stdout),
+        yaml_docs(&std::fs::read(&input).unwrap())
+    );
+}
+
 /// The orig world's captured request bodies (CRD, Foo, ClusterRole, VWC,
 /// APIService, Role, RoleBinding, ...), as one YAML stream, render to the
 /// renamed world's request bodies.
@@ -289,18 +339,17 @@ fn render_changes_only_the_group_bearing_scalars() {
     assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
 }
 
-/// CEL can't be renamed (docs/config.md): `render` and `check -f` say
-/// where an expression names a mapped group, on standard error; the output
-/// is still rendered, and text that merely looks like CEL elsewhere (a
-/// ConfigMap's `expression` key) is not reported.
+/// CEL string literals that are exactly a mapped name are renamed
+/// (docs/config.md, "CRD values, CEL, short names and categories");
+/// `render` and `check -f` say where an expression still names a mapped
+/// group another way, on standard error; the output is still rendered, and
+/// text that merely looks like CEL elsewhere (a ConfigMap's `expression`
+/// key) is not reported.
 #[test]
 fn cel_expressions_naming_mapped_groups_are_warned_about() {
     let input = dir().join("cel.yaml").display().to_string();
     let expected = [
-        "document 1 (line 3): ValidatingAdmissionPolicy foos-need-owner: spec.validations[0].expression names samplecontroller.k8s.io",
-        "document 1 (line 3): ValidatingAdmissionPolicy foos-need-owner: spec.auditAnnotations[0].valueExpression names pinniped.dev",
-        "document 2 (line 21): MutatingWebhookConfiguration foo-defaults: webhooks[0].matchConditions[0].expression names samplecontroller.k8s.io",
-        "document 3 (line 33): CustomResourceDefinition foos.samplecontroller.k8s.io: spec.versions[0].schema.openAPIV3Schema.properties.spec.x-kubernetes-validations[0].rule names wardle.example.com",
+        "document 3 (line 34): CustomResourceDefinition foos.samplecontroller.k8s.io: spec.versions[0].schema.openAPIV3Schema.properties.spec.x-kubernetes-validations[0].rule names wardle.example.com",
     ];
     for args in [
         vec!["render", "-c", &config(), "-f", &input],
@@ -324,11 +373,22 @@ fn cel_expressions_naming_mapped_groups_are_warned_about() {
         }
         assert!(!stderr.contains("plain"), "{stderr}");
     }
-    // Rendered all the same, and the expressions kept as written.
+    // Rendered all the same: whole literals renamed, the rest as written.
     let out = regroup(&["render", "-c", &config(), "-f", &input], None);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("apiGroups: [samplecontroller.team1.example.com]"));
-    assert!(text.contains("o.apiVersion == 'samplecontroller.k8s.io/v1alpha1'"));
+    for want in [
+        "o.apiVersion == 'samplecontroller.team1.example.com/v1alpha1'",
+        "authorizer.group('login.concierge.pinniped.team1.example.com')",
+        "request.resource.group == 'samplecontroller.team1.example.com'",
+        "startsWith('wardle.example.com/')",
+        "in ['wardle.team1.example.com/v1alpha1', \\\"v1\\\"]",
+        "enum: [samplecontroller.team1.example.com, wardle.team1.example.com, apps, samplecontroller.k8s.io.old]",
+        "default: wardle.team1.example.com",
+        "'owner must be a Foo'",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
     // A manifest without CEL naming a group: no warning.
     let plain = dir().join("input.yaml").display().to_string();
     let out = regroup(&["render", "-c", &config(), "-f", &plain], None);

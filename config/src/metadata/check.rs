@@ -5,6 +5,7 @@
 use super::{key_problem, split, Exclusion, MetadataMap, Pair, ValueRule};
 use crate::dns::{has_label_suffix, subdomain_problem};
 use crate::group_map::{MapRule, Rule};
+use crate::label_selector::LabelSelector;
 use crate::schema::MetadataSpec;
 
 /// Prefixes that hold the keys of Kubernetes itself and of everyone
@@ -249,9 +250,18 @@ pub fn metadata_from_spec(
             ));
             continue;
         }
+        let selector = match e.value.selector.as_deref().map(LabelSelector::parse) {
+            None => None,
+            Some(Ok(s)) => Some(s),
+            Some(Err(why)) => {
+                problems.push(format!("{at}: metadata exclusion: selector: {why}"));
+                continue;
+            }
+        };
         exclude.push(Exclusion {
             kind: k.clone(),
             name: e.value.name.clone(),
+            selector,
         });
     }
     if problems.len() > before {
@@ -290,11 +300,12 @@ mod tests {
     #[test]
     fn a_valid_section_loads() {
         let s = load(&format!(
-            "{BASE}metadata:\n  fromRules: true\n  prefixes:\n    - {{from: cert-manager.io, to: cert-manager.team-b.example.com}}\n  keys:\n    - {{from: argocd.argoproj.io/tracking-id, to: argocd.argoproj.io/tracking-id-b}}\n  values:\n    - {{key: app.kubernetes.io/managed-by, from: foo-operator, to: foo-operator-b}}\n  exclude:\n    - {{kind: Secret, name: kept}}\n"
+            "{BASE}metadata:\n  fromRules: true\n  prefixes:\n    - {{from: cert-manager.io, to: cert-manager.team-b.example.com}}\n  keys:\n    - {{from: argocd.argoproj.io/tracking-id, to: argocd.argoproj.io/tracking-id-b}}\n  values:\n    - {{key: app.kubernetes.io/managed-by, from: foo-operator, to: foo-operator-b}}\n  exclude:\n    - {{kind: Secret, name: kept}}\n    - {{kind: ConfigMap, selector: \"team=a\"}}\n"
         ))
         .unwrap();
         let m = s.map.metadata().unwrap();
         assert_eq!(m.prefixes().len(), 2, "one written, one from the rule");
+        assert!(m.excludes("ConfigMap", None, |k| (k == "team").then_some("a")));
         assert_eq!(
             m.map_key("foo.example.io/x", crate::Direction::ToCluster)
                 .as_deref(),
@@ -357,5 +368,15 @@ mod tests {
         assert!(ps.iter().any(|m| m.contains("both")), "{ps:?}");
         let ps = problems("  exclude:\n    - {kind: secret}\n");
         assert!(ps.iter().any(|m| m.contains("UpperCamelCase")), "{ps:?}");
+        let ps = problems(
+            "  exclude:\n    - {kind: Secret}\n    - {kind: Secret, selector: 'a in (b'}\n",
+        );
+        assert!(
+            ps.iter()
+                .any(|m| m.starts_with("line 6:") && m.contains("selector")),
+            "{ps:?}"
+        );
+        let ps = problems("  exclude:\n    - {kind: Secret, selector: ''}\n");
+        assert!(ps.iter().any(|m| m.starts_with("line 5:")), "{ps:?}");
     }
 }

@@ -78,6 +78,31 @@ pub struct Exclusion {
     pub kind: String,
     /// Only the object of this name, when set.
     pub name: Option<String>,
+    /// Only objects whose labels match, when set. An excluded object's
+    /// labels are not renamed, so they are the same on both sides: the
+    /// selector reads them as they arrive, in either direction.
+    pub selector: Option<crate::label_selector::LabelSelector>,
+}
+
+impl Exclusion {
+    /// True when it excludes an object of `kind` named `name` whose label
+    /// `k` is `label(k)`.
+    pub fn covers<'a>(
+        &self,
+        kind: &str,
+        name: Option<&str>,
+        label: impl Fn(&str) -> Option<&'a str>,
+    ) -> bool {
+        self.kind == kind
+            && self.name.as_deref().is_none_or(|n| Some(n) == name)
+            && self.selector.as_ref().is_none_or(|s| s.matches(label))
+    }
+
+    /// True when every object of its kind is excluded (no name, no
+    /// selector): no need to read the object.
+    pub fn is_whole_kind(&self) -> bool {
+        self.name.is_none() && self.selector.is_none()
+    }
 }
 
 /// The validated metadata rules of a configuration.
@@ -87,6 +112,10 @@ pub struct MetadataMap {
     keys: Vec<Pair>,
     values: Vec<ValueRule>,
     exclude: Vec<Exclusion>,
+    /// Renaming manifests (`render`, `inject`): a key or value already in
+    /// the names a rule writes is left as it is instead of shadowed, so
+    /// rendering a rendered manifest again changes nothing.
+    manifests: bool,
 }
 
 /// Which side of the rules a key (without shadow suffixes) is on.
@@ -151,7 +180,17 @@ impl MetadataMap {
             keys,
             values,
             exclude,
+            manifests: false,
         }
+    }
+
+    /// The same rules for manifests (`regroup render` and `inject`): keys
+    /// and label values already in the names the rules write are kept, not
+    /// shadowed (a manifest holds no other copy's keys; it may have been
+    /// rendered before).
+    pub fn for_manifests(mut self) -> MetadataMap {
+        self.manifests = true;
+        self
     }
 
     /// The prefix rules.
@@ -174,12 +213,15 @@ impl MetadataMap {
         &self.exclude
     }
 
-    /// True when the metadata of an object of `kind` named `name` is never
-    /// renamed.
-    pub fn excludes(&self, kind: &str, name: Option<&str>) -> bool {
-        self.exclude
-            .iter()
-            .any(|e| e.kind == kind && e.name.as_deref().is_none_or(|n| Some(n) == name))
+    /// True when the metadata of an object of `kind` named `name`, with
+    /// label `k` valued `label(k)`, is never renamed.
+    pub fn excludes<'a>(
+        &self,
+        kind: &str,
+        name: Option<&str>,
+        label: impl Fn(&str) -> Option<&'a str> + Copy,
+    ) -> bool {
+        self.exclude.iter().any(|e| e.covers(kind, name, label))
     }
 
     /// Which side `key` (prefix unshadowed) is on for `dir`, and the rule's
@@ -218,6 +260,7 @@ impl MetadataMap {
                 let fewer = &prefix[..prefix.len() - SHADOW_SUFFIX.len()];
                 Some(format!("{fewer}/{name}"))
             }
+            (Side::Target, _) if self.manifests => None,
             (Side::Target, _) => Some(format!("{prefix}{SHADOW_SUFFIX}/{name}")),
             (Side::Other, _) => None,
         }
@@ -255,6 +298,7 @@ impl MetadataMap {
         match step? {
             Step::Rename(dst) => Some(dst.to_owned()),
             Step::Unshadow => Some(value[..value.len() - SHADOW_VALUE.len()].to_owned()),
+            Step::Shadow if self.manifests => None,
             Step::Shadow => Some(format!("{value}{SHADOW_VALUE}")),
         }
     }
@@ -358,10 +402,20 @@ mod tests {
                 key: "app.kubernetes.io/managed-by".into(),
                 value: pair("foo-operator", "foo-operator-team-b"),
             }],
-            vec![Exclusion {
-                kind: "Secret".into(),
-                name: Some("kept".into()),
-            }],
+            vec![
+                Exclusion {
+                    kind: "Secret".into(),
+                    name: Some("kept".into()),
+                    selector: None,
+                },
+                Exclusion {
+                    kind: "ConfigMap".into(),
+                    name: None,
+                    selector: Some(
+                        crate::label_selector::LabelSelector::parse("team=a,!mine").unwrap(),
+                    ),
+                },
+            ],
         )
     }
 
@@ -419,6 +473,23 @@ mod tests {
     }
 
     #[test]
+    fn manifests_keep_what_is_already_renamed() {
+        let m = map().for_manifests();
+        let done = "cert-manager.team-b.example.com/cluster-issuer";
+        assert_eq!(m.map_key(done, C), None);
+        assert_eq!(
+            m.map_key("cert-manager.io/cluster-issuer", C).as_deref(),
+            Some(done)
+        );
+        let k = "app.kubernetes.io/managed-by";
+        assert_eq!(m.map_value(k, "foo-operator-team-b", C), None);
+        assert_eq!(
+            m.map_value(k, "foo-operator", C).as_deref(),
+            Some("foo-operator-team-b")
+        );
+    }
+
+    #[test]
     fn values_follow_their_key() {
         let m = map();
         let k = "app.kubernetes.io/managed-by";
@@ -439,11 +510,22 @@ mod tests {
     }
 
     #[test]
-    fn exclusions_by_kind_and_name() {
+    fn exclusions_by_kind_name_and_selector() {
         let m = map();
-        assert!(m.excludes("Secret", Some("kept")));
-        assert!(!m.excludes("Secret", Some("other")));
-        assert!(!m.excludes("ConfigMap", Some("kept")));
+        let none = |_: &str| None;
+        assert!(m.excludes("Secret", Some("kept"), none));
+        assert!(!m.excludes("Secret", Some("other"), none));
+        assert!(!m.excludes("Deployment", Some("kept"), none));
+        let team_a = |k: &str| (k == "team").then_some("a");
+        assert!(m.excludes("ConfigMap", Some("x"), team_a));
+        assert!(!m.excludes("ConfigMap", Some("x"), none));
+        let mine = |k: &str| match k {
+            "team" => Some("a"),
+            "mine" => Some(""),
+            _ => None,
+        };
+        assert!(!m.excludes("ConfigMap", Some("x"), mine));
+        assert!(!m.excludes("Secret", Some("x"), team_a));
     }
 
     fn key() -> impl Strategy<Value = String> {

@@ -1,9 +1,11 @@
-//! Where manifests hold CEL, which regroup can't rename: a group named
-//! inside an expression (`request.resource.group == 'foo.example.io'`,
-//! `authorizer.group('foo.example.io')`, an `apiVersion` compared or set)
-//! keeps the name it was written with while every field around it is
-//! renamed. `regroup render` and `regroup check -f` report each such
-//! expression so its author can write it in the cluster's names (or both).
+//! Where manifests hold CEL that regroup leaves: a string literal that is
+//! exactly a mapped group, `group/version` or metadata key is renamed
+//! (`Form::Cel`, through CEL's own parser), but a name inside a longer
+//! literal (`'foo.example.io/'`, `'x.foo.example.io'` built by
+//! concatenation) or outside any literal keeps the name it was written
+//! with while every field around it is renamed. `regroup render` and
+//! `regroup check -f` report each such expression so its author can
+//! write it in the cluster's names (or both).
 
 use regroup_config::Settings;
 use serde_json::Value as Json;
@@ -42,22 +44,13 @@ pub fn warnings(doc: &Json, settings: &Settings) -> Vec<String> {
         }
         _ => {}
     }
-    let mut needles: Vec<&str> = [
-        regroup_config::Direction::ToCluster,
-        regroup_config::Direction::ToApp,
-    ]
-    .iter()
-    .flat_map(|d| settings.map.needles(*d))
-    .collect();
-    // The longest first: a suffix rule's name inside a longer one is named once.
-    needles.sort_by_key(|n| std::cmp::Reverse(n.len()));
     let name = doc["metadata"]["name"].as_str().unwrap_or_default();
     found
         .into_iter()
         .filter_map(|(path, expr)| {
-            let hit = needles.iter().find(|n| expr.contains(**n))?;
+            let hit = *settings.map.cel_mentions(expr).first()?;
             Some(format!(
-                "{kind} {name}: {path} names {hit}, which regroup does not rename inside CEL"
+                "{kind} {name}: {path} names {hit}, which regroup does not rename inside CEL (only a string literal that is exactly a name)"
             ))
         })
         .collect()

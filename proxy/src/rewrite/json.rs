@@ -442,6 +442,7 @@ impl<'a> JsonRewriter<'a> {
                 }
             }
             Slot::NamedRef(m) => self.named_ref(w, raw, m),
+            Slot::JsonSchema => self.json_schema(w, raw),
         }
     }
 
@@ -514,7 +515,7 @@ impl<'a> JsonRewriter<'a> {
         let Some(s) = string(raw)? else {
             return Ok(());
         };
-        if matches!(form, Form::MetadataKey | Form::LabelSelector) {
+        if matches!(form, Form::MetadataKey | Form::LabelSelector | Form::Cel) {
             if let Some(mapped) = self.metadata_value(form, &s)? {
                 w.replace(raw, quote(&mapped));
             }
@@ -610,6 +611,7 @@ mod embedded;
 mod encoded_patch;
 mod metadata;
 mod reference_keys;
+mod schema;
 mod shadowed;
 mod tables;
 

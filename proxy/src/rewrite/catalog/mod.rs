@@ -169,6 +169,15 @@ pub enum Slot {
     /// place ([`Catalog::name_form`]): a CRD's `plural.group`, or a kind
     /// listed in `names:`. Other names are left alone.
     NamedRef(RefMembers),
+    /// An OpenAPI v3 schema of a CRD (JSON only: regroup's protobuf
+    /// descriptors have no `apiextensions.k8s.io` types, and clients read
+    /// CRDs as JSON), walked at every depth (`properties`,
+    /// `patternProperties`, `additionalProperties`, `items`, `allOf`,
+    /// `anyOf`, `oneOf`, `not`): each string of an `enum` and a string
+    /// `default` are renamed as [`Form::Literal`] (only when exactly a
+    /// mapped name), and the `rule` and `messageExpression` of each
+    /// `x-kubernetes-validations` entry as [`Form::Cel`].
+    JsonSchema,
 }
 
 /// The name slots of a reference to an object by its type and name: a

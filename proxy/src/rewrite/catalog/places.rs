@@ -40,10 +40,10 @@ const SAR_KINDS: &[&str] = &[
     "SelfSubjectAccessReview",
 ];
 
-use Form::{ApiVersion, FieldSelector, Group, GroupKinds, ObjectCount, QualifiedName, Text};
+use Form::{ApiVersion, Cel, FieldSelector, Group, GroupKinds, ObjectCount, QualifiedName, Text};
 use Slot::{
-    Base64JsonPatch, DropHidden, DropShadowed, Items, JsonObject, JsonString, NamedRef, Object,
-    Value,
+    Base64JsonPatch, DropHidden, DropShadowed, Items, JsonObject, JsonSchema, JsonString, NamedRef,
+    Object, Value,
 };
 
 /// An owner reference, an Event's `involvedObject`: `apiVersion`, `kind`,
@@ -258,6 +258,66 @@ pub(super) const BUILTIN: &[Row] = &[
         ],
         "spec.matchResources.excludeResourceRules[].apiGroups[]",
         Value(Group),
+    ),
+    // CEL: string literals that are exactly a mapped name (`Form::Cel`).
+    (
+        ADMREG,
+        &[
+            "ValidatingWebhookConfiguration",
+            "MutatingWebhookConfiguration",
+        ],
+        "webhooks[].matchConditions[].expression",
+        Value(Cel),
+    ),
+    (
+        ADMREG,
+        &["ValidatingAdmissionPolicy", "MutatingAdmissionPolicy"],
+        "spec.matchConditions[].expression",
+        Value(Cel),
+    ),
+    (
+        ADMREG,
+        &["ValidatingAdmissionPolicy", "MutatingAdmissionPolicy"],
+        "spec.variables[].expression",
+        Value(Cel),
+    ),
+    (
+        ADMREG,
+        &["ValidatingAdmissionPolicy"],
+        "spec.validations[].expression",
+        Value(Cel),
+    ),
+    (
+        ADMREG,
+        &["ValidatingAdmissionPolicy"],
+        "spec.validations[].messageExpression",
+        Value(Cel),
+    ),
+    (
+        ADMREG,
+        &["ValidatingAdmissionPolicy"],
+        "spec.auditAnnotations[].valueExpression",
+        Value(Cel),
+    ),
+    (
+        ADMREG,
+        &["MutatingAdmissionPolicy"],
+        "spec.mutations[].applyConfiguration.expression",
+        Value(Cel),
+    ),
+    (
+        ADMREG,
+        &["MutatingAdmissionPolicy"],
+        "spec.mutations[].jsonPatch.expression",
+        Value(Cel),
+    ),
+    // A CRD's schemas: `enum`, `default` and `x-kubernetes-validations`
+    // at every depth (`Slot::JsonSchema`).
+    (
+        APIEXT,
+        &["CustomResourceDefinition"],
+        "spec.versions[].schema.openAPIV3Schema",
+        JsonSchema,
     ),
     // AdmissionReview (webhooks served through the front).
     (

@@ -239,9 +239,10 @@ impl JsonRewriter<'_> {
         }
     }
 
-    /// A metadata key or a label selector string ([`Form::MetadataKey`],
-    /// [`Form::LabelSelector`]): renamed, or an error naming what Kubernetes
-    /// would refuse or what can't be parsed.
+    /// A metadata key, a label selector string or a CEL expression
+    /// ([`Form::MetadataKey`], [`Form::LabelSelector`], [`Form::Cel`]):
+    /// renamed, or an error naming what Kubernetes would refuse or what
+    /// can't be parsed.
     pub(crate) fn metadata_value(
         &self,
         form: Form,
@@ -256,12 +257,17 @@ impl JsonRewriter<'_> {
                 .map
                 .map_label_selector(value, self.dir)
                 .map_err(RewriteError::Malformed),
+            Form::Cel => self
+                .map
+                .map_cel(value, self.dir)
+                .map_err(|e| RewriteError::Malformed(format!("CEL naming a mapped group: {e}"))),
             _ => Ok(self.map.map(form, value, self.dir)),
         }
     }
 
     /// True when the metadata of this object is never renamed (an
-    /// exclusion names its kind, and its name when the exclusion has one).
+    /// exclusion names its kind, and its name and a selector its labels
+    /// match when the exclusion has them).
     pub(super) fn excluded<'i>(
         &self,
         w: &mut Walk<'i>,
@@ -271,21 +277,41 @@ impl JsonRewriter<'_> {
         let Some(meta) = self.meta() else {
             return Ok(false);
         };
-        if !meta.exclusions().iter().any(|e| e.kind == kind) {
+        let mine: Vec<_> = meta
+            .exclusions()
+            .iter()
+            .filter(|e| e.kind == kind)
+            .collect();
+        if mine.is_empty() {
             return Ok(false);
         }
-        let name = match w
+        if mine.iter().any(|e| e.is_whole_kind()) {
+            return Ok(true);
+        }
+        let mut name = None;
+        let mut labels: Vec<(String, String)> = Vec::new();
+        let metadata = w
             .members(raw)?
             .as_deref()
-            .and_then(|ms| member(ms, "metadata"))
-        {
-            Some(m) => match w.members(m)?.as_deref().and_then(|ms| member(ms, "name")) {
-                Some(n) => string(n)?.map(Cow::into_owned),
-                None => None,
-            },
-            None => None,
-        };
-        Ok(meta.excludes(kind, name.as_deref()))
+            .and_then(|ms| member(ms, "metadata"));
+        if let Some(m) = metadata {
+            if let Some(ms) = w.members(m)? {
+                if let Some(n) = member(&ms, "name") {
+                    name = string(n)?.map(Cow::into_owned);
+                }
+                if let Some(l) = member(&ms, "labels") {
+                    if let Some(ls) = w.members(l)? {
+                        for (k, v) in ls.iter() {
+                            if let Some(v) = string(*v)? {
+                                labels.push((k.0.to_string(), v.into_owned()));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let label = |k: &str| labels.iter().find(|(x, _)| x == k).map(|(_, v)| v.as_str());
+        Ok(mine.iter().any(|e| e.covers(kind, name.as_deref(), label)))
     }
 }
 

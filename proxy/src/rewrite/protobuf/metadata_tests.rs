@@ -22,6 +22,7 @@ metadata:
     - {key: controller, from: alpha, to: alpha-team1}
   exclude:
     - {kind: ConfigMap, name: kept}
+    - {kind: ConfigMap, selector: 'controller in (gamma), !skip'}
 ";
 
 fn settings() -> (GroupMap, Catalog) {
@@ -194,6 +195,32 @@ fn excluded_objects_keep_their_metadata_in_protobuf() {
         .any(|w| w == b"kopf.team1.example.com/app"));
 }
 
+#[test]
+fn objects_a_selector_excludes_keep_their_metadata_in_protobuf() {
+    let secret = |controller: &str| {
+        let mut c = DynamicMessage::new(message("k8s.io.api.core.v1.ConfigMap"));
+        let mut meta =
+            DynamicMessage::new(message("k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta"));
+        meta.set_field_by_name("name", Value::String("s".into()));
+        meta.set_field_by_name("labels", labels("kopf.zalando.org", controller));
+        c.set_field_by_name("metadata", Value::Message(meta));
+        envelope("v1", "ConfigMap", c.encode_to_vec())
+    };
+    let renamed = |b: &[u8]| {
+        b.windows(b"kopf.team1.example.com/app".len())
+            .any(|w| w == b"kopf.team1.example.com/app")
+    };
+    // `controller=gamma` is matched: kept, both ways.
+    let kept = secret("gamma");
+    assert_eq!(rename(Direction::ToCluster, &kept), kept);
+    assert_eq!(rename(Direction::ToApp, &kept), kept);
+    // `controller=alpha` is not: renamed, and back.
+    let app = secret("alpha");
+    let there = rename(Direction::ToCluster, &app);
+    assert!(renamed(&there));
+    assert_eq!(rename(Direction::ToApp, &there), app);
+}
+
 /// A LabelSelector with the operator's label in `matchLabels` and in a
 /// `matchExpressions` requirement.
 fn selector(p: &str, v: &str) -> Value {
@@ -326,4 +353,52 @@ fn every_metadata_place_reaches_a_protobuf_field() {
     }
     assert!(missing.is_empty(), "unreached:\n{}", missing.join("\n"));
     assert!(reached > 100, "only {reached}");
+}
+
+/// CEL in protobuf: a ValidatingAdmissionPolicy's expressions built by
+/// Kubernetes' field numbers (through the descriptors); a literal that is
+/// exactly the group, an apiVersion or a metadata key is renamed, both
+/// ways, and a longer one is left.
+#[test]
+fn admission_policy_cel_literals_in_protobuf() {
+    let vap = |g: &str, k: &str| {
+        let expr = |text: String| {
+            let mut v =
+                DynamicMessage::new(message("k8s.io.api.admissionregistration.v1.Validation"));
+            v.set_field_by_name("expression", Value::String(text));
+            Value::Message(v)
+        };
+        let mut spec = DynamicMessage::new(message(
+            "k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicySpec",
+        ));
+        spec.set_field_by_name(
+            "validations",
+            Value::List(vec![
+                expr(format!("request.resource.group == '{g}'")),
+                expr(format!("object.apiVersion == \"{g}/v1alpha1\"")),
+                expr(format!("'{k}/x' in object.metadata.labels")),
+                expr("object.apiVersion.startsWith('samplecontroller.k8s.io/')".into()),
+            ]),
+        );
+        let mut p = DynamicMessage::new(message(
+            "k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicy",
+        ));
+        let mut meta =
+            DynamicMessage::new(message("k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta"));
+        meta.set_field_by_name("name", Value::String("p".into()));
+        p.set_field_by_name("metadata", Value::Message(meta));
+        p.set_field_by_name("spec", Value::Message(spec));
+        envelope(
+            "admissionregistration.k8s.io/v1",
+            "ValidatingAdmissionPolicy",
+            p.encode_to_vec(),
+        )
+    };
+    let app = vap("samplecontroller.k8s.io", "kopf.zalando.org");
+    let cluster = vap(
+        "samplecontroller.team1.example.com",
+        "kopf.team1.example.com",
+    );
+    assert_eq!(rename(Direction::ToCluster, &app), cluster);
+    assert_eq!(rename(Direction::ToApp, &cluster), app);
 }

@@ -155,10 +155,11 @@ pub(super) struct Plan {
     /// A fallback message for a kind regroup doesn't know: bytes that don't
     /// follow the convention are left as they are instead of refused.
     pub lenient: bool,
-    /// Objects of this kind with these names keep their metadata (a
-    /// `metadata:` exclusion by name): the field number of `metadata`, the
-    /// names, and the plan without metadata places to walk them with.
-    pub unless: Option<(u32, Vec<String>, Arc<Plan>)>,
+    /// Objects of this kind that these exclusions cover keep their
+    /// metadata (a `metadata:` exclusion by name or label selector): the
+    /// field number of `metadata`, the exclusions, and the plan without
+    /// metadata places to walk them with.
+    pub unless: Option<(u32, Vec<regroup_config::metadata::Exclusion>, Arc<Plan>)>,
 }
 
 /// The fields of `message` reached by the JSON name `name`, through inline
@@ -277,7 +278,7 @@ pub(super) fn build(catalog: &Catalog, target: &Target<'_>) -> Plan {
         .metadata
         .map(|m| m.exclusions().iter().filter(|e| e.kind == kind).collect())
         .unwrap_or_default();
-    let skip_metadata = target.bare || exclusions.iter().any(|e| e.name.is_none());
+    let skip_metadata = target.bare || exclusions.iter().any(|e| e.is_whole_kind());
     for place in catalog.places_for(group, kind) {
         if skip_metadata && is_metadata_slot(&place.slot) {
             continue;
@@ -460,7 +461,8 @@ pub(super) fn build(catalog: &Catalog, target: &Target<'_>) -> Plan {
             _ => {}
         }
     }
-    let named: Vec<String> = exclusions.iter().filter_map(|e| e.name.clone()).collect();
+    let named: Vec<regroup_config::metadata::Exclusion> =
+        exclusions.iter().map(|e| (*e).clone()).collect();
     if !skip_metadata && !named.is_empty() {
         let meta = by_json_name(target.message, "metadata");
         if let Some([m]) = meta.as_deref() {

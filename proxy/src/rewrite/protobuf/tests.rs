@@ -824,6 +824,13 @@ fn every_catalog_place_reaches_a_protobuf_field() {
             "aggregated discovery is not in proxy/proto",
         ),
     ];
+    // Places whose fields proxy/proto leaves out (see its README): clients
+    // read CRDs as JSON, and the mutations' CEL is renamed in JSON only.
+    const PATHS_NOT_IN_PROTOBUF: &[&str] = &[
+        "spec.versions[].schema.openAPIV3Schema",
+        "spec.mutations[].applyConfiguration.expression",
+        "spec.mutations[].jsonPatch.expression",
+    ];
     let catalog = Catalog::new(&[]);
     let kinds = known_kinds();
     let generic = [
@@ -860,7 +867,8 @@ fn every_catalog_place_reaches_a_protobuf_field() {
                 .any(|m| translate_path(m, &place.path).is_some());
         let excused = place_kinds
             .iter()
-            .any(|k| NOT_IN_PROTOBUF.iter().any(|(x, _)| x == k));
+            .any(|k| NOT_IN_PROTOBUF.iter().any(|(x, _)| x == k))
+            || PATHS_NOT_IN_PROTOBUF.contains(&place.path.to_string().as_str());
         if ok {
             reached += 1;
         } else if !excused {

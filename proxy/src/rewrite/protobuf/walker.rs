@@ -155,8 +155,8 @@ impl ProtoRewriter<'_> {
         end: usize,
         plan: &Plan,
     ) -> Result<isize, RewriteError> {
-        if let Some((meta, names, bare)) = &plan.unless {
-            if self.named(w.input, start, end, *meta, names)? {
+        if let Some((meta, exclusions, bare)) = &plan.unless {
+            if self.excluded(w.input, start, end, *meta, exclusions)? {
                 return self.object(w, start, end, bare);
             }
         }
@@ -285,7 +285,7 @@ impl ProtoRewriter<'_> {
         let Ok(s) = std::str::from_utf8(&w.input[start..end]) else {
             return Ok(0);
         };
-        if matches!(form, Form::MetadataKey | Form::LabelSelector) {
+        if matches!(form, Form::MetadataKey | Form::LabelSelector | Form::Cel) {
             return match self.json.metadata_value(form, s)? {
                 Some(mapped) => Ok(w.replace(start, end, mapped.into_bytes())),
                 None => Ok(0),
@@ -451,24 +451,47 @@ impl ProtoRewriter<'_> {
         Ok(w.replace(start, end, new.into_bytes()))
     }
 
-    /// True when the object in `input[start..end]` has one of `names` (its
-    /// `metadata`, field `meta`, field 1 `name`).
-    fn named(
+    /// True when an exclusion covers the object in `input[start..end]`
+    /// (its `metadata` is field `meta`): its name (`ObjectMeta` field 1)
+    /// and labels (field 11, entries of key 1 and value 2) as they arrive.
+    fn excluded(
         &self,
         input: &[u8],
         start: usize,
         end: usize,
         meta: u32,
-        names: &[String],
+        exclusions: &[regroup_config::metadata::Exclusion],
     ) -> Result<bool, RewriteError> {
         let Some(m) = last_len_field(input, start, end, meta)? else {
             return Ok(false);
         };
-        let Some(n) = last_len_field(input, m.value_start, m.end, 1)? else {
-            return Ok(false);
+        let name = match last_len_field(input, m.value_start, m.end, 1)? {
+            Some(n) => Some(string_text(input, &n)?),
+            None => None,
         };
-        let name = &input[n.value_start..n.end];
-        Ok(names.iter().any(|x| x.as_bytes() == name))
+        let mut labels: Vec<(&str, &str)> = Vec::new();
+        if exclusions.iter().any(|e| e.selector.is_some()) {
+            for f in Fields::new(input, m.value_start, m.end) {
+                let f = f?;
+                if f.number != 11 || f.wire != LEN {
+                    continue;
+                }
+                let key = match last_len_field(input, f.value_start, f.end, 1)? {
+                    Some(k) => string_text(input, &k)?,
+                    None => "",
+                };
+                let value = match last_len_field(input, f.value_start, f.end, 2)? {
+                    Some(v) => string_text(input, &v)?,
+                    None => "",
+                };
+                // The last entry of a key wins, as when decoding a map.
+                labels.retain(|(k, _)| *k != key);
+                labels.push((key, value));
+            }
+        }
+        let label = |k: &str| labels.iter().find(|(x, _)| *x == k).map(|(_, v)| *v);
+        // The kind was matched when the plan was built.
+        Ok(exclusions.iter().any(|e| e.covers(&e.kind, name, label)))
     }
 
     /// A map entry of labels: its value by the label value rules of its key

@@ -19,6 +19,7 @@ metadata:
     - {key: controller, from: alpha, to: alpha-team1}
   exclude:
     - {kind: Secret, name: kept}
+    - {kind: ConfigMap, selector: 'regroup.example.org/shared=yes'}
 ";
 
 fn settings() -> (GroupMap, Catalog) {
@@ -148,6 +149,26 @@ fn excluded_objects_keep_their_metadata() {
         secret("kept")
     );
     assert!(rename(Direction::ToCluster, &secret("other")).contains("kopf.team1.example.com/x"));
+}
+
+#[test]
+fn objects_a_selector_excludes_keep_their_metadata() {
+    let cm = |shared: &str, p: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"c","labels":{{"regroup.example.org/shared":"{shared}","{p}/x":"1"}},"annotations":{{"{p}/a":"b"}}}}}}"#
+        )
+    };
+    // Matched: kept as it is, both ways; in a list too.
+    let kept = cm("yes", "kopf.zalando.org");
+    assert_eq!(rename(Direction::ToCluster, &kept), kept);
+    assert_eq!(rename(Direction::ToApp, &kept), kept);
+    let list = format!(r#"{{"apiVersion":"v1","kind":"ConfigMapList","items":[{kept}]}}"#);
+    assert_eq!(rename(Direction::ToCluster, &list), list);
+    // Not matched (another value): renamed, both ways.
+    both_ways(
+        &cm("no", "kopf.zalando.org"),
+        &cm("no", "kopf.team1.example.com"),
+    );
 }
 
 #[test]
