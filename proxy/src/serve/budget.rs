@@ -9,8 +9,15 @@
 //!
 //! The size is `limits.memoryBudgetBytes`, else half the cgroup v2
 //! `memory.max` regroup runs under, else 64 MiB ([`configure`], at start).
+//!
+//! Work already admitted finishes: the answer to a write the API server
+//! has applied is never refused for memory (a 429 would tell the client
+//! the write did not happen). It waits like any other work, then takes
+//! what it needs beyond the budget ([`Budget::admitted`]); such overdraft
+//! is bounded by the writes in flight, each of which was admitted within
+//! the budget, and each answer by `maxObjectBytes`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -24,6 +31,8 @@ pub struct Budget {
     sem: Semaphore,
     total: usize,
     wait: Duration,
+    /// Bytes held beyond the budget by admitted work.
+    overdraft: AtomicUsize,
 }
 
 static BUDGET: OnceLock<Budget> = OnceLock::new();
@@ -141,6 +150,7 @@ impl Budget {
             sem: Semaphore::new(total),
             total,
             wait,
+            overdraft: AtomicUsize::new(0),
         }
     }
 
@@ -149,9 +159,9 @@ impl Budget {
         self.total
     }
 
-    /// Bytes held now.
+    /// Bytes held now (overdraft included).
     pub fn in_use(&self) -> usize {
-        self.total - self.sem.available_permits()
+        self.total - self.sem.available_permits() + self.overdraft.load(Ordering::Relaxed)
     }
 
     /// Nothing held yet; take with [`Held::grow`].
@@ -159,6 +169,18 @@ impl Budget {
         Held {
             budget: self,
             bytes: 0,
+            over: 0,
+            admitted: false,
+        }
+    }
+
+    /// Nothing held yet, for work already admitted (the answer to a write
+    /// the API server applied): a [`Held::grow`] that waited in vain takes
+    /// its bytes beyond the budget instead of refusing them.
+    pub fn admitted(&'static self) -> Held {
+        Held {
+            admitted: true,
+            ..self.empty()
         }
     }
 
@@ -171,7 +193,10 @@ impl Budget {
 /// Bytes taken from the budget, given back when dropped.
 pub struct Held {
     budget: &'static Budget,
+    /// Bytes held, `over` of them beyond the budget.
     bytes: usize,
+    over: usize,
+    admitted: bool,
 }
 
 impl std::fmt::Debug for Held {
@@ -244,13 +269,20 @@ impl Held {
         // `asked <= total <= u32::MAX`.
         let n = more as u32;
         let permit = match self.budget.sem.try_acquire_many(n) {
-            Ok(p) => p,
+            Ok(p) => Some(p),
             Err(_) => tokio::time::timeout_at(deadline, self.budget.sem.acquire_many(n))
                 .await
-                .map_err(|_| Refusal::Busy)?
-                .map_err(|_| Refusal::Busy)?,
+                .ok()
+                .and_then(Result::ok),
         };
-        permit.forget();
+        match permit {
+            Some(p) => p.forget(),
+            None if self.admitted => {
+                self.budget.overdraft.fetch_add(more, Ordering::Relaxed);
+                self.over += more;
+            }
+            None => return Err(Refusal::Busy),
+        }
         self.bytes = asked;
         Ok(())
     }
@@ -266,10 +298,20 @@ impl Held {
         }
     }
 
-    /// Gives back all but `to` bytes.
+    /// Gives back all but `to` bytes (the overdraft first).
     pub fn shrink(&mut self, to: usize) {
         if to < self.bytes {
-            self.budget.sem.add_permits(self.bytes - to);
+            let back = self.bytes - to;
+            let from_over = back.min(self.over);
+            if from_over > 0 {
+                self.budget
+                    .overdraft
+                    .fetch_sub(from_over, Ordering::Relaxed);
+                self.over -= from_over;
+            }
+            if back > from_over {
+                self.budget.sem.add_permits(back - from_over);
+            }
             self.bytes = to;
         }
     }
@@ -337,6 +379,27 @@ mod tests {
         drop(first);
         assert_eq!(waiter.await.unwrap(), Ok(30));
         assert_eq!(b.in_use(), 0);
+    }
+
+    #[tokio::test]
+    async fn admitted_work_waits_then_takes_beyond_the_budget_and_gives_it_back() {
+        let b = leak(100, 20);
+        let mut first = b.empty();
+        first.grow(80, b.deadline()).await.unwrap();
+        let mut answer = b.admitted();
+        answer.grow(30, b.deadline()).await.unwrap();
+        assert_eq!((answer.bytes(), b.in_use()), (30, 110));
+        // New work is still refused while the budget is spent.
+        assert_eq!(b.empty().grow(30, b.deadline()).await, Err(Refusal::Busy));
+        drop(first);
+        // Growing again takes what is free now, within the budget.
+        answer.grow(50, b.deadline()).await.unwrap();
+        assert_eq!(b.in_use(), 80);
+        answer.shrink(10);
+        assert_eq!(b.in_use(), 10);
+        drop(answer);
+        assert_eq!(b.in_use(), 0);
+        assert_eq!(b.sem.available_permits(), 100);
     }
 
     #[test]
