@@ -31,6 +31,9 @@
 # INSTRUCTIONS_KEEP=DIR keeps each run's callgrind output there
 # (DIR/CASE.REQUESTS.out), for `callgrind_annotate --inclusive=yes`.
 # INSTRUCTIONS_CASES="nginx rename" runs only the cases named.
+# INSTRUCTIONS_TLS=1: the upstream serves TLS and offers h2 by ALPN, as a
+# kube-apiserver does (openssl makes a CA); regroup and the floor take h2,
+# nginx proxies over HTTP/1.1 with TLS sessions reused (all it can).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-$ROOT/target/release/regroup}
@@ -44,12 +47,25 @@ port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 PU=$(port)
 FOO=$ROOT/testdata/kube-1.24/renamed/027-get-foo-json/response.body
 USER_LINE=""; [ "$(id -u)" = 0 ] && USER_LINE="user root;"
+SCHEME=http LISTEN_TLS="" PROXY_TLS="" KC_CA=""
+if [ -n "${INSTRUCTIONS_TLS:-}" ]; then
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > "$T/ext"
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca.key" -out "$T/ca.pem" -days 1 -subj /CN=bench-ca 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout "$T/key.pem" -out "$T/cert.csr" -subj /CN=127.0.0.1 2>/dev/null
+  openssl x509 -req -in "$T/cert.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
+    -out "$T/cert.pem" -days 1 -extfile "$T/ext" 2>/dev/null
+  SCHEME=https
+  LISTEN_TLS=" ssl http2; ssl_certificate $T/cert.pem; ssl_certificate_key $T/key.pem"
+  PROXY_TLS="proxy_ssl_trusted_certificate $T/ca.pem; proxy_ssl_name localhost; proxy_ssl_verify on; proxy_ssl_session_reuse on;"
+  KC_CA=", certificate-authority: '$T/ca.pem'"
+  export FLOOR_CA_FILE=$T/ca.pem
+fi
 cat > "$T/up.conf" <<C
 $USER_LINE daemon off; worker_processes 1; pid $T/up.pid; error_log $T/err.log warn;
 events { worker_connections 64; }
 http { access_log off; keepalive_requests 10000000; client_body_temp_path $T/b; proxy_temp_path $T/p;
  fastcgi_temp_path $T/f; uwsgi_temp_path $T/u; scgi_temp_path $T/s;
- server { listen 127.0.0.1:$PU; etag off;
+ server { listen 127.0.0.1:$PU$LISTEN_TLS; etag off;
   location = /apis/samplecontroller.team1.example.com/v1alpha1/namespaces/renamed/foos/alpha {
    default_type application/json; alias $FOO; } } }
 C
@@ -57,7 +73,7 @@ cat > "$T/kc" <<C
 apiVersion: v1
 kind: Config
 current-context: c
-clusters: [{name: c, cluster: {server: 'http://127.0.0.1:$PU'}}]
+clusters: [{name: c, cluster: {server: '$SCHEME://127.0.0.1:$PU'$KC_CA}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 users: [{name: u, user: {token: load}}]
 C
@@ -69,14 +85,15 @@ count() { # config group requests -> total instructions
   if [ "$cfg" = nginx ]; then
     mkdir -p "$T/px"
     { [ "$(id -u)" = 0 ] && echo "user root;"
-      sed -e "s|@DIR@|$T/px|g" -e "s|@PORT@|$pr|g" -e "s|@UPSTREAM@|$PU|g" "$ROOT/bench/nginx-proxy.conf"
+      sed -e "s|@DIR@|$T/px|g" -e "s|@PORT@|$pr|g" -e "s|@UPSTREAM@|$PU|g" \
+        -e "s|@SCHEME@|$SCHEME|g" -e "s|@TLS@|$PROXY_TLS|g" "$ROOT/bench/nginx-proxy.conf"
     } > "$T/px/proxy.conf"
     valgrind --tool=callgrind --callgrind-out-file="$out" nginx -c "$T/px/proxy.conf" -p "$T/px" \
       2>"$T/regroup.log" & local rg=$!
   elif [ "$cfg" = floor ]; then
     # shellcheck disable=SC2086
     valgrind --tool=callgrind --callgrind-out-file="$out" "$FLOOR_BIN" "127.0.0.1:$pr" \
-      "http://127.0.0.1:$PU" ${FLOOR_ARGS:-} 2>"$T/regroup.log" & local rg=$!
+      "$SCHEME://127.0.0.1:$PU" ${FLOOR_ARGS:-} 2>"$T/regroup.log" & local rg=$!
   else
     valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN" serve -c "$cfg" --kubeconfig "$T/kc" \
       --listen "127.0.0.1:$pr" 2>"$T/regroup.log" & local rg=$!
