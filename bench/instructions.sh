@@ -8,19 +8,32 @@
 #
 # Two runs per case (200 and 200+REQUESTS sequential keep-alive GETs of the
 # captured 921-byte Foo behind nginx); the difference over REQUESTS is the
-# cost of one request (start-up and shutdown cancel out). Cases: `rename`
-# (samplecontroller.k8s.io renamed), `rename-names` (the same with `names:`
-# on for kinds the body does not name) and `no-name` (a rule for another
-# group: the same body, nothing to rename), and `floor`: the same GET through
-# `hyper_floor` (proxy/examples/hyper_floor.rs: the runtime, server and
-# client regroup is built on, passing bytes through and nothing else; its
-# binary is $FLOOR_BIN, default target/release/examples/hyper_floor, built
-# by `cargo build --release -p regroup --example hyper_floor`; the case is
-# skipped, saying so, when it is not built). Needs valgrind, nginx, curl,
-# python3.
+# cost of one request (start-up and shutdown cancel out). Cases, in the
+# order printed:
+#   nginx         nginx as a reverse proxy (bench/nginx-proxy.conf: one
+#                 process, `master_process off`, keep-alive upstream pool,
+#                 access log on): the baseline every row is divided by;
+#   floor         the same GET through `hyper_floor`
+#                 (proxy/examples/hyper_floor.rs: a pass-through built on
+#                 hyper's connection-level API, what regroup cannot be
+#                 cheaper than); its binary is $FLOOR_BIN, default
+#                 target/release/examples/hyper_floor, built by `cargo build
+#                 --release -p regroup --example hyper_floor`; skipped,
+#                 saying so, when it is not built. $FLOOR_ARGS are passed to
+#                 it (its variants, e.g. `--legacy-client`: see its header);
+#   no-name       regroup with a rule for another group: the same body,
+#                 nothing to rename;
+#   rename        samplecontroller.k8s.io renamed;
+#   rename-names  the same with `names:` on for kinds the body does not name.
+# Each row prints instructions/request and × nginx (when nginx was run).
+# Needs valgrind, nginx (Debian's: `apt-get install -y valgrind nginx-light`),
+# curl, python3.
 # INSTRUCTIONS_KEEP=DIR keeps each run's callgrind output there
 # (DIR/CASE.REQUESTS.out), for `callgrind_annotate --inclusive=yes`.
-# INSTRUCTIONS_CASES="rename" runs only the cases named.
+# INSTRUCTIONS_CASES="nginx rename" runs only the cases named.
+# INSTRUCTIONS_TLS=1: the upstream serves TLS and offers h2 by ALPN, as a
+# kube-apiserver does (openssl makes a CA); regroup and the floor take h2,
+# nginx proxies over HTTP/1.1 with TLS sessions reused (all it can).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-$ROOT/target/release/regroup}
@@ -34,12 +47,25 @@ port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 PU=$(port)
 FOO=$ROOT/testdata/kube-1.24/renamed/027-get-foo-json/response.body
 USER_LINE=""; [ "$(id -u)" = 0 ] && USER_LINE="user root;"
+SCHEME=http LISTEN_TLS="" PROXY_TLS="" KC_CA=""
+if [ -n "${INSTRUCTIONS_TLS:-}" ]; then
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > "$T/ext"
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca.key" -out "$T/ca.pem" -days 1 -subj /CN=bench-ca 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout "$T/key.pem" -out "$T/cert.csr" -subj /CN=127.0.0.1 2>/dev/null
+  openssl x509 -req -in "$T/cert.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
+    -out "$T/cert.pem" -days 1 -extfile "$T/ext" 2>/dev/null
+  SCHEME=https
+  LISTEN_TLS=" ssl http2; ssl_certificate $T/cert.pem; ssl_certificate_key $T/key.pem"
+  PROXY_TLS="proxy_ssl_trusted_certificate $T/ca.pem; proxy_ssl_name localhost; proxy_ssl_verify on; proxy_ssl_session_reuse on;"
+  KC_CA=", certificate-authority: '$T/ca.pem'"
+  export FLOOR_CA_FILE=$T/ca.pem
+fi
 cat > "$T/up.conf" <<C
 $USER_LINE daemon off; worker_processes 1; pid $T/up.pid; error_log $T/err.log warn;
 events { worker_connections 64; }
 http { access_log off; keepalive_requests 10000000; client_body_temp_path $T/b; proxy_temp_path $T/p;
  fastcgi_temp_path $T/f; uwsgi_temp_path $T/u; scgi_temp_path $T/s;
- server { listen 127.0.0.1:$PU; etag off;
+ server { listen 127.0.0.1:$PU$LISTEN_TLS; etag off;
   location = /apis/samplecontroller.team1.example.com/v1alpha1/namespaces/renamed/foos/alpha {
    default_type application/json; alias $FOO; } } }
 C
@@ -47,7 +73,7 @@ cat > "$T/kc" <<C
 apiVersion: v1
 kind: Config
 current-context: c
-clusters: [{name: c, cluster: {server: 'http://127.0.0.1:$PU'}}]
+clusters: [{name: c, cluster: {server: '$SCHEME://127.0.0.1:$PU'$KC_CA}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 users: [{name: u, user: {token: load}}]
 C
@@ -56,9 +82,18 @@ nginx -c "$T/up.conf" -p "$T" & PIDS+=($!)
 count() { # config group requests -> total instructions
   local cfg=$1 group=$2 n=$3 pr out
   pr=$(port); out=$T/cg.$n.out
-  if [ "$cfg" = floor ]; then
+  if [ "$cfg" = nginx ]; then
+    mkdir -p "$T/px"
+    { [ "$(id -u)" = 0 ] && echo "user root;"
+      sed -e "s|@DIR@|$T/px|g" -e "s|@PORT@|$pr|g" -e "s|@UPSTREAM@|$PU|g" \
+        -e "s|@SCHEME@|$SCHEME|g" -e "s|@TLS@|$PROXY_TLS|g" "$ROOT/bench/nginx-proxy.conf"
+    } > "$T/px/proxy.conf"
+    valgrind --tool=callgrind --callgrind-out-file="$out" nginx -c "$T/px/proxy.conf" -p "$T/px" \
+      2>"$T/regroup.log" & local rg=$!
+  elif [ "$cfg" = floor ]; then
+    # shellcheck disable=SC2086
     valgrind --tool=callgrind --callgrind-out-file="$out" "$FLOOR_BIN" "127.0.0.1:$pr" \
-      "http://127.0.0.1:$PU" 2>"$T/regroup.log" & local rg=$!
+      "$SCHEME://127.0.0.1:$PU" ${FLOOR_ARGS:-} 2>"$T/regroup.log" & local rg=$!
   else
     valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN" serve -c "$cfg" --kubeconfig "$T/kc" \
       --listen "127.0.0.1:$pr" 2>"$T/regroup.log" & local rg=$!
@@ -73,7 +108,7 @@ while True:
         c = http.client.HTTPConnection("127.0.0.1", port); c.request("GET", path)
         r = c.getresponse(); r.read(); break
     except OSError:
-        if time.time() > deadline: sys.exit("regroup did not start")
+        if time.time() > deadline: sys.exit("the proxy did not start")
         time.sleep(0.2)
 for _ in range(n):
     c.request("GET", path); r = c.getresponse(); r.read()
@@ -84,10 +119,14 @@ P
   callgrind_annotate "$out" | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1}'
 }
 
-for case in ${INSTRUCTIONS_CASES:-rename rename-names no-name floor}; do
+BASE=""
+for case in ${INSTRUCTIONS_CASES:-nginx floor no-name rename rename-names}; do
   CASE=$case
   cfg=$T/cfg.yaml
-  if [ $case = floor ]; then
+  if [ $case = nginx ]; then
+    cfg=nginx
+    group=samplecontroller.team1.example.com
+  elif [ $case = floor ]; then
     if [ ! -x "$FLOOR_BIN" ]; then
       echo "floor: skipped, $FLOOR_BIN is not built (cargo build --release -p regroup --example hyper_floor)"
       continue
@@ -107,5 +146,11 @@ for case in ${INSTRUCTIONS_CASES:-rename rename-names no-name floor}; do
   fi
   a=$(count "$cfg" $group 200)
   b=$(count "$cfg" $group $((200 + N)))
-  echo "$case: $(( (b - a) / N )) instructions/request"
+  per=$(( (b - a) / N ))
+  [ $case = nginx ] && BASE=$per
+  if [ -n "$BASE" ]; then
+    echo "$case: $per instructions/request, $(python3 -c "print(f'{$per / $BASE:.2f}')") x nginx"
+  else
+    echo "$case: $per instructions/request"
+  fi
 done

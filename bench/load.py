@@ -11,9 +11,11 @@ kube-apiserver (testdata/kube-1.24/renamed/027-get-foo-json, with its
 Content-Type and Cache-Control). In front of it, each in turn:
 
   nginx            nginx as a pass-through reverse proxy (keep-alive upstream pool)
-  hyper floor      proxy/examples/hyper_floor.rs: a pass-through built from the parts regroup
-                   serves with (tokio, hyper-util's server and pooled client) and nothing else;
+  hyper floor      proxy/examples/hyper_floor.rs: a pass-through on hyper's connection-level
+                   API (one current-thread runtime per core) and nothing else: what regroup
+                   can't be cheaper than;
                    `cargo build --release -p regroup --example hyper_floor`, else skipped
+  hyper floor multi-thread   the same on one tokio multi-thread runtime, regroup's layout
   kubectl proxy    `kubectl proxy` pass-through (e2e/.bin/kubectl, e2e/install.sh)
   regroup rename   regroup renaming samplecontroller.k8s.io <-> samplecontroller.team1.example.com
   regroup no-name  regroup with a rule for another group only: the same body, nothing to rename
@@ -458,17 +460,22 @@ def main():
                 targets.append(
                     ("hyper floor", f"http://127.0.0.1:{port}{FOO_PATH.format(g=CLUSTER)}", p, foo)
                 )
-        if want("hyper floor per-core") and os.access(args.floor, os.X_OK):
+        if want("hyper floor multi-thread") and os.access(args.floor, os.X_OK):
             port = free_port()
             p = start(
-                "floor-per-core",
-                [args.floor, f"127.0.0.1:{port}", f"{scheme()}://127.0.0.1:{up_port}", "per-core"],
+                "floor-multi-thread",
+                [
+                    args.floor,
+                    f"127.0.0.1:{port}",
+                    f"{scheme()}://127.0.0.1:{up_port}",
+                    "--multi-thread",
+                ],
                 tmp,
                 env=floor_env,
             )
             targets.append(
                 (
-                    "hyper floor per-core",
+                    "hyper floor multi-thread",
                     f"http://127.0.0.1:{port}{FOO_PATH.format(g=CLUSTER)}",
                     p,
                     foo,

@@ -4,6 +4,7 @@ pub mod dial;
 pub mod exec;
 mod impersonate;
 pub mod kubeconfig;
+mod pool;
 mod tls;
 pub mod vault;
 
@@ -20,15 +21,14 @@ use http::{HeaderValue, Method, Request, Response, Uri};
 use http_body_util::combinators::BoxBody;
 use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
-use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use rustls::pki_types::ServerName;
 
 use dial::Dial;
 use impersonate::impersonation_headers;
 pub use kubeconfig::{Impersonate, Resolved};
+pub use pool::ClientError;
+use pool::Pool;
 use tls::tls_config;
 pub use vault::{bearer, Credential, CredentialError, Vault};
 
@@ -48,14 +48,14 @@ pub struct UpstreamError {
 /// How often the upstream CA file is checked for a change.
 const CA_CHECK_EVERY: Duration = Duration::from_secs(5);
 
-/// The pooled clients of one TLS identity: rebuilt (and the old pool's
+/// The connection pools of one TLS identity: rebuilt (and the old pools'
 /// connections closed as they finish) when regroup's client certificate
 /// changes, as client-go closes its connections when an exec plugin hands
 /// out a new certificate.
 struct Clients {
-    client: Client<HttpsConnector<Dial>, Body>,
+    client: Pool,
     /// HTTP/1.1 only: protocol upgrades (exec, attach, port-forward).
-    upgrade_client: Client<HttpsConnector<Dial>, Body>,
+    upgrade_client: Pool,
     cert: Option<Arc<(Vec<u8>, Vec<u8>)>>,
 }
 
@@ -65,6 +65,8 @@ struct TlsParams {
     insecure: bool,
     server_name: Option<ServerName<'static>>,
     timeouts: Timeouts,
+    /// The server URL, what the pools dial.
+    server: Uri,
 }
 
 /// The apiserver and how to reach it.
@@ -89,7 +91,7 @@ pub struct Upstream {
 #[derive(Debug)]
 pub enum SendError {
     /// The client failed: connect, TLS, a dropped connection.
-    Client(hyper_util::client::legacy::Error),
+    Client(ClientError),
     /// No response headers within the configured time
     /// (`limits.upstreamResponseHeaderTimeout`).
     Timeout(Duration),
@@ -234,6 +236,7 @@ impl Upstream {
             insecure,
             server_name,
             timeouts,
+            server: uri.clone(),
         };
         let cert = vault
             .cached()
@@ -400,12 +403,12 @@ impl Upstream {
             *r.headers_mut() = req.headers().clone();
             r
         });
-        match self.bounded(clients.client.request(req)).await {
+        match self.bounded(clients.client.send(req)).await {
             Err(e) if again.is_some() && closed_before_answer(&e) => {
                 tracing::debug!(
                     "upstream connection closed before an answer: sending the request again"
                 );
-                self.bounded(clients.client.request(again.expect("checked")))
+                self.bounded(clients.client.send(again.expect("checked")))
                     .await
             }
             r => r,
@@ -416,7 +419,7 @@ impl Upstream {
     pub async fn send_upgrade(&self, req: Request<Body>) -> Result<Response<Incoming>, SendError> {
         self.check_ca();
         let clients = self.clients.load_full();
-        self.bounded(clients.upgrade_client.request(req)).await
+        self.bounded(clients.upgrade_client.send(req)).await
     }
 
     /// Re-reads the CA file when it changed (checked at most every
@@ -462,9 +465,7 @@ impl Upstream {
 
     async fn bounded(
         &self,
-        f: impl std::future::Future<
-            Output = Result<Response<Incoming>, hyper_util::client::legacy::Error>,
-        >,
+        f: impl std::future::Future<Output = Result<Response<Incoming>, ClientError>>,
     ) -> Result<Response<Incoming>, SendError> {
         match tokio::time::timeout(self.response_header_timeout, f).await {
             Ok(r) => r.map_err(SendError::Client),
@@ -494,9 +495,7 @@ fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result
         } else {
             b.enable_http1().wrap_connector(dial)
         };
-        let mut cb = Client::builder(TokioExecutor::new());
-        cb.pool_idle_timeout(Duration::from_secs(90));
-        Ok::<_, String>(cb.build(connector))
+        Pool::new(connector, &p.server, !http2)
     };
     Ok(Clients {
         client: build(true)?,

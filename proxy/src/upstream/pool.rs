@@ -1,0 +1,473 @@
+//! regroup's connections to the apiserver, on hyper's connection-level
+//! client API (`hyper::client::conn::http1` and `http2`) with a small pool
+//! of its own, instead of a general-purpose pooled client: one upstream, so
+//! no pool key to hash, no `Uri` rebuilt, no task spawned to return a
+//! connection.
+//!
+//! - h2 (chosen by TLS ALPN, as a kube-apiserver offers): one multiplexed
+//!   connection, shared by every request, replaced when it closes.
+//! - HTTP/1.1: a list of connections, the most recently used last; one
+//!   takes a request when hyper says it is ready (its previous response
+//!   read to the end). A checkout looks at the few most recently used
+//!   (short requests finish first; watches sink to the front), then sweeps
+//!   them all (closed ones out, idle ones past 90 s or past 64 closed)
+//!   before opening a new connection, which costs far more than a sweep.
+//! - Each connection is driven on its own task; dropping the pool (a new
+//!   client certificate or CA) lets each connection finish what it carries
+//!   and close.
+//! - A request hyper hands back unsent (the connection closed as it was
+//!   taken) is sent once more on a new connection, whatever its method: it
+//!   never reached the apiserver. `super::Upstream::send` adds the retry of
+//!   safe requests whose connection closed after they were sent.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use http::header::{HeaderValue, HOST};
+use http::{Method, Request, Response, Uri};
+use hyper::body::Incoming;
+use hyper::client::conn::{http1, http2, TrySendError};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::Connection as _;
+use hyper_util::rt::TokioExecutor;
+use tower_service::Service as _;
+
+use super::dial::Dial;
+use super::{Body, BoxError};
+
+/// An idle HTTP/1.1 connection unused this long is closed (the apiserver's
+/// own idle limit is longer; Go's client uses the same 90 s).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Idle HTTP/1.1 connections kept at most; more are closed.
+const MAX_IDLE: usize = 64;
+/// Busy connections looked at before sweeping them all.
+const QUICK_LOOK: usize = 16;
+
+/// Why a request got no response from the pool.
+#[derive(Debug)]
+pub enum ClientError {
+    /// Connecting (TCP, the proxy tunnel, TLS) failed.
+    Connect(BoxError),
+    /// The HTTP handshake on a new connection failed.
+    Handshake(hyper::Error),
+    /// The connection failed while the request was sent or answered.
+    Send(hyper::Error),
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ClientError::Connect(_) => "connecting to the upstream failed",
+            ClientError::Handshake(_) => "the HTTP handshake with the upstream failed",
+            ClientError::Send(_) => "the upstream connection failed",
+        })
+    }
+}
+
+impl std::error::Error for ClientError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ClientError::Connect(e) => Some(&**e),
+            ClientError::Handshake(e) | ClientError::Send(e) => Some(e),
+        }
+    }
+}
+
+/// The connections to one upstream with one TLS identity.
+pub(super) struct Pool {
+    connector: HttpsConnector<Dial>,
+    /// `scheme://authority`, what the connector dials.
+    dst: Uri,
+    /// `Host` of HTTP/1.1 requests, as the URL names the server.
+    host: HeaderValue,
+    /// HTTP/1.1 connections that keep their socket for protocol upgrades.
+    upgrades: bool,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    h2: Option<http2::SendRequest<Body>>,
+    /// HTTP/1.1 connections, each with when it last sent a request: the
+    /// most recent last.
+    h1: Vec<(http1::SendRequest<Body>, Instant)>,
+}
+
+/// A connection taken from the pool.
+enum Taken {
+    H1(http1::SendRequest<Body>),
+    H2(http2::SendRequest<Body>),
+}
+
+impl Pool {
+    /// `upgrades`: HTTP/1.1 connections ready for `101 Switching
+    /// Protocols` (the connector must offer HTTP/1.1 only).
+    pub(super) fn new(
+        connector: HttpsConnector<Dial>,
+        dst: &Uri,
+        upgrades: bool,
+    ) -> Result<Pool, String> {
+        let host = dst.host().ok_or("no host")?;
+        let default_port = match dst.scheme_str() {
+            Some("https") => 443,
+            _ => 80,
+        };
+        let host = match dst.port_u16() {
+            Some(p) if p != default_port => HeaderValue::from_str(&format!("{host}:{p}")),
+            _ => HeaderValue::from_str(host),
+        }
+        .map_err(|e| format!("host: {e}"))?;
+        let dst = Uri::builder()
+            .scheme(dst.scheme().cloned().ok_or("no scheme")?)
+            .authority(dst.authority().cloned().ok_or("no host")?)
+            .path_and_query("/")
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Pool {
+            connector,
+            dst,
+            host,
+            upgrades,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// Sends `req` (its URI absolute, the upstream's) and waits for the
+    /// response headers.
+    pub(super) async fn send(&self, req: Request<Body>) -> Result<Response<Incoming>, ClientError> {
+        // Connecting is boxed: its future (dialing, TLS, the handshake) is
+        // kilobytes, and this one is moved with every request's future.
+        let (taken, reused) = match self.take() {
+            Some(t) => (t, true),
+            None => (Box::pin(self.connect()).await?, false),
+        };
+        match self.send_on(taken, req).await {
+            Ok(r) => Ok(r),
+            Err(mut e) => match e.take_message() {
+                Some(req) if reused => {
+                    tracing::debug!("upstream connection closed as it was taken: on a new one");
+                    let taken = Box::pin(self.connect()).await?;
+                    self.send_on(taken, req)
+                        .await
+                        .map_err(|e| ClientError::Send(e.into_error()))
+                }
+                _ => Err(ClientError::Send(e.into_error())),
+            },
+        }
+    }
+
+    async fn send_on(
+        &self,
+        taken: Taken,
+        mut req: Request<Body>,
+    ) -> Result<Response<Incoming>, TrySendError<Request<Body>>> {
+        match taken {
+            Taken::H2(mut s) => s.try_send_request(req).await,
+            Taken::H1(mut s) => {
+                req.headers_mut()
+                    .entry(HOST)
+                    .or_insert_with(|| self.host.clone());
+                origin_form(&mut req);
+                let sent = s.try_send_request(req);
+                self.put_back(s);
+                sent.await
+            }
+        }
+    }
+
+    /// A connection that takes a request now, if the pool has one.
+    fn take(&self) -> Option<Taken> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(h2) = &st.h2 {
+            if !h2.is_closed() {
+                return Some(Taken::H2(h2.clone()));
+            }
+            st.h2 = None;
+        }
+        let h1 = &mut st.h1;
+        let n = h1.len();
+        for i in (n.saturating_sub(QUICK_LOOK)..n).rev() {
+            if h1[i].0.is_ready() {
+                let (s, last) = h1.remove(i);
+                if last.elapsed() <= IDLE_TIMEOUT {
+                    return Some(Taken::H1(s));
+                }
+                break;
+            }
+        }
+        // The sweep: closed connections out, idle ones past the limits
+        // closed, the most recently used idle one taken.
+        let mut idle = 0;
+        let mut found = None;
+        for (s, last) in std::mem::take(h1).into_iter().rev() {
+            if s.is_closed() {
+                continue;
+            }
+            if s.is_ready() {
+                if last.elapsed() > IDLE_TIMEOUT || idle >= MAX_IDLE {
+                    continue;
+                }
+                if found.is_none() {
+                    found = Some(s);
+                    continue;
+                }
+                idle += 1;
+            }
+            h1.push((s, last));
+        }
+        h1.reverse();
+        found.map(Taken::H1)
+    }
+
+    /// An HTTP/1.1 connection that just sent a request.
+    fn put_back(&self, s: http1::SendRequest<Body>) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.h1.push((s, Instant::now()));
+    }
+
+    /// A new connection, its driver spawned.
+    async fn connect(&self) -> Result<Taken, ClientError> {
+        let mut connector = self.connector.clone();
+        let io = connector
+            .call(self.dst.clone())
+            .await
+            .map_err(ClientError::Connect)?;
+        if io.connected().is_negotiated_h2() {
+            let (send, conn) = http2::handshake(TokioExecutor::new(), io)
+                .await
+                .map_err(ClientError::Handshake)?;
+            tokio::spawn(async move {
+                if let Err(e) = conn.await {
+                    tracing::debug!("upstream h2 connection ended: {e}");
+                }
+            });
+            let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            if st.h2.as_ref().is_none_or(|h| h.is_closed()) {
+                st.h2 = Some(send.clone());
+            }
+            return Ok(Taken::H2(send));
+        }
+        let (send, conn) = http1::handshake(io).await.map_err(ClientError::Handshake)?;
+        if self.upgrades {
+            tokio::spawn(async move {
+                if let Err(e) = conn.with_upgrades().await {
+                    tracing::debug!("upstream connection ended: {e}");
+                }
+            });
+        } else {
+            tokio::spawn(async move {
+                if let Err(e) = conn.await {
+                    tracing::debug!("upstream connection ended: {e}");
+                }
+            });
+        }
+        Ok(Taken::H1(send))
+    }
+}
+
+/// HTTP/1.1 requests carry the path and query only (origin form); h2 keeps
+/// the absolute URI for its pseudo-headers.
+fn origin_form(req: &mut Request<Body>) {
+    let uri = req.uri();
+    if uri.scheme().is_none() {
+        return;
+    }
+    let pq = match uri.path_and_query() {
+        Some(pq) if *req.method() != Method::CONNECT => pq.clone(),
+        _ => return,
+    };
+    let mut parts = http::uri::Parts::default();
+    parts.path_and_query = Some(pq);
+    if let Ok(u) = Uri::from_parts(parts) {
+        *req.uri_mut() = u;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use http_body_util::BodyExt as _;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    /// A plain-HTTP upstream: answers each request head with `body`
+    /// (`hold`: the first response's body is sent only after the test says
+    /// so). Records every request head; counts connections.
+    struct Server {
+        url: Uri,
+        heads: Arc<Mutex<Vec<String>>>,
+        accepted: Arc<AtomicUsize>,
+        release: Arc<tokio::sync::Notify>,
+    }
+
+    async fn server(hold: bool) -> Server {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url: Uri = format!("http://{}", l.local_addr().unwrap())
+            .parse()
+            .unwrap();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let release = Arc::new(tokio::sync::Notify::new());
+        let (h, a, r) = (heads.clone(), accepted.clone(), release.clone());
+        tokio::spawn(async move {
+            loop {
+                let (mut s, _) = l.accept().await.unwrap();
+                let n = a.fetch_add(1, Ordering::SeqCst);
+                let (h, r) = (h.clone(), r.clone());
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut b = [0u8; 1024];
+                    loop {
+                        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                            match s.read(&mut b).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(k) => buf.extend_from_slice(&b[..k]),
+                            }
+                        }
+                        let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+                        let head: Vec<u8> = buf.drain(..end).collect();
+                        h.lock().unwrap().push(String::from_utf8(head).unwrap());
+                        if hold && n == 0 {
+                            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n")
+                                .await
+                                .unwrap();
+                            r.notified().await;
+                            s.write_all(b"ok").await.unwrap();
+                        } else {
+                            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                                .await
+                                .unwrap();
+                        }
+                    }
+                });
+            }
+        });
+        Server {
+            url,
+            heads,
+            accepted,
+            release,
+        }
+    }
+
+    fn pool(url: &Uri) -> Pool {
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_all_versions()
+            .wrap_connector(Dial::new(http, None).unwrap());
+        Pool::new(connector, url, false).unwrap()
+    }
+
+    fn get(url: &Uri, path: &str) -> Request<Body> {
+        let mut r = Request::new(super::super::empty_body());
+        *r.uri_mut() = format!("{url}{}", path.trim_start_matches('/'))
+            .parse()
+            .unwrap();
+        r
+    }
+
+    use hyper_util::client::legacy::connect::HttpConnector;
+
+    #[tokio::test]
+    async fn sequential_requests_reuse_one_connection_in_origin_form_with_host() {
+        let s = server(false).await;
+        let p = pool(&s.url);
+        for i in 0..3 {
+            let resp = p
+                .send(get(&s.url, &format!("/api/v1/x{i}?a=b")))
+                .await
+                .unwrap();
+            let body = resp.into_body().collect().await.unwrap().to_bytes();
+            assert_eq!(&body[..], b"ok");
+        }
+        assert_eq!(s.accepted.load(Ordering::SeqCst), 1);
+        let heads = s.heads.lock().unwrap().clone();
+        assert_eq!(heads.len(), 3);
+        assert!(
+            heads[2].starts_with("GET /api/v1/x2?a=b HTTP/1.1\r\n"),
+            "{}",
+            heads[2]
+        );
+        let host = format!("host: {}\r\n", s.url.authority().unwrap());
+        assert!(
+            heads[2].to_ascii_lowercase().contains(&host),
+            "{}",
+            heads[2]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_connection_still_streaming_a_body_is_not_taken() {
+        let s = server(true).await;
+        let p = pool(&s.url);
+        // The first response's body is held back: its connection is busy.
+        let first = p.send(get(&s.url, "/watch")).await.unwrap();
+        let second = p.send(get(&s.url, "/b")).await.unwrap();
+        let body = second.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(&body[..], b"ok");
+        assert_eq!(s.accepted.load(Ordering::SeqCst), 2);
+        s.release.notify_one();
+        let body = first.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(&body[..], b"ok");
+        // Both are idle now: the next request opens none.
+        p.send(get(&s.url, "/c")).await.unwrap();
+        assert_eq!(s.accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_closed_connection_is_replaced() {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url: Uri = format!("http://{}", l.local_addr().unwrap())
+            .parse()
+            .unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let a = accepted.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut s, _) = l.accept().await.unwrap();
+                a.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut b = [0u8; 1024];
+                    let _ = s.read(&mut b).await;
+                    // One answer, then the connection is closed.
+                    let _ = s
+                        .write_all(
+                            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                        )
+                        .await;
+                });
+            }
+        });
+        let p = pool(&url);
+        for _ in 0..2 {
+            let resp = p.send(get(&url, "/x")).await.unwrap();
+            resp.into_body().collect().await.unwrap();
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn nothing_listening_is_a_connect_error() {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url: Uri = format!("http://{}", l.local_addr().unwrap())
+            .parse()
+            .unwrap();
+        drop(l);
+        let err = pool(&url).send(get(&url, "/x")).await.unwrap_err();
+        assert!(matches!(err, ClientError::Connect(_)), "{err:?}");
+    }
+}
