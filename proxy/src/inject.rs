@@ -484,11 +484,19 @@ fn wrap_pod_spec(
     volumes.retain(|v| {
         !matches!(
             v.get("name").and_then(Json::as_str),
-            Some("regroup-config" | "regroup-upstream-sa" | "regroup-serving" | "regroup-app-sa")
+            Some(
+                "regroup-config"
+                    | "regroup-spill"
+                    | "regroup-upstream-sa"
+                    | "regroup-serving"
+                    | "regroup-app-sa"
+            )
         )
     });
     let ours = [
         json!({"name": "regroup-config", "configMap": {"name": format!("{}-config", opts.prefix)}}),
+        // limits.maxSpillBytes (1 GiB) for one list at a time.
+        json!({"name": "regroup-spill", "emptyDir": {"sizeLimit": "1Gi"}}),
         json!({"name": "regroup-upstream-sa", "projected": sa_projection(None)}),
         json!({"name": "regroup-serving", "secret": {"secretName": secret, "items": [
             {"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}]}}),
@@ -562,6 +570,9 @@ pub fn sidecar_container(opts: &Options) -> Json {
             {"name": "regroup-config", "mountPath": "/etc/regroup/config", "readOnly": true},
             {"name": "regroup-upstream-sa", "mountPath": SA_PATH, "readOnly": true},
             {"name": "regroup-serving", "mountPath": "/etc/regroup/serving", "readOnly": true},
+            // The root is read-only: a protobuf list larger than its
+            // look-ahead spills here (limits.spillDir, the system temp dir).
+            {"name": "regroup-spill", "mountPath": "/tmp"},
         ]),
     );
     Json::Object(c)
