@@ -4,6 +4,7 @@
 //! connections per listener; every request passes [`guard`] before the
 //! stack sees it.
 
+pub(crate) mod amend;
 pub mod body;
 pub mod budget;
 mod follow;

@@ -13,6 +13,7 @@ use hyper::body::Incoming;
 use regroup_config::{Direction, GroupMap};
 use rustls::pki_types::CertificateDer;
 
+use super::amend::Amend;
 use super::front::auth::RequestHeaderConfig;
 use super::live::Live;
 use super::own_client::OwnClient;
@@ -62,8 +63,7 @@ impl Proxy {
                 upstream,
                 dir: Direction::ToCluster,
                 pass_through_auth,
-                trust: None,
-                registration: None,
+                amendments: Vec::new(),
                 listener: "sidecar",
                 forwards_identity: false,
                 limits: BodyLimits::default(),
@@ -73,15 +73,19 @@ impl Proxy {
     }
 
     /// The same sidecar, also making the app trust regroup's front.
-    pub fn with_trust(mut self, trust: FrontTrust) -> Proxy {
-        self.fwd.trust = Some(Arc::new(trust));
-        self
+    pub fn with_trust(self, trust: FrontTrust) -> Proxy {
+        self.amended_by(Arc::new(trust))
     }
 
     /// The same sidecar, also pointing the app's fronted webhook
     /// registrations at regroup's webhook listener.
-    pub fn with_registration(mut self, r: WebhookRegistration) -> Proxy {
-        self.fwd.registration = Some(Arc::new(r));
+    pub fn with_registration(self, r: WebhookRegistration) -> Proxy {
+        self.amended_by(Arc::new(r))
+    }
+
+    /// The same stack, also applying `amendment` (after those before).
+    fn amended_by(mut self, amendment: Arc<dyn Amend>) -> Proxy {
+        self.fwd.amendments.push(amendment);
         self
     }
 
@@ -111,8 +115,7 @@ impl Proxy {
                 upstream: backend,
                 dir: Direction::ToApp,
                 pass_through_auth: true,
-                trust: None,
-                registration: None,
+                amendments: Vec::new(),
                 listener: "front",
                 forwards_identity: true,
                 limits: BodyLimits::default(),

@@ -15,12 +15,13 @@
 //! Both in JSON (here) and in Kubernetes protobuf (`proto.rs`, the encoding
 //! client-go uses for built-in types), with one policy: the functions below
 //! decide what is amended and into what; each encoding only finds the
-//! objects and reads and writes the values. `hooks.rs` is where the request
-//! pipeline calls in, and the one place that decides which requests the
-//! trust looks at. The JSON Patch of the app's own APIService is served by
-//! a layer of the stack (`stack/trust_patch.rs`).
+//! objects and reads and writes the values. `amend.rs` makes it an `Amend` (the
+//! pipeline's one extension point, `serve/amend/`) and holds the one place
+//! that decides which requests the trust looks at. The JSON Patch of the
+//! app's own APIService is served by the stack's patch layer
+//! (`stack/patch.rs`).
 
-pub(crate) mod hooks;
+mod amend;
 mod proto;
 pub mod webhooks;
 
@@ -153,7 +154,7 @@ impl FrontTrust {
                 restore_app_bundle(o)
             } else if o["kind"] == "PartialObjectMetadata" {
                 // Requests reach here for APIServices and the ConfigMap only
-                // (`hooks::relevant`): a metadata-only APIService.
+                // (`amend::relevant`): a metadata-only APIService.
                 hide_app_bundle_annotation(o).is_some()
             } else {
                 false

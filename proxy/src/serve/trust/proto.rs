@@ -92,7 +92,7 @@ enum Kind {
     /// `meta/v1.List`: items are `RawExtension`s (field 2 {1 raw}).
     List,
     /// A metadata-only object; requests reach the trust hooks only for
-    /// the authentication ConfigMap and APIServices (`hooks::relevant`),
+    /// the authentication ConfigMap and APIServices (`amend::relevant`),
     /// so this is one of those.
     PartialObjectMetadata,
     /// A list of them, its items at this field (meta/v1: 2, v1beta1: 1).

@@ -4,7 +4,7 @@
 //!
 //! - When the app writes a Validating/MutatingWebhookConfiguration or a
 //!   CRD (create or update in JSON, YAML or protobuf (`proto.rs`); a
-//!   patch, `stack/registration_patch.rs`, through [`WebhookRegistration::amend_patch`]), each
+//!   patch, `stack/patch.rs`, through [`WebhookRegistration::amend_patch`]), each
 //!   `clientConfig` the configuration says is fronted is pointed at
 //!   regroup's webhook listener (its `reachAt` URL or Service, with the
 //!   webhook's path) with regroup's serving CA in `caBundle`; what the app
@@ -16,6 +16,7 @@
 //!   it wrote, so a controller that manages its own registration and
 //!   certificates never fights regroup.
 
+mod amend;
 mod proto;
 
 use base64::Engine as _;

@@ -1,60 +1,5 @@
 use super::*;
-use crate::serve::trust::tests::map;
 use serde_json::json;
-
-fn info(path: &str) -> RequestInfo {
-    RequestInfo::parse(path, None)
-}
-
-#[test]
-fn only_json_patches_of_apiservices_of_renamed_groups() {
-    let m = map();
-    let ours = info("/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.wardle.example.com");
-    let json_patch = "application/json-patch+json";
-    let to_cluster = Direction::ToCluster;
-    assert!(applies(&ours, &Method::PATCH, json_patch, &m, to_cluster));
-    // Other patch types, methods, groups, subresources, resources.
-    assert!(!applies(
-        &ours,
-        &Method::PATCH,
-        "application/merge-patch+json",
-        &m,
-        to_cluster
-    ));
-    assert!(!applies(&ours, &Method::PUT, json_patch, &m, to_cluster));
-    let other = info("/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io");
-    assert!(!applies(&other, &Method::PATCH, json_patch, &m, to_cluster));
-    let status =
-        info("/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.wardle.example.com/status");
-    assert!(!applies(
-        &status,
-        &Method::PATCH,
-        json_patch,
-        &m,
-        to_cluster
-    ));
-    let crd =
-        info("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/flunders.wardle.example.com");
-    assert!(!applies(&crd, &Method::PATCH, json_patch, &m, to_cluster));
-    let unnamed = info("/apis/apiregistration.k8s.io/v1/apiservices");
-    assert!(!applies(
-        &unnamed,
-        &Method::PATCH,
-        json_patch,
-        &m,
-        to_cluster
-    ));
-    // The cluster's name of the group is not the app's.
-    let cluster_named =
-        info("/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.wardle.team1.example.com");
-    assert!(!applies(
-        &cluster_named,
-        &Method::PATCH,
-        json_patch,
-        &m,
-        to_cluster
-    ));
-}
 
 #[test]
 fn malformed_patches_are_kube_apiservers_statuses() {
@@ -133,4 +78,16 @@ fn the_update_keeps_the_options_an_update_takes() {
         .as_deref(),
         Some("dryRun=All&fieldManager=rotator&fieldValidation=Strict")
     );
+}
+
+#[test]
+fn the_patch_is_conditional_on_the_version_read_unless_it_names_one() {
+    let mut p = serde_json::json!({"webhooks": []});
+    assert!(!pin_precondition(&mut p, Some("7")));
+    assert_eq!(p["metadata"]["resourceVersion"], "7");
+    let mut asked = serde_json::json!({"metadata": {"resourceVersion": "5"}});
+    assert!(pin_precondition(&mut asked, Some("7")));
+    assert_eq!(asked["metadata"]["resourceVersion"], "5");
+    let mut same = serde_json::json!({"metadata": {"resourceVersion": "7"}});
+    assert!(!pin_precondition(&mut same, Some("7")));
 }

@@ -32,15 +32,3 @@ fn json_patches_that_reach_a_client_config_are_read_modify_written() {
         assert!(!touches_client_configs(&op(o)), "{o}");
     }
 }
-
-#[test]
-fn the_patch_is_conditional_on_the_version_read_unless_it_names_one() {
-    let mut p = serde_json::json!({"webhooks": []});
-    assert!(!pin(&mut p, Some("7")));
-    assert_eq!(p["metadata"]["resourceVersion"], "7");
-    let mut asked = serde_json::json!({"metadata": {"resourceVersion": "5"}});
-    assert!(pin(&mut asked, Some("7")));
-    assert_eq!(asked["metadata"]["resourceVersion"], "5");
-    let mut same = serde_json::json!({"metadata": {"resourceVersion": "7"}});
-    assert!(!pin(&mut same, Some("7")));
-}
