@@ -5,10 +5,14 @@
 //! ([`Amendments`]) and calls each hook once per body, in order, after the
 //! engine has renamed it.
 //!
-//! Two implementations today: the front trust (`trust/`: the app trusts
-//! regroup's front) and the webhook registrations (`trust/webhooks.rs`:
+//! Two implementations today: the front trust (`front_trust/`: the app
+//! trusts regroup's front) and the webhook registrations (`registrations/`:
 //! the cluster calls the app's webhooks through regroup). A new one is a
-//! type implementing [`Amend`], pushed onto the list in `serve/run.rs`.
+//! type implementing [`Amend`] in a folder of its own here, pushed onto the
+//! sidecar's list in `serve/run/`.
+
+pub mod front_trust;
+pub mod registrations;
 
 use std::sync::Arc;
 

@@ -25,11 +25,13 @@ pub(crate) mod errors;
 pub(crate) mod etag;
 pub(crate) mod gzip;
 pub(crate) mod headers;
-pub(crate) mod identity;
 pub(crate) mod list;
+pub mod live;
 pub(crate) mod openapi;
+pub mod own_client;
 pub(crate) mod patch;
 pub(crate) mod proto_list;
+pub mod proxy;
 pub(crate) mod request_body;
 pub(crate) mod response;
 pub(crate) mod target;
@@ -47,9 +49,10 @@ use regroup_config::Direction;
 
 use super::amend::Amendments;
 use super::status::{page_not_found, Failure};
+use crate::body::Body;
 use crate::kube::{MediaType, RequestInfo};
 use crate::rewrite::{Catalog, Engine};
-use crate::upstream::{Body, Upstream};
+use crate::upstream::Upstream;
 
 /// The largest non-streamed response body regroup rewrites (and the
 /// largest item of a streamed list).

@@ -28,9 +28,9 @@ use serde_json::{Map, Value as Json};
 use super::credentials::send;
 use super::request_body::{read, renamed};
 use super::{Exchange, Forward, Next, Outgoing, BODY_LIMIT};
+use crate::body::{collect, full};
 use crate::kube::{MediaType, PatchKind};
 use crate::serve::amend::{json_doc, Amend};
-use crate::serve::body::{collect, full};
 use crate::serve::status::Failure;
 
 /// kube-apiserver's limit on the operations of one JSON Patch.

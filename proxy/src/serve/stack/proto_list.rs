@@ -11,12 +11,12 @@ use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Incoming;
 
 use super::{Exchange, Forward, BODY_LIMIT};
+use crate::body::budget::{self, Held};
+use crate::body::holding;
+use crate::body::{Body, BoxError};
 use crate::rewrite::protobuf::list_stream::ListStream;
 use crate::rewrite::RewriteError;
-use crate::serve::body::holding;
-use crate::serve::budget::{self, Held};
 use crate::serve::status::Failure;
-use crate::upstream::{Body, BoxError};
 
 fn bad(e: RewriteError) -> Failure {
     Failure::bad_gateway(format!("the API server's response can't be renamed: {e}"))

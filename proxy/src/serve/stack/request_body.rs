@@ -8,12 +8,12 @@ use http::Method;
 use hyper::body::Incoming;
 
 use super::{gzip, Exchange, Forward};
+use crate::body::budget::{self, budget, Held, Reason};
+use crate::body::Body;
+use crate::body::{collect_held, full, holding, pass, HeldCollectError};
 use crate::kube::{MediaType, Wire};
 use crate::rewrite::{Context, RewriteError};
-use crate::serve::body::{collect_held, full, holding, pass, HeldCollectError};
-use crate::serve::budget::{self, budget, Held, Reason};
 use crate::serve::status::Failure;
-use crate::upstream::Body;
 
 fn carries_body(m: &Method) -> bool {
     matches!(

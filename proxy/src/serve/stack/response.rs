@@ -8,12 +8,12 @@ use hyper::body::Incoming;
 use super::{
     errors, etag, headers, list, openapi, proto_list, watch, whole, Answer, Exchange, Forward,
 };
+use crate::body::budget;
+use crate::body::pass;
+use crate::body::Body;
 use crate::kube::{media, MediaType, Wire};
 use crate::serve::amend::looking_at;
-use crate::serve::body::pass;
-use crate::serve::budget;
 use crate::serve::status::Failure;
-use crate::upstream::Body;
 
 /// Renames a response.
 pub(crate) async fn rename(

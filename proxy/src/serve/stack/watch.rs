@@ -7,15 +7,15 @@ use http::header;
 use http::Response;
 
 use super::{Answer, Exchange, Forward};
+use crate::body::budget::Held;
+use crate::body::Body;
+use crate::body::{rewrite_frames, Rewritten};
 use crate::kube::status::watch_error_line;
 use crate::kube::MediaType;
 use crate::rewrite::framing::Framing;
 use crate::rewrite::{Catalog, Context};
-use crate::serve::body::{rewrite_frames, Rewritten};
-use crate::serve::budget::Held;
-use crate::serve::metrics::metrics;
+use crate::serve::observe::metrics::metrics;
 use crate::serve::status::Failure;
-use crate::upstream::Body;
 
 /// Renames a watch response's stream.
 pub(crate) fn rename(

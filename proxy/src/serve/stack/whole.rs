@@ -6,12 +6,12 @@ use http::header::{self, HeaderValue};
 use http::Response;
 
 use super::{gzip, Answer, Exchange, Forward, BODY_LIMIT};
+use crate::body::budget::{self, Reason};
+use crate::body::Body;
+use crate::body::{collect_held, full, holding, HeldCollectError};
 use crate::kube::MediaType;
 use crate::rewrite::{yaml, Context, RewriteError};
-use crate::serve::body::{collect_held, full, holding, HeldCollectError};
-use crate::serve::budget::{self, Reason};
 use crate::serve::status::Failure;
-use crate::upstream::Body;
 
 /// Renames a whole response body.
 pub(crate) async fn rename(

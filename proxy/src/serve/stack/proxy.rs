@@ -10,20 +10,21 @@ use std::time::Instant;
 
 use http::{Request, Response};
 use hyper::body::Incoming;
-use regroup_config::{Direction, GroupMap};
+use regroup_config::Direction;
 use rustls::pki_types::CertificateDer;
 
-use super::amend::Amend;
-use super::front::auth::RequestHeaderConfig;
-use super::live::Live;
-use super::own_client::OwnClient;
-use super::stack::{self, errors, identity, BodyLimits, Forward};
-use super::status::Failure;
-use super::trust::webhooks::WebhookRegistration;
-use super::trust::FrontTrust;
+use crate::body::Body;
 use crate::kube::RequestInfo;
-use crate::rewrite::{Catalog, Engine};
-use crate::upstream::{Body, Upstream};
+use crate::serve::amend::front_trust::FrontTrust;
+use crate::serve::amend::registrations::WebhookRegistration;
+use crate::serve::amend::Amend;
+use crate::serve::front::auth::RequestHeaderConfig;
+use crate::serve::front::identity;
+use crate::serve::stack::live::Live;
+use crate::serve::stack::own_client::OwnClient;
+use crate::serve::stack::{self, errors, BodyLimits, Forward};
+use crate::serve::status::Failure;
+use crate::upstream::Upstream;
 
 /// Which stack a [`Proxy`] is.
 enum Stack {
@@ -44,19 +45,8 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// A sidecar over its own engine built from `map` and `catalog`.
-    pub fn sidecar(
-        map: &GroupMap,
-        catalog: &Catalog,
-        upstream: Upstream,
-        pass_through_auth: bool,
-    ) -> Proxy {
-        let live = Live::new(Engine::new(map.clone(), catalog.clone()));
-        Proxy::sidecar_live(live, Arc::new(upstream), pass_through_auth)
-    }
-
     /// A sidecar over the live engine: the caller is the app.
-    pub fn sidecar_live(live: Live, upstream: Arc<Upstream>, pass_through_auth: bool) -> Proxy {
+    pub fn sidecar(live: Live, upstream: Arc<Upstream>, pass_through_auth: bool) -> Proxy {
         Proxy {
             live,
             fwd: Forward {
@@ -89,22 +79,10 @@ impl Proxy {
         self
     }
 
-    /// The aggregated front over its own engine built from `map` and
-    /// `catalog`.
-    pub fn front(
-        map: &GroupMap,
-        catalog: &Catalog,
-        backend: Upstream,
-        auth: Arc<RwLock<RequestHeaderConfig>>,
-    ) -> Proxy {
-        let live = Live::new(Engine::new(map.clone(), catalog.clone()));
-        Proxy::front_live(live, Arc::new(backend), auth)
-    }
-
     /// The aggregated front over the live engine: callers are the cluster's
     /// aggregator (cluster names), `backend` is the app's own aggregated
     /// server (app names).
-    pub fn front_live(
+    pub fn front(
         live: Live,
         backend: Arc<Upstream>,
         auth: Arc<RwLock<RequestHeaderConfig>>,
@@ -141,12 +119,12 @@ impl Proxy {
         self: Arc<Self>,
         req: Request<Incoming>,
     ) -> Result<Response<Body>, Infallible> {
-        self.handle_front(req, Arc::new(None)).await
+        self.handle_with_peer(req, Arc::new(None)).await
     }
 
     /// Serves one request whose connection presented the verified client
     /// certificate chain `peer` (front listeners).
-    pub async fn handle_front(
+    pub async fn handle_with_peer(
         self: Arc<Self>,
         mut req: Request<Incoming>,
         peer: Arc<Option<Vec<CertificateDer<'static>>>>,

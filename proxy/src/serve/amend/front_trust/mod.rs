@@ -23,7 +23,6 @@
 
 mod amend;
 mod proto;
-pub mod webhooks;
 
 use base64::Engine as _;
 use regroup_config::{Direction, GroupMap};
@@ -109,7 +108,7 @@ fn is_apiservice(o: &Json) -> bool {
 
 /// Calls `f` on every object of a document: itself, list items, a watch
 /// event's object.
-fn each_object(doc: &mut Json, f: &mut dyn FnMut(&mut Json) -> bool) -> bool {
+pub(crate) fn each_object(doc: &mut Json, f: &mut dyn FnMut(&mut Json) -> bool) -> bool {
     if doc.get("type").is_some() && doc.get("object").is_some() && doc.get("kind").is_none() {
         return each_object(&mut doc["object"], f);
     }

@@ -195,7 +195,7 @@ fn text_format_request_line_reads_as_documented() {
     let first = ours.lines().next().unwrap();
     assert_eq!(
         first,
-        "2026-11-25T01:02:03.000004Z  INFO regroup::serve::run::log_format::tests: request \
+        "2026-11-25T01:02:03.000004Z  INFO regroup::serve::observe::log_format::tests: request \
          listener=\"proxy\" method=GET \
          path=/apis/samplecontroller.k8s.io/v1alpha1/namespaces/{namespace}/foos/{name} \
          status=200 ms=0.41234699999999996"

@@ -17,8 +17,6 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use crate::serve::status::Failure;
-
 /// The process's budget.
 pub struct Budget {
     sem: Semaphore,
@@ -195,32 +193,6 @@ impl Refusal {
         match self {
             Refusal::OverBudget { .. } => Reason::OverBudget,
             Refusal::Busy => Reason::Busy,
-        }
-    }
-
-    /// Counted, logged, and as the caller's `Status`: 429 (with
-    /// `Retry-After`) when busy; when larger than the whole budget, 413 for
-    /// the caller's own body, 502 for the upstream's answer.
-    pub fn failure(self, what: &str, upstream: bool) -> Failure {
-        let asked = match self {
-            Refusal::OverBudget { asked, .. } => asked,
-            Refusal::Busy => 0,
-        };
-        refused(self.reason(), what, asked);
-        match self {
-            Refusal::Busy => Failure::too_many_requests(format!(
-                "regroup's memory budget is spent (limits.memoryBudgetBytes); {what} waited and was refused, retry later"
-            )),
-            Refusal::OverBudget { asked, total } => {
-                let m = format!(
-                    "{what} needs {asked} bytes, more than regroup's whole memory budget of {total} bytes (limits.memoryBudgetBytes)"
-                );
-                if upstream {
-                    Failure::bad_gateway(m)
-                } else {
-                    Failure::too_large(m)
-                }
-            }
         }
     }
 }

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::*;
 use crate::rewrite::protobuf::descriptor_pool;
-use crate::serve::trust::tests::map;
+use crate::serve::amend::front_trust::tests::map;
 
 /// The PEM of regroup's front serving CA (raw, as protobuf carries it).
 const SERVING_PEM: &[u8] = b"-----BEGIN CERTIFICATE-----\nSERVING\n-----END CERTIFICATE-----\n";

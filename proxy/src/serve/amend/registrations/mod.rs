@@ -211,7 +211,11 @@ impl WebhookRegistration {
             return false;
         }
         let text = serde_json::to_string(&kept).expect("values serialize");
-        super::set_annotation(doc, APP_CLIENT_CONFIGS_ANNOTATION, Json::String(text));
+        crate::serve::amend::front_trust::set_annotation(
+            doc,
+            APP_CLIENT_CONFIGS_ANNOTATION,
+            Json::String(text),
+        );
         true
     }
 
@@ -219,7 +223,7 @@ impl WebhookRegistration {
     /// event): the app's own `clientConfig`s put back. Returns whether it
     /// changed.
     pub fn to_app(&self, doc: &mut Json) -> bool {
-        super::each_object(doc, &mut |o| self.restore(o))
+        crate::serve::amend::front_trust::each_object(doc, &mut |o| self.restore(o))
     }
 
     /// True when a stored `clientConfig` sends the cluster to regroup: an
@@ -337,7 +341,11 @@ impl WebhookRegistration {
         // left it out would give up (and so remove) the annotation.
         if changed || kept != before {
             let text = serde_json::to_string(&kept).expect("values serialize");
-            super::set_annotation(patch, APP_CLIENT_CONFIGS_ANNOTATION, Json::String(text));
+            crate::serve::amend::front_trust::set_annotation(
+                patch,
+                APP_CLIENT_CONFIGS_ANNOTATION,
+                Json::String(text),
+            );
             changed = true;
         }
         Ok(changed)

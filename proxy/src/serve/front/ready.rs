@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use rustls::pki_types::{pem::PemObject, CertificateDer};
 
-use super::front::tls::{ClientCaSource, ServingSource};
+use crate::serve::front::tls::{ClientCaSource, ServingSource};
 
 /// `Ok` when the front can serve: the CA bundle is readable and holds a
 /// certificate valid `now`; the serving certificate and key are readable and
@@ -93,8 +93,8 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn generated() -> crate::serve::tls::Identity {
-        crate::serve::tls::generate_for("test CA", &[], false).unwrap()
+    fn generated() -> crate::serve::listen::tls::Identity {
+        crate::serve::listen::tls::generate_for("test CA", &[], false).unwrap()
     }
 
     #[test]

@@ -10,10 +10,12 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json};
 
-use super::body::Lines;
-use super::front::auth::{parse_extension_apiserver_authentication_json, RequestHeaderConfig};
-use super::front::tls::ReloadingConfig;
-use super::own_client::OwnClient;
+use crate::body::Lines;
+use crate::serve::front::auth::{
+    parse_extension_apiserver_authentication_json, RequestHeaderConfig,
+};
+use crate::serve::front::tls::ReloadingConfig;
+use crate::serve::stack::own_client::OwnClient;
 
 const CONFIGMAP: &str =
     "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication";
@@ -161,7 +163,7 @@ mod tests {
     use super::*;
     use crate::rewrite::Catalog;
     use crate::serve::front::tls::{ClientCaSource, ServingSource};
-    use crate::serve::tls;
+    use crate::serve::listen::tls;
     use crate::serve::Proxy;
     use crate::upstream::{Resolved, Upstream};
 
@@ -212,7 +214,7 @@ mod tests {
                             )
                         };
                         let body = futures_util::stream::iter(frames);
-                        let body: crate::upstream::Body = if open {
+                        let body: crate::body::Body = if open {
                             // The second watch stays open after its event.
                             let tail = futures_util::stream::pending();
                             BodyExt::boxed(StreamBody::new(body.chain(tail)))
@@ -248,7 +250,15 @@ mod tests {
             false,
         )
         .unwrap();
-        let client = Proxy::sidecar(map, catalog, up, false).own_client();
+        let client = Proxy::sidecar(
+            crate::serve::stack::live::Live::new(crate::rewrite::Engine::new(
+                map.clone(),
+                catalog.clone(),
+            )),
+            std::sync::Arc::new(up),
+            false,
+        )
+        .own_client();
         let auth = Arc::new(RwLock::new(RequestHeaderConfig::default()));
         let tls = Arc::new(
             ReloadingConfig::new(ServingSource::fixed(&id), ClientCaSource::Pem(ca.into()))

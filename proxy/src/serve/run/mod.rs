@@ -1,10 +1,7 @@
 //! `regroup serve`: settings to running listeners, and the configuration
 //! reloaded while they run (`reload`).
 
-pub mod log_format;
-pub mod log_writer;
 pub mod reload;
-pub mod serving_cert;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -14,13 +11,13 @@ use regroup_config::schema::{LogFormat, LogLevel};
 use regroup_config::Settings;
 use tokio::net::TcpListener;
 
-use super::live::Live;
-use super::metrics::Health;
-use super::own_client::OwnClient;
-use super::trust::webhooks::WebhookRegistration;
-use super::trust::FrontTrust;
-use super::{Access, Lifecycle, Proxy, Serving};
 use crate::rewrite::{Catalog, Engine};
+use crate::serve::amend::front_trust::FrontTrust;
+use crate::serve::amend::registrations::WebhookRegistration;
+use crate::serve::observe::metrics::Health;
+use crate::serve::stack::live::Live;
+use crate::serve::stack::own_client::OwnClient;
+use crate::serve::{Access, Lifecycle, Proxy, Serving};
 use crate::upstream::{kubeconfig, Upstream};
 
 /// Command-line overrides of the config file.
@@ -90,17 +87,17 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .on_thread_park(log_writer::flush)
-        .on_thread_stop(log_writer::flush)
+        .on_thread_park(crate::serve::observe::log_writer::flush)
+        .on_thread_stop(crate::serve::observe::log_writer::flush)
         .build()
         .map_err(|e| format!("starting the runtime: {e}"))?;
     let grace = settings.limits.shutdown_grace_period;
-    let budget = super::budget::configure(&settings.limits);
+    let budget = crate::body::budget::configure(&settings.limits);
     tracing::info!(
         bytes = budget,
         from = if settings.limits.memory_budget_bytes.is_some() {
             "limits.memoryBudgetBytes"
-        } else if super::budget::cgroup_memory_max().is_some() {
+        } else if crate::body::budget::cgroup_memory_max().is_some() {
             "half the cgroup's memory.max"
         } else {
             "the default"
@@ -131,7 +128,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             drop(tokio::spawn(keep_credential(upstream.clone())));
         }
         let mut servers = Vec::new();
-        let mut sidecar = Proxy::sidecar_live(live.clone(), upstream, settings.file.credentials.pass_through)
+        let mut sidecar = Proxy::sidecar(live.clone(), upstream, settings.file.credentials.pass_through)
             .with_limits((&settings.limits).into());
         let mut follow = None;
         let mut front_ready = None;
@@ -153,7 +150,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
         }
         let proxy = Arc::new(sidecar);
         if let Some(follower) = follow {
-            servers.push(tokio::spawn(super::follow::follow(proxy.own_client(), follower)));
+            servers.push(tokio::spawn(crate::serve::front::ca_follower::follow(proxy.own_client(), follower)));
         }
         let listener = TcpListener::bind(listen)
             .await
@@ -165,7 +162,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             "regroup serving"
         );
         let loopback = || Access::loopback(settings.allowed_hosts.clone());
-        servers.push(tokio::spawn(super::serve_sidecar(
+        servers.push(tokio::spawn(crate::serve::listen::serve_sidecar(
             listener,
             None,
             proxy.clone(),
@@ -182,20 +179,20 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
                 upstream: Some(upstream_check(proxy.own_client(), settings.limits.upstream_response_header_timeout)),
                 front: front_ready.clone(),
             };
-            servers.push(tokio::spawn(super::metrics::serve_health(l, health)));
+            servers.push(tokio::spawn(crate::serve::observe::metrics::serve_health(l, health)));
         }
         if let Some(tls) = &settings.file.listeners.tls {
             let cfg = match (&tls.cert_file, &tls.key_file, &tls.generated_ca_file) {
                 // Reloaded when the files change (a renewed certificate).
-                (Some(c), Some(k), _) => Arc::new(serving_cert::ReloadingCert::new(c, k)?)
+                (Some(c), Some(k), _) => Arc::new(crate::serve::listen::serving_cert::ReloadingCert::new(c, k)?)
                     .server_config()?,
                 (_, _, Some(ca_file)) => {
-                    let id = super::tls::generate()?;
+                    let id = crate::serve::listen::tls::generate()?;
                     let ca = id.ca_pem.as_deref().unwrap_or_default();
                     std::fs::write(ca_file, ca)
                         .map_err(|e| format!("writing the generated CA to {}: {e}", ca_file.display()))?;
                     tracing::info!(ca = %ca_file.display(), "generated a serving CA for the TLS listener");
-                    super::tls::server_config(&id)?
+                    crate::serve::listen::tls::server_config(&id)?
                 }
                 _ => return Err("listeners.tls needs certFile/keyFile or generatedCaFile".into()),
             };
@@ -211,7 +208,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
                 Access::beyond_loopback(tls.dangerous_lend_credentials)
             };
             tracing::info!(listen = %tls.listen, "regroup serving TLS");
-            servers.push(tokio::spawn(super::serve_sidecar(
+            servers.push(tokio::spawn(crate::serve::listen::serve_sidecar(
                 l,
                 Some(cfg),
                 proxy,
@@ -225,7 +222,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             grace_seconds = grace.as_secs_f64(),
             "shutting down: not accepting, draining in-flight requests, ending watches"
         );
-        log_writer::write_through();
+        crate::serve::observe::log_writer::write_through();
         lifecycle.begin_shutdown();
         match tokio::time::timeout(grace, lifecycle.drained()).await {
             Ok(()) => tracing::info!("drained; exiting"),
@@ -361,7 +358,7 @@ struct StartedFront {
     trust: Option<FrontTrust>,
     /// When the request-header settings come from the cluster: what to
     /// update when they change (and the configured allowed names).
-    follow: Option<super::follow::Follower>,
+    follow: Option<crate::serve::front::ca_follower::Follower>,
     /// `/readyz`'s check of the front's certificates.
     #[allow(clippy::type_complexity)]
     ready: Arc<dyn Fn() -> Result<(), String> + Send + Sync>,
@@ -375,12 +372,14 @@ async fn start_front(
     sidecar: &Proxy,
     listening: Serving,
 ) -> Result<StartedFront, String> {
-    use super::front::auth::{parse_extension_apiserver_authentication_json, RequestHeaderConfig};
-    use super::front::tls::{ClientCaSource, ReloadingConfig, ServingSource};
+    use crate::serve::front::auth::{
+        parse_extension_apiserver_authentication_json, RequestHeaderConfig,
+    };
+    use crate::serve::front::tls::{ClientCaSource, ReloadingConfig, ServingSource};
     use base64::Engine as _;
 
     // regroup's own front-proxy identity towards the app.
-    let client = super::tls::generate_for(
+    let client = crate::serve::listen::tls::generate_for(
         "regroup front-proxy client CA",
         &[FRONT_CLIENT_CN.into()],
         true,
@@ -403,7 +402,7 @@ async fn start_front(
             )
         }
         _ => {
-            let id = super::tls::generate_for(
+            let id = crate::serve::listen::tls::generate_for(
                 "regroup front serving CA",
                 &front.generated_dns_names,
                 false,
@@ -415,7 +414,9 @@ async fn start_front(
     let mut cfg = RequestHeaderConfig::default();
     let mut from_cluster_data = None;
     let ca_source = if rh.from_cluster {
-        let data = super::follow::read_authentication_configmap(&sidecar.own_client()).await?;
+        let data =
+            crate::serve::front::ca_follower::read_authentication_configmap(&sidecar.own_client())
+                .await?;
         let (ca, from_cluster) = parse_extension_apiserver_authentication_json(&data)?;
         cfg = from_cluster;
         from_cluster_data = Some(data);
@@ -437,7 +438,7 @@ async fn start_front(
     let ready: Arc<dyn Fn() -> Result<(), String> + Send + Sync> = {
         let (serving, ca_source) = (serving.clone(), ca_source.clone());
         Arc::new(move || {
-            super::front_ready::check(&serving, &ca_source, std::time::SystemTime::now())
+            crate::serve::front::ready::check(&serving, &ca_source, std::time::SystemTime::now())
         })
     };
     let tls = Arc::new(ReloadingConfig::new(serving, ca_source)?);
@@ -467,14 +468,13 @@ async fn start_front(
     }
     let auth = Arc::new(std::sync::RwLock::new(cfg));
     let proxy = Arc::new(
-        Proxy::front_live(live, Arc::new(backend), auth.clone())
-            .with_limits((&settings.limits).into()),
+        Proxy::front(live, Arc::new(backend), auth.clone()).with_limits((&settings.limits).into()),
     );
     let listener = TcpListener::bind(front.listen)
         .await
         .map_err(|e| format!("listening on {}: {e}", front.listen))?;
     tracing::info!(listen = %front.listen, backend = %front.backend, "regroup serving the aggregated front");
-    let task = tokio::spawn(super::serve_front_with(
+    let task = tokio::spawn(crate::serve::listen::serve_front_with(
         listener,
         tls.clone(),
         proxy,
@@ -490,12 +490,14 @@ async fn start_front(
             "front.caFile not set: the cluster's APIService caBundle is left as the app wrote it"
         );
     }
-    let follow = rh.from_cluster.then(|| super::follow::Follower {
-        auth,
-        tls,
-        allowed: rh.allowed_names.clone(),
-        last: from_cluster_data,
-    });
+    let follow = rh
+        .from_cluster
+        .then(|| crate::serve::front::ca_follower::Follower {
+            auth,
+            tls,
+            allowed: rh.allowed_names.clone(),
+            last: from_cluster_data,
+        });
     Ok(StartedFront {
         task,
         trust,
@@ -512,8 +514,8 @@ async fn start_webhooks(
     w: &regroup_config::schema::Webhooks,
     listening: Serving,
 ) -> Result<(tokio::task::JoinHandle<()>, Option<WebhookRegistration>), String> {
-    use super::trust::webhooks::{ca_bundle, Fronted};
-    use super::webhook::{tls, Hook, Webhooks};
+    use crate::serve::amend::registrations::{ca_bundle, Fronted};
+    use crate::serve::webhook::{tls, Hook, Webhooks};
     let (serving, serving_ca) = match (&w.cert_file, &w.key_file) {
         (Some(c), Some(k)) => {
             let ca = match &w.ca_file {
@@ -524,12 +526,14 @@ async fn start_webhooks(
                 None => None,
             };
             (
-                tls::Serving::Files(Arc::new(serving_cert::ReloadingCert::new(c, k)?)),
+                tls::Serving::Files(Arc::new(
+                    crate::serve::listen::serving_cert::ReloadingCert::new(c, k)?,
+                )),
                 ca,
             )
         }
         _ => {
-            let id = super::tls::generate_for(
+            let id = crate::serve::listen::tls::generate_for(
                 "regroup webhook serving CA",
                 &w.generated_dns_names,
                 false,
@@ -621,7 +625,9 @@ async fn start_webhooks(
     );
     let handler = Arc::new(Webhooks::new(live, hooks, settings.limits.max_review_bytes));
     Ok((
-        tokio::spawn(super::serve_webhooks(listener, cfg, handler, listening)),
+        tokio::spawn(crate::serve::listen::serve_webhooks(
+            listener, cfg, handler, listening,
+        )),
         registration,
     ))
 }
@@ -691,13 +697,13 @@ fn init_logging(settings: &Settings) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(log_writer::Stderr);
+        .with_writer(crate::serve::observe::log_writer::Stderr);
     let _ = match settings.file.logging.format {
         LogFormat::Json => builder.json().try_init(),
         // The stock text format's bytes, cheaper per line (colours on a
         // terminal are left to the stock formatter).
         LogFormat::Text => builder
-            .event_format(log_format::TextFormat::new())
+            .event_format(crate::serve::observe::log_format::TextFormat::new())
             .try_init(),
     };
 }

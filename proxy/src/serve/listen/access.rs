@@ -5,18 +5,17 @@
 //! answered, in-flight tracking for idle connections and draining, and the
 //! clean end of watches on shutdown.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Instant;
 
 use futures_util::future::BoxFuture;
 use http::{header, Request, Response, StatusCode};
 
-use super::metrics::metrics;
-use super::path_check::check_path;
-use super::status::Failure;
-use super::tracked::{Framing, InFlight, Tracked};
-use crate::upstream::Body;
+use crate::body::Body;
+use crate::serve::listen::in_flight::{ConnState, Framing, InFlight, Tracked};
+use crate::serve::listen::path_check::check_path;
+use crate::serve::observe::metrics::metrics;
+use crate::serve::status::Failure;
 
 /// Who a listener serves.
 #[derive(Debug, Clone, Default)]
@@ -148,43 +147,6 @@ fn printable(s: &str) -> String {
         .collect()
 }
 
-/// One connection's requests in flight, for the idle timeout.
-#[derive(Debug)]
-pub struct ConnState {
-    pub(crate) in_flight: AtomicUsize,
-    pub(crate) requests: AtomicUsize,
-    pub(crate) idle_since: Mutex<Instant>,
-}
-
-impl Default for ConnState {
-    fn default() -> Self {
-        ConnState {
-            in_flight: AtomicUsize::new(0),
-            requests: AtomicUsize::new(0),
-            idle_since: Mutex::new(Instant::now()),
-        }
-    }
-}
-
-impl ConnState {
-    /// True until the connection's first request arrives.
-    pub fn never_used(&self) -> bool {
-        self.requests.load(Ordering::SeqCst) == 0
-    }
-
-    /// How long the connection has had no request in flight (zero while
-    /// one is).
-    pub fn idle_for(&self) -> Duration {
-        if self.in_flight.load(Ordering::SeqCst) > 0 {
-            return Duration::ZERO;
-        }
-        self.idle_since
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .elapsed()
-    }
-}
-
 /// Serves one request through `next` (the proxy) after the checks.
 pub async fn serve<F, Fut>(
     access: &Access,
@@ -245,7 +207,7 @@ where
     let end = watch.then(|| {
         let mut rx = shutdown;
         let f: BoxFuture<'static, ()> = Box::pin(async move {
-            super::lifecycle::fired(&mut rx).await;
+            crate::serve::listen::lifecycle::fired(&mut rx).await;
         });
         f
     });

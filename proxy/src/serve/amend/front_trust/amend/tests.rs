@@ -1,5 +1,5 @@
 use super::*;
-use crate::serve::trust::tests::map;
+use crate::serve::amend::front_trust::tests::map;
 
 fn info(path: &str) -> RequestInfo {
     RequestInfo::parse(path, None)

@@ -26,7 +26,7 @@ use crate::rewrite::protobuf::envelope::{event_object, Head};
 use crate::rewrite::protobuf::wire::splice_field as splice;
 use crate::rewrite::protobuf::{message_for, MAGIC};
 use crate::rewrite::RewriteError;
-use crate::serve::trust::bundle_from_annotation;
+use crate::serve::amend::front_trust::bundle_from_annotation;
 
 fn malformed(e: impl std::fmt::Display) -> RewriteError {
     RewriteError::Protobuf(e.to_string())

@@ -13,7 +13,7 @@
 //! `raw`, a list's `items`, a watch event's `object.raw`) with the length
 //! prefixes above recomputed. Every other byte, and any body in which
 //! nothing changes, stays exactly as it came. What to change is decided by
-//! the policy functions of [`crate::serve::trust`], shared with JSON.
+//! the policy functions of [`crate::serve::amend::front_trust`], shared with JSON.
 //!
 //! In protobuf `spec.caBundle` is raw bytes where JSON has base64; the
 //! annotation keeping the app's bundle is base64 in both, so JSON and
@@ -28,7 +28,7 @@ use crate::rewrite::protobuf::envelope::{event_object, Head};
 use crate::rewrite::protobuf::wire::splice_field as splice;
 use crate::rewrite::protobuf::{message_for, MAGIC};
 use crate::rewrite::RewriteError;
-use crate::serve::trust::{
+use crate::serve::amend::front_trust::{
     annotation_for_bundle, bundle_from_annotation, is_apiservice_version,
     is_authentication_configmap_at, is_renamed_apiservice, FrontTrust, APP_CA_BUNDLE_ANNOTATION,
     AUTHENTICATION_CONFIGMAP,

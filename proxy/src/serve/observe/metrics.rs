@@ -23,7 +23,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
-use super::body::full;
+use crate::body::full;
 
 type Labels = Vec<(String, String)>;
 
@@ -51,8 +51,6 @@ pub struct Metrics {
     rejections: Family<Labels, Counter>,
     in_flight: Gauge,
     latency: Family<ListenerVerb, Histogram>,
-    credential_refreshes: Family<Labels, Counter>,
-    credential_failures: Family<Labels, Counter>,
     reloads: Family<Labels, Counter>,
     generation: Gauge,
     open_watches: Family<Labels, Gauge>,
@@ -90,7 +88,49 @@ impl prometheus_client::collector::Collector for EngineTallies {
     }
 }
 
-/// The memory budget (`serve/budget.rs`), read at each scrape: its size,
+/// regroup's own upstream credential (`upstream/vault.rs`), read at each
+/// scrape: obtained and failed, by source.
+#[derive(Debug)]
+struct CredentialTallies;
+
+impl prometheus_client::collector::Collector for CredentialTallies {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::counter::ConstCounter;
+        let tallies = crate::upstream::vault::tallies();
+        type Count = fn(&(&str, u64, u64)) -> u64;
+        let families: [(&str, &str, Count); 2] = [
+            (
+                "credential_refreshes",
+                "regroup's own upstream credential obtained (exec plugin run, file read), by source",
+                |t| t.1,
+            ),
+            (
+                "credential_failures",
+                "Failures to obtain regroup's own upstream credential, by source",
+                |t| t.2,
+            ),
+        ];
+        for (name, help, count) in families {
+            let mut family = encoder.encode_descriptor(
+                name,
+                help,
+                None,
+                prometheus_client::metrics::MetricType::Counter,
+            )?;
+            for t in tallies.iter().filter(|t| count(t) > 0) {
+                let labels: Labels = vec![("source".into(), t.0.into())];
+                ConstCounter::new(count(t)).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The memory budget (`body/budget.rs`), read at each scrape: its size,
 /// the bytes held and the refusals by reason (every reason, from zero).
 #[derive(Debug)]
 struct MemoryBudget;
@@ -104,7 +144,7 @@ impl prometheus_client::collector::Collector for MemoryBudget {
         use prometheus_client::metrics::counter::ConstCounter;
         use prometheus_client::metrics::gauge::ConstGauge;
         use prometheus_client::registry::Unit;
-        let b = super::budget::budget();
+        let b = crate::body::budget::budget();
         for (name, help, v) in [
             (
                 "memory_budget",
@@ -126,7 +166,7 @@ impl prometheus_client::collector::Collector for MemoryBudget {
             None,
             prometheus_client::metrics::MetricType::Counter,
         )?;
-        for (r, n) in super::budget::refusals() {
+        for (r, n) in crate::body::budget::refusals() {
             let labels: Labels = vec![("reason".into(), r.label().into())];
             ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
         }
@@ -176,20 +216,8 @@ pub fn metrics() -> &'static Metrics {
             "Callers of the aggregated front rejected, by reason",
             rejections.clone(),
         );
-        let credential_refreshes = Family::<Labels, Counter>::default();
-        let credential_failures = Family::<Labels, Counter>::default();
         let reloads = Family::<Labels, Counter>::default();
         let generation = Gauge::default();
-        registry.register(
-            "credential_refreshes",
-            "regroup's own upstream credential obtained (exec plugin run, file read), by source",
-            credential_refreshes.clone(),
-        );
-        registry.register(
-            "credential_failures",
-            "Failures to obtain regroup's own upstream credential, by source",
-            credential_failures.clone(),
-        );
         registry.register(
             "config_reloads",
             "Configuration reloads (file change or SIGHUP), by result (ok, failed)",
@@ -233,8 +261,9 @@ pub fn metrics() -> &'static Metrics {
         );
         registry.register_collector(Box::new(EngineTallies));
         registry.register_collector(Box::new(MemoryBudget));
+        registry.register_collector(Box::new(CredentialTallies));
         let mut process = Registry::default();
-        process.register_collector(Box::new(super::process_metrics::ProcessCollector));
+        process.register_collector(Box::new(crate::serve::observe::process_metrics::ProcessCollector));
         Metrics {
             webhook_requests,
             webhook_rejections,
@@ -246,8 +275,6 @@ pub fn metrics() -> &'static Metrics {
             rejections,
             in_flight,
             latency,
-            credential_refreshes,
-            credential_failures,
             reloads,
             generation,
             open_watches,
@@ -340,20 +367,6 @@ impl Metrics {
             .observe(d.as_secs_f64());
     }
 
-    /// regroup's own credential obtained from `source`.
-    pub fn credential_refresh(&self, source: &str) {
-        self.credential_refreshes
-            .get_or_create(&vec![("source".into(), source.into())])
-            .inc();
-    }
-
-    /// regroup's own credential could not be obtained from `source`.
-    pub fn credential_failure(&self, source: &str) {
-        self.credential_failures
-            .get_or_create(&vec![("source".into(), source.into())])
-            .inc();
-    }
-
     /// A configuration reload, `ok` or `failed`.
     pub fn reload(&self, result: &str) {
         self.reloads
@@ -385,7 +398,7 @@ pub struct Health {
     /// The upstream check.
     #[allow(clippy::type_complexity)]
     pub upstream: Option<Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>>,
-    /// The aggregated front's certificates (`front_ready.rs`), when there is a front.
+    /// The aggregated front's certificates (`front/ready.rs`), when there is a front.
     #[allow(clippy::type_complexity)]
     pub front: Option<Arc<dyn Fn() -> Result<(), String> + Send + Sync>>,
 }

@@ -134,15 +134,15 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("regroup-servcert-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let (c, k) = (dir.join("tls.crt"), dir.join("tls.key"));
-        let write = |id: &crate::serve::tls::Identity| {
+        let write = |id: &crate::serve::listen::tls::Identity| {
             std::fs::write(&c, &id.cert_pem).unwrap();
             std::fs::write(&k, &id.key_pem).unwrap();
         };
-        let first = crate::serve::tls::generate().unwrap();
+        let first = crate::serve::listen::tls::generate().unwrap();
         write(&first);
         let r = ReloadingCert::new(&c, &k).unwrap();
         let a = r.current();
-        let second = crate::serve::tls::generate().unwrap();
+        let second = crate::serve::listen::tls::generate().unwrap();
         write(&second);
         std::thread::sleep(CHECK_EVERY + Duration::from_millis(20));
         let b = r.current();

@@ -1,17 +1,26 @@
 //! Bodies: whole, collected with a limit, and rewritten frame by frame as
-//! they stream.
+//! they stream; and the memory budget every byte held to rename is taken
+//! from (`budget`). Below both `serve/` and `upstream/`, which send and
+//! receive them.
+
+pub mod budget;
 
 use bytes::Bytes;
 use futures_util::stream;
 use http_body::Frame;
+use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited, StreamBody};
 use hyper::body::Incoming;
 
 use crate::rewrite::framing::Framer;
 pub use crate::rewrite::framing::Framing;
 use crate::rewrite::RewriteError;
-use crate::serve::budget::{self, Held, Reason, Refusal};
-use crate::upstream::{Body, BoxError};
+use budget::{Held, Reason, Refusal};
+
+/// Errors of bodies flowing through regroup.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// A body of either side.
+pub type Body = BoxBody<Bytes, BoxError>;
 
 /// A body of these bytes.
 pub fn full(b: impl Into<Bytes>) -> Body {

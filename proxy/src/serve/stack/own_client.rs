@@ -10,7 +10,7 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 use serde_json::Value as Json;
 
-use super::body::{collect, full};
+use crate::body::{collect, full};
 use crate::upstream::Upstream;
 
 /// The largest document regroup reads for itself.

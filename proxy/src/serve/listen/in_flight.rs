@@ -4,19 +4,55 @@
 //! client sees the end of the stream and watches again).
 
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use http::Response;
 use http_body::{Body as HttpBody, Frame, SizeHint};
 
-use super::guard::ConnState;
-use super::metrics::metrics;
-use crate::upstream::{Body, BoxError};
+use crate::body::{Body, BoxError};
+use crate::serve::observe::metrics::metrics;
+
+/// One connection's requests in flight, for the idle timeout.
+#[derive(Debug)]
+pub struct ConnState {
+    pub(crate) in_flight: AtomicUsize,
+    pub(crate) requests: AtomicUsize,
+    pub(crate) idle_since: Mutex<Instant>,
+}
+
+impl Default for ConnState {
+    fn default() -> Self {
+        ConnState {
+            in_flight: AtomicUsize::new(0),
+            requests: AtomicUsize::new(0),
+            idle_since: Mutex::new(Instant::now()),
+        }
+    }
+}
+
+impl ConnState {
+    /// True until the connection's first request arrives.
+    pub fn never_used(&self) -> bool {
+        self.requests.load(Ordering::SeqCst) == 0
+    }
+
+    /// How long the connection has had no request in flight (zero while
+    /// one is).
+    pub fn idle_for(&self) -> Duration {
+        if self.in_flight.load(Ordering::SeqCst) > 0 {
+            return Duration::ZERO;
+        }
+        self.idle_since
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .elapsed()
+    }
+}
 
 /// A request in flight, until its response body ends or is dropped.
 pub(crate) struct InFlight {
