@@ -52,16 +52,39 @@ pub(crate) trait Amend: Send + Sync {
         bytes: Bytes,
     ) -> Result<Bytes, Failure>;
 
+    /// A JSON document on its way to the app (an object, a list, a watch
+    /// event; the cluster's object of a read-modify-write): whether it
+    /// changed.
+    fn json_to_app(&self, doc: &mut Json) -> bool;
+
+    /// A whole protobuf response body on its way to the app.
+    fn proto_body_to_app(&self, body: &[u8]) -> Result<Option<Vec<u8>>, RewriteError>;
+
+    /// A protobuf watch event's content on its way to the app.
+    fn proto_event_to_app(&self, event: &[u8]) -> Result<Option<Vec<u8>>, RewriteError>;
+
     /// A whole response body on its way to the app.
     fn response_body(
         &self,
         media: MediaType,
         success: bool,
         body: &[u8],
-    ) -> Result<Option<Vec<u8>>, RewriteError>;
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        match media {
+            MediaType::Json => Ok(edit_json(body, |v| self.json_to_app(v))),
+            // Errors are Status objects, whatever the body.
+            MediaType::Protobuf if success => self.proto_body_to_app(body),
+            _ => Ok(None),
+        }
+    }
 
     /// One watch event's content on its way to the app.
-    fn watch_event(&self, framing: Framing, event: &[u8]) -> Result<Option<Vec<u8>>, RewriteError>;
+    fn watch_event(&self, framing: Framing, event: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
+        match framing {
+            Framing::Lines => Ok(edit_json(event, |v| self.json_to_app(v))),
+            Framing::LengthPrefixed => self.proto_event_to_app(event),
+        }
+    }
 
     /// Whether a PATCH (`media`: its content type) is served by the patch
     /// layer (`stack/patch.rs`) for this amendment, rather than forwarded
@@ -79,10 +102,6 @@ pub(crate) trait Amend: Send + Sync {
     /// object and written back whole (read-modify-write), rather than
     /// forwarded renamed.
     fn rewrites_json_patch(&self, ops: &[PatchOperation]) -> bool;
-
-    /// The cluster's object (renamed to the app's names) as the app reads
-    /// it, for a read-modify-write.
-    fn current_to_app(&self, view: &mut Json);
 
     /// The patched object (renamed to the cluster's names) as the cluster
     /// stores it, for a read-modify-write.

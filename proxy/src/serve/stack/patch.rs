@@ -7,7 +7,7 @@
 //! - A JSON Patch the amendment rewrites ([`Amend::rewrites_json_patch`])
 //!   is applied as kube-apiserver applies any patch, but on the app's view
 //!   of the object: GET the current object, show it as the app reads it
-//!   (app names, [`Amend::current_to_app`]), apply the patch, turn the
+//!   (app names, [`Amend::json_to_app`]), apply the patch, turn the
 //!   result back into the cluster's form ([`Amend::patched_to_cluster`]),
 //!   and PUT it with the resourceVersion that was read, again from the GET
 //!   on a conflict. Other JSON Patches go on renamed.
@@ -434,7 +434,7 @@ async fn app_view(
     if !view.is_object() {
         return Err(bad("not an object".into()));
     }
-    amend.current_to_app(&mut view);
+    amend.json_to_app(&mut view);
     let version = view["metadata"]["resourceVersion"]
         .as_str()
         .map(str::to_owned);

@@ -11,9 +11,8 @@ use serde_json::Value as Json;
 
 use super::FrontTrust;
 use crate::kube::{MediaType, PatchKind, RequestInfo};
-use crate::rewrite::framing::Framing;
 use crate::rewrite::RewriteError;
-use crate::serve::amend::{edit_json, Amend};
+use crate::serve::amend::Amend;
 use crate::serve::status::Failure;
 
 /// Requests whose objects the trust amends: the authentication ConfigMap
@@ -98,25 +97,16 @@ impl Amend for FrontTrust {
         ))
     }
 
-    fn response_body(
-        &self,
-        media: MediaType,
-        success: bool,
-        body: &[u8],
-    ) -> Result<Option<Vec<u8>>, RewriteError> {
-        match media {
-            MediaType::Json => Ok(edit_json(body, |v| self.to_app(v))),
-            // Errors are Status objects, whatever the body.
-            MediaType::Protobuf if success => self.proto_to_app(body),
-            _ => Ok(None),
-        }
+    fn json_to_app(&self, doc: &mut Json) -> bool {
+        self.to_app(doc)
     }
 
-    fn watch_event(&self, framing: Framing, event: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
-        match framing {
-            Framing::Lines => Ok(edit_json(event, |v| self.to_app(v))),
-            Framing::LengthPrefixed => self.proto_watch_event_to_app(event),
-        }
+    fn proto_body_to_app(&self, body: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
+        self.proto_to_app(body)
+    }
+
+    fn proto_event_to_app(&self, event: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
+        self.proto_watch_event_to_app(event)
     }
 
     fn serves_patch(
@@ -134,10 +124,6 @@ impl Amend for FrontTrust {
     /// cluster's.
     fn rewrites_json_patch(&self, _ops: &[PatchOperation]) -> bool {
         true
-    }
-
-    fn current_to_app(&self, view: &mut Json) {
-        self.to_app(view);
     }
 
     fn patched_to_cluster(&self, patched: &mut Json, _info: &RequestInfo, map: &GroupMap) {

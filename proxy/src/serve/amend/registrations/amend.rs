@@ -13,9 +13,8 @@ use serde_json::Value as Json;
 
 use super::{client_configs_mut, relevant, WebhookRegistration};
 use crate::kube::{MediaType, PatchKind, RequestInfo};
-use crate::rewrite::framing::Framing;
 use crate::rewrite::RewriteError;
-use crate::serve::amend::{edit_json, json_doc, Amend};
+use crate::serve::amend::{json_doc, Amend};
 use crate::serve::status::Failure;
 
 /// True when a JSON Patch operation reaches a `clientConfig`, something
@@ -84,25 +83,16 @@ impl Amend for WebhookRegistration {
         ))
     }
 
-    fn response_body(
-        &self,
-        media: MediaType,
-        success: bool,
-        body: &[u8],
-    ) -> Result<Option<Vec<u8>>, RewriteError> {
-        match media {
-            MediaType::Json => Ok(edit_json(body, |v| self.to_app(v))),
-            // Errors are Status objects, whatever the body.
-            MediaType::Protobuf if success => self.proto_to_app(body),
-            _ => Ok(None),
-        }
+    fn json_to_app(&self, doc: &mut Json) -> bool {
+        self.to_app(doc)
     }
 
-    fn watch_event(&self, framing: Framing, event: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
-        match framing {
-            Framing::Lines => Ok(edit_json(event, |v| self.to_app(v))),
-            Framing::LengthPrefixed => self.proto_watch_event_to_app(event),
-        }
+    fn proto_body_to_app(&self, body: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
+        self.proto_to_app(body)
+    }
+
+    fn proto_event_to_app(&self, event: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
+        self.proto_watch_event_to_app(event)
     }
 
     /// A patch of a named registration, in a form the patch layer serves.
@@ -131,10 +121,6 @@ impl Amend for WebhookRegistration {
 
     fn rewrites_json_patch(&self, ops: &[PatchOperation]) -> bool {
         ops.iter().any(touches_client_configs)
-    }
-
-    fn current_to_app(&self, view: &mut Json) {
-        self.to_app(view);
     }
 
     fn patched_to_cluster(&self, patched: &mut Json, info: &RequestInfo, _map: &GroupMap) {
