@@ -9,8 +9,8 @@
 //! with spaces allowed between tokens. Values of `>` and `<` are numbers,
 //! never renamed.
 
-use crate::group_map::Direction;
 use crate::metadata::MetadataMap;
+use crate::rule::Direction;
 
 /// One token and where it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

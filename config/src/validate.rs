@@ -8,7 +8,7 @@
 
 use crate::builtin::{builtin_under_suffix, is_builtin};
 use crate::dns::{has_label_suffix, subdomain_problem, MAX_SUBDOMAIN};
-use crate::group_map::{Direction, MapRule, Rule};
+use crate::rule::{Direction, MapRule, Rule};
 
 /// A problem with one or more rules (indexes into the rule list).
 #[derive(Clone, Debug, PartialEq, Eq)]

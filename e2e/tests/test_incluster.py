@@ -1,4 +1,4 @@
-"""In-cluster mode (DESIGN.md way 2) on one machine, as the chart and
+"""In-cluster mode (docs/deploy.md, way 2) on one machine, as the chart and
 `regroup inject` lay it out in a pod:
 
 - the cluster: the stand-in over HTTPS with a bearer token;

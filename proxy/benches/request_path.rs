@@ -21,7 +21,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use http::header::{self, HeaderMap, HeaderValue};
 use regroup::kube::{media, MediaType, RequestInfo};
 use regroup::rewrite::{Catalog, Context, Engine};
-use regroup::route;
+use regroup::url_rename;
 use regroup_config::{Direction, GroupMap, MapRule, Rule};
 
 const APP: &str = "samplecontroller.k8s.io";
@@ -102,8 +102,8 @@ fn regroup_path(
 ) -> (String, HeaderMap, Bytes) {
     let dir = Direction::ToCluster;
     let info = RequestInfo::parse(path, None);
-    let upstream_path =
-        route::rewrite_path_for(path, &info, engine.map(), dir).unwrap_or_else(|| path.to_owned());
+    let upstream_path = url_rename::rewrite_path_for(path, &info, engine.map(), dir)
+        .unwrap_or_else(|| path.to_owned());
     let mut out = HeaderMap::with_capacity(req.len());
     for (name, value) in req {
         let n = name.as_str();

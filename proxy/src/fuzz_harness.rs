@@ -23,9 +23,9 @@ use crate::rewrite::list_stream::{rewrite_in_chunks, ListStream};
 use crate::rewrite::protobuf::stream::WatchStream;
 use crate::rewrite::raw::{reference, Raw};
 use crate::rewrite::{json_patch, yaml, Catalog, Context, Engine};
-use crate::route::{rewrite_path, rewrite_query};
 use crate::serve::front::auth::{self, RequestHeaderConfig};
-use crate::serve::path_check::check_path;
+use crate::serve::listen::path_check::check_path;
+use crate::url_rename::{rewrite_path, rewrite_query};
 
 /// Both directions, the order every target tries them in.
 const DIRECTIONS: [Direction; 2] = [Direction::ToCluster, Direction::ToApp];

@@ -3,7 +3,8 @@
 //! Every document goes through `regroup render`'s renaming (towards the
 //! cluster); then every pod template of the kinds asked for (Deployment,
 //! StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, Pod; inside `List`s
-//! too) gets regroup as a sidecar in in-cluster mode (DESIGN.md way 2),
+//! too) gets regroup as a sidecar in in-cluster mode (the app
+//! reads its in-cluster config, which points at regroup; docs/deploy.md, way 2),
 //! exactly as the Helm chart (`charts/regroup`) builds it:
 //!
 //! - regroup, a native sidecar (an init container with `restartPolicy:
@@ -645,7 +646,7 @@ fn config_map(name: &str, ns: Option<&str>, config: &str) -> Json {
 
 fn serving_secret(name: &str, ns: Option<&str>) -> Result<Json, InjectError> {
     use base64::Engine as _;
-    let id = crate::serve::tls::generate().map_err(InjectError)?;
+    let id = crate::serve::listen::tls::generate().map_err(InjectError)?;
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     Ok(
         json!({"apiVersion": "v1", "kind": "Secret", "metadata": metadata(name, ns), "type": "Opaque",

@@ -255,14 +255,16 @@ async fn a_rotated_token_is_refreshed_and_the_request_retried_once() {
 /// front of `up`: its base URL.
 async fn listen(up: Upstream) -> String {
     let p = Arc::new(Proxy::sidecar(
-        &common::fixture_map(),
-        &Catalog::new(&[]),
-        up,
+        regroup::serve::stack::live::Live::new(regroup::rewrite::Engine::new(
+            common::fixture_map().clone(),
+            Catalog::new(&[]),
+        )),
+        std::sync::Arc::new(up),
         true,
     ));
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", l.local_addr().unwrap());
-    tokio::spawn(regroup::serve::serve_plain(l, p));
+    tokio::spawn(regroup::serve::listen::serve_plain(l, p));
     base
 }
 
@@ -386,11 +388,11 @@ async fn the_upstream_ca_file_is_reread_when_it_changes() {
         token: "tok".into(),
         ..Upstate::default()
     }));
-    let id = regroup::serve::tls::generate().unwrap();
-    let other = regroup::serve::tls::generate().unwrap();
+    let id = regroup::serve::listen::tls::generate().unwrap();
+    let other = regroup::serve::listen::tls::generate().unwrap();
     let server = upstream_tls(
         state,
-        Some(regroup::serve::tls::server_config(&id).unwrap()),
+        Some(regroup::serve::listen::tls::server_config(&id).unwrap()),
     )
     .await;
     let dir = tmp("ca");
@@ -427,7 +429,7 @@ async fn the_upstream_ca_file_is_reread_when_it_changes() {
 /// An https upstream that records the client certificate of each
 /// connection (DER of the leaf) and answers FOO.
 async fn mtls_upstream(
-    serving: &regroup::serve::tls::Identity,
+    serving: &regroup::serve::listen::tls::Identity,
     client_cas: &str,
     seen: Arc<Mutex<Vec<Vec<u8>>>>,
 ) -> String {
@@ -491,7 +493,7 @@ fn der(pem: &str) -> Vec<u8> {
 
 #[tokio::test]
 async fn a_client_certificate_renewed_on_disk_is_used_for_new_connections() {
-    use regroup::serve::tls::{generate, generate_for};
+    use regroup::serve::listen::tls::{generate, generate_for};
     let serving = generate().unwrap();
     let one = generate_for("client CA one", &["regroup-one".into()], true).unwrap();
     let two = generate_for("client CA two", &["regroup-two".into()], true).unwrap();

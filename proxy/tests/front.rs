@@ -17,7 +17,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use regroup::rewrite::Catalog;
 use regroup::serve::front::auth::RequestHeaderConfig;
 use regroup::serve::front::tls::{ClientCaSource, ReloadingConfig, ServingSource};
-use regroup::serve::{tls, Proxy};
+use regroup::serve::listen::tls;
+use regroup::serve::Proxy;
 use regroup::upstream::{Resolved, Upstream};
 use regroup_config::{GroupMap, MapRule, Rule};
 use rustls::pki_types::pem::PemObject;
@@ -180,7 +181,14 @@ async fn front() -> Front {
         allowed_names: vec!["front-proxy-client".into()],
         ..RequestHeaderConfig::default()
     };
-    let proxy = Arc::new(Proxy::front(map, catalog, up, Arc::new(RwLock::new(cfg))));
+    let proxy = Arc::new(Proxy::front(
+        regroup::serve::stack::live::Live::new(regroup::rewrite::Engine::new(
+            map.clone(),
+            catalog.clone(),
+        )),
+        std::sync::Arc::new(up),
+        Arc::new(RwLock::new(cfg)),
+    ));
     let serving = tls::generate().unwrap();
     let reloading = Arc::new(
         ReloadingConfig::new(
@@ -191,7 +199,7 @@ async fn front() -> Front {
     );
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = l.local_addr().unwrap().port();
-    tokio::spawn(regroup::serve::serve_front(l, reloading, proxy));
+    tokio::spawn(regroup::serve::listen::serve_front(l, reloading, proxy));
     Front {
         url: format!("https://127.0.0.1:{port}"),
         seen,
@@ -282,7 +290,7 @@ async fn callers_without_a_front_proxy_certificate_get_401_and_never_forward_ide
     assert!(body.contains("\"kind\":\"Status\""));
     assert!(f.seen.lock().unwrap().is_empty(), "nothing reached the app");
     // Metrics say who was rejected and why, with no certificate or header content.
-    let text = regroup::serve::metrics::metrics().encode();
+    let text = regroup::serve::observe::metrics::metrics().encode();
     assert!(
         text.contains("regroup_front_rejections_total{reason=\"no_client_certificate\"}"),
         "{text}"

@@ -35,10 +35,17 @@ async fn sidecar(upstream: String) -> String {
         false,
     )
     .unwrap();
-    let proxy = regroup::serve::Proxy::sidecar(&s.map, &catalog, up, true);
+    let proxy = regroup::serve::Proxy::sidecar(
+        regroup::serve::stack::live::Live::new(regroup::rewrite::Engine::new(
+            s.map.clone(),
+            catalog.clone(),
+        )),
+        std::sync::Arc::new(up),
+        true,
+    );
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
-    tokio::spawn(regroup::serve::serve_plain(l, Arc::new(proxy)));
+    tokio::spawn(regroup::serve::listen::serve_plain(l, Arc::new(proxy)));
     format!("http://{addr}")
 }
 

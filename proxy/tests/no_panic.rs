@@ -9,7 +9,7 @@ use regroup::rewrite::list_stream::rewrite_in_chunks;
 use regroup::rewrite::openapi::OpenApiRewriter;
 use regroup::rewrite::openapi_proto::OpenApiProtoRewriter;
 use regroup::rewrite::{Catalog, JsonRewriter, ProtoRewriter};
-use regroup::route::{rewrite_path, rewrite_query, RequestInfo};
+use regroup::url_rename::{rewrite_path, rewrite_query, RequestInfo};
 use regroup_config::Direction;
 
 /// Fragments that make random input look like Kubernetes JSON/protobuf.

@@ -407,11 +407,11 @@ fn urls_and_field_selectors_name_the_cluster_object() {
     let map = e.map();
     let path = "/apis/rbac.authorization.k8s.io/v1/clusterroles/foo-viewer";
     assert_eq!(
-        regroup::route::rewrite_path(path, map, ToCluster).as_deref(),
+        regroup::url_rename::rewrite_path(path, map, ToCluster).as_deref(),
         Some("/apis/rbac.authorization.k8s.io/v1/clusterroles/team1-foo-viewer")
     );
     assert_eq!(
-        regroup::route::rewrite_path(
+        regroup::url_rename::rewrite_path(
             "/apis/rbac.authorization.k8s.io/v1/clusterroles/view",
             map,
             ToCluster
@@ -420,17 +420,19 @@ fn urls_and_field_selectors_name_the_cluster_object() {
     );
     // Namespaced Roles keep their names.
     assert_eq!(
-        regroup::route::rewrite_path(
+        regroup::url_rename::rewrite_path(
             "/apis/rbac.authorization.k8s.io/v1/namespaces/a/roles/foo",
             map,
             ToCluster
         ),
         None
     );
-    let info =
-        regroup::route::RequestInfo::parse("/apis/rbac.authorization.k8s.io/v1/clusterroles", None);
+    let info = regroup::url_rename::RequestInfo::parse(
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        None,
+    );
     assert_eq!(
-        regroup::route::rewrite_query_for(
+        regroup::url_rename::rewrite_query_for(
             "fieldSelector=metadata.name%3Dfoo-viewer&watch=1",
             &info,
             map,

@@ -7,7 +7,7 @@ mod upstream_support;
 
 use http::{Request, StatusCode};
 use http_body_util::Full;
-use regroup::serve::metrics::metrics;
+use regroup::serve::observe::metrics::metrics;
 use upstream_support::{send, sidecar, Answer};
 
 #[tokio::test]
@@ -52,14 +52,16 @@ async fn a_finished_watch_is_no_longer_open_and_an_unreachable_upstream_is_count
     )
     .unwrap();
     let proxy = std::sync::Arc::new(regroup::serve::Proxy::sidecar(
-        &common::fixture_map(),
-        &regroup::rewrite::Catalog::new(&[]),
-        up,
+        regroup::serve::stack::live::Live::new(regroup::rewrite::Engine::new(
+            common::fixture_map().clone(),
+            regroup::rewrite::Catalog::new(&[]).clone(),
+        )),
+        std::sync::Arc::new(up),
         true,
     ));
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let at = l.local_addr().unwrap();
-    tokio::spawn(regroup::serve::serve_plain(l, proxy));
+    tokio::spawn(regroup::serve::listen::serve_plain(l, proxy));
     let (status, _, _) = send(
         Request::get(format!("http://{at}/api/v1/namespaces"))
             .body(Full::default())

@@ -712,8 +712,7 @@ fn limits_on_the_spill_and_the_item_are_errors_never_output() {
 }
 
 async fn sidecar_with_limits(server: String, limits: BodyLimits) -> std::net::SocketAddr {
-    let map = Box::leak(Box::new(fixture_map()));
-    let catalog: &'static Catalog = Box::leak(Box::new(Catalog::new(&[])));
+    let engine = regroup::rewrite::Engine::new(fixture_map(), Catalog::new(&[]));
     let up = regroup::upstream::Upstream::new(
         &regroup::upstream::Resolved {
             server,
@@ -722,10 +721,18 @@ async fn sidecar_with_limits(server: String, limits: BodyLimits) -> std::net::So
         false,
     )
     .unwrap();
-    let proxy = regroup::serve::Proxy::sidecar(map, catalog, up, true).with_limits(limits);
+    let proxy = regroup::serve::Proxy::sidecar(
+        regroup::serve::stack::live::Live::new(engine),
+        std::sync::Arc::new(up),
+        true,
+    )
+    .with_limits(limits);
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
-    tokio::spawn(regroup::serve::serve_plain(l, std::sync::Arc::new(proxy)));
+    tokio::spawn(regroup::serve::listen::serve_plain(
+        l,
+        std::sync::Arc::new(proxy),
+    ));
     addr
 }
 

@@ -21,7 +21,7 @@ use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioExecutor;
-use regroup::serve::trust::webhooks::{
+use regroup::serve::amend::registrations::{
     Fronted, WebhookRegistration, APP_CLIENT_CONFIGS_ANNOTATION,
 };
 use regroup_config::schema::{ReachAt, Registration};

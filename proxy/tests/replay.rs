@@ -145,10 +145,17 @@ async fn start_regroup(upstream: SocketAddr, map: &'static GroupMap) -> SocketAd
         false,
     )
     .unwrap();
-    let proxy = Arc::new(Proxy::sidecar(map, catalog, up, true));
+    let proxy = Arc::new(Proxy::sidecar(
+        regroup::serve::stack::live::Live::new(regroup::rewrite::Engine::new(
+            map.clone(),
+            catalog.clone(),
+        )),
+        std::sync::Arc::new(up),
+        true,
+    ));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(regroup::serve::serve_plain(listener, proxy));
+    tokio::spawn(regroup::serve::listen::serve_plain(listener, proxy));
     addr
 }
 
@@ -341,7 +348,7 @@ async fn replay(version: &str) -> usize {
             // What the app got, renamed back for the cluster, is exactly the
             // captured reply, and names no cluster group.
             let watch = resp_type.contains("stream=watch");
-            let info = regroup::route::RequestInfo::parse(ex["path"].as_str().unwrap(), None);
+            let info = regroup::url_rename::RequestInfo::parse(ex["path"].as_str().unwrap(), None);
             let kind = info
                 .resource
                 .as_deref()

@@ -12,7 +12,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use regroup::rewrite::Catalog;
-use regroup::serve::{tls, Proxy};
+use regroup::serve::listen::tls;
+use regroup::serve::Proxy;
 use regroup::upstream::{Resolved, Upstream};
 use regroup_config::GroupMap;
 use rustls::pki_types::pem::PemObject;
@@ -83,9 +84,11 @@ fn map() -> &'static GroupMap {
 fn proxy(resolved: Resolved, pass_through: bool) -> Arc<Proxy> {
     let catalog: &'static Catalog = Box::leak(Box::new(Catalog::new(&[])));
     Arc::new(Proxy::sidecar(
-        map(),
-        catalog,
-        Upstream::new(&resolved, false).unwrap(),
+        regroup::serve::stack::live::Live::new(regroup::rewrite::Engine::new(
+            (map()).clone(),
+            catalog.clone(),
+        )),
+        std::sync::Arc::new(Upstream::new(&resolved, false).unwrap()),
         pass_through,
     ))
 }
@@ -93,7 +96,7 @@ fn proxy(resolved: Resolved, pass_through: bool) -> Arc<Proxy> {
 async fn plain_listener(p: Arc<Proxy>) -> String {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
-    tokio::spawn(regroup::serve::serve_plain(l, p));
+    tokio::spawn(regroup::serve::listen::serve_plain(l, p));
     format!("http://{addr}")
 }
 
@@ -129,7 +132,7 @@ async fn tls_listener_serves_h2_and_http1_with_a_generated_ca() {
     let id = tls::generate().unwrap();
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
-    tokio::spawn(regroup::serve::serve_tls(
+    tokio::spawn(regroup::serve::listen::serve_tls(
         l,
         tls::server_config(&id).unwrap(),
         p,

@@ -19,9 +19,10 @@ use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use regroup::rewrite::{Catalog, Engine};
-use regroup::serve::live::Live;
+use regroup::serve::listen::{serve_webhooks, tls};
+use regroup::serve::stack::live::Live;
 use regroup::serve::webhook::{tls as wtls, Hook, Webhooks};
-use regroup::serve::{serve_webhooks, tls, Lifecycle, Serving};
+use regroup::serve::{Lifecycle, Serving};
 use regroup::upstream::{kubeconfig::Resolved, Upstream};
 use serde_json::Value as Json;
 use tokio::net::TcpListener;
@@ -132,7 +133,7 @@ async fn kube_apiservers_admission_review_is_answered_in_the_clusters_names() {
     let sent = String::from_utf8(seen.lock().unwrap()[0].clone()).unwrap();
     assert!(sent.contains("\"group\":\"samplecontroller.k8s.io\""));
     assert!(!sent.contains("team1"));
-    let m = regroup::serve::metrics::metrics().encode();
+    let m = regroup::serve::observe::metrics::metrics().encode();
     assert!(
         m.contains(
             "regroup_webhook_requests_total{webhook=\"mutate-foo\",kind=\"AdmissionReview\"}"

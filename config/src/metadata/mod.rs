@@ -26,7 +26,7 @@
 use crate::dns::has_label_suffix;
 
 mod check;
-use crate::group_map::Direction;
+use crate::rule::Direction;
 pub use check::metadata_from_spec;
 
 /// Appended (as DNS labels) to the prefix of a key the cluster holds in the

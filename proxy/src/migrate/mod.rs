@@ -25,7 +25,7 @@ use regroup_config::Settings;
 use serde_json::{json, Value as Json};
 
 use crate::rewrite::{Catalog, Engine};
-use crate::serve::own_client::OwnClient;
+use crate::serve::stack::own_client::OwnClient;
 use crate::upstream::Upstream;
 use api::{Api, CallError};
 use plan::{Crd, Dependent, KindPlan, ScanKind, Sides, MIGRATED_FROM};

@@ -8,7 +8,7 @@ use regroup_config::{Direction, GroupMap};
 use serde_json::{json, Value as Json};
 
 use crate::kube::media::Wire;
-use crate::rewrite::engine::Context;
+use crate::rewrite::Context;
 use crate::rewrite::Engine;
 
 /// The annotation a target carries: the uid of the object it was made from.

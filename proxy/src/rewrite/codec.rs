@@ -3,10 +3,20 @@
 //! form (`kube::Wire`); the engine picks it and passes the direction by
 //! choosing the codec built for it.
 
-use super::engine::Context;
 use super::openapi::OpenApiRewriter;
 use super::openapi_proto::OpenApiProtoRewriter;
 use super::{json_patch, yaml, JsonRewriter, ProtoRewriter, RewriteError};
+
+/// What a body is about, beyond its bytes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Context<'c> {
+    /// `apiVersion` and `kind` (in the input's names) standing in for the
+    /// members a partial object lacks: a patch's target, from the URL.
+    pub hint: Option<(&'c str, &'c str)>,
+    /// The group and kind (app names) the request addressed: metadata-only
+    /// forms lose their kind, but their names may carry a group.
+    pub addressed: Option<(&'c str, &'c str)>,
+}
 
 /// A codec of one wire form, in one direction.
 pub trait Codec {

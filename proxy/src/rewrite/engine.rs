@@ -6,7 +6,7 @@
 
 use regroup_config::{Direction, GroupMap};
 
-use super::codec::{self, Codec};
+use super::codec::{self, Codec, Context};
 use super::names::NameIndex;
 use super::openapi::OpenApiRewriter;
 use super::openapi_proto::OpenApiProtoRewriter;
@@ -36,17 +36,6 @@ self_cell::self_cell!(
         dependent: Codecs,
     }
 );
-
-/// What a body is about, beyond its bytes.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Context<'c> {
-    /// `apiVersion` and `kind` (in the input's names) standing in for the
-    /// members a partial object lacks: a patch's target, from the URL.
-    pub hint: Option<(&'c str, &'c str)>,
-    /// The group and kind (app names) the request addressed: metadata-only
-    /// forms lose their kind, but their names may carry a group.
-    pub addressed: Option<(&'c str, &'c str)>,
-}
 
 /// The engine. Immutable; a new configuration is a new engine.
 pub struct Engine {

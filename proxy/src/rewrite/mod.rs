@@ -22,7 +22,8 @@ mod yaml_edit;
 
 pub use catalog::Catalog;
 pub use codec::Codec;
-pub use engine::{Context, Engine};
+pub use codec::Context;
+pub use engine::Engine;
 pub use error::RewriteError;
 pub use json::JsonRewriter;
 pub use protobuf::ProtoRewriter;

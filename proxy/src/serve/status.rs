@@ -3,8 +3,9 @@
 use bytes::Bytes;
 use http::{header, HeaderValue, Response, StatusCode};
 
-use super::body::full;
-use crate::upstream::Body;
+use crate::body::budget::{refused, Refusal};
+use crate::body::full;
+use crate::body::Body;
 
 /// A failure to answer as a Kubernetes `Status`.
 #[derive(Debug)]
@@ -171,6 +172,36 @@ impl Failure {
             code: StatusCode::TOO_MANY_REQUESTS,
             reason: "TooManyRequests",
             message: message.into(),
+        }
+    }
+}
+
+/// The memory budget's refusals as the caller sees them: here, not in
+/// `body/budget.rs`, which sits below the `Status` answers.
+impl Refusal {
+    /// Counted, logged, and as the caller's `Status`: 429 (with
+    /// `Retry-After`) when busy; when larger than the whole budget, 413 for
+    /// the caller's own body, 502 for the upstream's answer.
+    pub fn failure(self, what: &str, upstream: bool) -> Failure {
+        let asked = match self {
+            Refusal::OverBudget { asked, .. } => asked,
+            Refusal::Busy => 0,
+        };
+        refused(self.reason(), what, asked);
+        match self {
+            Refusal::Busy => Failure::too_many_requests(format!(
+                "regroup's memory budget is spent (limits.memoryBudgetBytes); {what} waited and was refused, retry later"
+            )),
+            Refusal::OverBudget { asked, total } => {
+                let m = format!(
+                    "{what} needs {asked} bytes, more than regroup's whole memory budget of {total} bytes (limits.memoryBudgetBytes)"
+                );
+                if upstream {
+                    Failure::bad_gateway(m)
+                } else {
+                    Failure::too_large(m)
+                }
+            }
         }
     }
 }

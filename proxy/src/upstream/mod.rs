@@ -15,10 +15,8 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 
 use base64::Engine as _;
-use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName};
 use http::{HeaderValue, Method, Request, Response, Uri};
-use http_body_util::combinators::BoxBody;
 use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -32,10 +30,7 @@ use pool::Pool;
 use tls::tls_config;
 pub use vault::{bearer, Credential, CredentialError, Vault};
 
-/// Errors of bodies flowing through regroup.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-/// A body of either side.
-pub type Body = BoxBody<Bytes, BoxError>;
+pub use crate::body::{Body, BoxError};
 
 /// Why the upstream client could not be built.
 #[derive(Debug, thiserror::Error)]

@@ -506,7 +506,7 @@ pub fn mask_operation_names(doc: &mut Json) {
 /// trust a front when `trust` is given. Returns its address.
 pub async fn sidecar(
     server: String,
-    trust: Option<regroup::serve::trust::FrontTrust>,
+    trust: Option<regroup::serve::amend::front_trust::FrontTrust>,
 ) -> std::net::SocketAddr {
     sidecar_with(server, trust, None).await
 }
@@ -515,8 +515,8 @@ pub async fn sidecar(
 #[allow(dead_code)]
 pub async fn sidecar_with(
     server: String,
-    trust: Option<regroup::serve::trust::FrontTrust>,
-    registration: Option<regroup::serve::trust::webhooks::WebhookRegistration>,
+    trust: Option<regroup::serve::amend::front_trust::FrontTrust>,
+    registration: Option<regroup::serve::amend::registrations::WebhookRegistration>,
 ) -> std::net::SocketAddr {
     let map = Box::leak(Box::new(fixture_map()));
     let catalog: &'static regroup::rewrite::Catalog =
@@ -529,7 +529,14 @@ pub async fn sidecar_with(
         false,
     )
     .unwrap();
-    let mut proxy = regroup::serve::Proxy::sidecar(map, catalog, up, true);
+    let mut proxy = regroup::serve::Proxy::sidecar(
+        regroup::serve::stack::live::Live::new(regroup::rewrite::Engine::new(
+            map.clone(),
+            catalog.clone(),
+        )),
+        std::sync::Arc::new(up),
+        true,
+    );
     if let Some(t) = trust {
         proxy = proxy.with_trust(t);
     }
@@ -538,7 +545,10 @@ pub async fn sidecar_with(
     }
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
-    tokio::spawn(regroup::serve::serve_plain(l, std::sync::Arc::new(proxy)));
+    tokio::spawn(regroup::serve::listen::serve_plain(
+        l,
+        std::sync::Arc::new(proxy),
+    ));
     addr
 }
 

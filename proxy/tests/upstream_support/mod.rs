@@ -106,10 +106,17 @@ pub async fn sidecar(map: &GroupMap, answer: Answer) -> (String, Arc<Mutex<Seen>
         false,
     )
     .unwrap();
-    let proxy = Arc::new(Proxy::sidecar(map, &Catalog::new(&[]), up, true));
+    let proxy = Arc::new(Proxy::sidecar(
+        regroup::serve::stack::live::Live::new(regroup::rewrite::Engine::new(
+            map.clone(),
+            Catalog::new(&[]),
+        )),
+        std::sync::Arc::new(up),
+        true,
+    ));
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
-    tokio::spawn(regroup::serve::serve_plain(l, proxy));
+    tokio::spawn(regroup::serve::listen::serve_plain(l, proxy));
     (format!("http://{addr}"), seen)
 }
 

@@ -7,13 +7,10 @@ use std::sync::Arc;
 use super::plan::Plan;
 use super::types;
 use super::walker::Walk;
-use super::wire::{wrong_wire, Field, Fields, LEN};
+use super::wire::{wrong_wire, Field, Fields, LEN, MAGIC};
 use super::{malformed, ProtoRewriter};
 use crate::rewrite::error::RewriteError;
 use regroup_config::Direction;
-
-/// The four bytes before every enveloped object.
-pub const MAGIC: &[u8] = b"k8s\0";
 
 /// How deep embedded objects may nest (a watch event's object is one level).
 pub(crate) const MAX_DEPTH: usize = 8;

@@ -39,10 +39,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::envelope::{check_encoding, UnknownFields, MAGIC};
+use super::envelope::{check_encoding, UnknownFields};
 use super::plan::Plan;
 use super::spool::{Spill, Spool, Spooled};
 use super::walker::Walk;
+use super::wire::MAGIC;
 use super::wire::{field_end, put_varint, wrong_wire, Field, LEN};
 use super::{malformed, ProtoRewriter};
 use crate::rewrite::error::RewriteError;

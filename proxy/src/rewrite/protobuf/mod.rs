@@ -98,10 +98,10 @@ use super::names::NameIndex;
 use plan::{Plan, Target};
 use walker::Walk;
 
-pub use envelope::MAGIC;
 pub use plan::{translate_path, ProtoStep};
 pub use stream::WatchStream;
 pub use types::{descriptor_pool, known_kinds, message_for};
+pub use wire::MAGIC;
 
 fn malformed(e: impl std::fmt::Display) -> RewriteError {
     RewriteError::Protobuf(e.to_string())

@@ -655,7 +655,7 @@ impl ProtoRewriter<'_> {
     /// Embedded object bytes: an envelope, or JSON.
     fn embedded(&self, w: &mut Walk<'_>, start: usize, end: usize) -> Result<isize, RewriteError> {
         let bytes = &w.input[start..end];
-        if bytes.starts_with(super::envelope::MAGIC) {
+        if bytes.starts_with(super::wire::MAGIC) {
             return self.envelope(w, start, end);
         }
         if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {

@@ -6,6 +6,9 @@
 use super::malformed;
 use crate::rewrite::error::RewriteError;
 
+/// The four bytes before every enveloped object.
+pub const MAGIC: &[u8] = b"k8s\0";
+
 /// Wire type of a varint field.
 pub(super) const VARINT: u8 = 0;
 /// Wire type of a 64-bit field.

@@ -5,6 +5,9 @@
 //! both as kube-apiserver does it for an aggregated API server.
 
 pub mod auth;
+pub mod ca_follower;
+pub(crate) mod identity;
+pub mod ready;
 pub mod tls;
 
 #[cfg(test)]

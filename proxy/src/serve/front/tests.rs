@@ -33,7 +33,7 @@ use super::auth::{
 use super::tls::{
     client_ca_roots, client_verifier, server_config, ClientCaSource, ReloadingConfig, ServingSource,
 };
-use crate::serve::tls::{generate, Identity as Serving};
+use crate::serve::listen::tls::{generate, Identity as Serving};
 
 // ---------------------------------------------------------------- PKI
 
@@ -808,7 +808,7 @@ async fn serve_one(listener: TcpListener, server: Arc<ServerConfig>, cfg: Reques
                     .map(|k| k.as_str().to_string())
                     .collect();
                 forwarded.sort();
-                Response::new(crate::serve::body::full(format!(
+                Response::new(crate::body::full(format!(
                     "{} {:?} {}",
                     id.user,
                     id.groups,

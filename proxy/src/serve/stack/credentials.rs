@@ -17,9 +17,9 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use super::{errors, Forward};
-use crate::serve::body::full;
+use crate::body::full;
+use crate::body::Body;
 use crate::serve::status::Failure;
-use crate::upstream::Body;
 
 /// The largest request body kept to be sent again after a 401.
 pub(crate) const RETRY_BODY_LIMIT: u64 = 1 << 20;

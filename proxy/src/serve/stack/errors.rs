@@ -5,10 +5,11 @@ use std::time::Instant;
 
 use http::{Method, Response};
 
+use crate::body::Body;
 use crate::kube::RequestInfo;
-use crate::serve::metrics::metrics;
+use crate::serve::observe::metrics::metrics;
 use crate::serve::status::Failure;
-use crate::upstream::{Body, SendError};
+use crate::upstream::SendError;
 
 /// Answers a request whose pipeline ended with `result`; `info` is the
 /// request's, read once from `path`.

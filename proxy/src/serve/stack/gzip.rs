@@ -5,7 +5,7 @@ use std::io::Read;
 
 use bytes::Bytes;
 
-use crate::serve::budget::{self, Held, Reason, Refusal};
+use crate::body::budget::{self, Held, Reason, Refusal};
 use crate::serve::status::Failure;
 
 /// Why a gzip body was not inflated.

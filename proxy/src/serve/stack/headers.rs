@@ -6,7 +6,7 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use super::{etag, Forward};
 use crate::kube::media;
 use crate::rewrite::Engine;
-use crate::route;
+use crate::url_rename;
 
 /// Hop-by-hop headers, never forwarded (RFC 9110 7.6.1). As `HeaderName`s:
 /// comparing two is an enum compare for the standard ones, where comparing
@@ -112,7 +112,7 @@ pub(crate) fn response(fwd: &Forward, engine: &Engine, h: &mut HeaderMap) {
         }
     }
     if let Some(loc) = h.get(header::LOCATION).and_then(|v| v.to_str().ok()) {
-        let renamed = route::rewrite_path(loc, map, dir);
+        let renamed = url_rename::rewrite_path(loc, map, dir);
         let tagged = tag_openapi_hash(renamed.as_deref().unwrap_or(loc), engine.tag());
         if let Some(v) = tagged
             .or(renamed)

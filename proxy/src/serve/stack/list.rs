@@ -13,10 +13,10 @@ use hyper::body::Incoming;
 use regroup_config::Direction;
 
 use super::{Exchange, Forward};
+use crate::body::budget::{self, Held};
+use crate::body::{Body, BoxError};
 use crate::rewrite::list_stream::ListStream;
 use crate::rewrite::Engine;
-use crate::serve::budget::{self, Held};
-use crate::upstream::{Body, BoxError};
 
 struct State {
     engine: Arc<Engine>,

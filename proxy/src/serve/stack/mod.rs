@@ -7,14 +7,14 @@
 //!    regroup's ETag tags removed).
 //! 3. `credentials`: whose credential goes upstream.
 //! 4. `upgrade`: exec/attach/port-forward are spliced as bytes; done.
-//! 5. `trust_patch`: a JSON Patch of the app's own APIService (front
-//!    trust); done.
-//! 6. `registration_patch`: a patch of a webhook registration whose
-//!    `clientConfig`s regroup points at its webhook listener; done.
-//! 7. `request_body`: the body renamed by the engine.
-//! 8. `credentials::send`: sent, a 401 retried once with a fresh token.
-//! 9. `response`: headers and body renamed back (`openapi`, `watch`,
-//!    `list`, `proto_list`, `whole`).
+//! 5. `patch`: a patch of an object an amendment (`serve/amend/`) keeps
+//!    differently in the cluster and the app's view: read-modify-written,
+//!    or amended against the current object; what goes upstream (or the
+//!    upstream's last answer) goes on to the tail below.
+//! 6. `request_body`: the body renamed by the engine, then amended.
+//! 7. `credentials::send`: sent, a 401 retried once with a fresh token.
+//! 8. `response`: headers and body renamed back (`openapi`, `watch`,
+//!    `list`, `proto_list`, `whole`), then amended.
 //!
 //! Every failure is a [`Failure`], turned into a `Status` in one place
 //! (`errors`). The sidecar stack is this pipeline; the front stack puts
@@ -25,33 +25,35 @@ pub(crate) mod errors;
 pub(crate) mod etag;
 pub(crate) mod gzip;
 pub(crate) mod headers;
-pub(crate) mod identity;
 pub(crate) mod list;
+pub mod live;
 pub(crate) mod openapi;
+pub mod own_client;
+pub(crate) mod patch;
 pub(crate) mod proto_list;
-pub(crate) mod registration_patch;
+pub mod proxy;
 pub(crate) mod request_body;
 pub(crate) mod response;
 pub(crate) mod target;
-pub(crate) mod trust_patch;
 pub(crate) mod upgrade;
 pub(crate) mod watch;
 pub(crate) mod whole;
 
 use std::sync::Arc;
 
+use http::header::HeaderMap;
 use http::response::Parts;
-use http::{Request, Response};
+use http::{Method, Request, Response, Uri};
 use hyper::body::Incoming;
 use regroup_config::Direction;
 
+use super::amend::Amendments;
 use super::status::{page_not_found, Failure};
-use super::trust::webhooks::WebhookRegistration;
-use super::trust::FrontTrust;
+use crate::body::Body;
 use crate::kube::{MediaType, RequestInfo};
 use crate::rewrite::protobuf::spool::Spill;
 use crate::rewrite::{Catalog, Engine};
-use crate::upstream::{Body, Upstream};
+use crate::upstream::Upstream;
 use regroup_config::limits::SPILL_KEEP_BYTES;
 
 /// The largest non-streamed response body regroup rewrites (and the
@@ -104,11 +106,9 @@ pub(crate) struct Forward {
     pub dir: Direction,
     /// The caller's own `Authorization` goes upstream when it sent one.
     pub pass_through_auth: bool,
-    /// Sidecar with a front: how the app and the cluster come to trust it.
-    pub trust: Option<Arc<FrontTrust>>,
-    /// Sidecar with fronted webhooks: how the cluster comes to call them
-    /// through regroup.
-    pub registration: Option<Arc<WebhookRegistration>>,
+    /// What the sidecar edits beyond renaming (the front trust, webhook
+    /// registrations), in order.
+    pub amendments: Amendments,
     /// `sidecar` or `front`, in metrics and logs.
     pub listener: &'static str,
     /// The front sets `X-Remote-*` itself after authenticating the caller;
@@ -125,10 +125,26 @@ pub(crate) struct Answer {
     pub media: MediaType,
     /// `Content-Encoding: gzip`.
     pub gzip: bool,
-    /// The front trust, when it looks at this request.
-    pub trust: Option<Arc<FrontTrust>>,
-    /// The webhook registration, when it looks at this request.
-    pub registration: Option<Arc<WebhookRegistration>>,
+    /// The amendments that look at this request.
+    pub amendments: Amendments,
+}
+
+/// A request to the upstream, as the layers before the body make it.
+pub(crate) struct Outgoing {
+    pub method: Method,
+    /// Path and query renamed.
+    pub uri: Uri,
+    /// Those forwarded, with the credential `credentials::lend` chose.
+    pub headers: HeaderMap,
+    /// regroup's own credential (not the caller's).
+    pub own: bool,
+}
+
+/// What the body layers hand to the one tail: a request to send, or (a
+/// patch read-modify-written) the upstream's last answer already in hand.
+pub(crate) enum Next {
+    Send(Outgoing, Body),
+    Answered(Response<Incoming>),
 }
 
 /// One request on its way through the layers.
@@ -179,18 +195,38 @@ pub(crate) async fn forward(
         caller_path: parts.uri.path().to_owned(),
         upstream_path: to.path,
     };
-    if let Some(t) = &fwd.trust {
-        if trust_patch::applies_to(&x, &out, fwd.dir) {
-            return trust_patch::serve(fwd, t, &x, parts.uri.query(), out, body).await;
+    let next = match patch::served_by(fwd, &x, &out) {
+        Some(amend) => {
+            let method = x.method.clone();
+            let (uri, headers) = (to.uri, out);
+            let to = Outgoing {
+                method,
+                uri,
+                headers,
+                own,
+            };
+            patch::serve(fwd, amend, &x, to, body).await?
         }
-    }
-    if let Some(r) = &fwd.registration {
-        if registration_patch::applies_to(&x, &out) {
-            let query = parts.uri.query();
-            return registration_patch::serve(fwd, r, &x, to.uri, query, out, body, own).await;
+        None => {
+            let body = request_body::rename(fwd, &x, &mut out, body).await?;
+            let method = x.method.clone();
+            let (uri, headers) = (to.uri, out);
+            Next::Send(
+                Outgoing {
+                    method,
+                    uri,
+                    headers,
+                    own,
+                },
+                body,
+            )
         }
-    }
-    let body = request_body::rename(fwd, &x, &mut out, body).await?;
-    let resp = credentials::send(fwd, &x.method, to.uri, out, body, own).await?;
+    };
+    let resp = match next {
+        Next::Send(o, body) => {
+            credentials::send(fwd, &o.method, o.uri, o.headers, body, o.own).await?
+        }
+        Next::Answered(resp) => resp,
+    };
     response::rename(fwd, &x, resp).await
 }

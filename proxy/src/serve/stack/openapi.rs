@@ -9,10 +9,10 @@ use http::Response;
 use hyper::body::Incoming;
 
 use super::{etag, Exchange, Forward, BODY_LIMIT};
-use crate::serve::body::{collect_held, full, holding, HeldCollectError};
-use crate::serve::budget::{self, Reason};
+use crate::body::budget::{self, Reason};
+use crate::body::Body;
+use crate::body::{collect_held, full, holding, HeldCollectError};
 use crate::serve::status::Failure;
-use crate::upstream::Body;
 
 /// True for the OpenAPI endpoints.
 pub(crate) fn is_openapi(path: &str) -> bool {

@@ -15,13 +15,13 @@ use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Incoming;
 
 use super::{Exchange, Forward};
+use crate::body::budget::{self, Held};
+use crate::body::holding;
+use crate::body::{Body, BoxError};
 use crate::rewrite::protobuf::list_stream::{ListStream, Output};
 use crate::rewrite::protobuf::spool::{read_chunk, Spooled, CHUNK};
 use crate::rewrite::RewriteError;
-use crate::serve::body::holding;
-use crate::serve::budget::{self, Held};
 use crate::serve::status::Failure;
-use crate::upstream::{Body, BoxError};
 
 fn bad(e: RewriteError) -> Failure {
     match e {

@@ -8,13 +8,12 @@ use http::Method;
 use hyper::body::Incoming;
 
 use super::{gzip, Exchange, Forward};
+use crate::body::budget::{self, budget, Held, Reason};
+use crate::body::Body;
+use crate::body::{collect_held, full, holding, pass, HeldCollectError};
 use crate::kube::{MediaType, Wire};
 use crate::rewrite::{Context, RewriteError};
-use crate::serve::body::{collect_held, full, holding, pass, HeldCollectError};
-use crate::serve::budget::{self, budget, Held, Reason};
 use crate::serve::status::Failure;
-use crate::serve::trust;
-use crate::upstream::Body;
 
 fn carries_body(m: &Method) -> bool {
     matches!(
@@ -61,8 +60,8 @@ pub(crate) async fn rename(
         headers.remove(header::CONTENT_ENCODING);
     }
     let mut bytes = renamed(fwd, x, headers, media, bytes)?;
-    if let Some(r) = &fwd.registration {
-        bytes = trust::hooks::registration_request_body(r, &x.info, media, bytes)?;
+    for a in fwd.amendments.iter().filter(|a| a.looks_at(&x.info)) {
+        bytes = a.request_body(&x.info, x.engine.map(), media, bytes)?;
     }
     // What is sent is held until it is; the input is given back.
     held.shrink(bytes.len());
@@ -76,9 +75,8 @@ fn is_gzip(h: &HeaderMap) -> bool {
 }
 
 /// A whole request body renamed by the engine (inflated first when gzip;
-/// `headers` lose their `Content-Encoding` then) and amended by the front
-/// trust. The webhook registration is the caller's to apply: a patch of
-/// one may need the current object (`registration_patch`).
+/// `headers` lose their `Content-Encoding` then). Amendments are the
+/// caller's to apply: a patch may need the current object (`patch`).
 pub(crate) fn renamed(
     fwd: &Forward,
     x: &Exchange,
@@ -117,11 +115,7 @@ pub(crate) fn renamed(
         .map_err(|e: RewriteError| {
             Failure::bad_request(format!("the request body can't be renamed: {e}"))
         })?;
-    let mut bytes = out.map(Bytes::from).unwrap_or(bytes);
-    if let Some(t) = &fwd.trust {
-        bytes = trust::hooks::request_body(t, &x.info, x.engine.map(), media, bytes)?;
-    }
-    Ok(bytes)
+    Ok(out.map(Bytes::from).unwrap_or(bytes))
 }
 
 /// A whole request body, within `limits.maxRequestBodyBytes`: refused

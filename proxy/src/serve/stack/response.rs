@@ -8,12 +8,12 @@ use hyper::body::Incoming;
 use super::{
     errors, etag, headers, list, openapi, proto_list, watch, whole, Answer, Exchange, Forward,
 };
+use crate::body::budget;
+use crate::body::pass;
+use crate::body::Body;
 use crate::kube::{media, MediaType, Wire};
-use crate::serve::body::pass;
-use crate::serve::budget;
+use crate::serve::amend::looking_at;
 use crate::serve::status::Failure;
-use crate::serve::trust::{hooks, webhooks};
-use crate::upstream::Body;
 
 /// Renames a response.
 pub(crate) async fn rename(
@@ -51,19 +51,14 @@ pub(crate) async fn rename(
         _ => {}
     }
     etag::tag(&x.engine, &mut parts.headers);
-    let trust = fwd.trust.clone().filter(|_| hooks::relevant(&x.info));
-    let registration = fwd
-        .registration
-        .clone()
-        .filter(|_| webhooks::relevant(&x.info));
+    let amendments = looking_at(&fwd.amendments, &x.info);
     let gzip = is_gzip(&parts.headers);
     let answer = Answer {
         parts,
         body,
         media,
         gzip,
-        trust,
-        registration,
+        amendments,
     };
     // Every body renamed below is held, at least a chunk at a time: new
     // work waits for the memory budget here (then 429), before any
@@ -79,8 +74,7 @@ pub(crate) async fn rename(
         && x.info.name.is_none()
         && success
         && x.method == Method::GET
-        && answer.trust.is_none()
-        && answer.registration.is_none();
+        && answer.amendments.is_empty();
     if list && media == MediaType::Json {
         // Memory bounded by one item, not by the list.
         return Ok(list::stream(fwd, x, answer.parts, answer.body, held));

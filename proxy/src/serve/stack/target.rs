@@ -6,8 +6,8 @@ use http::Uri;
 use super::{etag, Forward};
 use crate::kube::RequestInfo;
 use crate::rewrite::Engine;
-use crate::route;
 use crate::serve::status::Failure;
+use crate::url_rename;
 
 /// The upstream address of a request.
 pub(crate) struct Target {
@@ -67,12 +67,13 @@ pub(crate) fn resolve(
     if named_group.is_some_and(|g| !g.is_empty() && map.is_shadowed(g, dir)) {
         return Ok(None);
     }
-    let renamed = route::rewrite_path_for(path, info, map, dir);
+    let renamed = url_rename::rewrite_path_for(path, info, map, dir);
     // OpenAPI v3 documents are addressed by the hash regroup tagged.
     let query = match uri.query() {
         Some(q) => {
-            let q = route::rewrite_query_for(q, info, map, dir).unwrap_or_else(|| q.to_owned());
-            let q = match route::rewrite_label_selector(&q, map, dir) {
+            let q =
+                url_rename::rewrite_query_for(q, info, map, dir).unwrap_or_else(|| q.to_owned());
+            let q = match url_rename::rewrite_label_selector(&q, map, dir) {
                 Ok(Some(renamed)) => renamed,
                 Ok(None) => q,
                 Err(why) => return Err(Failure::bad_request(format!("regroup: {why}"))),

@@ -7,9 +7,9 @@ use http::{Method, Request, Response, StatusCode, Uri};
 use hyper::body::Incoming;
 
 use super::{errors, Forward};
-use crate::serve::body::{full, pass};
+use crate::body::Body;
+use crate::body::{full, pass};
 use crate::serve::status::Failure;
-use crate::upstream::Body;
 
 /// Forwards the upgrade request; on `101` splices the two connections.
 pub(crate) async fn splice(

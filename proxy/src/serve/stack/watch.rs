@@ -7,16 +7,15 @@ use http::header;
 use http::Response;
 
 use super::{Answer, Exchange, Forward};
+use crate::body::budget::Held;
+use crate::body::Body;
+use crate::body::{rewrite_frames, Rewritten};
 use crate::kube::status::watch_error_line;
 use crate::kube::MediaType;
 use crate::rewrite::framing::Framing;
 use crate::rewrite::{Catalog, Context};
-use crate::serve::body::{rewrite_frames, Rewritten};
-use crate::serve::budget::Held;
-use crate::serve::metrics::metrics;
+use crate::serve::observe::metrics::metrics;
 use crate::serve::status::Failure;
-use crate::serve::trust::hooks;
-use crate::upstream::Body;
 
 /// Renames a watch response's stream.
 pub(crate) fn rename(
@@ -25,8 +24,7 @@ pub(crate) fn rename(
     answer: Answer,
     held: Held,
 ) -> Result<Response<Body>, Failure> {
-    let (mut parts, body, trust) = (answer.parts, answer.body, answer.trust);
-    let registration = answer.registration;
+    let (mut parts, body, amendments) = (answer.parts, answer.body, answer.amendments);
     if answer.gzip {
         return Err(Failure::bad_gateway(
             "gzip-encoded watch streams are not supported",
@@ -65,18 +63,12 @@ pub(crate) fn rename(
                 // A shadowed group's CRD or APIService: never shown.
                 return Ok(Rewritten::Dropped);
             }
-            let out = engine.watch_event(dir, framing, cx, event)?;
-            let out = match &trust {
-                Some(t) => hooks::watch_event(t, framing, out.as_deref().unwrap_or(event))?.or(out),
-                None => out,
-            };
-            let out = match &registration {
-                Some(r) => {
-                    hooks::registration_watch_event(r, framing, out.as_deref().unwrap_or(event))?
-                        .or(out)
-                }
-                None => out,
-            };
+            let mut out = engine.watch_event(dir, framing, cx, event)?;
+            for a in &amendments {
+                out = a
+                    .watch_event(framing, out.as_deref().unwrap_or(event))?
+                    .or(out);
+            }
             Ok(out.map_or(Rewritten::Same, Rewritten::New))
         },
         move |e| match framing {

@@ -6,13 +6,12 @@ use http::header::{self, HeaderValue};
 use http::Response;
 
 use super::{gzip, Answer, Exchange, Forward, BODY_LIMIT};
+use crate::body::budget::{self, Reason};
+use crate::body::Body;
+use crate::body::{collect_held, full, holding, HeldCollectError};
 use crate::kube::MediaType;
 use crate::rewrite::{yaml, Context, RewriteError};
-use crate::serve::body::{collect_held, full, holding, HeldCollectError};
-use crate::serve::budget::{self, Reason};
 use crate::serve::status::Failure;
-use crate::serve::trust::hooks;
-use crate::upstream::Body;
 
 /// Renames a whole response body.
 pub(crate) async fn rename(
@@ -20,10 +19,9 @@ pub(crate) async fn rename(
     x: &Exchange,
     answer: Answer,
 ) -> Result<Response<Body>, Failure> {
-    let (mut parts, media, trust) = (answer.parts, answer.media, answer.trust);
-    let registration = answer.registration;
+    let (mut parts, media) = (answer.parts, answer.media);
     // One object within `maxObjectBytes`; a list that can't be streamed
-    // (gzip, or one the front trust or webhook registration look at)
+    // (gzip, or one an amendment looks at)
     // within the old whole-body limit. Both within the memory budget.
     let limit = if x.info.name.is_some() {
         fwd.limits.object
@@ -77,28 +75,12 @@ pub(crate) async fn rename(
         ),
     }
     .map_err(bad)?;
-    let out = match trust.as_deref() {
-        Some(t) => hooks::response_body(
-            t,
-            media,
-            parts.status.is_success(),
-            out.as_deref().unwrap_or(&bytes),
-        )
-        .map_err(bad)?
-        .or(out),
-        None => out,
-    };
-    let out = match registration.as_deref() {
-        Some(r) => hooks::registration_response(
-            r,
-            media,
-            parts.status.is_success(),
-            out.as_deref().unwrap_or(&bytes),
-        )
-        .map_err(bad)?
-        .or(out),
-        None => out,
-    };
+    let mut out = out;
+    for a in &answer.amendments {
+        let success = parts.status.is_success();
+        let amended = a.response_body(media, success, out.as_deref().unwrap_or(&bytes));
+        out = amended.map_err(bad)?.or(out);
+    }
     let bytes = out.map(Bytes::from).unwrap_or(bytes);
     // What is sent is held until it is.
     held.shrink(bytes.len());

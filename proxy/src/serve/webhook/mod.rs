@@ -23,14 +23,15 @@ use bytes::Bytes;
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use regroup_config::Direction;
 
-use super::body::{collect, collect_held, full, HeldCollectError};
-use super::budget;
-use super::live::Live;
-use super::metrics::metrics;
-use super::status::Failure;
+use crate::body::budget;
+use crate::body::Body;
+use crate::body::{collect, collect_held, full, HeldCollectError};
 use crate::kube::Wire;
 use crate::rewrite::Context;
-use crate::upstream::{Body, Upstream};
+use crate::serve::observe::metrics::metrics;
+use crate::serve::stack::live::Live;
+use crate::serve::status::Failure;
+use crate::upstream::Upstream;
 use review::{Answer, Review};
 
 /// One fronted webhook.

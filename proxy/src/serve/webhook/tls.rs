@@ -15,8 +15,8 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::ServerConfig;
 
 use crate::serve::front::tls::client_ca_roots;
-use crate::serve::run::serving_cert::ReloadingCert;
-use crate::serve::tls::Identity;
+use crate::serve::listen::serving_cert::ReloadingCert;
+use crate::serve::listen::tls::Identity;
 
 /// The serving certificate: files (re-read when they change) or generated.
 pub enum Serving {

@@ -1,0 +1,368 @@
+//! Bodies: whole, collected with a limit, and rewritten frame by frame as
+//! they stream; and the memory budget every byte held to rename is taken
+//! from (`budget`). Below both `serve/` and `upstream/`, which send and
+//! receive them.
+
+pub mod budget;
+
+use bytes::Bytes;
+use futures_util::stream;
+use http_body::Frame;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited, StreamBody};
+use hyper::body::Incoming;
+
+use crate::rewrite::framing::Framer;
+pub use crate::rewrite::framing::Framing;
+use crate::rewrite::RewriteError;
+use budget::{Held, Reason, Refusal};
+
+/// Errors of bodies flowing through regroup.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// A body of either side.
+pub type Body = BoxBody<Bytes, BoxError>;
+
+/// A body of these bytes.
+pub fn full(b: impl Into<Bytes>) -> Body {
+    Full::new(b.into()).map_err(|never| match never {}).boxed()
+}
+
+/// An incoming body passed on as it streams.
+pub fn pass(b: Incoming) -> Body {
+    b.map_err(|e| Box::new(e) as BoxError).boxed()
+}
+
+/// Why a body could not be collected.
+#[derive(Debug, thiserror::Error)]
+pub enum CollectError {
+    /// Larger than the limit.
+    #[error("body larger than {0} bytes")]
+    TooLarge(usize),
+    /// The connection failed mid-body.
+    #[error("reading body: {0}")]
+    Io(String),
+}
+
+/// Reads a whole body, refusing more than `limit` bytes.
+pub async fn collect<B>(b: B, limit: usize) -> Result<Bytes, CollectError>
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    match Limited::new(b, limit).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(CollectError::TooLarge(limit)),
+        Err(e) => Err(CollectError::Io(e.to_string())),
+    }
+}
+
+/// `body`, holding `held` until it is dropped (sent or abandoned); its
+/// size hint is the body's (a retry keeps a body of known length).
+pub fn holding(body: Body, held: Held) -> Body {
+    Holding { body, _held: held }.boxed()
+}
+
+struct Holding {
+    body: Body,
+    _held: Held,
+}
+
+impl http_body::Body for Holding {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// Why a body could not be collected within the budget.
+#[derive(Debug)]
+pub enum HeldCollectError {
+    /// Larger than the limit (known from `Content-Length` or as it came).
+    TooLarge(usize),
+    /// The memory budget refused it.
+    Budget(Refusal),
+    /// The connection failed mid-body.
+    Io(String),
+}
+
+/// Reads a whole body, refusing more than `limit` bytes (from its
+/// `Content-Length` before reading any of it), and taking `factor` bytes
+/// from the budget per byte read (2: the bytes and their renamed copy)
+/// before holding them; `held` keeps them.
+pub async fn collect_held<B>(
+    b: B,
+    limit: usize,
+    factor: usize,
+    held: &mut Held,
+    deadline: tokio::time::Instant,
+) -> Result<Bytes, HeldCollectError>
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let mut b = std::pin::pin!(b);
+    let hint = b.size_hint();
+    if hint.lower() > limit as u64 {
+        return Err(HeldCollectError::TooLarge(limit));
+    }
+    if let Some(n) = hint.exact() {
+        // Known length: taken whole before any of it is read.
+        if let Err(r) = held.grow(n as usize * factor, deadline).await {
+            if r == Refusal::Busy {
+                drain(b.as_mut(), limit).await;
+            }
+            return Err(HeldCollectError::Budget(r));
+        }
+    }
+    let taken = held.bytes();
+    // Of known length: allocated once, never doubled past what was taken.
+    let mut out = bytes::BytesMut::with_capacity(hint.exact().unwrap_or(0) as usize);
+    while let Some(f) = b.frame().await {
+        let f = f.map_err(|e| HeldCollectError::Io(e.into().to_string()))?;
+        let Ok(data) = f.into_data() else { continue };
+        if out.len() + data.len() > limit {
+            return Err(HeldCollectError::TooLarge(limit));
+        }
+        let need = (out.len() + data.len()) * factor;
+        if need > taken {
+            if let Err(r) = held.set(need, deadline).await {
+                if r == Refusal::Busy {
+                    drop(out);
+                    drain(b.as_mut(), limit).await;
+                }
+                return Err(HeldCollectError::Budget(r));
+            }
+        }
+        out.extend_from_slice(&data);
+    }
+    Ok(out.freeze())
+}
+
+/// Reads and drops the rest of a body refused while busy (within the
+/// limit, so at most that much is read, a chunk at a time, none of it
+/// held; for at most 5 s), so the client reads the answer on a connection
+/// that is not reset under its request.
+async fn drain<B>(mut b: std::pin::Pin<&mut B>, limit: usize)
+where
+    B: http_body::Body<Data = Bytes>,
+{
+    let mut read = 0;
+    let all = async {
+        while let Some(Ok(f)) = b.frame().await {
+            if let Ok(d) = f.into_data() {
+                read += d.len();
+                if read > limit {
+                    break;
+                }
+            }
+        }
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), all).await;
+}
+
+/// The largest single watch event or frame regroup buffers when not told
+/// (`limits.maxObjectBytes` for watches).
+pub const MAX_FRAME: usize = 64 << 20;
+
+struct FrameState<F> {
+    body: Incoming,
+    framer: Framer,
+    rewrite: F,
+    upstream_done: bool,
+    failed: bool,
+    /// What the frame being read (and its renamed copy) takes.
+    held: Held,
+    limit: usize,
+}
+
+/// What became of one frame's content.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Rewritten {
+    /// Unchanged: the frame is sent as it came.
+    Same,
+    /// This content, framed again.
+    New(Vec<u8>),
+    /// Nothing is sent for this frame.
+    Dropped,
+}
+
+/// Rewrites a stream frame by frame as frames arrive, never waiting for the
+/// end: each complete frame's content (without its `\n` or length prefix)
+/// is given to `rewrite`, and what it returns is framed again and sent on
+/// its own (or nothing, for a dropped frame). A frame that can't be rewritten ends the stream with
+/// `on_error`'s last frame (a watch ERROR event), so the client re-lists
+/// instead of seeing unrenamed bytes. Dropping the returned body drops the
+/// upstream body, closing it.
+///
+/// Each frame is at most `limit` bytes, and its bytes (twice: the frame
+/// and its renamed copy) are taken from the memory budget as they arrive
+/// (`held`, given back as each frame is sent); a budget that stays spent
+/// ends the stream (a JSON watch with a 429 `ERROR` event: the client
+/// watches again).
+pub fn rewrite_frames<F, E>(
+    body: Incoming,
+    framing: Framing,
+    limit: usize,
+    held: Held,
+    rewrite: F,
+    on_error: E,
+) -> Body
+where
+    F: Fn(&[u8]) -> Result<Rewritten, RewriteError> + Send + Sync + 'static,
+    E: Fn(&RewriteError) -> Bytes + Send + Sync + 'static,
+{
+    let state = FrameState {
+        body,
+        framer: Framer::new(framing, limit),
+        rewrite,
+        upstream_done: false,
+        failed: false,
+        held,
+        limit,
+    };
+    let on_error = std::sync::Arc::new(on_error);
+    let s = stream::unfold(state, move |mut st| {
+        let on_error = on_error.clone();
+        async move {
+            if st.failed {
+                return None;
+            }
+            loop {
+                let frame = match st.framer.next_frame() {
+                    Ok(f) => f,
+                    Err(e) => {
+                        // A hostile or broken length prefix (or an endless
+                        // line): never buffer without bound.
+                        if let crate::rewrite::framing::FrameError::TooLarge { bytes, .. } = &e {
+                            budget::refused(Reason::ObjectTooLarge, "a watch event", *bytes);
+                        }
+                        tracing::error!("upstream stream: {e}; closing the stream");
+                        return None;
+                    }
+                };
+                if let Some(f) = frame {
+                    let framing = st.framer.framing();
+                    return match (st.rewrite)(framing.content(&f)) {
+                        Ok(Rewritten::Dropped) => continue,
+                        Ok(Rewritten::Same) => Some((Ok(Frame::data(f)), st)),
+                        Ok(Rewritten::New(out)) => match framing.frame(&out) {
+                            Ok(out) => Some((Ok(Frame::data(Bytes::from(out))), st)),
+                            Err(e) => {
+                                tracing::error!("upstream stream: {e}; closing the stream");
+                                None
+                            }
+                        },
+                        Err(e) => {
+                            tracing::error!(
+                                "upstream stream frame can't be renamed, closing the stream: {e}"
+                            );
+                            st.failed = true;
+                            let last = on_error(&e);
+                            if last.is_empty() {
+                                return None;
+                            }
+                            Some((Ok(Frame::data(last)), st))
+                        }
+                    };
+                }
+                if st.upstream_done {
+                    if st.framer.pending() > 0 {
+                        tracing::warn!(
+                            bytes = st.framer.pending(),
+                            "upstream stream ended mid-frame; dropping the partial frame"
+                        );
+                    }
+                    return None;
+                }
+                // Frames already sent are no longer held.
+                st.held.shrink(st.framer.pending() * 2);
+                match st.body.frame().await {
+                    Some(Ok(f)) => {
+                        if let Ok(data) = f.into_data() {
+                            let need = (st.framer.pending() + data.len()) * 2;
+                            let deadline = budget::budget().deadline();
+                            if let Err(r) = st.held.set(need, deadline).await {
+                                let what = "a watch event";
+                                let f = r.failure(what, true);
+                                tracing::error!(
+                                    "upstream stream: {}; closing the stream",
+                                    f.message
+                                );
+                                st.failed = true;
+                                return match framing {
+                                    Framing::Lines => {
+                                        let last = crate::kube::status::watch_error_line(
+                                            f.code.as_u16(),
+                                            f.reason,
+                                            &f.message,
+                                        );
+                                        Some((Ok(Frame::data(Bytes::from(last))), st))
+                                    }
+                                    Framing::LengthPrefixed => None,
+                                };
+                            }
+                            st.framer.push(&data);
+                        }
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!("upstream stream ended with an error: {e}");
+                        st.upstream_done = true;
+                        // Drop a partial frame: never forward half an event.
+                        st.framer = Framer::new(framing, st.limit);
+                    }
+                    None => st.upstream_done = true,
+                }
+            }
+        }
+    });
+    StreamBody::new(s).boxed()
+}
+
+/// Newline-delimited JSON read line by line, as regroup's own watches need
+/// (not forwarded anywhere): each line without its `\n`.
+pub struct Lines {
+    body: Incoming,
+    framer: Framer,
+}
+
+impl Lines {
+    /// Reads `body`, refusing lines longer than `limit` bytes.
+    pub fn new(body: Incoming, limit: usize) -> Lines {
+        Lines {
+            body,
+            framer: Framer::new(Framing::Lines, limit),
+        }
+    }
+
+    /// The next whole line; `None` at the end of the body (a partial last
+    /// line is dropped: never half an event).
+    pub async fn next(&mut self) -> Result<Option<Bytes>, String> {
+        loop {
+            if let Some(line) = self.framer.next_frame().map_err(|e| e.to_string())? {
+                return Ok(Some(line.slice(..line.len() - 1)));
+            }
+            match self.body.frame().await {
+                Some(Ok(f)) => {
+                    if let Ok(data) = f.into_data() {
+                        self.framer.push(&data);
+                    }
+                }
+                Some(Err(e)) => return Err(e.to_string()),
+                None => return Ok(None),
+            }
+        }
+    }
+}

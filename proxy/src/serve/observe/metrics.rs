@@ -1,0 +1,533 @@
+//! `/metrics` (OpenMetrics text) and `/healthz`, on `listeners.metrics`.
+//!
+//! Counters: requests by listener and status code, Status errors regroup
+//! produced by reason, and front callers rejected by reason; the standard
+//! unprefixed `process_*` metrics (`process_metrics.rs`). Labels never
+//! carry paths, names, certificates or tokens.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use futures_util::future::BoxFuture;
+
+use bytes::Bytes;
+use http::{header, HeaderValue, Request, Response, StatusCode};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use prometheus_client::encoding::text::{encode_eof, encode_registry};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+
+use crate::body::full;
+
+type Labels = Vec<(String, String)>;
+
+/// The labels of the per-request families: fixed-size and borrowed (no
+/// string built per request), encoded as the label vectors were.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ListenerCode {
+    listener: &'static str,
+    code: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ListenerVerb {
+    listener: &'static str,
+    verb: &'static str,
+}
+
+/// regroup's counters.
+pub struct Metrics {
+    registry: Registry,
+    /// `process_*`: unprefixed, as every exporter names them.
+    process: Registry,
+    requests: Family<ListenerCode, Counter>,
+    errors: Family<Labels, Counter>,
+    rejections: Family<Labels, Counter>,
+    in_flight: Gauge,
+    latency: Family<ListenerVerb, Histogram>,
+    reloads: Family<Labels, Counter>,
+    generation: Gauge,
+    open_watches: Family<Labels, Gauge>,
+    upstream_errors: Family<Labels, Counter>,
+    webhook_requests: Family<Labels, Counter>,
+    webhook_rejections: Family<Labels, Counter>,
+    webhook_errors: Family<Labels, Counter>,
+}
+
+/// Buckets of `regroup_request_duration_seconds` (kube-apiserver's
+/// `apiserver_request_duration_seconds` range, coarser).
+const LATENCY_BUCKETS: [f64; 14] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0,
+];
+
+/// What the engine counts itself (`rewrite::tally`), read at each scrape.
+#[derive(Debug)]
+struct EngineTallies;
+
+impl prometheus_client::collector::Collector for EngineTallies {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        let m = prometheus_client::metrics::counter::ConstCounter::new(
+            crate::rewrite::tally::object_annotations_not_json(),
+        );
+        m.encode(encoder.encode_descriptor(
+            "object_annotations_not_json",
+            "Annotations that hold an object (last-applied-configuration) whose value was not JSON, forwarded unchanged",
+            None,
+            m.metric_type(),
+        )?)
+    }
+}
+
+/// regroup's own upstream credential (`upstream/vault.rs`), read at each
+/// scrape: obtained and failed, by source.
+#[derive(Debug)]
+struct CredentialTallies;
+
+impl prometheus_client::collector::Collector for CredentialTallies {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::counter::ConstCounter;
+        let tallies = crate::upstream::vault::tallies();
+        type Count = fn(&(&str, u64, u64)) -> u64;
+        let families: [(&str, &str, Count); 2] = [
+            (
+                "credential_refreshes",
+                "regroup's own upstream credential obtained (exec plugin run, file read), by source",
+                |t| t.1,
+            ),
+            (
+                "credential_failures",
+                "Failures to obtain regroup's own upstream credential, by source",
+                |t| t.2,
+            ),
+        ];
+        for (name, help, count) in families {
+            let mut family = encoder.encode_descriptor(
+                name,
+                help,
+                None,
+                prometheus_client::metrics::MetricType::Counter,
+            )?;
+            for t in tallies.iter().filter(|t| count(t) > 0) {
+                let labels: Labels = vec![("source".into(), t.0.into())];
+                ConstCounter::new(count(t)).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The memory budget (`body/budget.rs`), read at each scrape: its size,
+/// the bytes held and the refusals by reason (every reason, from zero).
+#[derive(Debug)]
+struct MemoryBudget;
+
+impl prometheus_client::collector::Collector for MemoryBudget {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::counter::ConstCounter;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        use prometheus_client::registry::Unit;
+        let b = crate::body::budget::budget();
+        for (name, help, v) in [
+            (
+                "memory_budget",
+                "The memory budget every byte regroup holds to rename is taken from (limits.memoryBudgetBytes)",
+                b.total(),
+            ),
+            (
+                "memory_in_use",
+                "Bytes of the memory budget held now",
+                b.in_use(),
+            ),
+        ] {
+            let m = ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX));
+            m.encode(encoder.encode_descriptor(name, help, Some(&Unit::Bytes), m.metric_type())?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "memory_refusals",
+            "Work refused for memory, by reason (request_too_large, object_too_large, over_budget, busy)",
+            None,
+            prometheus_client::metrics::MetricType::Counter,
+        )?;
+        for (r, n) in crate::body::budget::refusals() {
+            let labels: Labels = vec![("reason".into(), r.label().into())];
+            ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+}
+
+/// The process's metrics.
+pub fn metrics() -> &'static Metrics {
+    static M: OnceLock<Metrics> = OnceLock::new();
+    M.get_or_init(|| {
+        let mut registry = Registry::with_prefix("regroup");
+        let requests = Family::<ListenerCode, Counter>::default();
+        let errors = Family::<Labels, Counter>::default();
+        let rejections = Family::<Labels, Counter>::default();
+        let in_flight = Gauge::default();
+        let latency: Family<ListenerVerb, Histogram> =
+            Family::new_with_constructor(|| Histogram::new(LATENCY_BUCKETS.iter().copied()));
+        let build_info = Family::<Labels, Gauge>::default();
+        build_info
+            .get_or_create(&vec![("version".into(), env!("CARGO_PKG_VERSION").into())])
+            .set(1);
+        registry.register("build_info", "regroup's version (always 1)", build_info);
+        registry.register(
+            "requests_in_flight",
+            "Requests being served (a watch counts until it ends)",
+            in_flight.clone(),
+        );
+        registry.register_with_unit(
+            "request_duration",
+            "Time to the response headers of non-watch requests, by listener and verb",
+            prometheus_client::registry::Unit::Seconds,
+            latency.clone(),
+        );
+        registry.register(
+            "requests",
+            "Requests served, by listener and HTTP status code",
+            requests.clone(),
+        );
+        registry.register(
+            "errors",
+            "Kubernetes Status errors regroup answered itself, by listener and reason",
+            errors.clone(),
+        );
+        registry.register(
+            "front_rejections",
+            "Callers of the aggregated front rejected, by reason",
+            rejections.clone(),
+        );
+        let reloads = Family::<Labels, Counter>::default();
+        let generation = Gauge::default();
+        registry.register(
+            "config_reloads",
+            "Configuration reloads (file change or SIGHUP), by result (ok, failed)",
+            reloads.clone(),
+        );
+        registry.register(
+            "config_generation",
+            "The configuration in force: 1 at start, +1 per successful reload",
+            generation.clone(),
+        );
+        generation.set(1);
+        let open_watches = Family::<Labels, Gauge>::default();
+        let upstream_errors = Family::<Labels, Counter>::default();
+        registry.register(
+            "open_watches",
+            "Watch streams being renamed, by listener",
+            open_watches.clone(),
+        );
+        registry.register(
+            "upstream_errors",
+            "Requests the upstream did not answer, by listener and kind (timeout, unreachable)",
+            upstream_errors.clone(),
+        );
+        let webhook_requests = Family::<Labels, Counter>::default();
+        let webhook_rejections = Family::<Labels, Counter>::default();
+        let webhook_errors = Family::<Labels, Counter>::default();
+        registry.register(
+            "webhook_requests",
+            "Reviews the cluster sent to a fronted webhook, by webhook and kind (AdmissionReview, ConversionReview)",
+            webhook_requests.clone(),
+        );
+        registry.register(
+            "webhook_rejections",
+            "Reviews the app's webhook refused (admission not allowed, conversion failed), by webhook",
+            webhook_rejections.clone(),
+        );
+        registry.register(
+            "webhook_errors",
+            "Reviews regroup answered with an error, by webhook and reason",
+            webhook_errors.clone(),
+        );
+        registry.register_collector(Box::new(EngineTallies));
+        registry.register_collector(Box::new(MemoryBudget));
+        registry.register_collector(Box::new(CredentialTallies));
+        let mut process = Registry::default();
+        process.register_collector(Box::new(crate::serve::observe::process_metrics::ProcessCollector));
+        Metrics {
+            webhook_requests,
+            webhook_rejections,
+            webhook_errors,
+            registry,
+            process,
+            requests,
+            errors,
+            rejections,
+            in_flight,
+            latency,
+            reloads,
+            generation,
+            open_watches,
+            upstream_errors,
+        }
+    })
+}
+
+impl Metrics {
+    /// A review received for the fronted webhook `webhook`.
+    pub fn webhook_request(&self, webhook: &str, kind: &str) {
+        self.webhook_requests
+            .get_or_create(&vec![
+                ("webhook".into(), webhook.into()),
+                ("kind".into(), kind.into()),
+            ])
+            .inc();
+    }
+
+    /// The app's webhook refused a review.
+    pub fn webhook_rejection(&self, webhook: &str) {
+        self.webhook_rejections
+            .get_or_create(&vec![("webhook".into(), webhook.into())])
+            .inc();
+    }
+
+    /// regroup answered a review with an error, for `reason`.
+    pub fn webhook_error(&self, webhook: &str, reason: &str) {
+        self.webhook_errors
+            .get_or_create(&vec![
+                ("webhook".into(), webhook.into()),
+                ("reason".into(), reason.into()),
+            ])
+            .inc();
+    }
+
+    /// A watch stream opened (`1`) or ended (`-1`).
+    pub fn open_watches_add(&self, listener: &str, n: i64) {
+        self.open_watches
+            .get_or_create(&vec![("listener".into(), listener.into())])
+            .inc_by(n);
+    }
+
+    /// A request the upstream did not answer.
+    pub fn upstream_error(&self, listener: &str, kind: &str) {
+        self.upstream_errors
+            .get_or_create(&vec![
+                ("listener".into(), listener.into()),
+                ("kind".into(), kind.into()),
+            ])
+            .inc();
+    }
+
+    /// One request served.
+    pub fn request(&self, listener: &'static str, code: StatusCode) {
+        self.requests
+            .get_or_create(&ListenerCode {
+                listener,
+                code: code.as_u16(),
+            })
+            .inc();
+    }
+
+    /// One Status error regroup produced.
+    pub fn error(&self, listener: &str, reason: &str) {
+        self.errors
+            .get_or_create(&vec![
+                ("listener".into(), listener.into()),
+                ("reason".into(), reason.into()),
+            ])
+            .inc();
+    }
+
+    /// One front caller rejected.
+    pub fn rejection(&self, reason: &str) {
+        self.rejections
+            .get_or_create(&vec![("reason".into(), reason.into())])
+            .inc();
+    }
+
+    /// Requests in flight, up or down.
+    pub fn in_flight_add(&self, n: i64) {
+        self.in_flight.inc_by(n);
+    }
+
+    /// A non-watch request's time to its response headers.
+    pub fn latency(&self, listener: &'static str, verb: &'static str, d: std::time::Duration) {
+        self.latency
+            .get_or_create(&ListenerVerb { listener, verb })
+            .observe(d.as_secs_f64());
+    }
+
+    /// A configuration reload, `ok` or `failed`.
+    pub fn reload(&self, result: &str) {
+        self.reloads
+            .get_or_create(&vec![("result".into(), result.into())])
+            .inc();
+    }
+
+    /// The configuration generation now in force.
+    pub fn set_generation(&self, generation: i64) {
+        self.generation.set(generation);
+    }
+
+    /// The OpenMetrics text.
+    pub fn encode(&self) -> String {
+        let mut s = String::new();
+        encode_registry(&mut s, &self.registry).expect("writing to a String");
+        encode_registry(&mut s, &self.process).expect("writing to a String");
+        encode_eof(&mut s).expect("writing to a String");
+        s
+    }
+}
+
+/// What `/readyz` asks: whether regroup is draining, and a check of the
+/// upstream (an error says why it is not ready).
+#[derive(Clone, Default)]
+pub struct Health {
+    /// Set once regroup shuts down: `/readyz` then answers 503.
+    pub shutting_down: Option<Arc<AtomicBool>>,
+    /// The upstream check.
+    #[allow(clippy::type_complexity)]
+    pub upstream: Option<Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>>,
+    /// The aggregated front's certificates (`front/ready.rs`), when there is a front.
+    #[allow(clippy::type_complexity)]
+    pub front: Option<Arc<dyn Fn() -> Result<(), String> + Send + Sync>>,
+}
+
+impl Health {
+    /// `None` when ready, else why not.
+    pub async fn not_ready(&self) -> Option<String> {
+        if self
+            .shutting_down
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::SeqCst))
+        {
+            return Some("shutting down".into());
+        }
+        if let Some(Err(why)) = self.front.as_ref().map(|check| check()) {
+            return Some(why);
+        }
+        match &self.upstream {
+            Some(check) => check().await.err(),
+            None => None,
+        }
+    }
+}
+
+/// Serves `/metrics`, `/healthz` and `/livez` (the process), `/readyz`
+/// (without a [`Health`]: always ready) until the task is dropped.
+pub async fn serve_metrics(listener: TcpListener) {
+    serve_health(listener, Health::default()).await
+}
+
+/// Like [`serve_metrics`], `/readyz` answering from `health`.
+pub async fn serve_health(listener: TcpListener, health: Health) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            continue;
+        };
+        let health = health.clone();
+        tokio::spawn(async move {
+            let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
+                let health = health.clone();
+                async move {
+                    let (code, ctype, body) = match req.uri().path() {
+                        "/metrics" => (
+                            StatusCode::OK,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                            Bytes::from(metrics().encode()),
+                        ),
+                        "/healthz" | "/livez" => {
+                            (StatusCode::OK, "text/plain", Bytes::from_static(b"ok"))
+                        }
+                        "/readyz" => match health.not_ready().await {
+                            None => (StatusCode::OK, "text/plain", Bytes::from_static(b"ok")),
+                            Some(why) => (
+                                StatusCode::SERVICE_UNAVAILABLE,
+                                "text/plain",
+                                Bytes::from(format!("not ready: {why}\n")),
+                            ),
+                        },
+                        _ => (
+                            StatusCode::NOT_FOUND,
+                            "text/plain",
+                            Bytes::from_static(b"404 page not found\n"),
+                        ),
+                    };
+                    let mut r = Response::new(full(body));
+                    *r.status_mut() = code;
+                    r.headers_mut()
+                        .insert(header::CONTENT_TYPE, HeaderValue::from_static(ctype));
+                    Ok::<_, std::convert::Infallible>(r)
+                }
+            });
+            let mut b = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            b.http1()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(std::time::Duration::from_secs(32));
+            let _ = b.serve_connection(TokioIo::new(stream), svc).await;
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_appear_in_the_openmetrics_text_without_sensitive_labels() {
+        let m = metrics();
+        m.request("sidecar", StatusCode::OK);
+        m.error("sidecar", "ServiceUnavailable");
+        m.rejection("no_client_certificate");
+        m.latency("sidecar", "GET", std::time::Duration::from_millis(3));
+        let text = m.encode();
+        assert!(
+            text.contains(
+                "regroup_request_duration_seconds_count{listener=\"sidecar\",verb=\"GET\"}"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("regroup_requests_total{listener=\"sidecar\",code=\"200\"}"),
+            "{text}"
+        );
+        assert!(text
+            .contains("regroup_errors_total{listener=\"sidecar\",reason=\"ServiceUnavailable\"}"));
+        assert!(text.contains("regroup_front_rejections_total{reason=\"no_client_certificate\"}"));
+        assert!(text.ends_with("# EOF\n"));
+        assert_eq!(text.matches("# EOF").count(), 1);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn process_metrics_are_unprefixed_and_read_from_proc() {
+        let text = metrics().encode();
+        let value = |name: &str| -> f64 {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(&format!("{name} ")))
+                .unwrap_or_else(|| panic!("no {name} sample in:\n{text}"));
+            line[name.len() + 1..].trim().parse().expect("a number")
+        };
+        assert!(value("process_resident_memory_bytes") > 1e6);
+        assert!(value("process_open_fds") >= 3.0);
+        assert!(value("process_cpu_seconds_total") >= 0.0);
+        assert!(value("process_start_time_seconds") > 1.6e9);
+        assert!(
+            text.contains("# TYPE process_cpu_seconds counter"),
+            "{text}"
+        );
+        assert!(!text.contains("regroup_process_"));
+    }
+}

@@ -1,0 +1,7 @@
+//! Observability: Prometheus metrics (and the health listener that serves
+//! them), process metrics, and the log format and writer.
+
+pub mod log_format;
+pub mod log_writer;
+pub mod metrics;
+pub mod process_metrics;

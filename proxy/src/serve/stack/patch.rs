@@ -1,0 +1,463 @@
+//! PATCHes of the objects an [`Amend`] keeps differently in the cluster
+//! and in the app's view (the app's own APIService for the front trust, a
+//! webhook registration): they can't always be forwarded as written. This
+//! layer produces what goes upstream and leaves the sending and the
+//! renaming of the answer to the pipeline's one tail (`forward`).
+//!
+//! - A JSON Patch the amendment rewrites ([`Amend::rewrites_json_patch`])
+//!   is applied as kube-apiserver applies any patch, but on the app's view
+//!   of the object: GET the current object, show it as the app reads it
+//!   (app names, [`Amend::json_to_app`]), apply the patch, turn the
+//!   result back into the cluster's form ([`Amend::patched_to_cluster`]),
+//!   and PUT it with the resourceVersion that was read, again from the GET
+//!   on a conflict. Other JSON Patches go on renamed.
+//! - A merge, strategic-merge or apply patch that reaches what the
+//!   amendment keeps ([`Amend::patch_needs_current`]) is amended against
+//!   the current object ([`Amend::amend_patch`]) and sent with the
+//!   resourceVersion read as a precondition, read again on a conflict.
+//!
+//! The current object is read with the request's own credential.
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, Response, StatusCode, Uri};
+use hyper::body::Incoming;
+use json_patch::PatchOperation;
+use serde_json::{Map, Value as Json};
+
+use super::credentials::send;
+use super::request_body::{read, renamed};
+use super::{Exchange, Forward, Next, Outgoing, BODY_LIMIT};
+use crate::body::{collect, full};
+use crate::kube::{MediaType, PatchKind};
+use crate::serve::amend::{json_doc, Amend};
+use crate::serve::status::Failure;
+
+/// kube-apiserver's limit on the operations of one JSON Patch.
+const MAX_OPERATIONS: usize = 10_000;
+
+/// Times the object is read, patched and written before a conflict is
+/// returned to the app (kube-apiserver retries a patch on conflicts too).
+const ATTEMPTS: usize = 5;
+
+/// The PATCH query parameters that an update takes as well (kube-apiserver's
+/// `patchToUpdateOptions`).
+const UPDATE_PARAMETERS: &[&str] = &["dryRun", "fieldManager", "fieldValidation"];
+
+/// The amendment that serves this request's patch, if any. `headers` are
+/// those forwarded.
+pub(crate) fn served_by<'a>(
+    fwd: &'a Forward,
+    x: &Exchange,
+    headers: &HeaderMap,
+) -> Option<&'a dyn Amend> {
+    if x.method != Method::PATCH {
+        return None;
+    }
+    let media = MediaType::of(headers);
+    let map = x.engine.map();
+    fwd.amendments
+        .iter()
+        .find(|a| a.serves_patch(&x.info, &x.method, media, map, fwd.dir))
+        .map(|a| a.as_ref())
+}
+
+/// What goes upstream for a patch [`served_by`] `amend`: `uri` and
+/// `headers` as the layers before made them (`own`: regroup's credential).
+pub(crate) async fn serve(
+    fwd: &Forward,
+    amend: &dyn Amend,
+    x: &Exchange,
+    to: Outgoing,
+    body: Incoming,
+) -> Result<Next, Failure> {
+    let Outgoing {
+        uri,
+        mut headers,
+        own,
+        ..
+    } = to;
+    let media = MediaType::of(&headers);
+    let (bytes, _held) = read(fwd, body).await?;
+    if media == MediaType::Patch(PatchKind::Json) {
+        let plain = inflated(fwd, &mut headers, bytes)?;
+        let ops = parse(&plain)?;
+        if amend.rewrites_json_patch(&ops) {
+            let query = uri.query().map(str::to_owned);
+            let got = read_modify_write(fwd, amend, x, query.as_deref(), headers, own, &ops);
+            return Ok(Next::Answered(got.await?));
+        }
+        let bytes = renamed(fwd, x, &mut headers, media, plain)?;
+        return Ok(patch_request(uri, headers, bytes, own));
+    }
+    let bytes = renamed(fwd, x, &mut headers, media, bytes)?;
+    let mut doc = json_doc(media, &bytes)
+        .map_err(|e| Failure::bad_request(format!("the patch can't be read: {e}")))?
+        .unwrap_or(Json::Null);
+    if !amend.patch_needs_current(&mut doc) {
+        return Ok(patch_request(uri, headers, bytes, own));
+    }
+    let mut get_headers = headers.clone();
+    for name in [header::CONTENT_TYPE, header::CONTENT_LENGTH, header::EXPECT] {
+        get_headers.remove(name);
+    }
+    get_headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+    let get_uri = fwd
+        .upstream
+        .uri(&x.upstream_path)
+        .map_err(|e| Failure::bad_request(format!("invalid request URI: {e}")))?;
+    let mut attempt = 1;
+    loop {
+        let current = send(
+            fwd,
+            &Method::GET,
+            get_uri.clone(),
+            get_headers.clone(),
+            full(Bytes::new()),
+            own,
+        )
+        .await?;
+        if current.status() == StatusCode::NOT_FOUND
+            && media == MediaType::Patch(PatchKind::ApplyYaml)
+        {
+            // An apply may create: nothing kept to merge with.
+            let _ = collect(current.into_body(), BODY_LIMIT).await;
+            let mut patch = doc.clone();
+            amend
+                .amend_patch(&mut patch, &x.info, &Json::Null)
+                .map_err(Failure::invalid)?;
+            return Ok(patch_request(uri, headers, to_bytes(&patch), own));
+        }
+        if !current.status().is_success() {
+            return Ok(Next::Answered(current));
+        }
+        let current = read_current(amend, current).await?;
+        let mut patch = doc.clone();
+        if !amend
+            .amend_patch(&mut patch, &x.info, &current)
+            .map_err(Failure::invalid)?
+        {
+            return Ok(patch_request(uri, headers, bytes, own));
+        }
+        let pinned = pin_precondition(&mut patch, current["metadata"]["resourceVersion"].as_str());
+        let bytes = to_bytes(&patch);
+        let mut h = headers.clone();
+        h.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+        let written = send(fwd, &Method::PATCH, uri.clone(), h, full(bytes), own).await?;
+        if written.status() == StatusCode::CONFLICT && !pinned && attempt < ATTEMPTS {
+            tracing::debug!(
+                attempt,
+                path = x.caller_path,
+                what = amend.noun(),
+                "the object changed while it was patched; patching again"
+            );
+            let _ = collect(written.into_body(), BODY_LIMIT).await;
+            attempt += 1;
+            continue;
+        }
+        return Ok(Next::Answered(written));
+    }
+}
+
+/// The PATCH to send, with its length.
+fn patch_request(uri: Uri, mut headers: HeaderMap, bytes: Bytes, own: bool) -> Next {
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+    let method = Method::PATCH;
+    Next::Send(
+        Outgoing {
+            method,
+            uri,
+            headers,
+            own,
+        },
+        full(bytes),
+    )
+}
+
+/// A patch as its content type reads it: JSON (YAML's subset for apply).
+fn to_bytes(patch: &Json) -> Bytes {
+    Bytes::from(serde_json::to_vec(patch).expect("values serialize"))
+}
+
+/// The body without its `Content-Encoding` (gzip inflated).
+fn inflated(fwd: &Forward, headers: &mut HeaderMap, bytes: Bytes) -> Result<Bytes, Failure> {
+    match headers.get(header::CONTENT_ENCODING).map(|v| v.as_bytes()) {
+        None => Ok(bytes),
+        Some(e) if e.eq_ignore_ascii_case(b"identity") => Ok(bytes),
+        Some(e) if e.eq_ignore_ascii_case(b"gzip") => {
+            let limit = fwd.limits.inflated.min(fwd.limits.request);
+            let out = super::gzip::inflate(&bytes, limit)
+                .map_err(super::gzip::InflateError::of_request)?;
+            headers.remove(header::CONTENT_ENCODING);
+            Ok(out)
+        }
+        Some(_) => Err(Failure::unsupported(
+            "regroup can't rename a body in this Content-Encoding; send it uncompressed or gzip",
+        )),
+    }
+}
+
+/// The operations of a JSON Patch, or the Status kube-apiserver answers:
+/// 400 for a body that is not a list of objects, 413 past its operation
+/// limit, 422 for an operation it can't apply (an unknown `op`, a missing
+/// or invalid `path`). Messages never quote the body.
+pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<PatchOperation>, Failure> {
+    let doc: Json = serde_json::from_slice(bytes).map_err(|e| {
+        Failure::bad_request(format!(
+            "invalid JSON patch: not JSON (line {}, column {})",
+            e.line(),
+            e.column()
+        ))
+    })?;
+    let ops = match doc {
+        // Go reads `null` as an empty list.
+        Json::Null => Vec::new(),
+        Json::Array(ops) if ops.iter().all(Json::is_object) => ops,
+        _ => {
+            return Err(Failure::bad_request(
+                "invalid JSON patch: expected a list of operations",
+            ))
+        }
+    };
+    if ops.len() > MAX_OPERATIONS {
+        return Err(Failure::too_large(format!(
+            "Request entity too large: The allowed maximum operations in a JSON patch is {MAX_OPERATIONS}, got {}",
+            ops.len()
+        )));
+    }
+    ops.into_iter()
+        .enumerate()
+        .map(|(i, op)| {
+            serde_json::from_value(op).map_err(|_| {
+                tracing::info!(
+                    operation = i,
+                    "JSON patch operation is not valid (op, path or value)"
+                );
+                Failure::patch_does_not_apply()
+            })
+        })
+        .collect()
+}
+
+/// Applies `ops` to `doc`, all or nothing: a failed `test` or a path that
+/// does not exist is kube-apiserver's 422, and nothing is written.
+fn apply(mut doc: Json, ops: &[PatchOperation]) -> Result<Json, Failure> {
+    // The document is dropped on failure: no need for the crate's undo.
+    match json_patch::patch_unsafe(&mut doc, ops) {
+        Ok(()) => Ok(doc),
+        Err(e) => {
+            tracing::info!(
+                operation = e.operation,
+                path = %e.path,
+                "JSON patch of the app's object does not apply: {}",
+                e.kind
+            );
+            Err(Failure::patch_does_not_apply())
+        }
+    }
+}
+
+/// Sets the patched object's `metadata.resourceVersion` to the one read
+/// (`current`), so the write fails rather than overwrite a change made since.
+/// A patch that sets another resourceVersion itself asks for that version
+/// (a precondition, as kube-apiserver honors it): kept, and `true` (a
+/// conflict is then the app's answer, not a reason to try again).
+fn pin_resource_version(patched: &mut Json, current: Option<&str>) -> bool {
+    let Some(meta) = patched.get_mut("metadata").and_then(Json::as_object_mut) else {
+        return false;
+    };
+    match (meta.get("resourceVersion").and_then(Json::as_str), current) {
+        (Some(asked), Some(read)) if asked != read => true,
+        (_, Some(read)) => {
+            meta.insert("resourceVersion".into(), Json::String(read.to_owned()));
+            false
+        }
+        (_, None) => false,
+    }
+}
+
+/// Makes the resourceVersion read a precondition of a merge, strategic-
+/// merge or apply patch, so what was merged from the current object is not
+/// written over a change made since. A patch that names another
+/// resourceVersion asks for that one: kept, and `true` (a conflict is then
+/// the app's answer).
+fn pin_precondition(patch: &mut Json, read: Option<&str>) -> bool {
+    let Some(read) = read else {
+        return false;
+    };
+    let Some(o) = patch.as_object_mut() else {
+        return false;
+    };
+    let meta = o
+        .entry("metadata")
+        .or_insert_with(|| Json::Object(Map::new()));
+    let Some(meta) = meta.as_object_mut() else {
+        return false;
+    };
+    match meta.get("resourceVersion").and_then(Json::as_str) {
+        Some(asked) if asked != read => true,
+        _ => {
+            meta.insert("resourceVersion".into(), Json::String(read.to_owned()));
+            false
+        }
+    }
+}
+
+/// The query of the update: the PATCH's parameters that an update takes,
+/// byte for byte; `None` when there are none.
+fn update_query(query: Option<&str>) -> Option<String> {
+    let kept: Vec<&str> = query?
+        .split('&')
+        .filter(|kv| {
+            let key = kv.split_once('=').map_or(*kv, |(k, _)| k);
+            UPDATE_PARAMETERS.contains(&key)
+        })
+        .collect();
+    (!kept.is_empty()).then(|| kept.join("&"))
+}
+
+/// Headers of regroup's own requests on the app's behalf: the app's
+/// (credentials, impersonation, user agent) without those of its body.
+fn headers_without_body(headers: &HeaderMap) -> HeaderMap {
+    let mut h = headers.clone();
+    for name in [
+        header::CONTENT_TYPE,
+        header::CONTENT_LENGTH,
+        header::CONTENT_ENCODING,
+        header::EXPECT,
+    ] {
+        h.remove(name);
+    }
+    h
+}
+
+/// Applies a JSON Patch to the app's view of the object and writes the
+/// result in the cluster's form, with the resourceVersion read (again from
+/// the read on a conflict). The upstream's last answer.
+async fn read_modify_write(
+    fwd: &Forward,
+    amend: &dyn Amend,
+    x: &Exchange,
+    query: Option<&str>,
+    headers: HeaderMap,
+    own: bool,
+    ops: &[PatchOperation],
+) -> Result<Response<Incoming>, Failure> {
+    let kind = x.kind().unwrap_or_default();
+    let api_version = x.info.api_version().unwrap_or_default();
+    let bad_uri = |e: http::Error| Failure::bad_request(format!("invalid request URI: {e}"));
+    let get_uri = fwd.upstream.uri(&x.upstream_path).map_err(bad_uri)?;
+    let put_uri = match update_query(query) {
+        Some(q) => fwd.upstream.uri(&format!("{}?{q}", x.upstream_path)),
+        None => fwd.upstream.uri(&x.upstream_path),
+    }
+    .map_err(bad_uri)?;
+    let mut get_headers = headers_without_body(&headers);
+    get_headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+    let mut put_headers = headers_without_body(&headers);
+    put_headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+
+    let mut attempt = 1;
+    loop {
+        let empty = full(Bytes::new());
+        let current = send(
+            fwd,
+            &Method::GET,
+            get_uri.clone(),
+            get_headers.clone(),
+            empty,
+            own,
+        );
+        let current = current.await?;
+        if !current.status().is_success() {
+            // Not found, forbidden, ...: the app sees the upstream's
+            // answer, renamed as any.
+            return Ok(current);
+        }
+        let (view, read_version) = app_view(fwd, x, current, kind, amend).await?;
+        let mut patched = apply(view, ops)?;
+        let pinned = pin_resource_version(&mut patched, read_version.as_deref());
+        x.engine
+            .json(fwd.dir)
+            .rewrite_as(&mut patched, &api_version, kind)
+            .map_err(|e| {
+                Failure::bad_request(format!("the patched object can't be renamed: {e}"))
+            })?;
+        amend.patched_to_cluster(&mut patched, &x.info, x.engine.map());
+        let bytes = to_bytes(&patched);
+        let mut h = put_headers.clone();
+        h.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+        let written = send(fwd, &Method::PUT, put_uri.clone(), h, full(bytes), own).await?;
+        if written.status() == StatusCode::CONFLICT && !pinned && attempt < ATTEMPTS {
+            tracing::debug!(
+                attempt,
+                path = x.caller_path,
+                what = amend.noun(),
+                "the object changed while it was patched; patching again"
+            );
+            // Read to the end, so the connection can be used again.
+            let _ = collect(written.into_body(), BODY_LIMIT).await;
+            attempt += 1;
+            continue;
+        }
+        return Ok(written);
+    }
+}
+
+/// The object as the app reads it (renamed, amended for the app), and the
+/// resourceVersion read.
+async fn app_view(
+    fwd: &Forward,
+    x: &Exchange,
+    resp: Response<Incoming>,
+    kind: &str,
+    amend: &dyn Amend,
+) -> Result<(Json, Option<String>), Failure> {
+    let bad =
+        |m: String| Failure::bad_gateway(format!("reading the {} to patch: {m}", amend.noun()));
+    if resp.headers().contains_key(header::CONTENT_ENCODING) {
+        return Err(bad("the API server's answer is encoded".into()));
+    }
+    let bytes = collect(resp.into_body(), BODY_LIMIT)
+        .await
+        .map_err(|e| bad(e.to_string()))?;
+    let renamed = x
+        .engine
+        .json(fwd.dir.flip())
+        .rewrite_bytes_addressed(&bytes, &x.info.group, kind)
+        .map_err(|e| bad(e.to_string()))?;
+    let mut view: Json = serde_json::from_slice(renamed.as_deref().unwrap_or(&bytes))
+        .map_err(|e| bad(format!("not JSON: {e}")))?;
+    if !view.is_object() {
+        return Err(bad("not an object".into()));
+    }
+    amend.json_to_app(&mut view);
+    let version = view["metadata"]["resourceVersion"]
+        .as_str()
+        .map(str::to_owned);
+    Ok((view, version))
+}
+
+/// The current object, as the cluster stores it (what the amendment
+/// keeps, and its resourceVersion, are all that is read).
+async fn read_current(amend: &dyn Amend, resp: Response<Incoming>) -> Result<Json, Failure> {
+    let bad =
+        |m: String| Failure::bad_gateway(format!("reading the {} to patch: {m}", amend.noun()));
+    if resp.headers().contains_key(header::CONTENT_ENCODING) {
+        return Err(bad("the API server's answer is encoded".into()));
+    }
+    let bytes = collect(resp.into_body(), BODY_LIMIT)
+        .await
+        .map_err(|e| bad(e.to_string()))?;
+    let doc: Json = serde_json::from_slice(&bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
+    if !doc.is_object() {
+        return Err(bad("not an object".into()));
+    }
+    Ok(doc)
+}
+
+#[cfg(test)]
+mod tests;

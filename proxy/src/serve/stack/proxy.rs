@@ -1,0 +1,161 @@
+//! The two stacks regroup serves, over one engine: the **sidecar** (the
+//! caller is the app; requests are renamed to the cluster's names and
+//! responses back) and the **front** (the caller is the cluster's
+//! aggregator; the same pipeline with the direction flipped, after the
+//! caller is authenticated). The layers are in `stack/`.
+
+use std::convert::Infallible;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use http::{Request, Response};
+use hyper::body::Incoming;
+use regroup_config::Direction;
+use rustls::pki_types::CertificateDer;
+
+use crate::body::Body;
+use crate::kube::RequestInfo;
+use crate::serve::amend::front_trust::FrontTrust;
+use crate::serve::amend::registrations::WebhookRegistration;
+use crate::serve::amend::Amend;
+use crate::serve::front::auth::RequestHeaderConfig;
+use crate::serve::front::identity;
+use crate::serve::stack::live::Live;
+use crate::serve::stack::own_client::OwnClient;
+use crate::serve::stack::{self, errors, BodyLimits, Forward};
+use crate::serve::status::Failure;
+use crate::upstream::Upstream;
+
+/// Which stack a [`Proxy`] is.
+enum Stack {
+    /// The app's side: the pipeline alone.
+    Sidecar,
+    /// The aggregator's side: front-proxy authentication, then the pipeline.
+    /// The request-header settings change when the cluster's do.
+    Front {
+        auth: Arc<RwLock<RequestHeaderConfig>>,
+    },
+}
+
+/// One listener's stack and what it forwards to.
+pub struct Proxy {
+    live: Live,
+    fwd: Forward,
+    stack: Stack,
+}
+
+impl Proxy {
+    /// A sidecar over the live engine: the caller is the app.
+    pub fn sidecar(live: Live, upstream: Arc<Upstream>, pass_through_auth: bool) -> Proxy {
+        Proxy {
+            live,
+            fwd: Forward {
+                upstream,
+                dir: Direction::ToCluster,
+                pass_through_auth,
+                amendments: Vec::new(),
+                listener: "sidecar",
+                forwards_identity: false,
+                limits: BodyLimits::default(),
+            },
+            stack: Stack::Sidecar,
+        }
+    }
+
+    /// The same sidecar, also making the app trust regroup's front.
+    pub fn with_trust(self, trust: FrontTrust) -> Proxy {
+        self.amended_by(Arc::new(trust))
+    }
+
+    /// The same sidecar, also pointing the app's fronted webhook
+    /// registrations at regroup's webhook listener.
+    pub fn with_registration(self, r: WebhookRegistration) -> Proxy {
+        self.amended_by(Arc::new(r))
+    }
+
+    /// The same stack, also applying `amendment` (after those before).
+    fn amended_by(mut self, amendment: Arc<dyn Amend>) -> Proxy {
+        self.fwd.amendments.push(amendment);
+        self
+    }
+
+    /// The aggregated front over the live engine: callers are the cluster's
+    /// aggregator (cluster names), `backend` is the app's own aggregated
+    /// server (app names).
+    pub fn front(
+        live: Live,
+        backend: Arc<Upstream>,
+        auth: Arc<RwLock<RequestHeaderConfig>>,
+    ) -> Proxy {
+        Proxy {
+            live,
+            fwd: Forward {
+                upstream: backend,
+                dir: Direction::ToApp,
+                pass_through_auth: true,
+                amendments: Vec::new(),
+                listener: "front",
+                forwards_identity: true,
+                limits: BodyLimits::default(),
+            },
+            stack: Stack::Front { auth },
+        }
+    }
+
+    /// The same stack with other body limits.
+    pub fn with_limits(mut self, limits: BodyLimits) -> Proxy {
+        self.fwd.limits = limits;
+        self
+    }
+
+    /// regroup's own client of this stack's upstream.
+    pub fn own_client(&self) -> OwnClient {
+        OwnClient::new(self.fwd.upstream.clone())
+    }
+
+    /// Serves one request on a listener without client certificates. Every
+    /// failure becomes a `Status`.
+    pub async fn handle(
+        self: Arc<Self>,
+        req: Request<Incoming>,
+    ) -> Result<Response<Body>, Infallible> {
+        self.handle_with_peer(req, Arc::new(None)).await
+    }
+
+    /// Serves one request whose connection presented the verified client
+    /// certificate chain `peer` (front listeners).
+    pub async fn handle_with_peer(
+        self: Arc<Self>,
+        mut req: Request<Incoming>,
+        peer: Arc<Option<Vec<CertificateDer<'static>>>>,
+    ) -> Result<Response<Body>, Infallible> {
+        let started = Instant::now();
+        let listener = self.fwd.listener;
+        if let Stack::Front { auth } = &self.stack {
+            let cfg = auth.read().unwrap_or_else(|p| p.into_inner()).clone();
+            if let Err(r) = identity::authenticate(&cfg, peer.as_ref().as_deref(), &mut req) {
+                return Ok(errors::refused(
+                    listener,
+                    req.uri().path(),
+                    r.reason(),
+                    r.failure(),
+                ));
+            }
+        } else if peer.is_some() {
+            return Ok(Failure::unavailable("not a front listener").into_response());
+        }
+        let method = req.method().clone();
+        // Shares the request's bytes: no copy of the path.
+        let uri = req.uri().clone();
+        let info = Arc::new(RequestInfo::parse(uri.path(), uri.query()));
+        let result = stack::forward(&self.fwd, self.live.load(), req, info.clone()).await;
+        Ok(errors::answer(
+            listener,
+            &method,
+            uri.path(),
+            &info,
+            started,
+            result,
+        ))
+    }
+}
