@@ -356,6 +356,10 @@ async fn a_foreign_host_gets_403_and_never_reaches_the_upstream() {
         m.contains("regroup_errors_total{listener=\"sidecar\",reason=\"foreign_host\"} 7"),
         "{m}"
     );
+    // A refused request has its request line too, as an answered one.
+    let refused = "INFO regroup::request: request listener=\"sidecar\" method=GET verb=\"get\" \
+         path=/apis/samplecontroller.k8s.io/v1alpha1/namespaces/{namespace}/foos/{name} status=403 us=";
+    assert_eq!(r.log().matches(refused).count(), 7, "{}", r.log());
     assert!(!r.log().contains(OWN_TOKEN), "the token is never logged");
 }
 
@@ -707,8 +711,8 @@ async fn every_request_line_is_logged_whole_under_load_and_at_sigterm() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let log = r.log();
-    let request_line = "INFO regroup::serve::stack::errors: request listener=\"sidecar\" method=GET \
-         path=/apis/samplecontroller.k8s.io/v1alpha1/namespaces/{namespace}/foos/{name} status=200 ms=";
+    let request_line = "INFO regroup::request: request listener=\"sidecar\" method=GET verb=\"get\" \
+         path=/apis/samplecontroller.k8s.io/v1alpha1/namespaces/{namespace}/foos/{name} status=200 us=";
     let mut requests = 0;
     for line in log.lines() {
         // `2026-11-25T01:02:03.000004Z  INFO target: ...`: a timestamp, a
@@ -723,8 +727,8 @@ async fn every_request_line_is_logged_whole_under_load_and_at_sigterm() {
                 && ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"].contains(&level),
             "not a whole log line: {line:?}"
         );
-        if let Some(ms) = line.split_once(request_line).map(|(_, ms)| ms) {
-            assert!(ms.parse::<f64>().is_ok(), "{line:?}");
+        if let Some(us) = line.split_once(request_line).map(|(_, us)| us) {
+            assert!(us.parse::<u64>().is_ok(), "{line:?}");
             requests += 1;
         }
     }
@@ -824,7 +828,8 @@ async fn what_already_held_still_holds() {
     };
     assert!(m.contains("regroup_requests_in_flight 0"), "{m}");
     assert!(m.contains("regroup_build_info{version="), "{m}");
-    assert!(m.contains("listener=\"sidecar\",verb=\"GET\"}"), "{m}");
+    // The Kubernetes verb, as kube-apiserver's own metrics name it.
+    assert!(m.contains("listener=\"sidecar\",verb=\"get\"}"), "{m}");
 }
 
 /// JSON nested deeper than the walk accepts, from either side, is a Status

@@ -37,6 +37,47 @@ pub struct RequestInfo {
 }
 
 impl RequestInfo {
+    /// The Kubernetes verb of a request with this method, as kube-apiserver
+    /// names it (audit, RBAC, its metrics): `get`, `list`, `watch`,
+    /// `create`, `update`, `patch`, `delete`, `deletecollection`; a path
+    /// that is no resource gets the method in lower case; anything else
+    /// `other` (a bounded set: it is a metric label).
+    ///
+    /// ```
+    /// use regroup::kube::request::RequestInfo;
+    /// let list = RequestInfo::parse("/apis/g.io/v1/namespaces/n/foos", None);
+    /// assert_eq!(list.verb("GET"), "list");
+    /// let watch = RequestInfo::parse("/apis/g.io/v1/namespaces/n/foos", Some("watch=1"));
+    /// assert_eq!(watch.verb("GET"), "watch");
+    /// assert_eq!(list.verb("DELETE"), "deletecollection");
+    /// ```
+    pub fn verb(&self, method: &str) -> &'static str {
+        let named = self.name.is_some();
+        if !self.is_api || self.resource.is_none() {
+            return match method {
+                "GET" => "get",
+                "HEAD" => "head",
+                "POST" => "post",
+                "PUT" => "put",
+                "PATCH" => "patch",
+                "DELETE" => "delete",
+                "OPTIONS" => "options",
+                _ => "other",
+            };
+        }
+        match method {
+            "GET" | "HEAD" if self.watch => "watch",
+            "GET" | "HEAD" if named => "get",
+            "GET" | "HEAD" => "list",
+            "POST" => "create",
+            "PUT" => "update",
+            "PATCH" => "patch",
+            "DELETE" if named => "delete",
+            "DELETE" => "deletecollection",
+            _ => "other",
+        }
+    }
+
     /// Reads a request path (as sent, percent-encoded) and its raw query.
     ///
     /// ```
@@ -215,6 +256,28 @@ fn query_says_watch(q: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verbs_are_kube_apiservers() {
+        let v = |method: &str, path: &str, query: Option<&str>| {
+            RequestInfo::parse(path, query).verb(method)
+        };
+        let foos = "/apis/g.io/v1/namespaces/n/foos";
+        let foo = "/apis/g.io/v1/namespaces/n/foos/a";
+        assert_eq!(v("GET", foo, None), "get");
+        assert_eq!(v("GET", foos, None), "list");
+        assert_eq!(v("GET", foos, Some("watch=true")), "watch");
+        assert_eq!(v("GET", "/api/v1/watch/namespaces/n/pods", None), "watch");
+        assert_eq!(v("POST", foos, None), "create");
+        assert_eq!(v("PUT", &format!("{foo}/status"), None), "update");
+        assert_eq!(v("PATCH", foo, None), "patch");
+        assert_eq!(v("DELETE", foo, None), "delete");
+        assert_eq!(v("DELETE", foos, None), "deletecollection");
+        assert_eq!(v("GET", "/api/v1/namespaces/n", None), "get");
+        assert_eq!(v("GET", "/apis/g.io/v1", None), "get");
+        assert_eq!(v("GET", "/healthz", None), "get");
+        assert_eq!(v("BREW", foos, None), "other");
+    }
 
     #[test]
     fn is_watch_agrees_with_parse() {

@@ -161,9 +161,8 @@ where
 {
     let token = InFlight::new(conn);
     let started = Instant::now();
-    let method = req.method().clone();
-    let verb = verb_label(&method);
     if let Err((f, reason)) = access.check(&req) {
+        let method = req.method();
         let path = printable(req.uri().path());
         tracing::warn!(
             listener = access.listener,
@@ -177,12 +176,26 @@ where
         let m = metrics();
         m.error(access.listener, reason);
         m.request(access.listener, f.code);
+        let info = crate::kube::RequestInfo::parse(req.uri().path(), req.uri().query());
+        let verb = info.verb(method.as_str());
+        crate::serve::stack::errors::request_line(
+            access.listener,
+            method,
+            verb,
+            &info.template_of(&path),
+            f.code.as_u16(),
+            started.elapsed(),
+        );
         return Tracked::wrap(f.into_response(), token, None, Framing::None);
     }
     let watch = is_watch(&req);
+    // The stacks time their requests with the Kubernetes verb they read
+    // (stack/errors.rs); the webhook listener's are reviews the API
+    // server sends, each a `create`.
+    let review = access.listener == "webhooks";
     let resp = next(req).await;
-    if !watch {
-        metrics().latency(access.listener, verb, started.elapsed());
+    if review {
+        metrics().latency(access.listener, "create", started.elapsed());
     }
     // Only a watch's event stream is ended early, never an error body.
     let watch = watch && resp.status() == StatusCode::OK;
@@ -212,20 +225,6 @@ where
         f
     });
     Tracked::wrap(resp, token, end, framing)
-}
-
-/// The verb label: the HTTP method (bounded set; anything else `other`).
-fn verb_label(m: &http::Method) -> &'static str {
-    match m.as_str() {
-        "GET" => "GET",
-        "HEAD" => "HEAD",
-        "POST" => "POST",
-        "PUT" => "PUT",
-        "PATCH" => "PATCH",
-        "DELETE" => "DELETE",
-        "OPTIONS" => "OPTIONS",
-        _ => "other",
-    }
 }
 
 /// A watch, as kube-apiserver reads it (`?watch=true` in any of Go's true

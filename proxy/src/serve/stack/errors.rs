@@ -29,30 +29,71 @@ pub(crate) fn answer(
             f.into_response()
         }
     };
-    metrics().request(listener, resp.status());
-    // Fields are evaluated only when the line is logged.
-    tracing::info!(
+    let verb = info.verb(method.as_str());
+    let took = started.elapsed();
+    let m = metrics();
+    m.request(listener, resp.status());
+    if !info.watch {
+        m.latency(listener, verb, took);
+    }
+    request_line(
         listener,
-        %method,
-        path = %info.template_of(path),
-        status = resp.status().as_u16(),
-        ms = started.elapsed().as_secs_f64() * 1e3,
-        "request"
+        method,
+        verb,
+        &info.template_of(path),
+        resp.status().as_u16(),
+        took,
     );
     resp
+}
+
+/// The one line per request, answered or refused, under one target
+/// (`regroup::request`): the listener, the method and the Kubernetes verb,
+/// the path with names left out, the status, whole microseconds.
+pub(crate) fn request_line(
+    listener: &str,
+    method: &Method,
+    verb: &str,
+    path: &dyn std::fmt::Display,
+    status: u16,
+    took: std::time::Duration,
+) {
+    // Fields are evaluated only when the line is logged.
+    tracing::info!(
+        target: "regroup::request",
+        listener,
+        %method,
+        verb,
+        %path,
+        status,
+        us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
+        "request"
+    );
 }
 
 /// A caller refused before its request was forwarded (the front's
 /// authentication): counted by reason.
 pub(crate) fn refused(
     listener: &'static str,
+    method: &Method,
     path: &str,
+    started: Instant,
     reason: &'static str,
     f: Failure,
 ) -> Response<Body> {
     metrics().rejection(reason);
     metrics().request(listener, f.code);
     tracing::warn!(reason, %path, "{listener} caller rejected");
+    let info = RequestInfo::parse(path, None);
+    let verb = info.verb(method.as_str());
+    request_line(
+        listener,
+        method,
+        verb,
+        &info.template_of(path),
+        f.code.as_u16(),
+        started.elapsed(),
+    );
     f.into_response()
 }
 

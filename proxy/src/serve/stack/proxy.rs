@@ -136,7 +136,9 @@ impl Proxy {
             if let Err(r) = identity::authenticate(&cfg, peer.as_ref().as_deref(), &mut req) {
                 return Ok(errors::refused(
                     listener,
+                    req.method(),
                     req.uri().path(),
+                    started,
                     r.reason(),
                     r.failure(),
                 ));
