@@ -593,7 +593,7 @@ async fn an_upstream_that_never_answers_gives_504_within_the_timeout() {
     }
     assert!(events >= 5, "{events} events");
     let m = metrics_text(r.metrics).await;
-    assert!(m.contains("reason=\"Timeout\"} 1"), "{m}");
+    assert!(m.contains("reason=\"timeout\"} 1"), "{m}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -338,12 +338,14 @@ impl Metrics {
             .inc();
     }
 
-    /// One Status error regroup produced.
+    /// One Status error regroup produced. Its `reason` label is in one
+    /// style, snake case, whether it came as a Status reason
+    /// (`ServiceUnavailable`) or as regroup's own (`foreign_host`).
     pub fn error(&self, listener: &str, reason: &str) {
         self.errors
             .get_or_create(&vec![
                 ("listener".into(), listener.into()),
-                ("reason".into(), reason.into()),
+                ("reason".into(), snake_case(reason)),
             ])
             .inc();
     }
@@ -480,8 +482,35 @@ pub async fn serve_health(listener: TcpListener, health: Health) {
     }
 }
 
+/// `ServiceUnavailable` → `service_unavailable`; snake case stays.
+fn snake_case(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 4);
+    for (i, c) in s.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 && !out.ends_with('_') {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn reasons_are_snake_case() {
+        assert_eq!(
+            super::snake_case("ServiceUnavailable"),
+            "service_unavailable"
+        );
+        assert_eq!(super::snake_case("Timeout"), "timeout");
+        assert_eq!(super::snake_case("foreign_host"), "foreign_host");
+        assert_eq!(super::snake_case("TooManyRequests"), "too_many_requests");
+    }
+
     use super::*;
 
     #[test]
@@ -503,7 +532,7 @@ mod tests {
             "{text}"
         );
         assert!(text
-            .contains("regroup_errors_total{listener=\"sidecar\",reason=\"ServiceUnavailable\"}"));
+            .contains("regroup_errors_total{listener=\"sidecar\",reason=\"service_unavailable\"}"));
         assert!(text.contains("regroup_front_rejections_total{reason=\"no_client_certificate\"}"));
         assert!(text.ends_with("# EOF\n"));
         assert_eq!(text.matches("# EOF").count(), 1);
