@@ -569,11 +569,11 @@ pub fn sidecar_container(opts: &Options) -> Json {
         "volumeMounts".into(),
         json!([
             {"name": "regroup-config", "mountPath": "/etc/regroup/config", "readOnly": true},
-            {"name": "regroup-upstream-sa", "mountPath": SA_PATH, "readOnly": true},
-            {"name": "regroup-serving", "mountPath": "/etc/regroup/serving", "readOnly": true},
             // The root is read-only: a protobuf list larger than its
             // look-ahead spills here (limits.spillDir, the system temp dir).
             {"name": "regroup-spill", "mountPath": "/tmp"},
+            {"name": "regroup-upstream-sa", "mountPath": SA_PATH, "readOnly": true},
+            {"name": "regroup-serving", "mountPath": "/etc/regroup/serving", "readOnly": true},
         ]),
     );
     Json::Object(c)
