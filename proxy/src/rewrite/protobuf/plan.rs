@@ -235,6 +235,20 @@ fn is_string(f: &FieldDescriptor) -> bool {
 
 /// The number of `message`'s own singular string field named `json`: the
 /// walker reads it directly, so not one reached through an inline field.
+/// The field numbers of a requirement message's string `key` and repeated
+/// string `values` (a field or label selector requirement), when `field`
+/// is such a message.
+fn requirement_fields(field: &FieldDescriptor, key: &str, values: &str) -> Option<(u32, u32)> {
+    let Kind::Message(inner) = field.kind() else {
+        return None;
+    };
+    let key = string_field_number(&inner, key)?;
+    match by_json_name(&inner, values)?.as_slice() {
+        [v] if is_string(v) && v.is_list() => Some((key, v.number())),
+        _ => None,
+    }
+}
+
 fn string_field_number(message: &MessageDescriptor, json: &str) -> Option<u32> {
     match by_json_name(message, json)?.as_slice() {
         [f] if is_string(f) && !f.is_list() => Some(f.number()),
@@ -344,19 +358,9 @@ pub(super) fn build(catalog: &Catalog, target: &Target<'_>) -> Plan {
                 insert(&mut plan.root, &path, Some(Act::Labels));
             }
             Slot::LabelRequirement { key, values } if !on_list => {
-                let Kind::Message(inner) = last.kind() else {
-                    continue;
-                };
-                let key = string_field_number(&inner, key);
-                let values = by_json_name(&inner, values);
-                if let (Some(key), Some([v])) = (key, values.as_deref()) {
-                    if is_string(v) && v.is_list() {
-                        let act = Act::LabelRequirement {
-                            key,
-                            values: v.number(),
-                        };
-                        insert(&mut plan.root, &path, Some(act));
-                    }
+                if let Some((key, values)) = requirement_fields(last, key, values) {
+                    let act = Act::LabelRequirement { key, values };
+                    insert(&mut plan.root, &path, Some(act));
                 }
             }
             Slot::FieldsV1 if !on_list && matches!(last.kind(), Kind::Message(_)) => {
@@ -367,19 +371,9 @@ pub(super) fn build(catalog: &Catalog, target: &Target<'_>) -> Plan {
                 insert(&mut plan.root, &path, Some(act));
             }
             Slot::Requirement { key, values } if !on_list => {
-                let Kind::Message(inner) = last.kind() else {
-                    continue;
-                };
-                let key = string_field_number(&inner, key);
-                let values = by_json_name(&inner, values);
-                if let (Some(key), Some([v])) = (key, values.as_deref()) {
-                    if is_string(v) && v.is_list() {
-                        let act = Act::Requirement {
-                            key,
-                            values: v.number(),
-                        };
-                        insert(&mut plan.root, &path, Some(act));
-                    }
+                if let Some((key, values)) = requirement_fields(last, key, values) {
+                    let act = Act::Requirement { key, values };
+                    insert(&mut plan.root, &path, Some(act));
                 }
             }
             Slot::NameOf {
