@@ -1,14 +1,16 @@
 //! regroup: a transforming reverse proxy for the Kubernetes API that renames
-//! API groups both ways. This library holds the rewriting engine and the
-//! commands; `main.rs` is only the command line.
+//! API groups both ways. This library holds the proxy (listeners, the
+//! request pipeline, the upstream client) and the commands; `main.rs` is
+//! only the command line. The rewriting engine, the codecs and the URL
+//! renamer are the pure core, `regroup-core`, re-exported here under their
+//! own names so that `regroup::rewrite::…` reads as before.
 
 pub mod body;
 pub mod fuzz_harness;
 pub mod inject;
-pub mod kube;
 pub mod migrate;
 pub mod render;
-pub mod rewrite;
 pub mod serve;
 pub mod upstream;
-pub mod url_rename;
+
+pub use regroup_core::{kube, rewrite, url_rename};

@@ -9,8 +9,7 @@
 //! `proxy/proto/`). Each test states the bytes the app and the cluster see
 //! and checks both directions byte for byte.
 
-#[path = "../src/rewrite/protobuf/test_wire.rs"]
-mod wire;
+use regroup::rewrite::protobuf::test_wire as wire;
 use regroup::rewrite::{Catalog, JsonRewriter, ProtoRewriter};
 use regroup_config::{Direction, GroupMap, MapRule, Rule};
 use serde_json::{json, Value as Json};
@@ -65,7 +64,7 @@ fn proto_both_ways(app: &[u8], cluster: &[u8]) {
     assert_eq!(back, app, "to the app");
 }
 
-// Wire-format builders: wire (src/rewrite/protobuf/test_wire.rs) and these.
+// Wire-format builders: wire (core/src/rewrite/protobuf/test_wire.rs) and these.
 
 /// ObjectMeta{name=1, namespace=3, annotations=12 (map entries key=1,
 /// value=2)}.

@@ -10,10 +10,9 @@
 //! are built with Kubernetes' JSON names.
 
 mod common;
-#[path = "../src/rewrite/protobuf/test_wire.rs"]
-mod wire;
 use common::names_engine as engine;
 use regroup::kube::Wire;
+use regroup::rewrite::protobuf::test_wire as wire;
 use regroup::rewrite::{Context, Engine};
 use regroup_config::Direction::{ToApp, ToCluster};
 use serde_json::{json, Value as Json};

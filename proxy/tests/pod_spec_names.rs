@@ -12,10 +12,9 @@
 //! regroup's descriptors.
 
 mod common;
-#[path = "../src/rewrite/protobuf/test_wire.rs"]
-mod wire;
 use common::names_engine as engine;
 use regroup::kube::Wire;
+use regroup::rewrite::protobuf::test_wire as wire;
 use regroup::rewrite::protobuf::{message_for, translate_path, ProtoStep};
 use regroup::rewrite::{Catalog, Context, Engine};
 use regroup_config::field_path::FieldPath;

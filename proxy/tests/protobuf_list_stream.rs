@@ -28,6 +28,7 @@ use hyper::body::Frame;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use protobuf_support::envelope_json;
+use regroup::body::spill_files::to_disk;
 use regroup::rewrite::protobuf::list_stream::{rewrite_in_chunks, ListStream};
 use regroup::rewrite::protobuf::spool::Spill;
 use regroup::rewrite::{Catalog, ProtoRewriter};
@@ -140,7 +141,7 @@ fn streamed_with(
     let mut s = ListStream::with_spill(
         b.addressed,
         usize::MAX,
-        Spill::disk(0, u64::MAX, Some(dir.path().into())),
+        to_disk(0, u64::MAX, Some(dir.path())),
     );
     let mut at = 0;
     for &c in cuts.iter().chain([input.len()].iter()) {
@@ -633,11 +634,7 @@ fn a_large_list_is_held_in_memory_only_up_to_the_look_ahead_and_one_item() {
     assert_ne!(want, input);
     let keep = 64 << 10;
     let dir = tempfile::tempdir().unwrap();
-    let mut s = ListStream::with_spill(
-        None,
-        1 << 20,
-        Spill::disk(keep, u64::MAX, Some(dir.path().into())),
-    );
+    let mut s = ListStream::with_spill(None, 1 << 20, to_disk(keep, u64::MAX, Some(dir.path())));
     let mut most = 0;
     let chunk = 16 << 10;
     for c in input.chunks(chunk) {
@@ -665,11 +662,7 @@ fn limits_on_the_spill_and_the_item_are_errors_never_output() {
     let input = built_list(40);
     let dir = tempfile::tempdir().unwrap();
     // The renamed list past the spill limit.
-    let mut s = ListStream::with_spill(
-        None,
-        1 << 20,
-        Spill::disk(1 << 10, 16 << 10, Some(dir.path().into())),
-    );
+    let mut s = ListStream::with_spill(None, 1 << 20, to_disk(1 << 10, 16 << 10, Some(dir.path())));
     let err = input
         .chunks(4096)
         .try_for_each(|c| s.feed(&rw, c))
@@ -682,7 +675,7 @@ fn limits_on_the_spill_and_the_item_are_errors_never_output() {
     // An item past the object limit, spilled or not.
     for spill in [
         Spill::memory(usize::MAX),
-        Spill::disk(0, u64::MAX, Some(dir.path().into())),
+        to_disk(0, u64::MAX, Some(dir.path())),
     ] {
         let mut s = ListStream::with_spill(None, 1 << 10, spill);
         let err = input
@@ -692,11 +685,7 @@ fn limits_on_the_spill_and_the_item_are_errors_never_output() {
         assert!(err.to_string().contains("larger than 1024 bytes"), "{err}");
     }
     // Cut short after spilling: an error at the end.
-    let mut s = ListStream::with_spill(
-        None,
-        1 << 20,
-        Spill::disk(0, u64::MAX, Some(dir.path().into())),
-    );
+    let mut s = ListStream::with_spill(None, 1 << 20, to_disk(0, u64::MAX, Some(dir.path())));
     s.feed(&rw, &input[..input.len() - 100]).unwrap();
     assert!(s.spilled());
     assert!(s.finish(&rw).is_err());
@@ -704,7 +693,7 @@ fn limits_on_the_spill_and_the_item_are_errors_never_output() {
     let mut s = ListStream::with_spill(
         None,
         1 << 20,
-        Spill::disk(0, u64::MAX, Some(dir.path().join("absent"))),
+        to_disk(0, u64::MAX, Some(&dir.path().join("absent"))),
     );
     let err = s.feed(&rw, &input).expect_err("no spill directory");
     assert!(err.to_string().contains("spill file"), "{err}");
@@ -744,7 +733,7 @@ async fn through_regroup_a_spilled_list_is_the_whole_paths_bytes_and_past_the_li
     let want = whole(&rw, &body("built", list.clone()), &list).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let limits = |max: u64, object: usize| BodyLimits {
-        spill: Spill::disk(64 << 10, max, Some(dir.path().into())),
+        spill: to_disk(64 << 10, max, Some(dir.path())),
         object,
         ..Default::default()
     };

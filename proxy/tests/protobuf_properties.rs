@@ -11,13 +11,12 @@
 mod common;
 mod protobuf_support;
 
-#[path = "../src/rewrite/protobuf/test_wire.rs"]
-mod wire;
 use proptest::prelude::*;
 use prost::Message;
 use prost_reflect::{DynamicMessage, FieldDescriptor, Kind, MessageDescriptor};
 use protobuf_support::{envelope_json, md, message_of, to_json, Naive, RAW_EXTENSION, WATCH_EVENT};
 use regroup::rewrite::catalog::Slot;
+use regroup::rewrite::protobuf::test_wire as wire;
 use regroup::rewrite::protobuf::{known_kinds, translate_path, ProtoStep, MAGIC};
 use regroup::rewrite::{Catalog, ProtoRewriter};
 use regroup_config::{Direction, Form};

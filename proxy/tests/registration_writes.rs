@@ -11,8 +11,7 @@
 //! every request.
 
 mod common;
-#[path = "../src/rewrite/protobuf/test_wire.rs"]
-mod test_wire;
+use regroup::rewrite::protobuf::test_wire;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -4,6 +4,7 @@
 //! receive them.
 
 pub mod budget;
+pub mod spill_files;
 
 use bytes::Bytes;
 use futures_util::stream;

@@ -49,7 +49,7 @@ use regroup_config::Direction;
 
 use super::amend::Amendments;
 use super::status::{page_not_found, Failure};
-use crate::body::Body;
+use crate::body::{spill_files, Body};
 use crate::kube::{MediaType, RequestInfo};
 use crate::rewrite::protobuf::spool::Spill;
 use crate::rewrite::{Catalog, Engine};
@@ -86,14 +86,14 @@ impl From<&regroup_config::Limits> for BodyLimits {
             request: l.max_request_body_bytes,
             inflated: l.max_inflated_bytes,
             object: l.max_object_bytes,
-            spill: Spill::disk(
+            spill: spill_files::to_disk(
                 SPILL_KEEP_BYTES,
                 // 0: never spill, what memory keeps is all a list may be.
                 match l.max_spill_bytes {
                     0 => SPILL_KEEP_BYTES as u64,
                     n => n,
                 },
-                l.spill_dir.clone(),
+                l.spill_dir.as_deref(),
             ),
         }
     }

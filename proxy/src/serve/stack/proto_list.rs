@@ -5,8 +5,6 @@
 //! (`rewrite/protobuf/spool.rs`), so memory follows the largest item, not
 //! the list. Nothing is sent before the end, so a failure is a `Status`.
 
-use std::fs::File;
-
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::response::Parts;
@@ -19,7 +17,7 @@ use crate::body::budget::{self, Held};
 use crate::body::holding;
 use crate::body::{Body, BoxError};
 use crate::rewrite::protobuf::list_stream::{ListStream, Output};
-use crate::rewrite::protobuf::spool::{read_chunk, Spooled, CHUNK};
+use crate::rewrite::protobuf::spool::{read_chunk, SpillFile, Spooled, CHUNK};
 use crate::rewrite::RewriteError;
 use crate::serve::status::Failure;
 
@@ -83,7 +81,7 @@ pub(crate) async fn rename(
 enum Sending {
     Head(Output),
     Memory(std::vec::IntoIter<Bytes>, Bytes),
-    File(File, Bytes),
+    File(Box<dyn SpillFile>, Bytes),
     Done,
 }
 

@@ -15,7 +15,7 @@ mod needles;
 pub mod openapi;
 pub mod openapi_proto;
 pub mod protobuf;
-pub(crate) mod raw;
+pub mod raw;
 pub mod tally;
 pub mod yaml;
 mod yaml_edit;

@@ -83,7 +83,7 @@ pub mod spool;
 pub mod stream;
 pub mod types;
 mod walker;
-pub(crate) mod wire;
+pub mod wire;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -430,7 +430,7 @@ impl<'a> ProtoRewriter<'a> {
 
 #[cfg(test)]
 mod metadata_tests;
-#[cfg(test)]
-pub(crate) mod test_wire;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_wire;
 #[cfg(test)]
 mod tests;

@@ -243,13 +243,13 @@ pub(super) fn last_len_field(
 
 /// The error for a field whose wire type is not the one its type has.
 /// What to put in place of a field's value (`None`: keep it).
-pub(crate) type Edit<'e> = &'e mut dyn FnMut(&[u8]) -> Result<Option<Vec<u8>>, RewriteError>;
+pub type Edit<'e> = &'e mut dyn FnMut(&[u8]) -> Result<Option<Vec<u8>>, RewriteError>;
 
 /// `msg` with the value of every length-delimited field `number` replaced
 /// by what `edit` returns for it (kept where it returns `None`), the
 /// field's length prefix re-encoded in shortest form. `Ok(None)`: nothing
 /// replaced. Every other byte is copied as it came.
-pub(crate) fn splice_field(
+pub fn splice_field(
     msg: &[u8],
     number: u32,
     edit: Edit<'_>,

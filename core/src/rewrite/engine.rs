@@ -194,13 +194,14 @@ fn rules_tag(map: &GroupMap) -> String {
     format!("-rg{h:08x}")
 }
 
-#[cfg(test)]
-pub(crate) mod tests {
+// `engine` is shared with the proxy crate's tests (feature `test-support`).
+#[cfg(any(test, feature = "test-support"))]
+pub mod tests {
     use super::*;
     use regroup_config::{MapRule, Rule};
 
     /// An engine renaming `samplecontroller.k8s.io` to `to`.
-    pub(crate) fn engine(to: &str) -> Engine {
+    pub fn engine(to: &str) -> Engine {
         let map = GroupMap::new(vec![MapRule {
             rule: Rule::Exact {
                 from: "samplecontroller.k8s.io".into(),

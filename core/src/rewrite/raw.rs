@@ -13,7 +13,7 @@ use std::rc::Rc;
 use super::error::{malformed, RewriteError};
 use super::needles::Needles;
 
-pub(crate) mod reference;
+pub mod reference;
 mod tape;
 use tape::{deeper_than, Tape};
 
@@ -298,7 +298,7 @@ pub(crate) struct Key<'a>(pub Cow<'a, str>);
 /// ([`Walk::members`]/[`Walk::elements`]) looks its entries up in the
 /// walk's tape, read once per input.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Raw<'i>(&'i str);
+pub struct Raw<'i>(&'i str);
 
 impl<'i> Raw<'i> {
     /// The JSON document `text`, validated by serde_json (syntax, escapes,

@@ -1,20 +1,22 @@
 //! Where a protobuf list's renamed items wait for the list to end: in
-//! memory while they are few, then in an anonymous temporary file.
+//! memory while they are few, then in a spill file.
 //!
 //! The envelope's `raw` length prefix comes before the items and changes
 //! with them, so nothing of a renamed list can be sent before its last
 //! item is renamed (`list_stream.rs`). Up to [`Spill::keep`] bytes are kept
 //! in memory (a small list never touches the disk); past it, everything is
-//! written to a file created unlinked in [`Spill::dir`] (nothing to clean
-//! up, whatever happens to the process) and read back in fixed chunks when
-//! the list is complete. The file is bounded by [`Spill::max`].
+//! written to a file that [`Spill::files`] opens and read back in fixed
+//! chunks when the list is complete. The file is bounded by [`Spill::max`].
+//!
+//! The core opens no file itself: the proxy hands in [`SpillFiles`] (an
+//! unlinked temporary file in the configured directory, nothing to clean
+//! up whatever happens to the process).
 //!
 //! Writes are plain blocking writes through a fixed buffer: they land in
 //! the page cache, as a socket write would land in its buffer.
 
-use std::fs::File;
+use std::fmt;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -24,17 +26,26 @@ use crate::rewrite::error::RewriteError;
 /// The size of the chunks held in memory, written and read back.
 pub const CHUNK: usize = 256 << 10;
 
+/// A spill file: written from its start, then read back from it.
+pub trait SpillFile: Read + Write + Seek + Send + Sync {}
+
+impl<T: Read + Write + Seek + Send + Sync> SpillFile for T {}
+
+/// What opens a list's spill file (the proxy's: an unlinked temporary file).
+pub trait SpillFiles: fmt::Debug + Send + Sync {
+    /// A new, empty file; the error says where it could not be made.
+    fn open(&self) -> std::io::Result<Box<dyn SpillFile>>;
+}
+
 /// Where and how much a list may spill.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Spill {
     /// Bytes kept in memory before spilling.
     pub keep: usize,
     /// Bytes a list may hold in all (memory and file).
     pub max: u64,
-    /// Whether past `keep` goes to a file (else: past `keep` is refused).
-    pub disk: bool,
-    /// The directory of the file (`None`: the system's temporary directory).
-    pub dir: Option<Arc<Path>>,
+    /// What opens the file past `keep` (`None`: past `keep` is refused).
+    pub files: Option<Arc<dyn SpillFiles>>,
 }
 
 impl Spill {
@@ -43,18 +54,16 @@ impl Spill {
         Spill {
             keep: max,
             max: max as u64,
-            disk: false,
-            dir: None,
+            files: None,
         }
     }
 
-    /// Up to `keep` bytes in memory, then a file in `dir` up to `max`.
-    pub fn disk(keep: usize, max: u64, dir: Option<PathBuf>) -> Spill {
+    /// Up to `keep` bytes in memory, then a file from `files` up to `max`.
+    pub fn disk(keep: usize, max: u64, files: Arc<dyn SpillFiles>) -> Spill {
         Spill {
             keep: keep.min(usize::try_from(max).unwrap_or(usize::MAX)),
             max,
-            disk: true,
-            dir: dir.map(Arc::from),
+            files: Some(files),
         }
     }
 }
@@ -66,14 +75,14 @@ pub struct Spool {
     cur: Vec<u8>,
     /// Bytes in `chunks` and `cur`.
     mem: usize,
-    file: Option<BufWriter<File>>,
+    file: Option<BufWriter<Box<dyn SpillFile>>>,
     len: u64,
 }
 
 /// A complete output, to read back.
 pub enum Spooled {
     Memory(Vec<Bytes>),
-    File(File),
+    File(Box<dyn SpillFile>),
 }
 
 fn storage(what: impl std::fmt::Display) -> RewriteError {
@@ -113,7 +122,7 @@ impl Spool {
     fn room(&mut self, n: usize) -> Result<(), RewriteError> {
         let total = self.len + n as u64;
         if total > self.spill.max {
-            return Err(if self.spill.disk {
+            return Err(if self.spill.files.is_some() {
                 storage(format!(
                     "a renamed protobuf list is larger than regroup may hold of one \
                      ({} bytes, limits.maxSpillBytes)",
@@ -126,7 +135,7 @@ impl Spool {
                 ))
             });
         }
-        if self.file.is_none() && self.spill.disk && self.mem + n > self.spill.keep {
+        if self.file.is_none() && self.spill.files.is_some() && self.mem + n > self.spill.keep {
             self.open_file()?;
         }
         self.len = total;
@@ -134,11 +143,12 @@ impl Spool {
     }
 
     fn open_file(&mut self) -> Result<(), RewriteError> {
-        let f = match &self.spill.dir {
-            Some(d) => tempfile::tempfile_in(d),
-            None => tempfile::tempfile(),
-        }
-        .map_err(|e| storage(format!("creating a spill file for a protobuf list: {e}")))?;
+        let Some(files) = &self.spill.files else {
+            return Ok(());
+        };
+        let f = files
+            .open()
+            .map_err(|e| storage(format!("creating a spill file for a protobuf list: {e}")))?;
         let mut w = BufWriter::with_capacity(CHUNK, f);
         self.flush_cur();
         for c in std::mem::take(&mut self.chunks) {
@@ -179,7 +189,7 @@ impl Spool {
 
     /// Appends `v`, kept as it is when large.
     pub fn put_owned(&mut self, v: Vec<u8>) -> Result<(), RewriteError> {
-        if v.len() < CHUNK || self.spill.disk {
+        if v.len() < CHUNK || self.spill.files.is_some() {
             return self.put(&v);
         }
         self.room(v.len())?;
@@ -226,7 +236,7 @@ impl Spooled {
 }
 
 /// The next chunk of a spill file, `None` at its end.
-pub fn read_chunk(f: &mut File) -> Result<Option<Bytes>, RewriteError> {
+pub fn read_chunk(f: &mut dyn Read) -> Result<Option<Bytes>, RewriteError> {
     let mut buf = vec![0; CHUNK];
     let mut n = 0;
     while n < CHUNK {

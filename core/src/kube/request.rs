@@ -44,7 +44,7 @@ impl RequestInfo {
     /// `other` (a bounded set: it is a metric label).
     ///
     /// ```
-    /// use regroup::kube::request::RequestInfo;
+    /// use regroup_core::kube::request::RequestInfo;
     /// let list = RequestInfo::parse("/apis/g.io/v1/namespaces/n/foos", None);
     /// assert_eq!(list.verb("GET"), "list");
     /// let watch = RequestInfo::parse("/apis/g.io/v1/namespaces/n/foos", Some("watch=1"));
@@ -81,7 +81,7 @@ impl RequestInfo {
     /// Reads a request path (as sent, percent-encoded) and its raw query.
     ///
     /// ```
-    /// let i = regroup::kube::request::RequestInfo::parse(
+    /// let i = regroup_core::kube::request::RequestInfo::parse(
     ///     "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/alpha/status", None);
     /// assert_eq!(i.group, "samplecontroller.k8s.io");
     /// assert_eq!(i.resource.as_deref(), Some("foos"));

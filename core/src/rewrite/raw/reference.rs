@@ -90,7 +90,7 @@ pub(crate) fn agree<'i>(w: &mut Walk<'i>, raw: Raw<'i>) -> usize {
 /// [`agree`] with the walk's tape read whole and level by level: both
 /// must give serde_json's reading. Returns how many containers were
 /// compared (in one of the two).
-pub(crate) fn agree_both_ways(text: &str, raw: Raw<'_>) -> usize {
+pub fn agree_both_ways(text: &str, raw: Raw<'_>) -> usize {
     let n = agree(&mut Walk::new(text), raw);
     let mut levels = Walk::new(text);
     levels.whole_tape_max = 0;

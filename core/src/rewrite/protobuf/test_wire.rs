@@ -1,7 +1,7 @@
 //! Protobuf wire-format builders for tests: bytes written by hand from
 //! Kubernetes' field numbers, independently of regroup's descriptors.
-//! Shared by the unit tests (`rewrite::protobuf::tests`) and, through
-//! `#[path]`, by integration tests.
+//! Shared by the unit tests (`rewrite::protobuf::tests`) and, through the
+//! feature `test-support`, by the proxy crate's tests.
 #![allow(dead_code)] // each user takes what it needs
 
 /// The `k8s\0` prefix of Kubernetes' protobuf envelope.

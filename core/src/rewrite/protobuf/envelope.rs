@@ -46,7 +46,7 @@ pub(super) fn check_encoding(encoding: &str, content_type: &str) -> Result<(), R
 /// the last value of each member wins, as in Go. For readers that look at
 /// objects rather than splice the envelope (the front-trust hooks).
 #[derive(Debug, Default)]
-pub(crate) struct Head<'a> {
+pub struct Head<'a> {
     pub api_version: &'a str,
     pub kind: &'a str,
 }
@@ -54,7 +54,7 @@ pub(crate) struct Head<'a> {
 impl<'a> Head<'a> {
     /// The `runtime.Unknown` of an enveloped `body` and its head (see
     /// [`unwrap`]).
-    pub(crate) fn open(body: &'a [u8], depth: usize) -> Result<(&'a [u8], Head<'a>), RewriteError> {
+    pub fn open(body: &'a [u8], depth: usize) -> Result<(&'a [u8], Head<'a>), RewriteError> {
         let unknown = unwrap(body, depth)?;
         Ok((unknown, Head::read(unknown)?))
     }
@@ -91,7 +91,7 @@ impl<'a> Head<'a> {
 /// when the magic is missing or the object is nested `depth` >=
 /// [`MAX_DEPTH`] envelopes deep.
 /// What amends one envelope's bytes, found at a nesting depth.
-pub(crate) type EnvelopeEdit<'e> =
+pub type EnvelopeEdit<'e> =
     &'e mut dyn FnMut(&[u8], usize) -> Result<Option<Vec<u8>>, RewriteError>;
 
 /// A protobuf `WatchEvent` {1 type, 2 object: `RawExtension` {1 raw}}
@@ -99,7 +99,7 @@ pub(crate) type EnvelopeEdit<'e> =
 /// bytes, `depth + 1`); an enveloped frame is itself an envelope, passed
 /// at `depth`. JSON in a `RawExtension` (not what a protobuf watch sends)
 /// is left as it is.
-pub(crate) fn event_object(
+pub fn event_object(
     event: &[u8],
     depth: usize,
     envelope: EnvelopeEdit<'_>,
