@@ -14,9 +14,9 @@
 //! renames protobuf lists (`rewrite/protobuf/list_stream.rs`).
 //! Run: `cargo bench -p regroup --bench protobuf_rewrite`.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
-#[path = "../tests/protobuf_support/mod.rs"]
+#[path = "../tests/it/protobuf_support/mod.rs"]
 mod protobuf_support;
 
 use std::hint::black_box;

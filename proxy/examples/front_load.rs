@@ -12,7 +12,7 @@
 //! per case, loopback only; regroup is killed at the end. Exits non-zero when
 //! an answer is not 200 or the front's answer is not in the cluster's names.
 
-#[path = "../tests/tls_support/mod.rs"]
+#[path = "../tests/it/tls_support/mod.rs"]
 mod tls_support;
 
 use std::convert::Infallible;

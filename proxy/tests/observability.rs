@@ -2,7 +2,11 @@
 //! while they stream and released when they end; a request the upstream
 //! does not answer is counted by kind.
 
+// Its own test binary, not a module of `it`: it asserts exact counts of
+// the process-wide metrics registry, which the tests of one binary share.
+#[path = "it/common/mod.rs"]
 mod common;
+#[path = "it/upstream_support/mod.rs"]
 mod upstream_support;
 
 use http::{Request, StatusCode};

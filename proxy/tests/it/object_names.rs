@@ -9,7 +9,7 @@
 //! (a ClusterRoleBinding's `roleRef`, an owner reference, a watch event)
 //! are built with Kubernetes' JSON names.
 
-mod common;
+use crate::common;
 use common::names_engine as engine;
 use regroup::kube::Wire;
 use regroup::rewrite::protobuf::test_wire as wire;

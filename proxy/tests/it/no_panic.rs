@@ -2,7 +2,7 @@
 //! JSON structure and the mapped names (so the parsers are actually
 //! reached), through every entry point that reads bodies or URLs.
 
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use regroup::rewrite::list_stream::rewrite_in_chunks;

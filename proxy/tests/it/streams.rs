@@ -4,7 +4,7 @@
 //! and malformed bodies become Status errors (400 from the app, 502 from the
 //! apiserver).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

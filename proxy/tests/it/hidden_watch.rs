@@ -3,8 +3,8 @@
 //! dropped from the stream, the renamed CRD comes through in the app's
 //! names, and the stream's other events are untouched.
 
-mod common;
-mod upstream_support;
+use crate::common;
+use crate::upstream_support;
 
 use http::{Request, StatusCode};
 use http_body_util::Full;

@@ -4,7 +4,7 @@
 //! it again, bodies included, so the app never sees the 401. An app's own
 //! token is never retried with regroup's identity nor impersonating.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

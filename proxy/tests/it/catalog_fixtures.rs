@@ -5,7 +5,7 @@
 //! every group-bearing field is renamed, and nothing else changes (label keys
 //! such as `samplecontroller.k8s.io/owner` included).
 
-mod common;
+use crate::common;
 
 use common::{
     case_names, documents, first_difference, fixture_map, normalize_docs, without_bookmarks, Case,

@@ -5,8 +5,8 @@
 //! with `clientCaFile`, callers without a certificate of that CA never get
 //! past the handshake.
 
-mod common;
-mod tls_support;
+use crate::common;
+use crate::tls_support;
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};

@@ -8,8 +8,8 @@
 //! - The result decodes to what the naive decode -> rename -> encode gives.
 //! - Group names anywhere but at catalog places are never renamed.
 
-mod common;
-mod protobuf_support;
+use crate::common;
+use crate::protobuf_support;
 
 use proptest::prelude::*;
 use prost::Message;

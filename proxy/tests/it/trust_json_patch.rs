@@ -5,7 +5,7 @@
 //! the app's bundle in the annotation. The fake upstream keeps one renamed
 //! APIService and one that is not renamed, and records every request.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -5,7 +5,7 @@
 //! Callers without a valid front-proxy certificate never get identity
 //! headers through.
 
-mod tls_support;
+use crate::tls_support;
 
 use std::sync::{Arc, Mutex, RwLock};
 

@@ -5,8 +5,8 @@
 //! gets, creates, updates and lists its APIService; the fake upstream
 //! records what reached it.
 
-mod common;
-mod protobuf_support;
+use crate::common;
+use crate::protobuf_support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

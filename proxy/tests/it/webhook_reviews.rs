@@ -9,7 +9,7 @@
 //! world's; the orig world's answer, renamed for the cluster, as the renamed
 //! world's. Everything else stays byte for byte, `uid` included.
 
-mod common;
+use crate::common;
 
 use base64::Engine as _;
 use common::{case_names_of, first_difference, fixture_map, mask_world, Case};

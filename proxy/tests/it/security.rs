@@ -7,7 +7,7 @@
 //! Timings are generous: a timeout is asserted as "answered within a few
 //! times the configured value", never as a performance number.
 
-mod tls_support;
+use crate::tls_support;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

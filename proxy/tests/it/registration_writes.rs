@@ -10,7 +10,7 @@
 //! update's `metadata.resourceVersion` as a precondition, and records
 //! every request.
 
-mod common;
+use crate::common;
 use regroup::rewrite::protobuf::test_wire;
 
 use std::collections::HashMap;

@@ -4,7 +4,7 @@
 //! its own group, the caller's identity and regroup's client certificate;
 //! a caller without a certificate gets 401 and reaches nothing.
 
-mod tls_support;
+use crate::tls_support;
 
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};

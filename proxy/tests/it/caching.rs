@@ -5,8 +5,8 @@
 //! 304) and `029-openapi-v3-group-stale-hash` (a 301 to the current hash):
 //! their status and headers, replayed.
 
-mod common;
-mod upstream_support;
+use crate::common;
+use crate::upstream_support;
 
 use bytes::Bytes;
 use http::{Request, StatusCode};

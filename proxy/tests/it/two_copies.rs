@@ -8,7 +8,7 @@
 //! same with `names: {kinds: []}` (the opt-out) shows what the default
 //! prevents: the second copy's write lands on the first copy's object.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

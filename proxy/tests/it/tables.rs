@@ -6,7 +6,7 @@
 //! app's original group) is hidden from the app's lists, Tables and watch
 //! events.
 
-mod common;
+use crate::common;
 
 use common::{case_names_of, documents, first_difference, fixture_map, normalize_docs, Case};
 use regroup::rewrite::list_stream::ListStream;

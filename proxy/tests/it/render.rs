@@ -1,7 +1,7 @@
 //! `regroup render`, through the real binary: golden output, the way back,
 //! real captured objects, and errors that leave stdout empty.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //! refused before anything is sent, and two copies' keys on one shared
 //! ConfigMap: what the app reads and a PUT of it back, byte for byte.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

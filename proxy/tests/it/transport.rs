@@ -2,7 +2,7 @@
 //! upstream verified against the kubeconfig's CA, credentials, and errors
 //! when the upstream is down.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

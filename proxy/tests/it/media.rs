@@ -2,8 +2,8 @@
 //! renamed as JSON (kube-apiserver reads it so), CBOR is never forwarded
 //! where a group could hide in it, and a gzip bomb is refused, not inflated.
 
-mod common;
-mod upstream_support;
+use crate::common;
+use crate::upstream_support;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};

@@ -17,8 +17,8 @@
 //!   answered with the whole path's bytes, and a broken one with a `Status`
 //!   (502) that holds none of the list's bytes.
 
-mod common;
-mod protobuf_support;
+use crate::common;
+use crate::protobuf_support;
 
 use bytes::Bytes;
 use common::{fixture_map, fixtures, Case};

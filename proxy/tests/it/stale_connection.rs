@@ -3,7 +3,7 @@
 //! (the app never sees the race); a request that may have had an effect is
 //! not, and gets a 503 Status.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -11,7 +11,7 @@
 //! numbers of Kubernetes' generated.proto (`test_wire`), independently of
 //! regroup's descriptors.
 
-mod common;
+use crate::common;
 use common::names_engine as engine;
 use regroup::kube::Wire;
 use regroup::rewrite::protobuf::test_wire as wire;

@@ -12,8 +12,8 @@
 //! - Watch streams are renamed frame by frame, fed in the captured HTTP
 //!   chunks, each frame boundary kept.
 
-mod common;
-mod protobuf_support;
+use crate::common;
+use crate::protobuf_support;
 
 use common::{case_names, first_difference, fixture_map, fixtures, normalize_docs, Case};
 use protobuf_support::{envelope_json, frame_json, frames, Naive};

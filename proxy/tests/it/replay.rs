@@ -6,7 +6,7 @@
 //! every JSON, YAML, Table, watch, Status and discovery case, with the
 //! captured HTTP chunking.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
