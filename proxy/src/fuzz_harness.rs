@@ -1,6 +1,6 @@
 //! One entry point per decoder, each taking arbitrary bytes: what the
 //! cargo-fuzz targets in `fuzz/` call, and what the stable test
-//! `tests/fuzz_corpus.rs` replays every corpus file through (so CI without
+//! `tests/it/fuzz_corpus.rs` replays every corpus file through (so CI without
 //! a nightly toolchain still runs every input the fuzzer kept). Each
 //! returns normally on any input; a panic, an abort or an allocation past
 //! the fuzzer's limit is the bug. See docs/fuzzing.md.

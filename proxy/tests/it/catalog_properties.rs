@@ -145,7 +145,7 @@ fn objects(place: &Place, g: &str) -> Vec<Json> {
                     Json::from(serde_json::to_string(&json!([e])).unwrap())
                 }
                 // Added only with `metadata:` rules, which these
-                // properties don't configure (src/rewrite/json/metadata/tests.rs).
+                // properties don't configure (core/src/rewrite/json/metadata/tests.rs).
                 Slot::Labels | Slot::LabelRequirement { .. } | Slot::FieldsV1 => {
                     unreachable!("not a built-in place")
                 }

@@ -6,7 +6,7 @@
 //! or FlowSchema), so the bodies are built here with the schema: JSON with
 //! Kubernetes' JSON names, protobuf by hand with the field numbers of
 //! Kubernetes' `generated.proto` (written out below, independent of
-//! `proxy/proto/`). Each test states the bytes the app and the cluster see
+//! `core/proto/`). Each test states the bytes the app and the cluster see
 //! and checks both directions byte for byte.
 
 use regroup::rewrite::protobuf::test_wire as wire;

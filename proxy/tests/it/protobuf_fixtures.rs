@@ -627,7 +627,7 @@ fn protobuf_watch_frames_of_hidden_objects_are_said_to_be_hidden() {
     assert!(!to_app.hides(&splice::watch_frame("ADDED", &pom)).unwrap());
 }
 
-/// The label selector fields of `proxy/proto` on kube-apiserver 1.24's
+/// The label selector fields of `core/proto` on kube-apiserver 1.24's
 /// bytes: the captured Deployment's DeploymentSpec.selector (field 2)
 /// decodes as a LabelSelector whose matchLabels are the template's labels.
 #[test]

@@ -188,7 +188,7 @@ impl Gen<'_> {
     fn at_place(&mut self, form: Form) -> &'static str {
         let named = self.at_places.contains(&cluster_name(form));
         // A CEL place holds CEL: text naming a group there that does not
-        // parse is refused (tests/render.rs, src/rewrite/json/schema.rs).
+        // parse is refused (tests/it/render.rs, core/src/rewrite/json/schema.rs).
         if form == Form::Cel {
             return if named && self.rng.below(4) != 0 {
                 cluster_name(form)

@@ -1,6 +1,6 @@
 //! The table the OpenAPI v2 protobuf walker follows: gnostic's messages
 //! and, for each field number, what to do with it (the messages are declared
-//! in `proxy/proto/openapiv2.proto`, against which the tests check this
+//! in `core/proto/openapiv2.proto`, against which the tests check this
 //! table).
 
 /// The gnostic messages the walker knows.

@@ -6,7 +6,7 @@
 //! A body is the envelope (`k8s\0` + `runtime.Unknown`, [`envelope`]); its
 //! `typeMeta` names the object's kind and [`types`] names the message for it.
 //! The catalog's places for that kind are translated once, through the
-//! descriptors compiled from `proxy/proto/` (their `json_name`s), into a tree
+//! descriptors compiled from `core/proto/` (their `json_name`s), into a tree
 //! of field numbers ([`plan`]; cached per message and kind). The walker
 //! ([`walker`]) then reads the wire format along that tree only, and only
 //! into fields whose bytes contain a mapped name (all occurrences of every
@@ -41,7 +41,7 @@
 //! path, it is left exactly as it came instead of refused.
 //!
 //! Exceptions to the convention, which therefore have messages of their own
-//! in `proxy/proto/`: `DeleteOptions` (field 1 is `gracePeriodSeconds`),
+//! in `core/proto/`: `DeleteOptions` (field 1 is `gracePeriodSeconds`),
 //! `APIVersions` (field 1 is `versions`), the discovery documents
 //! (`APIGroupList`, `APIGroup`, `APIResourceList`: no metadata), `Status`
 //! (ListMeta at 1), `WatchEvent` (type at 1), meta/v1beta1's
@@ -54,7 +54,7 @@
 //! `Table` (`rows[].object`) is not protobuf-serializable (kube-apiserver
 //! answers 406), custom resources are served in protobuf only as
 //! `PartialObjectMetadata(List)`, `AdmissionReview` is JSON-only, and
-//! aggregated discovery (`apidiscovery.k8s.io`) is not in `proxy/proto/`
+//! aggregated discovery (`apidiscovery.k8s.io`) is not in `core/proto/`
 //! (its protobuf ranges are removed from `Accept`, so it never comes).
 //!
 //! Two catalog slots have protobuf forms of their own: `Slot::Keys` (the

@@ -817,14 +817,14 @@ fn every_catalog_place_reaches_a_protobuf_field() {
         ("ConversionReview", "webhook reviews are JSON"),
         (
             "APIGroupDiscovery",
-            "aggregated discovery is not in proxy/proto",
+            "aggregated discovery is not in core/proto",
         ),
         (
             "APIGroupDiscoveryList",
-            "aggregated discovery is not in proxy/proto",
+            "aggregated discovery is not in core/proto",
         ),
     ];
-    // Places whose fields proxy/proto leaves out (see its README): clients
+    // Places whose fields core/proto leaves out (see its README): clients
     // read CRDs as JSON, and the mutations' CEL is renamed in JSON only.
     const PATHS_NOT_IN_PROTOBUF: &[&str] = &[
         "spec.versions[].schema.openAPIV3Schema",

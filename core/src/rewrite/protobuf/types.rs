@@ -1,15 +1,15 @@
 //! Which protobuf message a Kubernetes kind is: the descriptors compiled from
-//! `proxy/proto/` and the table from `group/version` + kind to a message's
+//! `core/proto/` and the table from `group/version` + kind to a message's
 //! full name.
 
 use std::sync::OnceLock;
 
 use prost_reflect::{DescriptorPool, MessageDescriptor};
 
-/// The FileDescriptorSet `build.rs` compiled from `proxy/proto/*.proto`.
+/// The FileDescriptorSet `build.rs` compiled from `core/proto/*.proto`.
 static DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/k8s_descriptors.bin"));
 
-/// regroup's Kubernetes descriptors (`proxy/proto/`), decoded once.
+/// regroup's Kubernetes descriptors (`core/proto/`), decoded once.
 pub fn descriptor_pool() -> &'static DescriptorPool {
     static POOL: OnceLock<DescriptorPool> = OnceLock::new();
     POOL.get_or_init(|| {
@@ -290,7 +290,7 @@ pub(super) fn resolve(group: &str, version: &str, kind: &str) -> (MessageDescrip
 pub(super) fn message(name: &str) -> MessageDescriptor {
     descriptor_pool()
         .get_message_by_name(name)
-        .unwrap_or_else(|| panic!("{name} is in proxy/proto"))
+        .unwrap_or_else(|| panic!("{name} is in core/proto"))
 }
 
 /// Every (group, version, kind) of the table with its message (lists

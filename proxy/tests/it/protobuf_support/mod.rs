@@ -24,7 +24,7 @@ pub const WATCH_EVENT: &str = "k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent";
 pub fn md(name: &str) -> MessageDescriptor {
     descriptor_pool()
         .get_message_by_name(name)
-        .unwrap_or_else(|| panic!("{name} in proxy/proto"))
+        .unwrap_or_else(|| panic!("{name} in core/proto"))
 }
 
 /// The message for an object's type: regroup's, or the generic fallbacks.

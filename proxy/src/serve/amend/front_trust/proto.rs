@@ -7,7 +7,7 @@
 //! which regroup's annotation is removed.
 //!
 //! Only the objects regroup amends are decoded, each into a
-//! [`DynamicMessage`] of its descriptor (`proxy/proto/`, fields regroup
+//! [`DynamicMessage`] of its descriptor (`core/proto/`, fields regroup
 //! does not declare kept as unknown fields), edited there and encoded again;
 //! the object's new bytes are spliced into what holds it (the envelope's
 //! `raw`, a list's `items`, a watch event's `object.raw`) with the length

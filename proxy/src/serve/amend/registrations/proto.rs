@@ -6,7 +6,7 @@
 //! and read back by it, alone, in typed lists and in watch events.
 //!
 //! Only those objects are decoded, each into a [`DynamicMessage`] of its
-//! descriptor (`proxy/proto/`; fields regroup does not declare are kept as
+//! descriptor (`core/proto/`; fields regroup does not declare are kept as
 //! unknown fields). Their `clientConfig`s and the annotation are read into
 //! a small JSON view, amended by the same policy as JSON bodies, and the
 //! `clientConfig`s and the annotation that changed are written back; the
