@@ -4,10 +4,13 @@
 //! copy's object of the same fixed name hidden, every other name as it
 //! is) and `fieldSelector=metadata.name=`.
 
-use regroup::rewrite::{Catalog, JsonRewriter};
+#[path = "../src/rewrite/protobuf/test_wire.rs"]
+mod wire;
+use regroup::rewrite::{Catalog, JsonRewriter, ProtoRewriter};
 use regroup::url_rename::rewrite_path;
 use regroup_config::{Direction, Form, GroupMap};
 use serde_json::Value as Json;
+use wire::{cat, envelope, ld};
 
 const CONFIG: &str = "
 rules:
@@ -143,4 +146,50 @@ fn check_refuses_bad_namespaced_sections_with_their_line() {
     assert!(p.contains("with this copy's mark"), "{p}");
     let p = bad("  prefix: t1-\n  namespaced: {kinds: [Lease]}\n");
     assert!(p.contains("list the fixed names"), "{p}");
+}
+
+/// In protobuf (a Lease has no descriptor of regroup's: the generic
+/// message, `metadata` at 1, ObjectMeta `name` at 1): the copy's Lease
+/// renamed both ways, byte for byte, and another copy's hidden from a list.
+#[test]
+fn a_lease_in_protobuf_is_renamed_and_the_other_copys_hidden() {
+    let (map, catalog) = map();
+    let lease = |name: &str| {
+        envelope(
+            "coordination.k8s.io/v1",
+            "Lease",
+            &ld(1, cat(&[ld(1, name), ld(3, "ops")])),
+        )
+    };
+    let app = lease("foo-operator-lock");
+    let cluster = lease("team1-foo-operator-lock");
+    let out = ProtoRewriter::new(&map, &catalog, Direction::ToCluster)
+        .rewrite_bytes(&app)
+        .unwrap()
+        .expect("renamed for the cluster");
+    assert_eq!(out, cluster);
+    let back = ProtoRewriter::new(&map, &catalog, Direction::ToApp)
+        .rewrite_bytes(&cluster)
+        .unwrap()
+        .expect("renamed for the app");
+    assert_eq!(back, app);
+    // A LeaseList: ListMeta 1, items 2 (each a Lease's fields).
+    let item = |name: &str| ld(2, ld(1, cat(&[ld(1, name), ld(3, "ops")])));
+    let list = |items: &[Vec<u8>]| {
+        let mut parts = vec![ld(1, b"")];
+        parts.extend(items.iter().cloned());
+        envelope("coordination.k8s.io/v1", "LeaseList", &cat(&parts))
+    };
+    let got = ProtoRewriter::new(&map, &catalog, Direction::ToApp)
+        .rewrite_bytes(&list(&[
+            item("team1-foo-operator-lock"),
+            item("foo-operator-lock"),
+            item("kube-scheduler"),
+        ]))
+        .unwrap()
+        .expect("renamed for the app");
+    assert_eq!(
+        got,
+        list(&[item("foo-operator-lock"), item("kube-scheduler")])
+    );
 }
