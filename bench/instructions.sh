@@ -24,7 +24,19 @@
 #   no-name       regroup with a rule for another group: the same body,
 #                 nothing to rename;
 #   rename        samplecontroller.k8s.io renamed;
-#   rename-names  the same with `names:` on for kinds the body does not name.
+#   rename-names  the same with `names:` on for kinds the body does not name;
+#   rename-metadata  `rename` with `metadata:` rules (prefixes
+#                 kopf.zalando.org, cert-manager.io, acme.example.io:
+#                 keys the Foo does not carry): what rules cost a body that
+#                 has none of their keys;
+#   deployment    the captured 2049-byte Deployment GET
+#                 (renamed/041-get-deployment-json) through `rename`'s
+#                 config: a built-in kind, nothing to rename;
+#   deployment-metadata  the same Deployment with `rename-metadata`'s rules
+#                 (its pod template and selector are metadata places).
+# Rows without metadata rules (no-name, rename, deployment) measure the
+# same code path as before metadata rules existed: compare them with an
+# older binary's run for "unchanged".
 # Each row prints instructions/request and × nginx (when nginx was run).
 # Needs valgrind, nginx (Debian's: `apt-get install -y valgrind nginx-light`),
 # curl, python3.
@@ -46,6 +58,7 @@ trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PU=$(port)
 FOO=$ROOT/testdata/kube-1.24/renamed/027-get-foo-json/response.body
+DEPLOY=$ROOT/testdata/kube-1.24/renamed/041-get-deployment-json/response.body
 USER_LINE=""; [ "$(id -u)" = 0 ] && USER_LINE="user root;"
 SCHEME=http LISTEN_TLS="" PROXY_TLS="" KC_CA=""
 if [ -n "${INSTRUCTIONS_TLS:-}" ]; then
@@ -67,7 +80,9 @@ http { access_log off; keepalive_requests 10000000; client_body_temp_path $T/b; 
  fastcgi_temp_path $T/f; uwsgi_temp_path $T/u; scgi_temp_path $T/s;
  server { listen 127.0.0.1:$PU$LISTEN_TLS; etag off;
   location = /apis/samplecontroller.team1.example.com/v1alpha1/namespaces/renamed/foos/alpha {
-   default_type application/json; alias $FOO; } } }
+   default_type application/json; alias $FOO; }
+  location = /apis/apps/v1/namespaces/renamed/deployments/alpha-deploy {
+   default_type application/json; alias $DEPLOY; } } }
 C
 cat > "$T/kc" <<C
 apiVersion: v1
@@ -79,7 +94,7 @@ users: [{name: u, user: {token: load}}]
 C
 nginx -c "$T/up.conf" -p "$T" & PIDS+=($!)
 
-count() { # config group requests -> total instructions
+count() { # config group requests -> total instructions (group `apps`: the Deployment)
   local cfg=$1 group=$2 n=$3 pr out
   pr=$(port); out=$T/cg.$n.out
   if [ "$cfg" = nginx ]; then
@@ -101,7 +116,8 @@ count() { # config group requests -> total instructions
   python3 - "$pr" "$group" "$n" <<'P'
 import http.client, sys, time
 port, group, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-path = f"/apis/{group}/v1alpha1/namespaces/renamed/foos/alpha"
+path = ("/apis/apps/v1/namespaces/renamed/deployments/alpha-deploy" if group == "apps"
+        else f"/apis/{group}/v1alpha1/namespaces/renamed/foos/alpha")
 deadline = time.time() + 60
 while True:
     try:
@@ -120,7 +136,9 @@ P
 }
 
 BASE=""
-for case in ${INSTRUCTIONS_CASES:-nginx floor no-name rename rename-names}; do
+RULE='rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n'
+METADATA='metadata:\n  prefixes:\n  - {from: kopf.zalando.org, to: kopf.team1.example.com}\n  - {from: cert-manager.io, to: cert-manager.team1.example.com}\n  - {from: acme.example.io, to: acme.team1.example.com}\n'
+for case in ${INSTRUCTIONS_CASES:-nginx floor no-name rename rename-names rename-metadata deployment deployment-metadata}; do
   CASE=$case
   cfg=$T/cfg.yaml
   if [ $case = nginx ]; then
@@ -136,6 +154,15 @@ for case in ${INSTRUCTIONS_CASES:-nginx floor no-name rename rename-names}; do
   elif [ $case = rename ]; then
     printf 'rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n' > "$T/cfg.yaml"
     group=samplecontroller.k8s.io
+  elif [ $case = rename-metadata ]; then
+    printf "$RULE$METADATA" > "$T/cfg.yaml"
+    group=samplecontroller.k8s.io
+  elif [ $case = deployment ]; then
+    printf "$RULE" > "$T/cfg.yaml"
+    group=apps
+  elif [ $case = deployment-metadata ]; then
+    printf "$RULE$METADATA" > "$T/cfg.yaml"
+    group=apps
   elif [ $case = rename-names ]; then
     # `names:` on, for kinds the Foo GET does not name: its cost on the fast path.
     printf 'rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\nnames:\n  prefix: team1-\n  kinds: [ClusterRole, ClusterRoleBinding, ValidatingWebhookConfiguration]\n' > "$T/cfg.yaml"

@@ -7,6 +7,7 @@
 
 use crate::metadata::MetadataMap;
 use crate::object_names::ObjectNames;
+use crate::short_names::{PeopleName, ShortNames};
 
 pub use crate::rule::{Direction, Form, MapRule, Rule};
 
@@ -40,6 +41,9 @@ pub struct GroupMap {
     /// Label, annotation and finalizer keys renamed per copy (`metadata:`),
     /// if configured.
     metadata: Option<MetadataMap>,
+    /// CRD short names and categories renamed per copy
+    /// (`names.shortNamePrefix`), if configured.
+    short_names: Option<ShortNames>,
 }
 
 impl GroupMap {
@@ -67,6 +71,7 @@ impl GroupMap {
             suffix,
             names: None,
             metadata: None,
+            short_names: None,
         })
     }
 
@@ -81,6 +86,18 @@ impl GroupMap {
     pub fn with_metadata(mut self, metadata: Option<MetadataMap>) -> GroupMap {
         self.metadata = metadata.filter(|m| !m.is_empty());
         self
+    }
+
+    /// This map, also renaming the renamed groups' CRD short names and
+    /// categories by `short_names`.
+    pub fn with_short_names(mut self, short_names: Option<ShortNames>) -> GroupMap {
+        self.short_names = short_names;
+        self
+    }
+
+    /// The per-copy short names and categories, if configured.
+    pub fn short_names(&self) -> Option<&ShortNames> {
+        self.short_names.as_ref()
     }
 
     /// The metadata rules, if any are configured.
@@ -107,6 +124,7 @@ impl GroupMap {
                 .split_once('.')
                 .is_some_and(|(_, g)| self.is_shadowed(g, dir)),
             Form::ObjectName => self.names.as_ref().is_some_and(|n| n.hides(name)),
+            Form::FixedName => self.names.as_ref().is_some_and(|n| n.hides_fixed(name)),
             _ => false,
         }
     }
@@ -146,6 +164,13 @@ impl GroupMap {
                     Direction::ToApp => n.to_app(value),
                 }
             }
+            Form::FixedName => {
+                let n = self.names.as_ref()?;
+                match dir {
+                    Direction::ToCluster => n.fixed_to_cluster(value),
+                    Direction::ToApp => n.fixed_to_app(value),
+                }
+            }
             // The suffix case is refused by the codecs before they map;
             // an empty one (protobuf's default) asks for nothing.
             Form::GenerateName if value.is_empty() => None,
@@ -163,6 +188,18 @@ impl GroupMap {
             Form::Literal => self.map_literal(value, dir),
             // Likewise `map_cel`.
             Form::Cel => self.map_cel(value, dir).ok().flatten(),
+            Form::ShortName | Form::Category => {
+                let s = self.short_names.as_ref()?;
+                let which = if form == Form::ShortName {
+                    PeopleName::ShortName
+                } else {
+                    PeopleName::Category
+                };
+                match dir {
+                    Direction::ToCluster => s.to_cluster(which, value),
+                    Direction::ToApp => s.to_app(which, value),
+                }
+            }
         }
     }
 
@@ -404,7 +441,8 @@ impl GroupMap {
             let Some(close) = text[open + 1..].find('"').map(|i| open + 1 + i) else {
                 break;
             };
-            if let Some(app) = names.to_app(&text[open + 1..close]) {
+            let quoted = &text[open + 1..close];
+            if let Some(app) = names.to_app(quoted).or_else(|| names.fixed_to_app(quoted)) {
                 let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
                 o.push_str(&text[copied..open + 1]);
                 o.push_str(&app);

@@ -17,6 +17,7 @@ pub mod metadata;
 pub mod object_names;
 pub mod rule;
 pub mod schema;
+pub mod short_names;
 pub mod validate;
 
 pub use group_map::{is_version_label, Direction, Form, GroupMap, MapRule, Rule};
@@ -24,3 +25,4 @@ pub use limits::Limits;
 pub use load::{load, ConfigError, CustomField, Settings};
 pub use metadata::MetadataMap;
 pub use object_names::ObjectNames;
+pub use short_names::ShortNames;

@@ -8,6 +8,7 @@ use crate::field_path::FieldPath;
 use crate::group_map::{Direction, Form, GroupMap, MapRule, Rule};
 use crate::object_names::ObjectNames;
 use crate::schema::{ConfigFile, FieldForm, Front, Listeners, RuleSpec};
+use crate::short_names::ShortNames;
 use crate::validate::describe;
 
 /// A configured app-specific field: in objects of `group`/`kind` (app names),
@@ -144,7 +145,12 @@ pub fn load(text: &str) -> Result<Settings, ConfigError> {
         let rules = map.as_ref().map_or(&[][..], |m| m.rules());
         crate::metadata::metadata_from_spec(spec, rules, &mut problems)
     });
-    let map = map.map(|m| m.with_object_names(names).with_metadata(metadata));
+    let short_names = short_names(&file, &mut problems);
+    let map = map.map(|m| {
+        m.with_object_names(names)
+            .with_metadata(metadata)
+            .with_short_names(short_names)
+    });
 
     check_listeners(&file.listeners, &mut problems);
     check_lending(&file, &mut problems);
@@ -189,11 +195,35 @@ fn object_names(
     let n = &n.value;
     let kinds = n.kinds.clone().unwrap_or_else(ObjectNames::default_kinds);
     let named = match (&n.prefix, &n.suffix) {
-        (None, None) if kinds.is_empty() => return None,
+        (None, None) if kinds.is_empty() && n.namespaced.is_none() => return None,
         (None, None) => ObjectNames::derived(&sides, &kinds, &n.keep),
         (p, s) => ObjectNames::new(p.as_deref(), s.as_deref(), &kinds, &n.keep),
     };
+    let named = match &n.namespaced {
+        Some(ns) => named.and_then(|o| o.with_fixed(&ns.kinds, &ns.names)),
+        None => named,
+    };
     named
+        .map_err(|ps| {
+            problems.extend(ps.into_iter().map(|p| format!("line {line}: {p}")));
+        })
+        .ok()
+}
+
+/// `names.shortNamePrefix` and `names.keepCategories`: off unless a
+/// prefix is given.
+fn short_names(file: &ConfigFile, problems: &mut Vec<String>) -> Option<ShortNames> {
+    let n = file.names.as_ref()?;
+    let line = n.referenced.line();
+    let Some(prefix) = n.value.short_name_prefix.as_deref() else {
+        if n.value.keep_categories.is_some() {
+            problems.push(format!(
+                "line {line}: names.keepCategories needs names.shortNamePrefix"
+            ));
+        }
+        return None;
+    };
+    ShortNames::new(prefix, n.value.keep_categories.as_deref())
         .map_err(|ps| {
             problems.extend(ps.into_iter().map(|p| format!("line {line}: {p}")));
         })
@@ -584,6 +614,30 @@ impl Settings {
                 "(kept as they are: system:*, {})\n",
                 kept.join(", ")
             ));
+            if let Some((kinds, names)) = n.fixed() {
+                for k in kinds {
+                    out.push_str(&format!(
+                        "{}/{} named {} (in any namespace; other names as they are)\n",
+                        if k.group.is_empty() { "core" } else { k.group },
+                        k.kind,
+                        names.join(", ")
+                    ));
+                }
+            }
+        }
+        if let Some(s) = self.map.short_names() {
+            out.push_str(&format!(
+                "\nSHORT NAMES AND CATEGORIES (the renamed groups' resources)  NAME -> {}NAME\n",
+                s.prefix()
+            ));
+            out.push_str(&format!(
+                "(categories kept as they are: {})\n",
+                if s.kept_categories().is_empty() {
+                    "none".to_string()
+                } else {
+                    s.kept_categories().join(", ")
+                }
+            ));
         }
         if let Some(m) = self.map.metadata() {
             out.push_str("\nMETADATA (label, annotation and finalizer keys; label values)\n");
@@ -622,8 +676,8 @@ impl Settings {
             "\nSHARED (not renamed: two copies of the app must not both write them)\n\
              cluster-scoped objects of kinds not listed under NAMES (StorageClass, IngressClass, \
              PriorityClass, RuntimeClass, Namespace, ...)\n\
-             objects in a namespace both copies use (a leader-election Lease, ConfigMaps): give \
-             each copy its own namespace\n",
+             objects in a namespace both copies use (ConfigMaps, Leases) other than the fixed \
+             names under NAMES (names.namespaced): give each copy its own namespace\n",
         );
         out
     }

@@ -36,6 +36,7 @@ const fn k(group: &'static str, kind: &'static str, resource: &'static str) -> N
 }
 
 const RBAC: &str = "rbac.authorization.k8s.io";
+const COORDINATION: &str = "coordination.k8s.io";
 const ADMREG: &str = "admissionregistration.k8s.io";
 const SCHEDULING: &str = "scheduling.k8s.io";
 const NODE: &str = "node.k8s.io";
@@ -95,6 +96,24 @@ pub const SUPPORTED: &[NamedKind] = &[
     k(SCHEDULING, "PriorityClass", "priorityclasses"),
     k(NODE, "RuntimeClass", "runtimeclasses"),
 ];
+
+/// The namespaced kinds `names.namespaced.kinds` may list: kinds apps
+/// create under a fixed name in their own namespace to coordinate their
+/// replicas (client-go's and Kopf's leader election: a Lease, or a
+/// ConfigMap in older versions). Only the names listed in
+/// `names.namespaced.names` are renamed: the other objects of these kinds
+/// in a shared namespace belong to everyone.
+pub const SUPPORTED_NAMESPACED: &[NamedKind] = &[
+    k(COORDINATION, "Lease", "leases"),
+    k("", "ConfigMap", "configmaps"),
+];
+
+/// Fixed names of namespaced kinds renamed per copy (`names.namespaced`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Fixed {
+    kinds: Vec<NamedKind>,
+    names: Vec<String>,
+}
 
 /// The kinds renamed when the config gives no `names.kinds` (or no
 /// `names:` at all): the cluster-scoped kinds apps register under fixed
@@ -183,6 +202,8 @@ pub struct ObjectNames {
     /// Manifests (`render`, `inject`): a name that already carries this
     /// copy's mark is left as it is, so rendering twice changes nothing.
     idempotent: bool,
+    /// Fixed names of namespaced kinds (`names.namespaced`), if any.
+    fixed: Option<Fixed>,
 }
 
 /// Why a `names:` section was refused.
@@ -272,6 +293,7 @@ impl ObjectNames {
                 keep: keep.to_vec(),
                 derived: false,
                 idempotent: false,
+                fixed: None,
             }),
             _ => Err(problems),
         }
@@ -287,6 +309,146 @@ impl ObjectNames {
         let mut n = ObjectNames::new(Some(&derived_prefix(rules)), None, kinds, keep)?;
         n.derived = true;
         Ok(n)
+    }
+
+    /// These names, also renaming `names` in objects of the namespaced
+    /// `kinds` (from [`SUPPORTED_NAMESPACED`]): the app's `foo-lock` Lease
+    /// is the copy's `team1-foo-lock` in the same namespace.
+    pub fn with_fixed(
+        mut self,
+        kinds: &[String],
+        names: &[String],
+    ) -> Result<ObjectNames, Vec<NamesProblem>> {
+        let mut problems = Vec::new();
+        let mut listed = Vec::new();
+        for kind in kinds {
+            match SUPPORTED_NAMESPACED.iter().find(|s| s.kind == kind) {
+                Some(s) if !listed.contains(s) => listed.push(*s),
+                Some(_) => {}
+                None => problems.push(NamesProblem(format!(
+                    "names.namespaced.kinds: `{kind}` is not supported; the supported kinds are {}",
+                    SUPPORTED_NAMESPACED
+                        .iter()
+                        .map(|s| s.kind)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))),
+            }
+        }
+        if kinds.is_empty() {
+            problems.push(NamesProblem(
+                "names.namespaced.kinds: list the kinds whose fixed names are renamed".into(),
+            ));
+        }
+        if names.is_empty() {
+            problems.push(NamesProblem(
+                "names.namespaced.names: list the fixed names to rename".into(),
+            ));
+        }
+        for (i, name) in names.iter().enumerate() {
+            let marked = match &self.affix {
+                Affix::Prefix(p) => format!("{p}{name}"),
+                Affix::Suffix(x) => format!("{name}{x}"),
+            };
+            if let Some(p) = crate::dns::subdomain_problem(name) {
+                problems.push(NamesProblem(format!(
+                    "names.namespaced.names: `{name}` is not an object name: {p}"
+                )));
+            } else if let Some(p) = crate::dns::subdomain_problem(&marked) {
+                problems.push(NamesProblem(format!(
+                    "names.namespaced.names: `{name}` on the cluster would be `{marked}`, which \
+                     is not an object name: {p}"
+                )));
+            }
+            if names[..i].contains(name) {
+                problems.push(NamesProblem(format!(
+                    "names.namespaced.names: `{name}` is listed twice"
+                )));
+            }
+            // `team1-x` listed with `x` would be both this copy's `x` and itself.
+            if names.contains(&marked) {
+                problems.push(NamesProblem(format!(
+                    "names.namespaced.names: `{marked}` is `{name}` with this copy's mark: list \
+                     one of them"
+                )));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        self.fixed = Some(Fixed {
+            kinds: listed,
+            names: names.to_vec(),
+        });
+        Ok(self)
+    }
+
+    /// The namespaced kinds whose fixed names are renamed, and the names.
+    pub fn fixed(&self) -> Option<(&[NamedKind], &[String])> {
+        self.fixed
+            .as_ref()
+            .map(|f| (f.kinds.as_slice(), f.names.as_slice()))
+    }
+
+    /// True when objects of `group`/`kind` have fixed names renamed.
+    pub fn fixes_kind(&self, group: &str, kind: &str) -> bool {
+        self.fixed
+            .as_ref()
+            .is_some_and(|f| f.kinds.iter().any(|k| k.group == group && k.kind == kind))
+    }
+
+    /// True when objects served at `group`/`resource` have fixed names
+    /// renamed (URLs, `metadata.name` field selectors).
+    pub fn fixes_resource(&self, group: &str, resource: &str) -> bool {
+        self.fixed.as_ref().is_some_and(|f| {
+            f.kinds
+                .iter()
+                .any(|k| k.group == group && k.resource == resource)
+        })
+    }
+
+    /// True when objects of `group`/`kind` have their names renamed,
+    /// every name ([`covers_kind`](Self::covers_kind)) or fixed ones.
+    pub fn involves_kind(&self, group: &str, kind: &str) -> bool {
+        self.covers_kind(group, kind) || self.fixes_kind(group, kind)
+    }
+
+    /// The cluster's name for the app's fixed `name`; `None` for every
+    /// other name (it stays).
+    pub fn fixed_to_cluster(&self, name: &str) -> Option<String> {
+        let f = self.fixed.as_ref()?;
+        f.names
+            .iter()
+            .any(|n| n == name)
+            .then(|| match &self.affix {
+                Affix::Prefix(p) => format!("{p}{name}"),
+                Affix::Suffix(s) => format!("{name}{s}"),
+            })
+    }
+
+    /// The app's fixed name for the cluster's `name`, when it is this
+    /// copy's; `None` for every other name.
+    pub fn fixed_to_app(&self, name: &str) -> Option<String> {
+        let f = self.fixed.as_ref()?;
+        let stripped = match &self.affix {
+            Affix::Prefix(p) => name.strip_prefix(p.as_str()),
+            Affix::Suffix(s) => name.strip_suffix(s.as_str()),
+        }?;
+        f.names
+            .iter()
+            .any(|n| n == stripped)
+            .then(|| stripped.to_owned())
+    }
+
+    /// True when the cluster's object `name` (of a kind with fixed names)
+    /// must not be shown to the app: it is one of the fixed names as it
+    /// is, another copy's (or a copy run without regroup). The app's own
+    /// is the marked one; showing both would give the app two objects of
+    /// one name.
+    pub fn hides_fixed(&self, name: &str) -> bool {
+        self.fixed
+            .as_ref()
+            .is_some_and(|f| f.names.iter().any(|n| n == name))
     }
 
     /// The kinds renamed by default, as the config would list them.
@@ -419,6 +581,9 @@ impl ObjectNames {
             };
             out.push(field);
             out.extend(POD_SPEC_HOLDERS);
+        }
+        if let Some(f) = &self.fixed {
+            out.extend(f.kinds.iter().map(|k| k.kind));
         }
         let mut seen = Vec::new();
         out.retain(|n| {

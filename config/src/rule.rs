@@ -114,6 +114,10 @@ pub enum Form {
     ObjectName,
     /// The `metadata.generateName` of such an object.
     GenerateName,
+    /// The name of a namespaced object of a kind listed in
+    /// `names.namespaced`: renamed per copy only when it is one of the
+    /// listed fixed names (a leader-election Lease).
+    FixedName,
     /// A label or annotation key, or a finalizer, renamed by the metadata
     /// rules (see [`crate::metadata`]), not by group rules.
     MetadataKey,
@@ -128,6 +132,14 @@ pub enum Form {
     /// A CEL expression: its string literals renamed as [`Form::Literal`]
     /// (see [`crate::cel`]).
     Cel,
+    /// A CRD's short name (`spec.names.shortNames[]`, also in discovery),
+    /// renamed per copy by `names.shortNamePrefix` (see
+    /// [`crate::short_names`]); only a renamed group's resources' names
+    /// are (the catalog's `Slot::PeopleName` decides).
+    ShortName,
+    /// A CRD's category (`spec.names.categories[]`), likewise; kept
+    /// categories (`all`) stay.
+    Category,
 }
 
 /// A rule plus its per-rule switches.

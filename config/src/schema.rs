@@ -84,6 +84,27 @@ pub struct NamesSpec {
     /// Names never renamed, besides `system:*` and the default ClusterRoles.
     #[serde(default)]
     pub keep: Vec<String>,
+    /// Put in front of the renamed groups' CRD `shortNames` and
+    /// `categories` on the cluster (`t1-`); absent: they stay as they are
+    /// (see [`crate::short_names`]).
+    pub short_name_prefix: Option<String>,
+    /// Categories never prefixed; absent: `[all]`.
+    pub keep_categories: Option<Vec<String>>,
+    /// Fixed names of namespaced kinds renamed per copy (a leader-election
+    /// Lease).
+    pub namespaced: Option<NamespacedNamesSpec>,
+}
+
+/// `names.namespaced`: these names, in objects of these kinds.
+#[derive(Debug, Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NamespacedNamesSpec {
+    /// `Lease`, `ConfigMap`.
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    /// `foo-operator-lock`.
+    #[serde(default)]
+    pub names: Vec<String>,
 }
 
 /// The `metadata:` section as written (see [`crate::metadata`]).

@@ -1085,3 +1085,35 @@ fn names_without_prefix_or_kinds_take_the_defaults_and_kinds_empty_turns_them_of
         ],
     );
 }
+
+#[test]
+fn short_name_prefix_problems_name_the_line_of_names() {
+    let base = "rules:\n  - {from: a.example.io, to: a.t1.example.com}\n";
+    let p = only_problem(&format!("{base}names:\n  shortNamePrefix: 1t-\n"));
+    assert_mentions(
+        &p,
+        &[
+            "line 4",
+            "names.shortNamePrefix",
+            "`1t-`",
+            "lower-case letter",
+        ],
+    );
+    let p = only_problem(&format!(
+        "{base}names:\n  shortNamePrefix: t1-\n  keepCategories: [all, t1-x]\n"
+    ));
+    assert_mentions(&p, &["line 4", "`t1-x`", "starts with"]);
+    let p = only_problem(&format!("{base}names:\n  keepCategories: [all]\n"));
+    assert_mentions(&p, &["line 4", "needs names.shortNamePrefix"]);
+    let s = accepted(&format!("{base}names:\n  shortNamePrefix: t1-\n"));
+    let short = s.map.short_names().expect("configured");
+    assert_eq!(short.prefix(), "t1-");
+    assert_eq!(short.kept_categories(), ["all"]);
+    assert!(
+        s.effective_table().contains("NAME -> t1-NAME"),
+        "{}",
+        s.effective_table()
+    );
+    // Without it nothing is renamed.
+    assert!(accepted(base).map.short_names().is_none());
+}

@@ -50,6 +50,11 @@ ALSO = []
 ORIG = "samplecontroller.k8s.io"  # listed in the captured /apis and OpenAPI, served nowhere
 # Direct mode only (tests without a proxy, see e2e/README.md): hide ORIG from /apis and OpenAPI JSON.
 HIDE_ORIG = os.environ.get("REGROUP_STANDIN_HIDE_ORIG") == "1"
+# REGROUP_STANDIN_SHORT_PREFIX=t1-: serve GROUP's discovery as a cluster whose
+# Foo CRD was rendered with `names.shortNamePrefix: t1-` (the captured
+# `shortNames: [fo]` as `t1-fo`, and an operator category
+# `t1-samplecontroller` beside `all`, which is kept). test_short_names.py.
+SHORT_PREFIX = os.environ.get("REGROUP_STANDIN_SHORT_PREFIX", "")
 WATCH_TRUE = ("1", "t", "T", "true", "TRUE", "True")  # Go's strconv.ParseBool
 # Off by default (the other tests were written against a stand-in without
 # them); `regroup migrate`'s test turns them on:
@@ -155,6 +160,9 @@ KINDS = {
     ("", "secrets"): dict(kind="Secret", versions=["v1"], status=False, gen=False, builtin=True, cols=None),
     # Events an operator posts about its objects (test_kopf.py); stored only.
     ("", "events"): dict(kind="Event", versions=["v1"], status=False, gen=False, builtin=True, cols=None),
+    # Leader-election Leases two copies share a namespace with (test_short_names.py).
+    ("coordination.k8s.io", "leases"): dict(kind="Lease", versions=["v1"], status=False, gen=False,
+                                            builtin=True, cols=None),
     ("rbac.authorization.k8s.io", "roles"): dict(kind="Role", versions=["v1"], status=False, gen=False,
                                                  builtin=True, cols=None),
     ("rbac.authorization.k8s.io", "rolebindings"): dict(kind="RoleBinding", versions=["v1"], status=False,
@@ -826,8 +834,14 @@ def resource_list(group, version):
     if group in ALSO:
         return as_group(resource_list(GROUP, version), group)
     if group == GROUP:
-        return captured({"v1alpha1": "renamed/264-discovery-v1alpha1-json",
+        body = captured({"v1alpha1": "renamed/264-discovery-v1alpha1-json",
                          "v1beta1": "renamed/266-discovery-v1beta1-json"}[version])
+        if SHORT_PREFIX:
+            names = b'"shortNames":["fo"],"categories":["all"]'
+            assert names in body
+            body = body.replace(names, b'"shortNames":["%sfo"],"categories":["all","%ssamplecontroller"]'
+                                % (SHORT_PREFIX.encode(), SHORT_PREFIX.encode()))
+        return body
     if (group, version) == ("apiregistration.k8s.io", "v1"):
         return captured("common/008-discovery-apiregistration-v1-json")
     # Not captured: synthesized from the captured OpenAPI v2 (common/012), whose

@@ -235,8 +235,8 @@ impl<'a> JsonRewriter<'a> {
                 .map_or("", |(g, _)| g)
                 .to_owned()
         };
-        addressed.is_some_and(|(g, k)| names.covers_kind(g, k))
-            || hint.is_some_and(|(a, k)| names.covers_kind(&group(a), k))
+        addressed.is_some_and(|(g, k)| names.involves_kind(g, k))
+            || hint.is_some_and(|(a, k)| names.involves_kind(&group(a), k))
             || self.index.names_involved(input)
     }
 
@@ -283,6 +283,15 @@ impl<'a> JsonRewriter<'a> {
                 if let Some(Step::Key(k)) = place.path.steps().first() {
                     embedded.push(k);
                 }
+            }
+            if let Slot::PeopleName {
+                group,
+                group_form,
+                form,
+            } = place.slot
+            {
+                self.people_names(w, raw, group, group_form, place.path.steps(), form)?;
+                continue;
             }
             if let Slot::TableRows {
                 columns,
@@ -443,6 +452,84 @@ impl<'a> JsonRewriter<'a> {
             }
             Slot::NamedRef(m) => self.named_ref(w, raw, m),
             Slot::JsonSchema => self.json_schema(w, raw),
+            // Applied from the object itself, which holds the group (see
+            // `object`).
+            Slot::PeopleName { .. } => Ok(()),
+        }
+    }
+
+    /// The names for people at `steps` of the object `raw`
+    /// ([`Slot::PeopleName`]): renamed when the object's group, read at
+    /// `group` (a dotted path) in `group_form`, is one the rules rename in
+    /// this direction. The names themselves hold no mapped name, so the
+    /// walk to them skips the byte search.
+    fn people_names<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        raw: Raw<'i>,
+        group: &str,
+        group_form: Form,
+        steps: &[Step],
+        form: Form,
+    ) -> Result<(), RewriteError> {
+        let mut v = raw;
+        for k in group.split('.') {
+            let Some(ms) = w.members(v)? else {
+                return Ok(());
+            };
+            match member(&ms, k) {
+                Some(next) => v = next,
+                None => return Ok(()),
+            }
+        }
+        let Some(g) = string(v)? else {
+            return Ok(());
+        };
+        let g = match group_form {
+            Form::ApiVersion => g.split_once('/').map_or("", |(g, _)| g),
+            _ => &g,
+        };
+        if self.map.rule_for(g, self.dir).is_none() {
+            return Ok(());
+        }
+        self.each_people_name(w, raw, steps, form)
+    }
+
+    fn each_people_name<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        raw: Raw<'i>,
+        steps: &[Step],
+        form: Form,
+    ) -> Result<(), RewriteError> {
+        match steps.split_first() {
+            None => {
+                let Some(s) = string(raw)? else {
+                    return Ok(());
+                };
+                if let Some(mapped) = people_name(self.map, form, &s, self.dir)? {
+                    w.replace(raw, quote(&mapped));
+                }
+                Ok(())
+            }
+            Some((Step::Key(k), rest)) => {
+                if let Some(ms) = w.members(raw)? {
+                    for (key, v) in ms.iter() {
+                        if key.0 == *k {
+                            self.each_people_name(w, *v, rest, form)?;
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Some((Step::Each, rest)) => {
+                if let Some(es) = w.elements(raw)? {
+                    for e in es.iter() {
+                        self.each_people_name(w, *e, rest, form)?;
+                    }
+                }
+                Ok(())
+            }
         }
     }
 
@@ -554,6 +641,33 @@ pub(crate) fn check_generate_name(
         }
         _ => Ok(()),
     }
+}
+
+/// A short name or category renamed per copy (`names.shortNamePrefix`);
+/// one that would exceed Kubernetes' limit (a DNS-1035 label, 63
+/// characters) is refused, naming it.
+pub(crate) fn people_name(
+    map: &GroupMap,
+    form: Form,
+    value: &str,
+    dir: Direction,
+) -> Result<Option<String>, RewriteError> {
+    let Some(mapped) = map.map(form, value, dir) else {
+        return Ok(None);
+    };
+    if dir == Direction::ToCluster && mapped.len() > regroup_config::short_names::MAX_LEN {
+        let what = if form == Form::Category {
+            "category"
+        } else {
+            "short name"
+        };
+        return Err(RewriteError::Names(format!(
+            "the {what} `{value}` with names.shortNamePrefix is `{mapped}`, longer than {} \
+             characters, which Kubernetes refuses (shorten the prefix or the name)",
+            regroup_config::short_names::MAX_LEN
+        )));
+    }
+    Ok(Some(mapped))
 }
 
 /// The form of a selector requirement's values by its key, as a query's

@@ -144,9 +144,13 @@ fn objects(place: &Place, g: &str) -> Vec<Json> {
                     );
                     Json::from(serde_json::to_string(&json!([e])).unwrap())
                 }
-                // Added only with `metadata:` rules, which these
-                // properties don't configure (core/src/rewrite/json/metadata/tests.rs).
-                Slot::Labels | Slot::LabelRequirement { .. } | Slot::FieldsV1 => {
+                // Added only with `metadata:` rules or `names.shortNamePrefix`,
+                // which these properties don't configure
+                // (core/src/rewrite/json/metadata/tests.rs, tests/it/short_names.rs).
+                Slot::Labels
+                | Slot::LabelRequirement { .. }
+                | Slot::FieldsV1
+                | Slot::PeopleName { .. } => {
                     unreachable!("not a built-in place")
                 }
                 Slot::JsonObject => Json::from(

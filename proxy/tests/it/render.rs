@@ -394,3 +394,52 @@ fn cel_expressions_naming_mapped_groups_are_warned_about() {
     let out = regroup(&["render", "-c", &config(), "-f", &plain], None);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
 }
+
+/// `names.shortNamePrefix`: the renamed group's CRD gets the copy's short
+/// names and categories (`all` kept), another operator's CRD is left, as
+/// the golden `short-names.cluster.yaml` says; rendering it again changes
+/// nothing, and `--to-app` gives back the input documents.
+#[test]
+fn render_gives_the_copys_crd_its_own_short_names_and_categories() {
+    let config = dir().join("short-names-config.yaml").display().to_string();
+    let input = dir().join("short-names.yaml");
+    let out = regroup(
+        &["render", "-c", &config, "-f", &input.display().to_string()],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let golden = dir().join("short-names.cluster.yaml");
+    if std::env::var_os("REGROUP_BLESS").is_some() {
+        std::fs::write(&golden, &out.stdout).unwrap();
+    }
+    let want = std::fs::read_to_string(&golden).unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
+    let docs = yaml_docs(want.as_bytes());
+    let names = |i: usize| docs[i]["spec"]["names"].clone();
+    assert_eq!(
+        names(0)["shortNames"],
+        serde_json::json!(["t1-fo", "t1-foos-short"])
+    );
+    assert_eq!(
+        names(0)["categories"],
+        serde_json::json!(["all", "t1-samplecontroller"])
+    );
+    assert_eq!(names(1)["shortNames"], serde_json::json!(["cert", "certs"]));
+    assert_eq!(names(1)["categories"], serde_json::json!(["cert-manager"]));
+    let again = regroup(&["render", "-c", &config], Some(want.as_bytes()));
+    assert!(again.status.success());
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), want);
+    let back = regroup(
+        &["render", "-c", &config, "--to-app"],
+        Some(want.as_bytes()),
+    );
+    assert!(back.status.success());
+    assert_eq!(
+        yaml_docs(&back.stdout),
+        yaml_docs(&std::fs::read(&input).unwrap())
+    );
+}

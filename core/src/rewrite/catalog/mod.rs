@@ -12,6 +12,7 @@ use regroup_config::field_path::{FieldPath, Step};
 use regroup_config::{CustomField, Form, GroupMap};
 
 mod metadata_places;
+mod people_places;
 mod places;
 
 pub use metadata_places::is_metadata_slot;
@@ -178,6 +179,27 @@ pub enum Slot {
     /// mapped name), and the `rule` and `messageExpression` of each
     /// `x-kubernetes-validations` entry as [`Form::Cel`].
     JsonSchema,
+    /// A name for people at this place (a CRD's or a discovery entry's
+    /// `shortNames[]` or `categories[]`), renamed in `form`
+    /// ([`Form::ShortName`], [`Form::Category`]) only when the object's
+    /// group is one the rules rename in this direction. The group is read
+    /// at `group`, a dotted path from the **object's root** (a CRD's
+    /// `spec.group`, an `APIResourceList`'s `groupVersion`, an
+    /// `APIGroupDiscovery`'s `metadata.name`), in `group_form`, as the
+    /// object arrived (codecs read their input, never their edits, so the
+    /// order of places doesn't matter). Built-in groups' names (`po`,
+    /// `all`) are never touched. Present only with `names.shortNamePrefix`
+    /// (`people_places.rs`). These names carry no mapped name themselves,
+    /// so once the group says yes the codecs walk to them without the byte
+    /// search.
+    PeopleName {
+        /// The dotted path, from the object's root, of the group.
+        group: &'static str,
+        /// How `group` is written (`Group` or `ApiVersion`).
+        group_form: Form,
+        /// `ShortName` or `Category`.
+        form: Form,
+    },
 }
 
 /// The name slots of a reference to an object by its type and name: a
@@ -337,13 +359,16 @@ impl Catalog {
     /// the kinds `names:` lists (`map`'s [`ObjectNames`]).
     pub fn for_map(custom: &[CustomField], map: &GroupMap) -> Catalog {
         let mut catalog = Catalog::new(custom);
-        if map.object_names().is_some() || map.metadata().is_some() {
+        if map.object_names().is_some() || map.metadata().is_some() || map.short_names().is_some() {
             let mut places = std::mem::take(&mut catalog.places);
             if let Some(names) = map.object_names() {
                 places.extend(name_places(names));
             }
             if map.metadata().is_some() {
                 places.extend(metadata_places::metadata_places());
+            }
+            if map.short_names().is_some() {
+                places.extend(people_places::people_places());
             }
             catalog = Catalog::sorted(places);
         }
@@ -354,17 +379,16 @@ impl Catalog {
         // Shadowed entries must be dropped while they still carry the names
         // they arrived with, before any rename (the generic `items` too).
         places.sort_by_key(|p| !matches!(p.slot, Slot::DropShadowed(_) | Slot::DropHidden));
-        let named = places
-            .iter()
-            .filter_map(|p| match p.slot {
-                Slot::Value(form @ (Form::QualifiedName | Form::ObjectName))
-                    if is_metadata_name(&p.path) =>
-                {
-                    Some((p.selector.clone(), form))
-                }
-                _ => None,
-            })
-            .collect();
+        let named =
+            places
+                .iter()
+                .filter_map(|p| match p.slot {
+                    Slot::Value(
+                        form @ (Form::QualifiedName | Form::ObjectName | Form::FixedName),
+                    ) if is_metadata_name(&p.path) => Some((p.selector.clone(), form)),
+                    _ => None,
+                })
+                .collect();
         let by_type = ByType::new(&places);
         Catalog {
             places,
@@ -386,6 +410,11 @@ impl Catalog {
             .is_some_and(|n| n.covers_resource(group, resource))
         {
             Some(Form::ObjectName)
+        } else if map
+            .object_names()
+            .is_some_and(|n| n.fixes_resource(group, resource))
+        {
+            Some(Form::FixedName)
         } else {
             None
         }

@@ -713,6 +713,15 @@ pub(super) fn name_places(names: &ObjectNames) -> Vec<Place> {
             _ => {}
         }
     }
+    // Namespaced kinds: only their fixed names (`names.namespaced`).
+    for k in names.fixed().map_or(&[][..], |(kinds, _)| kinds) {
+        out.push(place(
+            k.group,
+            &[k.kind],
+            "metadata.name",
+            Value(Form::FixedName),
+        ));
+    }
     out
 }
 
@@ -800,6 +809,8 @@ pub(super) const RESOURCE_KINDS: &[(&str, &str, &str)] = &[
     ("flowcontrol.apiserver.k8s.io", "flowschemas", "FlowSchema"),
     ("", "resourcequotas", "ResourceQuota"),
     ("", "configmaps", "ConfigMap"),
+    // A kind whose fixed names `names.namespaced` may rename.
+    ("coordination.k8s.io", "leases", "Lease"),
     ("", "secrets", "Secret"),
     // Kinds whose names `names:` may rename, and the kinds referencing them
     // from a pod spec (a merge patch of a Deployment names no kind).

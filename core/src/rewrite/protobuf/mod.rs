@@ -314,7 +314,8 @@ impl<'a> ProtoRewriter<'a> {
         let Some(names) = self.map.object_names() else {
             return false;
         };
-        addressed.is_some_and(|(g, k)| names.covers_kind(g, k)) || self.index.names_involved(input)
+        addressed.is_some_and(|(g, k)| names.involves_kind(g, k))
+            || self.index.names_involved(input)
     }
 
     /// Where mapped names occur in `input`.

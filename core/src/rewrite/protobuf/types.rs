@@ -243,6 +243,18 @@ const KINDS: &[(&str, &[&str], &str, &[&str])] = &[
         "k8s.io.kube_aggregator.pkg.apis.apiregistration.v1",
         &["APIService"],
     ),
+    (
+        "apidiscovery.k8s.io",
+        &["v2beta1"],
+        "k8s.io.api.apidiscovery.v2beta1",
+        &["APIGroupDiscovery"],
+    ),
+    (
+        "apidiscovery.k8s.io",
+        &["v2"],
+        "k8s.io.api.apidiscovery.v2",
+        &["APIGroupDiscovery"],
+    ),
 ];
 
 /// Kinds every group version registers, all meta/v1 messages: a

@@ -11,7 +11,7 @@ use super::wire::{last_len_field, put_varint, wrong_wire, Field, Fields, LEN};
 use super::{malformed, ProtoRewriter};
 use crate::rewrite::catalog::Catalog;
 use crate::rewrite::error::RewriteError;
-use crate::rewrite::json::{check_generate_name, requirement_form};
+use crate::rewrite::json::{check_generate_name, people_name, requirement_form};
 
 /// A replacement of `input[start..end]`.
 #[derive(Debug)]
@@ -37,6 +37,9 @@ pub(super) struct Walk<'i> {
     /// Walk every field the plan names, not only those where a mapped name
     /// shows: the object may hold a name `names:` renames.
     pub force: bool,
+    /// The object being walked is of a renamed group: its names for people
+    /// (`Act::PeopleName`) are renamed, and the fields on their way entered.
+    pub people: bool,
 }
 
 impl<'i> Walk<'i> {
@@ -53,6 +56,7 @@ impl<'i> Walk<'i> {
             depth: 0,
             addressed: addressed.map(|(g, k)| (g.to_owned(), k.to_owned())),
             force: false,
+            people: false,
         }
     }
 
@@ -155,6 +159,50 @@ impl ProtoRewriter<'_> {
         end: usize,
         plan: &Plan,
     ) -> Result<isize, RewriteError> {
+        let Some((at, form)) = &plan.people_group else {
+            return self.object_of(w, start, end, plan);
+        };
+        let outer = w.people;
+        w.people = self.group_renamed(w, start, end, at, *form)?;
+        let d = self.object_of(w, start, end, plan);
+        w.people = outer;
+        d
+    }
+
+    /// True when the object in `input[start..end]` names, at the singular
+    /// fields `path`, a group (in `form`: a group or `group/version`) the
+    /// rules rename in this direction.
+    fn group_renamed(
+        &self,
+        w: &Walk<'_>,
+        mut start: usize,
+        mut end: usize,
+        path: &[u32],
+        form: Form,
+    ) -> Result<bool, RewriteError> {
+        for &n in path {
+            match last_len_field(w.input, start, end, n)? {
+                Some(f) => (start, end) = (f.value_start, f.end),
+                None => return Ok(false),
+            }
+        }
+        let Ok(text) = std::str::from_utf8(&w.input[start..end]) else {
+            return Ok(false);
+        };
+        let group = match form {
+            Form::ApiVersion => text.split_once('/').map_or("", |(g, _)| g),
+            _ => text,
+        };
+        Ok(self.map.rule_for(group, self.dir).is_some())
+    }
+
+    fn object_of(
+        &self,
+        w: &mut Walk<'_>,
+        start: usize,
+        end: usize,
+        plan: &Plan,
+    ) -> Result<isize, RewriteError> {
         if let Some((meta, exclusions, bare)) = &plan.unless {
             if self.excluded(w.input, start, end, *meta, exclusions)? {
                 return self.object(w, start, end, bare);
@@ -180,7 +228,7 @@ impl ProtoRewriter<'_> {
         if f.wire != LEN {
             return Err(wrong_wire(f));
         }
-        if node.is_empty() || !w.has_match(f.value_start, f.end) {
+        if node.is_empty() || !((node.people && w.people) || w.has_match(f.value_start, f.end)) {
             return Ok(0);
         }
         if let Some((path, form)) = &node.drop {
@@ -222,6 +270,16 @@ impl ProtoRewriter<'_> {
                 Some(Act::Requirement { key, values }) => {
                     self.requirement(w, start, end, *key, *values)?
                 }
+                Some(Act::PeopleName(form)) if w.people => {
+                    let Ok(s) = std::str::from_utf8(&w.input[start..end]) else {
+                        return Ok(0);
+                    };
+                    match people_name(self.map, *form, s, self.dir)? {
+                        Some(mapped) => w.replace(start, end, mapped.into_bytes()),
+                        None => 0,
+                    }
+                }
+                Some(Act::PeopleName(_)) => 0,
             };
             if !node.fields.is_empty() {
                 d += self.message(w, start, end, node)?;
@@ -692,7 +750,9 @@ impl ProtoRewriter<'_> {
         };
         Ok(match form {
             // A hidden object: only in the app's view (`Slot::DropHidden`).
-            Form::QualifiedName | Form::ObjectName => self.map.hides_name(form, text, self.dir),
+            Form::QualifiedName | Form::ObjectName | Form::FixedName => {
+                self.map.hides_name(form, text, self.dir)
+            }
             _ => self.map.is_shadowed(text, self.dir),
         })
     }
