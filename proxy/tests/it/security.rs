@@ -556,6 +556,121 @@ async fn a_slowloris_connection_is_closed_within_the_header_timeout() {
     assert_eq!(code, 200);
 }
 
+/// Reads until the peer closes (or errors), at most `within`; how long that
+/// took, `None` if still open.
+async fn closed_within(s: &mut TcpStream, within: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    let mut buf = [0u8; 4096];
+    loop {
+        match tokio::time::timeout_at((started + within).into(), s.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(started.elapsed()),
+            Ok(Ok(_)) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// The connection limits the watchdog enforces (one coarse timer per
+/// listener), each on the real binary: never early, late by at most a
+/// second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_keep_alive_and_half_sent_connections_close_at_their_limits() {
+    let (up, _log) = upstream().await;
+    let r = start(
+        "conn-limits",
+        up,
+        "limits:\n  headerReadTimeout: 2s\n  idleTimeout: 4s\n",
+    )
+    .await;
+    let within = |d: Duration, limit: Duration| {
+        assert!(
+            d >= limit.mul_f64(0.9) && d <= limit + Duration::from_secs(1),
+            "closed after {d:?}, limit {limit:?}"
+        )
+    };
+    // HTTP/1.1 kept alive after a response: the next head is due within
+    // headerReadTimeout (the shorter limit here).
+    let mut s = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
+    s.write_all(format!("GET {PATH} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).await.unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+    let idle = closed_within(&mut s, Duration::from_secs(10))
+        .await
+        .expect("an idle HTTP/1.1 connection is closed");
+    within(idle, Duration::from_secs(2));
+    eprintln!("idle HTTP/1.1 keep-alive closed after {idle:?} (headerReadTimeout 2s)");
+    // Half a request line, then nothing.
+    let mut s = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
+    s.write_all(b"GET /ap").await.unwrap();
+    let half = closed_within(&mut s, Duration::from_secs(10))
+        .await
+        .expect("a half-sent head is cut");
+    within(half, Duration::from_secs(2));
+    // Part of the HTTP/2 preface (still undecided which protocol), then
+    // nothing.
+    let mut s = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
+    s.write_all(b"PRI * HTTP/2").await.unwrap();
+    let pri = closed_within(&mut s, Duration::from_secs(10))
+        .await
+        .expect("a half-sent preface is cut");
+    within(pri, Duration::from_secs(2));
+    // HTTP/2 (h2c prior knowledge) after a response: idleTimeout only.
+    let stream = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
+    let (mut h2, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .unwrap();
+    let driver = tokio::spawn(conn);
+    let resp = h2
+        .send_request(
+            Request::get(format!("http://localhost{PATH}"))
+                .body(Full::<Bytes>::default())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    resp.into_body().collect().await.unwrap();
+    let started = Instant::now();
+    tokio::time::timeout(Duration::from_secs(10), driver)
+        .await
+        .expect("an idle HTTP/2 connection is closed")
+        .unwrap()
+        .ok();
+    within(started.elapsed(), Duration::from_secs(4));
+    eprintln!(
+        "idle HTTP/2 closed after {:?} (idleTimeout 4s)",
+        started.elapsed()
+    );
+    // An HTTP/2 connection with only its preface sent: no request within
+    // headerReadTimeout.
+    let mut s = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
+    s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .await
+        .unwrap();
+    let silent = closed_within(&mut s, Duration::from_secs(10))
+        .await
+        .expect("an HTTP/2 connection without a request is closed");
+    within(silent, Duration::from_secs(2));
+    // A watch outlives every limit: a request in flight is never cut.
+    let mut s = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
+    s.write_all(
+        b"GET /api/v1/namespaces/ns/configmaps?watch=1 HTTP/1.1\r\nHost: localhost\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        closed_within(&mut s, Duration::from_secs(6)).await,
+        None,
+        "a watch open for 6 s (limits 2 s and 4 s) was closed"
+    );
+    let (code, _) = get(r.port, PATH, "localhost").await;
+    assert_eq!(code, 200);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_that_never_answers_gives_504_within_the_timeout() {
     let (up, log) = upstream().await;

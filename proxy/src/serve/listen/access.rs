@@ -151,7 +151,7 @@ fn printable(s: &str) -> String {
 pub async fn serve<F, Fut>(
     access: &Access,
     conn: Arc<ConnState>,
-    shutdown: tokio::sync::watch::Receiver<bool>,
+    lifecycle: &crate::serve::listen::lifecycle::Lifecycle,
     req: Request<hyper::body::Incoming>,
     next: F,
 ) -> Response<Tracked>
@@ -218,7 +218,8 @@ where
         Framing::None
     };
     let end = watch.then(|| {
-        let mut rx = shutdown;
+        // Subscribed for watches only: other requests never end early.
+        let mut rx = lifecycle.subscribe();
         let f: BoxFuture<'static, ()> = Box::pin(async move {
             crate::serve::listen::lifecycle::fired(&mut rx).await;
         });

@@ -4,10 +4,9 @@
 //! client sees the end of the stream and watches again).
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
@@ -17,40 +16,62 @@ use http_body::{Body as HttpBody, Frame, SizeHint};
 use crate::body::{Body, BoxError};
 use crate::serve::observe::metrics::metrics;
 
-/// One connection's requests in flight, for the idle timeout.
+/// One connection's requests in flight and its clock readings, for the
+/// [`watchdog`](super::watchdog) that closes it when it has been idle, or
+/// without a whole request head, too long.
 #[derive(Debug)]
 pub struct ConnState {
     pub(crate) in_flight: AtomicUsize,
     pub(crate) requests: AtomicUsize,
-    pub(crate) idle_since: Mutex<Instant>,
+    /// When the connection last had no request in flight (or opened), on
+    /// the watchdog's coarse clock: a request reads an atomic, not the
+    /// system clock.
+    pub(crate) idle_since: AtomicU64,
+    /// When it opened, on the same clock.
+    pub(crate) opened: u64,
+    /// HTTP/2: an idle connection waits for `idleTimeout` only (HTTP/1.1's
+    /// header clock runs while it waits for the next request head).
+    pub(crate) http2: bool,
+    /// Why the watchdog asked it to close ([`Expiry`] as a number).
+    pub(crate) expiry: AtomicU8,
+    /// Woken by the watchdog: once to close gracefully, again to drop the
+    /// connection if it has not closed by then.
+    pub(crate) expired: tokio::sync::Notify,
 }
 
 impl Default for ConnState {
     fn default() -> Self {
-        ConnState {
-            in_flight: AtomicUsize::new(0),
-            requests: AtomicUsize::new(0),
-            idle_since: Mutex::new(Instant::now()),
-        }
+        ConnState::new(false)
     }
 }
 
 impl ConnState {
+    /// A connection opened now, speaking HTTP/2 or HTTP/1.1.
+    pub fn new(http2: bool) -> ConnState {
+        let now = super::watchdog::now_ms();
+        ConnState {
+            in_flight: AtomicUsize::new(0),
+            requests: AtomicUsize::new(0),
+            idle_since: AtomicU64::new(now),
+            opened: now,
+            http2,
+            expiry: AtomicU8::new(0),
+            expired: tokio::sync::Notify::new(),
+        }
+    }
+
     /// True until the connection's first request arrives.
     pub fn never_used(&self) -> bool {
         self.requests.load(Ordering::SeqCst) == 0
     }
 
-    /// How long the connection has had no request in flight (zero while
-    /// one is).
-    pub fn idle_for(&self) -> Duration {
+    /// How long, in ms of the coarse clock at `now`, the connection has had
+    /// no request in flight (zero while one is).
+    pub fn idle_ms(&self, now: u64) -> u64 {
         if self.in_flight.load(Ordering::SeqCst) > 0 {
-            return Duration::ZERO;
+            return 0;
         }
-        self.idle_since
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .elapsed()
+        now.saturating_sub(self.idle_since.load(Ordering::SeqCst))
     }
 }
 
@@ -70,11 +91,9 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        *self
-            .conn
+        self.conn
             .idle_since
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = Instant::now();
+            .store(super::watchdog::now_ms(), Ordering::SeqCst);
         self.conn.in_flight.fetch_sub(1, Ordering::SeqCst);
         metrics().in_flight_add(-1);
     }

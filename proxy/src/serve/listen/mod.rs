@@ -3,34 +3,32 @@
 //! webhook listener. Every connection is bounded (`limits:`): header size,
 //! count and read time, idle time, connections per listener; every request
 //! passes [`access`] before the stack sees it, and counts as in flight
-//! ([`in_flight`]) until its response ends.
+//! ([`in_flight`]) until its response ends. Each connection is served by
+//! hyper's connection-level API ([`connection`]: HTTP/1.1, h2 by ALPN or
+//! h2c prior knowledge) and timed by its listener's [`watchdog`].
 
 pub mod access;
+pub mod connection;
 pub mod in_flight;
 pub mod lifecycle;
 pub mod path_check;
 pub mod serving_cert;
 pub mod tls;
+pub mod watchdog;
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::{Request, Response};
+use http::Request;
 use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
+use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-use crate::body::Body;
 use crate::serve::{Access, Proxy, Serving};
-
-/// The number of request headers hyper's HTTP/1 server accepts when no
-/// limit is set (a request with more gets 431).
-const HYPER_MAX_HEADERS: usize = 100;
+use connection::Protocol;
+use watchdog::Watchdog;
 
 /// Accepts connections on `listener` and serves each with `proxy`, HTTP/1.1
 /// and HTTP/2 (h2c prior knowledge) alike, until the task is dropped; with
@@ -71,7 +69,7 @@ pub async fn serve_sidecar(
     let access = Arc::new(access);
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let s = serving.clone();
-    accept_loop(listener, serving, access.listener, move |stream, peer| {
+    accept_loop(listener, serving, access.listener, move |stream, peer, watchdog| {
         let (proxy, acceptor, serving, access) =
             (proxy.clone(), acceptor.clone(), s.clone(), access.clone());
         let handler = move |req: Request<Incoming>| {
@@ -79,21 +77,33 @@ pub async fn serve_sidecar(
             async move { proxy.handle(req).await.unwrap_or_else(|e| match e {}) }
         };
         async move {
+            let timeout = serving.limits.header_read_timeout;
             match acceptor {
                 None => {
-                    serve_connection(TokioIo::new(stream), peer, &serving, access, handler).await
+                    let protocol =
+                        match tokio::time::timeout(timeout, connection::sniff_plain(&stream)).await
+                        {
+                            Ok(Ok(Some(p))) => p,
+                            Ok(Ok(None)) => return,
+                            Ok(Err(e)) => return tracing::debug!(%peer, "connection ended: {e}"),
+                            Err(_) => {
+                                return tracing::debug!(%peer, "closing a connection with no request (limits.headerReadTimeout)")
+                            }
+                        };
+                    let io = TokioIo::new(stream);
+                    connection::serve(io, protocol, peer, &serving, &watchdog, access, handler)
+                        .await
                 }
-                Some(acceptor) => {
-                    let timeout = serving.limits.header_read_timeout;
-                    match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
-                        Ok(Ok(tls)) => {
-                            serve_connection(TokioIo::new(tls), peer, &serving, access, handler)
-                                .await
-                        }
-                        Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
-                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                Some(acceptor) => match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
+                    Ok(Ok(tls)) => {
+                        let protocol = Protocol::from_alpn(tls.get_ref().1.alpn_protocol());
+                        let io = TokioIo::new(tls);
+                        connection::serve(io, protocol, peer, &serving, &watchdog, access, handler)
+                            .await
                     }
-                }
+                    Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
+                    Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                },
             }
         }
     })
@@ -120,7 +130,7 @@ pub async fn serve_front_with(
 ) {
     let access = Arc::new(Access::front());
     let s = serving.clone();
-    accept_loop(listener, serving, "front", move |stream, peer| {
+    accept_loop(listener, serving, "front", move |stream, peer, watchdog| {
         let (proxy, acceptor, serving, access) =
             (proxy.clone(), tls.acceptor(), s.clone(), access.clone());
         async move {
@@ -147,7 +157,9 @@ pub async fn serve_front_with(
                         .unwrap_or_else(|e| match e {})
                 }
             };
-            serve_connection(TokioIo::new(tls), peer, &serving, access, handler).await
+            let protocol = Protocol::from_alpn(tls.get_ref().1.alpn_protocol());
+            let io = TokioIo::new(tls);
+            connection::serve(io, protocol, peer, &serving, &watchdog, access, handler).await
         }
     })
     .await
@@ -165,7 +177,7 @@ pub async fn serve_webhooks(
     let access = Arc::new(Access::webhooks());
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     let s = serving.clone();
-    accept_loop(listener, serving, "webhooks", move |stream, peer| {
+    accept_loop(listener, serving, "webhooks", move |stream, peer, watchdog| {
         let (webhooks, acceptor, serving, access) =
             (webhooks.clone(), acceptor.clone(), s.clone(), access.clone());
         async move {
@@ -186,7 +198,9 @@ pub async fn serve_webhooks(
                 let webhooks = webhooks.clone();
                 async move { webhooks.handle(req).await }
             };
-            serve_connection(TokioIo::new(tls), peer, &serving, access, handler).await
+            let protocol = Protocol::from_alpn(tls.get_ref().1.alpn_protocol());
+            let io = TokioIo::new(tls);
+            connection::serve(io, protocol, peer, &serving, &watchdog, access, handler).await
         }
     })
     .await
@@ -194,20 +208,22 @@ pub async fn serve_webhooks(
 
 /// Accepts until shutdown, one task per connection, at most
 /// `limits.maxConnections` at once (then it stops accepting until one
-/// closes: the kernel's backlog holds the rest).
+/// closes: the kernel's backlog holds the rest). The listener's connections
+/// share one [`Watchdog`].
 async fn accept_loop<F, Fut>(
     listener: TcpListener,
     serving: Serving,
     name: &'static str,
     mut on_connection: F,
 ) where
-    F: FnMut(tokio::net::TcpStream, SocketAddr) -> Fut,
+    F: FnMut(tokio::net::TcpStream, SocketAddr, Arc<Watchdog>) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     let max = serving.limits.max_connections;
     let slots = Arc::new(Semaphore::new(max));
     serving.lifecycle.register(slots.clone(), max as u32);
     let mut shutdown = serving.lifecycle.subscribe();
+    let watchdog = Watchdog::start(&serving.limits);
     let mut at_limit = false;
     loop {
         if slots.available_permits() == 0 {
@@ -243,86 +259,11 @@ async fn accept_loop<F, Fut>(
             _ = lifecycle::fired(&mut shutdown) => break,
         };
         let _ = stream.set_nodelay(true);
-        let conn = on_connection(stream, peer);
+        let conn = on_connection(stream, peer, watchdog.clone());
         tokio::spawn(async move {
             conn.await;
             drop(permit);
         });
     }
     tracing::info!(listener = name, "stopped accepting");
-}
-
-/// Serves one connection through the guard, closing it when idle for
-/// `limits.idleTimeout` or (gracefully) at shutdown.
-async fn serve_connection<I, H, Fut>(
-    io: I,
-    peer: SocketAddr,
-    serving: &Serving,
-    access: Arc<Access>,
-    handler: H,
-) where
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-    H: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Response<Body>> + Send + 'static,
-{
-    let limits = &serving.limits;
-    let state = Arc::new(in_flight::ConnState::default());
-    let (svc_state, lifecycle) = (state.clone(), serving.lifecycle.clone());
-    let svc = service_fn(move |req| {
-        let (access, state, handler) = (access.clone(), svc_state.clone(), handler.clone());
-        let shutdown = lifecycle.subscribe();
-        async move { Ok::<_, Infallible>(access::serve(&access, state, shutdown, req, handler).await) }
-    });
-    let mut b = auto::Builder::new(TokioExecutor::new());
-    b.http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout)
-        .max_buf_size(limits.max_header_bytes);
-    // hyper's own limit is the default, 100; set, hyper fills a buffer of
-    // that many entries for every request head it reads.
-    if limits.max_headers != HYPER_MAX_HEADERS {
-        b.http1().max_headers(limits.max_headers);
-    }
-    b.http2()
-        .timer(TokioTimer::new())
-        .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
-    let conn = b.serve_connection_with_upgrades(io, svc);
-    tokio::pin!(conn);
-    let mut shutdown = serving.lifecycle.subscribe();
-    let idle = limits.idle_timeout;
-    let opened = std::time::Instant::now();
-    let first_request = limits.header_read_timeout;
-    let period =
-        (idle.min(first_request) / 4).clamp(Duration::from_millis(10), Duration::from_secs(5));
-    let mut tick = tokio::time::interval(period);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut closing = false;
-    loop {
-        tokio::select! {
-            r = conn.as_mut() => {
-                if let Err(e) = r {
-                    tracing::debug!(%peer, "connection ended: {e}");
-                }
-                break;
-            }
-            _ = lifecycle::fired(&mut shutdown), if !closing => {
-                conn.as_mut().graceful_shutdown();
-                closing = true;
-            }
-            _ = tick.tick(), if !closing => {
-                // A connection that sends nothing at all (hyper's header
-                // timer starts only once it knows the protocol) is a
-                // slowloris too.
-                if state.never_used() && opened.elapsed() >= first_request {
-                    tracing::debug!(%peer, "closing a connection with no request (limits.headerReadTimeout)");
-                    conn.as_mut().graceful_shutdown();
-                    closing = true;
-                } else if state.idle_for() >= idle {
-                    tracing::debug!(%peer, "closing an idle connection (limits.idleTimeout)");
-                    conn.as_mut().graceful_shutdown();
-                    closing = true;
-                }
-            }
-        }
-    }
 }
