@@ -10,7 +10,11 @@ use regroup_config::{Direction, Settings};
 /// regroup renames Kubernetes API groups between an unmodified app and the
 /// cluster.
 #[derive(Parser)]
-#[command(name = "regroup", version, about)]
+#[command(
+    name = "regroup",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("REGROUP_COMMIT"), ")"),
+    about
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
