@@ -80,8 +80,12 @@ def merge(a, b):
     return out
 
 
+# No regroup image is published: the chart requires one (README "Image").
+IMAGE = {"regroup": {"image": {"repository": "regroup", "tag": "dev"}}}
+
+
 def values_for(extra):
-    return merge({"rules": RULES, "app": APP, "rbac": RBAC}, extra)
+    return merge({"rules": RULES, "app": APP, "rbac": RBAC, **IMAGE}, extra)
 
 
 def helm(*args, values=None, tmp=None, check=True):
@@ -360,6 +364,11 @@ def test_renamed_manifests_from_regroup_render(regroup_bin, tmp_path):
 
 
 def test_refuses_incomplete_values(tmp_path):
+    # The image first: none is published, the message says how to build and load one.
+    p = helm("template", "t", CHART, values={"rules": RULES, "app": APP}, tmp=tmp_path, check=False)
+    assert p.returncode != 0, p.stdout
+    for message in ["regroup.image.repository is required", "docker build -t regroup:dev", "kind load"]:
+        assert message in p.stderr, p.stderr
     for values, message in [({"rules": RULES}, "app.containers is required"),
                             ({"app": APP, "rules": []}, "rules is required"),
                             ({"app": APP, "rules": RULES, "front": {"enabled": True}}, "front.backendCaSecret"),
@@ -379,7 +388,7 @@ def test_refuses_incomplete_values(tmp_path):
                                 "enabled": True, "insecureBackend": True, "tlsSecret": "absent",
                                 "apiServices": [{"group": "a.example.com", "version": "v1"}]}},
                              "front.tlsSecret absent not found")]:
-        p = helm("template", "t", CHART, values=values, tmp=tmp_path, check=False)
+        p = helm("template", "t", CHART, values=merge(IMAGE, values), tmp=tmp_path, check=False)
         assert p.returncode != 0 and message in p.stderr, (values, p.stderr)
 
 
@@ -410,7 +419,8 @@ def test_chart_and_inject_build_the_same_sidecar(regroup_bin, tmp_path):
                   "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
                       "metadata": {"labels": {"a": "b"}},
                       "spec": {"containers": APP["containers"], "volumes": APP["volumes"]}}}}
-    out = inject(regroup_bin, rules_file, yaml.safe_dump(deployment), "--tls-secret", "regroup-serving")
+    out = inject(regroup_bin, rules_file, yaml.safe_dump(deployment), "--tls-secret", "regroup-serving",
+                 "--image", "regroup:dev")
     spec = one(out, "Deployment")["spec"]["template"]["spec"]
     assert spec["initContainers"] == chart_spec["initContainers"]
     assert spec["containers"] == chart_spec["containers"]

@@ -190,10 +190,16 @@ users:
     user: {}
 {{- end }}
 
+{{/* regroup's image: required, since none is published (values.yaml). */}}
+{{- define "regroup.image" -}}
+{{- $repo := required "regroup.image.repository is required: no regroup image is published yet. Build it from the repository's Dockerfile (docker build -t regroup:dev --build-arg REGROUP_COMMIT=$(git rev-parse HEAD) .), load it (kind load docker-image regroup:dev) or push it to your registry, then set regroup.image.repository and regroup.image.tag (see charts/regroup/README.md, \"Image\")" .Values.regroup.image.repository -}}
+{{ $repo }}:{{ .Values.regroup.image.tag | default .Chart.AppVersion }}
+{{- end }}
+
 {{/* The regroup container. */}}
 {{- define "regroup.container" -}}
 - name: regroup
-  image: "{{ .Values.regroup.image.repository }}:{{ .Values.regroup.image.tag | default .Chart.AppVersion }}"
+  image: "{{ include "regroup.image" . }}"
   imagePullPolicy: {{ .Values.regroup.image.pullPolicy }}
   args: [serve, -c, /etc/regroup/config/config.yaml]
 {{- if include "regroup.native" . }}
