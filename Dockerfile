@@ -4,15 +4,19 @@
 # compiled into it, webpki-roots). e2e/static-selfcheck.sh checks that
 # this binary starts and serves in an empty root.
 #
-#   docker build -t regroup:dev .
+#   docker build -t regroup:dev --build-arg REGROUP_COMMIT=$(git rev-parse HEAD) .
+#
+# (`.git` is not in the build context: the commit `regroup --version` and
+# `regroup_build_info` name comes from REGROUP_COMMIT, else `unknown`.)
 #
 # Host names resolve as in any container: a static glibc (2.34 and later)
 # has its files and dns lookups built in and reads the /etc/hosts and
 # /etc/resolv.conf the kubelet mounts (docs/deploy.md, "Image").
 FROM rust:1-bookworm AS build
 WORKDIR /src
+ARG REGROUP_COMMIT=unknown
 COPY . .
-RUN RUSTFLAGS="-C target-feature=+crt-static" \
+RUN REGROUP_COMMIT="$REGROUP_COMMIT" RUSTFLAGS="-C target-feature=+crt-static" \
     cargo build --release --locked -p regroup --bin regroup \
       --target "$(rustc -vV | sed -n 's/^host: //p')" \
  && cp target/*/release/regroup /regroup

@@ -5,18 +5,24 @@ pod spec asserted (env override, service-account volumes, probes,
 securityContext, regroup's args and config); the chart's RBAC renaming
 checked against `regroup render`; regroup's rendered config checked by
 `regroup check`; with `webhooks.enabled`, the webhook listener's Service,
-certificate, config and mounts. Needs helm (e2e/install.sh) and no cluster."""
+certificate, config and mounts; the rendered config started with `regroup
+serve`. Needs helm (e2e/install.sh) and no cluster."""
 import base64
 import json
 import os
+import re
 import subprocess
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import kubernetes_validate
 import pytest
 import yaml
+from cryptography.hazmat.primitives import serialization
 
-from e2e_support import E2E, REPO
+from e2e_support import E2E, REPO, free_port, stop, wait_port
+from pki import issue, new_ca
 
 HELM = Path(os.environ.get("REGROUP_E2E_HELM") or E2E / ".bin" / "helm")
 CHART = REPO / "charts" / "regroup"
@@ -80,8 +86,12 @@ def merge(a, b):
     return out
 
 
+# No regroup image is published: the chart requires one (README "Image").
+IMAGE = {"regroup": {"image": {"repository": "regroup", "tag": "dev"}}}
+
+
 def values_for(extra):
-    return merge({"rules": RULES, "app": APP, "rbac": RBAC}, extra)
+    return merge({"rules": RULES, "app": APP, "rbac": RBAC, **IMAGE}, extra)
 
 
 def helm(*args, values=None, tmp=None, check=True):
@@ -312,6 +322,61 @@ def test_rendered_config_passes_regroup_check(regroup_bin, tmp_path):
             assert "\nNAMES  NAME -> team-b-NAME\n" in p.stdout
 
 
+def test_rendered_config_starts_regroup_serve(regroup_bin, tmp_path):
+    """The rendered config *runs*: `regroup serve` starts on it (the files
+    the pod mounts written under tmp_path, listeners on free loopback ports,
+    the upstream an address nothing listens on) and answers /livez, while
+    /readyz names the unreachable upstream."""
+    def pem(cert):
+        return cert.public_bytes(serialization.Encoding.PEM)
+
+    for case in ("incluster", "kubeconfig", "webhooks", "webhooks-system-roots"):
+        objs = template(values_for(MATRIX[case][0]), tmp_path)
+        cm = next(o for o in by_kind(objs, "ConfigMap") if o["metadata"]["name"] == "team-b-regroup-config")
+        root = tmp_path / case
+        text = cm["data"]["config.yaml"].replace("/etc/regroup/", f"{root}/")
+        # What the pod's Secrets would hold: a CA and a serving certificate.
+        for d in sorted({Path(m).parent for m in re.findall(re.escape(str(root)) + r"/[^\s\"']+", text)}):
+            d.mkdir(parents=True, exist_ok=True)
+            ca = new_ca(f"{d.name} CA")
+            leaf = issue(ca, "regroup", dns=["localhost"], ips=["127.0.0.1"])
+            (d / "ca.crt").write_bytes(pem(ca.cert))
+            (d / "tls.crt").write_bytes(pem(leaf.cert))
+            (d / "tls.key").write_bytes(leaf.key.private_bytes(serialization.Encoding.PEM,
+                                                               serialization.PrivateFormat.PKCS8,
+                                                               serialization.NoEncryption()))
+        config = yaml.safe_load(text)
+        config.pop("upstream", None)
+        metrics = free_port()
+        listeners = config["listeners"]
+        listeners["http"] = f"127.0.0.1:{free_port()}"
+        listeners["metrics"] = f"127.0.0.1:{metrics}"
+        if "tls" in listeners:
+            listeners["tls"]["listen"] = f"127.0.0.1:{free_port()}"
+        if "webhooks" in config:
+            config["webhooks"]["listen"] = f"127.0.0.1:{free_port()}"
+        path = root / "config.yaml"
+        root.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(config))
+        kubeconfig = root / "kubeconfig"
+        kubeconfig.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "c",
+            "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{free_port()}"}}],
+            "users": [{"name": "u", "user": {"token": "t"}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+        log = root / "serve.log"
+        proc = subprocess.Popen([regroup_bin, "serve", "-c", str(path), "--kubeconfig", str(kubeconfig)],
+                        stdout=open(log, "w"), stderr=subprocess.STDOUT)
+        try:
+            wait_port(metrics, proc, 20, f"regroup serve ({case})", log)
+            assert urllib.request.urlopen(f"http://127.0.0.1:{metrics}/livez", timeout=10).read() == b"ok"
+            with pytest.raises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(f"http://127.0.0.1:{metrics}/readyz", timeout=10)
+            assert e.value.code == 503 and "[-]upstream failed" in e.value.read().decode(), case
+        finally:
+            stop(proc)
+
+
 def test_rbac_renamed_as_regroup_render_renames_it(regroup_bin, tmp_path):
     """The chart renames only bare group names (RBAC apiGroups); they must be
     exactly what regroup itself makes of the same ClusterRole."""
@@ -360,6 +425,11 @@ def test_renamed_manifests_from_regroup_render(regroup_bin, tmp_path):
 
 
 def test_refuses_incomplete_values(tmp_path):
+    # The image first: none is published, the message says how to build and load one.
+    p = helm("template", "t", CHART, values={"rules": RULES, "app": APP}, tmp=tmp_path, check=False)
+    assert p.returncode != 0, p.stdout
+    for message in ["regroup.image.repository is required", "docker build -t regroup:dev", "kind load"]:
+        assert message in p.stderr, p.stderr
     for values, message in [({"rules": RULES}, "app.containers is required"),
                             ({"app": APP, "rules": []}, "rules is required"),
                             ({"app": APP, "rules": RULES, "front": {"enabled": True}}, "front.backendCaSecret"),
@@ -379,7 +449,7 @@ def test_refuses_incomplete_values(tmp_path):
                                 "enabled": True, "insecureBackend": True, "tlsSecret": "absent",
                                 "apiServices": [{"group": "a.example.com", "version": "v1"}]}},
                              "front.tlsSecret absent not found")]:
-        p = helm("template", "t", CHART, values=values, tmp=tmp_path, check=False)
+        p = helm("template", "t", CHART, values=merge(IMAGE, values), tmp=tmp_path, check=False)
         assert p.returncode != 0 and message in p.stderr, (values, p.stderr)
 
 
@@ -410,7 +480,8 @@ def test_chart_and_inject_build_the_same_sidecar(regroup_bin, tmp_path):
                   "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
                       "metadata": {"labels": {"a": "b"}},
                       "spec": {"containers": APP["containers"], "volumes": APP["volumes"]}}}}
-    out = inject(regroup_bin, rules_file, yaml.safe_dump(deployment), "--tls-secret", "regroup-serving")
+    out = inject(regroup_bin, rules_file, yaml.safe_dump(deployment), "--tls-secret", "regroup-serving",
+                 "--image", "regroup:dev")
     spec = one(out, "Deployment")["spec"]["template"]["spec"]
     assert spec["initContainers"] == chart_spec["initContainers"]
     assert spec["containers"] == chart_spec["containers"]

@@ -10,7 +10,11 @@ use regroup_config::{Direction, Settings};
 /// regroup renames Kubernetes API groups between an unmodified app and the
 /// cluster.
 #[derive(Parser)]
-#[command(name = "regroup", version, about)]
+#[command(
+    name = "regroup",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("REGROUP_COMMIT"), ")"),
+    about
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -87,8 +91,17 @@ enum Command {
     Inject {
         /// The configuration file (its rules, fields, logging and limits go
         /// into the sidecar's ConfigMap).
-        #[arg(short = 'c', long = "config")]
-        config: PathBuf,
+        #[arg(
+            short = 'c',
+            long = "config",
+            required_unless_present = "emit_chart_container"
+        )]
+        config: Option<PathBuf>,
+        /// Print the chart's `regroup.container` template, generated from
+        /// the one definition inject uses
+        /// (charts/regroup/templates/_container.tpl), and exit.
+        #[arg(long, exclusive = true)]
+        emit_chart_container: bool,
         /// Manifest files or directories (their *.yaml, *.yml, *.json;
         /// repeatable), or `-` for standard input.
         #[arg(short = 'f', long = "filename", default_value = "-")]
@@ -360,7 +373,13 @@ fn run(command: Command) -> Result<(), String> {
             no_native_sidecar,
             strict,
             include_helm_tests,
+            emit_chart_container,
         } => {
+            if emit_chart_container {
+                print!("{}", regroup::inject::chart_template());
+                return Ok(());
+            }
+            let config = config.expect("clap requires it without --emit-chart-container");
             let settings = load_config(&config)?;
             let config_text = std::fs::read_to_string(&config)
                 .map_err(|e| format!("cannot read config {}: {e}", config.display()))?;

@@ -190,88 +190,13 @@ users:
     user: {}
 {{- end }}
 
-{{/* The regroup container. */}}
-{{- define "regroup.container" -}}
-- name: regroup
-  image: "{{ .Values.regroup.image.repository }}:{{ .Values.regroup.image.tag | default .Chart.AppVersion }}"
-  imagePullPolicy: {{ .Values.regroup.image.pullPolicy }}
-  args: [serve, -c, /etc/regroup/config/config.yaml]
-{{- if include "regroup.native" . }}
-  restartPolicy: Always
+{{/* regroup's image: required, since none is published (values.yaml). */}}
+{{- define "regroup.image" -}}
+{{- $repo := required "regroup.image.repository is required: no regroup image is published yet. Build it from the repository's Dockerfile (docker build -t regroup:dev --build-arg REGROUP_COMMIT=$(git rev-parse HEAD) .), load it (kind load docker-image regroup:dev) or push it to your registry, then set regroup.image.repository and regroup.image.tag (see charts/regroup/README.md, \"Image\")" .Values.regroup.image.repository -}}
+{{ $repo }}:{{ .Values.regroup.image.tag | default .Chart.AppVersion }}
 {{- end }}
-  ports:
-{{- if .Values.regroup.metrics.enabled }}
-    - name: metrics
-      containerPort: {{ .Values.regroup.metrics.port }}
-      protocol: TCP
-{{- end }}
-{{- if .Values.front.enabled }}
-    - name: front
-      containerPort: {{ .Values.front.port }}
-      protocol: TCP
-{{- end }}
-{{- if .Values.webhooks.enabled }}
-    - name: webhooks
-      containerPort: {{ .Values.webhooks.port }}
-      protocol: TCP
-{{- end }}
-{{- if .Values.regroup.metrics.enabled }}
-  startupProbe:
-    httpGet: {path: /livez, port: metrics}
-    {{- toYaml .Values.regroup.startupProbe | nindent 4 }}
-  livenessProbe:
-    httpGet: {path: /livez, port: metrics}
-    {{- toYaml .Values.regroup.livenessProbe | nindent 4 }}
-  readinessProbe:
-    httpGet: {path: /readyz, port: metrics}
-    {{- toYaml .Values.regroup.readinessProbe | nindent 4 }}
-{{- end }}
-  resources:
-    {{- toYaml .Values.regroup.resources | nindent 4 }}
-  securityContext:
-    {{- toYaml .Values.regroup.securityContext | nindent 4 }}
-  volumeMounts:
-    - name: regroup-config
-      mountPath: /etc/regroup/config
-      readOnly: true
-    # The root is read-only: a large protobuf list's renamed items spill
-    # here (limits.spillDir unset: the system temp dir).
-    - name: regroup-spill
-      mountPath: /tmp
-    - name: regroup-upstream-sa
-      mountPath: /var/run/secrets/kubernetes.io/serviceaccount
-      readOnly: true
-{{- if eq .Values.mode "inCluster" }}
-    - name: regroup-serving
-      mountPath: /etc/regroup/serving
-      readOnly: true
-{{- end }}
-{{- if .Values.front.enabled }}
-    - name: regroup-front-tls
-      mountPath: /etc/regroup/front
-      readOnly: true
-{{- if .Values.front.backendCaSecret }}
-    - name: regroup-backend-ca
-      mountPath: /etc/regroup/backend
-      readOnly: true
-{{- end }}
-{{- end }}
-{{- if .Values.webhooks.enabled }}
-    - name: regroup-webhooks-tls
-      mountPath: /etc/regroup/webhooks
-      readOnly: true
-{{- if .Values.webhooks.clientCaSecret }}
-    - name: regroup-webhooks-client-ca
-      mountPath: /etc/regroup/webhooks-client-ca
-      readOnly: true
-{{- end }}
-{{- if .Values.webhooks.backendCaSecret }}
-    - name: regroup-webhooks-backend-ca
-      mountPath: /etc/regroup/webhooks-backend
-      readOnly: true
-{{- end }}
-{{- end }}
-{{- end }}
+
+{{/* The regroup container: generated, in _container.tpl. */}}
 
 {{/* What each app container gets appended: env and volume mounts. */}}
 {{- define "regroup.appEnv" -}}

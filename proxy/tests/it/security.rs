@@ -857,7 +857,7 @@ async fn readyz_follows_the_upstream_and_livez_the_process() {
     let r = start("readyz", up, "").await;
     let (code, text) = get(r.metrics, "/readyz", "127.0.0.1").await;
     assert_eq!(code, 503, "{text}");
-    assert!(text.contains("not ready: upstream"), "{text}");
+    assert!(text.contains("[-]upstream failed: GET /readyz: "), "{text}");
     let (code, _) = get(r.metrics, "/livez", "127.0.0.1").await;
     assert_eq!(code, 200);
 

@@ -24,6 +24,7 @@ use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
 use crate::body::full;
+use crate::serve::observe::labels::{self, snake_case};
 
 type Labels = Vec<(String, String)>;
 
@@ -40,6 +41,10 @@ struct ListenerVerb {
     listener: &'static str,
     verb: &'static str,
 }
+
+/// The commit regroup was built from (12 hex digits), or `unknown`
+/// (`build.rs`).
+pub const COMMIT: &str = env!("REGROUP_COMMIT");
 
 /// regroup's counters.
 pub struct Metrics {
@@ -187,9 +192,16 @@ pub fn metrics() -> &'static Metrics {
             Family::new_with_constructor(|| Histogram::new(LATENCY_BUCKETS.iter().copied()));
         let build_info = Family::<Labels, Gauge>::default();
         build_info
-            .get_or_create(&vec![("version".into(), env!("CARGO_PKG_VERSION").into())])
+            .get_or_create(&vec![
+                ("version".into(), env!("CARGO_PKG_VERSION").into()),
+                ("commit".into(), COMMIT.into()),
+            ])
             .set(1);
-        registry.register("build_info", "regroup's version (always 1)", build_info);
+        registry.register(
+            "build_info",
+            "regroup's version and the commit it was built from (always 1)",
+            build_info,
+        );
         registry.register(
             "requests_in_flight",
             "Requests being served (a watch counts until it ends)",
@@ -262,6 +274,25 @@ pub fn metrics() -> &'static Metrics {
         registry.register_collector(Box::new(EngineTallies));
         registry.register_collector(Box::new(MemoryBudget));
         registry.register_collector(Box::new(CredentialTallies));
+        // The closed label sets, at zero from the start (`labels.rs`).
+        let label = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+        for (listener, reason) in labels::error_series() {
+            let l = vec![label("listener", listener), label("reason", &reason)];
+            errors.get_or_create(&l).inc_by(0);
+        }
+        for reason in labels::FRONT_REJECTIONS {
+            rejections.get_or_create(&vec![label("reason", reason)]).inc_by(0);
+        }
+        for listener in labels::STACKS {
+            open_watches.get_or_create(&vec![label("listener", listener)]).inc_by(0);
+            for kind in labels::UPSTREAM_ERROR_KINDS {
+                let l = vec![label("listener", listener), label("kind", kind)];
+                upstream_errors.get_or_create(&l).inc_by(0);
+            }
+        }
+        for result in labels::RELOAD_RESULTS {
+            reloads.get_or_create(&vec![label("result", result)]).inc_by(0);
+        }
         let mut process = Registry::default();
         process.register_collector(Box::new(crate::serve::observe::process_metrics::ProcessCollector));
         Metrics {
@@ -391,8 +422,9 @@ impl Metrics {
     }
 }
 
-/// What `/readyz` asks: whether regroup is draining, and a check of the
-/// upstream (an error says why it is not ready).
+/// What `/readyz` asks, as named checks: whether regroup is draining
+/// (`shutdown`), the aggregated front's certificates (`front`), the
+/// upstream (`upstream`). An error says why the check failed.
 #[derive(Clone, Default)]
 pub struct Health {
     /// Set once regroup shuts down: `/readyz` then answers 503.
@@ -406,23 +438,121 @@ pub struct Health {
 }
 
 impl Health {
-    /// `None` when ready, else why not.
-    pub async fn not_ready(&self) -> Option<String> {
-        if self
+    /// Every check regroup has, in order, with its result (`excluded`
+    /// ones are not run).
+    pub async fn readyz(
+        &self,
+        excluded: &[String],
+    ) -> Vec<(&'static str, Option<Result<(), String>>)> {
+        let skip = |name: &str| excluded.iter().any(|e| e == name);
+        let mut out = Vec::new();
+        let shutdown = || match self
             .shutting_down
             .as_ref()
             .is_some_and(|s| s.load(Ordering::SeqCst))
         {
-            return Some("shutting down".into());
+            true => Err("shutting down".to_string()),
+            false => Ok(()),
+        };
+        out.push(("shutdown", (!skip("shutdown")).then(shutdown)));
+        if let Some(check) = &self.front {
+            out.push(("front", (!skip("front")).then(|| check())));
         }
-        if let Some(Err(why)) = self.front.as_ref().map(|check| check()) {
-            return Some(why);
+        if let Some(check) = &self.upstream {
+            let r = match skip("upstream") {
+                true => None,
+                false => Some(check().await),
+            };
+            out.push(("upstream", r));
         }
-        match &self.upstream {
-            Some(check) => check().await.err(),
-            None => None,
+        out
+    }
+}
+
+/// kube-apiserver's health answer for `endpoint` (`readyz`, `livez`):
+/// `ok` when every check passed and `verbose` was not asked; else one line
+/// per check (`[+]name ok`, `[+]name excluded: ok`, `[-]name failed:
+/// reason`), the excluded names that match no check, then `<endpoint> check
+/// passed` or `failed`. Unlike kube-apiserver, a failed check's reason is
+/// shown (kube-apiserver withholds it from callers and logs it): regroup's
+/// reasons are paths, addresses and error messages, never secrets, and the
+/// caller is a probe or an operator who needs the root cause.
+fn health_answer(
+    endpoint: &str,
+    checks: &[(&'static str, Option<Result<(), String>>)],
+    excluded: &[String],
+    verbose: bool,
+) -> (StatusCode, String) {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let mut failed = Vec::new();
+    for (name, r) in checks {
+        match r {
+            None => {
+                let _ = writeln!(out, "[+]{name} excluded: ok");
+            }
+            Some(Ok(())) => {
+                let _ = writeln!(out, "[+]{name} ok");
+            }
+            Some(Err(why)) => {
+                let _ = writeln!(out, "[-]{name} failed: {why}");
+                failed.push(*name);
+            }
         }
     }
+    let unknown: Vec<String> = excluded
+        .iter()
+        .filter(|e| !checks.iter().any(|(n, _)| n == e))
+        .map(|e| format!("{e:?}"))
+        .collect();
+    if !unknown.is_empty() {
+        let _ = writeln!(
+            out,
+            "warn: some health checks cannot be excluded: no matches for {}",
+            unknown.join(",")
+        );
+    }
+    if !failed.is_empty() {
+        tracing::debug!(checks = %failed.join(","), "{endpoint} check failed");
+        let _ = writeln!(out, "{endpoint} check failed");
+        return (StatusCode::SERVICE_UNAVAILABLE, out);
+    }
+    if !verbose {
+        return (StatusCode::OK, "ok".into());
+    }
+    let _ = writeln!(out, "{endpoint} check passed");
+    (StatusCode::OK, out)
+}
+
+/// `?verbose` (any value) and every `?exclude=NAME`, as kube-apiserver
+/// reads them.
+fn health_query(query: Option<&str>) -> (bool, Vec<String>) {
+    let mut verbose = false;
+    let mut excluded = Vec::new();
+    for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        match &*k {
+            "verbose" => verbose = true,
+            "exclude" => excluded.push(v.into_owned()),
+            _ => {}
+        }
+    }
+    (verbose, excluded)
+}
+
+/// Answers `/readyz` and `/livez` (and `/healthz`, the same as `/livez`).
+async fn health_endpoint(health: &Health, path: &str, query: Option<&str>) -> (StatusCode, String) {
+    let (verbose, excluded) = health_query(query);
+    if path == "/readyz" {
+        let checks = health.readyz(&excluded).await;
+        return health_answer("readyz", &checks, &excluded, verbose);
+    }
+    // The process answers: that is all liveness means here.
+    let ping = (
+        "ping",
+        (!excluded.iter().any(|e| e == "ping")).then_some(Ok(())),
+    );
+    let endpoint = path.trim_start_matches('/');
+    health_answer(endpoint, &[ping], &excluded, verbose)
 }
 
 /// Serves `/metrics`, `/healthz` and `/livez` (the process), `/readyz`
@@ -449,17 +579,10 @@ pub async fn serve_health(listener: TcpListener, health: Health) {
                             "application/openmetrics-text; version=1.0.0; charset=utf-8",
                             Bytes::from(metrics().encode()),
                         ),
-                        "/healthz" | "/livez" => {
-                            (StatusCode::OK, "text/plain", Bytes::from_static(b"ok"))
+                        p @ ("/healthz" | "/livez" | "/readyz") => {
+                            let (code, text) = health_endpoint(&health, p, req.uri().query()).await;
+                            (code, "text/plain; charset=utf-8", Bytes::from(text))
                         }
-                        "/readyz" => match health.not_ready().await {
-                            None => (StatusCode::OK, "text/plain", Bytes::from_static(b"ok")),
-                            Some(why) => (
-                                StatusCode::SERVICE_UNAVAILABLE,
-                                "text/plain",
-                                Bytes::from(format!("not ready: {why}\n")),
-                            ),
-                        },
                         _ => (
                             StatusCode::NOT_FOUND,
                             "text/plain",
@@ -482,35 +605,8 @@ pub async fn serve_health(listener: TcpListener, health: Health) {
     }
 }
 
-/// `ServiceUnavailable` → `service_unavailable`; snake case stays.
-fn snake_case(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 4);
-    for (i, c) in s.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 && !out.ends_with('_') {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn reasons_are_snake_case() {
-        assert_eq!(
-            super::snake_case("ServiceUnavailable"),
-            "service_unavailable"
-        );
-        assert_eq!(super::snake_case("Timeout"), "timeout");
-        assert_eq!(super::snake_case("foreign_host"), "foreign_host");
-        assert_eq!(super::snake_case("TooManyRequests"), "too_many_requests");
-    }
-
     use super::*;
 
     #[test]
@@ -536,6 +632,63 @@ mod tests {
         assert!(text.contains("regroup_front_rejections_total{reason=\"no_client_certificate\"}"));
         assert!(text.ends_with("# EOF\n"));
         assert_eq!(text.matches("# EOF").count(), 1);
+    }
+
+    #[tokio::test]
+    async fn health_answers_as_kube_apiserver_with_the_reason() {
+        let down = Arc::new(AtomicBool::new(false));
+        let h = Health {
+            shutting_down: Some(down.clone()),
+            upstream: Some(Arc::new(|| {
+                Box::pin(async { Err("GET /readyz: connection refused".to_string()) })
+            })),
+            front: Some(Arc::new(|| Ok(()))),
+        };
+        let (code, text) = health_endpoint(&h, "/readyz", None).await;
+        assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            text,
+            "[+]shutdown ok\n[+]front ok\n[-]upstream failed: GET /readyz: connection refused\nreadyz check failed\n"
+        );
+        let (code, text) = health_endpoint(&h, "/readyz", Some("exclude=upstream")).await;
+        assert_eq!((code, text.as_str()), (StatusCode::OK, "ok"));
+        let (code, text) =
+            health_endpoint(&h, "/readyz", Some("verbose&exclude=upstream&exclude=etcd")).await;
+        assert_eq!(code, StatusCode::OK);
+        assert_eq!(
+            text,
+            "[+]shutdown ok\n[+]front ok\n[+]upstream excluded: ok\n\
+             warn: some health checks cannot be excluded: no matches for \"etcd\"\n\
+             readyz check passed\n"
+        );
+        down.store(true, Ordering::SeqCst);
+        let (code, text) = health_endpoint(&h, "/readyz", Some("exclude=upstream")).await;
+        assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(
+            text.starts_with("[-]shutdown failed: shutting down\n"),
+            "{text}"
+        );
+        let (code, text) = health_endpoint(&h, "/livez", Some("verbose=1")).await;
+        assert_eq!(
+            (code, text.as_str()),
+            (StatusCode::OK, "[+]ping ok\nlivez check passed\n")
+        );
+        assert_eq!(health_endpoint(&h, "/healthz", None).await.1, "ok");
+    }
+
+    #[test]
+    fn closed_label_sets_are_present_at_zero() {
+        let text = metrics().encode();
+        for series in [
+            "regroup_errors_total{listener=\"front\",reason=\"too_many_requests\"}",
+            "regroup_errors_total{listener=\"webhooks\",reason=\"tls_handshake\"}",
+            "regroup_front_rejections_total{reason=\"malformed_header\"}",
+            "regroup_upstream_errors_total{listener=\"front\",kind=\"timeout\"}",
+            "regroup_config_reloads_total{result=\"failed\"}",
+            "regroup_open_watches{listener=\"front\"}",
+        ] {
+            assert!(text.contains(series), "{series} in:\n{text}");
+        }
     }
 
     #[cfg(target_os = "linux")]

@@ -223,6 +223,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             "shutting down: not accepting, draining in-flight requests, ending watches"
         );
         crate::serve::observe::log_writer::write_through();
+        crate::serve::observe::request_log::shutting_down();
         lifecycle.begin_shutdown();
         match tokio::time::timeout(grace, lifecycle.drained()).await {
             Ok(()) => tracing::info!("drained; exiting"),
@@ -335,12 +336,12 @@ fn upstream_check(
         Box::pin(async move {
             match tokio::time::timeout(limit, client.get("/readyz")).await {
                 Err(_) => Err(format!(
-                    "upstream: GET /readyz did not answer within {}s",
+                    "GET /readyz did not answer within {}s",
                     limit.as_secs_f64()
                 )),
-                Ok(Err(e)) => Err(format!("upstream: {e}")),
+                Ok(Err(e)) => Err(e),
                 Ok(Ok(r)) if r.status().is_server_error() => {
-                    Err(format!("upstream: GET /readyz answered {}", r.status()))
+                    Err(format!("GET /readyz answered {}", r.status()))
                 }
                 Ok(Ok(_)) => Ok(()),
             }

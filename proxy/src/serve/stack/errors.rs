@@ -8,6 +8,8 @@ use http::{Method, Response};
 use crate::body::Body;
 use crate::kube::RequestInfo;
 use crate::serve::observe::metrics::metrics;
+pub(crate) use crate::serve::observe::request_log::request_line;
+use crate::serve::observe::request_log::{logged_at_end, WatchLine};
 use crate::serve::status::Failure;
 use crate::upstream::SendError;
 
@@ -32,7 +34,20 @@ pub(crate) fn answer(
     let verb = info.verb(method.as_str());
     let took = started.elapsed();
     let m = metrics();
-    m.request(listener, resp.status());
+    let status = resp.status();
+    m.request(listener, status);
+    if info.watch && status == http::StatusCode::OK {
+        // A watch is logged when it ends (`observe/request_log.rs`).
+        let line = WatchLine {
+            listener,
+            method: method.clone(),
+            verb,
+            path: info.template_of(path).to_string(),
+            status: status.as_u16(),
+            started,
+        };
+        return resp.map(|body| logged_at_end(body, line));
+    }
     if !info.watch {
         m.latency(listener, verb, took);
     }
@@ -41,34 +56,10 @@ pub(crate) fn answer(
         method,
         verb,
         &info.template_of(path),
-        resp.status().as_u16(),
+        status.as_u16(),
         took,
     );
     resp
-}
-
-/// The one line per request, answered or refused, under one target
-/// (`regroup::request`): the listener, the method and the Kubernetes verb,
-/// the path with names left out, the status, whole microseconds.
-pub(crate) fn request_line(
-    listener: &str,
-    method: &Method,
-    verb: &str,
-    path: &dyn std::fmt::Display,
-    status: u16,
-    took: std::time::Duration,
-) {
-    // Fields are evaluated only when the line is logged.
-    tracing::info!(
-        target: "regroup::request",
-        listener,
-        %method,
-        verb,
-        %path,
-        status,
-        us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
-        "request"
-    );
 }
 
 /// A caller refused before its request was forwarded (the front's
@@ -117,14 +108,27 @@ pub(crate) fn upstream(listener: &str, e: &SendError) -> Failure {
 
 /// The upstream could not be reached: the message names the cause chain.
 fn unavailable(e: &dyn std::error::Error) -> Failure {
+    Failure::unavailable(format!(
+        "the Kubernetes API server is unavailable: {}",
+        with_causes(e)
+    ))
+}
+
+/// An error and its sources, `: `-separated: hyper's `client error
+/// (Connect)` alone does not say that the connection was refused.
+pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
     let mut msg = e.to_string();
     let mut src = e.source();
     while let Some(s) = src {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
+        let s_text = s.to_string();
+        // Some errors repeat their source in their own message.
+        if !msg.ends_with(&s_text) {
+            msg.push_str(": ");
+            msg.push_str(&s_text);
+        }
         src = s.source();
     }
-    Failure::unavailable(format!("the Kubernetes API server is unavailable: {msg}"))
+    msg
 }
 
 /// regroup asked for none of these (`stack/headers.rs` removes them from

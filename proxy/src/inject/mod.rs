@@ -32,6 +32,9 @@ use serde_json::{json, Map, Value as Json};
 
 use crate::render::{render_values, to_yaml, RenderError};
 
+mod container;
+pub use container::{chart_template, sidecar_container};
+
 /// The kinds whose pod templates are wrapped by default.
 pub const KINDS: &[&str] = &[
     "Deployment",
@@ -527,56 +530,6 @@ fn sa_projection(ca_secret: Option<&str>) -> Json {
                 "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
         ]
     })
-}
-
-/// The regroup container: the same as the chart's with its default values.
-pub fn sidecar_container(opts: &Options) -> Json {
-    let mut c = Map::new();
-    c.insert("name".into(), json!("regroup"));
-    c.insert("image".into(), json!(opts.image));
-    c.insert("imagePullPolicy".into(), json!("IfNotPresent"));
-    c.insert(
-        "args".into(),
-        json!(["serve", "-c", "/etc/regroup/config/config.yaml"]),
-    );
-    if opts.native_sidecar {
-        c.insert("restartPolicy".into(), json!("Always"));
-    }
-    if let Some(port) = opts.metrics_port {
-        c.insert(
-            "ports".into(),
-            json!([{"name": "metrics", "containerPort": port, "protocol": "TCP"}]),
-        );
-        let probe = |path: &str, period: u32, failures: u32| {
-            json!({"httpGet": {"path": path, "port": "metrics"},
-                   "periodSeconds": period, "failureThreshold": failures})
-        };
-        c.insert("startupProbe".into(), probe("/livez", 1, 60));
-        c.insert("livenessProbe".into(), probe("/livez", 10, 3));
-        c.insert("readinessProbe".into(), probe("/readyz", 10, 3));
-    }
-    c.insert(
-        "resources".into(),
-        json!({"requests": {"cpu": "50m", "memory": "32Mi"}, "limits": {"memory": "256Mi"}}),
-    );
-    c.insert(
-        "securityContext".into(),
-        json!({"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
-               "readOnlyRootFilesystem": true, "allowPrivilegeEscalation": false,
-               "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}),
-    );
-    c.insert(
-        "volumeMounts".into(),
-        json!([
-            {"name": "regroup-config", "mountPath": "/etc/regroup/config", "readOnly": true},
-            // The root is read-only: a protobuf list larger than its
-            // look-ahead spills here (limits.spillDir, the system temp dir).
-            {"name": "regroup-spill", "mountPath": "/tmp"},
-            {"name": "regroup-upstream-sa", "mountPath": SA_PATH, "readOnly": true},
-            {"name": "regroup-serving", "mountPath": "/etc/regroup/serving", "readOnly": true},
-        ]),
-    );
-    Json::Object(c)
 }
 
 /// regroup's configuration in the pod: the file's rules, fields, names,

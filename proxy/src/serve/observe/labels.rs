@@ -1,0 +1,168 @@
+//! The closed sets of label values: every series of a counter family whose
+//! labels take one of these is registered at zero when the registry is
+//! created, so dashboards and alerts see it before the first event (a
+//! series that appears only with its first error has no `rate()` until
+//! its second).
+
+use crate::serve::status::STATUS_REASONS;
+
+/// The `listener` label: the app's listeners (plain and TLS), the
+/// aggregated front, the webhook listener.
+pub const LISTENERS: [&str; 3] = ["sidecar", "front", "webhooks"];
+
+/// The listeners that forward Kubernetes requests (the two stacks).
+pub const STACKS: [&str; 2] = ["sidecar", "front"];
+
+/// Reasons every listener refuses a connection or a request before a
+/// stack sees it (`listen/path_check.rs`, `listen/mod.rs`).
+pub const LISTENER_REASONS: [&str; 5] = [
+    "path_not_absolute",
+    "path_dot_segment",
+    "path_empty_segment",
+    "path_encoded_slash",
+    "connection_limit",
+];
+
+/// Reasons only the sidecar's listeners count: a foreign `Host` on
+/// loopback, no own credential beyond it (`listen/access.rs`).
+pub const SIDECAR_REASONS: [&str; 2] = ["foreign_host", "no_credential"];
+
+/// Reasons only the webhook listener counts (`listen/mod.rs`,
+/// `webhook/mod.rs`).
+pub const WEBHOOK_LISTENER_REASONS: [&str; 2] = ["tls_handshake", "unknown_webhook"];
+
+/// `regroup_front_rejections_total`'s reasons (`front/auth.rs`).
+pub const FRONT_REJECTIONS: [&str; 5] = [
+    "no_client_certificate",
+    "unreadable_certificate",
+    "common_name_not_allowed",
+    "no_user",
+    "malformed_header",
+];
+
+/// `regroup_upstream_errors_total`'s kinds (`stack/errors.rs`).
+pub const UPSTREAM_ERROR_KINDS: [&str; 2] = ["timeout", "unreachable"];
+
+/// `regroup_config_reloads_total`'s results (`run/reload.rs`).
+pub const RELOAD_RESULTS: [&str; 2] = ["ok", "failed"];
+
+/// Every `(listener, reason)` of `regroup_errors_total`, reasons in snake
+/// case: the stacks answer every Status reason; every listener counts the
+/// listener reasons, the sidecar and the webhook listener their own too.
+pub fn error_series() -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    for listener in STACKS {
+        out.extend(STATUS_REASONS.iter().map(|r| (listener, snake_case(r))));
+    }
+    for listener in LISTENERS {
+        let own: &[&str] = match listener {
+            "sidecar" => &SIDECAR_REASONS,
+            "webhooks" => &WEBHOOK_LISTENER_REASONS,
+            _ => &[],
+        };
+        out.extend(
+            LISTENER_REASONS
+                .iter()
+                .chain(own)
+                .map(|r| (listener, (*r).to_owned())),
+        );
+    }
+    out
+}
+
+/// `ServiceUnavailable` → `service_unavailable`; snake case stays.
+pub fn snake_case(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 4);
+    for (i, c) in s.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 && !out.ends_with('_') {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serve::front::auth::Rejection;
+    use crate::serve::listen::access::Access;
+    use crate::serve::listen::path_check::check_path;
+    use crate::serve::status::Failure;
+
+    #[test]
+    fn reasons_are_snake_case() {
+        assert_eq!(snake_case("ServiceUnavailable"), "service_unavailable");
+        assert_eq!(snake_case("Timeout"), "timeout");
+        assert_eq!(snake_case("foreign_host"), "foreign_host");
+        assert_eq!(snake_case("TooManyRequests"), "too_many_requests");
+    }
+
+    /// Every reason the code produces is one the registry starts with: a
+    /// new one added without its zero series fails here.
+    #[test]
+    fn the_closed_sets_hold_every_reason_the_code_produces() {
+        for f in [
+            Failure::bad_request(""),
+            Failure::too_large(""),
+            Failure::unsupported(""),
+            Failure::patch_does_not_apply(),
+            Failure::invalid(""),
+            Failure::bad_gateway(""),
+            Failure::insufficient_storage(""),
+            Failure::unavailable(""),
+            Failure::unauthorized(""),
+            Failure::forbidden(""),
+            Failure::gateway_timeout(""),
+            Failure::too_many_requests(""),
+        ] {
+            assert!(STATUS_REASONS.contains(&f.reason), "{}", f.reason);
+        }
+        for path in ["x", "/a/../b", "/a//b", "/a%2Fb"] {
+            let r = check_path(path).unwrap_err().reason();
+            assert!(LISTENER_REASONS.contains(&r), "{r}");
+        }
+        let req = |host: &str| {
+            http::Request::get("/api")
+                .header("host", host)
+                .body(())
+                .unwrap()
+        };
+        let (_, r) = Access::loopback(vec!["localhost".into()])
+            .check(&req("evil"))
+            .unwrap_err();
+        assert!(SIDECAR_REASONS.contains(&r), "{r}");
+        let (_, r) = Access::beyond_loopback(false)
+            .check(&req("evil"))
+            .unwrap_err();
+        assert!(SIDECAR_REASONS.contains(&r), "{r}");
+        for r in [
+            Rejection::NoClientCertificate,
+            Rejection::UnreadableCertificate,
+            Rejection::CommonNameNotAllowed,
+            Rejection::NoUser,
+            Rejection::MalformedHeader,
+        ] {
+            assert!(FRONT_REJECTIONS.contains(&r.reason()), "{}", r.reason());
+        }
+    }
+
+    #[test]
+    fn error_series_are_unique_and_in_one_style() {
+        let s = error_series();
+        let mut seen = std::collections::HashSet::new();
+        for (l, r) in &s {
+            assert!(seen.insert((l, r)), "{l} {r} twice");
+            assert_eq!(*r, snake_case(r));
+        }
+        assert!(s.contains(&("sidecar", "service_unavailable".into())));
+        assert!(s.contains(&("webhooks", "tls_handshake".into())));
+        assert!(!s.contains(&("sidecar", "tls_handshake".into())));
+        assert!(!s.contains(&("front", "foreign_host".into())));
+        assert!(s.contains(&("front", "path_dot_segment".into())));
+    }
+}
