@@ -585,6 +585,16 @@ pub fn references(obj: &Json, groups: &[String]) -> Vec<String> {
     out
 }
 
+/// True for a local APIService (no `spec.service`): the one kube-apiserver
+/// makes for every served version of a CRD's group (labelled
+/// `kube-aggregator.kubernetes.io/automanaged`) and deletes with the CRD. It
+/// is not a reference to move: the target CRD has its own. An APIService
+/// with a Service is an aggregated API server's, whose objects the migration
+/// can't move (they are not in a CRD): it is listed, never renamed.
+pub fn local_apiservice(obj: &Json) -> bool {
+    obj.pointer("/spec/service").is_none_or(Json::is_null)
+}
+
 /// The kinds whose references to a group `--rename-references` renames, and
 /// the fields it replaces: each holds group names only in rules, never in
 /// its name (an APIService's name carries its group, so it can't be renamed

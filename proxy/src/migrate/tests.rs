@@ -551,3 +551,23 @@ fn recent_writers_are_other_managers_within_the_window() {
     assert!(plan::recent_writers(&obj, now, 5).is_empty());
     assert!(plan::recent_writers(&json!({}), now, 60).is_empty());
 }
+
+/// APIServices: the apiserver's own for a CRD group (local, no service;
+/// written here as kube-apiserver's CRD registration makes it) is not a
+/// reference; an aggregated server's (the captured one, with a Service) is
+/// found and listed, never renamed.
+#[test]
+fn local_apiservices_are_the_crds_and_not_references() {
+    let captured = json_of(&capture("renamed", "095-get-apiservice-json"));
+    assert!(!plan::local_apiservice(&captured));
+    let group = captured["spec"]["group"].as_str().unwrap().to_owned();
+    assert_eq!(plan::references(&captured, &[group]), ["spec.group"]);
+    let local = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": format!("v1alpha1.{TEAM1}"),
+                     "labels": {"kube-aggregator.kubernetes.io/automanaged": "true"}},
+        "spec": {"group": TEAM1, "version": "v1alpha1", "groupPriorityMinimum": 1000, "versionPriority": 100}});
+    assert!(plan::local_apiservice(&local));
+    let mut with_null = local.clone();
+    with_null["spec"]["service"] = Json::Null;
+    assert!(plan::local_apiservice(&with_null));
+}
