@@ -596,24 +596,8 @@ impl<'a> Migration<'a> {
         let total = self.sources.len();
         let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
         let mut progress = progress::Progress::on_stderr(total);
-        let at: HashMap<&str, usize> = self
-            .sources
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.uid.as_str(), i))
-            .collect();
-        let waits_for: Vec<Vec<usize>> = self
-            .sources
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                plan::owner_refs(&s.obj)
-                    .iter()
-                    .filter_map(|r| at.get(r.uid.as_str()).copied())
-                    .filter(|&j| j < i)
-                    .collect()
-            })
-            .collect();
+        let objs: Vec<&Json> = self.sources.iter().map(|s| &s.obj).collect();
+        let waits_for = plan::waits_for(&objs);
         let limit = self.opts.concurrency.max(1);
         let mut finished = vec![false; total];
         let mut next = 0;

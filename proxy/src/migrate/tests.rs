@@ -281,6 +281,45 @@ fn owners_move_before_what_they_own() {
     );
 }
 
+/// Concurrent moves: each object waits for its owners planned before it,
+/// nothing else; in a cycle the later owner is not waited for (no
+/// deadlock).
+#[test]
+fn each_object_waits_for_its_earlier_owners_only() {
+    let waited = |owners: &[(usize, usize)]| -> Vec<(String, Vec<String>)> {
+        let objs = foos_owned(owners);
+        let order = plan::order(&objs);
+        let ordered: Vec<&Json> = order.iter().map(|&i| &objs[i]).collect();
+        let name = |i: usize| plan::meta_str(ordered[i], "name").unwrap().to_owned();
+        plan::waits_for(&ordered)
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                assert!(w.iter().all(|&j| j < i), "only earlier ones");
+                (name(i), w.iter().map(|&j| name(j)).collect())
+            })
+            .collect()
+    };
+    let none = Vec::<String>::new;
+    // gamma owned by beta, beta by alpha: a chain; alpha waits for nobody.
+    assert_eq!(
+        waited(&[(2, 1), (1, 0)]),
+        [
+            ("alpha".to_owned(), none()),
+            ("beta".to_owned(), vec!["alpha".to_owned()]),
+            ("gamma".to_owned(), vec!["beta".to_owned()]),
+        ]
+    );
+    // alpha and beta own each other: exactly one waits for the other.
+    let cycle = waited(&[(0, 1), (1, 0)]);
+    assert_eq!(
+        cycle.iter().map(|(_, w)| w.len()).sum::<usize>(),
+        1,
+        "{cycle:?}"
+    );
+    assert!(cycle.iter().any(|(n, w)| n == "gamma" && w.is_empty()));
+}
+
 #[test]
 fn a_moved_dependent_points_at_its_owners_target_once_that_exists() {
     // beta owned by alpha; alpha moved already, gamma's owner not.
