@@ -690,3 +690,31 @@ def test_references_are_listed_then_renamed_when_asked(cluster):
     new_hook = c.get(f"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/{hook_name}")
     assert new_hook["webhooks"][0]["rules"][0]["apiGroups"] == [c.b]
     assert new_hook["webhooks"][0]["clientConfig"] == hook["webhooks"][0]["clientConfig"]
+
+
+def test_a_longer_run_moves_concurrently_with_a_progress_line(cluster):
+    """12 Foos, each owning a ConfigMap, moved 3 at a time (`--concurrency
+    3`): every one moved and its child re-pointed; stderr, not a terminal
+    here, has the plain progress lines (every 10 objects and the last)."""
+    c = cluster
+    c.install_crd(c.a)
+    c.install_crd(c.b)
+    names = [f"foo-{i:02}" for i in range(12)]
+    deps = {}
+    for name in names:
+        foo = c.ok("POST", c.foo_path(c.a), {"apiVersion": f"{c.a}/v1alpha1", "kind": "Foo", "metadata": {"name": name},
+                                             "spec": {"deploymentName": name, "replicas": 1}})
+        c.ok("POST", f"/api/v1/namespaces/{c.ns}/configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": f"{name}-cm", "ownerReferences": [{
+                "apiVersion": f"{c.a}/v1alpha1", "kind": "Foo", "name": name, "uid": foo["metadata"]["uid"],
+                "controller": True, "blockOwnerDeletion": True}]}})
+        deps[f"/api/v1/namespaces/{c.ns}/configmaps/{name}-cm"] = name
+    before = c.foos(c.a)
+    p = subprocess.run(c.argv("--yes", "--concurrency", "3"), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "12 moved" in p.stdout and "result: everything moved" in p.stdout, p.stdout + p.stderr
+    progress = [line for line in p.stderr.splitlines() if line.startswith("progress:")]
+    assert progress == ["progress: 10/12 objects, 10 moved, 0 blocked, 0 failed",
+                        "progress: 12/12 objects, 12 moved, 0 blocked, 0 failed"], p.stderr
+    assert "progress:" not in p.stdout
+    assert sorted(re.findall(r"\] Foo \S+/(\S+): moved", p.stdout)) == names
+    assert_moved(c, before, deps)
