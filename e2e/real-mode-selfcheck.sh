@@ -28,8 +28,10 @@ cluster.write(sys.argv[1], "cluster-ca")
 issue(cluster, "127.0.0.1", dns=["localhost"], ips=["127.0.0.1"]).write(sys.argv[1], "serving")
 PYEOF
 
-# --finalizers: deletion waits for finalizers, as on a real cluster.
-REGROUP_STANDIN_HIDE_ORIG=1 "$PY" "$E2E/standin/server.py" --port 0 --seed-namespace '' --finalizers \
+# --finalizers: deletion waits for finalizers, as on a real cluster;
+# --strict-crds: custom resources validated by their CRD's schema, status
+# ignored on create, as on a real cluster.
+REGROUP_STANDIN_HIDE_ORIG=1 "$PY" "$E2E/standin/server.py" --port 0 --seed-namespace '' --finalizers --strict-crds \
   --requestheader-ca "$DIR/ca.crt" --proxy-client-cert "$DIR/proxy-client.crt" \
   --proxy-client-key "$DIR/proxy-client.key" --tls-cert "$DIR/serving.crt" --tls-key "$DIR/serving.key" \
   >"$DIR/port" 2>"$DIR/standin.log" &

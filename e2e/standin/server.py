@@ -67,9 +67,10 @@ WATCH_TRUE = ("1", "t", "T", "true", "TRUE", "True")  # Go's strconv.ParseBool
 # validation against that CRD's openAPIV3Schema, a subset (type, minimum,
 # maximum, properties, items) with the real server's messages.
 # --flaky N: every Nth write (POST, PUT, PATCH, DELETE) in a namespace fails
-# (cluster-scoped writes, a test's CRDs, never do), in turn: 503 before it is
+# (cluster-scoped writes, a test's CRDs, never do, nor a test's setup writes
+# sent with the User-Agent `e2e-setup`), in turn: 503 before it is
 # applied, the connection closed before it is applied, or applied and then
-# answered 500 (the answer lost).
+# answered 500 (the answer lost), or refused with 429 and `Retry-After: 1`.
 OPTS = {"finalizers": False, "strict_crds": False, "flaky": 0}
 FLAKY = {"writes": 0}
 
@@ -133,7 +134,8 @@ KINDS = {
     ("apps", "deployments"): dict(kind="Deployment", versions=["v1"], status=True, gen=True, builtin=True,
                                   cols="renamed/123-list-deployment-table"),
     # CRDs are stored and reported Established, so that conftest's real-cluster
-    # path can run against the stand-in; they don't change what is served.
+    # path can run against the stand-in; a Foo CRD in a group not served yet
+    # serves Foo there (crd_changed), no other CRD changes what is served.
     ("apiextensions.k8s.io", "customresourcedefinitions"): dict(
         kind="CustomResourceDefinition", versions=["v1"], status=True, gen=True, builtin=True, cluster=True,
         cols="renamed/118-list-crd-table"),
@@ -275,6 +277,8 @@ class Store:
             self.objs[key] = obj
         self.log.append((self.rv, etype, key, copy(obj), prev and copy(prev)))
         self.cond.notify_all()
+        if key[:2] == ("apiextensions.k8s.io", "customresourcedefinitions") and etype in ("ADDED", "DELETED"):
+            crd_changed(etype, obj)
         return obj
 
 
@@ -827,6 +831,49 @@ def also_group(group):
     """Serves Foo under `group` too, beside GROUP (see ALSO)."""
     ALSO.append(group)
     KINDS[(group, "foos")] = dict(KINDS[(GROUP, "foos")])
+    resource_list.cache_clear()
+
+
+# Foo groups served because a Foo CRD was created for them (see crd_changed).
+FROM_CRDS = set()
+
+
+def crd_changed(etype, obj):
+    """A stored Foo CRD serves its group, as kube-apiserver serves a CRD once
+    it is established: created for a group not served yet, its group is served
+    as an --also-group is; deleted, the group is no longer served and its
+    objects go with it (as the apiserver's CRD clean-up does). Only the Foo
+    kind: the stand-in knows no other custom resource's schema. The caller
+    holds STORE.cond."""
+    spec = obj.get("spec") or {}
+    group = spec.get("group")
+    if (spec.get("names") or {}).get("kind") != "Foo" or not group or group == ORIG:
+        return
+    # kube-apiserver's CRD registration: a local APIService (no service)
+    # per served version, labelled automanaged, deleted with the CRD.
+    for v in spec.get("versions") or []:
+        key = ("apiregistration.k8s.io", "apiservices", None, f"{v.get('name')}.{group}")
+        if etype == "ADDED" and v.get("served") and key not in STORE.objs:
+            STORE.commit("ADDED", key, {
+                "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                "metadata": {"name": key[3], "uid": str(uuid.uuid4()), "creationTimestamp": now(),
+                             "labels": {"kube-aggregator.kubernetes.io/automanaged": "true"}},
+                "spec": {"group": group, "version": v["name"], "groupPriorityMinimum": 1000, "versionPriority": 100},
+                "status": {"conditions": [{"type": "Available", "status": "True", "lastTransitionTime": now(),
+                                           "reason": "Local", "message": "Local APIServices are always available"}]}})
+        elif etype == "DELETED" and key in STORE.objs and \
+                "kube-aggregator.kubernetes.io/automanaged" in (STORE.objs[key]["metadata"].get("labels") or {}):
+            STORE.commit("DELETED", key, copy(STORE.objs[key]))
+    if etype == "ADDED" and group != GROUP and group not in ALSO:
+        also_group(group)
+        FROM_CRDS.add(group)
+    elif etype == "DELETED" and group in FROM_CRDS:
+        FROM_CRDS.discard(group)
+        ALSO.remove(group)
+        KINDS.pop((group, "foos"), None)
+        resource_list.cache_clear()
+        for key in [k for k in STORE.objs if k[:2] == (group, "foos")]:
+            STORE.commit("DELETED", key, copy(STORE.objs[key]))
 
 
 @functools.lru_cache(maxsize=None)
@@ -1174,14 +1221,20 @@ class Handler(BaseHTTPRequestHandler):
             if r.sub == "token" and self.command == "POST":
                 return self.reply(201, dumps(token_request(r, self.decode(body))))
             fault = None
-            if OPTS["flaky"] and self.command != "GET" and r.ns is not None:
+            # The test's own setup writes (User-Agent e2e-setup) are spared: the
+            # faults are for the client under test.
+            if OPTS["flaky"] and self.command != "GET" and r.ns is not None and \
+                    not (self.headers.get("User-Agent") or "").startswith("e2e-setup"):
                 with STORE.cond:
                     FLAKY["writes"] += 1
                     n = FLAKY["writes"]
                 if n % OPTS["flaky"] == 0:
-                    fault = ("refuse", "drop", "lose")[(n // OPTS["flaky"]) % 3]
+                    fault = ("refuse", "drop", "lose", "throttle")[(n // OPTS["flaky"]) % 4]
             if fault == "refuse":
                 raise ApiError(503, "ServiceUnavailable", "stand-in --flaky: refused before applying")
+            if fault == "throttle":  # as API Priority and Fairness rejects: 429 with Retry-After
+                e = ApiError(429, "TooManyRequests", "stand-in --flaky: too many requests, please try again later")
+                return self.send(429, e.body(), [("Content-Type", "application/json"), ("Retry-After", "1")])
             if fault == "drop":
                 self.close_connection = True
                 return

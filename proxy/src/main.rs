@@ -182,6 +182,10 @@ enum Command {
         /// the last minute (a sign that its controller still runs).
         #[arg(long)]
         controllers_stopped: bool,
+        /// How many objects move at once (an owner always before what it
+        /// owns).
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+        concurrency: u16,
     },
 }
 
@@ -252,6 +256,7 @@ fn main() -> ExitCode {
         kinds,
         rename_references,
         controllers_stopped,
+        concurrency,
     } = cli.command
     {
         let side = |s: &str| -> Result<Option<Settings>, String> {
@@ -272,6 +277,7 @@ fn main() -> ExitCode {
                 kinds,
                 rename_references,
                 controllers_stopped,
+                concurrency: concurrency.into(),
             },
             (Err(e), _) | (_, Err(e)) => {
                 eprintln!("regroup: {e}");

@@ -13,9 +13,11 @@
 
 pub mod api;
 pub mod plan;
+mod progress;
 #[cfg(test)]
 mod tests;
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -54,6 +56,8 @@ pub struct Options {
     pub rename_references: bool,
     /// Act even though a source was written by someone else moments ago.
     pub controllers_stopped: bool,
+    /// How many objects move at once (at least 1).
+    pub concurrency: usize,
 }
 
 /// A source written by another field manager within this many seconds
@@ -144,13 +148,13 @@ struct Migration<'a> {
     kinds: Vec<KindPlan>,
     sources: Vec<Source>,
     /// Dependents of the sources, by owner uid.
-    dependents: BTreeMap<String, Vec<Dependent>>,
+    dependents: RefCell<BTreeMap<String, Vec<Dependent>>>,
     /// Kinds the scan could not list: (collection, why).
     unscanned: Vec<(String, String)>,
     /// source uid → (target apiVersion, target uid), as moved.
-    moved: HashMap<String, (String, String)>,
+    moved: RefCell<HashMap<String, (String, String)>>,
     /// Dependents re-pointed in this run: (path, label).
-    repointed: Vec<(String, String)>,
+    repointed: RefCell<Vec<(String, String)>>,
 }
 
 impl<'a> Migration<'a> {
@@ -161,10 +165,10 @@ impl<'a> Migration<'a> {
             opts,
             kinds: Vec::new(),
             sources: Vec::new(),
-            dependents: BTreeMap::new(),
+            dependents: RefCell::new(BTreeMap::new()),
             unscanned: Vec::new(),
-            moved: HashMap::new(),
-            repointed: Vec::new(),
+            moved: RefCell::new(HashMap::new()),
+            repointed: RefCell::new(Vec::new()),
         }
     }
 
@@ -350,7 +354,7 @@ impl<'a> Migration<'a> {
             }
         }
         let uids: HashSet<String> = self.sources.iter().map(|s| s.uid.clone()).collect();
-        self.dependents = plan::dependents_by_owner(&found, &uids);
+        self.dependents = RefCell::new(plan::dependents_by_owner(&found, &uids));
         Ok(())
     }
 
@@ -388,6 +392,11 @@ impl<'a> Migration<'a> {
                         let Ok(o) = serde_json::from_str::<Json>(raw.get()) else {
                             continue;
                         };
+                        // The apiserver's own APIService of a CRD group
+                        // comes and goes with the CRD: not a reference.
+                        if kind == "APIService" && plan::local_apiservice(&o) {
+                            continue;
+                        }
                         let at = plan::references(&o, &groups);
                         if at.is_empty() {
                             continue;
@@ -405,8 +414,13 @@ impl<'a> Migration<'a> {
                             }
                             None => format!("{path}/{bare}"),
                         });
+                        let hint = if kind == "APIService" {
+                            " (served by its Service, not by the CRD: register it for the new group with `regroup render`, then delete it)"
+                        } else {
+                            ""
+                        };
                         out.push(Reference {
-                            line: format!("{kind} {name}: {}", at.join(", ")),
+                            line: format!("{kind} {name}: {}{hint}", at.join(", ")),
                             path,
                         });
                     }
@@ -518,11 +532,8 @@ impl<'a> Migration<'a> {
                 ),
             }
             for s in objs {
-                let deps = self
-                    .dependents
-                    .get(&s.uid)
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[]);
+                let dependents = self.dependents.borrow();
+                let deps = dependents.get(&s.uid).map(Vec::as_slice).unwrap_or(&[]);
                 let (fins, _) = plan::finalizers(&s.obj);
                 let mut line = format!("    {}", s.label(k));
                 if s.obj.get("status").is_some() {
@@ -574,16 +585,42 @@ impl<'a> Migration<'a> {
         ok
     }
 
-    async fn act(&mut self) -> bool {
+    /// Moves every source, up to `--concurrency` at once, each only once
+    /// the owners among the sources planned before it have finished (the
+    /// plan's order puts owners first), so a dependent among them is made
+    /// pointing at its owner's target. Lines are printed as moves finish.
+    async fn act(&self) -> bool {
         println!();
         println!("moving:");
         let mut ok = true;
         let total = self.sources.len();
         let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
-        for i in 0..total {
-            let k = self.kinds[self.sources[i].kind].clone();
-            let label = self.sources[i].label(&k);
-            let outcome = self.move_one(i, &k).await;
+        let mut progress = progress::Progress::on_stderr(total);
+        let objs: Vec<&Json> = self.sources.iter().map(|s| &s.obj).collect();
+        let waits_for = plan::waits_for(&objs);
+        let limit = self.opts.concurrency.max(1);
+        let mut finished = vec![false; total];
+        let mut next = 0;
+        let mut done = 0;
+        let mut in_flight = futures_util::stream::FuturesUnordered::new();
+        loop {
+            while in_flight.len() < limit
+                && next < total
+                && waits_for[next].iter().all(|&j| finished[j])
+            {
+                let i = next;
+                next += 1;
+                let k = self.kinds[self.sources[i].kind].clone();
+                in_flight.push(async move {
+                    let outcome = self.move_one(i, &k).await;
+                    (i, self.sources[i].label(&k), outcome)
+                });
+            }
+            let Some((i, label, outcome)) = in_flight.next().await else {
+                break;
+            };
+            finished[i] = true;
+            done += 1;
             let (word, line) = match &outcome {
                 Outcome::Moved => ("moved", "moved".to_owned()),
                 Outcome::Blocked(why) => ("blocked", format!("NOT finished: {why}")),
@@ -591,8 +628,11 @@ impl<'a> Migration<'a> {
             };
             *counts.entry(word).or_default() += 1;
             ok &= matches!(outcome, Outcome::Moved);
-            println!("  [{}/{total}] {label}: {line}", i + 1);
+            progress.clear();
+            println!("  [{done}/{total}] {label}: {line}");
+            progress.show(done, &counts);
         }
+        progress.finish();
         let summary: Vec<String> = counts.iter().map(|(w, n)| format!("{n} {w}")).collect();
         if total == 0 {
             println!("  nothing to move");
@@ -602,7 +642,7 @@ impl<'a> Migration<'a> {
         ok
     }
 
-    async fn move_one(&mut self, i: usize, k: &KindPlan) -> Outcome {
+    async fn move_one(&self, i: usize, k: &KindPlan) -> Outcome {
         let target = k
             .target
             .as_ref()
@@ -649,7 +689,7 @@ impl<'a> Migration<'a> {
                 ))
             }
             Err(e) if e.is_not_found() => {
-                let body = plan::target_body(&converted, &src, &self.moved);
+                let body = plan::target_body(&converted, &src, &self.moved.borrow());
                 match self.api.create(&target.collection(v, ns), &body).await {
                     Ok(t) => t,
                     // Made by an attempt whose answer was lost: checked below.
@@ -698,14 +738,16 @@ impl<'a> Migration<'a> {
         }
         let tuid = plan::meta_str(&tgt, "uid").unwrap_or("").to_owned();
         let tav = target.api_version(v);
-        self.moved.insert(uid.clone(), (tav.clone(), tuid.clone()));
+        self.moved
+            .borrow_mut()
+            .insert(uid.clone(), (tav.clone(), tuid.clone()));
         // A moved object owned by a moved one is a re-pointed dependent
         // too (made pointing at its owner's target): verified with them.
         let owned_by_moved = plan::owner_refs(&tgt)
             .iter()
-            .any(|r| self.moved.values().any(|(_, t)| *t == r.uid));
+            .any(|r| self.moved.borrow().values().any(|(_, t)| *t == r.uid));
         if owned_by_moved {
-            self.repointed.push((
+            self.repointed.borrow_mut().push((
                 tgt_path.clone(),
                 format!("{} in {}", self.sources[i].label(k), target.group),
             ));
@@ -713,8 +755,11 @@ impl<'a> Migration<'a> {
         // A moved object that still names an unmoved source owner (which
         // only an ownership cycle leaves) is that owner's dependent now.
         for r in plan::owner_refs(&tgt) {
-            if self.sources.iter().any(|s| s.uid == r.uid) && !self.moved.contains_key(&r.uid) {
+            if self.sources.iter().any(|s| s.uid == r.uid)
+                && !self.moved.borrow().contains_key(&r.uid)
+            {
                 self.dependents
+                    .borrow_mut()
                     .entry(r.uid.clone())
                     .or_default()
                     .push(Dependent {
@@ -728,7 +773,12 @@ impl<'a> Migration<'a> {
             }
         }
         // Dependents.
-        let deps = self.dependents.get(&uid).cloned().unwrap_or_default();
+        let deps = self
+            .dependents
+            .borrow()
+            .get(&uid)
+            .cloned()
+            .unwrap_or_default();
         for d in &deps {
             if let Err(e) = self.repoint(d, &uid, &tav, &tuid).await {
                 return Outcome::Failed(format!(
@@ -797,7 +847,7 @@ impl<'a> Migration<'a> {
     /// Re-points `d`'s references to `uid` at the target, read fresh and
     /// guarded (a list changed meanwhile is read again).
     async fn repoint(
-        &mut self,
+        &self,
         d: &Dependent,
         uid: &str,
         tav: &str,
@@ -816,14 +866,18 @@ impl<'a> Migration<'a> {
             let moved = self.sources.iter().any(|s| s.uid == d.uid);
             let Some(ops) = plan::repoint(&cur, uid, tav, tuid) else {
                 if !moved {
-                    self.repointed.push((d.path.clone(), d.label()));
+                    self.repointed
+                        .borrow_mut()
+                        .push((d.path.clone(), d.label()));
                 }
                 return Ok(());
             };
             match self.api.json_patch(&d.path, &ops).await {
                 Ok(_) => {
                     if !moved {
-                        self.repointed.push((d.path.clone(), d.label()));
+                        self.repointed
+                            .borrow_mut()
+                            .push((d.path.clone(), d.label()));
                     }
                     return Ok(());
                 }
@@ -901,10 +955,12 @@ impl<'a> Migration<'a> {
             }
         }
         // Owners of every re-pointed dependent, read back.
-        let targets: HashSet<&str> = self.moved.values().map(|(_, u)| u.as_str()).collect();
+        let moved = self.moved.borrow().clone();
+        let targets: HashSet<&str> = moved.values().map(|(_, u)| u.as_str()).collect();
+        let repointed = self.repointed.borrow().clone();
         let mut unresolved = 0;
         let mut seen = HashSet::new();
-        for (path, label) in &self.repointed {
+        for (path, label) in &repointed {
             if !seen.insert(path) {
                 continue;
             }

@@ -317,6 +317,32 @@ pub fn order(objects: &[Json]) -> Vec<usize> {
     }
 }
 
+/// For objects in the order they move (see [`order`]): the earlier ones
+/// each must wait for, its owners among them. A later owner (only an
+/// ownership cycle puts one there) is not waited for, so every object can
+/// start once the ones before it have finished.
+pub fn waits_for(objects: &[&Json]) -> Vec<Vec<usize>> {
+    let at: HashMap<&str, usize> = objects
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| Some((meta_str(o, "uid")?, i)))
+        .collect();
+    objects
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let mut v: Vec<usize> = owner_refs(o)
+                .iter()
+                .filter_map(|r| at.get(r.uid.as_str()).copied())
+                .filter(|&j| j < i)
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        })
+        .collect()
+}
+
 /// The body to create a source object's target from: `converted` (see
 /// [`Sides::convert`]) without what the apiserver sets (uid,
 /// resourceVersion, creationTimestamp, generation, managedFields,
@@ -583,6 +609,16 @@ pub fn references(obj: &Json, groups: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     walk(obj, "", groups, &mut out);
     out
+}
+
+/// True for a local APIService (no `spec.service`): the one kube-apiserver
+/// makes for every served version of a CRD's group (labelled
+/// `kube-aggregator.kubernetes.io/automanaged`) and deletes with the CRD. It
+/// is not a reference to move: the target CRD has its own. An APIService
+/// with a Service is an aggregated API server's, whose objects the migration
+/// can't move (they are not in a CRD): it is listed, never renamed.
+pub fn local_apiservice(obj: &Json) -> bool {
+    obj.pointer("/spec/service").is_none_or(Json::is_null)
 }
 
 /// The kinds whose references to a group `--rename-references` renames, and

@@ -281,6 +281,45 @@ fn owners_move_before_what_they_own() {
     );
 }
 
+/// Concurrent moves: each object waits for its owners planned before it,
+/// nothing else; in a cycle the later owner is not waited for (no
+/// deadlock).
+#[test]
+fn each_object_waits_for_its_earlier_owners_only() {
+    let waited = |owners: &[(usize, usize)]| -> Vec<(String, Vec<String>)> {
+        let objs = foos_owned(owners);
+        let order = plan::order(&objs);
+        let ordered: Vec<&Json> = order.iter().map(|&i| &objs[i]).collect();
+        let name = |i: usize| plan::meta_str(ordered[i], "name").unwrap().to_owned();
+        plan::waits_for(&ordered)
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                assert!(w.iter().all(|&j| j < i), "only earlier ones");
+                (name(i), w.iter().map(|&j| name(j)).collect())
+            })
+            .collect()
+    };
+    let none = Vec::<String>::new;
+    // gamma owned by beta, beta by alpha: a chain; alpha waits for nobody.
+    assert_eq!(
+        waited(&[(2, 1), (1, 0)]),
+        [
+            ("alpha".to_owned(), none()),
+            ("beta".to_owned(), vec!["alpha".to_owned()]),
+            ("gamma".to_owned(), vec!["beta".to_owned()]),
+        ]
+    );
+    // alpha and beta own each other: exactly one waits for the other.
+    let cycle = waited(&[(0, 1), (1, 0)]);
+    assert_eq!(
+        cycle.iter().map(|(_, w)| w.len()).sum::<usize>(),
+        1,
+        "{cycle:?}"
+    );
+    assert!(cycle.iter().any(|(n, w)| n == "gamma" && w.is_empty()));
+}
+
 #[test]
 fn a_moved_dependent_points_at_its_owners_target_once_that_exists() {
     // beta owned by alpha; alpha moved already, gamma's owner not.
@@ -550,4 +589,24 @@ fn recent_writers_are_other_managers_within_the_window() {
     );
     assert!(plan::recent_writers(&obj, now, 5).is_empty());
     assert!(plan::recent_writers(&json!({}), now, 60).is_empty());
+}
+
+/// APIServices: the apiserver's own for a CRD group (local, no service;
+/// written here as kube-apiserver's CRD registration makes it) is not a
+/// reference; an aggregated server's (the captured one, with a Service) is
+/// found and listed, never renamed.
+#[test]
+fn local_apiservices_are_the_crds_and_not_references() {
+    let captured = json_of(&capture("renamed", "095-get-apiservice-json"));
+    assert!(!plan::local_apiservice(&captured));
+    let group = captured["spec"]["group"].as_str().unwrap().to_owned();
+    assert_eq!(plan::references(&captured, &[group]), ["spec.group"]);
+    let local = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": format!("v1alpha1.{TEAM1}"),
+                     "labels": {"kube-aggregator.kubernetes.io/automanaged": "true"}},
+        "spec": {"group": TEAM1, "version": "v1alpha1", "groupPriorityMinimum": 1000, "versionPriority": 100}});
+    assert!(plan::local_apiservice(&local));
+    let mut with_null = local.clone();
+    with_null["spec"]["service"] = Json::Null;
+    assert!(plan::local_apiservice(&with_null));
 }
