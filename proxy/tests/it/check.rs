@@ -1,5 +1,5 @@
 //! `regroup check` reports every error `regroup serve` would stop at that
-//! the configuration alone decides (#29): the chart's webhooks without a
+//! the configuration alone decides: the chart's webhooks without a
 //! backend CA (an https backend, the system roots) passes both; a backend
 //! URL that `load` accepts but `serve` can't build is refused by both.
 

@@ -1,4 +1,4 @@
-//! The command line as people type it (#29): `render -f` as kubectl's
+//! The command line as people type it: `render -f` as kubectl's
 //! (files, directories, repeatable, `-`), errors naming the file and its
 //! own line, `serve --listen :PORT`, `--metrics localhost:PORT`,
 //! `--log-level`, `--log-format`, and what a bad address is told. Config

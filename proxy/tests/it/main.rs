@@ -12,6 +12,7 @@ mod protobuf_support;
 mod tls_support;
 mod upstream_support;
 
+mod binary_observability;
 mod caching;
 mod catalog_fixtures;
 mod catalog_properties;

@@ -1,4 +1,4 @@
-//! The security probes of issue 15, each against the real `regroup` binary
+//! The security probes, each against the real `regroup` binary
 //! and a fake upstream on loopback that records what reaches it: no
 //! credential lent to a foreign `Host` or to a caller beyond loopback
 //! without its own, paths a later hop would read differently refused,

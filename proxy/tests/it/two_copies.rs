@@ -1,5 +1,5 @@
 //! Two copies of one operator, each behind its own regroup, with configs
-//! that say nothing about `names:` (issue #29): both register a webhook
+//! that say nothing about `names:`: both register a webhook
 //! configuration and a ClusterRole under the same fixed names, as Kopf
 //! registers `auto.kopf.dev`. The cluster (a fake upstream that stores
 //! cluster-scoped objects by name, 409 on a second create, replaces on

@@ -1,4 +1,4 @@
-//! Observability of the real `regroup` binary (issue 29): the metrics
+//! Observability of the real `regroup` binary: the metrics
 //! scraped right after start (every closed label set at zero, names and
 //! label values pinned, `build_info` with the commit), `--version`, the
 //! request line of a watch written when the watch ends (by the upstream,
