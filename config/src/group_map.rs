@@ -283,7 +283,7 @@ impl GroupMap {
         dir: Direction,
     ) -> Result<Option<String>, String> {
         match &self.metadata {
-            Some(m) => crate::label_selector::map_label_selector(selector, m, dir),
+            Some(m) => crate::metadata::map_label_selector(selector, m, dir),
             None => Ok(None),
         }
     }

@@ -1,16 +1,13 @@
 //! Label selectors as strings (`labelSelector=` of list, watch and
-//! deletecollection; a SubjectAccessReview's `rawSelector`): the keys and
-//! values of each requirement renamed by the metadata rules, every other
-//! byte kept.
+//! deletecollection; a SubjectAccessReview's `rawSelector`; a `metadata:`
+//! exclusion's `selector`): parsed with each requirement's byte ranges, so
+//! the metadata rules (metadata/selector.rs) rename keys and values in place.
 //!
 //! The grammar is kube-apiserver's (its `labels.Parse`): requirements
 //! separated by `,`; each is `key`, `!key`, `key=value`, `key==value`,
 //! `key!=value`, `key in (v1,v2)`, `key notin (v1,v2)`, `key>n`, `key<n`,
 //! with spaces allowed between tokens. Values of `>` and `<` are numbers,
 //! never renamed.
-
-use crate::metadata::MetadataMap;
-use crate::rule::Direction;
 
 /// One token and where it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,17 +82,17 @@ fn tokens(s: &str) -> Result<Vec<(Tok<'_>, usize, usize)>, String> {
 
 /// The parts of one requirement that name something renamable.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Requirement {
+pub(crate) struct Requirement {
     /// The key's byte range.
-    key: (usize, usize),
+    pub(crate) key: (usize, usize),
     /// The operator: `!` (absent), `` (present), `=`, `==`, `!=`, `in`,
     /// `notin`, `<`, `>`.
-    op: &'static str,
+    pub(crate) op: &'static str,
     /// The values' byte ranges (empty for existence operators).
-    values: Vec<(usize, usize)>,
+    pub(crate) values: Vec<(usize, usize)>,
 }
 
-fn parse(s: &str) -> Result<Vec<Requirement>, String> {
+pub(crate) fn parse(s: &str) -> Result<Vec<Requirement>, String> {
     let toks = tokens(s)?;
     let mut reqs = Vec::new();
     let mut i = 0;
@@ -175,46 +172,6 @@ fn parse(s: &str) -> Result<Vec<Requirement>, String> {
     }
 }
 
-/// `selector` with every requirement's key and values renamed in `dir`.
-/// `Ok(None)`: nothing renamed (an empty selector included). An error
-/// says why the selector can't be parsed.
-pub fn map_label_selector(
-    selector: &str,
-    map: &MetadataMap,
-    dir: Direction,
-) -> Result<Option<String>, String> {
-    if selector.trim().is_empty() {
-        return Ok(None);
-    }
-    let mut edits: Vec<(usize, usize, String)> = Vec::new();
-    for r in parse(selector)? {
-        let key = &selector[r.key.0..r.key.1];
-        if let Some(k) = map.map_key(key, dir) {
-            edits.push((r.key.0, r.key.1, k));
-        }
-        if matches!(r.op, "<" | ">") {
-            continue;
-        }
-        for (a, b) in r.values {
-            if let Some(v) = map.map_value(key, &selector[a..b], dir) {
-                edits.push((a, b, v));
-            }
-        }
-    }
-    if edits.is_empty() {
-        return Ok(None);
-    }
-    let mut out = String::with_capacity(selector.len() + 32);
-    let mut at = 0;
-    for (a, b, v) in edits {
-        out.push_str(&selector[at..a]);
-        out.push_str(&v);
-        at = b;
-    }
-    out.push_str(&selector[at..]);
-    Ok(Some(out))
-}
-
 /// A parsed label selector, to test objects' labels against (a `metadata:`
 /// exclusion's `selector`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -272,95 +229,6 @@ impl LabelSelector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metadata::{Pair, ValueRule};
-    use proptest::prelude::*;
-
-    fn map() -> MetadataMap {
-        MetadataMap::new(
-            vec![Pair {
-                app: "cert-manager.io".into(),
-                cluster: "cert-manager.team-b.example.com".into(),
-            }],
-            vec![],
-            vec![ValueRule {
-                key: "app.kubernetes.io/managed-by".into(),
-                value: Pair {
-                    app: "foo-operator".into(),
-                    cluster: "foo-operator-team-b".into(),
-                },
-            }],
-            vec![],
-        )
-    }
-
-    fn to_cluster(s: &str) -> Option<String> {
-        map_label_selector(s, &map(), Direction::ToCluster).unwrap()
-    }
-
-    #[test]
-    fn every_operator() {
-        let cases = [
-            ("cert-manager.io/x", "cert-manager.team-b.example.com/x"),
-            ("!cert-manager.io/x", "!cert-manager.team-b.example.com/x"),
-            ("cert-manager.io/x=a", "cert-manager.team-b.example.com/x=a"),
-            ("cert-manager.io/x==a", "cert-manager.team-b.example.com/x==a"),
-            ("cert-manager.io/x!=a", "cert-manager.team-b.example.com/x!=a"),
-            ("cert-manager.io/x=", "cert-manager.team-b.example.com/x="),
-            (
-                "cert-manager.io/x in (a, b)",
-                "cert-manager.team-b.example.com/x in (a, b)",
-            ),
-            (
-                "cert-manager.io/x notin (a,b),app=y",
-                "cert-manager.team-b.example.com/x notin (a,b),app=y",
-            ),
-            ("cert-manager.io/x>3", "cert-manager.team-b.example.com/x>3"),
-            (
-                "app.kubernetes.io/managed-by in (foo-operator,helm)",
-                "app.kubernetes.io/managed-by in (foo-operator-team-b,helm)",
-            ),
-            (
-                " app.kubernetes.io/managed-by = foo-operator , cert-manager.io/fao",
-                " app.kubernetes.io/managed-by = foo-operator-team-b , cert-manager.team-b.example.com/fao",
-            ),
-        ];
-        for (input, want) in cases {
-            assert_eq!(to_cluster(input).as_deref(), Some(want), "{input}");
-        }
-        assert_eq!(to_cluster("app=web,tier notin (db)"), None);
-        assert_eq!(to_cluster(""), None);
-    }
-
-    #[test]
-    fn bad_selectors_are_errors() {
-        for bad in [
-            "cert-manager.io/x in a",
-            "cert-manager.io/x in (a",
-            "=a",
-            "a b",
-            "!a=b",
-            "a,",
-            "a>",
-            "(",
-        ] {
-            assert!(
-                map_label_selector(bad, &map(), Direction::ToCluster).is_err(),
-                "{bad}"
-            );
-        }
-    }
-
-    proptest! {
-        /// Parsing never panics, and renaming back gives the input.
-        #[test]
-        fn round_trip_and_no_panic(s in "[a-z!=(),<> ./-]{0,40}") {
-            let m = map();
-            if let Ok(Some(there)) = map_label_selector(&s, &m, Direction::ToCluster) {
-                let back = map_label_selector(&there, &m, Direction::ToApp).unwrap();
-                prop_assert_eq!(back.unwrap_or(there), s);
-            }
-        }
-    }
 
     #[test]
     fn selectors_match_labels_as_kube_apiserver_does() {

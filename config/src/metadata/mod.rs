@@ -26,8 +26,11 @@
 use crate::dns::has_label_suffix;
 
 mod check;
+mod selector;
+
 use crate::rule::Direction;
 pub use check::metadata_from_spec;
+pub use selector::map_label_selector;
 
 /// Appended (as DNS labels) to the prefix of a key the cluster holds in the
 /// app's own original prefix: `.invalid` is reserved (RFC 2606), so no real

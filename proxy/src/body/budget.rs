@@ -116,6 +116,18 @@ pub fn budget() -> &'static Budget {
     )
 }
 
+/// What holds a response's bytes: the answer to a write is work already
+/// admitted (the API server applied it), never refused for memory; a read
+/// is new work that may wait and get a 429 before anything is sent.
+pub fn for_response(method: &http::Method) -> Held {
+    let b = budget();
+    if method.is_safe() {
+        b.empty()
+    } else {
+        b.admitted()
+    }
+}
+
 /// The budget's size without `memoryBudgetBytes`: half the cgroup's
 /// `memory.max` (the other half for regroup itself, its connections and
 /// the renaming's own working memory), else the fixed default.

@@ -48,7 +48,7 @@ impl Default for ConnState {
 impl ConnState {
     /// A connection opened now, speaking HTTP/2 or HTTP/1.1.
     pub fn new(http2: bool) -> ConnState {
-        let now = super::watchdog::now_ms();
+        let now = super::coarse_clock::now_ms();
         ConnState {
             in_flight: AtomicUsize::new(0),
             requests: AtomicUsize::new(0),
@@ -93,7 +93,7 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         self.conn
             .idle_since
-            .store(super::watchdog::now_ms(), Ordering::SeqCst);
+            .store(super::coarse_clock::now_ms(), Ordering::SeqCst);
         self.conn.in_flight.fetch_sub(1, Ordering::SeqCst);
         metrics().in_flight_add(-1);
     }

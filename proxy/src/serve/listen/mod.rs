@@ -8,6 +8,7 @@
 //! h2c prior knowledge) and timed by its listener's [`watchdog`].
 
 pub mod access;
+pub mod coarse_clock;
 pub mod connection;
 pub mod in_flight;
 pub mod lifecycle;

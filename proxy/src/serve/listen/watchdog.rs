@@ -3,7 +3,7 @@
 //! sweeps the listener's connections every [`Watchdog::period`] and wakes
 //! those past a limit. Hyper's own header timer boxes a sleep for every
 //! request head it reads; here a request only stores a clock reading (an
-//! atomic, see [`now_ms`]) when its response ends.
+//! atomic, see `coarse_clock`) when its response ends.
 //!
 //! The rules, per connection ([`expiry`]):
 //! - no request yet, `headerReadTimeout` after it opened (a caller that
@@ -21,29 +21,14 @@
 //! connection closes gracefully (HTTP/2: GOAWAY); still there at a later
 //! sweep, it is dropped.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use regroup_config::Limits;
 
+use super::coarse_clock::tick;
 use super::in_flight::ConnState;
-
-static START: OnceLock<Instant> = OnceLock::new();
-static NOW_MS: AtomicU64 = AtomicU64::new(0);
-
-/// Milliseconds since the first watchdog started, as its last sweep read
-/// them (every sweep of every listener advances it).
-pub fn now_ms() -> u64 {
-    NOW_MS.load(Ordering::Relaxed)
-}
-
-/// Reads the system clock into [`now_ms`]'s and returns it.
-fn tick() -> u64 {
-    let now = START.get_or_init(Instant::now).elapsed().as_millis() as u64;
-    NOW_MS.fetch_max(now, Ordering::Relaxed);
-    now_ms()
-}
 
 /// Why a connection is asked to close.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,6 +144,7 @@ impl Watchdog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::serve::listen::coarse_clock::now_ms;
     use crate::serve::listen::in_flight::InFlight;
 
     const R: Rules = Rules {

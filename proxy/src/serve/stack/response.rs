@@ -63,7 +63,7 @@ pub(crate) async fn rename(
     // Every body renamed below is held, at least a chunk at a time: new
     // work waits for the memory budget here (then 429), before any
     // response header is sent.
-    let mut held = admitted_or_new(&x.method);
+    let mut held = budget::for_response(&x.method);
     held.grow(ADMISSION, budget::budget().deadline())
         .await
         .map_err(|r| r.failure("a response to rename", true))?;
@@ -86,18 +86,6 @@ pub(crate) async fn rename(
     // Takes what it needs itself.
     drop(held);
     whole::rename(fwd, x, answer).await
-}
-
-/// What holds a response's bytes: the answer to a write is work already
-/// admitted (the API server applied it), never refused for memory; a read
-/// is new work that may wait and get a 429 before anything is sent.
-pub(super) fn admitted_or_new(method: &Method) -> budget::Held {
-    let b = budget::budget();
-    if method.is_safe() {
-        b.empty()
-    } else {
-        b.admitted()
-    }
 }
 
 /// What a response to rename takes from the memory budget to start: one

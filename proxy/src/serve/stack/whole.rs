@@ -29,7 +29,7 @@ pub(crate) async fn rename(
         BODY_LIMIT
     };
     let b = budget::budget();
-    let mut held = super::response::admitted_or_new(&x.method);
+    let mut held = crate::body::budget::for_response(&x.method);
     // The body, and (when not gzip) its renamed copy.
     let factor = if answer.gzip { 1 } else { 2 };
     let got = collect_held(answer.body, limit, factor, &mut held, b.deadline()).await;
