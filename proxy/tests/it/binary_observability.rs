@@ -5,8 +5,9 @@
 //! by the client, by the shutdown drain), and `/readyz` as kube-apiserver
 //! answers it (the failed check's root cause, `?verbose`, `?exclude`).
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use crate::regroup_binary::{self, free_port, Regroup};
+
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -73,116 +74,15 @@ async fn upstream() -> u16 {
     port
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The real binary, killed on drop; its log (stderr) in `dir`.
-struct Regroup {
-    child: Child,
-    port: u16,
-    metrics: u16,
-    dir: PathBuf,
-}
-
-impl Drop for Regroup {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-impl Regroup {
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("regroup.log")).unwrap_or_default()
-    }
-
-    /// The request lines of the log.
-    fn request_lines(&self) -> Vec<String> {
-        self.log()
-            .lines()
-            .filter(|l| l.contains(" regroup::request: "))
-            .map(str::to_owned)
-            .collect()
-    }
-
-    fn terminate(&mut self) {
-        let ok = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill -TERM");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "did not exit:\n{}", self.log());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-/// Starts `regroup serve` against `upstream_port` and waits until it
-/// listens.
+/// Starts `regroup serve` against `upstream_port` (a drain of up to 20 s)
+/// and waits until it listens.
 async fn start(name: &str, upstream_port: u16) -> Regroup {
-    let dir = std::env::temp_dir().join(format!("regroup-obs-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let (port, metrics) = (free_port(), free_port());
-    std::fs::write(
-        dir.join("config.yaml"),
-        format!(
-            "rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n\
-             listeners:\n  http: 127.0.0.1:{port}\n  metrics: 127.0.0.1:{metrics}\n\
-             limits:\n  shutdownGracePeriod: 20s\n"
-        ),
+    regroup_binary::start(
+        &format!("obs-{name}"),
+        upstream_port,
+        "limits:\n  shutdownGracePeriod: 20s\n",
     )
-    .unwrap();
-    std::fs::write(
-        dir.join("kubeconfig"),
-        format!(
-            "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
-             clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{upstream_port}'}}}}]\n\
-             contexts: [{{name: c, context: {{cluster: c, user: u}}}}]\n\
-             users: [{{name: u, user: {{token: own-token}}}}]\n"
-        ),
-    )
-    .unwrap();
-    let log = std::fs::File::create(dir.join("regroup.log")).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_regroup"))
-        .arg("serve")
-        .arg("-c")
-        .arg(dir.join("config.yaml"))
-        .arg("--kubeconfig")
-        .arg(dir.join("kubeconfig"))
-        .env("REGROUP_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let r = Regroup {
-        child,
-        port,
-        metrics,
-        dir,
-    };
-    for p in [port, metrics] {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", p)).await.is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "no listener on {p}:\n{}",
-                r.log()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-    r
+    .await
 }
 
 /// One GET with `Connection: close`: the status code and the body.

@@ -9,6 +9,7 @@
 
 mod common;
 mod protobuf_support;
+mod regroup_binary;
 mod tls_support;
 mod upstream_support;
 

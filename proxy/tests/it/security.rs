@@ -7,10 +7,10 @@
 //! Timings are generous: a timeout is asserted as "answered within a few
 //! times the configured value", never as a performance number.
 
+use crate::regroup_binary::{free_port, start, test_dir, wait_listening, OWN_TOKEN};
 use crate::tls_support;
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,6 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-const OWN_TOKEN: &str = "regroup-own-token";
 const FOO: &str = r#"{"apiVersion":"samplecontroller.team1.example.com/v1alpha1","kind":"Foo","metadata":{"name":"alpha"}}"#;
 const PATH: &str = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/alpha";
 
@@ -119,115 +118,6 @@ async fn upstream() -> (u16, Log) {
     let log = Log::default();
     fake_upstream(l, log.clone());
     (port, log)
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The real binary, killed on drop.
-struct Regroup {
-    child: Child,
-    port: u16,
-    metrics: u16,
-    dir: PathBuf,
-}
-
-impl Drop for Regroup {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-impl Regroup {
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("regroup.log")).unwrap_or_default()
-    }
-
-    fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .arg(format!("-{sig}"))
-            .arg(self.child.id().to_string())
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill -{sig}");
-    }
-}
-
-fn test_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("regroup-sec-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn write_kubeconfig(dir: &std::path::Path, upstream_port: u16) {
-    std::fs::write(
-        dir.join("kubeconfig"),
-        format!(
-            "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
-             clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{upstream_port}'}}}}]\n\
-             contexts: [{{name: c, context: {{cluster: c, user: u}}}}]\n\
-             users: [{{name: u, user: {{token: {OWN_TOKEN}}}}}]\n"
-        ),
-    )
-    .unwrap();
-}
-
-/// Starts `regroup serve` with `extra` appended to the config (listeners
-/// http and metrics are set here) and waits until it listens.
-async fn start(name: &str, upstream_port: u16, extra: &str) -> Regroup {
-    let dir = test_dir(name);
-    let (port, metrics) = (free_port(), free_port());
-    std::fs::write(
-        dir.join("config.yaml"),
-        format!(
-            "rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n\
-             listeners:\n  http: 127.0.0.1:{port}\n  metrics: 127.0.0.1:{metrics}\n{extra}"
-        ),
-    )
-    .unwrap();
-    write_kubeconfig(&dir, upstream_port);
-    let log = std::fs::File::create(dir.join("regroup.log")).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_regroup"))
-        .arg("serve")
-        .arg("-c")
-        .arg(dir.join("config.yaml"))
-        .arg("--kubeconfig")
-        .arg(dir.join("kubeconfig"))
-        .env("REGROUP_LOG", "regroup=debug")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let r = Regroup {
-        child,
-        port,
-        metrics,
-        dir,
-    };
-    wait_listening(port, &r).await;
-    wait_listening(metrics, &r).await;
-    r
-}
-
-async fn wait_listening(port: u16, r: &Regroup) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "regroup did not listen on {port}:\n{}",
-            r.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// One raw HTTP/1.1 exchange (the request as bytes, exactly as written):

@@ -1,0 +1,145 @@
+//! The real `regroup` binary for tests that drive it as a process: started
+//! against a loopback upstream with a config of the test's own, its log in
+//! a directory of its own, killed on drop.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpStream;
+
+/// The token regroup's kubeconfig gives it (never to be logged or lent).
+pub const OWN_TOKEN: &str = "regroup-own-token";
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The real binary, killed on drop.
+pub struct Regroup {
+    pub child: Child,
+    pub port: u16,
+    pub metrics: u16,
+    pub dir: PathBuf,
+}
+
+impl Drop for Regroup {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Regroup {
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("regroup.log")).unwrap_or_default()
+    }
+
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{sig}");
+    }
+
+    /// The request lines of the log.
+    pub fn request_lines(&self) -> Vec<String> {
+        self.log()
+            .lines()
+            .filter(|l| l.contains(" regroup::request: "))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    pub fn terminate(&mut self) {
+        let ok = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -TERM");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "did not exit:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+pub fn test_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("regroup-it-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub fn write_kubeconfig(dir: &std::path::Path, upstream_port: u16) {
+    std::fs::write(
+        dir.join("kubeconfig"),
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+             clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{upstream_port}'}}}}]\n\
+             contexts: [{{name: c, context: {{cluster: c, user: u}}}}]\n\
+             users: [{{name: u, user: {{token: {OWN_TOKEN}}}}}]\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// Starts `regroup serve` with `extra` appended to the config (listeners
+/// http and metrics are set here) and waits until it listens.
+pub async fn start(name: &str, upstream_port: u16, extra: &str) -> Regroup {
+    let dir = test_dir(name);
+    let (port, metrics) = (free_port(), free_port());
+    std::fs::write(
+        dir.join("config.yaml"),
+        format!(
+            "rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n\
+             listeners:\n  http: 127.0.0.1:{port}\n  metrics: 127.0.0.1:{metrics}\n{extra}"
+        ),
+    )
+    .unwrap();
+    write_kubeconfig(&dir, upstream_port);
+    let log = std::fs::File::create(dir.join("regroup.log")).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_regroup"))
+        .arg("serve")
+        .arg("-c")
+        .arg(dir.join("config.yaml"))
+        .arg("--kubeconfig")
+        .arg(dir.join("kubeconfig"))
+        .env("REGROUP_LOG", "regroup=debug")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let r = Regroup {
+        child,
+        port,
+        metrics,
+        dir,
+    };
+    wait_listening(port, &r).await;
+    wait_listening(metrics, &r).await;
+    r
+}
+
+pub async fn wait_listening(port: u16, r: &Regroup) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "regroup did not listen on {port}:\n{}",
+            r.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
