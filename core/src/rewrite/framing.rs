@@ -61,27 +61,159 @@ pub enum FrameError {
     Truncated(usize),
 }
 
+/// Where a stream's frame boundaries are, without holding its bytes: the
+/// state of one frame in progress. The [`Framer`] finds its frames with it,
+/// and a stream passed through untouched (a draining watch, ended between
+/// two events) reads [`Boundary::at_boundary`] from it.
+#[derive(Debug, Clone)]
+pub struct Boundary {
+    framing: Framing,
+    state: State,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Between two frames (or before the first).
+    Between,
+    /// Inside a line: its `\n` not yet seen.
+    InLine,
+    /// Reading a length prefix: `have` of its four bytes so far.
+    Prefix { bytes: [u8; 4], have: usize },
+    /// Inside a length-prefixed frame of `len` bytes, `remaining` to come.
+    Content { len: usize, remaining: usize },
+}
+
+impl Boundary {
+    /// A stream that has not started: at a boundary.
+    pub fn new(framing: Framing) -> Boundary {
+        Boundary {
+            framing,
+            state: State::Between,
+        }
+    }
+
+    /// True between two frames: every frame begun has ended.
+    pub fn at_boundary(&self) -> bool {
+        self.state == State::Between
+    }
+
+    /// The content length a length prefix declared for the frame in
+    /// progress, once the prefix is whole.
+    pub fn declared(&self) -> Option<usize> {
+        match self.state {
+            State::Content { len, .. } => Some(len),
+            _ => None,
+        }
+    }
+
+    /// Reads `data` up to the end of the frame in progress: how many bytes
+    /// it took (all of them if the frame goes on past them). The frame has
+    /// ended when [`at_boundary`](Self::at_boundary) is true afterwards.
+    pub fn advance(&mut self, data: &[u8]) -> usize {
+        match self.framing {
+            Framing::Lines => match memchr::memchr(b'\n', data) {
+                Some(at) => {
+                    self.state = State::Between;
+                    at + 1
+                }
+                None => {
+                    if !data.is_empty() {
+                        self.state = State::InLine;
+                    }
+                    data.len()
+                }
+            },
+            Framing::LengthPrefixed => {
+                let mut used = 0;
+                while used < data.len() {
+                    match &mut self.state {
+                        State::Between | State::InLine => {
+                            self.state = State::Prefix {
+                                bytes: [0; 4],
+                                have: 0,
+                            };
+                        }
+                        State::Prefix { bytes, have } => {
+                            bytes[*have] = data[used];
+                            *have += 1;
+                            used += 1;
+                            if *have == 4 {
+                                let len = u32::from_be_bytes(*bytes) as usize;
+                                if len == 0 {
+                                    self.state = State::Between;
+                                    return used;
+                                }
+                                self.state = State::Content {
+                                    len,
+                                    remaining: len,
+                                };
+                            }
+                        }
+                        State::Content { remaining, .. } => {
+                            let n = (*remaining).min(data.len() - used);
+                            *remaining -= n;
+                            used += n;
+                            if *remaining == 0 {
+                                self.state = State::Between;
+                                return used;
+                            }
+                        }
+                    }
+                }
+                used
+            }
+        }
+    }
+
+    /// Reads all of `data`, however many frames it ends.
+    pub fn feed(&mut self, data: &[u8]) {
+        match self.framing {
+            // Only the last byte says whether a line is open.
+            Framing::Lines => {
+                if let Some(&last) = data.last() {
+                    self.state = if last == b'\n' {
+                        State::Between
+                    } else {
+                        State::InLine
+                    };
+                }
+            }
+            Framing::LengthPrefixed => {
+                let mut d = data;
+                while !d.is_empty() {
+                    let n = self.advance(d);
+                    d = &d[n..];
+                }
+            }
+        }
+    }
+}
+
 /// Cuts bytes, fed as they arrive, into whole frames.
 #[derive(Debug)]
 pub struct Framer {
-    framing: Framing,
     limit: usize,
     buf: BytesMut,
+    /// Where the frame in progress stands, and how many bytes of `buf` it
+    /// has read: each byte is looked at once, however the chunks fall.
+    boundary: Boundary,
+    read: usize,
 }
 
 impl Framer {
     /// A framer whose frames may be at most `limit` bytes.
     pub fn new(framing: Framing, limit: usize) -> Framer {
         Framer {
-            framing,
             limit,
             buf: BytesMut::new(),
+            boundary: Boundary::new(framing),
+            read: 0,
         }
     }
 
     /// The framing.
     pub fn framing(&self) -> Framing {
-        self.framing
+        self.boundary.framing
     }
 
     /// Adds bytes that arrived.
@@ -94,30 +226,35 @@ impl Framer {
     /// a declared length at once, a line when that many bytes have no `\n`.
     pub fn next_frame(&mut self) -> Result<Option<Bytes>, FrameError> {
         let limit = self.limit;
-        match self.framing {
-            Framing::Lines => match self.buf.iter().position(|&c| c == b'\n') {
-                Some(at) if at > limit => Err(FrameError::TooLarge { bytes: at, limit }),
-                Some(at) => Ok(Some(self.buf.split_to(at + 1).freeze())),
-                None if self.buf.len() > limit => Err(FrameError::TooLarge {
-                    bytes: self.buf.len(),
-                    limit,
-                }),
-                None => Ok(None),
-            },
+        self.read += self.boundary.advance(&self.buf[self.read..]);
+        let ended = self.boundary.at_boundary() && self.read > 0;
+        match self.boundary.framing {
+            Framing::Lines if ended && self.read - 1 > limit => Err(FrameError::TooLarge {
+                bytes: self.read - 1,
+                limit,
+            }),
+            Framing::Lines if !ended && self.read > limit => Err(FrameError::TooLarge {
+                bytes: self.read,
+                limit,
+            }),
             Framing::LengthPrefixed => {
-                let Some(head) = self.buf.get(..4) else {
-                    return Ok(None);
+                // A whole frame's length is what it took past its prefix.
+                let len = match ended {
+                    true => Some(self.read - 4),
+                    false => self.boundary.declared(),
                 };
-                let len = u32::from_be_bytes(head.try_into().expect("four bytes")) as usize;
-                if len > limit {
-                    return Err(FrameError::TooLarge { bytes: len, limit });
+                match len {
+                    Some(len) if len > limit => Err(FrameError::TooLarge { bytes: len, limit }),
+                    _ => Ok(ended.then(|| self.take_frame())),
                 }
-                if self.buf.len() < 4 + len {
-                    return Ok(None);
-                }
-                Ok(Some(self.buf.split_to(4 + len).freeze()))
             }
+            Framing::Lines => Ok(ended.then(|| self.take_frame())),
         }
+    }
+
+    fn take_frame(&mut self) -> Bytes {
+        let n = std::mem::take(&mut self.read);
+        self.buf.split_to(n).freeze()
     }
 
     /// Bytes buffered that are not yet a whole frame.
@@ -153,6 +290,43 @@ mod tests {
         }
         f.finish()?;
         Ok(out)
+    }
+
+    #[test]
+    fn event_boundaries_are_tracked() {
+        let mut l = Boundary::new(Framing::Lines);
+        assert!(l.at_boundary());
+        l.feed(b"{\"type\":\"ADDED\"");
+        assert!(!l.at_boundary());
+        l.feed(b"}\n");
+        assert!(l.at_boundary());
+
+        let mut p = Boundary::new(Framing::LengthPrefixed);
+        assert!(p.at_boundary());
+        p.feed(&[0, 0]);
+        assert!(!p.at_boundary());
+        p.feed(&[0, 3, b'a']);
+        assert!(!p.at_boundary());
+        assert_eq!(p.declared(), Some(3));
+        p.feed(&[b'b', b'c', 0, 0, 0, 1, b'x']);
+        assert!(p.at_boundary());
+        p.feed(&[0, 0, 0, 0]);
+        assert!(p.at_boundary(), "an empty frame ends with its prefix");
+    }
+
+    #[test]
+    fn advance_stops_at_the_end_of_the_frame() {
+        let mut l = Boundary::new(Framing::Lines);
+        assert_eq!(l.advance(b"ab\ncd\n"), 3);
+        assert!(l.at_boundary());
+        assert_eq!(l.advance(b"cd"), 2);
+        assert!(!l.at_boundary());
+
+        let mut p = Boundary::new(Framing::LengthPrefixed);
+        assert_eq!(p.advance(&[0, 0, 0, 1, b'x', 0, 0]), 5);
+        assert!(p.at_boundary());
+        assert_eq!(p.advance(&[0, 0]), 2);
+        assert!(!p.at_boundary());
     }
 
     #[test]
@@ -200,6 +374,16 @@ mod tests {
                 limit: 8
             })
         );
+        let mut f = Framer::new(Framing::LengthPrefixed, 2);
+        f.push(&[0, 0, 0, 3, 1, 2, 3]);
+        assert_eq!(
+            f.next_frame(),
+            Err(FrameError::TooLarge { bytes: 3, limit: 2 }),
+            "a frame over the limit is refused even when it arrived whole"
+        );
+        let mut f = Framer::new(Framing::Lines, 4);
+        f.push(b"123456\n");
+        assert!(matches!(f.next_frame(), Err(FrameError::TooLarge { .. })));
         let mut f = Framer::new(Framing::Lines, 4);
         f.push(b"123456");
         assert!(matches!(f.next_frame(), Err(FrameError::TooLarge { .. })));

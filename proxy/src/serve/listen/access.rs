@@ -12,7 +12,8 @@ use futures_util::future::BoxFuture;
 use http::{header, Request, Response, StatusCode};
 
 use crate::body::Body;
-use crate::serve::listen::in_flight::{ConnState, Framing, InFlight, Tracked};
+use crate::rewrite::framing::{Boundary, Framing};
+use crate::serve::listen::in_flight::{ConnState, InFlight, Tracked};
 use crate::serve::listen::path_check::check_path;
 use crate::serve::observe::metrics::metrics;
 use crate::serve::status::Failure;
@@ -186,7 +187,7 @@ where
             f.code.as_u16(),
             started.elapsed(),
         );
-        return Tracked::wrap(f.into_response(), token, None, Framing::None);
+        return Tracked::wrap(f.into_response(), token, None, None);
     }
     let watch = is_watch(&req);
     // The stacks time their requests with the Kubernetes verb they read
@@ -199,24 +200,18 @@ where
     }
     // Only a watch's event stream is ended early, never an error body.
     let watch = watch && resp.status() == StatusCode::OK;
-    let framing = if watch {
+    let boundary = watch.then(|| {
         let ctype = resp
             .headers()
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
-        if ctype.contains("protobuf") {
-            Framing::LengthPrefixed {
-                header: [0; 4],
-                have: 0,
-                remaining: 0,
-            }
+        Boundary::new(if ctype.contains("protobuf") {
+            Framing::LengthPrefixed
         } else {
-            Framing::Lines { at_boundary: true }
-        }
-    } else {
-        Framing::None
-    };
+            Framing::Lines
+        })
+    });
     let end = watch.then(|| {
         // Subscribed for watches only: other requests never end early.
         let mut rx = lifecycle.subscribe();
@@ -225,7 +220,7 @@ where
         });
         f
     });
-    Tracked::wrap(resp, token, end, framing)
+    Tracked::wrap(resp, token, end, boundary)
 }
 
 /// A watch, as kube-apiserver reads it (`?watch=true` in any of Go's true

@@ -14,6 +14,7 @@ use http::Response;
 use http_body::{Body as HttpBody, Frame, SizeHint};
 
 use crate::body::{Body, BoxError};
+use crate::rewrite::framing::Boundary;
 use crate::serve::observe::metrics::metrics;
 
 /// One connection's requests in flight and its clock readings, for the
@@ -99,73 +100,6 @@ impl Drop for InFlight {
     }
 }
 
-/// Where a watch stream's event boundaries are, so a shutdown ends it
-/// between two events, never inside one.
-#[derive(Debug)]
-pub enum Framing {
-    /// Not a watch: never ended early.
-    None,
-    /// JSON (and YAML-less text) watches: one event per line.
-    Lines {
-        /// The last byte sent was a newline (or nothing was sent).
-        at_boundary: bool,
-    },
-    /// Protobuf watches: 4-byte big-endian length, then the frame.
-    LengthPrefixed {
-        /// The length prefix read so far.
-        header: [u8; 4],
-        /// How many bytes of it.
-        have: usize,
-        /// Bytes of the current frame still to come.
-        remaining: usize,
-    },
-}
-
-impl Framing {
-    fn feed(&mut self, data: &[u8]) {
-        match self {
-            Framing::None => {}
-            Framing::Lines { at_boundary } => {
-                if let Some(&b) = data.last() {
-                    *at_boundary = b == b'\n';
-                }
-            }
-            Framing::LengthPrefixed {
-                header,
-                have,
-                remaining,
-            } => {
-                let mut d = data;
-                while !d.is_empty() {
-                    if *remaining > 0 {
-                        let n = (*remaining).min(d.len());
-                        *remaining -= n;
-                        d = &d[n..];
-                    } else {
-                        header[*have] = d[0];
-                        *have += 1;
-                        d = &d[1..];
-                        if *have == 4 {
-                            *remaining = u32::from_be_bytes(*header) as usize;
-                            *have = 0;
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    fn at_boundary(&self) -> bool {
-        match self {
-            Framing::None => false,
-            Framing::Lines { at_boundary } => *at_boundary,
-            Framing::LengthPrefixed {
-                have, remaining, ..
-            } => *have == 0 && *remaining == 0,
-        }
-    }
-}
-
 /// A response body that keeps its request counted in flight until it ends,
 /// and, for a watch, ends cleanly at the next event boundary once regroup
 /// shuts down (the client sees the end of the stream and watches again).
@@ -174,7 +108,9 @@ pub struct Tracked {
     _token: InFlight,
     end: Option<BoxFuture<'static, ()>>,
     ending: bool,
-    framing: Framing,
+    /// A watch's event boundaries (the core's framer's own tracker); none
+    /// for any other response, which is never ended early.
+    boundary: Option<Boundary>,
 }
 
 impl Tracked {
@@ -182,15 +118,21 @@ impl Tracked {
         resp: Response<Body>,
         token: InFlight,
         end: Option<BoxFuture<'static, ()>>,
-        framing: Framing,
+        boundary: Option<Boundary>,
     ) -> Response<Tracked> {
         resp.map(|inner| Tracked {
             inner,
             _token: token,
             end,
             ending: false,
-            framing,
+            boundary,
         })
+    }
+}
+
+impl Tracked {
+    fn at_boundary(&self) -> bool {
+        self.boundary.as_ref().is_some_and(Boundary::at_boundary)
     }
 }
 
@@ -212,50 +154,23 @@ impl HttpBody for Tracked {
                 }
             }
         }
-        if this.ending && this.framing.at_boundary() {
+        if this.ending && this.at_boundary() {
             return Poll::Ready(None);
         }
         let r = Pin::new(&mut this.inner).poll_frame(cx);
         if let Poll::Ready(Some(Ok(frame))) = &r {
-            if let Some(d) = frame.data_ref() {
-                this.framing.feed(d);
+            if let (Some(d), Some(b)) = (frame.data_ref(), this.boundary.as_mut()) {
+                b.feed(d);
             }
         }
         r
     }
 
     fn is_end_stream(&self) -> bool {
-        (self.ending && self.framing.at_boundary()) || self.inner.is_end_stream()
+        (self.ending && self.at_boundary()) || self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn event_boundaries_are_tracked() {
-        let mut l = Framing::Lines { at_boundary: true };
-        l.feed(b"{\"type\":\"ADDED\"");
-        assert!(!l.at_boundary());
-        l.feed(b"}\n");
-        assert!(l.at_boundary());
-
-        let mut p = Framing::LengthPrefixed {
-            header: [0; 4],
-            have: 0,
-            remaining: 0,
-        };
-        assert!(p.at_boundary());
-        p.feed(&[0, 0]);
-        assert!(!p.at_boundary());
-        p.feed(&[0, 3, b'a']);
-        assert!(!p.at_boundary());
-        p.feed(&[b'b', b'c', 0, 0, 0, 1, b'x']);
-        assert!(p.at_boundary());
     }
 }
