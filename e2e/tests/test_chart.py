@@ -398,6 +398,64 @@ def test_rbac_renamed_as_regroup_render_renames_it(regroup_bin, tmp_path):
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "team-b-regroup", "namespace": "team-b"}]
 
 
+# The chart's `regroup.mapGroup` against regroup's own GroupMap: rules of
+# every kind regroup accepts (exact; suffixes, one inside another; an exact
+# rule inside a suffix, listed after it: the first match must agree), and
+# groups matching each way or none (a suffix only on a label boundary).
+MAP_RULES = [{"from": "samplecontroller.k8s.io", "to": "samplecontroller.team-b.example.com"},
+             {"fromSuffix": "concierge.pinniped.dev", "toSuffix": "concierge.pinniped.team-b.example.com"},
+             {"fromSuffix": "pinniped.dev", "toSuffix": "pinniped.team-b.example.com"},
+             {"from": "login.concierge.pinniped.dev", "to": "login.concierge.pinniped.team-b.example.com"},
+             {"fromSuffix": "kopf.dev", "toSuffix": "kopf.team-b.example.com"}]
+MAP_GROUPS = [
+    "samplecontroller.k8s.io",        # exact
+    "sub.samplecontroller.k8s.io",    # an exact rule is no suffix: no match
+    "login.concierge.pinniped.dev",   # exact, and inside two suffixes
+    "x.concierge.pinniped.dev",       # the inner suffix, and the outer one
+    "concierge.pinniped.dev",         # a suffix itself
+    "pinniped.dev",
+    "a.b.pinniped.dev",               # several labels before the suffix
+    "xpinniped.dev",                  # not on a label boundary: no match
+    "pinniped.dev.evil.io",           # the suffix inside: no match
+    "kopf.dev", "zalando.kopf.dev",
+    "apps", "", "k8s.io",             # no rule
+]
+
+
+def test_map_group_template_maps_as_regroup_does(regroup_bin, tmp_path):
+    """Helm can't run regroup at install time, so the chart maps bare group
+    names (RBAC apiGroups, APIService groups) with its own template: every
+    group it maps must be exactly what regroup maps (`regroup render` of the
+    same ClusterRole and APIServices), whatever the kind of rule."""
+    rbac = {"rules": [{"apiGroups": MAP_GROUPS, "resources": ["*"], "verbs": ["get"]}]}
+    services = [{"group": g, "version": "v1"} for g in MAP_GROUPS if g]
+    objs = template(values_for({"rules": MAP_RULES, "rbac": rbac, "mode": "kubeconfig",
+                                "front": {"enabled": True, "insecureBackend": True,
+                                          "apiServices": services}}), tmp_path)
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text(yaml.safe_dump({"rules": MAP_RULES}))
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "x"},
+            "rules": rbac["rules"]}
+    apis = [{"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+             "metadata": {"name": f"v1.{s['group']}"}, "spec": {"group": s["group"], "version": "v1"}}
+            for s in services]
+    p = subprocess.run([regroup_bin, "render", "-c", str(rules_file), "-f", "-"],
+                       input="\n".join(json.dumps(o) for o in [role, *apis]), capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    rendered = [d for d in yaml.safe_load_all(p.stdout) if d]
+    regroup_maps = dict(zip(MAP_GROUPS, rendered[0]["rules"][0]["apiGroups"]))
+    assert one(objs, "ClusterRole")["rules"][0]["apiGroups"] == [regroup_maps[g] for g in MAP_GROUPS]
+    # Not vacuous: every kind of match renamed, every non-match kept.
+    assert regroup_maps["x.concierge.pinniped.dev"] == "x.concierge.pinniped.team-b.example.com"
+    assert regroup_maps["zalando.kopf.dev"] == "zalando.kopf.team-b.example.com"
+    for kept in ["sub.samplecontroller.k8s.io", "xpinniped.dev", "pinniped.dev.evil.io", "apps", ""]:
+        assert regroup_maps[kept] == kept
+    chart_groups = sorted(a["spec"]["group"] for a in by_kind(objs, "APIService"))
+    assert chart_groups == sorted(a["spec"]["group"] for a in rendered[1:])
+    assert chart_groups == sorted(regroup_maps[s["group"]] for s in services)
+
+
 def test_renamed_manifests_from_regroup_render(regroup_bin, tmp_path):
     """renamedManifests takes `regroup render`'s output as is, and refuses a
     manifest that was not rendered."""
