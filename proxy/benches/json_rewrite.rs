@@ -9,8 +9,9 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use regroup::kube::Wire;
 use regroup::rewrite::list_stream::rewrite_in_chunks;
-use regroup::rewrite::{Catalog, JsonRewriter};
+use regroup::rewrite::{Catalog, Context, Engine};
 use regroup_config::{Direction, GroupMap, MapRule, Rule};
 use serde_json::Value as Json;
 
@@ -84,14 +85,16 @@ fn naive(map: &GroupMap, body: &[u8]) -> Vec<u8> {
 fn bench(c: &mut Criterion) {
     let map = map();
     let catalog = Catalog::new(&[]);
-    let rw = JsonRewriter::new(&map, &catalog, Direction::ToApp);
+    // The codec as the proxy holds it: the engine's.
+    let engine = Engine::new(map.clone(), catalog);
+    let rw = engine.json(Direction::ToApp);
     let mut g = c.benchmark_group("json_list_10k");
     g.sample_size(20);
     for percent in [1, 100] {
         let body = list(10_000, percent);
         // Same renames, checked once outside the timing.
         let ours: Json =
-            serde_json::from_slice(&rewrite_in_chunks(&rw, &body, 65536).unwrap()).unwrap();
+            serde_json::from_slice(&rewrite_in_chunks(rw, &body, 65536).unwrap()).unwrap();
         let theirs: Json = serde_json::from_slice(&naive(&map, &body)).unwrap();
         assert_eq!(ours, theirs, "both rename the same places");
         g.throughput(Throughput::Bytes(body.len() as u64));
@@ -103,12 +106,19 @@ fn bench(c: &mut Criterion) {
         g.bench_with_input(
             BenchmarkId::new("regroup_whole", percent),
             &body,
-            |b, body| b.iter(|| rw.rewrite_bytes(black_box(body)).unwrap()),
+            |b, body| {
+                b.iter(|| {
+                    let cx = Context::default();
+                    engine
+                        .body(Direction::ToApp, Wire::Json, cx, black_box(body))
+                        .unwrap()
+                })
+            },
         );
         g.bench_with_input(
             BenchmarkId::new("regroup_stream_64k", percent),
             &body,
-            |b, body| b.iter(|| rewrite_in_chunks(&rw, black_box(body), 65536).unwrap()),
+            |b, body| b.iter(|| rewrite_in_chunks(rw, black_box(body), 65536).unwrap()),
         );
     }
     g.finish();

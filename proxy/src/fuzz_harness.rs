@@ -22,7 +22,7 @@ use crate::rewrite::framing::{Framer, Framing};
 use crate::rewrite::list_stream::{rewrite_in_chunks, ListStream};
 use crate::rewrite::protobuf::stream::WatchStream;
 use crate::rewrite::raw::{reference, Raw};
-use crate::rewrite::{json_patch, yaml, Catalog, Context, Engine};
+use crate::rewrite::{json_patch, Catalog, Context, Engine};
 use crate::serve::front::auth::{self, RequestHeaderConfig};
 use crate::serve::listen::path_check::check_path;
 use crate::url_rename::{rewrite_path, rewrite_query};
@@ -125,7 +125,7 @@ pub fn json(data: &[u8]) {
     let e = engine();
     for dir in DIRECTIONS {
         let rw = e.json(dir);
-        let _ = rw.rewrite_bytes(data);
+        let _ = e.body(dir, Wire::Json, Context::default(), data);
         for (hint, addressed) in HINTS.into_iter().zip(ADDRESSED) {
             let _ = e.body(dir, Wire::Json, Context { hint, addressed }, data);
         }
@@ -133,13 +133,13 @@ pub fn json(data: &[u8]) {
         let mut list = ListStream::new(None, STREAM_LIMIT);
         let mut ok = true;
         for chunk in data.chunks(chunk_size(data)) {
-            if list.feed(rw, chunk).is_err() {
+            if e.list_feed(dir, &mut list, chunk).is_err() {
                 ok = false;
                 break;
             }
         }
         if ok {
-            let _ = list.finish(rw);
+            let _ = e.list_finish(dir, list);
         }
     }
 }
@@ -214,7 +214,7 @@ pub fn yaml(data: &[u8]) {
     let e = engine();
     for dir in DIRECTIONS {
         for (hint, addressed) in HINTS.into_iter().zip(ADDRESSED) {
-            let _ = yaml::rewrite(e.json(dir), data, hint, addressed);
+            let _ = e.body(dir, Wire::Yaml, Context { hint, addressed }, data);
         }
         if let Ok(text) = std::str::from_utf8(data) {
             let _ = renderer(dir).render(text);

@@ -8,8 +8,8 @@ use regroup_config::{Direction, Settings};
 use serde_json::Value as Json;
 use serde_saphyr::Spanned;
 
-use crate::rewrite::names::NameIndex;
-use crate::rewrite::{yaml, Catalog, JsonRewriter};
+use crate::kube::Wire;
+use crate::rewrite::{Catalog, Context, Engine};
 
 mod cel;
 
@@ -26,16 +26,15 @@ struct Doc {
 }
 
 /// What renaming in one direction needs, built once from the settings (the
-/// catalog and the automata of mapped names cost far more than renaming a
-/// manifest): [`render`] and [`render_values`] build one per call;
-/// `Renderer` keeps it for many.
+/// engine's catalog and automata of mapped names cost far more than
+/// renaming a manifest): [`render`] and [`render_values`] build one per
+/// call; `Renderer` keeps it for many.
 pub struct Renderer<'s> {
     settings: std::marker::PhantomData<&'s Settings>,
-    /// The settings' map, its `names:` idempotent (manifests may be
-    /// rendered twice: `inject` on its own output).
-    map: regroup_config::GroupMap,
-    catalog: Catalog,
-    index: NameIndex,
+    /// The engine of the proxy, built on the settings' map with its
+    /// `names:` idempotent (manifests may be rendered twice: `inject` on its
+    /// own output).
+    engine: Engine,
     dir: Direction,
 }
 
@@ -52,17 +51,12 @@ impl<'s> Renderer<'s> {
             .clone()
             .with_object_names(names)
             .with_metadata(metadata);
+        let catalog = Catalog::for_map(&settings.fields, &map);
         Renderer {
             settings: std::marker::PhantomData,
-            catalog: Catalog::for_map(&settings.fields, &map),
-            index: NameIndex::new(&map),
-            map,
+            engine: Engine::new(map, catalog),
             dir,
         }
-    }
-
-    fn rewriter(&self) -> JsonRewriter<'_> {
-        JsonRewriter::with_index(&self.map, &self.catalog, self.dir, self.index.clone())
     }
 
     /// See [`render`].
@@ -72,7 +66,11 @@ impl<'s> Renderer<'s> {
         if looks_like_json(input) {
             return to_yaml(&values);
         }
-        match yaml::rewrite(&self.rewriter(), input.as_bytes(), None, None) {
+        let yaml = input.as_bytes();
+        match self
+            .engine
+            .body(self.dir, Wire::Yaml, Context::default(), yaml)
+        {
             Ok(Some(out)) => String::from_utf8(out)
                 .map_err(|e| RenderError(format!("could not write YAML: {e}"))),
             Ok(None) => Ok(input.to_owned()),
@@ -87,7 +85,6 @@ impl<'s> Renderer<'s> {
         } else {
             parse_yaml(input)?
         };
-        let rewriter = self.rewriter();
         let mut out = Vec::with_capacity(docs.len());
         for (i, mut doc) in docs.into_iter().enumerate() {
             let at = format!("document {} (line {})", i + 1, doc.line);
@@ -102,8 +99,8 @@ impl<'s> Renderer<'s> {
                     "{at}: not a Kubernetes object: `apiVersion` and `kind` are required"
                 )));
             }
-            rewriter
-                .rewrite(&mut doc.value)
+            self.engine
+                .value(self.dir, Context::default(), &mut doc.value)
                 .map_err(|e| RenderError(format!("{at}: {e}")))?;
             out.push(doc.value);
         }

@@ -10,6 +10,7 @@ use super::codec::{self, Codec, Context};
 use super::names::NameIndex;
 use super::openapi::OpenApiRewriter;
 use super::openapi_proto::OpenApiProtoRewriter;
+use super::{list_stream, protobuf};
 use super::{Catalog, JsonRewriter, ProtoRewriter, RewriteError};
 use crate::kube::Wire;
 use crate::rewrite::framing::Framing;
@@ -128,6 +129,61 @@ impl Engine {
         codec.rewrite(cx, bytes)
     }
 
+    /// Renames one JSON object held as a value, in place: a manifest
+    /// (`regroup render`), the object of a patch's read-modify-write.
+    /// `cx` as for [`body`](Self::body). Returns whether anything changed.
+    pub fn value(
+        &self,
+        dir: Direction,
+        cx: Context<'_>,
+        obj: &mut serde_json::Value,
+    ) -> Result<bool, RewriteError> {
+        self.json(dir).rewrite_value(obj, cx.hint, cx.addressed)
+    }
+
+    /// Renames the next chunk of a JSON list as it streams: the renamed
+    /// bytes ready to send (items are renamed as they complete).
+    pub fn list_feed(
+        &self,
+        dir: Direction,
+        list: &mut list_stream::ListStream,
+        chunk: &[u8],
+    ) -> Result<Vec<u8>, RewriteError> {
+        list.feed(self.json(dir), chunk)
+    }
+
+    /// Ends a JSON list: the renamed rest (an error if it ended inside an
+    /// item).
+    pub fn list_finish(
+        &self,
+        dir: Direction,
+        list: list_stream::ListStream,
+    ) -> Result<Vec<u8>, RewriteError> {
+        list.finish(self.json(dir))
+    }
+
+    /// Renames the next chunk of a protobuf list: its items are renamed as
+    /// they complete and spooled until the list ends (the length prefix
+    /// comes first; see `protobuf/list_stream.rs`).
+    pub fn proto_list_feed(
+        &self,
+        dir: Direction,
+        list: &mut protobuf::list_stream::ListStream,
+        chunk: &[u8],
+    ) -> Result<(), RewriteError> {
+        list.feed(self.proto(dir), chunk)
+    }
+
+    /// Ends a protobuf list: its head with the new length, then the spooled
+    /// items.
+    pub fn proto_list_finish(
+        &self,
+        dir: Direction,
+        list: protobuf::list_stream::ListStream,
+    ) -> Result<protobuf::list_stream::Output, RewriteError> {
+        list.finish(self.proto(dir))
+    }
+
     /// Renames the content of one watch frame (without its `\n` or length
     /// prefix): a JSON `WatchEvent` line or a raw protobuf `WatchEvent`.
     pub fn watch_event(
@@ -243,6 +299,57 @@ pub mod tests {
                 app
             )
             .is_err());
+    }
+
+    #[test]
+    fn values_yaml_and_lists_go_through_the_engine() {
+        let e = engine("samplecontroller.team1.example.com");
+        let mut v =
+            serde_json::json!({"apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo"});
+        assert!(e
+            .value(Direction::ToCluster, Context::default(), &mut v)
+            .unwrap());
+        assert_eq!(
+            v["apiVersion"],
+            "samplecontroller.team1.example.com/v1alpha1"
+        );
+        // A partial object: its type from the hint.
+        let mut patch = serde_json::json!({"spec": {"group": "samplecontroller.k8s.io"}});
+        let crd = Context {
+            hint: Some(("apiextensions.k8s.io/v1", "CustomResourceDefinition")),
+            addressed: None,
+        };
+        assert!(e.value(Direction::ToCluster, crd, &mut patch).unwrap());
+        assert_eq!(patch["spec"]["group"], "samplecontroller.team1.example.com");
+
+        let yaml = b"# kept\napiVersion: samplecontroller.k8s.io/v1alpha1\nkind: Foo\n";
+        let out = e
+            .body(Direction::ToCluster, Wire::Yaml, Context::default(), yaml)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            out,
+            b"# kept\napiVersion: samplecontroller.team1.example.com/v1alpha1\nkind: Foo\n"
+        );
+
+        let list = br#"{"kind":"FooList","apiVersion":"samplecontroller.k8s.io/v1alpha1","items":[{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo"}]}"#;
+        let mut stream = list_stream::ListStream::new(None, 1 << 20);
+        let mut out = Vec::new();
+        for chunk in list.chunks(7) {
+            out.extend(
+                e.list_feed(Direction::ToCluster, &mut stream, chunk)
+                    .unwrap(),
+            );
+        }
+        out.extend(e.list_finish(Direction::ToCluster, stream).unwrap());
+        let whole = e
+            .body(Direction::ToCluster, Wire::Json, Context::default(), list)
+            .unwrap()
+            .unwrap();
+        assert_eq!(out, whole, "streamed as renamed whole");
+        assert!(!String::from_utf8(out)
+            .unwrap()
+            .contains("samplecontroller.k8s.io"));
     }
 
     #[test]

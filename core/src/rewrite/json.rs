@@ -51,13 +51,15 @@ pub struct JsonRewriter<'a> {
 }
 
 impl<'a> JsonRewriter<'a> {
-    /// A rewriter for `dir`.
-    pub fn new(map: &'a GroupMap, catalog: &'a Catalog, dir: Direction) -> Self {
+    /// A rewriter for `dir`, for this crate's tests: otherwise the
+    /// [`Engine`](super::Engine) builds them.
+    #[cfg(test)]
+    pub(crate) fn new(map: &'a GroupMap, catalog: &'a Catalog, dir: Direction) -> Self {
         Self::with_index(map, catalog, dir, NameIndex::new(map))
     }
 
-    /// [`new`](Self::new) sharing the configuration's name index.
-    pub fn with_index(
+    /// A rewriter for `dir` sharing the configuration's name index.
+    pub(crate) fn with_index(
         map: &'a GroupMap,
         catalog: &'a Catalog,
         dir: Direction,
@@ -102,44 +104,22 @@ impl<'a> JsonRewriter<'a> {
     /// Renames every catalogued place in `input`, one JSON object of any
     /// kind (including lists, tables, watch events, Status and discovery
     /// documents). `Ok(None)`: nothing to rename; forward `input` as is.
-    pub fn rewrite_bytes(&self, input: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
+    /// For this crate's tests; bodies are renamed through the
+    /// [`Engine`](super::Engine).
+    #[cfg(test)]
+    pub(crate) fn rewrite_bytes(&self, input: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
         self.bytes(input, None, None)
     }
 
-    /// [`rewrite_bytes`](Self::rewrite_bytes) for a partial object (a merge
-    /// or strategic-merge patch): `api_version`/`kind` (input naming) stand
-    /// in for members the object lacks.
-    pub fn rewrite_bytes_as(
-        &self,
-        input: &[u8],
-        api_version: &str,
-        kind: &str,
-    ) -> Result<Option<Vec<u8>>, RewriteError> {
-        let hint = TypeOf {
-            api_version: api_version.to_owned(),
-            kind: kind.to_owned(),
-        };
-        self.bytes(input, Some(&hint), None)
-    }
-
-    /// [`rewrite_bytes`](Self::rewrite_bytes) for a response to a request
-    /// that addressed objects of `group`/`kind` (app names): metadata-only
-    /// forms (`PartialObjectMetadata`, also in lists, Table rows and watch
-    /// events) lose their kind, but their name may still carry a group
-    /// (`version.group` of an APIService). See [`Catalog::kind_for_resource`].
-    pub fn rewrite_bytes_addressed(
-        &self,
-        input: &[u8],
-        group: &str,
-        kind: &str,
-    ) -> Result<Option<Vec<u8>>, RewriteError> {
-        self.bytes(input, None, Some((group, kind)))
-    }
-
-    /// The general form: `hint` (`apiVersion`, `kind`) as for
-    /// [`rewrite_bytes_as`](Self::rewrite_bytes_as), `addressed` as for
-    /// [`rewrite_bytes_addressed`](Self::rewrite_bytes_addressed).
-    pub fn rewrite_bytes_with(
+    /// [`rewrite_bytes`](Self::rewrite_bytes) with what the body is about:
+    /// `hint` (`apiVersion`, `kind`, input naming) stands in for members a
+    /// partial object (a merge or strategic-merge patch) lacks; `addressed`
+    /// (`group`, `kind`, app names) is what the request addressed, for
+    /// metadata-only forms (`PartialObjectMetadata`, also in lists, Table
+    /// rows and watch events) that lose their kind while their name may
+    /// still carry a group (`version.group` of an APIService, see
+    /// [`Catalog::kind_for_resource`]).
+    pub(crate) fn rewrite_bytes_with(
         &self,
         input: &[u8],
         hint: Option<(&str, &str)>,
@@ -174,30 +154,16 @@ impl<'a> JsonRewriter<'a> {
         Ok(walk.finish().map(String::into_bytes))
     }
 
-    /// Renames a `serde_json::Value` in place (through the same byte engine).
+    /// [`rewrite_bytes_with`](Self::rewrite_bytes_with) on a
+    /// `serde_json::Value`, in place (through the same byte engine).
     /// Returns whether anything changed.
-    pub fn rewrite(&self, obj: &mut Json) -> Result<bool, RewriteError> {
-        self.value_via_bytes(obj, |b| self.rewrite_bytes(b))
-    }
-
-    /// [`rewrite_bytes_as`](Self::rewrite_bytes_as) on a `Value`.
-    pub fn rewrite_as(
+    pub(crate) fn rewrite_value(
         &self,
         obj: &mut Json,
-        api_version: &str,
-        kind: &str,
+        hint: Option<(&str, &str)>,
+        addressed: Option<(&str, &str)>,
     ) -> Result<bool, RewriteError> {
-        self.value_via_bytes(obj, |b| self.rewrite_bytes_as(b, api_version, kind))
-    }
-
-    /// [`rewrite_bytes_addressed`](Self::rewrite_bytes_addressed) on a `Value`.
-    pub fn rewrite_addressed(
-        &self,
-        obj: &mut Json,
-        group: &str,
-        kind: &str,
-    ) -> Result<bool, RewriteError> {
-        self.value_via_bytes(obj, |b| self.rewrite_bytes_addressed(b, group, kind))
+        self.value_via_bytes(obj, |b| self.rewrite_bytes_with(b, hint, addressed))
     }
 
     fn value_via_bytes(

@@ -80,7 +80,7 @@ fn place(
             Json::Object(m)
         };
     }
-    if !wrapped.is_object() || !rw.rewrite_as(&mut wrapped, api_version, kind)? {
+    if !wrapped.is_object() || !rw.rewrite_value(&mut wrapped, Some((api_version, kind)), None)? {
         return Ok((None, None));
     }
     // Each level holds one member (or element): its name is the token.

@@ -15,8 +15,9 @@ fn malformed(what: &str, e: impl std::fmt::Display) -> RewriteError {
 /// YAML (one document or several) renamed in place. `Ok(None)`: nothing
 /// renamed; forward the bytes as they are. A document whose renaming can't
 /// be written in place (a value its scalar style can't hold, an entry
-/// dropped) is written anew, as YAML.
-pub fn rewrite(
+/// dropped) is written anew, as YAML. Outside this crate, through
+/// [`Engine::body`](super::Engine::body) with `Wire::Yaml`.
+pub(crate) fn rewrite(
     rw: &JsonRewriter<'_>,
     bytes: &[u8],
     hint: Option<(&str, &str)>,

@@ -6,18 +6,19 @@
 //! such as `samplecontroller.k8s.io/owner` included).
 
 use crate::common;
+use crate::common::EngineJson;
 
 use common::{
     case_names, documents, first_difference, fixture_map, normalize_docs, without_bookmarks, Case,
 };
-use regroup::rewrite::{Catalog, JsonRewriter};
+use regroup::rewrite::Catalog;
 use regroup_config::Direction;
 use serde_json::Value as Json;
 
 fn rewrite_all(docs: &mut [Json], dir: Direction, addressed: Option<(&str, &str)>) -> bool {
     let map = fixture_map();
     let catalog = Catalog::new(&[]);
-    let rw = JsonRewriter::new(&map, &catalog, dir);
+    let rw = EngineJson::new(&map, &catalog, dir);
     let mut changed = false;
     for d in docs {
         changed |= match addressed {
@@ -173,8 +174,8 @@ fn worlds_differ_without_the_rewrite() {
 fn renaming_there_and_back_gives_back_the_captured_bytes() {
     let map = fixture_map();
     let catalog = Catalog::new(&[]);
-    let to_app = JsonRewriter::new(&map, &catalog, Direction::ToApp);
-    let to_cluster = JsonRewriter::new(&map, &catalog, Direction::ToCluster);
+    let to_app = EngineJson::new(&map, &catalog, Direction::ToApp);
+    let to_cluster = EngineJson::new(&map, &catalog, Direction::ToCluster);
     let mut round_trips = 0;
     for name in case_names() {
         let case = Case::load("renamed", &name);

@@ -5,9 +5,10 @@
 //! side it came from (no app name reaches the cluster, no cluster name the
 //! app); an unmapped group is left exactly as it was.
 
+use crate::common::EngineJson;
 use proptest::prelude::*;
 use regroup::rewrite::catalog::{Place, Selector, Slot};
-use regroup::rewrite::{Catalog, JsonRewriter};
+use regroup::rewrite::Catalog;
 use regroup_config::field_path::Step;
 use regroup_config::{Direction, Form, GroupMap, MapRule, Rule};
 use serde_json::{json, Value as Json};
@@ -253,8 +254,8 @@ proptest! {
     ) {
         let map = map();
         let catalog = Catalog::new(&[]);
-        let to_cluster = JsonRewriter::new(&map, &catalog, Direction::ToCluster);
-        let to_app = JsonRewriter::new(&map, &catalog, Direction::ToApp);
+        let to_cluster = EngineJson::new(&map, &catalog, Direction::ToCluster);
+        let to_app = EngineJson::new(&map, &catalog, Direction::ToApp);
         let mut rows = 0;
         for place in catalog.places() {
             for o in objects(place, &g) {

@@ -4,8 +4,9 @@
 //! copy's object of the same fixed name hidden, every other name as it
 //! is) and `fieldSelector=metadata.name=`.
 
+use crate::common::EngineJson;
 use regroup::rewrite::protobuf::test_wire as wire;
-use regroup::rewrite::{Catalog, JsonRewriter, ProtoRewriter};
+use regroup::rewrite::{Catalog, ProtoRewriter};
 use regroup::url_rename::rewrite_path;
 use regroup_config::{Direction, Form, GroupMap};
 use serde_json::Value as Json;
@@ -74,13 +75,13 @@ const LEASE: &str = r#"{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","me
 #[test]
 fn a_lease_written_by_the_app_is_the_copys_and_reads_back_as_written() {
     let (map, catalog) = map();
-    let sent = JsonRewriter::new(&map, &catalog, Direction::ToCluster)
+    let sent = EngineJson::new(&map, &catalog, Direction::ToCluster)
         .rewrite_bytes(LEASE.as_bytes())
         .unwrap()
         .unwrap();
     let v: Json = serde_json::from_slice(&sent).unwrap();
     assert_eq!(v["metadata"]["name"], "team1-foo-operator-lock");
-    let back = JsonRewriter::new(&map, &catalog, Direction::ToApp)
+    let back = EngineJson::new(&map, &catalog, Direction::ToApp)
         .rewrite_bytes(&sent)
         .unwrap()
         .unwrap();
@@ -88,7 +89,7 @@ fn a_lease_written_by_the_app_is_the_copys_and_reads_back_as_written() {
     // Another Lease of the app's: as it is, both ways.
     let other = LEASE.replace("foo-operator-lock", "other-lock");
     for dir in [Direction::ToCluster, Direction::ToApp] {
-        let out = JsonRewriter::new(&map, &catalog, dir)
+        let out = EngineJson::new(&map, &catalog, dir)
             .rewrite_bytes(other.as_bytes())
             .unwrap();
         assert!(out.is_none_or(|o| o == other.as_bytes()), "{dir:?}");
@@ -99,7 +100,7 @@ fn a_lease_written_by_the_app_is_the_copys_and_reads_back_as_written() {
 fn a_list_shows_the_copys_lease_under_its_name_and_hides_the_other_copys() {
     let (map, catalog) = map();
     let list = r#"{"apiVersion":"coordination.k8s.io/v1","kind":"LeaseList","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"name":"team1-foo-operator-lock","namespace":"ops"},"spec":{"holderIdentity":"b"}},{"metadata":{"name":"foo-operator-lock","namespace":"ops"},"spec":{"holderIdentity":"a"}},{"metadata":{"name":"team2-foo-operator-lock","namespace":"ops"},"spec":{"holderIdentity":"c"}},{"metadata":{"name":"kube-scheduler","namespace":"ops"}}]}"#;
-    let out = JsonRewriter::new(&map, &catalog, Direction::ToApp)
+    let out = EngineJson::new(&map, &catalog, Direction::ToApp)
         .rewrite_bytes_addressed(list.as_bytes(), "coordination.k8s.io", "Lease")
         .unwrap()
         .unwrap();

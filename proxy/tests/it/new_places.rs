@@ -9,8 +9,9 @@
 //! `core/proto/`). Each test states the bytes the app and the cluster see
 //! and checks both directions byte for byte.
 
+use crate::common::EngineJson;
 use regroup::rewrite::protobuf::test_wire as wire;
-use regroup::rewrite::{Catalog, JsonRewriter, ProtoRewriter};
+use regroup::rewrite::{Catalog, ProtoRewriter};
 use regroup_config::{Direction, GroupMap, MapRule, Rule};
 use serde_json::{json, Value as Json};
 use wire::{cat, envelope, ld, vi};
@@ -33,7 +34,7 @@ fn map() -> GroupMap {
 fn json_both_ways(app: Json, cluster: Json) {
     let (map, catalog) = (map(), Catalog::new(&[]));
     let bytes = serde_json::to_vec(&app).unwrap();
-    let out = JsonRewriter::new(&map, &catalog, Direction::ToCluster)
+    let out = EngineJson::new(&map, &catalog, Direction::ToCluster)
         .rewrite_bytes(&bytes)
         .unwrap()
         .expect("renamed for the cluster");
@@ -42,7 +43,7 @@ fn json_both_ways(app: Json, cluster: Json) {
         cluster,
         "to the cluster"
     );
-    let back = JsonRewriter::new(&map, &catalog, Direction::ToApp)
+    let back = EngineJson::new(&map, &catalog, Direction::ToApp)
         .rewrite_bytes(&out)
         .unwrap()
         .expect("renamed for the app");

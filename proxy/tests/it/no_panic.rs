@@ -3,12 +3,13 @@
 //! reached), through every entry point that reads bodies or URLs.
 
 use crate::common;
+use crate::common::EngineJson;
 
 use proptest::prelude::*;
 use regroup::rewrite::list_stream::rewrite_in_chunks;
 use regroup::rewrite::openapi::OpenApiRewriter;
 use regroup::rewrite::openapi_proto::OpenApiProtoRewriter;
-use regroup::rewrite::{Catalog, JsonRewriter, ProtoRewriter};
+use regroup::rewrite::{Catalog, ProtoRewriter};
 use regroup::url_rename::{rewrite_path, rewrite_query, RequestInfo};
 use regroup_config::Direction;
 
@@ -76,11 +77,11 @@ proptest! {
         let map = common::fixture_map();
         let catalog = Catalog::new(&[]);
         for dir in [Direction::ToApp, Direction::ToCluster] {
-            let json = JsonRewriter::new(&map, &catalog, dir);
+            let json = EngineJson::new(&map, &catalog, dir);
             let _ = json.rewrite_bytes(&bytes);
             let _ = json.rewrite_bytes_as(&bytes, "samplecontroller.k8s.io/v1alpha1", "Foo");
             let _ = json.rewrite_bytes_addressed(&bytes, "apiregistration.k8s.io", "APIService");
-            let _ = rewrite_in_chunks(&json, &bytes, chunk);
+            let _ = rewrite_in_chunks(json.codec(), &bytes, chunk);
             let proto = ProtoRewriter::new(&map, &catalog, dir);
             let _ = proto.rewrite_bytes(&bytes);
             let _ = proto.rewrite_watch_frame(&bytes);

@@ -7,6 +7,7 @@
 //! captured HTTP chunking.
 
 use crate::common;
+use crate::common::EngineJson;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -21,7 +22,7 @@ use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use regroup::rewrite::{Catalog, JsonRewriter, ProtoRewriter};
+use regroup::rewrite::{Catalog, ProtoRewriter};
 
 const CLUSTER_GROUP: &str = "samplecontroller.team1.example.com";
 use regroup::serve::Proxy;
@@ -216,7 +217,7 @@ async fn kube_1_29_tables_read_as_the_orig_world_through_regroup() {
 async fn replay(version: &str) -> usize {
     let map: &'static GroupMap = Box::leak(Box::new(fixture_map()));
     let catalog = Catalog::new(&[]);
-    let names_of = JsonRewriter::new(map, &catalog, Direction::ToApp);
+    let names_of = EngineJson::new(map, &catalog, Direction::ToApp);
     let proto_to_app = ProtoRewriter::new(map, &catalog, Direction::ToApp);
     let proto_to_cluster = ProtoRewriter::new(map, &catalog, Direction::ToCluster);
     let state = Arc::new(Mutex::new(Replay::default()));
@@ -269,7 +270,7 @@ async fn replay(version: &str) -> usize {
         let request_names_group = orig
             .request
             .as_deref()
-            .is_some_and(|b| names_of.may_contain_name(b));
+            .is_some_and(|b| names_of.codec().may_contain_name(b));
         let mut fail = |m: String| failures.push(format!("{name}: {m}"));
 
         let Some(received) = received else {

@@ -6,11 +6,12 @@
 //! change; the built-in groups' (`deploy`, `crd`, `all`) never do.
 
 use crate::common;
+use crate::common::EngineJson;
 use crate::protobuf_support;
 
 use common::fixtures_of;
 use protobuf_support::envelope_json;
-use regroup::rewrite::{Catalog, JsonRewriter, ProtoRewriter};
+use regroup::rewrite::{Catalog, ProtoRewriter};
 use regroup_config::{Direction, GroupMap};
 use serde_json::Value as Json;
 
@@ -48,8 +49,8 @@ fn a_crd_written_by_the_app_gets_the_prefix_and_reads_back_as_written() {
     let create = read("kube-1.24", "orig/001-create-crd", "request.body");
     for (names, categories) in [(PREFIXED, vec!["all"]), (EVERY_CATEGORY, vec!["t1-all"])] {
         let (map, catalog) = map(names);
-        let to_cluster = JsonRewriter::new(&map, &catalog, Direction::ToCluster);
-        let to_app = JsonRewriter::new(&map, &catalog, Direction::ToApp);
+        let to_cluster = EngineJson::new(&map, &catalog, Direction::ToCluster);
+        let to_app = EngineJson::new(&map, &catalog, Direction::ToApp);
         let sent = to_cluster.rewrite_bytes(&create).unwrap().unwrap();
         let crd = json(&sent);
         assert_eq!(crd["spec"]["group"], "samplecontroller.team1.example.com");
@@ -65,7 +66,7 @@ fn a_crd_written_by_the_app_gets_the_prefix_and_reads_back_as_written() {
 fn without_a_prefix_short_names_and_categories_keep_their_bytes() {
     let create = read("kube-1.24", "orig/001-create-crd", "request.body");
     let (map, catalog) = map("");
-    let sent = JsonRewriter::new(&map, &catalog, Direction::ToCluster)
+    let sent = EngineJson::new(&map, &catalog, Direction::ToCluster)
         .rewrite_bytes(&create)
         .unwrap()
         .unwrap();
@@ -80,8 +81,8 @@ fn a_crd_on_the_cluster_without_the_prefix_is_shown_shadowed_and_kept_on_write_b
     // with the app's short name: not this copy's mark.
     let stored = read("kube-1.24", "renamed/036-get-crd-json", "response.body");
     let (map, catalog) = map(EVERY_CATEGORY);
-    let to_app = JsonRewriter::new(&map, &catalog, Direction::ToApp);
-    let to_cluster = JsonRewriter::new(&map, &catalog, Direction::ToCluster);
+    let to_app = EngineJson::new(&map, &catalog, Direction::ToApp);
+    let to_cluster = EngineJson::new(&map, &catalog, Direction::ToCluster);
     let seen = to_app.rewrite_bytes(&stored).unwrap().unwrap();
     let crd = json(&seen);
     for names in [&crd["spec"]["names"], &crd["status"]["acceptedNames"]] {
@@ -98,7 +99,7 @@ fn a_crd_of_a_group_no_rule_renames_is_left_alone() {
     let (map, catalog) = map(EVERY_CATEGORY);
     let other = br#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"certificates.cert-manager.io"},"spec":{"group":"cert-manager.io","names":{"plural":"certificates","kind":"Certificate","shortNames":["cert","certs"],"categories":["cert-manager"]}},"status":{"acceptedNames":{"plural":"certificates","kind":"Certificate","shortNames":["cert","certs"],"categories":["cert-manager"]}}}"#;
     for dir in [Direction::ToCluster, Direction::ToApp] {
-        let out = JsonRewriter::new(&map, &catalog, dir)
+        let out = EngineJson::new(&map, &catalog, dir)
             .rewrite_bytes(other)
             .unwrap();
         assert!(out.is_none(), "{dir:?}");
@@ -112,7 +113,7 @@ fn a_short_name_too_long_with_the_prefix_is_refused_naming_it() {
     let body = format!(
         r#"{{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{{"name":"foos.samplecontroller.k8s.io"}},"spec":{{"group":"samplecontroller.k8s.io","names":{{"plural":"foos","kind":"Foo","shortNames":["{long}"]}}}}}}"#
     );
-    let e = JsonRewriter::new(&map, &catalog, Direction::ToCluster)
+    let e = EngineJson::new(&map, &catalog, Direction::ToCluster)
         .rewrite_bytes(body.as_bytes())
         .unwrap_err();
     assert!(e.to_string().contains(&long), "{e}");
@@ -134,7 +135,7 @@ fn prefixed_legacy(bytes: &[u8]) -> Vec<u8> {
 #[test]
 fn legacy_discovery_json_loses_the_prefix_for_the_app() {
     let (map, catalog) = map(EVERY_CATEGORY);
-    let to_app = JsonRewriter::new(&map, &catalog, Direction::ToApp);
+    let to_app = EngineJson::new(&map, &catalog, Direction::ToApp);
     let cluster = prefixed_legacy(&read(
         "kube-1.24",
         "renamed/264-discovery-v1alpha1-json",
@@ -168,7 +169,7 @@ fn the_core_groups_short_names_are_never_touched() {
         .windows(6)
         .any(|w| w == br#""po"]"#.as_slice() || w == b"\"all\"]"));
     for dir in [Direction::ToCluster, Direction::ToApp] {
-        let out = JsonRewriter::new(&map, &catalog, dir)
+        let out = EngineJson::new(&map, &catalog, dir)
             .rewrite_bytes(&core)
             .unwrap();
         assert!(out.is_none_or(|o| o == core), "{dir:?}");
@@ -278,7 +279,7 @@ fn check_aggregated_for_the_app(before: &Json, after: &Json, foo_short: &str, fo
 #[test]
 fn aggregated_discovery_json_loses_the_prefix_for_the_app() {
     let (map, catalog) = map(EVERY_CATEGORY);
-    let to_app = JsonRewriter::new(&map, &catalog, Direction::ToApp);
+    let to_app = EngineJson::new(&map, &catalog, Direction::ToApp);
     let captured = read(
         "kube-1.29",
         "common/002-discovery-apis-aggregated-v2beta1-json",

@@ -7,10 +7,11 @@
 //! events.
 
 use crate::common;
+use crate::common::EngineJson;
 
 use common::{case_names_of, documents, first_difference, fixture_map, normalize_docs, Case};
 use regroup::rewrite::list_stream::ListStream;
-use regroup::rewrite::{Catalog, JsonRewriter};
+use regroup::rewrite::Catalog;
 use regroup_config::Direction;
 use serde_json::{json, Value as Json};
 
@@ -43,7 +44,7 @@ fn table_cases() -> Vec<(&'static str, String)> {
     cases
 }
 
-fn rewrite(rw: &JsonRewriter<'_>, body: &[u8], addressed: Option<(&str, &str)>) -> Vec<u8> {
+fn rewrite(rw: &EngineJson, body: &[u8], addressed: Option<(&str, &str)>) -> Vec<u8> {
     let out = match addressed {
         Some((g, k)) => rw.rewrite_bytes_addressed(body, g, k),
         None => rw.rewrite_bytes(body),
@@ -52,7 +53,7 @@ fn rewrite(rw: &JsonRewriter<'_>, body: &[u8], addressed: Option<(&str, &str)>) 
 }
 
 fn stream(
-    rw: &JsonRewriter<'_>,
+    rw: &EngineJson,
     body: &[u8],
     addressed: Option<(&str, &'static str)>,
     chunk: usize,
@@ -60,9 +61,9 @@ fn stream(
     let mut s = ListStream::new(addressed.map(|(g, k)| (g.to_owned(), k)), usize::MAX);
     let mut out = Vec::new();
     for c in body.chunks(chunk) {
-        out.extend(s.feed(rw, c).expect("streams"));
+        out.extend(rw.list_feed(&mut s, c).expect("streams"));
     }
-    out.extend(s.finish(rw).expect("ends"));
+    out.extend(rw.list_finish(s).expect("ends"));
     out
 }
 
@@ -82,7 +83,7 @@ fn name_cells(body: &[u8]) -> Vec<String> {
 fn compare(dir: Direction) {
     let map = fixture_map();
     let catalog = Catalog::new(&[]);
-    let rw = JsonRewriter::new(&map, &catalog, dir);
+    let rw = EngineJson::new(&map, &catalog, dir);
     let (from, to) = match dir {
         Direction::ToApp => ("renamed", "orig"),
         Direction::ToCluster => ("orig", "renamed"),
@@ -178,7 +179,7 @@ fn names_of_items(body: &[u8]) -> Vec<String> {
 fn shadowed_crds_and_apiservices_are_dropped_from_lists_and_tables() {
     let map = fixture_map();
     let catalog = Catalog::new(&[]);
-    let rw = JsonRewriter::new(&map, &catalog, Direction::ToApp);
+    let rw = EngineJson::new(&map, &catalog, Direction::ToApp);
     let crd = Some(("apiextensions.k8s.io", "CustomResourceDefinition"));
     let apiservice = Some(("apiregistration.k8s.io", "APIService"));
     type Shadowing<'a> = (
@@ -295,7 +296,7 @@ fn shadowed_crds_and_apiservices_are_dropped_from_lists_and_tables() {
 fn a_list_of_only_hidden_objects_is_empty_for_the_app() {
     let map = fixture_map();
     let catalog = Catalog::new(&[]);
-    let rw = JsonRewriter::new(&map, &catalog, Direction::ToApp);
+    let rw = EngineJson::new(&map, &catalog, Direction::ToApp);
     let (_, orig) = both("kube-1.24", "116-list-crd-json");
     let body = serde_json::to_vec(&orig).unwrap();
     let whole = rewrite(&rw, &body, None);
@@ -309,8 +310,8 @@ fn a_list_of_only_hidden_objects_is_empty_for_the_app() {
 fn watch_events_of_hidden_objects_are_said_to_be_hidden() {
     let map = fixture_map();
     let catalog = Catalog::new(&[]);
-    let to_app = JsonRewriter::new(&map, &catalog, Direction::ToApp);
-    let to_cluster = JsonRewriter::new(&map, &catalog, Direction::ToCluster);
+    let to_app = EngineJson::new(&map, &catalog, Direction::ToApp);
+    let to_cluster = EngineJson::new(&map, &catalog, Direction::ToCluster);
     let crd = ("apiextensions.k8s.io", "CustomResourceDefinition");
     for (name, list) in [
         ("116-list-crd-json", false),
@@ -346,6 +347,7 @@ fn watch_events_of_hidden_objects_are_said_to_be_hidden() {
             for doc in [&event, &obj] {
                 assert_eq!(
                     to_app
+                        .codec()
                         .hides_addressed(doc, addressed.0, addressed.1)
                         .unwrap(),
                     hidden,
@@ -354,18 +356,21 @@ fn watch_events_of_hidden_objects_are_said_to_be_hidden() {
                 );
                 // Toward the cluster, nothing is ever hidden.
                 assert!(!to_cluster
+                    .codec()
                     .hides_addressed(doc, addressed.0, addressed.1)
                     .unwrap());
             }
             if o["kind"] != "PartialObjectMetadata" && !list {
-                assert_eq!(to_app.hides(&event).unwrap(), hidden, "{name}");
+                assert_eq!(to_app.codec().hides(&event).unwrap(), hidden, "{name}");
             }
         }
     }
     // Anything else is never hidden, even naming a shadowed group.
     let foo = br#"{"type":"ADDED","object":{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"name":"foos.samplecontroller.k8s.io"}}}"#;
-    assert!(!to_app.hides(foo).unwrap());
-    assert!(to_app.hides(b"{not json").is_err() || !to_app.hides(b"{not json").unwrap());
+    assert!(!to_app.codec().hides(foo).unwrap());
+    assert!(
+        to_app.codec().hides(b"{not json").is_err() || !to_app.codec().hides(b"{not json").unwrap()
+    );
 }
 
 /// Through a real regroup listener (the sidecar's list streaming and

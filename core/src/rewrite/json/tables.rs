@@ -30,7 +30,7 @@ impl JsonRewriter<'_> {
 
     /// [`hides`](Self::hides) for a response to a request that addressed
     /// objects of `group`/`kind` (app names), as for
-    /// [`rewrite_bytes_addressed`](Self::rewrite_bytes_addressed).
+    /// [`Context::addressed`](crate::rewrite::Context::addressed).
     pub fn hides_addressed(
         &self,
         doc: &[u8],

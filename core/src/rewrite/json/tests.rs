@@ -45,19 +45,19 @@ fn both_ways(app: Json, cluster: Json) {
 fn both_ways_with(map: &GroupMap, catalog: &Catalog, app: Json, cluster: Json) {
     let mut v = app.clone();
     JsonRewriter::new(map, catalog, Direction::ToCluster)
-        .rewrite(&mut v)
+        .rewrite_value(&mut v, None, None)
         .unwrap();
     assert_eq!(v, cluster, "to cluster");
     let mut v = cluster;
     JsonRewriter::new(map, catalog, Direction::ToApp)
-        .rewrite(&mut v)
+        .rewrite_value(&mut v, None, None)
         .unwrap();
     assert_eq!(v, app, "to app");
 }
 
 fn to(dir: Direction, mut v: Json) -> Json {
     JsonRewriter::new(&map(), &Catalog::new(&[]), dir)
-        .rewrite(&mut v)
+        .rewrite_value(&mut v, None, None)
         .unwrap();
     v
 }
@@ -248,7 +248,7 @@ fn reference_keys_can_be_turned_off_per_rule_while_catalog_places_still_rename()
     let mut v = json!({"apiVersion": "login.concierge.pinniped.dev/v1alpha1", "kind": "TokenCredentialRequest",
         "spec": {"authenticator": {"apiGroup": "authentication.concierge.pinniped.dev"}}});
     JsonRewriter::new(&map, &Catalog::new(&[]), Direction::ToCluster)
-        .rewrite(&mut v)
+        .rewrite_value(&mut v, None, None)
         .unwrap();
     assert_eq!(
         v["apiVersion"],
@@ -311,7 +311,7 @@ fn merge_patches_without_type_use_the_addressed_kind() {
     let patch = |g: &str| json!({"rules": [{"apiGroups": [g], "verbs": ["get"]}]});
     let mut v = patch(APP);
     JsonRewriter::new(&map(), &Catalog::new(&[]), Direction::ToCluster)
-        .rewrite_as(&mut v, "rbac.authorization.k8s.io/v1", "Role")
+        .rewrite_value(&mut v, Some(("rbac.authorization.k8s.io/v1", "Role")), None)
         .unwrap();
     assert_eq!(v, patch(CLUSTER));
 }
@@ -344,7 +344,7 @@ fn renamed_names_longer_than_a_dns_subdomain_are_an_error() {
     let mut crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": format!("{}.{APP}", "x".repeat(60))}, "spec": {"group": APP}});
     let err = JsonRewriter::new(&map, &Catalog::new(&[]), Direction::ToCluster)
-        .rewrite(&mut crd)
+        .rewrite_value(&mut crd, None, None)
         .unwrap_err();
     assert!(err.to_string().contains("longer than 253"), "{err}");
 }
@@ -353,7 +353,7 @@ fn renamed_names_longer_than_a_dns_subdomain_are_an_error() {
 fn nothing_mapped_reports_no_change() {
     let mut v = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}});
     let changed = JsonRewriter::new(&map(), &Catalog::new(&[]), Direction::ToCluster)
-        .rewrite(&mut v)
+        .rewrite_value(&mut v, None, None)
         .unwrap();
     assert!(!changed);
 }
@@ -567,7 +567,7 @@ fn last_applied_configuration_is_renamed_as_the_object_it_is() {
     let rw = JsonRewriter::new(&m, &c, Direction::ToCluster);
     let mut p = patch(APP);
     assert!(rw
-        .rewrite_as(&mut p, &format!("{APP}/v1alpha1"), "Foo")
+        .rewrite_value(&mut p, Some((&format!("{APP}/v1alpha1"), "Foo")), None)
         .unwrap());
     assert_eq!(p, patch(CLUSTER));
 }

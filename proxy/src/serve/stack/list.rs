@@ -52,7 +52,6 @@ pub(crate) fn stream(
     let s = futures_util::stream::unfold(st, |mut st| async move {
         loop {
             let list = st.list.as_mut()?;
-            let rw = st.engine.json(st.dir);
             match st.body.frame().await {
                 Some(Ok(f)) => {
                     let Ok(data) = f.into_data() else { continue };
@@ -68,7 +67,7 @@ pub(crate) fn stream(
                         st.list = None;
                         return Some((aborted(f.message), st));
                     }
-                    match list.feed(rw, &data) {
+                    match st.engine.list_feed(st.dir, list, &data) {
                         Ok(out) if out.is_empty() => continue,
                         Ok(out) => return Some((Ok(http_body::Frame::data(Bytes::from(out))), st)),
                         Err(e) => {
@@ -84,7 +83,7 @@ pub(crate) fn stream(
                 }
                 None => {
                     let list = st.list.take()?;
-                    return match list.finish(st.engine.json(st.dir)) {
+                    return match st.engine.list_finish(st.dir, list) {
                         Ok(out) => Some((Ok(http_body::Frame::data(Bytes::from(out))), st)),
                         Err(e) => {
                             tracing::error!("the API server's list can't be renamed, aborting the response: {e}");

@@ -29,7 +29,8 @@ use super::credentials::send;
 use super::request_body::{read, renamed};
 use super::{Exchange, Forward, Next, Outgoing, BODY_LIMIT};
 use crate::body::{collect, full};
-use crate::kube::{MediaType, PatchKind};
+use crate::kube::{MediaType, PatchKind, Wire};
+use crate::rewrite::Context;
 use crate::serve::amend::{json_doc, Amend};
 use crate::serve::status::Failure;
 
@@ -380,12 +381,13 @@ async fn read_modify_write(
         let (view, read_version) = app_view(fwd, x, current, kind, amend).await?;
         let mut patched = apply(view, ops)?;
         let pinned = pin_resource_version(&mut patched, read_version.as_deref());
-        x.engine
-            .json(fwd.dir)
-            .rewrite_as(&mut patched, &api_version, kind)
-            .map_err(|e| {
-                Failure::bad_request(format!("the patched object can't be renamed: {e}"))
-            })?;
+        let cx = Context {
+            hint: Some((api_version.as_str(), kind)),
+            addressed: None,
+        };
+        x.engine.value(fwd.dir, cx, &mut patched).map_err(|e| {
+            Failure::bad_request(format!("the patched object can't be renamed: {e}"))
+        })?;
         amend.patched_to_cluster(&mut patched, &x.info, x.engine.map());
         let bytes = to_bytes(&patched);
         let mut h = put_headers.clone();
@@ -424,10 +426,13 @@ async fn app_view(
     let bytes = collect(resp.into_body(), BODY_LIMIT)
         .await
         .map_err(|e| bad(e.to_string()))?;
+    let cx = Context {
+        hint: None,
+        addressed: Some((x.info.group.as_str(), kind)),
+    };
     let renamed = x
         .engine
-        .json(fwd.dir.flip())
-        .rewrite_bytes_addressed(&bytes, &x.info.group, kind)
+        .body(fwd.dir.flip(), Wire::Json, cx, &bytes)
         .map_err(|e| bad(e.to_string()))?;
     let mut view: Json = serde_json::from_slice(renamed.as_deref().unwrap_or(&bytes))
         .map_err(|e| bad(format!("not JSON: {e}")))?;

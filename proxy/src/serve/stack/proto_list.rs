@@ -41,7 +41,7 @@ pub(crate) async fn rename(
     mut body: Incoming,
     mut held: Held,
 ) -> Result<Response<Body>, Failure> {
-    let rw = x.engine.proto(fwd.dir.flip());
+    let dir = fwd.dir.flip();
     // An item is one object; the list is what `spill` allows.
     let mut list = ListStream::with_spill(
         x.kind().map(|k| (x.info.group.as_str(), k)),
@@ -58,13 +58,15 @@ pub(crate) async fn rename(
             held.set(list.held() + data.len(), b.deadline())
                 .await
                 .map_err(|r| r.failure("the API server's protobuf list", true))?;
-            list.feed(rw, &data).map_err(bad)?;
+            x.engine
+                .proto_list_feed(dir, &mut list, &data)
+                .map_err(bad)?;
         }
     }
     held.set(list.held(), b.deadline())
         .await
         .map_err(|r| r.failure("the API server's protobuf list", true))?;
-    let out = list.finish(rw).map_err(bad)?;
+    let out = x.engine.proto_list_finish(dir, list).map_err(bad)?;
     parts
         .headers
         .insert(header::CONTENT_LENGTH, HeaderValue::from(out.len));

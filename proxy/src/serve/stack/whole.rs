@@ -9,8 +9,7 @@ use super::{gzip, Answer, Exchange, Forward, BODY_LIMIT};
 use crate::body::budget::{self, Reason};
 use crate::body::Body;
 use crate::body::{collect_held, full, holding, HeldCollectError};
-use crate::kube::MediaType;
-use crate::rewrite::{yaml, Context, RewriteError};
+use crate::rewrite::{Context, RewriteError};
 use crate::serve::status::Failure;
 
 /// Renames a whole response body.
@@ -62,20 +61,14 @@ pub(crate) async fn rename(
     };
     let dir = fwd.dir.flip();
     let addressed = x.kind().map(|k| (x.info.group.as_str(), k));
-    let out = match media {
-        MediaType::Yaml => yaml::rewrite(x.engine.json(dir), &bytes, None, addressed),
-        _ => x.engine.body(
-            dir,
-            media.response_wire(),
-            Context {
-                hint: None,
-                addressed,
-            },
-            &bytes,
-        ),
-    }
-    .map_err(bad)?;
-    let mut out = out;
+    let cx = Context {
+        hint: None,
+        addressed,
+    };
+    let mut out = x
+        .engine
+        .body(dir, media.response_wire(), cx, &bytes)
+        .map_err(bad)?;
     for a in &answer.amendments {
         let success = parts.status.is_success();
         let amended = a.response_body(media, success, out.as_deref().unwrap_or(&bytes));

@@ -628,3 +628,107 @@ pub fn names_engine(names: &str) -> regroup::rewrite::Engine {
     let catalog = regroup::rewrite::Catalog::for_map(&s.fields, &s.map);
     regroup::rewrite::Engine::new(s.map, catalog)
 }
+
+/// JSON renamed in one direction the way the proxy renames it: through the
+/// [`Engine`](regroup::rewrite::Engine), whose codecs are its own (the
+/// tests hold no codec of their own).
+pub struct EngineJson {
+    engine: regroup::rewrite::Engine,
+    dir: regroup_config::Direction,
+}
+
+impl EngineJson {
+    /// An engine over copies of `map` and `catalog`, renaming in `dir`.
+    pub fn new(
+        map: &GroupMap,
+        catalog: &regroup::rewrite::Catalog,
+        dir: regroup_config::Direction,
+    ) -> EngineJson {
+        EngineJson {
+            engine: regroup::rewrite::Engine::new(map.clone(), catalog.clone()),
+            dir,
+        }
+    }
+
+    fn body(
+        &self,
+        bytes: &[u8],
+        hint: Option<(&str, &str)>,
+        addressed: Option<(&str, &str)>,
+    ) -> Result<Option<Vec<u8>>, regroup::rewrite::RewriteError> {
+        let cx = regroup::rewrite::Context { hint, addressed };
+        self.engine
+            .body(self.dir, regroup::kube::Wire::Json, cx, bytes)
+    }
+
+    /// One JSON object, of any kind.
+    pub fn rewrite_bytes(
+        &self,
+        bytes: &[u8],
+    ) -> Result<Option<Vec<u8>>, regroup::rewrite::RewriteError> {
+        self.body(bytes, None, None)
+    }
+
+    /// A partial object of type `api_version`/`kind`.
+    pub fn rewrite_bytes_as(
+        &self,
+        bytes: &[u8],
+        api_version: &str,
+        kind: &str,
+    ) -> Result<Option<Vec<u8>>, regroup::rewrite::RewriteError> {
+        self.body(bytes, Some((api_version, kind)), None)
+    }
+
+    /// An answer to a request that addressed `group`/`kind`.
+    pub fn rewrite_bytes_addressed(
+        &self,
+        bytes: &[u8],
+        group: &str,
+        kind: &str,
+    ) -> Result<Option<Vec<u8>>, regroup::rewrite::RewriteError> {
+        self.body(bytes, None, Some((group, kind)))
+    }
+
+    /// A value, in place; whether anything changed.
+    pub fn rewrite(&self, v: &mut Json) -> Result<bool, regroup::rewrite::RewriteError> {
+        let cx = regroup::rewrite::Context::default();
+        self.engine.value(self.dir, cx, v)
+    }
+
+    /// [`rewrite_bytes_addressed`](Self::rewrite_bytes_addressed) on a value.
+    pub fn rewrite_addressed(
+        &self,
+        v: &mut Json,
+        group: &str,
+        kind: &str,
+    ) -> Result<bool, regroup::rewrite::RewriteError> {
+        let cx = regroup::rewrite::Context {
+            hint: None,
+            addressed: Some((group, kind)),
+        };
+        self.engine.value(self.dir, cx, v)
+    }
+
+    /// The next chunk of a JSON list streamed through the engine.
+    pub fn list_feed(
+        &self,
+        list: &mut regroup::rewrite::list_stream::ListStream,
+        chunk: &[u8],
+    ) -> Result<Vec<u8>, regroup::rewrite::RewriteError> {
+        self.engine.list_feed(self.dir, list, chunk)
+    }
+
+    /// The end of a JSON list streamed through the engine.
+    pub fn list_finish(
+        &self,
+        list: regroup::rewrite::list_stream::ListStream,
+    ) -> Result<Vec<u8>, regroup::rewrite::RewriteError> {
+        self.engine.list_finish(self.dir, list)
+    }
+
+    /// The engine's JSON codec in this direction, for its checks (`hides`,
+    /// `may_contain_name`) and `rewrite_in_chunks`.
+    pub fn codec(&self) -> &regroup::rewrite::JsonRewriter<'_> {
+        self.engine.json(self.dir)
+    }
+}

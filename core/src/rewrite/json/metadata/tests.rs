@@ -119,7 +119,11 @@ fn finalizer_patches_and_their_managed_fields() {
     let (m, c) = settings();
     let rw = JsonRewriter::new(&m, &c, Direction::ToCluster);
     let out = rw
-        .rewrite_bytes_as(patch("kopf.zalando.org").as_bytes(), "v1", "ConfigMap")
+        .rewrite_bytes_with(
+            patch("kopf.zalando.org").as_bytes(),
+            Some(("v1", "ConfigMap")),
+            None,
+        )
         .unwrap()
         .unwrap();
     assert_eq!(

@@ -34,7 +34,7 @@ fn rewrite(dir: Direction, v: &Json, addressed: Option<(&str, &str)>) -> Json {
     let rw = JsonRewriter::new(&map, &catalog, dir);
     let bytes = serde_json::to_vec(v).unwrap();
     let out = match addressed {
-        Some((g, k)) => rw.rewrite_bytes_addressed(&bytes, g, k),
+        Some((g, k)) => rw.rewrite_bytes_with(&bytes, None, Some((g, k))),
         None => rw.rewrite_bytes(&bytes),
     }
     .unwrap();
