@@ -65,7 +65,7 @@ async fn a_finished_watch_is_no_longer_open_and_an_unreachable_upstream_is_count
     ));
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let at = l.local_addr().unwrap();
-    tokio::spawn(regroup::serve::listen::serve_plain(l, proxy));
+    tokio::spawn(common::serve_plain(l, proxy));
     let (status, _, _) = send(
         Request::get(format!("http://{at}/api/v1/namespaces"))
             .body(Full::default())

@@ -264,7 +264,7 @@ async fn listen(up: Upstream) -> String {
     ));
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", l.local_addr().unwrap());
-    tokio::spawn(regroup::serve::listen::serve_plain(l, p));
+    tokio::spawn(common::serve_plain(l, p));
     base
 }
 

@@ -199,7 +199,12 @@ async fn front() -> Front {
     );
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = l.local_addr().unwrap().port();
-    tokio::spawn(regroup::serve::listen::serve_front(l, reloading, proxy));
+    tokio::spawn(regroup::serve::listen::serve_front(
+        l,
+        reloading,
+        proxy,
+        regroup::serve::Serving::default(),
+    ));
     Front {
         url: format!("https://127.0.0.1:{port}"),
         seen,

@@ -45,7 +45,7 @@ async fn sidecar(upstream: String) -> String {
     );
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
-    tokio::spawn(regroup::serve::listen::serve_plain(l, Arc::new(proxy)));
+    tokio::spawn(common::serve_plain(l, Arc::new(proxy)));
     format!("http://{addr}")
 }
 

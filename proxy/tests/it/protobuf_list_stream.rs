@@ -718,10 +718,7 @@ async fn sidecar_with_limits(server: String, limits: BodyLimits) -> std::net::So
     .with_limits(limits);
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
-    tokio::spawn(regroup::serve::listen::serve_plain(
-        l,
-        std::sync::Arc::new(proxy),
-    ));
+    tokio::spawn(common::serve_plain(l, std::sync::Arc::new(proxy)));
     addr
 }
 

@@ -156,7 +156,7 @@ async fn start_regroup(upstream: SocketAddr, map: &'static GroupMap) -> SocketAd
     ));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(regroup::serve::listen::serve_plain(listener, proxy));
+    tokio::spawn(common::serve_plain(listener, proxy));
     addr
 }
 

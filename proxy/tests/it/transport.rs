@@ -96,7 +96,7 @@ fn proxy(resolved: Resolved, pass_through: bool) -> Arc<Proxy> {
 async fn plain_listener(p: Arc<Proxy>) -> String {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
-    tokio::spawn(regroup::serve::listen::serve_plain(l, p));
+    tokio::spawn(common::serve_plain(l, p));
     format!("http://{addr}")
 }
 
@@ -132,11 +132,7 @@ async fn tls_listener_serves_h2_and_http1_with_a_generated_ca() {
     let id = tls::generate().unwrap();
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
-    tokio::spawn(regroup::serve::listen::serve_tls(
-        l,
-        tls::server_config(&id).unwrap(),
-        p,
-    ));
+    tokio::spawn(common::serve_tls(l, tls::server_config(&id).unwrap(), p));
 
     let mut roots = rustls::RootCertStore::empty();
     for c in CertificateDer::pem_slice_iter(id.ca_pem.as_deref().unwrap().as_bytes()) {

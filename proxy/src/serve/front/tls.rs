@@ -228,7 +228,9 @@ impl ReloadingConfig {
     }
 
     /// Checks the files at most once per `interval` (zero: on every call).
-    pub fn with_interval(mut self, interval: Duration) -> Self {
+    /// For the unit tests: `regroup serve` keeps the default.
+    #[cfg(test)]
+    pub(crate) fn with_interval(mut self, interval: Duration) -> Self {
         self.interval = interval;
         self
     }
@@ -252,8 +254,10 @@ impl ReloadingConfig {
     }
 
     /// Checks the files now, whatever the interval. `Ok(true)` when a new
-    /// configuration was installed; on error the previous one stays.
-    pub fn reload_if_changed(&self) -> Result<bool, String> {
+    /// configuration was installed; on error the previous one stays. For
+    /// the unit tests: `regroup serve` reloads through `current`.
+    #[cfg(test)]
+    pub(crate) fn reload_if_changed(&self) -> Result<bool, String> {
         let mut sources = self.sources.lock().unwrap_or_else(PoisonError::into_inner);
         self.reload_locked(&mut sources)
     }

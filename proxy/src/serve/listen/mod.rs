@@ -31,33 +31,6 @@ use crate::serve::{Access, Proxy, Serving};
 use connection::Protocol;
 use watchdog::Watchdog;
 
-/// Accepts connections on `listener` and serves each with `proxy`, HTTP/1.1
-/// and HTTP/2 (h2c prior knowledge) alike, until the task is dropped; with
-/// the default limits and `Host` check.
-pub async fn serve_plain(listener: TcpListener, proxy: Arc<Proxy>) {
-    let hosts = regroup_config::schema::default_allowed_hosts();
-    serve_sidecar(
-        listener,
-        None,
-        proxy,
-        Serving::default(),
-        Access::loopback(hosts),
-    )
-    .await
-}
-
-/// Like [`serve_plain`], over TLS (h2 and http/1.1 by ALPN). Bound beyond
-/// loopback, callers must bring their own credential.
-pub async fn serve_tls(listener: TcpListener, tls: Arc<rustls::ServerConfig>, proxy: Arc<Proxy>) {
-    let access = match listener.local_addr() {
-        Ok(a) if a.ip().is_loopback() => {
-            Access::loopback(regroup_config::schema::default_allowed_hosts())
-        }
-        _ => Access::beyond_loopback(false),
-    };
-    serve_sidecar(listener, Some(tls), proxy, Serving::default(), access).await
-}
-
 /// The sidecar's listeners: plain (`tls: None`) or TLS, serving whom
 /// `access` says, within `serving`'s limits, until shutdown.
 pub async fn serve_sidecar(
@@ -113,17 +86,9 @@ pub async fn serve_sidecar(
 
 /// The aggregated front: TLS whose configuration may change (certificate
 /// and request-header CA reloads), each request authenticated with the
-/// connection's verified client certificate.
+/// connection's verified client certificate; within `serving`'s limits,
+/// until shutdown.
 pub async fn serve_front(
-    listener: TcpListener,
-    tls: Arc<crate::serve::front::tls::ReloadingConfig>,
-    proxy: Arc<Proxy>,
-) {
-    serve_front_with(listener, tls, proxy, Serving::default()).await
-}
-
-/// Like [`serve_front`], within `serving`'s limits, until shutdown.
-pub async fn serve_front_with(
     listener: TcpListener,
     tls: Arc<crate::serve::front::tls::ReloadingConfig>,
     proxy: Arc<Proxy>,

@@ -475,7 +475,7 @@ async fn start_front(
         .await
         .map_err(|e| format!("listening on {}: {e}", front.listen))?;
     tracing::info!(listen = %front.listen, backend = %front.backend, "regroup serving the aggregated front");
-    let task = tokio::spawn(crate::serve::listen::serve_front_with(
+    let task = tokio::spawn(crate::serve::listen::serve_front(
         listener,
         tls.clone(),
         proxy,

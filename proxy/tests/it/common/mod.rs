@@ -545,10 +545,7 @@ pub async fn sidecar_with(
     }
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
-    tokio::spawn(regroup::serve::listen::serve_plain(
-        l,
-        std::sync::Arc::new(proxy),
-    ));
+    tokio::spawn(serve_plain(l, std::sync::Arc::new(proxy)));
     addr
 }
 
@@ -731,4 +728,28 @@ impl EngineJson {
     pub fn codec(&self) -> &regroup::rewrite::JsonRewriter<'_> {
         self.engine.json(self.dir)
     }
+}
+
+/// `proxy` served on `listener` as `regroup serve` serves the sidecar's
+/// plain listener: through the same accept loop, with the default limits
+/// and the loopback `Host` check.
+pub async fn serve_plain(
+    listener: tokio::net::TcpListener,
+    proxy: std::sync::Arc<regroup::serve::Proxy>,
+) {
+    let access = regroup::serve::Access::loopback(regroup_config::schema::default_allowed_hosts());
+    let serving = regroup::serve::Serving::default();
+    regroup::serve::listen::serve_sidecar(listener, None, proxy, serving, access).await
+}
+
+/// [`serve_plain`] over TLS (h2 and http/1.1 by ALPN), as the sidecar's TLS
+/// listener.
+pub async fn serve_tls(
+    listener: tokio::net::TcpListener,
+    tls: std::sync::Arc<rustls::ServerConfig>,
+    proxy: std::sync::Arc<regroup::serve::Proxy>,
+) {
+    let access = regroup::serve::Access::loopback(regroup_config::schema::default_allowed_hosts());
+    let serving = regroup::serve::Serving::default();
+    regroup::serve::listen::serve_sidecar(listener, Some(tls), proxy, serving, access).await
 }

@@ -116,7 +116,7 @@ pub async fn sidecar(map: &GroupMap, answer: Answer) -> (String, Arc<Mutex<Seen>
     ));
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
-    tokio::spawn(regroup::serve::listen::serve_plain(l, proxy));
+    tokio::spawn(crate::common::serve_plain(l, proxy));
     (format!("http://{addr}"), seen)
 }
 
