@@ -90,3 +90,88 @@
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/* The pod's volumes regroup brings. */}}
+{{- define "regroup.volumes" -}}
+- name: "regroup-config"
+  configMap:
+    name: {{ include "regroup.fullname" . }}-config
+- {"name":"regroup-spill","emptyDir":{"sizeLimit":"1Gi"}}
+- name: "regroup-upstream-sa"
+  projected:
+    defaultMode: 292
+    sources:
+      - {"serviceAccountToken":{"path":"token","expirationSeconds":3607}}
+      - {"configMap":{"name":"kube-root-ca.crt","items":[{"key":"ca.crt","path":"ca.crt"}]}}
+      - {"downwardAPI":{"items":[{"path":"namespace","fieldRef":{"apiVersion":"v1","fieldPath":"metadata.namespace"}}]}}
+{{- if eq .Values.mode "inCluster" }}
+- name: "regroup-serving"
+  secret:
+    secretName: {{ include "regroup.tlsSecretName" . }}
+    items: [{"key":"tls.crt","path":"tls.crt"},{"key":"tls.key","path":"tls.key"}]
+{{- end }}
+{{- if eq .Values.mode "inCluster" }}
+- name: "regroup-app-sa"
+  projected:
+    defaultMode: 292
+    sources:
+      - {"serviceAccountToken":{"path":"token","expirationSeconds":3607}}
+      - secret:
+          name: {{ include "regroup.tlsSecretName" . }}
+          items: [{"key":"ca.crt","path":"ca.crt"}]
+      - {"downwardAPI":{"items":[{"path":"namespace","fieldRef":{"apiVersion":"v1","fieldPath":"metadata.namespace"}}]}}
+{{- end }}
+{{- if ne .Values.mode "inCluster" }}
+- name: "regroup-app-kubeconfig"
+  configMap:
+    name: {{ include "regroup.fullname" . }}-app-kubeconfig
+{{- end }}
+{{- if .Values.front.enabled }}
+- name: "regroup-front-tls"
+  secret:
+    secretName: {{ include "regroup.frontSecretName" . }}
+{{- end }}
+{{- if .Values.front.enabled }}
+{{- if .Values.front.backendCaSecret }}
+- name: "regroup-backend-ca"
+  secret:
+    secretName: {{ .Values.front.backendCaSecret }}
+    items: [{"key":"ca.crt","path":"ca.crt"}]
+{{- end }}
+{{- end }}
+{{- if .Values.webhooks.enabled }}
+- name: "regroup-webhooks-tls"
+  secret:
+    secretName: {{ include "regroup.webhooksSecretName" . }}
+{{- end }}
+{{- if .Values.webhooks.enabled }}
+{{- if .Values.webhooks.clientCaSecret }}
+- name: "regroup-webhooks-client-ca"
+  secret:
+    secretName: {{ .Values.webhooks.clientCaSecret }}
+    items: [{"key":"ca.crt","path":"ca.crt"}]
+{{- end }}
+{{- end }}
+{{- if .Values.webhooks.enabled }}
+{{- if .Values.webhooks.backendCaSecret }}
+- name: "regroup-webhooks-backend-ca"
+  secret:
+    secretName: {{ .Values.webhooks.backendCaSecret }}
+    items: [{"key":"ca.crt","path":"ca.crt"}]
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* What each app container mounts of them. */}}
+{{- define "regroup.appMounts" -}}
+{{- if eq .Values.mode "inCluster" }}
+- name: "regroup-app-sa"
+  mountPath: "/var/run/secrets/kubernetes.io/serviceaccount"
+  readOnly: true
+{{- end }}
+{{- if ne .Values.mode "inCluster" }}
+- name: "regroup-app-kubeconfig"
+  mountPath: "/etc/regroup-app"
+  readOnly: true
+{{- end }}
+{{- end }}

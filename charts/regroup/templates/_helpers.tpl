@@ -196,9 +196,10 @@ users:
 {{ $repo }}:{{ .Values.regroup.image.tag | default .Chart.AppVersion }}
 {{- end }}
 
-{{/* The regroup container: generated, in _container.tpl. */}}
+{{/* The regroup container, the pod's volumes and the app containers'
+mounts: generated, in _container.tpl. */}}
 
-{{/* What each app container gets appended: env and volume mounts. */}}
+{{/* What each app container gets appended to its env. */}}
 {{- define "regroup.appEnv" -}}
 {{- if eq .Values.mode "inCluster" }}
 - name: KUBERNETES_SERVICE_HOST
@@ -211,47 +212,6 @@ users:
 - name: KUBECONFIG
   value: /etc/regroup-app/kubeconfig
 {{- end }}
-{{- end }}
-
-{{- define "regroup.appMounts" -}}
-{{- if eq .Values.mode "inCluster" }}
-- name: regroup-app-sa
-  mountPath: /var/run/secrets/kubernetes.io/serviceaccount
-  readOnly: true
-{{- else }}
-- name: regroup-app-kubeconfig
-  mountPath: /etc/regroup-app
-  readOnly: true
-{{- end }}
-{{- end }}
-
-{{/* The service-account volume, with the CA from `ca` (a dict: configMap or secret). */}}
-{{- define "regroup.saVolume" -}}
-projected:
-  defaultMode: 0444
-  sources:
-    - serviceAccountToken:
-        path: token
-        expirationSeconds: 3607
-{{- if .secret }}
-    - secret:
-        name: {{ .secret }}
-        items:
-          - key: ca.crt
-            path: ca.crt
-{{- else }}
-    - configMap:
-        name: kube-root-ca.crt
-        items:
-          - key: ca.crt
-            path: ca.crt
-{{- end }}
-    - downwardAPI:
-        items:
-          - path: namespace
-            fieldRef:
-              apiVersion: v1
-              fieldPath: metadata.namespace
 {{- end }}
 
 {{/*

@@ -1,10 +1,12 @@
-//! The regroup container, defined once and read two ways:
+//! The regroup container and what it needs of its pod (the volumes, the
+//! app containers' mounts), defined once and read two ways:
 //!
 //! - as JSON, for `regroup inject`: its options decide every switch (an
 //!   injected pod is in-cluster mode, without a front or webhooks);
 //! - as the Helm template the chart includes
 //!   (`charts/regroup/templates/_container.tpl`, written by `regroup inject
-//!   --emit-chart-container`): every switch becomes an `if` on the chart's
+//!   --emit-chart-container`: `regroup.container`, `regroup.volumes`,
+//!   `regroup.appMounts`): every switch becomes an `if` on the chart's
 //!   values. A test regenerates the file and compares it byte for byte.
 //!
 //! The defaults both use (probes, resources, security context, pull
@@ -31,6 +33,8 @@ enum Cond {
     Metrics,
     /// In-cluster mode (regroup's loopback TLS listener).
     InCluster,
+    /// Kubeconfig mode (the app reads a kubeconfig naming regroup).
+    Kubeconfig,
     Front,
     FrontBackendCa,
     Webhooks,
@@ -44,6 +48,7 @@ impl Cond {
             Cond::Native => r#"include "regroup.native" ."#,
             Cond::Metrics => ".Values.regroup.metrics.enabled",
             Cond::InCluster => r#"eq .Values.mode "inCluster""#,
+            Cond::Kubeconfig => r#"ne .Values.mode "inCluster""#,
             Cond::Front => ".Values.front.enabled",
             Cond::FrontBackendCa => ".Values.front.backendCaSecret",
             Cond::Webhooks => ".Values.webhooks.enabled",
@@ -59,7 +64,8 @@ impl Cond {
             Cond::InCluster => true,
             // inject wraps apps in in-cluster mode only, without a front
             // or webhooks (docs/deploy.md).
-            Cond::Front
+            Cond::Kubeconfig
+            | Cond::Front
             | Cond::FrontBackendCa
             | Cond::Webhooks
             | Cond::WebhooksClientCa
@@ -77,6 +83,17 @@ enum Val {
     MetricsPort,
     FrontPort,
     WebhooksPort,
+    /// The ConfigMap of regroup's configuration.
+    ConfigMap,
+    /// The Secret of regroup's loopback serving certificate.
+    ServingSecret,
+    /// The ConfigMap of the app's kubeconfig (kubeconfig mode).
+    AppKubeconfig,
+    FrontSecret,
+    FrontBackendCaSecret,
+    WebhooksSecret,
+    WebhooksClientCaSecret,
+    WebhooksBackendCaSecret,
     /// A whole mapping of the chart's values (`regroup.<key>`), written
     /// with `toYaml`.
     Values(&'static str),
@@ -90,6 +107,14 @@ impl Val {
             Val::MetricsPort => "{{ .Values.regroup.metrics.port }}".into(),
             Val::FrontPort => "{{ .Values.front.port }}".into(),
             Val::WebhooksPort => "{{ .Values.webhooks.port }}".into(),
+            Val::ConfigMap => r#"{{ include "regroup.fullname" . }}-config"#.into(),
+            Val::ServingSecret => r#"{{ include "regroup.tlsSecretName" . }}"#.into(),
+            Val::AppKubeconfig => r#"{{ include "regroup.fullname" . }}-app-kubeconfig"#.into(),
+            Val::FrontSecret => r#"{{ include "regroup.frontSecretName" . }}"#.into(),
+            Val::FrontBackendCaSecret => "{{ .Values.front.backendCaSecret }}".into(),
+            Val::WebhooksSecret => r#"{{ include "regroup.webhooksSecretName" . }}"#.into(),
+            Val::WebhooksClientCaSecret => "{{ .Values.webhooks.clientCaSecret }}".into(),
+            Val::WebhooksBackendCaSecret => "{{ .Values.webhooks.backendCaSecret }}".into(),
             Val::Values(key) => format!(".Values.regroup.{key}"),
         }
     }
@@ -99,11 +124,29 @@ impl Val {
             Val::Image => json!(opts.image),
             Val::PullPolicy => defaults()["image"]["pullPolicy"].clone(),
             Val::MetricsPort => json!(opts.metrics_port),
-            // Never read: inject has no front or webhooks (`Cond::holds`).
-            Val::FrontPort | Val::WebhooksPort => Json::Null,
+            Val::ConfigMap => json!(format!("{}-config", opts.prefix)),
+            Val::ServingSecret => json!(serving_secret(opts)),
+            // Never read: inject has no kubeconfig mode, front or webhooks
+            // (`Cond::holds`).
+            Val::FrontPort
+            | Val::WebhooksPort
+            | Val::AppKubeconfig
+            | Val::FrontSecret
+            | Val::FrontBackendCaSecret
+            | Val::WebhooksSecret
+            | Val::WebhooksClientCaSecret
+            | Val::WebhooksBackendCaSecret => Json::Null,
             Val::Values(key) => defaults()[key].clone(),
         }
     }
+}
+
+/// The Secret of the loopback listener's certificate: the one given, or
+/// `PREFIX-serving` (generated when not in the input).
+pub(super) fn serving_secret(opts: &Options) -> String {
+    opts.tls_secret
+        .clone()
+        .unwrap_or_else(|| format!("{}-serving", opts.prefix))
 }
 
 /// The chart's `regroup:` values.
@@ -253,6 +296,164 @@ fn container() -> Node {
     ])
 }
 
+/// A volume `name` of a Secret, with only `ca.crt` when `ca_only`.
+fn secret_volume(name: &'static str, secret: Val, ca_only: bool) -> Node {
+    let mut s = vec![("secretName", Node::Val(secret))];
+    if ca_only {
+        s.push(("items", lit(json!([{"key": "ca.crt", "path": "ca.crt"}]))));
+    }
+    Node::Map(vec![("name", lit(json!(name))), ("secret", Node::Map(s))])
+}
+
+/// A service-account volume: the pod's token, the namespace, and `ca.crt`
+/// from the cluster (`kube-root-ca.crt`) or, with `ca_secret`, from
+/// regroup's serving Secret (the app trusts regroup's loopback listener).
+fn service_account_volume(name: &'static str, ca_secret: Option<Val>) -> Node {
+    let ca_items = json!([{"key": "ca.crt", "path": "ca.crt"}]);
+    let ca = match ca_secret {
+        Some(v) => Node::Map(vec![(
+            "secret",
+            Node::Map(vec![("name", Node::Val(v)), ("items", lit(ca_items))]),
+        )]),
+        None => lit(json!({"configMap": {"name": "kube-root-ca.crt", "items": ca_items}})),
+    };
+    Node::Map(vec![
+        ("name", lit(json!(name))),
+        (
+            "projected",
+            Node::Map(vec![
+                ("defaultMode", lit(json!(0o444))),
+                (
+                    "sources",
+                    Node::List(vec![
+                        lit(
+                            json!({"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}}),
+                        ),
+                        ca,
+                        lit(json!({"downwardAPI": {"items": [{"path": "namespace",
+                            "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}})),
+                    ]),
+                ),
+            ]),
+        ),
+    ])
+}
+
+/// The pod's volumes regroup brings (the container's mounts name them).
+fn volumes() -> Node {
+    use Cond::*;
+    Node::List(vec![
+        Node::Map(vec![
+            ("name", lit(json!("regroup-config"))),
+            (
+                "configMap",
+                Node::Map(vec![("name", Node::Val(Val::ConfigMap))]),
+            ),
+        ]),
+        // limits.maxSpillBytes (1 GiB) for one list at a time.
+        lit(json!({"name": "regroup-spill", "emptyDir": {"sizeLimit": "1Gi"}})),
+        service_account_volume("regroup-upstream-sa", None),
+        when(
+            InCluster,
+            Node::Map(vec![
+                ("name", lit(json!("regroup-serving"))),
+                (
+                    "secret",
+                    Node::Map(vec![
+                        ("secretName", Node::Val(Val::ServingSecret)),
+                        (
+                            "items",
+                            lit(json!([{"key": "tls.crt", "path": "tls.crt"},
+                                       {"key": "tls.key", "path": "tls.key"}])),
+                        ),
+                    ]),
+                ),
+            ]),
+        ),
+        when(
+            InCluster,
+            service_account_volume("regroup-app-sa", Some(Val::ServingSecret)),
+        ),
+        when(
+            Kubeconfig,
+            Node::Map(vec![
+                ("name", lit(json!("regroup-app-kubeconfig"))),
+                (
+                    "configMap",
+                    Node::Map(vec![("name", Node::Val(Val::AppKubeconfig))]),
+                ),
+            ]),
+        ),
+        when(
+            Front,
+            secret_volume("regroup-front-tls", Val::FrontSecret, false),
+        ),
+        when(
+            Front,
+            when(
+                FrontBackendCa,
+                secret_volume("regroup-backend-ca", Val::FrontBackendCaSecret, true),
+            ),
+        ),
+        when(
+            Webhooks,
+            secret_volume("regroup-webhooks-tls", Val::WebhooksSecret, false),
+        ),
+        when(
+            Webhooks,
+            when(
+                WebhooksClientCa,
+                secret_volume(
+                    "regroup-webhooks-client-ca",
+                    Val::WebhooksClientCaSecret,
+                    true,
+                ),
+            ),
+        ),
+        when(
+            Webhooks,
+            when(
+                WebhooksBackendCa,
+                secret_volume(
+                    "regroup-webhooks-backend-ca",
+                    Val::WebhooksBackendCaSecret,
+                    true,
+                ),
+            ),
+        ),
+    ])
+}
+
+/// What each app container mounts of them: how it reaches regroup
+/// (in-cluster: the service account naming regroup's CA; kubeconfig mode:
+/// the kubeconfig).
+fn app_mounts() -> Node {
+    Node::List(vec![
+        when(Cond::InCluster, mount("regroup-app-sa", SA_PATH, true)),
+        when(
+            Cond::Kubeconfig,
+            mount("regroup-app-kubeconfig", "/etc/regroup-app", true),
+        ),
+    ])
+}
+
+/// The pod volumes `regroup inject` adds, for `opts`.
+pub fn pod_volumes(opts: &Options) -> Vec<Json> {
+    list_json(&volumes(), opts)
+}
+
+/// The mounts `regroup inject` adds to each app container, for `opts`.
+pub fn app_container_mounts(opts: &Options) -> Vec<Json> {
+    list_json(&app_mounts(), opts)
+}
+
+fn list_json(n: &Node, opts: &Options) -> Vec<Json> {
+    match to_json(n, opts) {
+        Some(Json::Array(items)) => items,
+        _ => Vec::new(),
+    }
+}
+
 /// The regroup container `regroup inject` adds, for `opts`.
 pub fn sidecar_container(opts: &Options) -> Json {
     to_json(&container(), opts).unwrap_or(Json::Null)
@@ -301,6 +502,29 @@ pub fn chart_template() -> String {
     out.push_str("- ");
     out.push_str(body.trim_start_matches(' '));
     out.push_str("{{- end }}\n");
+    for (name, what, list) in [
+        (
+            "regroup.volumes",
+            "The pod's volumes regroup brings.",
+            volumes(),
+        ),
+        (
+            "regroup.appMounts",
+            "What each app container mounts of them.",
+            app_mounts(),
+        ),
+    ] {
+        out.push_str(&format!(
+            "\n{{{{/* {what} */}}}}\n{{{{- define \"{name}\" -}}}}\n"
+        ));
+        let Node::List(items) = list else {
+            unreachable!("a list")
+        };
+        for i in &items {
+            template_item(i, 0, &mut out);
+        }
+        out.push_str("{{- end }}\n");
+    }
     out
 }
 
@@ -356,6 +580,8 @@ fn template_entry(key: &str, n: &Node, indent: usize, out: &mut String) {
 /// A list item (a map) at `indent`: `- first: ...`, the rest under it.
 fn template_item(n: &Node, indent: usize, out: &mut String) {
     match n {
+        // A literal item: JSON is YAML's flow style.
+        Node::Lit(v) => out.push_str(&format!("{}- {v}\n", " ".repeat(indent))),
         Node::When(c, inner) => {
             out.push_str(&format!("{{{{- if {} }}}}\n", c.template()));
             template_item(inner, indent, out);

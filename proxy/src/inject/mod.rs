@@ -33,7 +33,7 @@ use serde_json::{json, Map, Value as Json};
 use crate::render::{render_values, to_yaml, RenderError};
 
 mod container;
-pub use container::{chart_template, sidecar_container};
+pub use container::{app_container_mounts, chart_template, pod_volumes, sidecar_container};
 
 /// The kinds whose pod templates are wrapped by default.
 pub const KINDS: &[&str] = &[
@@ -139,14 +139,10 @@ pub fn inject_with_warnings(
     let mut warnings = Vec::new();
     let mut docs = render_values(input, settings, Direction::ToCluster)?;
     let config = sidecar_config(config_text, opts)?;
-    let secret = opts
-        .tls_secret
-        .clone()
-        .unwrap_or_else(|| format!("{}-serving", opts.prefix));
+    let secret = container::serving_secret(opts);
     let mut namespaces: Vec<Option<String>> = Vec::new();
     let wrap = Wrap {
         opts,
-        secret: &secret,
         config_hash: format!("{:016x}", fnv1a(config.as_bytes())),
     };
     for (i, doc) in docs.iter_mut().enumerate() {
@@ -189,7 +185,6 @@ fn pod_spec_path(kind: &str) -> Option<&'static [&'static str]> {
 /// What every wrapped pod template gets.
 struct Wrap<'a> {
     opts: &'a Options,
-    secret: &'a str,
     /// Of the sidecar's config, as a pod-template annotation: the pods roll
     /// when the rules change.
     config_hash: String,
@@ -208,7 +203,7 @@ fn wrap_object(
     namespaces: &mut Vec<Option<String>>,
     warnings: &mut Vec<String>,
 ) -> Result<(), String> {
-    let (opts, secret) = (wrap.opts, wrap.secret);
+    let opts = wrap.opts;
     let kind = doc
         .get("kind")
         .and_then(Json::as_str)
@@ -280,7 +275,7 @@ fn wrap_object(
     let spec = spec
         .as_object_mut()
         .ok_or_else(|| format!("{kind} {name}: {} is not a mapping", path.join(".")))?;
-    let wrapped = wrap_pod_spec(spec, opts, secret, &mut |w| {
+    let wrapped = wrap_pod_spec(spec, opts, &mut |w| {
         warnings.push(format!("{kind} {name}: {w}"))
     })
     .map_err(|e| format!("{kind} {name}: {e}"))?;
@@ -408,7 +403,6 @@ fn bypasses(c: &Map<String, Json>) -> Vec<String> {
 fn wrap_pod_spec(
     spec: &mut Map<String, Json>,
     opts: &Options,
-    secret: &str,
     warn: &mut dyn FnMut(String),
 ) -> Result<bool, String> {
     if has_regroup(spec) {
@@ -455,8 +449,7 @@ fn wrap_pod_spec(
             }));
         }
         c.insert("env".into(), Json::Array(env));
-        let mut mounts =
-            vec![json!({"name": "regroup-app-sa", "mountPath": SA_PATH, "readOnly": true})];
+        let mut mounts = app_container_mounts(opts);
         if let Some(Json::Array(old)) = c.remove("volumeMounts") {
             mounts.extend(
                 old.into_iter()
@@ -485,51 +478,14 @@ fn wrap_pod_spec(
         .or_insert_with(|| Json::Array(Vec::new()))
         .as_array_mut()
         .ok_or("volumes is not a list")?;
-    volumes.retain(|v| {
-        !matches!(
-            v.get("name").and_then(Json::as_str),
-            Some(
-                "regroup-config"
-                    | "regroup-spill"
-                    | "regroup-upstream-sa"
-                    | "regroup-serving"
-                    | "regroup-app-sa"
-            )
-        )
-    });
-    let ours = [
-        json!({"name": "regroup-config", "configMap": {"name": format!("{}-config", opts.prefix)}}),
-        // limits.maxSpillBytes (1 GiB) for one list at a time.
-        json!({"name": "regroup-spill", "emptyDir": {"sizeLimit": "1Gi"}}),
-        json!({"name": "regroup-upstream-sa", "projected": sa_projection(None)}),
-        json!({"name": "regroup-serving", "secret": {"secretName": secret, "items": [
-            {"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}]}}),
-        json!({"name": "regroup-app-sa", "projected": sa_projection(Some(secret))}),
-    ];
+    // The pod's own volumes of those names (an earlier injection's) go.
+    let ours = pod_volumes(opts);
+    let name = |v: &Json| v.get("name").cloned();
+    volumes.retain(|v| !ours.iter().any(|o| name(o) == name(v)));
     for (i, v) in ours.into_iter().enumerate() {
         volumes.insert(i, v);
     }
     Ok(true)
-}
-
-/// A service-account volume: the pod's token, the namespace, and `ca.crt`
-/// from the cluster (`kube-root-ca.crt`) or from regroup's serving Secret.
-fn sa_projection(ca_secret: Option<&str>) -> Json {
-    let ca = match ca_secret {
-        Some(s) => json!({"secret": {"name": s, "items": [{"key": "ca.crt", "path": "ca.crt"}]}}),
-        None => {
-            json!({"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}})
-        }
-    };
-    json!({
-        "defaultMode": 0o444,
-        "sources": [
-            {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
-            ca,
-            {"downwardAPI": {"items": [{"path": "namespace",
-                "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
-        ]
-    })
 }
 
 /// regroup's configuration in the pod: the file's rules, fields, names,
