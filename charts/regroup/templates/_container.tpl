@@ -175,3 +175,23 @@
   readOnly: true
 {{- end }}
 {{- end }}
+
+{{/* What each app container finds first in its env. */}}
+{{- define "regroup.appEnv" -}}
+{{- if eq .Values.mode "inCluster" }}
+- name: "KUBERNETES_SERVICE_HOST"
+  value: "127.0.0.1"
+{{- end }}
+{{- if eq .Values.mode "inCluster" }}
+- name: "KUBERNETES_SERVICE_PORT"
+  value: {{ .Values.regroup.tlsPort | quote }}
+{{- end }}
+{{- if eq .Values.mode "inCluster" }}
+- name: "KUBERNETES_SERVICE_PORT_HTTPS"
+  value: {{ .Values.regroup.tlsPort | quote }}
+{{- end }}
+{{- if ne .Values.mode "inCluster" }}
+- name: "KUBECONFIG"
+  value: "/etc/regroup-app/kubeconfig"
+{{- end }}
+{{- end }}

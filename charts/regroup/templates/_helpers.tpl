@@ -197,22 +197,7 @@ users:
 {{- end }}
 
 {{/* The regroup container, the pod's volumes and the app containers'
-mounts: generated, in _container.tpl. */}}
-
-{{/* What each app container gets appended to its env. */}}
-{{- define "regroup.appEnv" -}}
-{{- if eq .Values.mode "inCluster" }}
-- name: KUBERNETES_SERVICE_HOST
-  value: 127.0.0.1
-- name: KUBERNETES_SERVICE_PORT
-  value: {{ .Values.regroup.tlsPort | quote }}
-- name: KUBERNETES_SERVICE_PORT_HTTPS
-  value: {{ .Values.regroup.tlsPort | quote }}
-{{- else }}
-- name: KUBECONFIG
-  value: /etc/regroup-app/kubeconfig
-{{- end }}
-{{- end }}
+mounts and env: generated, in _container.tpl. */}}
 
 {{/*
 A generated CA and certificate as Secret data (ca.crt, tls.crt, tls.key),

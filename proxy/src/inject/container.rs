@@ -1,12 +1,12 @@
 //! The regroup container and what it needs of its pod (the volumes, the
-//! app containers' mounts), defined once and read two ways:
+//! app containers' mounts and env), defined once and read two ways:
 //!
 //! - as JSON, for `regroup inject`: its options decide every switch (an
 //!   injected pod is in-cluster mode, without a front or webhooks);
 //! - as the Helm template the chart includes
 //!   (`charts/regroup/templates/_container.tpl`, written by `regroup inject
 //!   --emit-chart-container`: `regroup.container`, `regroup.volumes`,
-//!   `regroup.appMounts`): every switch becomes an `if` on the chart's
+//!   `regroup.appMounts`, `regroup.appEnv`): every switch becomes an `if` on the chart's
 //!   values. A test regenerates the file and compares it byte for byte.
 //!
 //! The defaults both use (probes, resources, security context, pull
@@ -83,6 +83,8 @@ enum Val {
     MetricsPort,
     FrontPort,
     WebhooksPort,
+    /// regroup's loopback TLS port, as a string (an env value).
+    TlsPortText,
     /// The ConfigMap of regroup's configuration.
     ConfigMap,
     /// The Secret of regroup's loopback serving certificate.
@@ -107,6 +109,7 @@ impl Val {
             Val::MetricsPort => "{{ .Values.regroup.metrics.port }}".into(),
             Val::FrontPort => "{{ .Values.front.port }}".into(),
             Val::WebhooksPort => "{{ .Values.webhooks.port }}".into(),
+            Val::TlsPortText => "{{ .Values.regroup.tlsPort | quote }}".into(),
             Val::ConfigMap => r#"{{ include "regroup.fullname" . }}-config"#.into(),
             Val::ServingSecret => r#"{{ include "regroup.tlsSecretName" . }}"#.into(),
             Val::AppKubeconfig => r#"{{ include "regroup.fullname" . }}-app-kubeconfig"#.into(),
@@ -124,6 +127,7 @@ impl Val {
             Val::Image => json!(opts.image),
             Val::PullPolicy => defaults()["image"]["pullPolicy"].clone(),
             Val::MetricsPort => json!(opts.metrics_port),
+            Val::TlsPortText => json!(opts.tls_port.to_string()),
             Val::ConfigMap => json!(format!("{}-config", opts.prefix)),
             Val::ServingSecret => json!(serving_secret(opts)),
             // Never read: inject has no kubeconfig mode, front or webhooks
@@ -437,6 +441,38 @@ fn app_mounts() -> Node {
     ])
 }
 
+/// What each app container finds first in its env: how to reach regroup
+/// (in-cluster: the Kubernetes service variables naming regroup's loopback
+/// listener; kubeconfig mode: the kubeconfig naming it).
+fn app_env() -> Node {
+    let var = |name: &'static str, value: Node| {
+        Node::Map(vec![("name", lit(json!(name))), ("value", value)])
+    };
+    Node::List(vec![
+        when(
+            Cond::InCluster,
+            var("KUBERNETES_SERVICE_HOST", lit(json!("127.0.0.1"))),
+        ),
+        when(
+            Cond::InCluster,
+            var("KUBERNETES_SERVICE_PORT", Node::Val(Val::TlsPortText)),
+        ),
+        when(
+            Cond::InCluster,
+            var("KUBERNETES_SERVICE_PORT_HTTPS", Node::Val(Val::TlsPortText)),
+        ),
+        when(
+            Cond::Kubeconfig,
+            var("KUBECONFIG", lit(json!("/etc/regroup-app/kubeconfig"))),
+        ),
+    ])
+}
+
+/// The env `regroup inject` puts first in each app container, for `opts`.
+pub fn app_container_env(opts: &Options) -> Vec<Json> {
+    list_json(&app_env(), opts)
+}
+
 /// The pod volumes `regroup inject` adds, for `opts`.
 pub fn pod_volumes(opts: &Options) -> Vec<Json> {
     list_json(&volumes(), opts)
@@ -512,6 +548,11 @@ pub fn chart_template() -> String {
             "regroup.appMounts",
             "What each app container mounts of them.",
             app_mounts(),
+        ),
+        (
+            "regroup.appEnv",
+            "What each app container finds first in its env.",
+            app_env(),
         ),
     ] {
         out.push_str(&format!(

@@ -33,7 +33,9 @@ use serde_json::{json, Map, Value as Json};
 use crate::render::{render_values, to_yaml, RenderError};
 
 mod container;
-pub use container::{app_container_mounts, chart_template, pod_volumes, sidecar_container};
+pub use container::{
+    app_container_env, app_container_mounts, chart_template, pod_volumes, sidecar_container,
+};
 
 /// The kinds whose pod templates are wrapped by default.
 pub const KINDS: &[&str] = &[
@@ -436,11 +438,7 @@ fn wrap_pod_spec(
     }
     for c in app {
         let c = c.as_object_mut().ok_or("a container is not a mapping")?;
-        let mut env = vec![
-            json!({"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"}),
-            json!({"name": "KUBERNETES_SERVICE_PORT", "value": opts.tls_port.to_string()}),
-            json!({"name": "KUBERNETES_SERVICE_PORT_HTTPS", "value": opts.tls_port.to_string()}),
-        ];
+        let mut env = app_container_env(opts);
         if let Some(Json::Array(old)) = c.remove("env") {
             env.extend(old.into_iter().filter(|e| {
                 !e.get("name")
