@@ -3,12 +3,14 @@
 # on (core/examples/json_options.rs), by callgrind, over the captured Foo:
 #   bench/json_options.sh [MODES] [N1 N2]
 # MODES default "serde simd sonic memmem"; see the example's header.
+# JSON_OPTIONS_BODY=FILE measures another body (e.g. the 3.5 MB OpenAPI
+# document, testdata/kube-1.24/common/012-openapi-v2-json/response.body).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MODES=${1:-serde simd sonic memmem}
 N1=${2:-200}
 N2=${3:-2200}
-BODY=$ROOT/testdata/kube-1.24/renamed/027-get-foo-json/response.body
+BODY=${JSON_OPTIONS_BODY:-$ROOT/testdata/kube-1.24/renamed/027-get-foo-json/response.body}
 (cd "$ROOT" && cargo build --release -q -p regroup-core --example json_options)
 BIN=$ROOT/target/release/examples/json_options
 T=$(mktemp -d)
