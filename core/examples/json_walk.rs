@@ -1,0 +1,64 @@
+//! The JSON renaming walk alone, for callgrind: renames the captured
+//! 921-byte Foo GET (`testdata/kube-1.24/renamed/027-get-foo-json`) `N`
+//! times through `Engine::body`, as the proxy's `stack/whole.rs` does for a
+//! GET of a Foo (direction to the app, the addressed group and kind).
+//!
+//!   json_walk N [BODY] [GROUP KIND]
+//!
+//! `bench/json_walk.sh` runs it twice under callgrind and prints
+//! instructions per byte: (count(N2) - count(N1)) / ((N2 - N1) * bytes).
+//! The output of every iteration is checked against the first, so a walk
+//! that stopped renaming would fail here rather than look fast.
+
+use std::hint::black_box;
+
+use regroup_config::{Direction, GroupMap, MapRule, Rule};
+use regroup_core::kube::Wire;
+use regroup_core::rewrite::{Catalog, Context, Engine};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let n: usize = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .expect("usage: json_walk N [BODY] [GROUP KIND]");
+    let path = args.next().unwrap_or_else(|| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../testdata/kube-1.24/renamed/027-get-foo-json/response.body"
+        )
+        .to_owned()
+    });
+    let group = args
+        .next()
+        .unwrap_or_else(|| "samplecontroller.k8s.io".into());
+    let kind = args.next().unwrap_or_else(|| "Foo".into());
+    let body = std::fs::read(&path).expect("the body");
+    let map = GroupMap::new(vec![MapRule {
+        rule: Rule::Exact {
+            from: "samplecontroller.k8s.io".into(),
+            to: "samplecontroller.team1.example.com".into(),
+        },
+        reference_keys: true,
+    }])
+    .expect("rules");
+    let engine = Engine::new(map, Catalog::new(&[]));
+    let cx = Context {
+        hint: None,
+        addressed: Some((&group, &kind)),
+    };
+    let rename = |b: &[u8]| {
+        engine
+            .body(Direction::ToApp, Wire::Json, cx, b)
+            .expect("renames")
+    };
+    let first = rename(&body);
+    let mut changed = 0usize;
+    for _ in 0..n {
+        let out = rename(black_box(&body));
+        assert_eq!(out, first, "every iteration renames the same");
+        changed += usize::from(out.is_some());
+        black_box(out);
+    }
+    println!("{n} renames of {} bytes, {changed} changed", body.len());
+}
