@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Instructions per byte of each validating reader the JSON walk could stand
-# on (core/examples/json_options.rs), by callgrind, over the captured Foo:
+# on (bench/json-options, a crate outside the workspace), by callgrind, over the captured Foo:
 #   bench/json_options.sh [MODES] [N1 N2]
 # MODES default "serde simd sonic memmem"; see the example's header.
 # JSON_OPTIONS_BODY=FILE measures another body (e.g. the 3.5 MB OpenAPI
@@ -11,8 +11,8 @@ MODES=${1:-serde simd sonic memmem}
 N1=${2:-200}
 N2=${3:-2200}
 BODY=${JSON_OPTIONS_BODY:-$ROOT/testdata/kube-1.24/renamed/027-get-foo-json/response.body}
-(cd "$ROOT" && cargo build --release -q -p regroup-core --example json_options)
-BIN=$ROOT/target/release/examples/json_options
+(cd "$ROOT/bench/json-options" && cargo build --release -q --target-dir "$ROOT/target/json-options")
+BIN=$ROOT/target/json-options/release/json-options
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 count() {
