@@ -47,17 +47,24 @@ pub fn rewrite_path_for(
     dir: Direction,
 ) -> Option<String> {
     // Most paths keep every segment: find what would change before
-    // splitting the path into a list.
-    let segment = |i: usize| path.split('/').nth(i);
+    // splitting the path into a list. The first five segments, read once.
+    let mut first = [None; 5];
+    for (slot, seg) in first.iter_mut().zip(path.split('/')) {
+        *slot = Some(seg);
+    }
     // ["", "apis", group, ...] or ["", "openapi", "v3", "apis", group, ...]
-    let group_at = match (segment(1), segment(2)) {
+    let group_at = match (first[1], first[2]) {
         (Some("apis"), _) => Some(2),
-        (Some("openapi"), Some("v3")) if segment(3) == Some("apis") => Some(4),
+        (Some("openapi"), Some("v3")) if first[3] == Some("apis") => Some(4),
         _ => None,
     };
     let mut group = None;
-    if let Some((i, seg)) = group_at.and_then(|i| Some((i, segment(i)?))) {
-        let decoded = percent_decode_str(seg).decode_utf8().ok()?;
+    if let Some((i, seg)) = group_at.and_then(|i| Some((i, first[i]?))) {
+        let decoded = if seg.contains('%') {
+            percent_decode_str(seg).decode_utf8().ok()?
+        } else {
+            Cow::Borrowed(seg)
+        };
         group = map.map_group(&decoded, dir).map(|mapped| (i, mapped));
     }
     let name = name_form(info, map)

@@ -159,7 +159,10 @@ impl MediaType {
 /// them), or JSON.
 pub fn unrenamable(media_range: &str) -> bool {
     let mut parts = media_range.split(';');
-    let essence = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+    // Compared without a lowercase copy: this runs on every answer.
+    let essence = parts.next().unwrap_or("").trim();
+    let is = |t: &str| essence.eq_ignore_ascii_case(t);
+    const OPENAPI_V3_PROTO: &str = "application/com.github.proto-openapi.spec.v3";
     let mut aggregated_discovery = || {
         parts.any(|p| {
             p.trim()
@@ -167,10 +170,12 @@ pub fn unrenamable(media_range: &str) -> bool {
                 .is_some_and(|v| v.trim().eq_ignore_ascii_case("APIGroupDiscoveryList"))
         })
     };
-    essence == "application/cbor"
-        || essence == "application/cbor-seq"
-        || essence.starts_with("application/com.github.proto-openapi.spec.v3")
-        || (essence == "application/vnd.kubernetes.protobuf" && aggregated_discovery())
+    is("application/cbor")
+        || is("application/cbor-seq")
+        || essence
+            .get(..OPENAPI_V3_PROTO.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(OPENAPI_V3_PROTO))
+        || (is("application/vnd.kubernetes.protobuf") && aggregated_discovery())
 }
 
 /// `Accept` without the media types regroup can't rename; `None` when

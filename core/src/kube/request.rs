@@ -92,13 +92,23 @@ impl RequestInfo {
         // Segments are decoded only where they hold an escape.
         // Nothing past the ninth segment is read (`apis`, group, version,
         // `watch`, `namespaces`, namespace, resource, name, subresource).
-        let mut segments: Vec<Cow<'_, str>> = Vec::with_capacity(SEGMENTS_READ);
-        segments.extend(
-            path.split('/')
-                .filter(|s| !s.is_empty())
-                .take(SEGMENTS_READ)
-                .map(decode_segment),
-        );
+        // On the stack, and the path searched for an escape once.
+        let escaped = path.contains('%');
+        let mut read: [Cow<'_, str>; SEGMENTS_READ] = Default::default();
+        let mut n = 0;
+        for s in path
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .take(SEGMENTS_READ)
+        {
+            read[n] = if escaped {
+                decode_segment(s)
+            } else {
+                Cow::Borrowed(s)
+            };
+            n += 1;
+        }
+        let segments = &read[..n];
         let mut info = RequestInfo {
             watch: query.is_some_and(query_says_watch),
             ..RequestInfo::default()

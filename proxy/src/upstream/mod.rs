@@ -5,6 +5,7 @@ pub mod exec;
 mod impersonate;
 pub mod kubeconfig;
 mod pool;
+mod response_deadline;
 mod tls;
 pub mod vault;
 
@@ -27,6 +28,7 @@ use impersonate::impersonation_headers;
 pub use kubeconfig::{Impersonate, Resolved};
 pub use pool::ClientError;
 use pool::Pool;
+use response_deadline::Deadlines;
 use tls::tls_config;
 pub use vault::{bearer, Credential, CredentialError, Vault};
 
@@ -78,8 +80,9 @@ pub struct Upstream {
     vault: Vault,
     impersonate: Option<Vec<(HeaderName, HeaderValue)>>,
     description: String,
-    /// Time from sending a request to its response headers.
-    response_header_timeout: Duration,
+    /// Time from sending a request to its response headers, on a coarse
+    /// timer of its own.
+    response_deadlines: Deadlines,
 }
 
 /// Why a request to the upstream got no response.
@@ -253,7 +256,7 @@ impl Upstream {
             vault,
             impersonate,
             description,
-            response_header_timeout: timeouts.response_header,
+            response_deadlines: Deadlines::new(timeouts.response_header),
         })
     }
 
@@ -342,6 +345,14 @@ impl Upstream {
             }
         }
         Ok(Some(c))
+    }
+
+    /// True when regroup's credential never changes (a fixed token or basic
+    /// auth, a fixed client certificate, or none): the one in hand
+    /// ([`Upstream::authorization`]) is the one [`Upstream::credential`]
+    /// would give, and a 401 is not worth a retry.
+    pub fn credential_is_fixed(&self) -> bool {
+        !self.vault.can_refresh()
     }
 
     /// The apiserver answered 401 to the credential of `generation`.
@@ -462,9 +473,11 @@ impl Upstream {
         &self,
         f: impl std::future::Future<Output = Result<Response<Incoming>, ClientError>>,
     ) -> Result<Response<Incoming>, SendError> {
-        match tokio::time::timeout(self.response_header_timeout, f).await {
+        match self.response_deadlines.bound(f).await {
             Ok(r) => r.map_err(SendError::Client),
-            Err(_) => Err(SendError::Timeout(self.response_header_timeout)),
+            Err(response_deadline::Elapsed) => {
+                Err(SendError::Timeout(self.response_deadlines.timeout()))
+            }
         }
     }
 }

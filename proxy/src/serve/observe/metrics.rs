@@ -42,6 +42,56 @@ struct ListenerVerb {
     verb: &'static str,
 }
 
+/// How many label sets of one per-request family a thread keeps handles
+/// on; past them it asks the family.
+const HANDLES_KEPT: usize = 32;
+
+/// A thread's handles on the per-request series it has counted: the
+/// family's own counter or histogram (a clone shares its value), found by
+/// a short scan instead of the family's lock and a SipHash of the labels.
+/// Only the process-wide [`metrics`] exists, so a handle is always its.
+#[derive(Default)]
+struct Handles {
+    requests: Vec<(ListenerCode, Counter)>,
+    latency: Vec<(ListenerVerb, Histogram)>,
+}
+
+thread_local! {
+    static HANDLES: std::cell::RefCell<Handles> = std::cell::RefCell::new(Handles::default());
+}
+
+/// Applies `apply` to the series of `key` in the list `list` picks: from
+/// this thread's handles, or else made by `create` (the family's
+/// `get_or_create`) and kept.
+fn with_handle<K: PartialEq + Clone, M>(
+    list: impl Fn(&mut Handles) -> &mut Vec<(K, M)>,
+    key: K,
+    create: impl Fn(&K) -> M,
+    apply: impl Fn(&M),
+) {
+    let kept = HANDLES.try_with(|h| {
+        let Ok(mut h) = h.try_borrow_mut() else {
+            return false;
+        };
+        let kept = list(&mut h);
+        match kept.iter().find(|(k, _)| *k == key) {
+            Some((_, m)) => apply(m),
+            None => {
+                let m = create(&key);
+                apply(&m);
+                if kept.len() < HANDLES_KEPT {
+                    kept.push((key.clone(), m));
+                }
+            }
+        }
+        true
+    });
+    if !matches!(kept, Ok(true)) {
+        // The thread is ending, or this is a nested call: no handle.
+        apply(&create(&key));
+    }
+}
+
 /// The commit regroup was built from (12 hex digits), or `unknown`
 /// (`build.rs`).
 pub const COMMIT: &str = env!("REGROUP_COMMIT");
@@ -361,12 +411,18 @@ impl Metrics {
 
     /// One request served.
     pub fn request(&self, listener: &'static str, code: StatusCode) {
-        self.requests
-            .get_or_create(&ListenerCode {
-                listener,
-                code: code.as_u16(),
-            })
-            .inc();
+        let key = ListenerCode {
+            listener,
+            code: code.as_u16(),
+        };
+        with_handle(
+            |h| &mut h.requests,
+            key,
+            |k| self.requests.get_or_create(k).clone(),
+            |c| {
+                c.inc();
+            },
+        );
     }
 
     /// One Status error regroup produced. Its `reason` label is in one
@@ -395,9 +451,12 @@ impl Metrics {
 
     /// A non-watch request's time to its response headers.
     pub fn latency(&self, listener: &'static str, verb: &'static str, d: std::time::Duration) {
-        self.latency
-            .get_or_create(&ListenerVerb { listener, verb })
-            .observe(d.as_secs_f64());
+        with_handle(
+            |h| &mut h.latency,
+            ListenerVerb { listener, verb },
+            |k| self.latency.get_or_create(k).clone(),
+            |h| h.observe(d.as_secs_f64()),
+        );
     }
 
     /// A configuration reload, `ok` or `failed`.

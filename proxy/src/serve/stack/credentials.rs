@@ -6,8 +6,11 @@
 //! fetched and the request sent once more when its body is still at hand
 //! (none, or a body of known length up to [`RETRY_BODY_LIMIT`]). A 401
 //! means the apiserver authenticated nothing, so no verb has had an effect
-//! and any may be sent again. With the app's own token: sent as it came,
-//! never cached, never retried, never impersonating.
+//! and any may be sent again. A credential that can't change (a static
+//! token or basic auth, a fixed client certificate) is the one `lend` put
+//! in: sent without asking the vault again, never retried. With the app's
+//! own token: sent as it came, never cached, never retried, never
+//! impersonating.
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap};
@@ -50,16 +53,18 @@ pub(crate) async fn send(
     body: Body,
     own: bool,
 ) -> Result<Response<Incoming>, Failure> {
+    // Set part by part: the builder checks (and copies) what is already
+    // a valid method and URI.
     let request = |uri: Uri, headers: HeaderMap, body: Body| {
-        let mut r = Request::builder()
-            .method(method.clone())
-            .uri(uri)
-            .body(body)
-            .expect("parts are valid");
+        let mut r = Request::new(body);
+        *r.method_mut() = method.clone();
+        *r.uri_mut() = uri;
         *r.headers_mut() = headers;
         r
     };
-    if !own {
+    if !own || fwd.upstream.credential_is_fixed() {
+        // The caller's own, or regroup's that never changes: `lend` put it
+        // in, and a 401 would be answered the same again.
         return send_once(fwd, request(uri, headers, body)).await;
     }
     let generation = apply_credential(fwd, &mut headers).await?;

@@ -77,8 +77,17 @@ pub(crate) async fn rename(
     let bytes = out.map(Bytes::from).unwrap_or(bytes);
     // What is sent is held until it is.
     held.shrink(bytes.len());
-    parts
-        .headers
-        .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+    // Most answers keep their bytes, and so their length: not set again.
+    let len = bytes.len();
+    let mut given = parts.headers.get_all(header::CONTENT_LENGTH).iter();
+    let same = given
+        .next()
+        .is_some_and(|v| v.as_bytes() == itoa::Buffer::new().format(len).as_bytes())
+        && given.next().is_none();
+    if !same {
+        parts
+            .headers
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    }
     Ok(Response::from_parts(parts, holding(full(bytes), held)))
 }
