@@ -33,7 +33,18 @@
 #                 (renamed/041-get-deployment-json) through `rename`'s
 #                 config: a built-in kind, nothing to rename;
 #   deployment-metadata  the same Deployment with `rename-metadata`'s rules
-#                 (its pod template and selector are metadata places).
+#                 (its pod template and selector are metadata places);
+#   protobuf      the Foo GET in protobuf (`Accept:
+#                 application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;…`,
+#                 the captured 517-byte answer
+#                 renamed/031-get-foo-pom-protobuf) through `rename`'s
+#                 config: a custom resource has no protobuf form of its
+#                 own, its metadata does, and its managedFields name the
+#                 group twice, so this is a protobuf rename of the Foo;
+#   protobuf-crd  the captured 2679-byte CRD of the Foo in protobuf
+#                 (renamed/037-get-crd-protobuf; `Accept:
+#                 application/vnd.kubernetes.protobuf`), its name in the
+#                 URL and its group in the body renamed.
 # Rows without metadata rules (no-name, rename, deployment) measure the
 # same code path as before metadata rules existed: compare them with an
 # older binary's run for "unchanged".
@@ -59,6 +70,8 @@ port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 PU=$(port)
 FOO=$ROOT/testdata/kube-1.24/renamed/027-get-foo-json/response.body
 DEPLOY=$ROOT/testdata/kube-1.24/renamed/041-get-deployment-json/response.body
+POM=$ROOT/testdata/kube-1.24/renamed/031-get-foo-pom-protobuf/response.body
+CRD=$ROOT/testdata/kube-1.24/renamed/037-get-crd-protobuf/response.body
 USER_LINE=""; [ "$(id -u)" = 0 ] && USER_LINE="user root;"
 SCHEME=http LISTEN_TLS="" PROXY_TLS="" KC_CA=""
 if [ -n "${INSTRUCTIONS_TLS:-}" ]; then
@@ -80,7 +93,11 @@ http { access_log off; keepalive_requests 10000000; client_body_temp_path $T/b; 
  fastcgi_temp_path $T/f; uwsgi_temp_path $T/u; scgi_temp_path $T/s;
  server { listen 127.0.0.1:$PU$LISTEN_TLS; etag off;
   location = /apis/samplecontroller.team1.example.com/v1alpha1/namespaces/renamed/foos/alpha {
+   if (\$http_accept ~ protobuf) { rewrite ^ /pom-foo last; }
    default_type application/json; alias $FOO; }
+  location = /pom-foo { internal; default_type application/vnd.kubernetes.protobuf; alias $POM; }
+  location = /apis/apiextensions.k8s.io/v1/customresourcedefinitions/foos.samplecontroller.team1.example.com {
+   default_type application/vnd.kubernetes.protobuf; alias $CRD; }
   location = /apis/apps/v1/namespaces/renamed/deployments/alpha-deploy {
    default_type application/json; alias $DEPLOY; } } }
 C
@@ -94,7 +111,8 @@ users: [{name: u, user: {token: load}}]
 C
 nginx -c "$T/up.conf" -p "$T" & PIDS+=($!)
 
-count() { # config group requests -> total instructions (group `apps`: the Deployment)
+count() { # config group requests -> total instructions (group `apps`: the Deployment;
+  # `pom:GROUP`: the Foo's metadata in protobuf; `crd:GROUP`: the Foo's CRD in protobuf)
   local cfg=$1 group=$2 n=$3 pr out
   pr=$(port); out=$T/cg.$n.out
   if [ "$cfg" = nginx ]; then
@@ -113,21 +131,35 @@ count() { # config group requests -> total instructions (group `apps`: the Deplo
     valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN" serve -c "$cfg" --kubeconfig "$T/kc" \
       --listen "127.0.0.1:$pr" 2>"$T/regroup.log" & local rg=$!
   fi
-  python3 - "$pr" "$group" "$n" <<'P'
+  # A client that fails (a proxy that did not start or did not rename) ends
+  # the run: its count would be a number that measures nothing.
+  python3 - "$pr" "$group" "$n" <<'P' || { kill "$rg" 2>/dev/null; echo "$CASE: the client failed" >&2; return 1; }
 import http.client, sys, time
 port, group, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-path = ("/apis/apps/v1/namespaces/renamed/deployments/alpha-deploy" if group == "apps"
-        else f"/apis/{group}/v1alpha1/namespaces/renamed/foos/alpha")
+headers = {}
+if group == "apps":
+    path = "/apis/apps/v1/namespaces/renamed/deployments/alpha-deploy"
+elif group.startswith("pom:"):
+    path = f"/apis/{group[4:]}/v1alpha1/namespaces/renamed/foos/alpha"
+    headers["Accept"] = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"
+elif group.startswith("crd:"):
+    path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/foos.{group[4:]}"
+    headers["Accept"] = "application/vnd.kubernetes.protobuf"
+else:
+    path = f"/apis/{group}/v1alpha1/namespaces/renamed/foos/alpha"
 deadline = time.time() + 60
 while True:
     try:
-        c = http.client.HTTPConnection("127.0.0.1", port); c.request("GET", path)
-        r = c.getresponse(); r.read(); break
+        c = http.client.HTTPConnection("127.0.0.1", port); c.request("GET", path, headers=headers)
+        r = c.getresponse(); first = r.read(); break
     except OSError:
         if time.time() > deadline: sys.exit("the proxy did not start")
         time.sleep(0.2)
+if headers and (r.status != 200 or b"samplecontroller.k8s.io" not in first
+                or b"team1" in first or not r.getheader("Content-Type", "").startswith("application/vnd.kubernetes.protobuf")):
+    sys.exit(f"the protobuf GET was not renamed: {r.status} {first[:200]!r}")
 for _ in range(n):
-    c.request("GET", path); r = c.getresponse(); r.read()
+    c.request("GET", path, headers=headers); r = c.getresponse(); r.read()
     assert r.status == 200, r.status
 P
   kill -INT $rg; wait $rg || true
@@ -138,7 +170,7 @@ P
 BASE=""
 RULE='rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n'
 METADATA='metadata:\n  prefixes:\n  - {from: kopf.zalando.org, to: kopf.team1.example.com}\n  - {from: cert-manager.io, to: cert-manager.team1.example.com}\n  - {from: acme.example.io, to: acme.team1.example.com}\n'
-for case in ${INSTRUCTIONS_CASES:-nginx floor no-name rename rename-names rename-metadata deployment deployment-metadata}; do
+for case in ${INSTRUCTIONS_CASES:-nginx floor no-name rename rename-names rename-metadata deployment deployment-metadata protobuf protobuf-crd}; do
   CASE=$case
   cfg=$T/cfg.yaml
   if [ $case = nginx ]; then
@@ -163,6 +195,12 @@ for case in ${INSTRUCTIONS_CASES:-nginx floor no-name rename rename-names rename
   elif [ $case = deployment-metadata ]; then
     printf "$RULE$METADATA" > "$T/cfg.yaml"
     group=apps
+  elif [ $case = protobuf ]; then
+    printf "$RULE" > "$T/cfg.yaml"
+    group=pom:samplecontroller.k8s.io
+  elif [ $case = protobuf-crd ]; then
+    printf "$RULE" > "$T/cfg.yaml"
+    group=crd:samplecontroller.k8s.io
   elif [ $case = rename-names ]; then
     # `names:` on, for kinds the Foo GET does not name: its cost on the fast path.
     printf 'rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\nnames:\n  prefix: team1-\n  kinds: [ClusterRole, ClusterRoleBinding, ValidatingWebhookConfiguration]\n' > "$T/cfg.yaml"

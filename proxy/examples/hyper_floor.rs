@@ -27,7 +27,8 @@
 //! (hyper-util's pooled `Client` over hyper-rustls), `--auto-server`
 //! (hyper-util's `auto` server, HTTP/1.1 and h2c), `--hyper-timer` (hyper's
 //! per-request header timer, 30 s), `--no-half-close`, `--writev`.
-//! mimalloc is measured by preloading Debian's (`LD_PRELOAD=libmimalloc.so.2`).
+//! The allocator is regroup's: mimalloc when the package's feature
+//! `mimalloc` is on (the default), as in the `regroup` binary.
 //!
 //! `cargo build --release -p regroup --example hyper_floor`, then
 //! `target/release/examples/hyper_floor LISTEN_ADDR UPSTREAM_URL [FLAGS]`
@@ -54,6 +55,11 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
+
+// The same allocator as the `regroup` binary (src/main.rs).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// How often the watchdog sweeps the connections.
 const SWEEP: Duration = Duration::from_secs(2);
