@@ -7,9 +7,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use regroup_config::{Direction, Settings};
 
-// The binary's allocator (feature `mimalloc`, on by default): fewer
-// instructions per allocation than glibc's malloc on the request path
-// (docs/performance-alloc.md). The library leaves the choice to its user.
+// The binary's allocator (feature `mimalloc`, off by default): fewer
+// instructions per request than glibc's malloc, but a higher RSS that breaks
+// the memory bounds (docs/performance.md). The library leaves the choice to
+// its user.
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
