@@ -336,12 +336,14 @@ def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
 
-def table(rows):
+def table(rows, connections=8):
     by = {r["name"]: r for r in rows}
     nginx, kubectl, direct = by.get("nginx"), by.get("kubectl proxy"), by["direct"]
     floor = by.get("hyper floor")
     lines = [
-        "| path | req/s (8 conn) | x nginx | x kubectl proxy | p50 / p99 (8 conn) | p50 / p99 (1 conn) | added p50 / p99 (1 conn) | CPU/request (user + sys) | CPU x nginx | CPU x floor | RSS |",
+        f"| path | req/s ({connections} conn) | x nginx | x kubectl proxy | p50 / p99 ({connections} conn) "
+        "| p50 / p99 (1 conn) | added p50 / p99 (1 conn) | CPU/request (user + sys) | CPU x nginx "
+        "| CPU x floor | RSS |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -559,7 +561,7 @@ def main():
         rows = [measure("direct", direct_url, up.pid, args)]
         for name, url, p, _ in targets:
             rows.append(measure(name, url, p.pid, args))
-        print(table(rows))
+        print(table(rows, args.connections))
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(rows, f, indent=1)
