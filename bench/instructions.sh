@@ -57,6 +57,8 @@
 # INSTRUCTIONS_TLS=1: the upstream serves TLS and offers h2 by ALPN, as a
 # kube-apiserver does (openssl makes a CA); regroup and the floor take h2,
 # nginx proxies over HTTP/1.1 with TLS sessions reused (all it can).
+# INSTRUCTIONS_CONFIG_EXTRA='upstream:\n  http2: never\n' is appended to
+# regroup's config in every regroup case (printf %b: \n are newlines).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-$ROOT/target/release/regroup}
@@ -208,6 +210,9 @@ for case in ${INSTRUCTIONS_CASES:-nginx floor no-name rename rename-names rename
   else
     printf 'rules:\n- from: wardle.example.com\n  to: wardle.team1.example.com\n' > "$T/cfg.yaml"
     group=samplecontroller.team1.example.com
+  fi
+  if [ "$cfg" = "$T/cfg.yaml" ] && [ -n "${INSTRUCTIONS_CONFIG_EXTRA:-}" ]; then
+    printf '%b' "$INSTRUCTIONS_CONFIG_EXTRA" >> "$T/cfg.yaml"
   fi
   a=$(count "$cfg" $group 200)
   b=$(count "$cfg" $group $((200 + N)))

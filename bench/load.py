@@ -279,10 +279,10 @@ users:
     return path
 
 
-def regroup_conf(tmp, name, rule):
+def regroup_conf(tmp, name, rule, extra=""):
     path = os.path.join(tmp, name + ".yaml")
     with open(path, "w") as f:
-        f.write(f"rules:\n- from: {rule[0]}\n  to: {rule[1]}\n")
+        f.write(f"rules:\n- from: {rule[0]}\n  to: {rule[1]}\n{extra}")
     return path
 
 
@@ -310,9 +310,9 @@ def wrk(url, connections, seconds):
 
 def measure(name, url, pid, args):
     # Warm up: connections opened, pools filled, caches warm.
-    wrk(url, 8, 1)
+    wrk(url, args.connections, 1)
     cpu0 = cpu_seconds(pid) if pid else (0, 0)
-    requests, rps, lat8 = wrk(url, 8, args.duration)
+    requests, rps, lat8 = wrk(url, args.connections, args.duration)
     cpu1 = cpu_seconds(pid) if pid else None
     rss = rss_mb(pid) if pid else None
     _, _, lat1 = wrk(url, 1, args.latency_duration)
@@ -336,12 +336,14 @@ def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
 
-def table(rows):
+def table(rows, connections=8):
     by = {r["name"]: r for r in rows}
     nginx, kubectl, direct = by.get("nginx"), by.get("kubectl proxy"), by["direct"]
     floor = by.get("hyper floor")
     lines = [
-        "| path | req/s (8 conn) | x nginx | x kubectl proxy | p50 / p99 (8 conn) | p50 / p99 (1 conn) | added p50 / p99 (1 conn) | CPU/request (user + sys) | CPU x nginx | CPU x floor | RSS |",
+        f"| path | req/s ({connections} conn) | x nginx | x kubectl proxy | p50 / p99 ({connections} conn) "
+        "| p50 / p99 (1 conn) | added p50 / p99 (1 conn) | CPU/request (user + sys) | CPU x nginx "
+        "| CPU x floor | RSS |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -379,6 +381,18 @@ def table(rows):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--duration", type=int, default=8, help="seconds at 8 connections")
+    ap.add_argument(
+        "--connections",
+        type=int,
+        default=8,
+        help="connections of the throughput run (CPU, RSS, the p50/p99 at 8 columns)",
+    )
+    ap.add_argument(
+        "--http1-rows",
+        action="store_true",
+        help="with --tls: also the floor and each regroup row speaking HTTP/1.1 to the upstream "
+        "(the floor's --upstream-http1, regroup's upstream.http2: never)",
+    )
     ap.add_argument("--latency-duration", type=int, default=5, help="seconds at 1 connection")
     ap.add_argument("--regroup", default=os.path.join(ROOT, "target/release/regroup"))
     ap.add_argument(
@@ -460,6 +474,22 @@ def main():
                 targets.append(
                     ("hyper floor", f"http://127.0.0.1:{port}{FOO_PATH.format(g=CLUSTER)}", p, foo)
                 )
+        if args.http1_rows and want("hyper floor http1") and os.access(args.floor, os.X_OK):
+            port = free_port()
+            p = start(
+                "floor-http1",
+                [
+                    args.floor,
+                    f"127.0.0.1:{port}",
+                    f"{scheme()}://127.0.0.1:{up_port}",
+                    "--upstream-http1",
+                ],
+                tmp,
+                env=floor_env,
+            )
+            targets.append(
+                ("hyper floor http1", f"http://127.0.0.1:{port}{FOO_PATH.format(g=CLUSTER)}", p, foo)
+            )
         if want("hyper floor multi-thread") and os.access(args.floor, os.X_OK):
             port = free_port()
             p = start(
@@ -494,19 +524,21 @@ def main():
                 targets.append(
                     ("kubectl proxy", f"http://127.0.0.1:{port}{FOO_PATH.format(g=CLUSTER)}", p, foo)
                 )
-        binaries = [("", args.regroup)] + [
-            (" [" + a.split("=", 1)[0] + "]", a.split("=", 1)[1]) for a in args.also
+        binaries = [("", args.regroup, "")] + [
+            (" [" + a.split("=", 1)[0] + "]", a.split("=", 1)[1], "") for a in args.also
         ]
+        if args.http1_rows:
+            binaries.append((" http1", args.regroup, "upstream:\n  http2: never\n"))
         for name, rule, group, body in [
             ("regroup rename", (APP, CLUSTER), APP, renamed),
             ("regroup no-name", ("wardle.example.com", "wardle.team1.example.com"), CLUSTER, foo),
         ]:
             if not want(name):
                 continue
-            for label, binary in binaries:
+            for label, binary, extra in binaries:
                 port = free_port()
                 tag = (name + label).replace(" ", "-").replace("[", "").replace("]", "")
-                cfg = regroup_conf(tmp, tag, rule)
+                cfg = regroup_conf(tmp, tag, rule, extra)
                 p = start(
                     tag,
                     [binary, "serve", "-c", cfg, "--kubeconfig", kc, "--listen", f"127.0.0.1:{port}"],
@@ -522,14 +554,14 @@ def main():
                 sys.exit(f"{name} answered other bytes than expected:\n{got[:300]!r}")
 
         print(
-            f"wrk -t1, {args.duration}s at 8 connections, {args.latency_duration}s at 1; "
+            f"wrk -t1, {args.duration}s at {args.connections} connections, {args.latency_duration}s at 1; "
             f"GET {len(foo)}-byte Foo; {os.cpu_count()} CPUs",
             file=sys.stderr,
         )
         rows = [measure("direct", direct_url, up.pid, args)]
         for name, url, p, _ in targets:
             rows.append(measure(name, url, p.pid, args))
-        print(table(rows))
+        print(table(rows, args.connections))
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(rows, f, indent=1)

@@ -5,6 +5,7 @@ One command (loopback only; every process it starts is stopped on exit):
 
     bench/watch_fanout.py                          # run `cargo build --release -p regroup` first
     bench/watch_fanout.py --watches 1000 --rate 100 --seconds 30 --also before=/tmp/regroup-old
+    bench/watch_fanout.py --tls                    # the stand-in serves TLS, HTTP/1.1 only
 
 In one Python process (one clock for sending and receiving): a stand-in
 apiserver holding every watch open (chunked JSON lines) and sending
@@ -101,8 +102,8 @@ class Upstream:
         self.watches.clear()
 
 
-async def watch(port, group, delays, bad, ready):
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+async def watch(port, group, delays, bad, ready, ssl_ctx=None):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=ssl_ctx)
     writer.write(f"GET {WATCH.format(g=group)} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
     await writer.drain()
     head = await reader.readuntil(b"\r\n\r\n")
@@ -138,7 +139,7 @@ def pct(values, p):
     return v[min(len(v) - 1, int(len(v) * p / 100))]
 
 
-async def run_case(up, port, group, args, pid=None):
+async def run_case(up, port, group, args, pid=None, ssl_ctx=None):
     delays, bad, opened = [], [], [0]
 
     def ready():
@@ -146,7 +147,7 @@ async def run_case(up, port, group, args, pid=None):
 
     tasks = []
     for _ in range(args.watches):
-        tasks.append(asyncio.create_task(watch(port, group, delays, bad, ready)))
+        tasks.append(asyncio.create_task(watch(port, group, delays, bad, ready, ssl_ctx)))
         if len(tasks) % 100 == 0:
             await asyncio.sleep(0.05)
     deadline = time.monotonic() + 60
@@ -170,23 +171,51 @@ async def run_case(up, port, group, args, pid=None):
             "max": max(delays) if delays else float("nan"), "open_rss": open_rss, "peak": peak}
 
 
+def make_tls(tmp):
+    """A CA and a certificate for 127.0.0.1 signed by it (openssl), for --tls:
+    the server's and the direct clients' ssl contexts, and the CA file."""
+    import ssl
+    ext = os.path.join(tmp, "ext")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+    j = lambda n: os.path.join(tmp, n)  # noqa: E731
+    for cmd in [
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", j("ca.key"),
+         "-out", j("ca.pem"), "-days", "1", "-subj", "/CN=bench-ca"],
+        ["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", j("key.pem"),
+         "-out", j("cert.csr"), "-subj", "/CN=127.0.0.1"],
+        ["openssl", "x509", "-req", "-in", j("cert.csr"), "-CA", j("ca.pem"), "-CAkey", j("ca.key"),
+         "-CAcreateserial", "-out", j("cert.pem"), "-days", "1", "-extfile", ext],
+    ]:
+        subprocess.run(cmd, check=True, capture_output=True)
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(j("cert.pem"), j("key.pem"))
+    # This stand-in speaks HTTP/1.1 only: regroup takes one TLS connection
+    # per watch, as with `upstream.http2: never`.
+    server.set_alpn_protocols(["http/1.1"])
+    client = ssl.create_default_context(cafile=j("ca.pem"))
+    return server, client, j("ca.pem")
+
+
 async def main_async(args, binaries, tmp):
     up = Upstream()
     up_port = free_port()
-    server = await asyncio.start_server(up.handle, "127.0.0.1", up_port, backlog=4096)
+    server_ssl, client_ssl, ca = make_tls(tmp) if args.tls else (None, None, None)
+    server = await asyncio.start_server(up.handle, "127.0.0.1", up_port, backlog=4096,
+                                        ssl=server_ssl)
     kc = os.path.join(tmp, "kubeconfig")
     with open(kc, "w") as f:
         f.write(f"""apiVersion: v1
 kind: Config
 current-context: c
-clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{up_port}'}}}}]
+clusters: [{{name: c, cluster: {{server: '{"https" if ca else "http"}://127.0.0.1:{up_port}'{f", certificate-authority: '{ca}'" if ca else ""}}}}}]
 contexts: [{{name: c, context: {{cluster: c, user: u}}}}]
 users: [{{name: u, user: {{token: bench}}}}]
 """)
     cfg = os.path.join(tmp, "regroup.yaml")
     with open(cfg, "w") as f:
         f.write(f"rules:\n- from: {APP}\n  to: {CLUSTER}\n")
-    rows = [("direct", None, None, await run_case(up, up_port, CLUSTER, args))]
+    rows = [("direct", None, None, await run_case(up, up_port, CLUSTER, args, None, client_ssl))]
     print(f"  direct: {rows[0][3]['got']} events", file=sys.stderr)
     for label, binary in binaries:
         port = free_port()
@@ -222,6 +251,9 @@ def main():
     ap.add_argument("--watches", type=int, default=1000)
     ap.add_argument("--rate", type=float, default=100, help="events per second, in total")
     ap.add_argument("--seconds", type=float, default=30)
+    ap.add_argument("--tls", action="store_true",
+                    help="the stand-in apiserver serves TLS (HTTP/1.1 only by ALPN): one TLS "
+                    "connection from regroup per watch")
     ap.add_argument("--regroup", default=os.path.join(ROOT, "target/release/regroup"))
     ap.add_argument("--also", action="append", default=[], metavar="LABEL=PATH",
                     help="another regroup binary measured in the same run")

@@ -270,6 +270,22 @@ pub struct Upstream {
     /// throwaway test clusters only, and logged loudly.
     #[serde(default)]
     pub dangerous_insecure_skip_tls_verify: bool,
+    /// Whether regroup speaks HTTP/2 to a TLS apiserver (see [`Http2`]).
+    #[serde(default)]
+    pub http2: Http2,
+}
+
+/// `upstream.http2`: the protocol regroup offers a TLS apiserver by ALPN.
+#[derive(Debug, Deserialize, Default, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum Http2 {
+    /// h2 and HTTP/1.1 offered, the apiserver chooses (h2, as client-go
+    /// speaks): one multiplexed connection carries every request.
+    #[default]
+    Auto,
+    /// HTTP/1.1 only: a pool of connections, one per request in flight
+    /// (an open watch holds one).
+    Never,
 }
 
 /// How regroup authenticates upstream.

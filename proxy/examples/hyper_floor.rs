@@ -27,6 +27,11 @@
 //! (hyper-util's pooled `Client` over hyper-rustls), `--auto-server`
 //! (hyper-util's `auto` server, HTTP/1.1 and h2c), `--hyper-timer` (hyper's
 //! per-request header timer, 30 s), `--no-half-close`, `--writev`.
+//! Upstream protocol variants (over TLS): `--upstream-http1` (ALPN offers
+//! `http/1.1` only, as regroup's `upstream.http2: never`),
+//! `--h2-header-table=N` (the h2 client's HPACK table size),
+//! `--h2-spec-windows` (64 KiB flow-control windows instead of hyper's),
+//! `--h2-keepalive` (a ping after 30 s silent, 15 s for its answer).
 //! The allocator is regroup's: mimalloc when the package's feature
 //! `mimalloc` is on (the default), as in the `regroup` binary.
 //!
@@ -75,6 +80,16 @@ struct Options {
     hyper_timer: bool,
     no_half_close: bool,
     writev: bool,
+    /// TLS ALPN offers `http/1.1` only: no h2 to the upstream.
+    upstream_http1: bool,
+    /// The h2 client's HPACK header table size (`SETTINGS_HEADER_TABLE_SIZE`).
+    h2_header_table: Option<u32>,
+    /// The h2 client with the protocol's default windows (64 KiB) instead
+    /// of hyper's (5 MiB connection, 2 MiB stream).
+    h2_spec_windows: bool,
+    /// The h2 client pings a connection silent for 30 s and closes it
+    /// when no answer comes in 15 s (client-go's health check).
+    h2_keepalive: bool,
 }
 
 fn main() {
@@ -94,6 +109,13 @@ fn main() {
             "--hyper-timer" => o.hyper_timer = true,
             "--no-half-close" => o.no_half_close = true,
             "--writev" => o.writev = true,
+            "--upstream-http1" => o.upstream_http1 = true,
+            "--h2-spec-windows" => o.h2_spec_windows = true,
+            "--h2-keepalive" => o.h2_keepalive = true,
+            a if a.starts_with("--h2-header-table=") => {
+                let n = a["--h2-header-table=".len()..].parse().expect("a size");
+                o.h2_header_table = Some(n);
+            }
             // The previous floor's layout flag: now the default.
             "per-core" => {}
             other => {
@@ -102,7 +124,7 @@ fn main() {
             }
         }
     }
-    let up = Arc::new(Upstream::new(upstream));
+    let up = Arc::new(Upstream::new(upstream, o));
     if o.multi_thread {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -147,10 +169,11 @@ struct Upstream {
         rustls::pki_types::ServerName<'static>,
     )>,
     tls_config: Arc<rustls::ClientConfig>,
+    options: Options,
 }
 
 impl Upstream {
-    fn new(uri: Uri) -> Upstream {
+    fn new(uri: Uri, options: Options) -> Upstream {
         let authority = uri.authority().expect("UPSTREAM_URL has a host").clone();
         let https = uri.scheme_str() == Some("https");
         let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
@@ -161,7 +184,11 @@ impl Upstream {
         .expect("TLS versions")
         .with_root_certificates(roots())
         .with_no_client_auth();
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        config.alpn_protocols = if options.upstream_http1 {
+            vec![b"http/1.1".to_vec()]
+        } else {
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        };
         let tls_config = Arc::new(config);
         let tls = https.then(|| {
             let name = rustls::pki_types::ServerName::try_from(authority.host().to_owned())
@@ -174,6 +201,7 @@ impl Upstream {
             uri,
             tls,
             tls_config,
+            options,
         }
     }
 
@@ -188,9 +216,20 @@ impl Upstream {
         };
         let tls = tls.connect(name.clone(), tcp).await?;
         if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
-            let (send, conn) =
-                hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
-                    .await?;
+            let mut b = hyper::client::conn::http2::Builder::new(TokioExecutor::new());
+            if let Some(n) = self.options.h2_header_table {
+                b.header_table_size(n);
+            }
+            if self.options.h2_spec_windows {
+                b.initial_stream_window_size(65_535)
+                    .initial_connection_window_size(65_535);
+            }
+            if self.options.h2_keepalive {
+                b.timer(TokioTimer::new())
+                    .keep_alive_interval(Duration::from_secs(30))
+                    .keep_alive_timeout(Duration::from_secs(15));
+            }
+            let (send, conn) = b.handshake(TokioIo::new(tls)).await?;
             tokio::spawn(conn);
             return Ok(Sender::H2(send));
         }

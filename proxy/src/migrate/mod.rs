@@ -88,10 +88,11 @@ pub fn run(opts: Options) -> Result<bool, String> {
             ..Default::default()
         },
     )?;
-    let upstream = Upstream::with_timeouts(
+    let upstream = Upstream::with_protocol(
         &resolved,
         settings.file.upstream.dangerous_insecure_skip_tls_verify,
         (&settings.limits).into(),
+        settings.file.upstream.http2,
     )
     .map_err(|e| e.to_string())?;
     let engine = |s: &Settings| Engine::new(s.map.clone(), Catalog::for_map(&s.fields, &s.map));

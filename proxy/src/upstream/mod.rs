@@ -21,6 +21,7 @@ use http::{HeaderValue, Method, Request, Response, Uri};
 use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::HttpConnector;
+pub use regroup_config::schema::Http2;
 use rustls::pki_types::ServerName;
 
 use dial::Dial;
@@ -62,6 +63,8 @@ struct TlsParams {
     insecure: bool,
     server_name: Option<ServerName<'static>>,
     timeouts: Timeouts,
+    /// Whether h2 is offered to a TLS server (`upstream.http2`).
+    http2: Http2,
     /// The server URL, what the pools dial.
     server: Uri,
 }
@@ -160,6 +163,17 @@ impl Upstream {
         insecure_override: bool,
         timeouts: Timeouts,
     ) -> Result<Upstream, UpstreamError> {
+        Upstream::with_protocol(r, insecure_override, timeouts, Http2::Auto)
+    }
+
+    /// Like [`Upstream::with_timeouts`], offering h2 to a TLS server or not
+    /// (`upstream.http2`).
+    pub fn with_protocol(
+        r: &Resolved,
+        insecure_override: bool,
+        timeouts: Timeouts,
+        http2: Http2,
+    ) -> Result<Upstream, UpstreamError> {
         let err = |message: String| UpstreamError {
             server: r.server.clone(),
             message,
@@ -234,6 +248,7 @@ impl Upstream {
             insecure,
             server_name,
             timeouts,
+            http2,
             server: uri.clone(),
         };
         let cert = vault
@@ -484,7 +499,9 @@ impl Upstream {
 
 fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result<Clients, String> {
     let tls = tls_config(&p.resolved, cert.as_deref(), p.insecure)?;
-    let build = |http2: bool| {
+    // `http2`: ALPN offers h2 and HTTP/1.1 (the server picks), else
+    // HTTP/1.1 only; `upgrades`: connections kept for `101`.
+    let build = |http2: bool, upgrades: bool| {
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
@@ -503,11 +520,11 @@ fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result
         } else {
             b.enable_http1().wrap_connector(dial)
         };
-        Pool::new(connector, &p.server, !http2)
+        Pool::new(connector, &p.server, upgrades)
     };
     Ok(Clients {
-        client: build(true)?,
-        upgrade_client: build(false)?,
+        client: build(p.http2 == Http2::Auto, false)?,
+        upgrade_client: build(false, true)?,
         cert,
     })
 }

@@ -4,7 +4,8 @@
 //! no pool key to hash, no `Uri` rebuilt, no task spawned to return a
 //! connection.
 //!
-//! - h2 (chosen by TLS ALPN, as a kube-apiserver offers): one multiplexed
+//! - h2 (chosen by TLS ALPN, as a kube-apiserver offers, unless
+//!   `upstream.http2: never` offers HTTP/1.1 only): one multiplexed
 //!   connection, shared by every request, replaced when it closes.
 //! - HTTP/1.1: a list of connections, the most recently used last; one
 //!   takes a request when hyper says it is ready (its previous response

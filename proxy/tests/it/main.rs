@@ -47,5 +47,6 @@ mod transport;
 mod trust_json_patch;
 mod trust_protobuf;
 mod two_copies;
+mod upstream_protocol;
 mod webhook_reviews;
 mod webhooks;

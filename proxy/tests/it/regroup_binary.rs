@@ -99,6 +99,19 @@ pub fn write_kubeconfig(dir: &std::path::Path, upstream_port: u16) {
 /// http and metrics are set here) and waits until it listens.
 pub async fn start(name: &str, upstream_port: u16, extra: &str) -> Regroup {
     let dir = test_dir(name);
+    write_kubeconfig(&dir, upstream_port);
+    launch(dir, extra).await
+}
+
+/// Like [`start`], with a kubeconfig of the test's own (`kubeconfig`, the
+/// file's text).
+pub async fn start_with_kubeconfig(name: &str, kubeconfig: &str, extra: &str) -> Regroup {
+    let dir = test_dir(name);
+    std::fs::write(dir.join("kubeconfig"), kubeconfig).unwrap();
+    launch(dir, extra).await
+}
+
+async fn launch(dir: PathBuf, extra: &str) -> Regroup {
     let (port, metrics) = (free_port(), free_port());
     std::fs::write(
         dir.join("config.yaml"),
@@ -108,7 +121,6 @@ pub async fn start(name: &str, upstream_port: u16, extra: &str) -> Regroup {
         ),
     )
     .unwrap();
-    write_kubeconfig(&dir, upstream_port);
     let log = std::fs::File::create(dir.join("regroup.log")).unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_regroup"))
         .arg("serve")

@@ -42,10 +42,11 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
     init_logging(&settings);
     let settings = &settings;
     let resolved = resolve_upstream(settings, &opts)?;
-    let upstream = Upstream::with_timeouts(
+    let upstream = Upstream::with_protocol(
         &resolved,
         settings.file.upstream.dangerous_insecure_skip_tls_verify,
         (&settings.limits).into(),
+        settings.file.upstream.http2,
     )
     .map_err(|e| e.to_string())?;
     for w in settings.warnings() {
