@@ -147,8 +147,7 @@ impl<'a> JsonRewriter<'a> {
             return Ok(None);
         }
         let text = std::str::from_utf8(input).map_err(malformed)?;
-        let root = Raw::parse(text)?;
-        let mut walk = Walk::new(text);
+        let (mut walk, root) = Walk::parse(text)?;
         walk.force = force;
         self.object(&mut walk, root, hint, addressed)?;
         Ok(walk.finish().map(String::into_bytes))

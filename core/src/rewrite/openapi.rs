@@ -55,8 +55,7 @@ impl<'a> OpenApiRewriter<'a> {
             return Ok(None);
         }
         let text = std::str::from_utf8(input).map_err(malformed)?;
-        let root = Raw::parse(text)?;
-        let mut w = Walk::new(text);
+        let (mut w, root) = Walk::parse(text)?;
         if let Some(ms) = w.members(root)? {
             for (k, v) in ms.iter() {
                 match k.0.as_ref() {

@@ -1,9 +1,10 @@
 //! Lazy access to raw JSON text and the edits that rename it.
 //!
-//! The input is validated whole by serde_json once; its values are then
-//! [`Raw`] slices of it. The first step into a container reads the
-//! structure of the whole input into a tape (level by level for large
-//! inputs), so no byte is parsed twice. A walker records edits (byte
+//! [`Walk::parse`] validates the input whole (the grammar serde_json
+//! accepts, checked against it by differential tests) and, in the same
+//! pass, reads the structure of every container into a tape (for large
+//! inputs: validation only, then level by level as the walk steps in), so
+//! no byte is parsed twice. Its values are [`Raw`] slices of the input. A walker records edits (byte
 //! ranges and their replacement); [`Walk::finish`] applies them, copying
 //! every other byte as it came.
 
@@ -15,7 +16,8 @@ use super::needles::Needles;
 
 pub mod reference;
 mod tape;
-use tape::{deeper_than, Tape};
+mod validate;
+use tape::Tape;
 
 /// One replacement of `input[start..end]`.
 pub(crate) struct Edit {
@@ -38,8 +40,8 @@ type ByOffset<V> = foldhash::HashMap<usize, V>;
 pub(crate) struct Walk<'i> {
     pub input: &'i str,
     pub edits: Vec<Edit>,
-    /// Every container's entries, read in one pass on the first step into
-    /// one (inputs up to [`WHOLE_TAPE_MAX`]).
+    /// Every container's entries, read in the pass that validated the
+    /// input (inputs up to [`WHOLE_TAPE_MAX`]).
     tape: Option<Tape>,
     /// Larger inputs: the entries of each container stepped into, read
     /// level by level, so memory follows what the walk visits (a tape
@@ -59,6 +61,22 @@ pub(crate) struct Walk<'i> {
 }
 
 impl<'i> Walk<'i> {
+    /// The JSON document `text` validated (syntax, escapes, nesting depth)
+    /// and, up to [`WHOLE_TAPE_MAX`], its structure read in the same pass;
+    /// the walk over it and its root value, without the whitespace
+    /// around it.
+    pub fn parse(text: &'i str) -> Result<(Walk<'i>, Raw<'i>), RewriteError> {
+        let mut walk = Walk::new(text);
+        if text.len() <= walk.whole_tape_max {
+            walk.tape = Some(validate::read::<true>(text)?);
+        } else {
+            validate::read::<false>(text)?;
+        }
+        Ok((walk, Raw(text.trim_matches(JSON_WHITESPACE))))
+    }
+
+    /// A walk over `input`, which [`Raw::parse`] has validated; its
+    /// structure is read on the first step into a container.
     pub fn new(input: &'i str) -> Self {
         Walk {
             input,
@@ -123,15 +141,13 @@ impl<'i> Walk<'i> {
         let input = self.input;
         let tape = if input.len() <= self.whole_tape_max {
             if self.tape.is_none() {
-                self.tape = Some(Tape::read(input, 0, true)?);
+                self.tape = Some(validate::read::<true>(input)?);
             }
             self.tape.as_ref().expect("just read")
         } else {
             match self.levels.entry(at) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(Tape::read(input, at, false)?)
-                }
+                std::collections::hash_map::Entry::Vacant(e) => e.insert(Tape::level(input, at)?),
             }
         };
         tape.container(at)
@@ -293,21 +309,19 @@ fn value<'i>(input: &'i str, e: &tape::Entry) -> Raw<'i> {
 /// An object member name, borrowed unless it had escapes.
 pub(crate) struct Key<'a>(pub Cow<'a, str>);
 
-/// One JSON value's text, borrowed from an input that serde_json has
-/// validated whole ([`Raw::parse`]). Stepping into it
+/// One JSON value's text, borrowed from an input validated whole
+/// ([`Walk::parse`], [`Raw::parse`]). Stepping into it
 /// ([`Walk::members`]/[`Walk::elements`]) looks its entries up in the
 /// walk's tape, read once per input.
 #[derive(Clone, Copy, Debug)]
 pub struct Raw<'i>(&'i str);
 
 impl<'i> Raw<'i> {
-    /// The JSON document `text`, validated by serde_json (syntax, escapes,
-    /// nesting depth), without the whitespace around it.
+    /// The JSON document `text`, validated (syntax, escapes, nesting
+    /// depth) without reading its structure, and without the whitespace
+    /// around it. A walk over it starts with [`Walk::parse`] instead.
     pub fn parse(text: &'i str) -> Result<Raw<'i>, RewriteError> {
-        serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(malformed)?;
-        if deeper_than(text.as_bytes(), MAX_DEPTH)? {
-            return Err(malformed(format!("nested deeper than {MAX_DEPTH} levels")));
-        }
+        validate::read::<false>(text)?;
         Ok(Raw(text.trim_matches(JSON_WHITESPACE)))
     }
 
@@ -322,7 +336,7 @@ impl<'i> Raw<'i> {
 pub(crate) const WHOLE_TAPE_MAX: usize = 1 << 20;
 
 /// The deepest nesting of arrays and objects a walk accepts. serde_json's
-/// validation has no limit of its own, and the walk recurses once per level
+/// validation into `IgnoredAny` has no limit of its own, and the walk recurses once per level
 /// on a worker thread's stack; Kubernetes objects nest a few dozen levels
 /// (a CRD's schema the most).
 pub(crate) const MAX_DEPTH: usize = 512;

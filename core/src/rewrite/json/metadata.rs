@@ -164,8 +164,7 @@ impl JsonRewriter<'_> {
         if !self.may_contain(text.as_bytes()) {
             return Ok(None);
         }
-        let root = Raw::parse(text)?;
-        let mut walk = Walk::new(text);
+        let (mut walk, root) = Walk::parse(text)?;
         self.fields_v1_of(&mut walk, root, group, kind)?;
         Ok(walk.finish())
     }

@@ -50,8 +50,7 @@ impl JsonRewriter<'_> {
             return Ok(false);
         }
         let text = std::str::from_utf8(doc).map_err(malformed)?;
-        let root = Raw::parse(text)?;
-        let mut w = Walk::new(text);
+        let (mut w, root) = Walk::parse(text)?;
         w.force = force;
         let Some(ms) = w.members(root)? else {
             return Ok(false);
