@@ -32,7 +32,6 @@ impl JsonRewriter<'_> {
         match walk.elements(doc)? {
             Some(es) => {
                 for e in es.iter() {
-                    let e = *e;
                     self.place(&mut walk, e, path.steps(), slot, &ty, None)?;
                 }
             }

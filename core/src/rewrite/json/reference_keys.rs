@@ -28,7 +28,7 @@ impl JsonRewriter<'_> {
         }
         if let Some(ms) = w.members(raw)? {
             for (k, child) in ms.iter() {
-                let child: Raw<'i> = *child;
+                let child: Raw<'i> = child;
                 let k = k.0.as_ref();
                 if (depth == 0 && embedded.contains(&k))
                     || Catalog::reference_keys_skip(kind, parent, depth, k)
@@ -50,7 +50,7 @@ impl JsonRewriter<'_> {
             }
         } else if let Some(es) = w.elements(raw)? {
             for e in es.iter() {
-                self.reference_keys(w, *e, kind, parent, depth, embedded)?;
+                self.reference_keys(w, e, kind, parent, depth, embedded)?;
             }
         }
         Ok(())

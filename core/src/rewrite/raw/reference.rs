@@ -117,7 +117,7 @@ pub(crate) fn agree<'i>(w: &mut Walk<'i>, raw: Raw<'i>) -> usize {
             for ((k, v), (wk, wv)) in got.iter().zip(&want) {
                 assert_eq!(k.0, *wk);
                 assert_eq!(v.get(), wv.get());
-                n += agree(w, *v);
+                n += agree(w, v);
             }
         }
         Level::Array(want) => {
@@ -125,7 +125,7 @@ pub(crate) fn agree<'i>(w: &mut Walk<'i>, raw: Raw<'i>) -> usize {
             assert_eq!(got.len(), want.len(), "elements of {t:.80}");
             for (v, wv) in got.iter().zip(&want) {
                 assert_eq!(v.get(), wv.get());
-                n += agree(w, *v);
+                n += agree(w, v);
             }
         }
     }

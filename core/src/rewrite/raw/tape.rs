@@ -22,13 +22,23 @@ pub(crate) struct Entry {
     pub value: (u32, u32),
 }
 
+/// One container: its first byte, its entries' range in
+/// [`Tape::entries`], and whether a member name of it has an escape (the
+/// names are then decoded when it is listed).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Container {
+    pub start: u32,
+    pub first: u32,
+    pub n: u32,
+    pub escaped: bool,
+}
+
 /// Every container of one document.
 pub(crate) struct Tape {
     /// Each container's entries, contiguous and in order.
-    pub(super) entries: Vec<Entry>,
-    /// Each container's first byte and its entries' range in `entries`
-    /// (first, count), in the order they open: sorted by first byte.
-    pub(super) containers: Vec<(u32, u32, u32)>,
+    pub(crate) entries: Vec<Entry>,
+    /// Each container, in the order they open: sorted by first byte.
+    pub(super) containers: Vec<Container>,
 }
 
 /// A container being read: where it starts, where its entries start in
@@ -80,7 +90,12 @@ impl Tape {
                         index: tape.containers.len(),
                     });
                     if records(stack.len()) {
-                        tape.containers.push((pos(i)?, 0, 0));
+                        tape.containers.push(Container {
+                            start: pos(i)?,
+                            first: 0,
+                            n: 0,
+                            escaped: false,
+                        });
                     }
                     i += 1;
                 }
@@ -92,7 +107,16 @@ impl Tape {
                         let first = tape.entries.len();
                         tape.entries.extend(pending.drain(open.mark..));
                         let n = tape.entries.len() - first;
-                        tape.containers[open.index] = (pos(open.start)?, pos(first)?, pos(n)?);
+                        let escaped = open.object
+                            && tape.entries[first..].iter().any(|e| {
+                                text.as_bytes()[e.key.0 as usize..e.key.1 as usize].contains(&b'\\')
+                            });
+                        tape.containers[open.index] = Container {
+                            start: pos(open.start)?,
+                            first: pos(first)?,
+                            n: pos(n)?,
+                            escaped,
+                        };
                     }
                     if stack.is_empty() {
                         return Ok(tape);
@@ -140,17 +164,24 @@ impl Tape {
         Ok(tape)
     }
 
-    /// The entries of the container whose first byte is at `at`.
-    pub(crate) fn container(&self, at: usize) -> Result<&[Entry], RewriteError> {
+    /// The container whose first byte is at `at`.
+    pub(crate) fn container(&self, at: usize) -> Result<Container, RewriteError> {
         let at = u32::try_from(at).map_err(|_| broken())?;
         let c = self
             .containers
-            .binary_search_by_key(&at, |(start, _, _)| *start)
+            .binary_search_by_key(&at, |c| c.start)
             .map_err(|_| broken())?;
-        let (_, first, n) = self.containers[c];
-        self.entries
-            .get(first as usize..(first + n) as usize)
-            .ok_or_else(broken)
+        let c = self.containers[c];
+        if self.entries.len() < (c.first + c.n) as usize {
+            return Err(broken());
+        }
+        Ok(c)
+    }
+
+    /// The entries of container `c`, which [`container`](Self::container)
+    /// answered.
+    pub(crate) fn entries_of(&self, c: Container) -> &[Entry] {
+        &self.entries[c.first as usize..(c.first + c.n) as usize]
     }
 }
 

@@ -18,7 +18,7 @@
 //! `false`, `null`; no trailing comma; nothing after the value but
 //! whitespace.
 
-use super::tape::{Entry, Tape};
+use super::tape::{Container, Entry, Tape};
 use super::MAX_DEPTH;
 use crate::rewrite::error::{malformed, RewriteError};
 
@@ -31,6 +31,8 @@ struct Open {
     mark: u32,
     key: (u32, u32),
     index: u32,
+    /// Whether one of its member names has an escape.
+    escaped: bool,
 }
 
 const NO_KEY: (u32, u32) = (0, 0);
@@ -93,9 +95,15 @@ fn scan<const RECORD: bool>(b: &[u8]) -> Result<Tape, Refused> {
                     mark: pending.len() as u32,
                     key,
                     index: tape.containers.len() as u32,
+                    escaped: false,
                 });
                 if RECORD {
-                    tape.containers.push((i as u32, 0, 0));
+                    tape.containers.push(Container {
+                        start: i as u32,
+                        first: 0,
+                        n: 0,
+                        escaped: false,
+                    });
                 }
                 key = NO_KEY;
                 i = skip_ws(b, i + 1);
@@ -105,12 +113,12 @@ fn scan<const RECORD: bool>(b: &[u8]) -> Result<Tape, Refused> {
                     None
                 } else {
                     if object {
-                        i = member_key(b, i, &mut key)?;
+                        i = member_key(b, i, &mut key, &mut stack)?;
                     }
                     continue 'value;
                 }
             }
-            Some(b'"') => Some(string_end(b, i)?),
+            Some(b'"') => Some(string_end(b, i)?.0),
             Some(b'-' | b'0'..=b'9') => Some(number_end(b, i)?),
             Some(b't') => Some(literal_end(b, i, b"true")?),
             Some(b'f') => Some(literal_end(b, i, b"false")?),
@@ -145,7 +153,7 @@ fn scan<const RECORD: bool>(b: &[u8]) -> Result<Tape, Refused> {
                 Some(b',') => {
                     i = skip_ws(b, i + 1);
                     if object {
-                        i = member_key(b, i, &mut key)?;
+                        i = member_key(b, i, &mut key, &mut stack)?;
                     } else {
                         key = NO_KEY;
                     }
@@ -176,7 +184,12 @@ fn close<const RECORD: bool>(
         let first = tape.entries.len();
         tape.entries.extend(pending.drain(open.mark as usize..));
         let n = tape.entries.len() - first;
-        tape.containers[open.index as usize] = (open.start, first as u32, n as u32);
+        tape.containers[open.index as usize] = Container {
+            start: open.start,
+            first: first as u32,
+            n: n as u32,
+            escaped: open.escaped,
+        };
         if !stack.is_empty() {
             pending.push(Entry {
                 key: open.key,
@@ -188,13 +201,24 @@ fn close<const RECORD: bool>(
 }
 
 /// Reads `"key" :` at `b[i]` (whitespace already skipped), setting `key`
-/// to its range; returns where its value starts.
+/// to its range and noting an escape in it on the innermost open object;
+/// returns where its value starts.
 #[inline]
-fn member_key(b: &[u8], i: usize, key: &mut (u32, u32)) -> Result<usize, Refused> {
+fn member_key(
+    b: &[u8],
+    i: usize,
+    key: &mut (u32, u32),
+    stack: &mut [Open],
+) -> Result<usize, Refused> {
     if b.get(i) != Some(&b'"') {
         return Err(Refused);
     }
-    let end = string_end(b, i)?;
+    let (end, escaped) = string_end(b, i)?;
+    if escaped {
+        if let Some(o) = stack.last_mut() {
+            o.escaped = true;
+        }
+    }
     *key = (i as u32, end as u32);
     let colon = skip_ws(b, end);
     if b.get(colon) != Some(&b':') {
@@ -204,9 +228,9 @@ fn member_key(b: &[u8], i: usize, key: &mut (u32, u32)) -> Result<usize, Refused
 }
 
 /// One past the closing quote of the string opening at `b[i]`, its
-/// escapes and bytes checked.
+/// escapes and bytes checked, and whether it has an escape.
 #[inline]
-fn string_end(b: &[u8], i: usize) -> Result<usize, Refused> {
+fn string_end(b: &[u8], i: usize) -> Result<(usize, bool), Refused> {
     // memchr2 even for short strings: with a plain loop over the first 32
     // bytes a renamed Foo GET cost ~2.9k more instructions (callgrind).
     let mut j = i + 1;
@@ -217,7 +241,8 @@ fn string_end(b: &[u8], i: usize) -> Result<usize, Refused> {
             return Err(Refused);
         }
         if b[at] == b'"' {
-            return Ok(at + 1);
+            // `j` moves past the opening quote only over an escape.
+            return Ok((at + 1, j > i + 1));
         }
         j = match b.get(at + 1) {
             Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => at + 2,
