@@ -182,6 +182,21 @@ impl<'i> Walk<'i> {
         });
     }
 
+    /// True when one of the last few edits replaces exactly `raw`: the
+    /// catalog's edits of an object are the last ones made before the
+    /// reference-key heuristic visits it. Only a few are looked at, so a
+    /// long list's edits are not scanned once per item; missing an older
+    /// one costs only a duplicate edit, which `finish` drops.
+    pub fn replaced_lately(&self, raw: Raw<'_>) -> bool {
+        let start = self.offset(raw);
+        let end = start + raw.get().len();
+        self.edits
+            .iter()
+            .rev()
+            .take(16)
+            .any(|e| e.start == start && e.end == end)
+    }
+
     /// Replaces `input[start..end]` (a member name, found by
     /// [`member_start`](Self::member_start) and [`string_end`](Self::string_end)).
     pub fn replace_range(&mut self, start: usize, end: usize, text: String) {

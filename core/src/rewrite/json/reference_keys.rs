@@ -35,7 +35,13 @@ impl JsonRewriter<'_> {
                 {
                     continue;
                 }
-                // Only these two keys' values are read as strings.
+                // Only these two keys' values are read as strings. One a
+                // catalog place already renamed (an object's own
+                // `apiVersion`) is left: `finish` would drop a second edit
+                // of the same bytes anyway.
+                if matches!(k, "apiVersion" | "apiGroup") && w.replaced_lately(child) {
+                    continue;
+                }
                 let mapped = match k {
                     "apiVersion" => string(child)?
                         .and_then(|s| self.map.map_api_version_by_reference_key(&s, self.dir)),
