@@ -115,10 +115,12 @@ fn chunk_size(data: &[u8]) -> usize {
 /// JSON bodies (objects, lists, Tables, discovery, Status), both ways:
 /// whole, in each context, and streamed through the list splicer in chunks.
 pub fn json(data: &[u8]) {
-    // Differential: on valid JSON the walk's tape, read whole or level by
+    // Differential: the validating reader accepts exactly what serde_json
+    // accepts, and on valid JSON the walk's tape, read whole or level by
     // level, reads every container as serde_json does (panics otherwise).
     if let Ok(text) = std::str::from_utf8(data) {
-        if let Ok(root) = Raw::parse(text) {
+        if reference::validates_as_serde_json(text) {
+            let root = Raw::parse(text).expect("validated");
             reference::agree_both_ways(text, root);
         }
     }

@@ -18,7 +18,7 @@ use serde_json::Value as Json;
 
 use super::catalog::{self, Catalog, RefMembers, Slot};
 use super::names::NameIndex;
-use super::raw::{member, quote, string, Key, Walk};
+use super::raw::{member, quote, string, Members, Walk};
 
 pub(crate) use super::error::malformed;
 pub use super::error::RewriteError;
@@ -147,8 +147,7 @@ impl<'a> JsonRewriter<'a> {
             return Ok(None);
         }
         let text = std::str::from_utf8(input).map_err(malformed)?;
-        let root = Raw::parse(text)?;
-        let mut walk = Walk::new(text);
+        let (mut walk, root) = Walk::parse(text)?;
         walk.force = force;
         self.object(&mut walk, root, hint, addressed)?;
         Ok(walk.finish().map(String::into_bytes))
@@ -319,10 +318,8 @@ impl<'a> JsonRewriter<'a> {
             None => self.slot(w, raw, slot, ty, addressed),
             Some((Step::Key(k), rest)) => {
                 if let Some(ms) = w.members(raw)? {
-                    for (key, v) in ms.iter() {
-                        if key.0 == *k {
-                            self.place(w, *v, rest, slot, ty, addressed)?;
-                        }
+                    for v in ms.named(k) {
+                        self.place(w, v, rest, slot, ty, addressed)?;
                     }
                 }
                 Ok(())
@@ -330,7 +327,7 @@ impl<'a> JsonRewriter<'a> {
             Some((Step::Each, rest)) => {
                 if let Some(es) = w.elements(raw)? {
                     for e in es.iter() {
-                        self.place(w, *e, rest, slot, ty, addressed)?;
+                        self.place(w, e, rest, slot, ty, addressed)?;
                     }
                 }
                 Ok(())
@@ -355,7 +352,7 @@ impl<'a> JsonRewriter<'a> {
                 };
                 let hint = item_hint(ty);
                 for item in items.iter() {
-                    self.object(w, *item, hint.as_ref(), addressed)?;
+                    self.object(w, item, hint.as_ref(), addressed)?;
                 }
                 Ok(())
             }
@@ -386,7 +383,7 @@ impl<'a> JsonRewriter<'a> {
                 };
                 if let Some(es) = w.elements(vs)? {
                     for e in es.iter() {
-                        self.value(w, *e, form)?;
+                        self.value(w, e, form)?;
                     }
                 }
                 Ok(())
@@ -480,10 +477,8 @@ impl<'a> JsonRewriter<'a> {
             }
             Some((Step::Key(k), rest)) => {
                 if let Some(ms) = w.members(raw)? {
-                    for (key, v) in ms.iter() {
-                        if key.0 == *k {
-                            self.each_people_name(w, *v, rest, form)?;
-                        }
+                    for v in ms.named(k) {
+                        self.each_people_name(w, v, rest, form)?;
                     }
                 }
                 Ok(())
@@ -491,7 +486,7 @@ impl<'a> JsonRewriter<'a> {
             Some((Step::Each, rest)) => {
                 if let Some(es) = w.elements(raw)? {
                     for e in es.iter() {
-                        self.each_people_name(w, *e, rest, form)?;
+                        self.each_people_name(w, e, rest, form)?;
                     }
                 }
                 Ok(())
@@ -556,7 +551,7 @@ impl<'a> JsonRewriter<'a> {
                 continue;
             };
             let start = w
-                .member_start(*v)
+                .member_start(v)
                 .ok_or_else(|| malformed("a member name not found before its value"))?;
             let end = w.string_end(start);
             w.replace_range(start, end, quote(&mapped));
@@ -651,7 +646,7 @@ pub(crate) fn requirement_form(key: &str) -> Option<Form> {
 
 /// The type of an object from its members, `hint` standing in for those it
 /// lacks; a watch event (`type` and `object`, no kind) is a `WatchEvent`.
-fn type_of(ms: &[(Key<'_>, Raw<'_>)], hint: Option<&TypeOf>) -> Result<TypeOf, RewriteError> {
+fn type_of(ms: &Members<'_>, hint: Option<&TypeOf>) -> Result<TypeOf, RewriteError> {
     let str_of = |k: &str| -> Result<Option<String>, RewriteError> {
         Ok(match member(ms, k) {
             Some(v) => string(v)?.map(Cow::into_owned),

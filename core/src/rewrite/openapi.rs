@@ -55,26 +55,25 @@ impl<'a> OpenApiRewriter<'a> {
             return Ok(None);
         }
         let text = std::str::from_utf8(input).map_err(malformed)?;
-        let root = Raw::parse(text)?;
-        let mut w = Walk::new(text);
+        let (mut w, root) = Walk::parse(text)?;
         if let Some(ms) = w.members(root)? {
             for (k, v) in ms.iter() {
                 match k.0.as_ref() {
-                    PATHS if v.get().starts_with('{') => self.paths(&mut w, *v)?,
-                    PATH_LIST => self.path_list(&mut w, *v)?,
-                    DEFINITIONS => self.schemas(&mut w, *v)?,
+                    PATHS if v.get().starts_with('{') => self.paths(&mut w, v)?,
+                    PATH_LIST => self.path_list(&mut w, v)?,
+                    DEFINITIONS => self.schemas(&mut w, v)?,
                     COMPONENTS => {
-                        if let Some(cs) = w.members(*v)? {
+                        if let Some(cs) = w.members(v)? {
                             for (ck, cv) in cs.iter() {
                                 if ck.0 == SCHEMAS {
-                                    self.schemas(&mut w, *cv)?;
+                                    self.schemas(&mut w, cv)?;
                                 } else {
-                                    self.generic(&mut w, *cv)?;
+                                    self.generic(&mut w, cv)?;
                                 }
                             }
                         }
                     }
-                    _ => self.generic(&mut w, *v)?,
+                    _ => self.generic(&mut w, v)?,
                 }
             }
         }
@@ -125,11 +124,11 @@ impl<'a> OpenApiRewriter<'a> {
         let mut spans = Vec::with_capacity(ms.len());
         let mut keep = Vec::with_capacity(ms.len());
         for (k, v) in ms.iter() {
-            let start = w.member_start(*v);
-            let end = w.offset(*v) + v.get().len();
+            let start = w.member_start(v);
+            let end = w.offset(v) + v.get().len();
             let key = k.0.as_ref();
             let drop = start.is_some() && shadowed(self, key);
-            spans.push((start.unwrap_or(w.offset(*v)), end));
+            spans.push((start.unwrap_or(w.offset(v)), end));
             keep.push(!drop);
             if drop {
                 continue;
@@ -142,7 +141,7 @@ impl<'a> OpenApiRewriter<'a> {
                     text: quote(&new),
                 });
             }
-            self.generic(w, *v)?;
+            self.generic(w, v)?;
         }
         w.delete_entries(obj, &spans, &keep);
         Ok(())
@@ -156,9 +155,9 @@ impl<'a> OpenApiRewriter<'a> {
         let mut spans = Vec::with_capacity(es.len());
         let mut keep = Vec::with_capacity(es.len());
         for e in es.iter() {
-            let s = w.offset(*e);
+            let s = w.offset(e);
             spans.push((s, s + e.get().len()));
-            let Some(p) = string(*e)? else {
+            let Some(p) = string(e)? else {
                 keep.push(true);
                 continue;
             };
@@ -166,7 +165,7 @@ impl<'a> OpenApiRewriter<'a> {
             keep.push(!drop);
             if !drop {
                 if let Some(m) = self.map.map_api_path(&p, self.dir) {
-                    w.replace(*e, quote(&m));
+                    w.replace(e, quote(&m));
                 }
             }
         }
@@ -184,26 +183,26 @@ impl<'a> OpenApiRewriter<'a> {
             for (k, c) in ms.iter() {
                 match k.0.as_ref() {
                     REF => {
-                        if let Some(r) = string(*c)? {
+                        if let Some(r) = string(c)? {
                             if let Some(m) = self.map_ref(&r) {
-                                w.replace(*c, quote(&m));
+                                w.replace(c, quote(&m));
                             }
                         }
                     }
                     GVK => {
                         // A list on definitions, a single object on operations.
-                        let gvks: Vec<Raw<'i>> = match w.elements(*c)? {
-                            Some(es) => es.iter().copied().collect(),
-                            None => vec![*c],
+                        let gvks: Vec<Raw<'i>> = match w.elements(c)? {
+                            Some(es) => es.iter().collect(),
+                            None => vec![c],
                         };
                         for gvk in gvks {
                             if let Some(gms) = w.members(gvk)? {
                                 for (gk, gv) in gms.iter() {
                                     if gk.0 == "group" {
-                                        if let Some(m) = string(*gv)?
+                                        if let Some(m) = string(gv)?
                                             .and_then(|g| self.map.map_group(&g, self.dir))
                                         {
-                                            w.replace(*gv, quote(&m));
+                                            w.replace(gv, quote(&m));
                                         }
                                     }
                                 }
@@ -211,7 +210,7 @@ impl<'a> OpenApiRewriter<'a> {
                         }
                     }
                     SERVER_RELATIVE_URL => {
-                        if let Some(u) = string(*c)? {
+                        if let Some(u) = string(c)? {
                             let mut url = self
                                 .map
                                 .map_api_path(&u, self.dir)
@@ -221,16 +220,16 @@ impl<'a> OpenApiRewriter<'a> {
                                 url.insert_str(end, &self.hash_tag);
                             }
                             if url != u.as_ref() {
-                                w.replace(*c, quote(&url));
+                                w.replace(c, quote(&url));
                             }
                         }
                     }
-                    _ => self.generic(w, *c)?,
+                    _ => self.generic(w, c)?,
                 }
             }
         } else if let Some(es) = w.elements(v)? {
             for e in es.iter() {
-                self.generic(w, *e)?;
+                self.generic(w, e)?;
             }
         }
         Ok(())

@@ -1,9 +1,10 @@
 //! Lazy access to raw JSON text and the edits that rename it.
 //!
-//! The input is validated whole by serde_json once; its values are then
-//! [`Raw`] slices of it. The first step into a container reads the
-//! structure of the whole input into a tape (level by level for large
-//! inputs), so no byte is parsed twice. A walker records edits (byte
+//! [`Walk::parse`] validates the input whole (the grammar serde_json
+//! accepts, checked against it by differential tests) and, in the same
+//! pass, reads the structure of every container into a tape (for large
+//! inputs: validation only, then level by level as the walk steps in), so
+//! no byte is parsed twice. Its values are [`Raw`] slices of the input. A walker records edits (byte
 //! ranges and their replacement); [`Walk::finish`] applies them, copying
 //! every other byte as it came.
 
@@ -15,7 +16,8 @@ use super::needles::Needles;
 
 pub mod reference;
 mod tape;
-use tape::{deeper_than, Tape};
+mod validate;
+use tape::{Container, Tape};
 
 /// One replacement of `input[start..end]`.
 pub(crate) struct Edit {
@@ -24,31 +26,28 @@ pub(crate) struct Edit {
     pub text: String,
 }
 
-pub(crate) type MemberList<'i> = Rc<Vec<(Key<'i>, Raw<'i>)>>;
-pub(crate) type ElementList<'i> = Rc<Vec<Raw<'i>>>;
-
 /// Maps keyed by a value's offset in the input. The keys come from regroup's
 /// own parse, never chosen by a peer, so a fast hash (foldhash) is safe and
-/// SipHash's flooding resistance buys nothing; it was ~7% of a renamed GET.
+/// SipHash's flooding resistance buys nothing.
 type ByOffset<V> = foldhash::HashMap<usize, V>;
 
-/// The edits collected over one input text, and what was already read of
-/// it (each container's entries are listed at most once, however many
-/// places and the heuristic visit it).
+/// The edits collected over one input text, and its tape: every container's
+/// entries, read once. Stepping into a container ([`members`](Self::members),
+/// [`elements`](Self::elements)) hands out a view of the tape, not a copy,
+/// so visiting one many times (places and the heuristic do) costs a lookup.
 pub(crate) struct Walk<'i> {
     pub input: &'i str,
     pub edits: Vec<Edit>,
-    /// Every container's entries, read in one pass on the first step into
-    /// one (inputs up to [`WHOLE_TAPE_MAX`]).
-    tape: Option<Tape>,
+    /// Every container's entries, read in the pass that validated the
+    /// input (inputs up to [`WHOLE_TAPE_MAX`]). Shared with the
+    /// [`Members`] and [`Elements`] handed out, which are views of it.
+    tape: Option<Rc<Tape>>,
     /// Larger inputs: the entries of each container stepped into, read
     /// level by level, so memory follows what the walk visits (a tape
     /// entry is 16 bytes for as little as 2 bytes of JSON).
-    levels: ByOffset<Tape>,
+    levels: ByOffset<Rc<Tape>>,
     /// The largest input read whole into one tape.
     pub whole_tape_max: usize,
-    members: ByOffset<Option<MemberList<'i>>>,
-    elements: ByOffset<Option<ElementList<'i>>>,
     /// Where the index's names occur in the input (every occurrence,
     /// overlapping ones too), sorted by start; found once, on the first
     /// [`may_contain`](Self::may_contain).
@@ -59,6 +58,22 @@ pub(crate) struct Walk<'i> {
 }
 
 impl<'i> Walk<'i> {
+    /// The JSON document `text` validated (syntax, escapes, nesting depth)
+    /// and, up to [`WHOLE_TAPE_MAX`], its structure read in the same pass;
+    /// the walk over it and its root value, without the whitespace
+    /// around it.
+    pub fn parse(text: &'i str) -> Result<(Walk<'i>, Raw<'i>), RewriteError> {
+        let mut walk = Walk::new(text);
+        if text.len() <= walk.whole_tape_max {
+            walk.tape = Some(Rc::new(validate::read::<true>(text)?));
+        } else {
+            validate::read::<false>(text)?;
+        }
+        Ok((walk, Raw(text.trim_matches(JSON_WHITESPACE))))
+    }
+
+    /// A walk over `input`, which [`Raw::parse`] has validated; its
+    /// structure is read on the first step into a container.
     pub fn new(input: &'i str) -> Self {
         Walk {
             input,
@@ -66,75 +81,74 @@ impl<'i> Walk<'i> {
             tape: None,
             levels: ByOffset::default(),
             whole_tape_max: WHOLE_TAPE_MAX,
-            members: ByOffset::default(),
-            elements: ByOffset::default(),
             occurrences: None,
             force: false,
         }
     }
 
-    pub fn members(&mut self, raw: Raw<'i>) -> Result<Option<MemberList<'i>>, RewriteError> {
-        let at = self.offset(raw);
-        if let Some(m) = self.members.get(&at) {
-            return Ok(m.clone());
+    /// The members of `raw` when it is an object: a view of the tape, no
+    /// copy (names with escapes, rare, are decoded here by serde_json).
+    pub fn members(&mut self, raw: Raw<'i>) -> Result<Option<Members<'i>>, RewriteError> {
+        if !raw.get().starts_with('{') {
+            return Ok(None);
         }
-        let m = if raw.get().starts_with('{') {
-            let input = self.input;
-            let entries = self.entries(at)?;
-            let mut out = Vec::with_capacity(entries.len());
-            for e in entries {
-                let quoted = &input[e.key.0 as usize..e.key.1 as usize];
-                let name = &quoted[1..quoted.len() - 1];
-                let key = if has_escape(name) {
-                    // Escaped names are rare; serde_json decodes them as it
-                    // did when it validated the document.
-                    Cow::Owned(serde_json::from_str::<String>(quoted).map_err(malformed)?)
-                } else {
-                    Cow::Borrowed(name)
-                };
-                out.push((Key(key), value(input, e)));
-            }
-            Some(Rc::new(out))
+        let input = self.input;
+        let (tape, c) = self.container(raw)?;
+        let keys = if c.escaped {
+            let names = tape
+                .entries_of(c)
+                .iter()
+                .map(|e| {
+                    let quoted = &input[e.key.0 as usize..e.key.1 as usize];
+                    serde_json::from_str::<String>(quoted).map_err(malformed)
+                })
+                .collect::<Result<Vec<String>, _>>()?;
+            Some(Rc::from(names))
         } else {
             None
         };
-        self.members.insert(at, m.clone());
-        Ok(m)
+        Ok(Some(Members {
+            input,
+            tape,
+            first: c.first as usize,
+            n: c.n as usize,
+            keys,
+        }))
     }
 
-    pub fn elements(&mut self, raw: Raw<'i>) -> Result<Option<ElementList<'i>>, RewriteError> {
-        let at = self.offset(raw);
-        if let Some(e) = self.elements.get(&at) {
-            return Ok(e.clone());
+    /// The elements of `raw` when it is an array: a view of the tape.
+    pub fn elements(&mut self, raw: Raw<'i>) -> Result<Option<Elements<'i>>, RewriteError> {
+        if !raw.get().starts_with('[') {
+            return Ok(None);
         }
-        let e = if raw.get().starts_with('[') {
-            let input = self.input;
-            let out = self.entries(at)?.iter().map(|e| value(input, e)).collect();
-            Some(Rc::new(out))
-        } else {
-            None
-        };
-        self.elements.insert(at, e.clone());
-        Ok(e)
+        let (tape, c) = self.container(raw)?;
+        Ok(Some(Elements {
+            input: self.input,
+            tape,
+            first: c.first as usize,
+            n: c.n as usize,
+        }))
     }
 
-    /// The entries of the container starting at byte `at`.
-    fn entries(&mut self, at: usize) -> Result<&[tape::Entry], RewriteError> {
+    /// The tape holding the container `raw`, and where in it.
+    fn container(&mut self, raw: Raw<'i>) -> Result<(Rc<Tape>, Container), RewriteError> {
+        let at = self.offset(raw);
         let input = self.input;
         let tape = if input.len() <= self.whole_tape_max {
-            if self.tape.is_none() {
-                self.tape = Some(Tape::read(input, 0, true)?);
+            match &self.tape {
+                Some(t) => t,
+                None => self.tape.insert(Rc::new(validate::read::<true>(input)?)),
             }
-            self.tape.as_ref().expect("just read")
         } else {
             match self.levels.entry(at) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(Tape::read(input, at, false)?)
+                    e.insert(Rc::new(Tape::level(input, at)?))
                 }
             }
         };
-        tape.container(at)
+        let c = tape.container(at)?;
+        Ok((tape.clone(), c))
     }
 
     /// True when `raw` holds a whole occurrence of one of `names`'
@@ -166,6 +180,21 @@ impl<'i> Walk<'i> {
             end: start + raw.get().len(),
             text,
         });
+    }
+
+    /// True when one of the last few edits replaces exactly `raw`: the
+    /// catalog's edits of an object are the last ones made before the
+    /// reference-key heuristic visits it. Only a few are looked at, so a
+    /// long list's edits are not scanned once per item; missing an older
+    /// one costs only a duplicate edit, which `finish` drops.
+    pub fn replaced_lately(&self, raw: Raw<'_>) -> bool {
+        let start = self.offset(raw);
+        let end = start + raw.get().len();
+        self.edits
+            .iter()
+            .rev()
+            .take(16)
+            .any(|e| e.start == start && e.end == end)
     }
 
     /// Replaces `input[start..end]` (a member name, found by
@@ -290,24 +319,156 @@ fn value<'i>(input: &'i str, e: &tape::Entry) -> Raw<'i> {
     Raw(&input[e.value.0 as usize..e.value.1 as usize])
 }
 
+/// An object's members, in order: a view of the walk's tape (cloning it
+/// shares the tape), each name borrowed from the input unless it had
+/// escapes.
+#[derive(Clone)]
+pub(crate) struct Members<'i> {
+    input: &'i str,
+    tape: Rc<Tape>,
+    first: usize,
+    n: usize,
+    /// Every name decoded, when one of them has an escape.
+    keys: Option<Rc<[String]>>,
+}
+
+impl<'i> Members<'i> {
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// The value of the member `name`; with duplicate names the last
+    /// wins, as in Go's decoder. Names are compared as bytes, and only the
+    /// value found is sliced out of the input.
+    pub fn get(&self, name: &str) -> Option<Raw<'i>> {
+        self.named(name).next_back()
+    }
+
+    /// The values of the members named `name`, in order (more than one
+    /// only with duplicate names). Names are compared as bytes, and only
+    /// the values found are sliced out of the input.
+    pub fn named<'s>(&'s self, name: &'s str) -> Named<'s, 'i> {
+        Named {
+            members: self,
+            name: name.as_bytes(),
+            front: self.first,
+            back: self.first + self.n,
+        }
+    }
+
+    /// Whether member `i` of the tape (an index into its entries) is named
+    /// `name`.
+    #[inline(always)]
+    fn is_named(&self, i: usize, name: &[u8]) -> bool {
+        let e = &self.tape.entries[i];
+        match &self.keys {
+            Some(keys) => keys[i - self.first].as_bytes() == name,
+            None => {
+                let (start, end) = (e.key.0 as usize + 1, e.key.1 as usize - 1);
+                end - start == name.len() && self.input.as_bytes().get(start..end) == Some(name)
+            }
+        }
+    }
+
+    /// Each member's name and value.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (Key<'_>, Raw<'i>)> + '_ {
+        let input = self.input;
+        self.tape.entries[self.first..self.first + self.n]
+            .iter()
+            .enumerate()
+            .map(move |(i, e)| {
+                let name = match &self.keys {
+                    Some(keys) => keys[i].as_str(),
+                    None => &input[e.key.0 as usize + 1..e.key.1 as usize - 1],
+                };
+                (Key(Cow::Borrowed(name)), value(input, e))
+            })
+    }
+}
+
+/// The values of an object's members of one name ([`Members::named`]).
+pub(crate) struct Named<'s, 'i> {
+    members: &'s Members<'i>,
+    name: &'s [u8],
+    /// The tape entries not yet looked at: `front..back`.
+    front: usize,
+    back: usize,
+}
+
+impl<'i> Iterator for Named<'_, 'i> {
+    type Item = Raw<'i>;
+
+    fn next(&mut self) -> Option<Raw<'i>> {
+        while self.front < self.back {
+            let i = self.front;
+            self.front += 1;
+            if self.members.is_named(i, self.name) {
+                return Some(value(self.members.input, &self.members.tape.entries[i]));
+            }
+        }
+        None
+    }
+}
+
+impl DoubleEndedIterator for Named<'_, '_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        while self.front < self.back {
+            self.back -= 1;
+            let i = self.back;
+            if self.members.is_named(i, self.name) {
+                return Some(value(self.members.input, &self.members.tape.entries[i]));
+            }
+        }
+        None
+    }
+}
+
+/// An array's elements, in order: a view of the walk's tape.
+#[derive(Clone)]
+pub(crate) struct Elements<'i> {
+    input: &'i str,
+    tape: Rc<Tape>,
+    first: usize,
+    n: usize,
+}
+
+impl<'i> Elements<'i> {
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    pub fn get(&self, i: usize) -> Option<Raw<'i>> {
+        (i < self.n).then(|| value(self.input, &self.tape.entries[self.first + i]))
+    }
+
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = Raw<'i>> + '_ {
+        let input = self.input;
+        self.tape.entries[self.first..self.first + self.n]
+            .iter()
+            .map(move |e| value(input, e))
+    }
+}
+
 /// An object member name, borrowed unless it had escapes.
 pub(crate) struct Key<'a>(pub Cow<'a, str>);
 
-/// One JSON value's text, borrowed from an input that serde_json has
-/// validated whole ([`Raw::parse`]). Stepping into it
+/// One JSON value's text, borrowed from an input validated whole
+/// ([`Walk::parse`], [`Raw::parse`]). Stepping into it
 /// ([`Walk::members`]/[`Walk::elements`]) looks its entries up in the
 /// walk's tape, read once per input.
 #[derive(Clone, Copy, Debug)]
 pub struct Raw<'i>(&'i str);
 
 impl<'i> Raw<'i> {
-    /// The JSON document `text`, validated by serde_json (syntax, escapes,
-    /// nesting depth), without the whitespace around it.
+    /// The JSON document `text`, validated (syntax, escapes, nesting
+    /// depth) without reading its structure, and without the whitespace
+    /// around it. A walk over it starts with [`Walk::parse`] instead.
     pub fn parse(text: &'i str) -> Result<Raw<'i>, RewriteError> {
-        serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(malformed)?;
-        if deeper_than(text.as_bytes(), MAX_DEPTH)? {
-            return Err(malformed(format!("nested deeper than {MAX_DEPTH} levels")));
-        }
+        validate::read::<false>(text)?;
         Ok(Raw(text.trim_matches(JSON_WHITESPACE)))
     }
 
@@ -322,7 +483,7 @@ impl<'i> Raw<'i> {
 pub(crate) const WHOLE_TAPE_MAX: usize = 1 << 20;
 
 /// The deepest nesting of arrays and objects a walk accepts. serde_json's
-/// validation has no limit of its own, and the walk recurses once per level
+/// validation into `IgnoredAny` has no limit of its own, and the walk recurses once per level
 /// on a worker thread's stack; Kubernetes objects nest a few dozen levels
 /// (a CRD's schema the most).
 pub(crate) const MAX_DEPTH: usize = 512;
@@ -355,9 +516,8 @@ fn has_escape(s: &str) -> bool {
     memchr::memchr(b'\\', b).is_some()
 }
 
-pub(crate) fn member<'a>(ms: &[(Key<'a>, Raw<'a>)], name: &str) -> Option<Raw<'a>> {
-    // Duplicate names: the last wins, as in Go's decoder.
-    ms.iter().rev().find(|(k, _)| k.0 == name).map(|(_, v)| *v)
+pub(crate) fn member<'i>(ms: &Members<'i>, name: &str) -> Option<Raw<'i>> {
+    ms.get(name)
 }
 
 pub(crate) fn quote(s: &str) -> String {

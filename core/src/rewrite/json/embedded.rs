@@ -23,17 +23,15 @@ impl JsonRewriter<'_> {
         path: &FieldPath,
         form: Form,
     ) -> Result<Option<String>, RewriteError> {
-        let doc = Raw::parse(text).map_err(|e| match e {
+        let (mut walk, doc) = Walk::parse(text).map_err(|e| match e {
             RewriteError::Malformed(why) => RewriteError::EmbeddedJson(path.to_string(), why),
             other => other,
         })?;
-        let mut walk = Walk::new(text);
         let slot = Slot::Value(form);
         let ty = TypeOf::default();
         match walk.elements(doc)? {
             Some(es) => {
                 for e in es.iter() {
-                    let e = *e;
                     self.place(&mut walk, e, path.steps(), slot, &ty, None)?;
                 }
             }
@@ -53,11 +51,10 @@ impl JsonRewriter<'_> {
         if !force && !self.may_contain(bytes) {
             return Ok(None);
         }
-        let Ok(root) = Raw::parse(text) else {
+        let Ok((mut walk, root)) = Walk::parse(text) else {
             tally::object_annotation_not_json();
             return Ok(None);
         };
-        let mut walk = Walk::new(text);
         walk.force = force;
         self.object(&mut walk, root, None, None)?;
         Ok(walk.finish())

@@ -53,14 +53,14 @@ impl JsonRewriter<'_> {
             return Ok(());
         };
         for (key, v) in ms.iter() {
-            if let Some(value) = string(*v)? {
+            if let Some(value) = string(v)? {
                 if let Some(mapped) = meta.map_value(&key.0, &value, self.dir) {
-                    w.replace(*v, quote(&mapped));
+                    w.replace(v, quote(&mapped));
                 }
             }
             if let Some(mapped) = meta.map_key(&key.0, self.dir) {
                 let mapped = checked_key(&key.0, mapped)?;
-                self.rename_member(w, *v, &mapped)?;
+                self.rename_member(w, v, &mapped)?;
             }
         }
         Ok(())
@@ -81,7 +81,7 @@ impl JsonRewriter<'_> {
         for (key, v) in ms.iter() {
             if let Some(mapped) = meta.map_key(&key.0, self.dir) {
                 let mapped = checked_key(&key.0, mapped)?;
-                self.rename_member(w, *v, &mapped)?;
+                self.rename_member(w, v, &mapped)?;
             }
         }
         Ok(())
@@ -110,9 +110,9 @@ impl JsonRewriter<'_> {
         if let Some(vs) = member(&ms, values) {
             if let Some(es) = w.elements(vs)? {
                 for e in es.iter() {
-                    if let Some(v) = string(*e)? {
+                    if let Some(v) = string(e)? {
                         if let Some(mapped) = meta.map_value(&name, &v, self.dir) {
-                            w.replace(*e, quote(&mapped));
+                            w.replace(e, quote(&mapped));
                         }
                     }
                 }
@@ -164,8 +164,7 @@ impl JsonRewriter<'_> {
         if !self.may_contain(text.as_bytes()) {
             return Ok(None);
         }
-        let root = Raw::parse(text)?;
-        let mut walk = Walk::new(text);
+        let (mut walk, root) = Walk::parse(text)?;
         self.fields_v1_of(&mut walk, root, group, kind)?;
         Ok(walk.finish())
     }
@@ -198,7 +197,7 @@ impl JsonRewriter<'_> {
                     if let Some(mapped) = meta.map_key(&text, self.dir) {
                         let mapped = checked_key(&text, mapped)?;
                         let member = format!("v:{}", serde_json::Value::String(mapped));
-                        self.rename_member(w, *v, &member)?;
+                        self.rename_member(w, v, &member)?;
                     }
                 }
                 Ok(())
@@ -211,7 +210,7 @@ impl JsonRewriter<'_> {
                     };
                     if let Some(mapped) = meta.map_key(k, self.dir) {
                         let mapped = checked_key(k, mapped)?;
-                        self.rename_member(w, *v, &format!("f:{mapped}"))?;
+                        self.rename_member(w, v, &format!("f:{mapped}"))?;
                     }
                 }
                 Ok(())
@@ -221,7 +220,7 @@ impl JsonRewriter<'_> {
                 let name: Cow<'_, str> = Cow::Owned(format!("f:{k}"));
                 for (key, v) in ms.iter() {
                     if key.0 == name {
-                        self.owned(w, *v, rest, slot)?;
+                        self.owned(w, v, rest, slot)?;
                     }
                 }
                 Ok(())
@@ -231,7 +230,7 @@ impl JsonRewriter<'_> {
             [Step::Each, rest @ ..] => {
                 for (key, v) in ms.iter() {
                     if ["k:", "i:", "v:"].iter().any(|p| key.0.starts_with(p)) {
-                        self.owned(w, *v, rest, slot)?;
+                        self.owned(w, v, rest, slot)?;
                     }
                 }
                 Ok(())
@@ -290,10 +289,7 @@ impl JsonRewriter<'_> {
         }
         let mut name = None;
         let mut labels: Vec<(String, String)> = Vec::new();
-        let metadata = w
-            .members(raw)?
-            .as_deref()
-            .and_then(|ms| member(ms, "metadata"));
+        let metadata = w.members(raw)?.and_then(|ms| member(&ms, "metadata"));
         if let Some(m) = metadata {
             if let Some(ms) = w.members(m)? {
                 if let Some(n) = member(&ms, "name") {
@@ -302,7 +298,7 @@ impl JsonRewriter<'_> {
                 if let Some(l) = member(&ms, "labels") {
                     if let Some(ls) = w.members(l)? {
                         for (k, v) in ls.iter() {
-                            if let Some(v) = string(*v)? {
+                            if let Some(v) = string(v)? {
                                 labels.push((k.0.to_string(), v.into_owned()));
                             }
                         }

@@ -28,14 +28,20 @@ impl JsonRewriter<'_> {
         }
         if let Some(ms) = w.members(raw)? {
             for (k, child) in ms.iter() {
-                let child: Raw<'i> = *child;
+                let child: Raw<'i> = child;
                 let k = k.0.as_ref();
                 if (depth == 0 && embedded.contains(&k))
                     || Catalog::reference_keys_skip(kind, parent, depth, k)
                 {
                     continue;
                 }
-                // Only these two keys' values are read as strings.
+                // Only these two keys' values are read as strings. One a
+                // catalog place already renamed (an object's own
+                // `apiVersion`) is left: `finish` would drop a second edit
+                // of the same bytes anyway.
+                if matches!(k, "apiVersion" | "apiGroup") && w.replaced_lately(child) {
+                    continue;
+                }
                 let mapped = match k {
                     "apiVersion" => string(child)?
                         .and_then(|s| self.map.map_api_version_by_reference_key(&s, self.dir)),
@@ -50,7 +56,7 @@ impl JsonRewriter<'_> {
             }
         } else if let Some(es) = w.elements(raw)? {
             for e in es.iter() {
-                self.reference_keys(w, *e, kind, parent, depth, embedded)?;
+                self.reference_keys(w, e, kind, parent, depth, embedded)?;
             }
         }
         Ok(())

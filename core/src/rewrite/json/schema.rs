@@ -34,50 +34,50 @@ impl JsonRewriter<'_> {
             let key = key.0.as_ref();
             match key {
                 "enum" => {
-                    if let Some(es) = w.elements(*v)? {
+                    if let Some(es) = w.elements(v)? {
                         for e in es.iter() {
-                            self.value(w, *e, Form::Literal)?;
+                            self.value(w, e, Form::Literal)?;
                         }
                     }
                 }
                 // A string default only: an object default is data of the
                 // schema's own shape, not a name.
-                "default" => self.value(w, *v, Form::Literal)?,
+                "default" => self.value(w, v, Form::Literal)?,
                 "x-kubernetes-validations" => {
-                    if let Some(es) = w.elements(*v)? {
+                    if let Some(es) = w.elements(v)? {
                         for e in es.iter() {
-                            let Some(rule) = w.members(*e)? else {
+                            let Some(rule) = w.members(e)? else {
                                 continue;
                             };
                             for (k, c) in rule.iter() {
                                 if CEL_MEMBERS.contains(&k.0.as_ref()) {
-                                    self.value(w, *c, Form::Cel)?;
+                                    self.value(w, c, Form::Cel)?;
                                 }
                             }
                         }
                     }
                 }
                 _ if SCHEMA_MAPS.contains(&key) => {
-                    if let Some(props) = w.members(*v)? {
+                    if let Some(props) = w.members(v)? {
                         for (_, s) in props.iter() {
-                            self.json_schema(w, *s)?;
+                            self.json_schema(w, s)?;
                         }
                     }
                 }
                 _ if SCHEMA_LISTS.contains(&key) => {
-                    if let Some(es) = w.elements(*v)? {
+                    if let Some(es) = w.elements(v)? {
                         for s in es.iter() {
-                            self.json_schema(w, *s)?;
+                            self.json_schema(w, s)?;
                         }
                     }
                 }
-                _ if SCHEMAS.contains(&key) => match w.elements(*v)? {
+                _ if SCHEMAS.contains(&key) => match w.elements(v)? {
                     Some(es) => {
                         for s in es.iter() {
-                            self.json_schema(w, *s)?;
+                            self.json_schema(w, s)?;
                         }
                     }
-                    None => self.json_schema(w, *v)?,
+                    None => self.json_schema(w, v)?,
                 },
                 _ => {}
             }

@@ -23,7 +23,7 @@ impl JsonRewriter<'_> {
         let path = FieldPath::parse(sub).expect("catalog sub-paths are valid");
         let mut keep = Vec::with_capacity(entries.len());
         for e in entries.iter() {
-            let mut v: Raw<'i> = *e;
+            let mut v: Raw<'i> = e;
             let mut found = true;
             for step in path.steps() {
                 let next = match step {

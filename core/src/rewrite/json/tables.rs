@@ -10,7 +10,7 @@ use regroup_config::Form;
 
 use super::{item_hint, malformed, type_of, JsonRewriter, RewriteError, TypeOf};
 use crate::rewrite::catalog::Slot;
-use crate::rewrite::raw::{member, string, Key, Walk};
+use crate::rewrite::raw::{member, string, Elements, Members, Walk};
 
 impl JsonRewriter<'_> {
     /// True when `doc`, one object or one watch event
@@ -50,8 +50,7 @@ impl JsonRewriter<'_> {
             return Ok(false);
         }
         let text = std::str::from_utf8(doc).map_err(malformed)?;
-        let root = Raw::parse(text)?;
-        let mut w = Walk::new(text);
+        let (mut w, root) = Walk::parse(text)?;
         w.force = force;
         let Some(ms) = w.members(root)? else {
             return Ok(false);
@@ -97,7 +96,7 @@ impl JsonRewriter<'_> {
             };
             let mut all = !rows.is_empty();
             for row in rows.iter() {
-                all &= self.table_row(&mut w, *row, column, cells, object, addressed)?;
+                all &= self.table_row(&mut w, row, column, cells, object, addressed)?;
             }
             return Ok(all);
         }
@@ -157,7 +156,7 @@ impl JsonRewriter<'_> {
         }
         let mut keep = Vec::with_capacity(items.len());
         for item in items.iter() {
-            keep.push(!self.hidden(w, *item, hint.as_ref(), addressed)?);
+            keep.push(!self.hidden(w, item, hint.as_ref(), addressed)?);
         }
         self.delete(w, raw, &items, &keep);
         Ok(())
@@ -169,7 +168,7 @@ impl JsonRewriter<'_> {
         &self,
         w: &mut Walk<'i>,
         raw: Raw<'i>,
-        entries: &[Raw<'i>],
+        entries: &Elements<'i>,
         keep: &[bool],
     ) {
         if keep.iter().all(|k| *k) {
@@ -178,7 +177,7 @@ impl JsonRewriter<'_> {
         let spans: Vec<(usize, usize)> = entries
             .iter()
             .map(|e| {
-                let s = w.offset(*e);
+                let s = w.offset(e);
                 (s, s + e.get().len())
             })
             .collect();
@@ -216,7 +215,7 @@ impl JsonRewriter<'_> {
         };
         let mut keep = Vec::with_capacity(rows.len());
         for row in rows.iter() {
-            keep.push(!self.table_row(w, *row, column, cells, object, addressed)?);
+            keep.push(!self.table_row(w, row, column, cells, object, addressed)?);
         }
         self.delete(w, rows_raw, &rows, &keep);
         Ok(())
@@ -234,13 +233,13 @@ impl JsonRewriter<'_> {
         };
         let mut texts = Vec::with_capacity(defs.len());
         for d in defs.iter() {
-            let text = |ms: &[(Key<'i>, Raw<'i>)], k: &str| -> Result<_, RewriteError> {
+            let text = |ms: &Members<'i>, k: &str| -> Result<_, RewriteError> {
                 Ok(match member(ms, k) {
                     Some(v) => string(v)?.map(Cow::into_owned),
                     None => None,
                 })
             };
-            texts.push(match w.members(*d)? {
+            texts.push(match w.members(d)? {
                 Some(ms) => (text(&ms, "format")?, text(&ms, "name")?),
                 None => (None, None),
             });
@@ -287,7 +286,7 @@ impl JsonRewriter<'_> {
             None => None,
         };
         let cell = match (column, member(&ms, cells)) {
-            (Some(c), Some(cs)) => w.elements(cs)?.and_then(|cs| cs.get(c).copied()),
+            (Some(c), Some(cs)) => w.elements(cs)?.and_then(|cs| cs.get(c)),
             _ => None,
         };
         let cell_text = match cell {
@@ -319,10 +318,7 @@ pub(crate) fn name_column<'a>(
 }
 
 /// An object's `metadata.name`.
-fn object_name<'i>(
-    w: &mut Walk<'i>,
-    ms: &[(Key<'i>, Raw<'i>)],
-) -> Result<Option<String>, RewriteError> {
+fn object_name<'i>(w: &mut Walk<'i>, ms: &Members<'i>) -> Result<Option<String>, RewriteError> {
     let Some(meta) = member(ms, "metadata") else {
         return Ok(None);
     };

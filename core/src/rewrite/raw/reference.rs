@@ -1,11 +1,56 @@
-//! The tape checked against serde_json's own reading of the same text,
-//! container by container: used by the unit tests and the `json` fuzz
-//! target (a differential check on every valid input the fuzzer makes).
+//! The validating reader and its tape checked against serde_json: which
+//! texts it accepts, and its reading of each container. Used by the unit
+//! tests (proptest among them) and the `json` fuzz target (a differential
+//! check on every input the fuzzer makes, and on its corpus replayed on
+//! stable).
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::{Raw, Walk};
+use super::{validate, Raw, Walk, MAX_DEPTH};
+
+/// The validating reader accepts `text` exactly when serde_json does
+/// (into `IgnoredAny`) and it nests no deeper than [`MAX_DEPTH`], with
+/// the tape recorded and without; panics otherwise. Returns whether it
+/// was accepted.
+pub fn validates_as_serde_json(text: &str) -> bool {
+    let want = serde_json::from_str::<IgnoredAny>(text).is_ok() && depth(text) <= MAX_DEPTH;
+    let plain = Raw::parse(text);
+    let recorded = validate::read::<true>(text);
+    assert_eq!(
+        plain.is_ok(),
+        want,
+        "serde_json: {want}, reader: {plain:?}, {text:.80}"
+    );
+    assert_eq!(recorded.is_ok(), want, "recording: {text:.80}");
+    want
+}
+
+/// How deep arrays and objects nest in `text`, which serde_json accepts.
+fn depth(text: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0, false, false);
+    for c in text.bytes() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b'}' | b']' => depth -= 1,
+            _ => {}
+        }
+    }
+    deepest
+}
 
 /// serde_json's own reading of one container level, the reference the
 /// structural scan must agree with.
@@ -72,7 +117,7 @@ pub(crate) fn agree<'i>(w: &mut Walk<'i>, raw: Raw<'i>) -> usize {
             for ((k, v), (wk, wv)) in got.iter().zip(&want) {
                 assert_eq!(k.0, *wk);
                 assert_eq!(v.get(), wv.get());
-                n += agree(w, *v);
+                n += agree(w, v);
             }
         }
         Level::Array(want) => {
@@ -80,7 +125,7 @@ pub(crate) fn agree<'i>(w: &mut Walk<'i>, raw: Raw<'i>) -> usize {
             assert_eq!(got.len(), want.len(), "elements of {t:.80}");
             for (v, wv) in got.iter().zip(&want) {
                 assert_eq!(v.get(), wv.get());
-                n += agree(w, *v);
+                n += agree(w, v);
             }
         }
     }

@@ -1,9 +1,12 @@
-//! Structural reading of validated JSON: one pass over a document that
-//! [`Raw::parse`](super::Raw::parse) has validated finds every container's
-//! entries (key and value byte ranges), so a walk never reads a level
-//! twice. It relies on that validation and need not repeat it; it still
-//! never indexes out of bounds, and answers an error (not a panic) should
-//! the text not be what validation promised.
+//! Every container's entries (key and value byte ranges) of a JSON
+//! document, so a walk never reads a level twice. Inputs up to
+//! [`WHOLE_TAPE_MAX`](super::WHOLE_TAPE_MAX) get theirs whole from the
+//! validating reader ([`validate`](super::validate)), in the pass that
+//! validates them; larger ones are validated without recording, then read
+//! here one level at a time as the walk steps in. This level reader relies
+//! on that validation and need not repeat it; it still never indexes out
+//! of bounds, and answers an error (not a panic) should the text not be
+//! what validation promised.
 
 use crate::rewrite::error::{malformed, RewriteError};
 
@@ -19,13 +22,23 @@ pub(crate) struct Entry {
     pub value: (u32, u32),
 }
 
+/// One container: its first byte, its entries' range in
+/// [`Tape::entries`], and whether a member name of it has an escape (the
+/// names are then decoded when it is listed).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Container {
+    pub start: u32,
+    pub first: u32,
+    pub n: u32,
+    pub escaped: bool,
+}
+
 /// Every container of one document.
 pub(crate) struct Tape {
     /// Each container's entries, contiguous and in order.
-    entries: Vec<Entry>,
-    /// Each container's first byte and its entries' range in `entries`
-    /// (first, count), in the order they open: sorted by first byte.
-    containers: Vec<(u32, u32, u32)>,
+    pub(crate) entries: Vec<Entry>,
+    /// Each container, in the order they open: sorted by first byte.
+    pub(super) containers: Vec<Container>,
 }
 
 /// A container being read: where it starts, where its entries start in
@@ -42,30 +55,28 @@ struct Open {
 const NO_KEY: (u32, u32) = (0, 0);
 
 impl Tape {
-    /// The container opening at byte `from` of `text`: with `whole`, it
-    /// and every container inside it; without, its own entries only (the
-    /// walk then reads each level it enters, holding only those).
-    pub(crate) fn read(text: &str, from: usize, whole: bool) -> Result<Tape, RewriteError> {
+    pub(super) fn with_capacity(entries: usize, containers: usize) -> Tape {
+        Tape {
+            entries: Vec::with_capacity(entries),
+            containers: Vec::with_capacity(containers),
+        }
+    }
+
+    /// The entries of the container opening at byte `from` of validated
+    /// `text`, its own level only (the walk reads each level it enters,
+    /// holding only those).
+    pub(crate) fn level(text: &str, from: usize) -> Result<Tape, RewriteError> {
         let b = text.as_bytes();
         let pos = |i: usize| u32::try_from(i).map_err(|_| malformed("a JSON body over 4 GiB"));
-        let span = if whole {
-            b.len() - from.min(b.len())
-        } else {
-            0
-        };
-        // Sizes from typical Kubernetes objects, to spare regrowing.
-        let mut tape = Tape {
-            entries: Vec::with_capacity(span / 24),
-            containers: Vec::with_capacity(span / 48 + 1),
-        };
+        let mut tape = Tape::with_capacity(0, 1);
         let mut stack: Vec<Open> = Vec::with_capacity(16);
         // Entries of the containers still open (and recorded), innermost
         // last.
         let mut pending: Vec<Entry> = Vec::with_capacity(64);
         // The key of the member whose value comes next, in an object.
         let mut key: Option<(u32, u32)> = None;
-        // Whether what is read at the current depth is recorded.
-        let records = |depth: usize| whole || depth == 1;
+        // Only the container's own level is recorded.
+        let records = |depth: usize| depth == 1;
         let mut i = from;
         while i < b.len() {
             match b[i] {
@@ -79,7 +90,12 @@ impl Tape {
                         index: tape.containers.len(),
                     });
                     if records(stack.len()) {
-                        tape.containers.push((pos(i)?, 0, 0));
+                        tape.containers.push(Container {
+                            start: pos(i)?,
+                            first: 0,
+                            n: 0,
+                            escaped: false,
+                        });
                     }
                     i += 1;
                 }
@@ -91,7 +107,16 @@ impl Tape {
                         let first = tape.entries.len();
                         tape.entries.extend(pending.drain(open.mark..));
                         let n = tape.entries.len() - first;
-                        tape.containers[open.index] = (pos(open.start)?, pos(first)?, pos(n)?);
+                        let escaped = open.object
+                            && tape.entries[first..].iter().any(|e| {
+                                text.as_bytes()[e.key.0 as usize..e.key.1 as usize].contains(&b'\\')
+                            });
+                        tape.containers[open.index] = Container {
+                            start: pos(open.start)?,
+                            first: pos(first)?,
+                            n: pos(n)?,
+                            escaped,
+                        };
                     }
                     if stack.is_empty() {
                         return Ok(tape);
@@ -139,17 +164,24 @@ impl Tape {
         Ok(tape)
     }
 
-    /// The entries of the container whose first byte is at `at`.
-    pub(crate) fn container(&self, at: usize) -> Result<&[Entry], RewriteError> {
+    /// The container whose first byte is at `at`.
+    pub(crate) fn container(&self, at: usize) -> Result<Container, RewriteError> {
         let at = u32::try_from(at).map_err(|_| broken())?;
         let c = self
             .containers
-            .binary_search_by_key(&at, |(start, _, _)| *start)
+            .binary_search_by_key(&at, |c| c.start)
             .map_err(|_| broken())?;
-        let (_, first, n) = self.containers[c];
-        self.entries
-            .get(first as usize..(first + n) as usize)
-            .ok_or_else(broken)
+        let c = self.containers[c];
+        if self.entries.len() < (c.first + c.n) as usize {
+            return Err(broken());
+        }
+        Ok(c)
+    }
+
+    /// The entries of container `c`, which [`container`](Self::container)
+    /// answered.
+    pub(crate) fn entries_of(&self, c: Container) -> &[Entry] {
+        &self.entries[c.first as usize..(c.first + c.n) as usize]
     }
 }
 
@@ -175,32 +207,4 @@ fn scalar_end(b: &[u8], i: usize) -> usize {
         j += 1;
     }
     j
-}
-
-/// True when arrays and objects in `b` nest deeper than `limit`. Text
-/// with no more than `limit` brackets can't, and is not read.
-pub(crate) fn deeper_than(b: &[u8], limit: usize) -> Result<bool, RewriteError> {
-    if memchr::memchr2_iter(b'{', b'[', b).count() <= limit {
-        return Ok(false);
-    }
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'"' => {
-                i = string_end(b, i)?;
-                continue;
-            }
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > limit {
-                    return Ok(true);
-                }
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        i += 1;
-    }
-    Ok(false)
 }

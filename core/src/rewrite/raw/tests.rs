@@ -1,6 +1,6 @@
 use std::path::Path;
 
-use super::reference::agree_both_ways;
+use super::reference::{self, agree_both_ways};
 use super::*;
 
 #[test]
@@ -47,13 +47,10 @@ fn the_scan_agrees_on_hand_made_edge_cases() {
         assert!(agree_both_ways(doc, raw) >= 1, "{doc}");
     }
     let doc = r#"{"k\"ey":1,"\u0041":2}"#;
-    let ms = Walk::new(doc)
-        .members(Raw::parse(doc).unwrap())
-        .unwrap()
-        .unwrap();
-    assert_eq!(ms[0].0 .0, "k\"ey");
-    assert_eq!(ms[1].0 .0, "A");
-    assert!(matches!(ms[1].0 .0, Cow::Owned(_)));
+    let (mut w, root) = Walk::parse(doc).unwrap();
+    let ms = w.members(root).unwrap().unwrap();
+    let names: Vec<String> = ms.iter().map(|(k, _)| k.0.into_owned()).collect();
+    assert_eq!(names, ["k\"ey", "A"]);
 }
 
 #[test]
@@ -115,11 +112,11 @@ fn may_contain_answers_as_a_search_of_the_value_would() {
     let mut w = Walk::new(text);
     let mut values = vec![root];
     for (_, v) in w.members(root).unwrap().unwrap().iter() {
-        values.push(*v);
+        values.push(v);
         values.extend(
-            w.elements(*v)
+            w.elements(v)
                 .unwrap()
-                .map(|e| e.to_vec())
+                .map(|e| e.iter().collect::<Vec<_>>())
                 .unwrap_or_default(),
         );
     }
@@ -142,7 +139,7 @@ fn may_contain_answers_as_a_search_of_the_value_would() {
             while let Some(v) = stack.pop() {
                 assert_eq!(w.may_contain(auto, v), auto.is_match(v.get()));
                 if let Some(ms) = w.members(v).unwrap() {
-                    stack.extend(ms.iter().map(|(_, v)| *v));
+                    stack.extend(ms.iter().map(|(_, v)| v));
                 } else if let Some(es) = w.elements(v).unwrap() {
                     stack.extend(es.iter());
                 }
@@ -161,4 +158,227 @@ fn a_key_with_a_lone_surrogate_escape_is_an_error_not_a_panic() {
     let inner = member(&w.members(root).unwrap().unwrap(), "a").unwrap();
     assert!(w.members(inner).is_err());
     assert_eq!(agree_both_ways(text, root), 2);
+}
+
+/// The validating reader's verdicts on the cases its grammar turns on,
+/// each also checked against serde_json by `validates_as_serde_json`.
+#[test]
+fn the_reader_accepts_what_serde_json_accepts_case_by_case() {
+    let nested = |n: usize| "[".repeat(n) + &"]".repeat(n);
+    let accepted = [
+        "0",
+        "-0",
+        "1.5",
+        "-12.25e+10",
+        "1E5",
+        "2e-0",
+        "0.0",
+        " \t\n\r1\r\n",
+        "true",
+        "false",
+        "null",
+        r#""""#,
+        r#""\u00e9\ud800 lone surrogate""#,
+        r#""\"\\\/\b\f\n\r\t""#,
+        "\"\u{7f}é\"",
+        r#"{"a":[1,{"b":null}],"c":"d"}"#,
+        " [ ] ",
+        "{ }",
+        r#"[[],{},"",0]"#,
+    ];
+    let refused = [
+        "",
+        " ",
+        "01",
+        "-",
+        "1.",
+        "1e",
+        "1e+",
+        ".5",
+        "+1",
+        "-01",
+        "1.e5",
+        "0x1",
+        "tru",
+        "nul",
+        "truex",
+        "True",
+        "[1,]",
+        r#"{"a":1,}"#,
+        "[,1]",
+        r#"{,"a":1}"#,
+        "[1 2]",
+        r#"{"a" 1}"#,
+        r#"{"a":}"#,
+        r#"{1:2}"#,
+        r#"{'a':1}"#,
+        "[1}",
+        r#"{"a":1]"#,
+        "[",
+        "]",
+        "{",
+        "}",
+        r#""abc"#,
+        r#""\q""#,
+        r#""\u12G4""#,
+        r#""\u12""#,
+        r#""\"#,
+        "\"\u{1}\"",
+        "\"tab\there\"",
+        "\"\u{1f}\"",
+        "1 2",
+        "[] []",
+        "{} x",
+        "\u{feff}1",
+        "[1]\u{0}",
+        "\u{a0}1",
+        "[1,\u{b}2]",
+    ];
+    for t in accepted {
+        assert!(reference::validates_as_serde_json(t), "{t:?}");
+    }
+    for t in refused {
+        assert!(!reference::validates_as_serde_json(t), "{t:?}");
+    }
+    // Nesting: serde_json accepts any depth; the reader stops at MAX_DEPTH.
+    assert!(reference::validates_as_serde_json(&nested(MAX_DEPTH)));
+    assert!(!reference::validates_as_serde_json(&nested(MAX_DEPTH + 1)));
+    assert!(!reference::validates_as_serde_json(&nested(100_000)));
+    // A refusal keeps serde_json's message.
+    let err = Raw::parse("[1,]").unwrap_err().to_string();
+    let want = serde_json::from_str::<serde::de::IgnoredAny>("[1,]").unwrap_err();
+    assert_eq!(err, format!("malformed JSON: {want}"));
+}
+
+/// Every captured body, cut short at many points and with bytes changed
+/// at many places: the reader and serde_json agree on each.
+#[test]
+fn the_reader_agrees_with_serde_json_on_mutated_captures() {
+    let bodies = [
+        include_str!("../../../../testdata/kube-1.24/renamed/027-get-foo-json/response.body"),
+        include_str!(
+            "../../../../testdata/kube-1.24/renamed/041-get-deployment-json/response.body"
+        ),
+    ];
+    let swaps = b"{}[],:\"\\ 0-.eE+tfnu/\x01\x1fx";
+    let (mut accepted, mut refused) = (0, 0);
+    for body in bodies {
+        let b = body.as_bytes();
+        let mut tally = |t: &[u8]| {
+            if let Ok(t) = std::str::from_utf8(t) {
+                if reference::validates_as_serde_json(t) {
+                    accepted += 1;
+                } else {
+                    refused += 1;
+                }
+            }
+        };
+        for cut in 0..=b.len() {
+            tally(&b[..cut]);
+        }
+        for at in (0..b.len()).step_by(3) {
+            for s in swaps {
+                let mut m = b.to_vec();
+                m[at] = *s;
+                tally(&m);
+            }
+            let mut m = b.to_vec();
+            m.remove(at);
+            tally(&m);
+        }
+    }
+    assert!(accepted > 1000 && refused > 10_000, "{accepted} {refused}");
+}
+
+mod generated {
+    use proptest::prelude::*;
+
+    use super::reference;
+
+    fn ws() -> BoxedStrategy<String> {
+        "[ \t\n\r]{0,2}".boxed()
+    }
+
+    fn scalar() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("null".to_owned()),
+            Just("true".to_owned()),
+            Just("false".to_owned()),
+            "-?(0|[1-9][0-9]{0,3})(\\.[0-9]{1,3})?([eE][+-]?[0-9]{1,2})?",
+            r#""([a-zé ]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}|\\ud83d)*""#,
+        ]
+    }
+
+    /// Valid JSON, whitespace between every token.
+    fn json() -> impl Strategy<Value = String> {
+        scalar().prop_recursive(5, 48, 6, |inner| {
+            let entry = (ws(), inner, ws());
+            prop_oneof![
+                prop::collection::vec(entry.clone(), 0..6).prop_map(|es| {
+                    let es: Vec<String> = es.into_iter().map(|(a, v, b)| a + &v + &b).collect();
+                    format!("[{}]", es.join(","))
+                }),
+                prop::collection::vec(("[a-c\"\\\\]{0,2}", ws(), entry), 0..6).prop_map(|ms| {
+                    let ms: Vec<String> = ms
+                        .into_iter()
+                        .map(|(k, w, (a, v, b))| {
+                            format!("{w}{}{a}:{v}{b}", serde_json::to_string(&k).unwrap())
+                        })
+                        .collect();
+                    format!("{{{}}}", ms.join(","))
+                }),
+            ]
+        })
+    }
+
+    /// One change to a text: cut it, or put, replace or remove one byte.
+    fn mutate(t: &str, op: u8, at: usize, byte: u8) -> Vec<u8> {
+        let mut b = t.as_bytes().to_vec();
+        let at = at % (b.len() + 1);
+        match op % 4 {
+            0 => b.truncate(at),
+            1 => b.insert(at, byte),
+            2 if at < b.len() => b[at] = byte,
+            _ if at < b.len() => {
+                b.remove(at);
+            }
+            _ => {}
+        }
+        b
+    }
+
+    const BYTES: &[u8] = b"{}[],:\"\\ \t0123456789-+.eEtrufalsnbx/\x00\x01\x1f\x7f";
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn valid_json_is_accepted(pre in ws(), t in json(), post in ws()) {
+            let text = pre + &t + &post;
+            prop_assert!(reference::validates_as_serde_json(&text), "{}", text);
+        }
+
+        #[test]
+        fn changed_json_is_judged_as_serde_json_judges_it(
+            t in json(),
+            changes in prop::collection::vec((any::<u8>(), any::<usize>(), prop::sample::select(BYTES)), 1..3),
+        ) {
+            let mut text = t.into_bytes();
+            for (op, at, byte) in changes {
+                text = mutate(std::str::from_utf8(&text).unwrap_or(""), op, at, byte);
+            }
+            if let Ok(text) = std::str::from_utf8(&text) {
+                reference::validates_as_serde_json(text);
+            }
+        }
+
+        #[test]
+        fn token_soup_is_judged_as_serde_json_judges_it(
+            soup in prop::collection::vec(prop::sample::select(BYTES), 0..24),
+        ) {
+            if let Ok(text) = std::str::from_utf8(&soup) {
+                reference::validates_as_serde_json(text);
+            }
+        }
+    }
 }
