@@ -5,6 +5,10 @@ use std::borrow::Cow;
 
 use percent_encoding::percent_decode_str;
 
+/// A segment of a request's path as [`RequestInfo`] keeps it: inline up to
+/// 24 bytes (no allocation for most), dereferencing to `str`.
+pub type Segment = compact_str::CompactString;
+
 /// A path segment percent-decoded; one without `%` is borrowed as it is
 /// (most are, and this runs for every request).
 fn decode_segment(s: &str) -> Cow<'_, str> {
@@ -15,23 +19,37 @@ fn decode_segment(s: &str) -> Cow<'_, str> {
     }
 }
 
+/// The non-empty segments of `path`, as `path.split('/')` without the
+/// empty ones, the slashes found in one vectorized pass (`str::split`
+/// starts a search at each segment).
+fn segments(path: &str) -> impl Iterator<Item = &str> {
+    let mut start = 0;
+    let ends = memchr::memchr_iter(b'/', path.as_bytes()).chain([path.len()]);
+    ends.filter_map(move |end| {
+        // `/` is ASCII: both ends are character boundaries.
+        let s = &path[start..end];
+        start = end + 1;
+        (!s.is_empty()).then_some(s)
+    })
+}
+
 /// What a request addresses.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequestInfo {
     /// `/api/...` or `/apis/...` with a version: a resource or discovery path.
     pub is_api: bool,
     /// The group (`""` for `/api`), percent-decoded, as the caller named it.
-    pub group: String,
+    pub group: Segment,
     /// The version, if the path has one.
-    pub version: Option<String>,
+    pub version: Option<Segment>,
     /// The namespace, for namespaced paths.
-    pub namespace: Option<String>,
+    pub namespace: Option<Segment>,
     /// The resource (`foos`), if any.
-    pub resource: Option<String>,
+    pub resource: Option<Segment>,
     /// The object name, if any.
-    pub name: Option<String>,
+    pub name: Option<Segment>,
     /// The subresource (`status`, `scale`, `log`, `exec`, ...), if any.
-    pub subresource: Option<String>,
+    pub subresource: Option<Segment>,
     /// A watch: the legacy `/watch/` path or `?watch=true|1`.
     pub watch: bool,
 }
@@ -93,14 +111,10 @@ impl RequestInfo {
         // Nothing past the ninth segment is read (`apis`, group, version,
         // `watch`, `namespaces`, namespace, resource, name, subresource).
         // On the stack, and the path searched for an escape once.
-        let escaped = path.contains('%');
+        let escaped = memchr::memchr(b'%', path.as_bytes()).is_some();
         let mut read: [Cow<'_, str>; SEGMENTS_READ] = Default::default();
         let mut n = 0;
-        for s in path
-            .split('/')
-            .filter(|s| !s.is_empty())
-            .take(SEGMENTS_READ)
-        {
+        for s in segments(path).take(SEGMENTS_READ) {
             read[n] = if escaped {
                 decode_segment(s)
             } else {
@@ -122,7 +136,7 @@ impl RequestInfo {
                 info.is_api = true;
                 match segments.get(1) {
                     Some(g) => {
-                        info.group = g.to_string();
+                        info.group = Segment::from(g.as_ref());
                         &segments[2..]
                     }
                     None => return info,
@@ -133,23 +147,24 @@ impl RequestInfo {
         let Some((version, r)) = rest.split_first() else {
             return info;
         };
-        info.version = Some(version.to_string());
+        info.version = Some(Segment::from(version.as_ref()));
         rest = r;
         if rest.first().map(|s| s.as_ref()) == Some("watch") {
             info.watch = true;
             rest = &rest[1..];
         }
         if rest.first().map(|s| s.as_ref()) == Some("namespaces") && rest.len() > 1 {
-            info.namespace = Some(rest[1].to_string());
+            info.namespace = Some(Segment::from(rest[1].as_ref()));
             // `namespaces/{ns}/status` and `/finalize` are subresources of the
             // namespace itself.
             if rest.len() > 2 && !matches!(rest[2].as_ref(), "status" | "finalize") {
                 rest = &rest[2..];
             }
         }
-        info.resource = rest.first().map(|s| s.to_string());
-        info.name = rest.get(1).map(|s| s.to_string());
-        info.subresource = rest.get(2).map(|s| s.to_string());
+        let segment = |s: &Cow<'_, str>| Segment::from(s.as_ref());
+        info.resource = rest.first().map(segment);
+        info.name = rest.get(1).map(segment);
+        info.subresource = rest.get(2).map(segment);
         info
     }
 
@@ -157,7 +172,7 @@ impl RequestInfo {
     pub fn api_version(&self) -> Option<String> {
         let v = self.version.as_ref()?;
         Some(if self.group.is_empty() {
-            v.clone()
+            v.to_string()
         } else {
             format!("{}/{v}", self.group)
         })
@@ -287,6 +302,14 @@ mod tests {
         assert_eq!(v("GET", "/apis/g.io/v1", None), "get");
         assert_eq!(v("GET", "/healthz", None), "get");
         assert_eq!(v("BREW", foos, None), "other");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn segments_are_the_non_empty_pieces_between_slashes(path in "[/a%é]{0,12}") {
+            let want: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+            proptest::prop_assert_eq!(segments(&path).collect::<Vec<_>>(), want);
+        }
     }
 
     #[test]

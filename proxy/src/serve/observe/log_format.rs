@@ -227,7 +227,7 @@ impl Visit for FieldWriter<'_> {
 
 /// `value` as `{:?}` writes a `str`: quoted, copied as it is when nothing
 /// in it needs escaping.
-fn write_quoted(w: &mut Writer<'_>, value: &str) -> fmt::Result {
+pub(crate) fn write_quoted(w: &mut impl fmt::Write, value: &str) -> fmt::Result {
     let plain = value
         .bytes()
         .all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\');

@@ -108,6 +108,14 @@ pub struct Line {
     gather: bool,
 }
 
+impl Line {
+    /// An `info` line's writer: gathered on a worker (as [`Stderr`] makes
+    /// one for an `info` event).
+    pub fn info() -> Line {
+        Line { gather: true }
+    }
+}
+
 impl Write for Line {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let gather = self.gather && !WRITE_THROUGH.load(Ordering::Relaxed);

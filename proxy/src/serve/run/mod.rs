@@ -693,14 +693,25 @@ fn init_logging(settings: &Settings) {
         LogLevel::Debug => "debug",
         LogLevel::Trace => "trace",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("REGROUP_LOG")
+    let from_env = tracing_subscriber::EnvFilter::try_from_env("REGROUP_LOG");
+    // Without REGROUP_LOG the filter is regroup's own, and the request line
+    // (`regroup::request`, `info`) is on exactly when the level is `info`
+    // or finer.
+    let request_lines = from_env.is_err()
+        && matches!(
+            settings.file.logging.level,
+            LogLevel::Info | LogLevel::Debug | LogLevel::Trace
+        );
+    let filter = from_env
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("regroup={level},warn")));
     use std::io::IsTerminal;
+    let ansi = std::io::stderr().is_terminal();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_ansi(ansi)
         .with_writer(crate::serve::observe::log_writer::Stderr);
-    let _ = match settings.file.logging.format {
+    let text = matches!(settings.file.logging.format, LogFormat::Text);
+    let installed = match settings.file.logging.format {
         LogFormat::Json => builder.json().try_init(),
         // The stock text format's bytes, cheaper per line (colours on a
         // terminal are left to the stock formatter).
@@ -708,4 +719,10 @@ fn init_logging(settings: &Settings) {
             .event_format(crate::serve::observe::log_format::TextFormat::new())
             .try_init(),
     };
+    // The text format's request line, written by regroup itself with the
+    // same bytes (`observe/request_log.rs`); with any other filter, format
+    // or colours it stays a `tracing` event.
+    if installed.is_ok() && text && !ansi && request_lines {
+        crate::serve::observe::request_log::write_directly();
+    }
 }

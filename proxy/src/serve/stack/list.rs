@@ -40,7 +40,7 @@ pub(crate) fn stream(
     held: Held,
 ) -> Response<Body> {
     parts.headers.remove(header::CONTENT_LENGTH);
-    let addressed = x.kind().map(|k| (x.info.group.clone(), k));
+    let addressed = x.kind().map(|k| (x.info.group.to_string(), k));
     let st = State {
         engine: x.engine.clone(),
         dir: fwd.dir.flip(),

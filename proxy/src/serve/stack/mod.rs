@@ -154,13 +154,26 @@ pub(crate) struct Exchange {
     /// Read once by the caller, which logs the request with it.
     pub info: Arc<RequestInfo>,
     pub method: http::Method,
-    /// The path as the caller sent it (its names).
-    pub caller_path: String,
-    /// The path in the upstream's names, without a query.
-    pub upstream_path: String,
+    /// The URI as the caller sent it (its names); a clone shares its bytes.
+    pub caller_uri: Uri,
+    /// The path in the upstream's names, without a query; `None`: the
+    /// caller's (most paths need no renaming).
+    pub renamed_path: Option<String>,
 }
 
 impl Exchange {
+    /// The path as the caller sent it.
+    pub fn caller_path(&self) -> &str {
+        self.caller_uri.path()
+    }
+
+    /// The path in the upstream's names, without a query.
+    pub fn upstream_path(&self) -> &str {
+        self.renamed_path
+            .as_deref()
+            .unwrap_or_else(|| self.caller_path())
+    }
+
     /// The kind addressed by the request, where its objects carry groups.
     pub fn kind(&self) -> Option<&'static str> {
         Catalog::kind_for_resource(&self.info.group, self.info.resource.as_deref()?)
@@ -192,8 +205,8 @@ pub(crate) async fn forward(
         engine,
         info,
         method: parts.method,
-        caller_path: parts.uri.path().to_owned(),
-        upstream_path: to.path,
+        caller_uri: parts.uri,
+        renamed_path: to.path,
     };
     let next = match patch::served_by(fwd, &x, &out) {
         Some(amend) => {

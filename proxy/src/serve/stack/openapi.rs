@@ -26,7 +26,7 @@ pub(crate) async fn rename(
     mut parts: Parts,
     body: Incoming,
 ) -> Result<Response<Body>, Failure> {
-    let v2 = x.caller_path == "/openapi/v2";
+    let v2 = x.caller_path() == "/openapi/v2";
     let protobuf = parts
         .headers
         .get(header::CONTENT_TYPE)

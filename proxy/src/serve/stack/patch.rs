@@ -105,7 +105,7 @@ pub(crate) async fn serve(
     get_headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
     let get_uri = fwd
         .upstream
-        .uri(&x.upstream_path)
+        .uri(x.upstream_path())
         .map_err(|e| Failure::bad_request(format!("invalid request URI: {e}")))?;
     let mut attempt = 1;
     loop {
@@ -148,7 +148,7 @@ pub(crate) async fn serve(
         if written.status() == StatusCode::CONFLICT && !pinned && attempt < ATTEMPTS {
             tracing::debug!(
                 attempt,
-                path = x.caller_path,
+                path = x.caller_path(),
                 what = amend.noun(),
                 "the object changed while it was patched; patching again"
             );
@@ -347,10 +347,10 @@ async fn read_modify_write(
     let kind = x.kind().unwrap_or_default();
     let api_version = x.info.api_version().unwrap_or_default();
     let bad_uri = |e: http::Error| Failure::bad_request(format!("invalid request URI: {e}"));
-    let get_uri = fwd.upstream.uri(&x.upstream_path).map_err(bad_uri)?;
+    let get_uri = fwd.upstream.uri(x.upstream_path()).map_err(bad_uri)?;
     let put_uri = match update_query(query) {
-        Some(q) => fwd.upstream.uri(&format!("{}?{q}", x.upstream_path)),
-        None => fwd.upstream.uri(&x.upstream_path),
+        Some(q) => fwd.upstream.uri(&format!("{}?{q}", x.upstream_path())),
+        None => fwd.upstream.uri(x.upstream_path()),
     }
     .map_err(bad_uri)?;
     let mut get_headers = headers_without_body(&headers);
@@ -396,7 +396,7 @@ async fn read_modify_write(
         if written.status() == StatusCode::CONFLICT && !pinned && attempt < ATTEMPTS {
             tracing::debug!(
                 attempt,
-                path = x.caller_path,
+                path = x.caller_path(),
                 what = amend.noun(),
                 "the object changed while it was patched; patching again"
             );

@@ -22,11 +22,19 @@ pub(crate) async fn rename(
     resp: Response<Incoming>,
 ) -> Result<Response<Body>, Failure> {
     let (mut parts, body) = resp.into_parts();
-    let media = MediaType::of(&parts.headers);
+    // `Content-Type` looked up once: what it means, and whether regroup
+    // can't rename it (neither changes below).
+    let content_type = parts.headers.get(header::CONTENT_TYPE).map(|v| v.to_str());
+    let media = match content_type {
+        None => MediaType::Unspecified,
+        Some(Ok(s)) => MediaType::parse(Some(s)),
+        Some(Err(_)) => MediaType::Other,
+    };
+    let unrenamable = matches!(content_type, Some(Ok(s)) if media::unrenamable(s));
     headers::strip_hop_by_hop(&mut parts.headers);
     headers::response(fwd, &x.engine, &mut parts.headers);
     let success = parts.status.is_success();
-    let openapi = openapi::is_openapi(&x.caller_path);
+    let openapi = openapi::is_openapi(x.caller_path());
     if openapi && success {
         return openapi::rename(fwd, x, parts, body).await;
     }
@@ -39,11 +47,6 @@ pub(crate) async fn rename(
     if !x.info.is_api {
         return Ok(Response::from_parts(parts, pass(body)));
     }
-    let unrenamable = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(media::unrenamable);
     match media.response_wire() {
         Wire::Unrenamable => return Err(errors::unrenamable_answer()),
         _ if unrenamable => return Err(errors::unrenamable_answer()),

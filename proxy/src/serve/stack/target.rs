@@ -13,8 +13,8 @@ use crate::url_rename;
 pub(crate) struct Target {
     /// The full URI (path and query renamed).
     pub uri: Uri,
-    /// The path alone, renamed.
-    pub path: String,
+    /// The path alone, renamed; `None`: unchanged.
+    pub path: Option<String>,
 }
 
 /// A DELETE of a whole collection whose names `names:` renames per copy
@@ -96,6 +96,5 @@ pub(crate) fn resolve(
             fwd.upstream.uri(&pq).map_err(bad)?
         }
     };
-    let renamed = renamed.unwrap_or_else(|| path.to_owned());
     Ok(Some(Target { uri, path: renamed }))
 }

@@ -39,7 +39,7 @@ pub(crate) fn rename(
     let dir = fwd.dir.flip();
     // Counted open until the stream (and so this closure) is dropped.
     let open = OpenWatch::new(fwd.listener);
-    let addressed = x.kind().map(|k| (x.info.group.clone(), k));
+    let addressed = x.kind().map(|k| (x.info.group.to_string(), k));
     // Only CRDs, APIServices (their names carry a group) and the kinds
     // `names:` lists can be hidden, and a watch is on one resource: other
     // watches skip the check.
