@@ -15,7 +15,7 @@
 #
 # The binary is built with `--profile dist` (Cargo.toml: fat LTO, one
 # codegen unit): fewer instructions per request and a smaller RSS under
-# load than `release` (docs/performance-dist.md), for a final link that
+# load than `release` (docs/performance.md, "Build profile"), for a final link that
 # is one single-threaded step of several minutes.
 FROM rust:1-bookworm AS build
 WORKDIR /src

@@ -237,7 +237,7 @@ fn member_key(
 /// (below 0x20 with `0x20..20` subtracted); a borrow can flag a byte only
 /// above one truly flagged, so the lowest flag is exact. Measured against
 /// `memchr2` per string plus a vectorized control-byte check: 39,701
-/// against 44,040 instructions per rename of the Foo (docs/performance-scan.md).
+/// against 44,040 instructions per rename of the Foo (docs/performance.md, "Renaming").
 #[inline]
 fn string_end(b: &[u8], i: usize) -> Result<(usize, bool), Refused> {
     const ONES: u64 = 0x0101_0101_0101_0101;
