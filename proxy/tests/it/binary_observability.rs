@@ -5,7 +5,7 @@
 //! by the client, by the shutdown drain), and `/readyz` as kube-apiserver
 //! answers it (the failed check's root cause, `?verbose`, `?exclude`).
 
-use crate::regroup_binary::{self, free_port, Regroup};
+use crate::regroup_binary::{self, free_port, get, Regroup};
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -17,7 +17,6 @@ use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 type TestBody = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
@@ -83,32 +82,6 @@ async fn start(name: &str, upstream_port: u16) -> Regroup {
         "limits:\n  shutdownGracePeriod: 20s\n",
     )
     .await
-}
-
-/// One GET with `Connection: close`: the status code and the body.
-async fn get(port: u16, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    s.write_all(
-        format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .await
-    .unwrap();
-    let mut out = Vec::new();
-    tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut out))
-        .await
-        .expect("an answer within 20 s")
-        .ok();
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let code = text
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (code, body)
 }
 
 /// The commit the binary should name: `$REGROUP_COMMIT` when the build had

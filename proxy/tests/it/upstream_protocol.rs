@@ -13,10 +13,9 @@ use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use regroup::serve::listen::tls;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
-use crate::regroup_binary::{start_with_kubeconfig, OWN_TOKEN};
+use crate::regroup_binary::{get, start_with_kubeconfig, OWN_TOKEN};
 
 const FOO: &str = r#"{"apiVersion":"samplecontroller.team1.example.com/v1alpha1","kind":"Foo","metadata":{"name":"alpha"}}"#;
 const PATH: &str = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/alpha";
@@ -99,32 +98,6 @@ fn kubeconfig(port: u16, ca_pem: &str) -> String {
          contexts: [{{name: c, context: {{cluster: c, user: u}}}}]\n\
          users: [{{name: u, user: {{token: {OWN_TOKEN}}}}}]\n"
     )
-}
-
-/// One GET on a connection of its own: the status code and the body.
-async fn get(port: u16, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    s.write_all(
-        format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .await
-    .unwrap();
-    let mut out = Vec::new();
-    tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut out))
-        .await
-        .expect("an answer within 20 s")
-        .ok();
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let code = text
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (code, body)
 }
 
 /// A GET held by the upstream, then a second GET while the first waits;
