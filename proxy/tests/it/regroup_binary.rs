@@ -157,15 +157,12 @@ pub async fn wait_listening(port: u16, r: &Regroup) {
     }
 }
 
-/// One GET with `Connection: close` on a connection of its own: the
-/// status code and the body.
-pub async fn get(port: u16, path: &str) -> (u16, String) {
+/// One raw HTTP/1.1 exchange on a connection of its own (the request as
+/// bytes, exactly as written, read to the connection's end): the status
+/// code and the whole answer as text.
+pub async fn raw(port: u16, request: &[u8]) -> (u16, String) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    s.write_all(
-        format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .await
-    .unwrap();
+    s.write_all(request).await.unwrap();
     let mut out = Vec::new();
     tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut out))
         .await
@@ -177,6 +174,13 @@ pub async fn get(port: u16, path: &str) -> (u16, String) {
         .nth(1)
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
+    (code, text)
+}
+
+/// One GET with `Connection: close`: the status code and the body.
+pub async fn get(port: u16, path: &str) -> (u16, String) {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    let (code, text) = raw(port, request.as_bytes()).await;
     let body = text
         .split_once("\r\n\r\n")
         .map(|(_, b)| b.to_owned())

@@ -7,7 +7,7 @@
 //! Timings are generous: a timeout is asserted as "answered within a few
 //! times the configured value", never as a performance number.
 
-use crate::regroup_binary::{free_port, start, test_dir, wait_listening, OWN_TOKEN};
+use crate::regroup_binary::{free_port, raw, start, test_dir, wait_listening, OWN_TOKEN};
 use crate::tls_support;
 
 use std::process::{Command, Stdio};
@@ -118,25 +118,6 @@ async fn upstream() -> (u16, Log) {
     let log = Log::default();
     fake_upstream(l, log.clone());
     (port, log)
-}
-
-/// One raw HTTP/1.1 exchange (the request as bytes, exactly as written):
-/// the status code and everything after the status line.
-async fn raw(port: u16, request: &[u8]) -> (u16, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    s.write_all(request).await.unwrap();
-    let mut out = Vec::new();
-    tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut out))
-        .await
-        .expect("an answer within 20 s")
-        .ok();
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let code = text
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (code, text)
 }
 
 /// A bodyless GET of `path` with `Host: localhost`, for a hyper client.
