@@ -1,7 +1,7 @@
 //! Applies the [catalog](super::catalog) to JSON, splicing bytes.
 //!
-//! The input is validated once by serde_json and its containers read once
-//! into a tape (see [`super::raw`]); the walk follows only the catalog's
+//! The input is validated and its containers read into a tape in one
+//! pass (see [`super::raw`]); the walk follows only the catalog's
 //! paths, and only into subtrees whose bytes contain a mapped name (or a
 //! `\u` escape that could hide one). Each renamed string becomes an
 //! edit of its byte range; every other byte (whitespace, member order,

@@ -4,9 +4,9 @@
 //! accepts, checked against it by differential tests) and, in the same
 //! pass, reads the structure of every container into a tape (for large
 //! inputs: validation only, then level by level as the walk steps in), so
-//! no byte is parsed twice. Its values are [`Raw`] slices of the input. A walker records edits (byte
-//! ranges and their replacement); [`Walk::finish`] applies them, copying
-//! every other byte as it came.
+//! no byte is parsed twice. Its values are [`Raw`] slices of the input.
+//! A walker records edits (byte ranges and their replacement);
+//! [`Walk::finish`] applies them, copying every other byte as it came.
 
 use std::borrow::Cow;
 use std::rc::Rc;
