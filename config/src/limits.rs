@@ -40,6 +40,16 @@ pub struct Limits {
     /// When it passes the app gets a 504 `Timeout` Status.
     #[serde(deserialize_with = "duration")]
     pub upstream_response_header_timeout: Duration,
+    /// The h2 connection to the apiserver is pinged when it received no
+    /// frame for this long (client-go's `ReadIdleTimeout`); `0`: never
+    /// (no health check).
+    #[serde(deserialize_with = "duration")]
+    pub upstream_read_idle_timeout: Duration,
+    /// No answer to that ping within this: the connection is closed, every
+    /// request and watch on it ends and the next request opens a new one
+    /// (client-go's `PingTimeout`).
+    #[serde(deserialize_with = "duration")]
+    pub upstream_ping_timeout: Duration,
     /// Largest request body regroup reads whole to rename (413 beyond,
     /// before the rest is read).
     pub max_request_body_bytes: usize,
@@ -84,6 +94,8 @@ impl Default for Limits {
             idle_timeout: Duration::from_secs(90),
             upstream_connect_timeout: Duration::from_secs(30),
             upstream_response_header_timeout: Duration::from_secs(60),
+            upstream_read_idle_timeout: UPSTREAM_READ_IDLE_TIMEOUT,
+            upstream_ping_timeout: UPSTREAM_PING_TIMEOUT,
             max_request_body_bytes: MAX_REQUEST_BODY_BYTES,
             max_review_bytes: 32 << 20,
             max_inflated_bytes: 256 << 20,
@@ -96,6 +108,13 @@ impl Default for Limits {
         }
     }
 }
+
+/// client-go's h2 health check: a ping after 30 s without a frame read
+/// (`ReadIdleTimeout`), the connection closed when no answer comes within
+/// 15 s (`PingTimeout`).
+pub const UPSTREAM_READ_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// See [`UPSTREAM_READ_IDLE_TIMEOUT`].
+pub const UPSTREAM_PING_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// kube-apiserver's `MaxRequestBodyBytes` (3 MiB,
 /// `k8s.io/apiserver/pkg/server/config.go`): it refuses any larger body of
@@ -139,6 +158,7 @@ impl Limits {
                 "upstreamResponseHeaderTimeout",
                 self.upstream_response_header_timeout,
             ),
+            ("upstreamPingTimeout", self.upstream_ping_timeout),
         ] {
             if d.is_zero() {
                 p.push(format!("limits.{name}: must be more than 0s"));
@@ -307,10 +327,15 @@ mod tests {
             header_read_timeout: Duration::ZERO,
             max_header_bytes: 100,
             max_connections: 0,
+            upstream_ping_timeout: Duration::ZERO,
+            // 0 turns the h2 health check off: not a problem.
+            upstream_read_idle_timeout: Duration::ZERO,
             ..Limits::default()
         };
         let p = l.problems().join("\n");
         assert!(p.contains("limits.headerReadTimeout"), "{p}");
+        assert!(p.contains("limits.upstreamPingTimeout"), "{p}");
+        assert!(!p.contains("upstreamReadIdleTimeout"), "{p}");
         assert!(p.contains("limits.maxHeaderBytes"), "{p}");
         assert!(p.contains("limits.maxConnections"), "{p}");
     }

@@ -31,7 +31,9 @@
 //! `http/1.1` only, as regroup's `upstream.http2: never`),
 //! `--h2-header-table=N` (the h2 client's HPACK table size),
 //! `--h2-spec-windows` (64 KiB flow-control windows instead of hyper's),
-//! `--h2-keepalive` (a ping after 30 s silent, 15 s for its answer).
+//! `--no-h2-keepalive` (no h2 health check: by default the h2 client pings
+//! after 30 s without a frame read and closes the connection when no
+//! answer comes in 15 s, idle or not, as regroup's does by default).
 //! The allocator is regroup's: mimalloc when the package's feature
 //! `mimalloc` is on (the default), as in the `regroup` binary.
 //!
@@ -87,9 +89,10 @@ struct Options {
     /// The h2 client with the protocol's default windows (64 KiB) instead
     /// of hyper's (5 MiB connection, 2 MiB stream).
     h2_spec_windows: bool,
-    /// The h2 client pings a connection silent for 30 s and closes it
-    /// when no answer comes in 15 s (client-go's health check).
-    h2_keepalive: bool,
+    /// No h2 health check (regroup's `limits.upstreamReadIdleTimeout: 0`);
+    /// by default the h2 client pings a connection silent for 30 s and
+    /// closes it when no answer comes in 15 s (client-go's, regroup's).
+    no_h2_keepalive: bool,
 }
 
 fn main() {
@@ -111,7 +114,7 @@ fn main() {
             "--writev" => o.writev = true,
             "--upstream-http1" => o.upstream_http1 = true,
             "--h2-spec-windows" => o.h2_spec_windows = true,
-            "--h2-keepalive" => o.h2_keepalive = true,
+            "--no-h2-keepalive" => o.no_h2_keepalive = true,
             a if a.starts_with("--h2-header-table=") => {
                 let n = a["--h2-header-table=".len()..].parse().expect("a size");
                 o.h2_header_table = Some(n);
@@ -224,10 +227,11 @@ impl Upstream {
                 b.initial_stream_window_size(65_535)
                     .initial_connection_window_size(65_535);
             }
-            if self.options.h2_keepalive {
+            if !self.options.no_h2_keepalive {
                 b.timer(TokioTimer::new())
                     .keep_alive_interval(Duration::from_secs(30))
-                    .keep_alive_timeout(Duration::from_secs(15));
+                    .keep_alive_timeout(Duration::from_secs(15))
+                    .keep_alive_while_idle(true);
             }
             let (send, conn) = b.handshake(TokioIo::new(tls)).await?;
             tokio::spawn(conn);

@@ -2,6 +2,7 @@
 
 pub mod dial;
 pub mod exec;
+mod health;
 mod impersonate;
 pub mod kubeconfig;
 mod pool;
@@ -25,6 +26,7 @@ pub use regroup_config::schema::Http2;
 use rustls::pki_types::ServerName;
 
 use dial::Dial;
+pub use health::{unanswered_ping_closes, HealthCheck};
 use impersonate::impersonation_headers;
 pub use kubeconfig::{Impersonate, Resolved};
 pub use pool::ClientError;
@@ -123,22 +125,22 @@ impl std::error::Error for SendError {
     }
 }
 
-/// The upstream's connection and response-header timeouts.
+/// The upstream's connection and response-header timeouts, and the h2
+/// connection's health check.
 #[derive(Debug, Clone, Copy)]
 pub struct Timeouts {
     /// TCP connect.
     pub connect: Duration,
     /// From sending a request to its response headers.
     pub response_header: Duration,
+    /// The h2 connection's ping (`limits.upstreamReadIdleTimeout`,
+    /// `upstreamPingTimeout`).
+    pub health: HealthCheck,
 }
 
 impl Default for Timeouts {
     fn default() -> Self {
-        let l = regroup_config::Limits::default();
-        Timeouts {
-            connect: l.upstream_connect_timeout,
-            response_header: l.upstream_response_header_timeout,
-        }
+        (&regroup_config::Limits::default()).into()
     }
 }
 
@@ -147,6 +149,7 @@ impl From<&regroup_config::Limits> for Timeouts {
         Timeouts {
             connect: l.upstream_connect_timeout,
             response_header: l.upstream_response_header_timeout,
+            health: HealthCheck::from(l),
         }
     }
 }
@@ -520,7 +523,7 @@ fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result
         } else {
             b.enable_http1().wrap_connector(dial)
         };
-        Pool::new(connector, &p.server, upgrades)
+        Pool::new(connector, &p.server, upgrades, p.timeouts.health)
     };
     Ok(Clients {
         client: build(p.http2 == Http2::Auto, false)?,

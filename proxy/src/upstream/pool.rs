@@ -6,7 +6,9 @@
 //!
 //! - h2 (chosen by TLS ALPN, as a kube-apiserver offers, unless
 //!   `upstream.http2: never` offers HTTP/1.1 only): one multiplexed
-//!   connection, shared by every request, replaced when it closes.
+//!   connection, shared by every request, replaced when it closes;
+//!   pinged when silent and closed when the ping goes unanswered
+//!   (`health.rs`).
 //! - HTTP/1.1: a list of connections, the most recently used last; one
 //!   takes a request when hyper says it is ready (its previous response
 //!   read to the end). A checkout looks at the few most recently used
@@ -30,10 +32,10 @@ use hyper::body::Incoming;
 use hyper::client::conn::{http1, http2, TrySendError};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::Connection as _;
-use hyper_util::rt::TokioExecutor;
 use tower_service::Service as _;
 
 use super::dial::Dial;
+use super::health::HealthCheck;
 use super::{Body, BoxError};
 
 /// An idle HTTP/1.1 connection unused this long is closed (the apiserver's
@@ -83,6 +85,8 @@ pub(super) struct Pool {
     host: HeaderValue,
     /// HTTP/1.1 connections that keep their socket for protocol upgrades.
     upgrades: bool,
+    /// The h2 connection's ping.
+    health: HealthCheck,
     state: Mutex<State>,
 }
 
@@ -107,6 +111,7 @@ impl Pool {
         connector: HttpsConnector<Dial>,
         dst: &Uri,
         upgrades: bool,
+        health: HealthCheck,
     ) -> Result<Pool, String> {
         let host = dst.host().ok_or("no host")?;
         let default_port = match dst.scheme_str() {
@@ -129,6 +134,7 @@ impl Pool {
             dst,
             host,
             upgrades,
+            health,
             state: Mutex::new(State::default()),
         })
     }
@@ -234,12 +240,16 @@ impl Pool {
             .await
             .map_err(ClientError::Connect)?;
         if io.connected().is_negotiated_h2() {
-            let (send, conn) = http2::handshake(TokioExecutor::new(), io)
+            let (send, conn) = self
+                .health
+                .builder()
+                .handshake(io)
                 .await
                 .map_err(ClientError::Handshake)?;
+            let health = self.health;
             tokio::spawn(async move {
                 if let Err(e) = conn.await {
-                    tracing::debug!("upstream h2 connection ended: {e}");
+                    health.ended(&e);
                 }
             });
             let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -370,7 +380,13 @@ mod tests {
             .https_or_http()
             .enable_all_versions()
             .wrap_connector(Dial::new(http, None).unwrap());
-        Pool::new(connector, url, false).unwrap()
+        Pool::new(
+            connector,
+            url,
+            false,
+            HealthCheck::from(&regroup_config::Limits::default()),
+        )
+        .unwrap()
     }
 
     fn get(url: &Uri, path: &str) -> Request<Body> {

@@ -47,6 +47,7 @@ mod transport;
 mod trust_json_patch;
 mod trust_protobuf;
 mod two_copies;
+mod upstream_health;
 mod upstream_protocol;
 mod webhook_reviews;
 mod webhooks;

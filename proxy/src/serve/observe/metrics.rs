@@ -143,6 +143,28 @@ impl prometheus_client::collector::Collector for EngineTallies {
     }
 }
 
+/// The h2 connections to the apiserver closed because a ping went
+/// unanswered (`upstream/health.rs`), read at each scrape.
+#[derive(Debug)]
+struct UpstreamPingTimeouts;
+
+impl prometheus_client::collector::Collector for UpstreamPingTimeouts {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::counter::ConstCounter;
+        let family = encoder.encode_descriptor(
+            "upstream_ping_timeouts",
+            "h2 connections to the apiserver closed because a ping went unanswered (limits.upstreamPingTimeout)",
+            None,
+            prometheus_client::metrics::MetricType::Counter,
+        )?;
+        ConstCounter::new(crate::upstream::unanswered_ping_closes()).encode(family)
+    }
+}
+
 /// regroup's own upstream credential (`upstream/vault.rs`), read at each
 /// scrape: obtained and failed, by source.
 #[derive(Debug)]
@@ -324,6 +346,7 @@ pub fn metrics() -> &'static Metrics {
         registry.register_collector(Box::new(EngineTallies));
         registry.register_collector(Box::new(MemoryBudget));
         registry.register_collector(Box::new(CredentialTallies));
+        registry.register_collector(Box::new(UpstreamPingTimeouts));
         // The closed label sets, at zero from the start (`labels.rs`).
         let label = |k: &str, v: &str| (k.to_owned(), v.to_owned());
         for (listener, reason) in labels::error_series() {

@@ -1,0 +1,308 @@
+//! The h2 connection's health check (`limits.upstreamReadIdleTimeout`,
+//! `upstreamPingTimeout`), against the real binary: between regroup and a
+//! TLS upstream offering h2 (as a kube-apiserver does) sits a relay that
+//! can freeze its connections, as a node that vanished without a RST would.
+//! A frozen connection's ping goes unanswered: its watch and its waiting
+//! request end, the log says why, and the next request opens a new
+//! connection. A healthy idle connection answers its pings and is kept.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use regroup::serve::listen::tls;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::regroup_binary::{get, start_with_kubeconfig, Regroup, OWN_TOKEN};
+
+const FOO: &str = r#"{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"name":"alpha","resourceVersion":"1"}}"#;
+const PATH: &str = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/alpha";
+const WATCH: &str = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos?watch=1";
+/// Pings after a second of silence, a second for the answer.
+const FAST_PINGS: &str = "limits:\n  upstreamReadIdleTimeout: 1s\n  upstreamPingTimeout: 1s\n";
+
+/// A TLS upstream offering h2 and HTTP/1.1: a watch gets one event and then
+/// stays open; a GET with the query `hold` is never answered; any other
+/// request gets FOO.
+async fn tls_upstream(id: &tls::Identity) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls::server_config(id).unwrap());
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(|req: Request<hyper::body::Incoming>| async move {
+                    let query = req.uri().query().unwrap_or_default().to_owned();
+                    if query == "hold" {
+                        std::future::pending::<()>().await;
+                    }
+                    let body = if query.starts_with("watch") {
+                        let event = format!("{{\"type\":\"ADDED\",\"object\":{FOO}}}\n");
+                        let first = futures_util::stream::once(async move {
+                            Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(event)))
+                        });
+                        BodyExt::boxed(StreamBody::new(
+                            first.chain(futures_util::stream::pending()),
+                        ))
+                    } else {
+                        Full::new(Bytes::from_static(FOO.as_bytes()))
+                            .map_err(|never| match never {})
+                            .boxed()
+                    };
+                    Ok::<_, std::convert::Infallible>(
+                        Response::builder()
+                            .header("content-type", "application/json")
+                            .body(body)
+                            .unwrap(),
+                    )
+                });
+                if let Ok(s) = acceptor.accept(stream).await {
+                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(s), svc)
+                        .await;
+                }
+            });
+        }
+    });
+    port
+}
+
+use futures_util::StreamExt as _;
+
+/// A TCP relay to `upstream`: counts the connections it accepts, and
+/// `freeze` stops forwarding on every connection open then (bytes either
+/// way are dropped, the sockets stay open) while new connections are
+/// relayed as before.
+struct Relay {
+    port: u16,
+    accepted: Arc<AtomicUsize>,
+    open: Arc<Mutex<Vec<Arc<AtomicBool>>>>,
+}
+
+impl Relay {
+    async fn start(upstream: u16) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let r = Relay {
+            port,
+            accepted: Arc::default(),
+            open: Arc::default(),
+        };
+        let (accepted, open) = (r.accepted.clone(), r.open.clone());
+        tokio::spawn(async move {
+            loop {
+                let (client, _) = listener.accept().await.unwrap();
+                accepted.fetch_add(1, Ordering::SeqCst);
+                let server = TcpStream::connect(("127.0.0.1", upstream)).await.unwrap();
+                let frozen = Arc::new(AtomicBool::new(false));
+                open.lock().unwrap().push(frozen.clone());
+                let (cr, cw) = client.into_split();
+                let (sr, sw) = server.into_split();
+                tokio::spawn(copy(cr, sw, frozen.clone()));
+                tokio::spawn(copy(sr, cw, frozen));
+            }
+        });
+        r
+    }
+
+    fn freeze(&self) {
+        for f in self.open.lock().unwrap().iter() {
+            f.store(true, Ordering::SeqCst);
+        }
+    }
+
+    fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+}
+
+/// Copies until either side closes; once frozen, reads and drops.
+async fn copy(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    frozen: Arc<AtomicBool>,
+) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if frozen.load(Ordering::SeqCst) {
+            continue;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn kubeconfig(port: u16, ca_pem: &str) -> String {
+    use base64::Engine as _;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+         clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{port}', \
+         certificate-authority-data: '{ca}'}}}}]\n\
+         contexts: [{{name: c, context: {{cluster: c, user: u}}}}]\n\
+         users: [{{name: u, user: {{token: {OWN_TOKEN}}}}}]\n"
+    )
+}
+
+/// regroup in front of a relay in front of a TLS h2 upstream.
+async fn setup(name: &str, extra: &str) -> (Relay, Regroup) {
+    let id = tls::generate().unwrap();
+    let upstream = tls_upstream(&id).await;
+    let relay = Relay::start(upstream).await;
+    let kc = kubeconfig(relay.port, id.ca_pem.as_deref().unwrap());
+    let r = start_with_kubeconfig(name, &kc, extra).await;
+    (relay, r)
+}
+
+/// Reads from `s` until `needle` has arrived; what was read.
+async fn read_until(s: &mut TcpStream, needle: &str, r: &Regroup) -> String {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !String::from_utf8_lossy(&got).contains(needle) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, s.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            other => panic!(
+                "no {needle:?} ({other:?}): {}\n{}",
+                String::from_utf8_lossy(&got),
+                r.log()
+            ),
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+#[tokio::test]
+async fn an_unanswered_ping_ends_the_watch_and_the_waiting_request_and_a_new_connection_serves_the_next(
+) {
+    let (relay, r) = setup("upstream-health-dead", FAST_PINGS).await;
+    let (code, body) = get(r.port, PATH).await;
+    assert_eq!(code, 200, "{body}\n{}", r.log());
+    assert_eq!(relay.accepted(), 1);
+
+    // A watch with its first event through, and a GET the upstream holds:
+    // both on the one h2 connection.
+    let mut watch = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
+    watch
+        .write_all(
+            format!("GET {WATCH} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let first = read_until(&mut watch, "\"ADDED\"", &r).await;
+    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+    let port = r.port;
+    let held = tokio::spawn(async move { get(port, &format!("{PATH}?hold")).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(relay.accepted(), 1, "{}", r.log());
+
+    relay.freeze();
+
+    // The watch ends: the client sees its stream end cleanly (the last
+    // chunk), so a client-go informer watches again (a functional wait, not
+    // a measure of how fast).
+    let mut rest = Vec::new();
+    let mut buf = [0u8; 4096];
+    let ended = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match watch.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => rest.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    let rest = String::from_utf8_lossy(&rest).into_owned();
+    assert!(ended.is_ok(), "the watch did not end: {rest}\n{}", r.log());
+    assert!(
+        (first + &rest).ends_with("\r\n0\r\n\r\n"),
+        "{rest}\n{}",
+        r.log()
+    );
+    // The request waiting for its headers is answered with a Status.
+    let (code, body) = held.await.unwrap();
+    assert_eq!(code, 503, "{body}\n{}", r.log());
+    assert!(body.contains("\"kind\":\"Status\""), "{body}");
+    let log = r.log();
+    assert!(
+        log.contains("WARN") && log.contains("no answer to a ping"),
+        "{log}"
+    );
+    assert!(!log.contains(OWN_TOKEN), "{log}");
+    let metrics = scrape(&r).await;
+    assert!(
+        metrics.contains("regroup_upstream_ping_timeouts_total 1\n"),
+        "{metrics}"
+    );
+
+    // The next request opens a new connection, relayed as before.
+    let (code, body) = get(r.port, PATH).await;
+    assert_eq!(code, 200, "{body}\n{}", r.log());
+    assert_eq!(relay.accepted(), 2, "{}", r.log());
+}
+
+#[tokio::test]
+async fn a_healthy_idle_connection_answers_its_pings_and_is_kept() {
+    let (relay, r) = setup("upstream-health-idle", FAST_PINGS).await;
+    let (code, body) = get(r.port, PATH).await;
+    assert_eq!(code, 200, "{body}\n{}", r.log());
+    // Several ping intervals with nothing in flight.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let (code, body) = get(r.port, PATH).await;
+    assert_eq!(code, 200, "{body}\n{}", r.log());
+    assert_eq!(relay.accepted(), 1, "{}", r.log());
+    assert!(!r.log().contains("no answer to a ping"), "{}", r.log());
+    let metrics = scrape(&r).await;
+    assert!(
+        metrics.contains("regroup_upstream_ping_timeouts_total 0\n"),
+        "{metrics}"
+    );
+}
+
+/// regroup's `/metrics`.
+async fn scrape(r: &Regroup) -> String {
+    let (code, body) = get(r.metrics, "/metrics").await;
+    assert_eq!(code, 200, "{body}");
+    body
+}
+
+#[tokio::test]
+async fn an_invalid_ping_timeout_is_refused_at_start() {
+    let dir = crate::regroup_binary::test_dir("upstream-health-bad");
+    for (config, needle) in [
+        (
+            "limits:\n  upstreamPingTimeout: 0s\n",
+            "limits.upstreamPingTimeout",
+        ),
+        ("limits:\n  upstreamReadIdleTimeout: 3x\n", "`1.5s`"),
+    ] {
+        std::fs::write(dir.join("config.yaml"), config).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_regroup"))
+            .arg("check")
+            .arg("-c")
+            .arg(dir.join("config.yaml"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned()
+            + &String::from_utf8_lossy(&out.stdout);
+        assert!(!out.status.success(), "{config}: {err}");
+        assert!(err.contains(needle), "{config}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
