@@ -47,20 +47,24 @@ pub fn rewrite_path_for(
     dir: Direction,
 ) -> Option<String> {
     // Most paths keep every segment: find what would change before
-    // splitting the path into a list. The first five segments, read once.
-    let mut first = [None; 5];
-    for (slot, seg) in first.iter_mut().zip(path.split('/')) {
-        *slot = Some(seg);
-    }
-    // ["", "apis", group, ...] or ["", "openapi", "v3", "apis", group, ...]
-    let group_at = match (first[1], first[2]) {
-        (Some("apis"), _) => Some(2),
-        (Some("openapi"), Some("v3")) if first[3] == Some("apis") => Some(4),
-        _ => None,
-    };
+    // splitting the path into a list. The group is the piece of
+    // `path.split('/')` after `apis` (the third) or `openapi/v3/apis` (the
+    // fifth), found by those prefixes after the first slash without
+    // cutting the path (a request's path starts with that slash).
+    let after_first = path
+        .as_bytes()
+        .iter()
+        .position(|&b| b == b'/')
+        .map(|i| &path[i + 1..]);
+    let group_at = after_first.and_then(|tail| {
+        [("apis/", 2), ("openapi/v3/apis/", 4)]
+            .into_iter()
+            .find_map(|(prefix, i)| Some((i, tail.strip_prefix(prefix)?)))
+    });
     let mut group = None;
-    if let Some((i, seg)) = group_at.and_then(|i| Some((i, first[i]?))) {
-        let decoded = if seg.contains('%') {
+    if let Some((i, rest)) = group_at {
+        let seg = crate::kube::path::split(rest).next().unwrap_or(rest);
+        let decoded = if seg.bytes().any(|b| b == b'%') {
             percent_decode_str(seg).decode_utf8().ok()?
         } else {
             Cow::Borrowed(seg)
@@ -183,6 +187,38 @@ mod tests {
             reference_keys: true,
         }])
         .unwrap()
+    }
+
+    proptest::proptest! {
+        /// The group is renamed where `path.split('/')` puts it: the third
+        /// piece after `apis`, the fifth after `openapi/v3/apis`.
+        #[test]
+        fn the_group_renamed_is_the_piece_split_finds(
+            pieces in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "", "apis", "openapi", "v3", "samplecontroller.k8s.io",
+                    "samplecontroller%2Ek8s.io", "%ff", "v1", "foos",
+                ]),
+                0..7,
+            )
+        ) {
+            let path = pieces.join("/");
+            let split: Vec<&str> = path.split('/').collect();
+            let at = match split.as_slice() {
+                [_, "apis", ..] => Some(2),
+                [_, "openapi", "v3", "apis", ..] => Some(4),
+                _ => None,
+            };
+            let m = map();
+            let want = at.and_then(|i| {
+                let g = percent_decode_str(split.get(i)?).decode_utf8().ok()?;
+                let mapped = m.map_group(&g, Direction::ToCluster)?;
+                let mut renamed: Vec<String> = split.iter().map(|s| s.to_string()).collect();
+                renamed[i] = mapped;
+                Some(renamed.join("/"))
+            });
+            proptest::prop_assert_eq!(rewrite_path(&path, &m, Direction::ToCluster), want);
+        }
     }
 
     fn info(path: &str, q: Option<&str>) -> RequestInfo {

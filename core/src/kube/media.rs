@@ -95,7 +95,7 @@ impl MediaType {
         let Some(v) = content_type else {
             return MediaType::Unspecified;
         };
-        let essence = v.split(';').next().unwrap_or("").trim();
+        let essence = essence_of(v).0;
         if essence.is_empty() {
             return MediaType::Unspecified;
         }
@@ -158,9 +158,9 @@ impl MediaType {
 /// answers in the next type the client listed (clients list JSON after
 /// them), or JSON.
 pub fn unrenamable(media_range: &str) -> bool {
-    let mut parts = media_range.split(';');
+    let (essence, params) = essence_of(media_range);
+    let mut parts = params.split(';');
     // Compared without a lowercase copy: this runs on every answer.
-    let essence = parts.next().unwrap_or("").trim();
     let is = |t: &str| essence.eq_ignore_ascii_case(t);
     const OPENAPI_V3_PROTO: &str = "application/com.github.proto-openapi.spec.v3";
     let mut aggregated_discovery = || {
@@ -176,6 +176,17 @@ pub fn unrenamable(media_range: &str) -> bool {
             .get(..OPENAPI_V3_PROTO.len())
             .is_some_and(|head| head.eq_ignore_ascii_case(OPENAPI_V3_PROTO))
         || (is("application/vnd.kubernetes.protobuf") && aggregated_discovery())
+}
+
+/// A media type's essence (`type/subtype`, trimmed) and what follows its
+/// first `;` (its parameters, `""` when none). A byte loop, not
+/// `str::split`: the value is a few dozen bytes, read for every answer.
+fn essence_of(v: &str) -> (&str, &str) {
+    match v.as_bytes().iter().position(|&b| b == b';') {
+        // `;` is ASCII: both sides are character boundaries.
+        Some(i) => (v[..i].trim(), &v[i + 1..]),
+        None => (v.trim(), ""),
+    }
 }
 
 /// `Accept` without the media types regroup can't rename; `None` when

@@ -3,6 +3,7 @@
 //! I/O here: the proxy (`serve`) and the codecs (`rewrite`) both read it.
 
 pub mod media;
+pub mod path;
 pub mod request;
 pub mod status;
 

@@ -298,11 +298,13 @@ impl Upstream {
         if !self.prefix.is_empty() {
             return self.uri(path_and_query.as_str());
         }
-        Uri::builder()
-            .scheme(self.scheme.clone())
-            .authority(self.authority.clone())
-            .path_and_query(path_and_query.clone())
-            .build()
+        // The parts set at once: the builder carries a `Result` through
+        // each step (~250 instructions a request, callgrind).
+        let mut parts = http::uri::Parts::default();
+        parts.scheme = Some(self.scheme.clone());
+        parts.authority = Some(self.authority.clone());
+        parts.path_and_query = Some(path_and_query.clone());
+        Ok(Uri::from_parts(parts)?)
     }
 
     /// The upstream host, for the `Host` header of HTTP/1.1 requests.

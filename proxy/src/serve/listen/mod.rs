@@ -112,8 +112,8 @@ pub async fn serve_front(
                     return;
                 }
             };
-            let certs: Arc<Option<Vec<rustls::pki_types::CertificateDer<'static>>>> =
-                Arc::new(tls.get_ref().1.peer_certificates().map(|c| c.iter().map(|c| c.clone().into_owned()).collect()));
+            let certs: Option<Arc<Vec<rustls::pki_types::CertificateDer<'static>>>> =
+                tls.get_ref().1.peer_certificates().map(|c| Arc::new(c.iter().map(|c| c.clone().into_owned()).collect()));
             let handler = move |req: Request<Incoming>| {
                 let (proxy, certs) = (proxy.clone(), certs.clone());
                 async move {

@@ -38,12 +38,41 @@ thread_local! {
     static LINE: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
+/// A request line's `path` field: written straight into the line when
+/// the line is written directly, displayed when it goes through `tracing`.
+pub trait LinePath: std::fmt::Display {
+    /// Appends the path to `out`.
+    fn write_into(&self, out: &mut String) -> std::fmt::Result {
+        write!(out, "{self}")
+    }
+}
+
+impl LinePath for &str {
+    fn write_into(&self, out: &mut String) -> std::fmt::Result {
+        out.push_str(self);
+        Ok(())
+    }
+}
+
+impl LinePath for String {
+    fn write_into(&self, out: &mut String) -> std::fmt::Result {
+        out.push_str(self);
+        Ok(())
+    }
+}
+
+impl LinePath for crate::kube::request::Template<'_> {
+    fn write_into(&self, out: &mut String) -> std::fmt::Result {
+        self.write_to(out)
+    }
+}
+
 /// Writes a request's line now.
 pub fn request_line(
     listener: &str,
     method: &Method,
     verb: &str,
-    path: &dyn std::fmt::Display,
+    path: &dyn LinePath,
     status: u16,
     took: Duration,
 ) {
@@ -91,7 +120,7 @@ pub fn format_request_line(
     listener: &str,
     method: &Method,
     verb: &str,
-    path: &dyn std::fmt::Display,
+    path: &dyn LinePath,
     status: u16,
     us: u64,
 ) -> std::fmt::Result {
@@ -103,7 +132,7 @@ pub fn format_request_line(
     out.push_str(" verb=");
     write_quoted(out, verb)?;
     out.push_str(" path=");
-    write!(out, "{path}")?;
+    path.write_into(out)?;
     out.push_str(" status=");
     out.push_str(itoa::Buffer::new().format(status));
     out.push_str(" us=");

@@ -119,21 +119,24 @@ impl Proxy {
         self: Arc<Self>,
         req: Request<Incoming>,
     ) -> Result<Response<Body>, Infallible> {
-        self.handle_with_peer(req, Arc::new(None)).await
+        self.handle_with_peer(req, None).await
     }
 
     /// Serves one request whose connection presented the verified client
-    /// certificate chain `peer` (front listeners).
+    /// certificate chain `peer` (front listeners; `None`: none presented,
+    /// or not a TLS listener with client certificates).
     pub async fn handle_with_peer(
         self: Arc<Self>,
         mut req: Request<Incoming>,
-        peer: Arc<Option<Vec<CertificateDer<'static>>>>,
+        peer: Option<Arc<Vec<CertificateDer<'static>>>>,
     ) -> Result<Response<Body>, Infallible> {
         let started = Instant::now();
         let listener = self.fwd.listener;
         if let Stack::Front { auth } = &self.stack {
             let cfg = auth.read().unwrap_or_else(|p| p.into_inner()).clone();
-            if let Err(r) = identity::authenticate(&cfg, peer.as_ref().as_deref(), &mut req) {
+            if let Err(r) =
+                identity::authenticate(&cfg, peer.as_deref().map(Vec::as_slice), &mut req)
+            {
                 return Ok(errors::refused(
                     listener,
                     req.method(),
