@@ -520,8 +520,37 @@ pub(crate) fn member<'i>(ms: &Members<'i>, name: &str) -> Option<Raw<'i>> {
     ms.get(name)
 }
 
+/// `s` as a JSON string. A renamed name needs no escape (no quote,
+/// backslash or control byte): it is written as is, in one allocation;
+/// anything else goes through serde_json.
 pub(crate) fn quote(s: &str) -> String {
-    serde_json::to_string(s).expect("strings serialize")
+    if needs_escape(s) {
+        return serde_json::to_string(s).expect("strings serialize");
+    }
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    out.push_str(s);
+    out.push('"');
+    out
+}
+
+/// [`quote`], reusing `s` (the mappers leave room for the two quotes).
+pub(crate) fn quote_owned(mut s: String) -> String {
+    if needs_escape(&s) {
+        return serde_json::to_string(&s).expect("strings serialize");
+    }
+    s.insert(0, '"');
+    s.push('"');
+    s
+}
+
+/// True when `s` holds a byte JSON escapes: a quote, a backslash or a
+/// control byte. Every byte is looked at, without an early exit, so the
+/// compiler checks many at once.
+fn needs_escape(s: &str) -> bool {
+    s.bytes().fold(false, |any, b| {
+        any | (b < 0x20) | (b == b'"') | (b == b'\\')
+    })
 }
 
 #[cfg(test)]
