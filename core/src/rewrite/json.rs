@@ -239,8 +239,17 @@ impl<'a> JsonRewriter<'a> {
         let app_group = app_group.as_ref();
 
         let excluded = self.excluded(w, raw, kind)?;
+        let (places, tree) = self.catalog.places_and_tree(app_group, kind);
+        // Where each place's path ends in this object, found in one walk
+        // down the places' tree, then applied in the places' order (the
+        // sort is stable: one place's values stay in document order), as
+        // if each place were walked on its own.
+        let mut found: Vec<(usize, Raw<'i>)> = Vec::new();
+        self.places_in(w, raw, tree, 0, true, excluded, &mut found)?;
+        found.sort_by_key(|(at, _)| *at);
+        let mut found = found.into_iter().peekable();
         let mut embedded: Vec<&str> = Vec::new();
-        for place in self.catalog.places_for(app_group, kind) {
+        for (at, place) in places.enumerate() {
             if excluded && catalog::is_metadata_slot(&place.slot) {
                 continue;
             }
@@ -270,7 +279,9 @@ impl<'a> JsonRewriter<'a> {
                 self.table_rows(w, raw, &place.path, [columns, cells, object], addressed)?;
                 continue;
             }
-            self.place(w, raw, place.path.steps(), place.slot, &ty, addressed)?;
+            while let Some((_, v)) = found.next_if(|(a, _)| *a == at) {
+                self.slot(w, v, place.slot, &ty, addressed)?;
+            }
         }
         self.reference_keys(w, raw, kind, None, 0, &embedded)
     }
@@ -691,6 +702,7 @@ fn item_hint(list: &TypeOf) -> Option<TypeOf> {
 mod embedded;
 mod encoded_patch;
 mod metadata;
+mod place_tree;
 mod reference_keys;
 mod schema;
 mod shadowed;
