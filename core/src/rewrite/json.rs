@@ -244,10 +244,11 @@ impl<'a> JsonRewriter<'a> {
         // down the places' tree, then applied in the places' order (the
         // sort is stable: one place's values stay in document order), as
         // if each place were walked on its own.
-        let mut found: Vec<(usize, Raw<'i>)> = Vec::new();
+        let mut found = std::mem::take(&mut w.found);
+        found.clear();
         self.places_in(w, raw, tree, 0, true, excluded, &mut found)?;
         found.sort_by_key(|(at, _)| *at);
-        let mut found = found.into_iter().peekable();
+        let mut next = 0;
         let mut embedded: Vec<&str> = Vec::new();
         for (at, place) in places.enumerate() {
             if excluded && catalog::is_metadata_slot(&place.slot) {
@@ -279,10 +280,12 @@ impl<'a> JsonRewriter<'a> {
                 self.table_rows(w, raw, &place.path, [columns, cells, object], addressed)?;
                 continue;
             }
-            while let Some((_, v)) = found.next_if(|(a, _)| *a == at) {
-                self.slot(w, v, place.slot, &ty, addressed)?;
+            while let Some((_, v)) = found.get(next).filter(|(a, _)| *a == at) {
+                self.slot(w, *v, place.slot, &ty, addressed)?;
+                next += 1;
             }
         }
+        w.found = found;
         self.reference_keys(w, raw, kind, None, 0, &embedded)
     }
 

@@ -38,6 +38,9 @@ type ByOffset<V> = foldhash::HashMap<usize, V>;
 pub(crate) struct Walk<'i> {
     pub input: &'i str,
     pub edits: Vec<Edit>,
+    /// Where an object's places end (see `JsonRewriter::places_in`): one
+    /// buffer lent to each object in turn, instead of one per object.
+    pub found: Vec<(usize, Raw<'i>)>,
     /// Every container's entries, read in the pass that validated the
     /// input (inputs up to [`WHOLE_TAPE_MAX`]). Shared with the
     /// [`Members`] and [`Elements`] handed out, which are views of it.
@@ -77,7 +80,10 @@ impl<'i> Walk<'i> {
     pub fn new(input: &'i str) -> Self {
         Walk {
             input,
-            edits: Vec::new(),
+            // A walk is started only where a mapped name shows: it
+            // usually edits, and a few edits fit without regrowing.
+            edits: Vec::with_capacity(8),
+            found: Vec::new(),
             tape: None,
             levels: ByOffset::default(),
             whole_tape_max: WHOLE_TAPE_MAX,
@@ -368,6 +374,19 @@ impl<'i> Members<'i> {
                 end - start == name.len() && self.input.as_bytes().get(start..end) == Some(name)
             }
         }
+    }
+
+    /// True when member `i` (`0..len`) is named `name`, compared as
+    /// bytes.
+    #[inline]
+    pub fn name_is(&self, i: usize, name: &str) -> bool {
+        i < self.n && self.is_named(self.first + i, name.as_bytes())
+    }
+
+    /// The value of member `i` (`0..len`).
+    #[inline]
+    pub fn value_at(&self, i: usize) -> Option<Raw<'i>> {
+        (i < self.n).then(|| value(self.input, &self.tape.entries[self.first + i]))
     }
 
     /// Each member's name and value.

@@ -66,9 +66,13 @@ impl JsonRewriter<'_> {
             .any(|c| matches!(step(c), Step::Key(_)))
         {
             if let Some(ms) = w.members(raw)? {
-                for (key, v) in ms.iter() {
+                for i in 0..ms.len() {
                     for c in &node.children {
-                        if matches!(step(c), Step::Key(k) if *k == key.0) {
+                        let Step::Key(k) = step(c) else { continue };
+                        if !ms.name_is(i, k) {
+                            continue;
+                        }
+                        if let Some(v) = ms.value_at(i) {
                             self.places_in(w, v, tree, *c, hidden_ok, excluded, found)?;
                         }
                     }
