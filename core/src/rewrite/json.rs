@@ -213,7 +213,14 @@ impl<'a> JsonRewriter<'a> {
         if w.force {
             return true;
         }
-        w.may_contain(self.index.json(), raw)
+        // Without an escape in the input, no name hides behind one: the
+        // search for `\u` is left out.
+        let needles = if w.escapes {
+            self.index.json()
+        } else {
+            self.index.names()
+        };
+        w.may_contain(needles, raw)
     }
 
     /// [`may`](Self::may), or `raw` holds a base64 place.

@@ -58,6 +58,10 @@ pub(crate) struct Walk<'i> {
     /// Walk every value, not only those where a mapped name shows: the
     /// object may hold a name `names:` renames, which no byte search finds.
     pub force: bool,
+    /// Whether a string of the input has an escape, which could hide a
+    /// name from the byte search; true when not known (the input was not
+    /// read by [`Walk::parse`]).
+    pub escapes: bool,
 }
 
 impl<'i> Walk<'i> {
@@ -68,9 +72,11 @@ impl<'i> Walk<'i> {
     pub fn parse(text: &'i str) -> Result<(Walk<'i>, Raw<'i>), RewriteError> {
         let mut walk = Walk::new(text);
         if text.len() <= walk.whole_tape_max {
-            walk.tape = Some(Rc::new(validate::read::<true>(text)?));
+            let tape = validate::read::<true>(text)?;
+            walk.escapes = tape.escapes;
+            walk.tape = Some(Rc::new(tape));
         } else {
-            validate::read::<false>(text)?;
+            walk.escapes = validate::read::<false>(text)?.escapes;
         }
         Ok((walk, Raw(text.trim_matches(JSON_WHITESPACE))))
     }
@@ -89,6 +95,7 @@ impl<'i> Walk<'i> {
             whole_tape_max: WHOLE_TAPE_MAX,
             occurrences: None,
             force: false,
+            escapes: true,
         }
     }
 

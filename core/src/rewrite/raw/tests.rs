@@ -411,3 +411,17 @@ mod quoting {
         }
     }
 }
+
+#[test]
+fn the_walk_knows_whether_a_string_of_the_input_has_an_escape() {
+    for (text, escapes) in [
+        (r#"{"a":["b",1,{"c":"d"}]}"#, false),
+        (r#"{"a":"\u0062"}"#, true),
+        (r#"{"\n":1}"#, true),
+        (r#"["x\/y"]"#, true),
+    ] {
+        let (w, _) = Walk::parse(text).unwrap();
+        assert_eq!(w.escapes, escapes, "{text}");
+        assert!(Walk::new(text).escapes, "not read: not known");
+    }
+}

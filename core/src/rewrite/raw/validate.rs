@@ -78,6 +78,9 @@ fn scan<const RECORD: bool>(b: &[u8]) -> Result<Tape, Refused> {
     let mut pending: Vec<Entry> = Vec::with_capacity(if RECORD { 64 } else { 0 });
     // The key of the member whose value comes next.
     let mut key = NO_KEY;
+    // Whether any string has an escape (which could hide a name from a
+    // byte search).
+    let mut escapes = false;
     let mut i = skip_ws(b, 0);
     'value: loop {
         // A value starts at `i`.
@@ -113,12 +116,16 @@ fn scan<const RECORD: bool>(b: &[u8]) -> Result<Tape, Refused> {
                     None
                 } else {
                     if object {
-                        i = member_key(b, i, &mut key, &mut stack)?;
+                        i = member_key(b, i, &mut key, &mut stack, &mut escapes)?;
                     }
                     continue 'value;
                 }
             }
-            Some(b'"') => Some(string_end(b, i)?.0),
+            Some(b'"') => {
+                let (end, escaped) = string_end(b, i)?;
+                escapes |= escaped;
+                Some(end)
+            }
             Some(b'-' | b'0'..=b'9') => Some(number_end(b, i)?),
             Some(b't') => Some(literal_end(b, i, b"true")?),
             Some(b'f') => Some(literal_end(b, i, b"false")?),
@@ -142,6 +149,7 @@ fn scan<const RECORD: bool>(b: &[u8]) -> Result<Tape, Refused> {
         loop {
             let Some(top) = stack.last() else {
                 return if skip_ws(b, i) == b.len() {
+                    tape.escapes = escapes;
                     Ok(tape)
                 } else {
                     Err(Refused)
@@ -153,7 +161,7 @@ fn scan<const RECORD: bool>(b: &[u8]) -> Result<Tape, Refused> {
                 Some(b',') => {
                     i = skip_ws(b, i + 1);
                     if object {
-                        i = member_key(b, i, &mut key, &mut stack)?;
+                        i = member_key(b, i, &mut key, &mut stack, &mut escapes)?;
                     } else {
                         key = NO_KEY;
                     }
@@ -209,12 +217,14 @@ fn member_key(
     i: usize,
     key: &mut (u32, u32),
     stack: &mut [Open],
+    escapes: &mut bool,
 ) -> Result<usize, Refused> {
     if b.get(i) != Some(&b'"') {
         return Err(Refused);
     }
     let (end, escaped) = string_end(b, i)?;
     if escaped {
+        *escapes = true;
         if let Some(o) = stack.last_mut() {
             o.escaped = true;
         }
