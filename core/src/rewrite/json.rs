@@ -24,14 +24,15 @@ pub(crate) use super::error::malformed;
 pub use super::error::RewriteError;
 
 /// The group and kind of an object, as found in its input.
+/// Borrowed from the input (or the caller's hint) unless escaped.
 #[derive(Clone, Debug, Default)]
-struct TypeOf {
+struct TypeOf<'t> {
     /// `apiVersion` as it arrived (input naming), or empty.
-    api_version: String,
-    kind: String,
+    api_version: Cow<'t, str>,
+    kind: Cow<'t, str>,
 }
 
-impl TypeOf {
+impl TypeOf<'_> {
     fn group(&self) -> &str {
         // A plain loop: `split_once` sets up a vectorized search that costs
         // more than the few bytes before the `/`.
@@ -129,8 +130,8 @@ impl<'a> JsonRewriter<'a> {
         addressed: Option<(&str, &str)>,
     ) -> Result<Option<Vec<u8>>, RewriteError> {
         let hint = hint.map(|(a, k)| TypeOf {
-            api_version: a.to_owned(),
-            kind: k.to_owned(),
+            api_version: Cow::Borrowed(a),
+            kind: Cow::Borrowed(k),
         });
         self.bytes(input, hint.as_ref(), addressed)
     }
@@ -138,14 +139,11 @@ impl<'a> JsonRewriter<'a> {
     fn bytes(
         &self,
         input: &[u8],
-        hint: Option<&TypeOf>,
+        hint: Option<&TypeOf<'_>>,
         addressed: Option<(&str, &str)>,
     ) -> Result<Option<Vec<u8>>, RewriteError> {
-        let force = self.names_involved(
-            input,
-            hint.map(|h| (h.api_version.as_str(), h.kind.as_str())),
-            addressed,
-        );
+        let force =
+            self.names_involved(input, hint.map(|h| (&*h.api_version, &*h.kind)), addressed);
         if !force && !self.may_contain(input) && !self.may_hide(input) {
             return Ok(None);
         }
@@ -232,7 +230,7 @@ impl<'a> JsonRewriter<'a> {
         &self,
         w: &mut Walk<'i>,
         raw: Raw<'i>,
-        hint: Option<&TypeOf>,
+        hint: Option<&TypeOf<'_>>,
         addressed: Option<(&str, &str)>,
     ) -> Result<(), RewriteError> {
         if !self.may_or_hides(w, raw) {
@@ -300,7 +298,7 @@ impl<'a> JsonRewriter<'a> {
     /// type `ty`: metadata-only objects take the addressed kind.
     fn app_type<'t>(
         &self,
-        ty: &'t TypeOf,
+        ty: &'t TypeOf<'_>,
         addressed: Option<(&'t str, &'t str)>,
     ) -> (Cow<'t, str>, &'t str)
     where
@@ -314,7 +312,7 @@ impl<'a> JsonRewriter<'a> {
                 .unwrap_or(Cow::Borrowed(group_in)),
             Direction::ToCluster => Cow::Borrowed(group_in),
         };
-        let mut kind = ty.kind.as_str();
+        let mut kind: &str = &ty.kind;
         if let Some((g, k)) = addressed.filter(|_| kind == "PartialObjectMetadata") {
             (app_group, kind) = (Cow::Borrowed(g), k);
         }
@@ -327,7 +325,7 @@ impl<'a> JsonRewriter<'a> {
         raw: Raw<'i>,
         steps: &[Step],
         slot: Slot,
-        ty: &TypeOf,
+        ty: &TypeOf<'_>,
         addressed: Option<(&str, &str)>,
     ) -> Result<(), RewriteError> {
         // Shadowing must see every entry; everything else only where a
@@ -367,7 +365,7 @@ impl<'a> JsonRewriter<'a> {
         w: &mut Walk<'i>,
         raw: Raw<'i>,
         slot: Slot,
-        ty: &TypeOf,
+        ty: &TypeOf<'_>,
         addressed: Option<(&str, &str)>,
     ) -> Result<(), RewriteError> {
         match slot {
@@ -673,10 +671,10 @@ pub(crate) fn requirement_form(key: &str) -> Option<Form> {
 
 /// The type of an object from its members, `hint` standing in for those it
 /// lacks; a watch event (`type` and `object`, no kind) is a `WatchEvent`.
-fn type_of(ms: &Members<'_>, hint: Option<&TypeOf>) -> Result<TypeOf, RewriteError> {
-    let str_of = |k: &str| -> Result<Option<String>, RewriteError> {
+fn type_of<'t>(ms: &Members<'t>, hint: Option<&TypeOf<'t>>) -> Result<TypeOf<'t>, RewriteError> {
+    let str_of = |k: &str| -> Result<Option<Cow<'t, str>>, RewriteError> {
         Ok(match member(ms, k) {
-            Some(v) => string(v)?.map(Cow::into_owned),
+            Some(v) => string(v)?,
             None => None,
         })
     };
@@ -699,13 +697,13 @@ fn type_of(ms: &Members<'_>, hint: Option<&TypeOf>) -> Result<TypeOf, RewriteErr
 
 /// A typed list's items omit apiVersion/kind: the list's kind without
 /// `List` stands in (`v1 List` items always carry their own).
-fn item_hint(list: &TypeOf) -> Option<TypeOf> {
+fn item_hint<'a>(list: &'a TypeOf<'_>) -> Option<TypeOf<'a>> {
     list.kind
         .strip_suffix("List")
         .filter(|k| !k.is_empty())
         .map(|k| TypeOf {
-            api_version: list.api_version.clone(),
-            kind: k.to_owned(),
+            api_version: Cow::Borrowed(&list.api_version),
+            kind: Cow::Borrowed(k),
         })
 }
 
