@@ -144,12 +144,19 @@ impl<'a> JsonRewriter<'a> {
     ) -> Result<Option<Vec<u8>>, RewriteError> {
         let force =
             self.names_involved(input, hint.map(|h| (&*h.api_version, &*h.kind)), addressed);
-        if !force && !self.may_contain(input) && !self.may_hide(input) {
+        // Where the names (and `\u`) occur: the pre-check, and the walk's
+        // own search (without an escape in the input, `\u` occurs nowhere,
+        // so these are the names' occurrences the walk would find).
+        let found = (!force).then(|| self.index.json().find_all(input));
+        if found.as_ref().is_some_and(Vec::is_empty) && !self.may_hide(input) {
             return Ok(None);
         }
         let text = std::str::from_utf8(input).map_err(malformed)?;
         let (mut walk, root) = Walk::parse(text)?;
         walk.force = force;
+        if let Some(found) = found {
+            walk.found(found);
+        }
         self.object(&mut walk, root, hint, addressed)?;
         Ok(walk.finish().map(String::into_bytes))
     }

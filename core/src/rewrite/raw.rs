@@ -182,6 +182,12 @@ impl<'i> Walk<'i> {
             .any(|(_, e)| *e <= end)
     }
 
+    /// The occurrences [`may_contain`](Self::may_contain) would find,
+    /// found by the caller already with the same needles.
+    pub fn found(&mut self, occurrences: Vec<(usize, usize)>) {
+        self.occurrences = Some(occurrences);
+    }
+
     pub fn offset(&self, raw: Raw<'_>) -> usize {
         raw.get().as_ptr() as usize - self.input.as_ptr() as usize
     }
