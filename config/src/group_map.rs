@@ -5,6 +5,8 @@
 //! when nothing in its input is mapped, without allocating, so callers can
 //! leave untouched bytes untouched.
 
+use std::borrow::Cow;
+
 use crate::metadata::MetadataMap;
 use crate::object_names::ObjectNames;
 use crate::short_names::{PeopleName, ShortNames};
@@ -29,11 +31,8 @@ pub use crate::rule::{Direction, Form, MapRule, Rule};
 #[derive(Clone, Debug)]
 pub struct GroupMap {
     rules: Vec<MapRule>,
-    /// Exact-rule lookup per direction: source name -> rule index. Looked
-    /// up several times per request; its keys are the configuration's (a
-    /// peer's names are only looked up, never inserted), so a fast hash
-    /// (foldhash) is safe.
-    exact: [foldhash::HashMap<String, usize>; 2],
+    /// Exact-rule lookup per direction: source name -> rule index.
+    exact: [ExactNames; 2],
     /// Indexes of suffix rules.
     suffix: Vec<usize>,
     /// Cluster-scoped names renamed per copy (`names:`), if configured.
@@ -54,13 +53,13 @@ impl GroupMap {
         if !problems.is_empty() {
             return Err(problems);
         }
-        let mut exact: [foldhash::HashMap<String, usize>; 2] = Default::default();
+        let mut exact: [ExactNames; 2] = Default::default();
         let mut suffix = Vec::new();
         for (i, r) in rules.iter().enumerate() {
             match &r.rule {
                 Rule::Exact { from, to } => {
-                    exact[0].insert(from.clone(), i);
-                    exact[1].insert(to.clone(), i);
+                    exact[0].insert(from, i);
+                    exact[1].insert(to, i);
                 }
                 Rule::Suffix { .. } => suffix.push(i),
             }
@@ -136,7 +135,7 @@ impl GroupMap {
 
     /// The rule that maps `group` in `dir`, if any.
     pub fn rule_for(&self, group: &str, dir: Direction) -> Option<&MapRule> {
-        if let Some(&i) = self.exact[dir.index()].get(group) {
+        if let Some(i) = self.exact[dir.index()].get(group) {
             return Some(&self.rules[i]);
         }
         self.suffix
@@ -354,8 +353,19 @@ impl GroupMap {
 
     /// Maps a bare group name. `None`: not mapped (leave it as it is).
     pub fn map_group(&self, group: &str, dir: Direction) -> Option<String> {
+        // Two bytes more for a JSON codec's quotes.
         self.rule_for(group, dir)
-            .map(|r| r.rule.apply(group, dir, 0))
+            .map(|r| r.rule.apply(group, dir, 2))
+    }
+
+    /// [`map_group`](Self::map_group) without allocating when an exact
+    /// rule maps it (its target is borrowed from the rule).
+    pub fn map_group_cow<'a>(&'a self, group: &str, dir: Direction) -> Option<Cow<'a, str>> {
+        let rule = self.rule_for(group, dir)?;
+        Some(match &rule.rule {
+            Rule::Exact { .. } => Cow::Borrowed(rule.rule.ends(dir).1),
+            Rule::Suffix { .. } => Cow::Owned(rule.rule.apply(group, dir, 0)),
+        })
     }
 
     /// Like [`map_group`](Self::map_group), but only through rules that allow
@@ -387,12 +397,27 @@ impl GroupMap {
         dir: Direction,
         reference_keys_only: bool,
     ) -> Option<String> {
-        let (group, version) = api_version.split_once('/')?;
-        let rule = self
-            .rule_for(group, dir)
-            .filter(|r| !reference_keys_only || r.reference_keys)?;
-        // One allocation, and no formatting machinery on the per-object path.
-        let mut mapped = rule.rule.apply(group, dir, 1 + version.len());
+        // An exact rule's name followed by `/` is compared in place (group
+        // names hold no `/`, so that is where `split_once` would split);
+        // with no suffix rule, nothing else can match, and the text is not
+        // searched for its `/` at all.
+        let (rule, slash) = match self.exact[dir.index()].before_slash(api_version) {
+            Some((i, slash)) => (&self.rules[i], slash),
+            None if self.suffix.is_empty() && self.exact[dir.index()].many.is_empty() => {
+                return None
+            }
+            None => {
+                let slash = api_version.bytes().position(|b| b == b'/')?;
+                (self.rule_for(&api_version[..slash], dir)?, slash)
+            }
+        };
+        if reference_keys_only && !rule.reference_keys {
+            return None;
+        }
+        let (group, version) = (&api_version[..slash], &api_version[slash + 1..]);
+        // One allocation, and no formatting machinery on the per-object
+        // path; two bytes more for a JSON codec's quotes.
+        let mut mapped = rule.rule.apply(group, dir, 1 + version.len() + 2);
         mapped.push('/');
         mapped.push_str(version);
         Some(mapped)
@@ -566,6 +591,61 @@ impl GroupMap {
     /// Cheap pre-check: could `text` contain a name mapped in `dir`?
     fn could_occur(&self, text: &str, dir: Direction) -> bool {
         self.rules.iter().any(|r| text.contains(r.rule.ends(dir).0))
+    }
+}
+
+/// The exact rules' source names of one direction, looked up several
+/// times per object. A name whose length no rule's name has is answered
+/// without reading it; a few names are compared one by one (cheaper than
+/// hashing a 30-byte group); many go through a hash map, whose keys are
+/// the configuration's (a peer's names are only looked up, never inserted),
+/// so a fast hash (foldhash) is safe.
+#[derive(Clone, Debug, Default)]
+struct ExactNames {
+    /// Bit `n` set: some name is `n` bytes long (bit 127: 127 or more).
+    lengths: u128,
+    /// Each name and its rule's index, in configuration order.
+    few: Vec<(String, usize)>,
+    /// Past [`ExactNames::FEW`] names, the same as a map.
+    many: foldhash::HashMap<String, usize>,
+}
+
+impl ExactNames {
+    /// Up to this many names are compared one by one.
+    const FEW: usize = 8;
+
+    fn length_bit(len: usize) -> u128 {
+        1 << len.min(127)
+    }
+
+    fn insert(&mut self, name: &str, rule: usize) {
+        self.lengths |= Self::length_bit(name.len());
+        if !self.many.is_empty() || self.few.len() == Self::FEW {
+            self.many.extend(self.few.drain(..));
+            self.many.insert(name.to_owned(), rule);
+        } else {
+            self.few.push((name.to_owned(), rule));
+        }
+    }
+
+    /// The rule of the name `text` starts with when a `/` follows it, and
+    /// where that `/` is; only while the names are few (else `None`).
+    fn before_slash(&self, text: &str) -> Option<(usize, usize)> {
+        let t = text.as_bytes();
+        self.few
+            .iter()
+            .find(|(n, _)| t.get(n.len()) == Some(&b'/') && t.starts_with(n.as_bytes()))
+            .map(|(n, i)| (*i, n.len()))
+    }
+
+    fn get(&self, name: &str) -> Option<usize> {
+        if self.lengths & Self::length_bit(name.len()) == 0 {
+            return None;
+        }
+        if self.many.is_empty() {
+            return self.few.iter().find(|(n, _)| n == name).map(|(_, i)| *i);
+        }
+        self.many.get(name).copied()
     }
 }
 

@@ -5,6 +5,9 @@
 //!
 //!   json_walk N [BODY] [GROUP KIND]
 //!
+//! With `JSON_WALK_NAMES` set, the rules have `names:` with its default
+//! kinds (the search for those kinds then runs on every body).
+//!
 //! `bench/json_walk.sh` runs it twice under callgrind and prints
 //! instructions per byte: (count(N2) - count(N1)) / ((N2 - N1) * bytes).
 //! The output of every iteration is checked against the first, so a walk
@@ -12,7 +15,7 @@
 
 use std::hint::black_box;
 
-use regroup_config::{Direction, GroupMap, MapRule, Rule};
+use regroup_config::{Direction, GroupMap, MapRule, ObjectNames, Rule};
 use regroup_core::kube::Wire;
 use regroup_core::rewrite::{Catalog, Context, Engine};
 
@@ -42,7 +45,19 @@ fn main() {
         reference_keys: true,
     }])
     .expect("rules");
-    let engine = Engine::new(map, Catalog::new(&[]));
+    // JSON_WALK_NAMES=1: `names:` with its default kinds, as `regroup
+    // serve` has it unless configured off (their search runs on every
+    // body).
+    let map = match std::env::var_os("JSON_WALK_NAMES") {
+        Some(_) => {
+            let names = ObjectNames::new(Some("team1-"), None, &ObjectNames::default_kinds(), &[])
+                .expect("names");
+            map.with_object_names(Some(names))
+        }
+        None => map,
+    };
+    let catalog = Catalog::for_map(&[], &map);
+    let engine = Engine::new(map, catalog);
     let cx = Context {
         hint: None,
         addressed: Some((&group, &kind)),

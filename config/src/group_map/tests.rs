@@ -1031,3 +1031,72 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn many_exact_rules_are_looked_up_as_a_few_are() {
+    // Past ExactNames::FEW names the lookup is a hash map: every name
+    // still maps both ways, and names of a mapped name's length that no
+    // rule has stay unmapped.
+    for n in [1, 8, 9, 20] {
+        let rules: Vec<MapRule> = (0..n)
+            .map(|i| {
+                exact(
+                    &format!("g{i:02}.example.io"),
+                    &format!("g{i:02}.team1.example.com"),
+                )
+            })
+            .collect();
+        let map = GroupMap::new(rules).expect("distinct groups");
+        for i in 0..n {
+            both_ways(
+                |g, d| map.map_group(g, d),
+                &format!("g{i:02}.example.io"),
+                &format!("g{i:02}.team1.example.com"),
+            );
+            assert_eq!(
+                map.map_group_cow(&format!("g{i:02}.team1.example.com"), ToApp)
+                    .as_deref(),
+                Some(format!("g{i:02}.example.io").as_str())
+            );
+        }
+        assert_eq!(
+            map.map_group("g99.example.io", ToCluster),
+            None,
+            "{n} rules"
+        );
+        assert_eq!(map.map_group("x", ToCluster), None, "{n} rules");
+        assert_eq!(map.map_api_version("g00.example.io", ToCluster), None);
+    }
+}
+
+#[test]
+fn the_borrowed_group_map_answers_as_map_group() {
+    for (map, groups) in [
+        (
+            exact_map(),
+            [
+                "samplecontroller.k8s.io",
+                "samplecontroller.team1.example.com",
+                "apps",
+            ],
+        ),
+        (
+            suffix_map(),
+            [
+                "login.concierge.pinniped.dev",
+                "login.concierge.team1.example.com",
+                "apps",
+            ],
+        ),
+    ] {
+        for g in groups {
+            for d in [ToCluster, ToApp] {
+                assert_eq!(
+                    map.map_group_cow(g, d).map(Cow::into_owned),
+                    map.map_group(g, d),
+                    "{g} {d:?}"
+                );
+            }
+        }
+    }
+}

@@ -18,22 +18,26 @@ use serde_json::Value as Json;
 
 use super::catalog::{self, Catalog, RefMembers, Slot};
 use super::names::NameIndex;
-use super::raw::{member, quote, string, Members, Walk};
+use super::raw::{member, quote, quote_owned, string, Members, Walk};
 
 pub(crate) use super::error::malformed;
 pub use super::error::RewriteError;
 
 /// The group and kind of an object, as found in its input.
+/// Borrowed from the input (or the caller's hint) unless escaped.
 #[derive(Clone, Debug, Default)]
-struct TypeOf {
+struct TypeOf<'t> {
     /// `apiVersion` as it arrived (input naming), or empty.
-    api_version: String,
-    kind: String,
+    api_version: Cow<'t, str>,
+    kind: Cow<'t, str>,
 }
 
-impl TypeOf {
+impl TypeOf<'_> {
     fn group(&self) -> &str {
-        self.api_version.split_once('/').map_or("", |(g, _)| g)
+        // A plain loop: `split_once` sets up a vectorized search that costs
+        // more than the few bytes before the `/`.
+        let v = &self.api_version;
+        v.bytes().position(|b| b == b'/').map_or("", |i| &v[..i])
     }
 }
 
@@ -126,8 +130,8 @@ impl<'a> JsonRewriter<'a> {
         addressed: Option<(&str, &str)>,
     ) -> Result<Option<Vec<u8>>, RewriteError> {
         let hint = hint.map(|(a, k)| TypeOf {
-            api_version: a.to_owned(),
-            kind: k.to_owned(),
+            api_version: Cow::Borrowed(a),
+            kind: Cow::Borrowed(k),
         });
         self.bytes(input, hint.as_ref(), addressed)
     }
@@ -135,20 +139,24 @@ impl<'a> JsonRewriter<'a> {
     fn bytes(
         &self,
         input: &[u8],
-        hint: Option<&TypeOf>,
+        hint: Option<&TypeOf<'_>>,
         addressed: Option<(&str, &str)>,
     ) -> Result<Option<Vec<u8>>, RewriteError> {
-        let force = self.names_involved(
-            input,
-            hint.map(|h| (h.api_version.as_str(), h.kind.as_str())),
-            addressed,
-        );
-        if !force && !self.may_contain(input) && !self.may_hide(input) {
+        let force =
+            self.names_involved(input, hint.map(|h| (&*h.api_version, &*h.kind)), addressed);
+        // Where the names (and `\u`) occur: the pre-check, and the walk's
+        // own search (without an escape in the input, `\u` occurs nowhere,
+        // so these are the names' occurrences the walk would find).
+        let found = (!force).then(|| self.index.json().find_all(input));
+        if found.as_ref().is_some_and(Vec::is_empty) && !self.may_hide(input) {
             return Ok(None);
         }
         let text = std::str::from_utf8(input).map_err(malformed)?;
         let (mut walk, root) = Walk::parse(text)?;
         walk.force = force;
+        if let Some(found) = found {
+            walk.found(found);
+        }
         self.object(&mut walk, root, hint, addressed)?;
         Ok(walk.finish().map(String::into_bytes))
     }
@@ -210,7 +218,14 @@ impl<'a> JsonRewriter<'a> {
         if w.force {
             return true;
         }
-        w.may_contain(self.index.json(), raw)
+        // Without an escape in the input, no name hides behind one: the
+        // search for `\u` is left out.
+        let needles = if w.escapes {
+            self.index.json()
+        } else {
+            self.index.names()
+        };
+        w.may_contain(needles, raw)
     }
 
     /// [`may`](Self::may), or `raw` holds a base64 place.
@@ -222,7 +237,7 @@ impl<'a> JsonRewriter<'a> {
         &self,
         w: &mut Walk<'i>,
         raw: Raw<'i>,
-        hint: Option<&TypeOf>,
+        hint: Option<&TypeOf<'_>>,
         addressed: Option<(&str, &str)>,
     ) -> Result<(), RewriteError> {
         if !self.may_or_hides(w, raw) {
@@ -236,8 +251,18 @@ impl<'a> JsonRewriter<'a> {
         let app_group = app_group.as_ref();
 
         let excluded = self.excluded(w, raw, kind)?;
+        let (places, tree) = self.catalog.places_and_tree(app_group, kind);
+        // Where each place's path ends in this object, found in one walk
+        // down the places' tree, then applied in the places' order (the
+        // sort is stable: one place's values stay in document order), as
+        // if each place were walked on its own.
+        let mut found = std::mem::take(&mut w.found);
+        found.clear();
+        self.places_in(w, raw, tree, 0, true, excluded, &mut found)?;
+        found.sort_by_key(|(at, _)| *at);
+        let mut next = 0;
         let mut embedded: Vec<&str> = Vec::new();
-        for place in self.catalog.places_for(app_group, kind) {
+        for (at, place) in places.enumerate() {
             if excluded && catalog::is_metadata_slot(&place.slot) {
                 continue;
             }
@@ -267,8 +292,12 @@ impl<'a> JsonRewriter<'a> {
                 self.table_rows(w, raw, &place.path, [columns, cells, object], addressed)?;
                 continue;
             }
-            self.place(w, raw, place.path.steps(), place.slot, &ty, addressed)?;
+            while let Some((_, v)) = found.get(next).filter(|(a, _)| *a == at) {
+                self.slot(w, *v, place.slot, &ty, addressed)?;
+                next += 1;
+            }
         }
+        w.found = found;
         self.reference_keys(w, raw, kind, None, 0, &embedded)
     }
 
@@ -276,18 +305,21 @@ impl<'a> JsonRewriter<'a> {
     /// type `ty`: metadata-only objects take the addressed kind.
     fn app_type<'t>(
         &self,
-        ty: &'t TypeOf,
+        ty: &'t TypeOf<'_>,
         addressed: Option<(&'t str, &'t str)>,
-    ) -> (Cow<'t, str>, &'t str) {
+    ) -> (Cow<'t, str>, &'t str)
+    where
+        'a: 't,
+    {
         let group_in = ty.group();
         let mut app_group = match self.dir {
             Direction::ToApp => self
                 .map
-                .map_group(group_in, Direction::ToApp)
-                .map_or(Cow::Borrowed(group_in), Cow::Owned),
+                .map_group_cow(group_in, Direction::ToApp)
+                .unwrap_or(Cow::Borrowed(group_in)),
             Direction::ToCluster => Cow::Borrowed(group_in),
         };
-        let mut kind = ty.kind.as_str();
+        let mut kind: &str = &ty.kind;
         if let Some((g, k)) = addressed.filter(|_| kind == "PartialObjectMetadata") {
             (app_group, kind) = (Cow::Borrowed(g), k);
         }
@@ -300,7 +332,7 @@ impl<'a> JsonRewriter<'a> {
         raw: Raw<'i>,
         steps: &[Step],
         slot: Slot,
-        ty: &TypeOf,
+        ty: &TypeOf<'_>,
         addressed: Option<(&str, &str)>,
     ) -> Result<(), RewriteError> {
         // Shadowing must see every entry; everything else only where a
@@ -340,7 +372,7 @@ impl<'a> JsonRewriter<'a> {
         w: &mut Walk<'i>,
         raw: Raw<'i>,
         slot: Slot,
-        ty: &TypeOf,
+        ty: &TypeOf<'_>,
         addressed: Option<(&str, &str)>,
     ) -> Result<(), RewriteError> {
         match slot {
@@ -579,7 +611,7 @@ impl<'a> JsonRewriter<'a> {
                 to: mapped,
             });
         }
-        w.replace(raw, quote(&mapped));
+        w.replace(raw, quote_owned(mapped));
         Ok(())
     }
 }
@@ -646,10 +678,10 @@ pub(crate) fn requirement_form(key: &str) -> Option<Form> {
 
 /// The type of an object from its members, `hint` standing in for those it
 /// lacks; a watch event (`type` and `object`, no kind) is a `WatchEvent`.
-fn type_of(ms: &Members<'_>, hint: Option<&TypeOf>) -> Result<TypeOf, RewriteError> {
-    let str_of = |k: &str| -> Result<Option<String>, RewriteError> {
+fn type_of<'t>(ms: &Members<'t>, hint: Option<&TypeOf<'t>>) -> Result<TypeOf<'t>, RewriteError> {
+    let str_of = |k: &str| -> Result<Option<Cow<'t, str>>, RewriteError> {
         Ok(match member(ms, k) {
-            Some(v) => string(v)?.map(Cow::into_owned),
+            Some(v) => string(v)?,
             None => None,
         })
     };
@@ -672,19 +704,20 @@ fn type_of(ms: &Members<'_>, hint: Option<&TypeOf>) -> Result<TypeOf, RewriteErr
 
 /// A typed list's items omit apiVersion/kind: the list's kind without
 /// `List` stands in (`v1 List` items always carry their own).
-fn item_hint(list: &TypeOf) -> Option<TypeOf> {
+fn item_hint<'a>(list: &'a TypeOf<'_>) -> Option<TypeOf<'a>> {
     list.kind
         .strip_suffix("List")
         .filter(|k| !k.is_empty())
         .map(|k| TypeOf {
-            api_version: list.api_version.clone(),
-            kind: k.to_owned(),
+            api_version: Cow::Borrowed(&list.api_version),
+            kind: Cow::Borrowed(k),
         })
 }
 
 mod embedded;
 mod encoded_patch;
 mod metadata;
+mod place_tree;
 mod reference_keys;
 mod schema;
 mod shadowed;

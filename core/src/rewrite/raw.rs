@@ -38,6 +38,9 @@ type ByOffset<V> = foldhash::HashMap<usize, V>;
 pub(crate) struct Walk<'i> {
     pub input: &'i str,
     pub edits: Vec<Edit>,
+    /// Where an object's places end (see `JsonRewriter::places_in`): one
+    /// buffer lent to each object in turn, instead of one per object.
+    pub found: Vec<(usize, Raw<'i>)>,
     /// Every container's entries, read in the pass that validated the
     /// input (inputs up to [`WHOLE_TAPE_MAX`]). Shared with the
     /// [`Members`] and [`Elements`] handed out, which are views of it.
@@ -55,6 +58,10 @@ pub(crate) struct Walk<'i> {
     /// Walk every value, not only those where a mapped name shows: the
     /// object may hold a name `names:` renames, which no byte search finds.
     pub force: bool,
+    /// Whether a string of the input has an escape, which could hide a
+    /// name from the byte search; true when not known (the input was not
+    /// read by [`Walk::parse`]).
+    pub escapes: bool,
 }
 
 impl<'i> Walk<'i> {
@@ -65,9 +72,11 @@ impl<'i> Walk<'i> {
     pub fn parse(text: &'i str) -> Result<(Walk<'i>, Raw<'i>), RewriteError> {
         let mut walk = Walk::new(text);
         if text.len() <= walk.whole_tape_max {
-            walk.tape = Some(Rc::new(validate::read::<true>(text)?));
+            let tape = validate::read::<true>(text)?;
+            walk.escapes = tape.escapes;
+            walk.tape = Some(Rc::new(tape));
         } else {
-            validate::read::<false>(text)?;
+            walk.escapes = validate::read::<false>(text)?.escapes;
         }
         Ok((walk, Raw(text.trim_matches(JSON_WHITESPACE))))
     }
@@ -77,12 +86,16 @@ impl<'i> Walk<'i> {
     pub fn new(input: &'i str) -> Self {
         Walk {
             input,
-            edits: Vec::new(),
+            // A walk is started only where a mapped name shows: it
+            // usually edits, and a few edits fit without regrowing.
+            edits: Vec::with_capacity(8),
+            found: Vec::new(),
             tape: None,
             levels: ByOffset::default(),
             whole_tape_max: WHOLE_TAPE_MAX,
             occurrences: None,
             force: false,
+            escapes: true,
         }
     }
 
@@ -167,6 +180,12 @@ impl<'i> Walk<'i> {
             .iter()
             .take_while(|(s, _)| *s < end)
             .any(|(_, e)| *e <= end)
+    }
+
+    /// The occurrences [`may_contain`](Self::may_contain) would find,
+    /// found by the caller already with the same needles.
+    pub fn found(&mut self, occurrences: Vec<(usize, usize)>) {
+        self.occurrences = Some(occurrences);
     }
 
     pub fn offset(&self, raw: Raw<'_>) -> usize {
@@ -370,6 +389,19 @@ impl<'i> Members<'i> {
         }
     }
 
+    /// True when member `i` (`0..len`) is named `name`, compared as
+    /// bytes.
+    #[inline]
+    pub fn name_is(&self, i: usize, name: &str) -> bool {
+        i < self.n && self.is_named(self.first + i, name.as_bytes())
+    }
+
+    /// The value of member `i` (`0..len`).
+    #[inline]
+    pub fn value_at(&self, i: usize) -> Option<Raw<'i>> {
+        (i < self.n).then(|| value(self.input, &self.tape.entries[self.first + i]))
+    }
+
     /// Each member's name and value.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (Key<'_>, Raw<'i>)> + '_ {
         let input = self.input;
@@ -520,8 +552,37 @@ pub(crate) fn member<'i>(ms: &Members<'i>, name: &str) -> Option<Raw<'i>> {
     ms.get(name)
 }
 
+/// `s` as a JSON string. A renamed name needs no escape (no quote,
+/// backslash or control byte): it is written as is, in one allocation;
+/// anything else goes through serde_json.
 pub(crate) fn quote(s: &str) -> String {
-    serde_json::to_string(s).expect("strings serialize")
+    if needs_escape(s) {
+        return serde_json::to_string(s).expect("strings serialize");
+    }
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    out.push_str(s);
+    out.push('"');
+    out
+}
+
+/// [`quote`], reusing `s` (the mappers leave room for the two quotes).
+pub(crate) fn quote_owned(mut s: String) -> String {
+    if needs_escape(&s) {
+        return serde_json::to_string(&s).expect("strings serialize");
+    }
+    s.insert(0, '"');
+    s.push('"');
+    s
+}
+
+/// True when `s` holds a byte JSON escapes: a quote, a backslash or a
+/// control byte. Every byte is looked at, without an early exit, so the
+/// compiler checks many at once.
+fn needs_escape(s: &str) -> bool {
+    s.bytes().fold(false, |any, b| {
+        any | (b < 0x20) | (b == b'"') | (b == b'\\')
+    })
 }
 
 #[cfg(test)]

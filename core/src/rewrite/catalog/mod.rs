@@ -14,8 +14,10 @@ use regroup_config::{CustomField, Form, GroupMap};
 mod metadata_places;
 mod people_places;
 mod places;
+mod tree;
 
 pub use metadata_places::is_metadata_slot;
+pub use tree::{Leaf, Node, PlaceTree, Visit};
 
 use places::{name_places, BUILTIN, RESOURCE_KINDS};
 
@@ -286,17 +288,37 @@ pub struct Catalog {
 /// takes `any_object`, or `any_list` when its kind ends in `List`.
 #[derive(Clone, Debug, Default)]
 struct ByType {
-    kinds: foldhash::HashMap<String, foldhash::HashMap<String, Vec<usize>>>,
-    any_object: Vec<usize>,
-    any_list: Vec<usize>,
+    kinds: foldhash::HashMap<String, foldhash::HashMap<String, TypePlaces>>,
+    any_object: TypePlaces,
+    any_list: TypePlaces,
+}
+
+/// One type's places, as indices into the catalog's, and their tree.
+#[derive(Clone, Debug)]
+struct TypePlaces {
+    places: Vec<usize>,
+    tree: PlaceTree,
+}
+
+impl Default for TypePlaces {
+    fn default() -> TypePlaces {
+        TypePlaces {
+            places: Vec::new(),
+            tree: PlaceTree::new([]),
+        }
+    }
 }
 
 impl ByType {
     fn new(places: &[Place]) -> ByType {
-        let select = |g: &str, k: &str| -> Vec<usize> {
-            (0..places.len())
+        let select = |g: &str, k: &str| -> TypePlaces {
+            let of_type: Vec<usize> = (0..places.len())
                 .filter(|i| places[*i].selector.matches(g, k))
-                .collect()
+                .collect();
+            TypePlaces {
+                tree: PlaceTree::new(of_type.iter().map(|i| &places[*i])),
+                places: of_type,
+            }
         };
         let mut by = ByType {
             // No group or kind is empty in a Kinds selector's lists.
@@ -319,7 +341,7 @@ impl ByType {
         by
     }
 
-    fn get(&self, group: &str, kind: &str) -> &[usize] {
+    fn get(&self, group: &str, kind: &str) -> &TypePlaces {
         match self.kinds.get(group).and_then(|ks| ks.get(kind)) {
             Some(v) => v,
             None if kind.ends_with("List") => &self.any_list,
@@ -484,8 +506,21 @@ impl Catalog {
     ) -> impl Iterator<Item = &'a Place> + 'a {
         self.by_type
             .get(group, kind)
+            .places
             .iter()
             .map(|i| &self.places[*i])
+    }
+
+    /// The places of an object of `group`/`kind` (app names), in order,
+    /// and their tree, whose leaves name them by their position in that
+    /// order.
+    pub fn places_and_tree<'a>(
+        &'a self,
+        group: &str,
+        kind: &str,
+    ) -> (impl Iterator<Item = &'a Place> + 'a, &'a PlaceTree) {
+        let t = self.by_type.get(group, kind);
+        (t.places.iter().map(|i| &self.places[*i]), &t.tree)
     }
 
     /// True when the reference-key heuristic must not descend into member

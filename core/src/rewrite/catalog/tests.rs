@@ -117,3 +117,59 @@ fn places_for_is_every_matching_place_in_order() {
         assert!(types.len() > 50, "{}", types.len());
     }
 }
+
+/// Each type's place tree holds every place of the type once, at the end
+/// of its own path, with its way of visiting; the nodes above it say a
+/// place of that way lies below.
+#[test]
+fn the_place_tree_holds_each_place_at_the_end_of_its_path() {
+    let names = regroup_config::load(
+        "rules:\n- from: a.example.com\n  to: b.example.com\nnames:\n  prefix: t1-\n  kinds: [ClusterRole, PriorityClass]\n  shortNamePrefix: t1-\nmetadata:\n  prefixes:\n    - {from: c.example.io, to: c.team1.example.com}\n",
+    )
+    .unwrap();
+    let catalogs = [Catalog::new(&[]), Catalog::for_map(&[], &names.map)];
+    for c in &catalogs {
+        let mut types: Vec<(String, String)> = vec![
+            ("".into(), "Unheard".into()),
+            ("samplecontroller.k8s.io".into(), "FooList".into()),
+        ];
+        for p in c.places() {
+            if let Selector::Kinds { groups, kinds } = &p.selector {
+                types.extend(
+                    groups
+                        .iter()
+                        .flat_map(|g| kinds.iter().map(|k| (g.clone(), k.clone()))),
+                );
+            }
+        }
+        for (g, k) in &types {
+            let (places, tree) = c.places_and_tree(g, k);
+            // Every leaf with the steps from the root to it.
+            let mut leaves: Vec<(usize, Vec<Step>, Visit)> = Vec::new();
+            let mut stack = vec![(0usize, Vec::<Step>::new())];
+            while let Some((n, path)) = stack.pop() {
+                let node = &tree.nodes[n];
+                leaves.extend(node.leaves.iter().map(|l| (l.at, path.clone(), l.visit)));
+                for c in &node.children {
+                    let mut p = path.clone();
+                    p.push(tree.nodes[*c].step.clone());
+                    assert!(
+                        tree.nodes[*c]
+                            .leaves
+                            .iter()
+                            .all(|l| node.below[l.visit as usize]),
+                        "{g} {k}: {p:?}"
+                    );
+                    stack.push((*c, p));
+                }
+            }
+            leaves.sort_by_key(|l| l.0);
+            let want: Vec<(usize, Vec<Step>, Visit)> = places
+                .enumerate()
+                .filter(|(_, p)| !PlaceTree::from_object(&p.slot))
+                .map(|(at, p)| (at, p.path.steps().to_vec(), Visit::of(&p.slot)))
+                .collect();
+            assert_eq!(leaves, want, "{g} {k}");
+        }
+    }
+}

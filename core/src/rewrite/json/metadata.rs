@@ -130,7 +130,7 @@ impl JsonRewriter<'_> {
         &self,
         w: &mut Walk<'i>,
         raw: Raw<'i>,
-        ty: &TypeOf,
+        ty: &TypeOf<'_>,
         addressed: Option<(&str, &str)>,
     ) -> Result<(), RewriteError> {
         let (group, kind) = self.app_type(ty, addressed);

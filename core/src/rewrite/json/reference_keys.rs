@@ -8,7 +8,7 @@ use crate::rewrite::raw::Raw;
 use super::JsonRewriter;
 use crate::rewrite::catalog::Catalog;
 use crate::rewrite::error::RewriteError;
-use crate::rewrite::raw::{quote, string, Walk};
+use crate::rewrite::raw::{quote_owned, string, Walk};
 
 impl JsonRewriter<'_> {
     /// The heuristic: string values of keys named `apiGroup`/`apiVersion`
@@ -50,15 +50,24 @@ impl JsonRewriter<'_> {
                     _ => None,
                 };
                 match mapped {
-                    Some(m) => w.replace(child, quote(&m)),
-                    None => self.reference_keys(w, child, kind, Some(k), depth + 1, embedded)?,
+                    Some(m) => w.replace(child, quote_owned(m)),
+                    // Only containers hold keys.
+                    None if is_container(child) => {
+                        self.reference_keys(w, child, kind, Some(k), depth + 1, embedded)?
+                    }
+                    None => {}
                 }
             }
         } else if let Some(es) = w.elements(raw)? {
-            for e in es.iter() {
+            for e in es.iter().filter(|e| is_container(*e)) {
                 self.reference_keys(w, e, kind, parent, depth, embedded)?;
             }
         }
         Ok(())
     }
+}
+
+/// True for an object or an array: a scalar holds no key.
+fn is_container(raw: Raw<'_>) -> bool {
+    matches!(raw.get().as_bytes().first(), Some(b'{' | b'['))
 }

@@ -117,7 +117,7 @@ impl JsonRewriter<'_> {
         &self,
         w: &mut Walk<'i>,
         raw: Raw<'i>,
-        hint: Option<&TypeOf>,
+        hint: Option<&TypeOf<'_>>,
         addressed: Option<(&str, &str)>,
     ) -> Result<bool, RewriteError> {
         if !self.may(w, raw) {
@@ -139,7 +139,7 @@ impl JsonRewriter<'_> {
         &self,
         w: &mut Walk<'i>,
         raw: Raw<'i>,
-        ty: &TypeOf,
+        ty: &TypeOf<'_>,
         addressed: Option<(&str, &str)>,
     ) -> Result<(), RewriteError> {
         let Some(items) = w.elements(raw)? else {

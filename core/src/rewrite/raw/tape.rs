@@ -39,6 +39,9 @@ pub(crate) struct Tape {
     pub(crate) entries: Vec<Entry>,
     /// Each container, in the order they open: sorted by first byte.
     pub(super) containers: Vec<Container>,
+    /// Whether a string of the document has an escape (set by the
+    /// validating reader, for the whole document, recorded or not).
+    pub(crate) escapes: bool,
 }
 
 /// A container being read: where it starts, where its entries start in
@@ -59,6 +62,7 @@ impl Tape {
         Tape {
             entries: Vec::with_capacity(entries),
             containers: Vec::with_capacity(containers),
+            escapes: true,
         }
     }
 

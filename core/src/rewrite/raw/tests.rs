@@ -382,3 +382,46 @@ mod generated {
         }
     }
 }
+
+mod quoting {
+    use super::super::{quote, quote_owned};
+    use proptest::prelude::*;
+
+    #[test]
+    fn names_and_strings_needing_escapes_are_quoted_as_serde_json_quotes_them() {
+        for s in [
+            "",
+            "samplecontroller.k8s.io/v1",
+            "a\"b",
+            "a\\b",
+            "\n",
+            "\u{1f}",
+            "\u{7f}é",
+        ] {
+            assert_eq!(quote(s), serde_json::to_string(s).unwrap(), "{s:?}");
+            assert_eq!(quote_owned(s.to_owned()), quote(s), "{s:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_string_is_quoted_as_serde_json_quotes_it(s in any::<String>()) {
+            prop_assert_eq!(quote(&s), serde_json::to_string(&s).unwrap());
+            prop_assert_eq!(quote_owned(s.clone()), quote(&s));
+        }
+    }
+}
+
+#[test]
+fn the_walk_knows_whether_a_string_of_the_input_has_an_escape() {
+    for (text, escapes) in [
+        (r#"{"a":["b",1,{"c":"d"}]}"#, false),
+        (r#"{"a":"\u0062"}"#, true),
+        (r#"{"\n":1}"#, true),
+        (r#"["x\/y"]"#, true),
+    ] {
+        let (w, _) = Walk::parse(text).unwrap();
+        assert_eq!(w.escapes, escapes, "{text}");
+        assert!(Walk::new(text).escapes, "not read: not known");
+    }
+}

@@ -1,0 +1,114 @@
+//! The places of one type as a tree of their paths' steps: places that
+//! share a prefix (`metadata.` for most of them) share its nodes, so a
+//! walk lists each container on the way once and reads each member's name
+//! once, matching it against the names the places ask for there, instead
+//! of once per place. Built once per type with the catalog's per-type
+//! index; the places themselves stay the catalog's rows.
+
+use regroup_config::field_path::Step;
+
+use super::{is_metadata_slot, Place, Slot};
+
+/// How a place decides whether to go into a value (see the JSON walk's
+/// `place`): most only where a mapped name shows in its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Visit {
+    /// Where the byte search finds a mapped name.
+    WhereNamed,
+    /// Always ([`Slot::DropShadowed`]: it must see every entry).
+    Always,
+    /// Where a mapped name shows or a member that hides names
+    /// ([`Slot::Base64JsonPatch`]); the place's own value always.
+    NamedOrHidden,
+}
+
+impl Visit {
+    pub(super) fn of(slot: &Slot) -> Visit {
+        match slot {
+            Slot::DropShadowed(_) => Visit::Always,
+            Slot::Base64JsonPatch => Visit::NamedOrHidden,
+            _ => Visit::WhereNamed,
+        }
+    }
+}
+
+/// A place whose path ends at a node.
+#[derive(Clone, Copy, Debug)]
+pub struct Leaf {
+    /// Its position in the type's list of places.
+    pub at: usize,
+    pub visit: Visit,
+    /// A `metadata:` place, skipped in an excluded object.
+    pub metadata: bool,
+}
+
+/// One step of the places' paths, from its parent node.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// The step into this node (the root's is never read).
+    pub step: Step,
+    /// The places whose paths end here.
+    pub leaves: Vec<Leaf>,
+    /// The nodes one step further, in the order the places first name
+    /// them.
+    pub children: Vec<usize>,
+    /// Which ways of visiting the places below this node (not those ending
+    /// here) take: the walk goes on only where one of them would.
+    pub below: [bool; 3],
+}
+
+/// The tree of one type's places; node 0 is the object itself.
+#[derive(Clone, Debug)]
+pub struct PlaceTree {
+    pub nodes: Vec<Node>,
+}
+
+impl PlaceTree {
+    /// The tree of `places` (the type's list, in order): places applied
+    /// from the object itself (a Table's rows, names for people) are left
+    /// out, the walk applies them in their turn.
+    pub fn new<'p>(places: impl IntoIterator<Item = &'p Place>) -> PlaceTree {
+        let mut nodes = vec![Node {
+            step: Step::Each,
+            leaves: Vec::new(),
+            children: Vec::new(),
+            below: [false; 3],
+        }];
+        for (at, place) in places.into_iter().enumerate() {
+            if PlaceTree::from_object(&place.slot) {
+                continue;
+            }
+            let visit = Visit::of(&place.slot);
+            let mut n = 0;
+            for step in place.path.steps() {
+                nodes[n].below[visit as usize] = true;
+                n = match nodes[n].children.iter().find(|c| nodes[**c].step == *step) {
+                    Some(c) => *c,
+                    None => {
+                        nodes.push(Node {
+                            step: step.clone(),
+                            leaves: Vec::new(),
+                            children: Vec::new(),
+                            below: [false; 3],
+                        });
+                        let c = nodes.len() - 1;
+                        nodes[n].children.push(c);
+                        c
+                    }
+                };
+            }
+            nodes[n].leaves.push(Leaf {
+                at,
+                visit,
+                metadata: is_metadata_slot(&place.slot),
+            });
+        }
+        PlaceTree { nodes }
+    }
+
+    /// True for the places applied from the object itself, not at the
+    /// end of their path.
+    pub fn from_object(slot: &Slot) -> bool {
+        matches!(slot, Slot::TableRows { .. } | Slot::PeopleName { .. })
+    }
+}

@@ -1,0 +1,91 @@
+//! Where an object's places end, found by walking the tree of its type's
+//! places ([`PlaceTree`]) once: each container on the way is listed once
+//! and each member's name read once, against the names the places ask for
+//! there. Each place is visited exactly where walking it alone
+//! (`JsonRewriter::place`) would visit it: the byte search that lets a
+//! place go into a value holds for every value around it too (a mapped
+//! name inside a value is inside every value around it), so checking it
+//! where the place ends suffices, and the tree goes on past a value only
+//! while some place below would.
+
+use regroup_config::field_path::Step;
+
+use super::{JsonRewriter, RewriteError};
+use crate::rewrite::catalog::{PlaceTree, Visit};
+use crate::rewrite::raw::{Raw, Walk};
+
+impl JsonRewriter<'_> {
+    /// Pushes onto `found`, as `(position of the place in its type's
+    /// list, value)`, every value below `raw` (node `n` of `tree`) at which
+    /// a place ends and would be applied. `hidden_ok`: every value above
+    /// held a mapped name or a member hiding names (what a
+    /// [`Visit::NamedOrHidden`] place asks of the values on its way).
+    /// `excluded`: the object's metadata places are skipped.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn places_in<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        raw: Raw<'i>,
+        tree: &PlaceTree,
+        n: usize,
+        hidden_ok: bool,
+        excluded: bool,
+        found: &mut Vec<(usize, Raw<'i>)>,
+    ) -> Result<(), RewriteError> {
+        let node = &tree.nodes[n];
+        let named = self.may(w, raw);
+        for leaf in &node.leaves {
+            if excluded && leaf.metadata {
+                continue;
+            }
+            let visit = match leaf.visit {
+                Visit::WhereNamed => named,
+                Visit::Always => true,
+                Visit::NamedOrHidden => hidden_ok,
+            };
+            if visit {
+                found.push((leaf.at, raw));
+            }
+        }
+        if node.children.is_empty() {
+            return Ok(());
+        }
+        let [where_named, always, named_or_hidden] = [
+            node.below[Visit::WhereNamed as usize],
+            node.below[Visit::Always as usize],
+            node.below[Visit::NamedOrHidden as usize],
+        ];
+        let hidden_ok = named_or_hidden && hidden_ok && (named || self.may_or_hides(w, raw));
+        if !(always || (where_named && named) || hidden_ok) {
+            return Ok(());
+        }
+        let step = |c: &usize| &tree.nodes[*c].step;
+        if node
+            .children
+            .iter()
+            .any(|c| matches!(step(c), Step::Key(_)))
+        {
+            if let Some(ms) = w.members(raw)? {
+                for i in 0..ms.len() {
+                    for c in &node.children {
+                        let Step::Key(k) = step(c) else { continue };
+                        if !ms.name_is(i, k) {
+                            continue;
+                        }
+                        if let Some(v) = ms.value_at(i) {
+                            self.places_in(w, v, tree, *c, hidden_ok, excluded, found)?;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(c) = node.children.iter().find(|c| *step(c) == Step::Each) {
+            if let Some(es) = w.elements(raw)? {
+                for e in es.iter() {
+                    self.places_in(w, e, tree, *c, hidden_ok, excluded, found)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
