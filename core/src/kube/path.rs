@@ -3,7 +3,7 @@
 //! per segment: Kubernetes segments are a few bytes long, where
 //! `str::split('/')` and `memchr_iter` pay a searcher's set-up for each
 //! (callgrind: `RequestInfo::parse` 1.6k instructions a request with
-//! `memchr_iter`, 1.3k with this; docs/performance-path.md).
+//! `memchr_iter`, 1.3k with this; docs/performance.md, "Request handling").
 
 /// `path.split('/')`: every piece between slashes, empty ones included.
 pub fn split(path: &str) -> Split<'_> {

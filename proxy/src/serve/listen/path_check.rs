@@ -63,7 +63,7 @@ pub fn check_path(path: &str) -> Result<(), PathProblem> {
     // are a few bytes long, shorter than a vectorized search pays for. The
     // path is searched for an escape once: most have none. (A single byte
     // loop over the path, judging each segment at its slash, was measured
-    // slower: docs/performance-path.md.)
+    // slower: docs/performance.md, "Request handling".)
     let any_escape = rest.as_bytes().contains(&b'%');
     let mut segments = rest.as_bytes().split(|&b| b == b'/').peekable();
     while let Some(seg) = segments.next() {
