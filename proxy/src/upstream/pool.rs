@@ -12,7 +12,8 @@
 //!   when every one is full (a hundred open watches) another is opened, as
 //!   client-go's transport does, instead of hyper queueing the request
 //!   until a stream ends. Closed connections leave the list; an extra one
-//!   with no stream open for [`IDLE_TIMEOUT`] is closed (the first stays).
+//!   with no stream open for [`IDLE_TIMEOUT`] is closed by the next request
+//!   that finds room before it (the first stays).
 //!   Each is pinged when silent and closed when the ping goes unanswered
 //!   (`health.rs`).
 //! - HTTP/1.1: a list of connections, the most recently used last; one
@@ -265,21 +266,22 @@ impl Pool {
             }
         }
         let now = Instant::now();
-        // Closed connections out; idle extras closed (the first stays).
-        let mut kept = 0;
+        h2.retain(|c| !c.send.is_closed());
+        let first = h2
+            .iter()
+            .position(|c| c.streams.has_room(self.max_streams))?;
+        let c = &mut h2[first];
+        let stream = c.streams.take(self.max_streams);
+        c.used = now;
+        let taken = Taken::H2(c.send.clone(), stream);
+        // Requests fill the connections in order: one past the first with
+        // room is needed only when that one fills, so an idle one is closed.
+        let mut i = 0;
         h2.retain(|c| {
-            let keep = !c.send.is_closed()
-                && (kept == 0 || c.streams.open() > 0 || now - c.used <= IDLE_TIMEOUT);
-            kept += usize::from(keep);
-            keep
+            i += 1;
+            i <= first + 1 || c.streams.open() > 0 || now - c.used <= IDLE_TIMEOUT
         });
-        for c in h2.iter_mut() {
-            if let Some(stream) = c.streams.take(self.max_streams) {
-                c.used = now;
-                return Some(Taken::H2(c.send.clone(), Some(stream)));
-            }
-        }
-        None
+        Some(taken)
     }
 
     /// An HTTP/1.1 connection that just sent a request.
