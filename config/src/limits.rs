@@ -50,6 +50,11 @@ pub struct Limits {
     /// (client-go's `PingTimeout`).
     #[serde(deserialize_with = "duration")]
     pub upstream_ping_timeout: Duration,
+    /// Most streams (requests in flight, open watches) regroup opens on one
+    /// h2 connection to the apiserver; the server's own advertised limit
+    /// (`SETTINGS_MAX_CONCURRENT_STREAMS`) applies too, whichever is lower.
+    /// When every connection is full, another is opened.
+    pub upstream_max_streams_per_connection: usize,
     /// Largest request body regroup reads whole to rename (413 beyond,
     /// before the rest is read).
     pub max_request_body_bytes: usize,
@@ -96,6 +101,7 @@ impl Default for Limits {
             upstream_response_header_timeout: Duration::from_secs(60),
             upstream_read_idle_timeout: UPSTREAM_READ_IDLE_TIMEOUT,
             upstream_ping_timeout: UPSTREAM_PING_TIMEOUT,
+            upstream_max_streams_per_connection: UPSTREAM_MAX_STREAMS_PER_CONNECTION,
             max_request_body_bytes: MAX_REQUEST_BODY_BYTES,
             max_review_bytes: 32 << 20,
             max_inflated_bytes: 256 << 20,
@@ -115,6 +121,11 @@ impl Default for Limits {
 pub const UPSTREAM_READ_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// See [`UPSTREAM_READ_IDLE_TIMEOUT`].
 pub const UPSTREAM_PING_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// kube-apiserver's own limit of streams per h2 connection: its
+/// `--http2-max-streams-per-connection` defaults to 0, which it serves as
+/// 100 (docs/proxy.md, "The upstream pool").
+pub const UPSTREAM_MAX_STREAMS_PER_CONNECTION: usize = 100;
 
 /// kube-apiserver's `MaxRequestBodyBytes` (3 MiB,
 /// `k8s.io/apiserver/pkg/server/config.go`): it refuses any larger body of
@@ -178,6 +189,10 @@ impl Limits {
             ("maxReviewBytes", self.max_review_bytes),
             ("maxInflatedBytes", self.max_inflated_bytes),
             ("maxObjectBytes", self.max_object_bytes),
+            (
+                "upstreamMaxStreamsPerConnection",
+                self.upstream_max_streams_per_connection,
+            ),
         ] {
             if v == 0 {
                 p.push(format!("limits.{name}: must be at least 1"));
@@ -319,6 +334,7 @@ mod tests {
     #[test]
     fn defaults_are_valid() {
         assert!(Limits::default().problems().is_empty());
+        assert_eq!(Limits::default().upstream_max_streams_per_connection, 100);
     }
 
     #[test]
@@ -330,9 +346,14 @@ mod tests {
             upstream_ping_timeout: Duration::ZERO,
             // 0 turns the h2 health check off: not a problem.
             upstream_read_idle_timeout: Duration::ZERO,
+            upstream_max_streams_per_connection: 0,
             ..Limits::default()
         };
         let p = l.problems().join("\n");
+        assert!(
+            p.contains("limits.upstreamMaxStreamsPerConnection: must be at least 1"),
+            "{p}"
+        );
         assert!(p.contains("limits.headerReadTimeout"), "{p}");
         assert!(p.contains("limits.upstreamPingTimeout"), "{p}");
         assert!(!p.contains("upstreamReadIdleTimeout"), "{p}");

@@ -23,13 +23,26 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// A body of either side.
 pub type Body = BoxBody<Bytes, BoxError>;
 
+/// A body received from either side: hyper's own (a request's), or an
+/// upstream response's (`upstream::ResponseBody`, its h2 stream counted
+/// until it ends).
+pub trait Received:
+    http_body::Body<Data = Bytes, Error = hyper::Error> + Send + Sync + Unpin + 'static
+{
+}
+
+impl<B> Received for B where
+    B: http_body::Body<Data = Bytes, Error = hyper::Error> + Send + Sync + Unpin + 'static
+{
+}
+
 /// A body of these bytes.
 pub fn full(b: impl Into<Bytes>) -> Body {
     Full::new(b.into()).map_err(|never| match never {}).boxed()
 }
 
 /// An incoming body passed on as it streams.
-pub fn pass(b: Incoming) -> Body {
+pub fn pass(b: impl Received) -> Body {
     b.map_err(|e| Box::new(e) as BoxError).boxed()
 }
 
@@ -178,8 +191,8 @@ where
 /// (`limits.maxObjectBytes` for watches).
 pub const MAX_FRAME: usize = 64 << 20;
 
-struct FrameState<F> {
-    body: Incoming,
+struct FrameState<B, F> {
+    body: B,
     framer: Framer,
     rewrite: F,
     upstream_done: bool,
@@ -213,8 +226,8 @@ pub enum Rewritten {
 /// (`held`, given back as each frame is sent); a budget that stays spent
 /// ends the stream (a JSON watch with a 429 `ERROR` event: the client
 /// watches again).
-pub fn rewrite_frames<F, E>(
-    body: Incoming,
+pub fn rewrite_frames<B, F, E>(
+    body: B,
     framing: Framing,
     limit: usize,
     held: Held,
@@ -222,6 +235,7 @@ pub fn rewrite_frames<F, E>(
     on_error: E,
 ) -> Body
 where
+    B: Received,
     F: Fn(&[u8]) -> Result<Rewritten, RewriteError> + Send + Sync + 'static,
     E: Fn(&RewriteError) -> Bytes + Send + Sync + 'static,
 {
@@ -334,14 +348,14 @@ where
 
 /// Newline-delimited JSON read line by line, as regroup's own watches need
 /// (not forwarded anywhere): each line without its `\n`.
-pub struct Lines {
-    body: Incoming,
+pub struct Lines<B = Incoming> {
+    body: B,
     framer: Framer,
 }
 
-impl Lines {
+impl<B: Received> Lines<B> {
     /// Reads `body`, refusing lines longer than `limit` bytes.
-    pub fn new(body: Incoming, limit: usize) -> Lines {
+    pub fn new(body: B, limit: usize) -> Lines<B> {
         Lines {
             body,
             framer: Framer::new(Framing::Lines, limit),

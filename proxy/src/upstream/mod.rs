@@ -7,6 +7,7 @@ mod impersonate;
 pub mod kubeconfig;
 mod pool;
 mod response_deadline;
+mod streams;
 mod tls;
 pub mod vault;
 
@@ -32,6 +33,7 @@ pub use kubeconfig::{Impersonate, Resolved};
 pub use pool::ClientError;
 use pool::Pool;
 use response_deadline::Deadlines;
+pub use streams::ResponseBody;
 use tls::tls_config;
 pub use vault::{bearer, Credential, CredentialError, Vault};
 
@@ -125,8 +127,8 @@ impl std::error::Error for SendError {
     }
 }
 
-/// The upstream's connection and response-header timeouts, and the h2
-/// connection's health check.
+/// The upstream's connection and response-header timeouts, the h2
+/// connection's health check and its stream limit.
 #[derive(Debug, Clone, Copy)]
 pub struct Timeouts {
     /// TCP connect.
@@ -136,6 +138,9 @@ pub struct Timeouts {
     /// The h2 connection's ping (`limits.upstreamReadIdleTimeout`,
     /// `upstreamPingTimeout`).
     pub health: HealthCheck,
+    /// Streams opened on one h2 connection at most
+    /// (`limits.upstreamMaxStreamsPerConnection`).
+    pub max_streams_per_connection: usize,
 }
 
 impl Default for Timeouts {
@@ -150,6 +155,7 @@ impl From<&regroup_config::Limits> for Timeouts {
             connect: l.upstream_connect_timeout,
             response_header: l.upstream_response_header_timeout,
             health: HealthCheck::from(l),
+            max_streams_per_connection: l.upstream_max_streams_per_connection,
         }
     }
 }
@@ -418,7 +424,7 @@ impl Upstream {
     /// answer is sent once more, on a new connection: a pooled keep-alive
     /// connection the apiserver closed as the request went out fails that
     /// way, and the request had no effect (Go's client does the same).
-    pub async fn send(&self, req: Request<Body>) -> Result<Response<Incoming>, SendError> {
+    pub async fn send(&self, req: Request<Body>) -> Result<Response<ResponseBody>, SendError> {
         self.check_ca();
         let clients = self.clients.load_full();
         let again = resendable(&req).then(|| {
@@ -445,7 +451,8 @@ impl Upstream {
     pub async fn send_upgrade(&self, req: Request<Body>) -> Result<Response<Incoming>, SendError> {
         self.check_ca();
         let clients = self.clients.load_full();
-        self.bounded(clients.upgrade_client.send(req)).await
+        let resp = self.bounded(clients.upgrade_client.send(req)).await?;
+        Ok(resp.map(ResponseBody::into_incoming))
     }
 
     /// Re-reads the CA file when it changed (checked at most every
@@ -491,8 +498,8 @@ impl Upstream {
 
     async fn bounded(
         &self,
-        f: impl std::future::Future<Output = Result<Response<Incoming>, ClientError>>,
-    ) -> Result<Response<Incoming>, SendError> {
+        f: impl std::future::Future<Output = Result<Response<ResponseBody>, ClientError>>,
+    ) -> Result<Response<ResponseBody>, SendError> {
         match self.response_deadlines.bound(f).await {
             Ok(r) => r.map_err(SendError::Client),
             Err(response_deadline::Elapsed) => {
@@ -525,7 +532,13 @@ fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result
         } else {
             b.enable_http1().wrap_connector(dial)
         };
-        Pool::new(connector, &p.server, upgrades, p.timeouts.health)
+        Pool::new(
+            connector,
+            &p.server,
+            upgrades,
+            p.timeouts.health,
+            p.timeouts.max_streams_per_connection,
+        )
     };
     Ok(Clients {
         client: build(p.http2 == Http2::Auto, false)?,

@@ -5,9 +5,16 @@
 //! connection.
 //!
 //! - h2 (chosen by TLS ALPN, as a kube-apiserver offers, unless
-//!   `upstream.http2: never` offers HTTP/1.1 only): one multiplexed
-//!   connection, shared by every request, replaced when it closes;
-//!   pinged when silent and closed when the ping goes unanswered
+//!   `upstream.http2: never` offers HTTP/1.1 only): a short list of
+//!   multiplexed connections, usually one. A request takes the first with
+//!   fewer streams open (`streams.rs`) than the lower of
+//!   `limits.upstreamMaxStreamsPerConnection` and the server's own limit;
+//!   when every one is full (a hundred open watches) another is opened, as
+//!   client-go's transport does, instead of hyper queueing the request
+//!   until a stream ends. Closed connections leave the list; an extra one
+//!   with no stream open for [`IDLE_TIMEOUT`] is closed by the next request
+//!   that finds room before it (the first stays).
+//!   Each is pinged when silent and closed when the ping goes unanswered
 //!   (`health.rs`).
 //! - HTTP/1.1: a list of connections, the most recently used last; one
 //!   takes a request when hyper says it is ready (its previous response
@@ -23,12 +30,12 @@
 //!   never reached the apiserver. `super::Upstream::send` adds the retry of
 //!   safe requests whose connection closed after they were sent.
 
-use std::sync::Mutex;
+use std::future::Future as _;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use http::header::{HeaderValue, HOST};
 use http::{Method, Request, Response, Uri};
-use hyper::body::Incoming;
 use hyper::client::conn::{http1, http2, TrySendError};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::Connection as _;
@@ -36,10 +43,12 @@ use tower_service::Service as _;
 
 use super::dial::Dial;
 use super::health::HealthCheck;
+use super::streams::{ResponseBody, StreamGuard, Streams};
 use super::{Body, BoxError};
 
-/// An idle HTTP/1.1 connection unused this long is closed (the apiserver's
-/// own idle limit is longer; Go's client uses the same 90 s).
+/// An idle HTTP/1.1 connection unused this long is closed, and so is an
+/// extra h2 connection with no stream open (the apiserver's own idle limit
+/// is longer; Go's client uses the same 90 s).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// Idle HTTP/1.1 connections kept at most; more are closed.
 const MAX_IDLE: usize = 64;
@@ -87,12 +96,25 @@ pub(super) struct Pool {
     upgrades: bool,
     /// The h2 connection's ping.
     health: HealthCheck,
+    /// Streams regroup opens on one h2 connection at most
+    /// (`limits.upstreamMaxStreamsPerConnection`).
+    max_streams: usize,
     state: Mutex<State>,
+}
+
+/// One h2 connection.
+struct H2 {
+    send: http2::SendRequest<Body>,
+    streams: Arc<Streams>,
+    /// When a request last took a stream on it (kept only while there is
+    /// more than one connection: it closes idle extras).
+    used: Instant,
 }
 
 #[derive(Default)]
 struct State {
-    h2: Option<http2::SendRequest<Body>>,
+    /// h2 connections, the oldest first: requests fill them in order.
+    h2: Vec<H2>,
     /// HTTP/1.1 connections, each with when it last sent a request: the
     /// most recent last.
     h1: Vec<(http1::SendRequest<Body>, Instant)>,
@@ -101,7 +123,7 @@ struct State {
 /// A connection taken from the pool.
 enum Taken {
     H1(http1::SendRequest<Body>),
-    H2(http2::SendRequest<Body>),
+    H2(http2::SendRequest<Body>, Option<StreamGuard>),
 }
 
 impl Pool {
@@ -112,6 +134,7 @@ impl Pool {
         dst: &Uri,
         upgrades: bool,
         health: HealthCheck,
+        max_streams: usize,
     ) -> Result<Pool, String> {
         let host = dst.host().ok_or("no host")?;
         let default_port = match dst.scheme_str() {
@@ -135,13 +158,17 @@ impl Pool {
             host,
             upgrades,
             health,
+            max_streams: max_streams.max(1),
             state: Mutex::new(State::default()),
         })
     }
 
     /// Sends `req` (its URI absolute, the upstream's) and waits for the
     /// response headers.
-    pub(super) async fn send(&self, req: Request<Body>) -> Result<Response<Incoming>, ClientError> {
+    pub(super) async fn send(
+        &self,
+        req: Request<Body>,
+    ) -> Result<Response<ResponseBody>, ClientError> {
         // Connecting is boxed: its future (dialing, TLS, the handshake) is
         // kilobytes, and this one is moved with every request's future.
         let (taken, reused) = match self.take() {
@@ -167,9 +194,14 @@ impl Pool {
         &self,
         taken: Taken,
         mut req: Request<Body>,
-    ) -> Result<Response<Incoming>, TrySendError<Request<Body>>> {
+    ) -> Result<Response<ResponseBody>, TrySendError<Request<Body>>> {
         match taken {
-            Taken::H2(mut s) => s.try_send_request(req).await,
+            // The stream stays counted until the body ends; a failed or
+            // dropped send drops the guard with it.
+            Taken::H2(mut s, stream) => Ok(s
+                .try_send_request(req)
+                .await?
+                .map(|b| ResponseBody::new(b, stream))),
             Taken::H1(mut s) => {
                 req.headers_mut()
                     .entry(HOST)
@@ -177,7 +209,7 @@ impl Pool {
                 origin_form(&mut req);
                 let sent = s.try_send_request(req);
                 self.put_back(s);
-                sent.await
+                Ok(sent.await?.map(|b| ResponseBody::new(b, None)))
             }
         }
     }
@@ -185,11 +217,8 @@ impl Pool {
     /// A connection that takes a request now, if the pool has one.
     fn take(&self) -> Option<Taken> {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(h2) = &st.h2 {
-            if !h2.is_closed() {
-                return Some(Taken::H2(h2.clone()));
-            }
-            st.h2 = None;
+        if !st.h2.is_empty() {
+            return self.take_h2(&mut st.h2);
         }
         let h1 = &mut st.h1;
         let n = h1.len();
@@ -226,6 +255,35 @@ impl Pool {
         found.map(Taken::H1)
     }
 
+    /// A stream on the first h2 connection with room; `None` when every one
+    /// is full (or closed): the caller opens another.
+    fn take_h2(&self, h2: &mut Vec<H2>) -> Option<Taken> {
+        // The common case, one connection, without a clock read.
+        if let [c] = h2.as_slice() {
+            if !c.send.is_closed() {
+                let stream = c.streams.take(self.max_streams)?;
+                return Some(Taken::H2(c.send.clone(), Some(stream)));
+            }
+        }
+        let now = Instant::now();
+        h2.retain(|c| !c.send.is_closed());
+        let first = h2
+            .iter()
+            .position(|c| c.streams.has_room(self.max_streams))?;
+        let c = &mut h2[first];
+        let stream = c.streams.take(self.max_streams);
+        c.used = now;
+        let taken = Taken::H2(c.send.clone(), stream);
+        // Requests fill the connections in order: one past the first with
+        // room is needed only when that one fills, so an idle one is closed.
+        let mut i = 0;
+        h2.retain(|c| {
+            i += 1;
+            i <= first + 1 || c.streams.open() > 0 || now - c.used <= IDLE_TIMEOUT
+        });
+        Some(taken)
+    }
+
     /// An HTTP/1.1 connection that just sent a request.
     fn put_back(&self, s: http1::SendRequest<Body>) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -247,16 +305,36 @@ impl Pool {
                 .await
                 .map_err(ClientError::Handshake)?;
             let health = self.health;
+            let streams = Streams::new(conn.current_max_send_streams());
+            let limit = streams.clone();
             tokio::spawn(async move {
-                if let Err(e) = conn.await {
+                // The server's limit as hyper knows it after each poll: it
+                // comes in the server's first SETTINGS and may change.
+                let mut conn = std::pin::pin!(conn);
+                let ended = std::future::poll_fn(|cx| {
+                    let polled = conn.as_mut().poll(cx);
+                    limit.set_peer_max(conn.current_max_send_streams());
+                    polled
+                })
+                .await;
+                if let Err(e) = ended {
                     health.ended(&e);
                 }
             });
+            let stream = streams.take(self.max_streams);
             let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            if st.h2.as_ref().is_none_or(|h| h.is_closed()) {
-                st.h2 = Some(send.clone());
+            st.h2.retain(|c| !c.send.is_closed());
+            // Kept for the next requests unless another connection opened
+            // meanwhile has room (a burst of requests each dialing one):
+            // then this one carries its one request and closes.
+            if st.h2.iter().all(|c| !c.streams.has_room(self.max_streams)) {
+                st.h2.push(H2 {
+                    send: send.clone(),
+                    streams,
+                    used: Instant::now(),
+                });
             }
-            return Ok(Taken::H2(send));
+            return Ok(Taken::H2(send, stream));
         }
         let (send, conn) = http1::handshake(io).await.map_err(ClientError::Handshake)?;
         if self.upgrades {
@@ -385,6 +463,7 @@ mod tests {
             url,
             false,
             HealthCheck::from(&regroup_config::Limits::default()),
+            100,
         )
         .unwrap()
     }

@@ -49,5 +49,6 @@ mod trust_protobuf;
 mod two_copies;
 mod upstream_health;
 mod upstream_protocol;
+mod upstream_streams;
 mod webhook_reviews;
 mod webhooks;

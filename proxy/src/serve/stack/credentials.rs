@@ -17,12 +17,12 @@ use http::header::{self, HeaderMap};
 use http::{Method, Request, Response, StatusCode, Uri};
 use http_body::Body as _;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 
 use super::{errors, Forward};
 use crate::body::full;
 use crate::body::Body;
 use crate::serve::status::Failure;
+use crate::upstream::ResponseBody;
 
 /// The largest request body kept to be sent again after a 401.
 pub(crate) const RETRY_BODY_LIMIT: u64 = 1 << 20;
@@ -52,7 +52,7 @@ pub(crate) async fn send(
     mut headers: HeaderMap,
     body: Body,
     own: bool,
-) -> Result<Response<Incoming>, Failure> {
+) -> Result<Response<ResponseBody>, Failure> {
     // Set part by part: the builder checks (and copies) what is already
     // a valid method and URI.
     let request = |uri: Uri, headers: HeaderMap, body: Body| {
@@ -131,7 +131,7 @@ async fn apply_credential(fwd: &Forward, headers: &mut HeaderMap) -> Result<Opti
 pub(crate) async fn send_once(
     fwd: &Forward,
     req: Request<Body>,
-) -> Result<Response<Incoming>, Failure> {
+) -> Result<Response<ResponseBody>, Failure> {
     fwd.upstream
         .send(req)
         .await

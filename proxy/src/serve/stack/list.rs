@@ -9,7 +9,6 @@ use http::header;
 use http::response::Parts;
 use http::Response;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use regroup_config::Direction;
 
 use super::{Exchange, Forward};
@@ -17,11 +16,12 @@ use crate::body::budget::{self, Held};
 use crate::body::{Body, BoxError};
 use crate::rewrite::list_stream::ListStream;
 use crate::rewrite::Engine;
+use crate::upstream::ResponseBody;
 
 struct State {
     engine: Arc<Engine>,
     dir: Direction,
-    body: Incoming,
+    body: ResponseBody,
     list: Option<ListStream>,
     /// The item being read and the output being sent, from the budget.
     held: Held,
@@ -36,7 +36,7 @@ pub(crate) fn stream(
     fwd: &Forward,
     x: &Exchange,
     mut parts: Parts,
-    body: Incoming,
+    body: ResponseBody,
     held: Held,
 ) -> Response<Body> {
     parts.headers.remove(header::CONTENT_LENGTH);

@@ -53,7 +53,7 @@ use crate::body::{spill_files, Body};
 use crate::kube::{MediaType, RequestInfo};
 use crate::rewrite::protobuf::spool::Spill;
 use crate::rewrite::{Catalog, Engine};
-use crate::upstream::Upstream;
+use crate::upstream::{ResponseBody, Upstream};
 use regroup_config::limits::SPILL_KEEP_BYTES;
 
 /// The largest non-streamed response body regroup rewrites (and the
@@ -121,7 +121,7 @@ pub(crate) struct Forward {
 /// layers take it.
 pub(crate) struct Answer {
     pub parts: Parts,
-    pub body: Incoming,
+    pub body: ResponseBody,
     pub media: MediaType,
     /// `Content-Encoding: gzip`.
     pub gzip: bool,
@@ -144,7 +144,7 @@ pub(crate) struct Outgoing {
 /// patch read-modify-written) the upstream's last answer already in hand.
 pub(crate) enum Next {
     Send(Outgoing, Body),
-    Answered(Response<Incoming>),
+    Answered(Response<ResponseBody>),
 }
 
 /// One request on its way through the layers.

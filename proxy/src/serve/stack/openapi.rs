@@ -6,13 +6,13 @@ use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::response::Parts;
 use http::Response;
-use hyper::body::Incoming;
 
 use super::{etag, Exchange, Forward, BODY_LIMIT};
 use crate::body::budget::{self, Reason};
 use crate::body::Body;
 use crate::body::{collect_held, full, holding, HeldCollectError};
 use crate::serve::status::Failure;
+use crate::upstream::ResponseBody;
 
 /// True for the OpenAPI endpoints.
 pub(crate) fn is_openapi(path: &str) -> bool {
@@ -24,7 +24,7 @@ pub(crate) async fn rename(
     fwd: &Forward,
     x: &Exchange,
     mut parts: Parts,
-    body: Incoming,
+    body: ResponseBody,
 ) -> Result<Response<Body>, Failure> {
     let v2 = x.caller_path() == "/openapi/v2";
     let protobuf = parts

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{Request, Response};
-use hyper::body::Incoming;
 use serde_json::Value as Json;
 
 use crate::body::{collect, full};
+use crate::upstream::ResponseBody;
 use crate::upstream::Upstream;
 
 /// The largest document regroup reads for itself.
@@ -42,7 +42,7 @@ impl OwnClient {
     }
 
     /// A JSON GET whose body is left to the caller (a watch streams).
-    pub async fn get(&self, path: &str) -> Result<Response<Incoming>, String> {
+    pub async fn get(&self, path: &str) -> Result<Response<ResponseBody>, String> {
         self.send(
             http::Method::GET,
             path,
@@ -76,7 +76,7 @@ impl OwnClient {
         path: &str,
         accept: HeaderValue,
         body: Option<(HeaderValue, Bytes)>,
-    ) -> Result<Response<Incoming>, String> {
+    ) -> Result<Response<ResponseBody>, String> {
         let uri = self.upstream.uri(path).map_err(|e| e.to_string())?;
         let (ctype, bytes) = match body {
             Some((t, b)) => (Some(t), b),

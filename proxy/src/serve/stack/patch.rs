@@ -22,6 +22,8 @@ use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Response, StatusCode, Uri};
 use hyper::body::Incoming;
+
+use crate::upstream::ResponseBody;
 use json_patch::PatchOperation;
 use serde_json::{Map, Value as Json};
 
@@ -343,7 +345,7 @@ async fn read_modify_write(
     headers: HeaderMap,
     own: bool,
     ops: &[PatchOperation],
-) -> Result<Response<Incoming>, Failure> {
+) -> Result<Response<ResponseBody>, Failure> {
     let kind = x.kind().unwrap_or_default();
     let api_version = x.info.api_version().unwrap_or_default();
     let bad_uri = |e: http::Error| Failure::bad_request(format!("invalid request URI: {e}"));
@@ -414,7 +416,7 @@ async fn read_modify_write(
 async fn app_view(
     fwd: &Forward,
     x: &Exchange,
-    resp: Response<Incoming>,
+    resp: Response<ResponseBody>,
     kind: &str,
     amend: &dyn Amend,
 ) -> Result<(Json, Option<String>), Failure> {
@@ -448,7 +450,7 @@ async fn app_view(
 
 /// The current object, as the cluster stores it (what the amendment
 /// keeps, and its resourceVersion, are all that is read).
-async fn read_current(amend: &dyn Amend, resp: Response<Incoming>) -> Result<Json, Failure> {
+async fn read_current(amend: &dyn Amend, resp: Response<ResponseBody>) -> Result<Json, Failure> {
     let bad =
         |m: String| Failure::bad_gateway(format!("reading the {} to patch: {m}", amend.noun()));
     if resp.headers().contains_key(header::CONTENT_ENCODING) {

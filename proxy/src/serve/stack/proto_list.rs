@@ -10,7 +10,6 @@ use http::header::{self, HeaderValue};
 use http::response::Parts;
 use http::Response;
 use http_body_util::{BodyExt, StreamBody};
-use hyper::body::Incoming;
 
 use super::{Exchange, Forward};
 use crate::body::budget::{self, Held};
@@ -20,6 +19,7 @@ use crate::rewrite::protobuf::list_stream::{ListStream, Output};
 use crate::rewrite::protobuf::spool::{read_chunk, SpillFile, Spooled, CHUNK};
 use crate::rewrite::RewriteError;
 use crate::serve::status::Failure;
+use crate::upstream::ResponseBody;
 
 fn bad(e: RewriteError) -> Failure {
     match e {
@@ -38,7 +38,7 @@ pub(crate) async fn rename(
     fwd: &Forward,
     x: &Exchange,
     mut parts: Parts,
-    mut body: Incoming,
+    mut body: ResponseBody,
     mut held: Held,
 ) -> Result<Response<Body>, Failure> {
     let dir = fwd.dir.flip();

@@ -3,7 +3,6 @@
 
 use http::header::{self, HeaderMap};
 use http::{Method, Response};
-use hyper::body::Incoming;
 
 use super::{
     errors, etag, headers, list, openapi, proto_list, watch, whole, Answer, Exchange, Forward,
@@ -14,12 +13,13 @@ use crate::body::Body;
 use crate::kube::{media, MediaType, Wire};
 use crate::serve::amend::looking_at;
 use crate::serve::status::Failure;
+use crate::upstream::ResponseBody;
 
 /// Renames a response.
 pub(crate) async fn rename(
     fwd: &Forward,
     x: &Exchange,
-    resp: Response<Incoming>,
+    resp: Response<ResponseBody>,
 ) -> Result<Response<Body>, Failure> {
     let (mut parts, body) = resp.into_parts();
     // `Content-Type` looked up once: what it means, and whether regroup

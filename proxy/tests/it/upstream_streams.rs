@@ -1,0 +1,276 @@
+//! The server's stream limit on the h2 connection to the apiserver,
+//! against the real binary. kube-apiserver allows 100 streams per h2
+//! connection; every request in flight and every open watch is one. With
+//! the connection full, hyper would hold the next request until a watch
+//! ends (minutes); regroup opens another connection instead, as client-go
+//! does. Its own bound, `limits.upstreamMaxStreamsPerConnection`, applies
+//! too.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use regroup::serve::listen::tls;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use crate::regroup_binary::{get, start_with_kubeconfig, Regroup, OWN_TOKEN};
+
+const FOO: &str = r#"{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"name":"alpha","resourceVersion":"1"}}"#;
+const PATH: &str = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/alpha";
+const WATCH: &str = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos?watch=1";
+
+/// A TLS upstream offering h2 and HTTP/1.1, allowing `max_streams` streams
+/// per h2 connection (`None`: hyper's default, hundreds). A watch gets one
+/// event, then stays open until `end` is sent; any other request gets FOO.
+/// Counts the TCP connections it accepts.
+struct Upstream {
+    port: u16,
+    ca_pem: String,
+    accepted: Arc<AtomicUsize>,
+    end: watch::Sender<bool>,
+}
+
+impl Upstream {
+    async fn start(max_streams: Option<u32>) -> Upstream {
+        let id = tls::generate().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls::server_config(&id).unwrap());
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let (end, ended) = watch::channel(false);
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                count.fetch_add(1, Ordering::SeqCst);
+                let acceptor = acceptor.clone();
+                let ended = ended.clone();
+                tokio::spawn(async move {
+                    let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
+                        let mut ended = ended.clone();
+                        async move {
+                            let watching =
+                                req.uri().query().unwrap_or_default().starts_with("watch");
+                            let body = if watching {
+                                let event = format!("{{\"type\":\"ADDED\",\"object\":{FOO}}}\n");
+                                let first = futures_util::stream::once(async move {
+                                    Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(
+                                        event,
+                                    )))
+                                });
+                                // Open until the test ends the watches.
+                                let until_ended = futures_util::stream::once(async move {
+                                    let _ = ended.wait_for(|e| *e).await;
+                                })
+                                .filter_map(|()| async { None });
+                                BodyExt::boxed(StreamBody::new(first.chain(until_ended)))
+                            } else {
+                                Full::new(Bytes::from_static(FOO.as_bytes()))
+                                    .map_err(|never| match never {})
+                                    .boxed()
+                            };
+                            Ok::<_, std::convert::Infallible>(
+                                Response::builder()
+                                    .header("content-type", "application/json")
+                                    .body(body)
+                                    .unwrap(),
+                            )
+                        }
+                    });
+                    if let Ok(s) = acceptor.accept(stream).await {
+                        let mut b =
+                            hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                        if let Some(n) = max_streams {
+                            b.http2().max_concurrent_streams(n);
+                        }
+                        let _ = b.serve_connection(TokioIo::new(s), svc).await;
+                    }
+                });
+            }
+        });
+        Upstream {
+            port,
+            ca_pem: id.ca_pem.unwrap(),
+            accepted,
+            end,
+        }
+    }
+
+    fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+
+    /// Ends every open watch (and any opened later).
+    fn end_watches(&self) {
+        self.end.send_replace(true);
+    }
+}
+
+use futures_util::StreamExt as _;
+
+fn kubeconfig(port: u16, ca_pem: &str) -> String {
+    use base64::Engine as _;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+         clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{port}', \
+         certificate-authority-data: '{ca}'}}}}]\n\
+         contexts: [{{name: c, context: {{cluster: c, user: u}}}}]\n\
+         users: [{{name: u, user: {{token: {OWN_TOKEN}}}}}]\n"
+    )
+}
+
+/// A watch through regroup, its first event read: its stream is open.
+async fn open_watch(r: &Regroup) -> TcpStream {
+    let mut s = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
+    s.write_all(
+        format!("GET {WATCH} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !String::from_utf8_lossy(&got).contains("\"ADDED\"") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, s.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            other => panic!(
+                "no first event ({other:?}): {}\n{}",
+                String::from_utf8_lossy(&got),
+                r.log()
+            ),
+        }
+    }
+    assert!(
+        got.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+    s
+}
+
+/// Reads a watch to its end (the upstream ended it): the last chunk.
+async fn watch_ends(mut s: TcpStream, r: &Regroup) {
+    let mut rest = Vec::new();
+    let mut buf = [0u8; 4096];
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => rest.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    let rest = String::from_utf8_lossy(&rest).into_owned();
+    assert!(ended.is_ok(), "the watch did not end: {rest}\n{}", r.log());
+    assert!(rest.ends_with("0\r\n\r\n"), "{rest}\n{}", r.log());
+}
+
+/// A GET through regroup, answered within a generous wait (a request stuck
+/// behind a full connection would wait until a watch ends: forever here).
+async fn get_answered(r: &Regroup, what: &str) {
+    let answered = tokio::time::timeout(Duration::from_secs(10), get(r.port, PATH)).await;
+    let Ok((code, body)) = answered else {
+        panic!("{what}: no answer within 10s\n{}", r.log());
+    };
+    assert_eq!(code, 200, "{what}: {body}\n{}", r.log());
+    assert!(body.contains("\"name\":\"alpha\""), "{what}: {body}");
+}
+
+#[tokio::test]
+async fn a_full_connection_opens_another_when_the_server_allows_two_streams() {
+    let up = Upstream::start(Some(2)).await;
+    let r = start_with_kubeconfig(
+        "upstream-streams-server",
+        &kubeconfig(up.port, &up.ca_pem),
+        "",
+    )
+    .await;
+    let a = open_watch(&r).await;
+    let b = open_watch(&r).await;
+    assert_eq!(up.accepted(), 1, "two watches, one connection\n{}", r.log());
+
+    // The connection carries the server's two streams: the GET goes on a
+    // second one.
+    get_answered(&r, "beside two watches").await;
+    assert_eq!(up.accepted(), 2, "{}", r.log());
+    // And so does the next, the second connection having room.
+    get_answered(&r, "again").await;
+    assert_eq!(up.accepted(), 2, "{}", r.log());
+
+    // The watches end: their streams are released, requests still work on
+    // the connections open.
+    up.end_watches();
+    watch_ends(a, &r).await;
+    watch_ends(b, &r).await;
+    for i in 0..3 {
+        get_answered(&r, &format!("after the watches, {i}")).await;
+    }
+    assert_eq!(up.accepted(), 2, "{}", r.log());
+    // A new watch and a GET fit on the first connection again.
+    let c = open_watch(&r).await;
+    get_answered(&r, "beside one watch").await;
+    assert_eq!(up.accepted(), 2, "{}", r.log());
+    drop(c);
+    assert!(!r.log().contains(OWN_TOKEN));
+}
+
+#[tokio::test]
+async fn regroups_own_limit_of_one_stream_per_connection_opens_one_per_watch() {
+    let up = Upstream::start(None).await;
+    let r = start_with_kubeconfig(
+        "upstream-streams-own",
+        &kubeconfig(up.port, &up.ca_pem),
+        "limits:\n  upstreamMaxStreamsPerConnection: 1\n",
+    )
+    .await;
+    let a = open_watch(&r).await;
+    assert_eq!(up.accepted(), 1, "{}", r.log());
+    let b = open_watch(&r).await;
+    assert_eq!(up.accepted(), 2, "{}", r.log());
+    get_answered(&r, "beside two watches").await;
+    assert_eq!(up.accepted(), 3, "{}", r.log());
+
+    up.end_watches();
+    watch_ends(a, &r).await;
+    watch_ends(b, &r).await;
+    // One after the other, each request finds a connection with room.
+    for i in 0..3 {
+        get_answered(&r, &format!("after the watches, {i}")).await;
+    }
+    assert_eq!(up.accepted(), 3, "{}", r.log());
+}
+
+#[tokio::test]
+async fn a_zero_stream_limit_is_refused_at_start() {
+    let dir = crate::regroup_binary::test_dir("upstream-streams-bad");
+    std::fs::write(
+        dir.join("config.yaml"),
+        "limits:\n  upstreamMaxStreamsPerConnection: 0\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_regroup"))
+        .arg("check")
+        .arg("-c")
+        .arg(dir.join("config.yaml"))
+        .output()
+        .unwrap();
+    let err =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("limits.upstreamMaxStreamsPerConnection: must be at least 1"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
