@@ -12,6 +12,7 @@ mod protobuf_support;
 mod regroup_binary;
 mod tls_support;
 mod upstream_support;
+mod watch_upstream;
 
 mod binary_observability;
 mod caching;

@@ -96,6 +96,20 @@ pub fn write_kubeconfig(dir: &std::path::Path, upstream_port: u16) {
     .unwrap();
 }
 
+/// A kubeconfig for a TLS upstream on 127.0.0.1:`port` trusted by
+/// `ca_pem`, regroup's own credential the token.
+pub fn tls_kubeconfig(port: u16, ca_pem: &str) -> String {
+    use base64::Engine as _;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+         clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{port}', \
+         certificate-authority-data: '{ca}'}}}}]\n\
+         contexts: [{{name: c, context: {{cluster: c, user: u}}}}]\n\
+         users: [{{name: u, user: {{token: {OWN_TOKEN}}}}}]\n"
+    )
+}
+
 /// Starts `regroup serve` with `extra` appended to the config (listeners
 /// http and metrics are set here) and waits until it listens.
 pub async fn start(name: &str, upstream_port: u16, extra: &str) -> Regroup {

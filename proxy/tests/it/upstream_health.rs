@@ -10,73 +10,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http::{Request, Response};
-use http_body_util::{BodyExt, Full, StreamBody};
-use hyper::body::Frame;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use regroup::serve::listen::tls;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::regroup_binary::{get, start_with_kubeconfig, Regroup, OWN_TOKEN};
+use crate::regroup_binary::{get, start_with_kubeconfig, tls_kubeconfig, Regroup, OWN_TOKEN};
+use crate::watch_upstream::{WatchUpstream, PATH, WATCH};
 
-const FOO: &str = r#"{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"name":"alpha","resourceVersion":"1"}}"#;
-const PATH: &str = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/alpha";
-const WATCH: &str = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos?watch=1";
 /// Pings after a second of silence, a second for the answer.
 const FAST_PINGS: &str = "limits:\n  upstreamReadIdleTimeout: 1s\n  upstreamPingTimeout: 1s\n";
-
-/// A TLS upstream offering h2 and HTTP/1.1: a watch gets one event and then
-/// stays open; a GET with the query `hold` is never answered; any other
-/// request gets FOO.
-async fn tls_upstream(id: &tls::Identity) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls::server_config(id).unwrap());
-    tokio::spawn(async move {
-        loop {
-            let (stream, _) = listener.accept().await.unwrap();
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let svc = service_fn(|req: Request<hyper::body::Incoming>| async move {
-                    let query = req.uri().query().unwrap_or_default().to_owned();
-                    if query == "hold" {
-                        std::future::pending::<()>().await;
-                    }
-                    let body = if query.starts_with("watch") {
-                        let event = format!("{{\"type\":\"ADDED\",\"object\":{FOO}}}\n");
-                        let first = futures_util::stream::once(async move {
-                            Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(event)))
-                        });
-                        BodyExt::boxed(StreamBody::new(
-                            first.chain(futures_util::stream::pending()),
-                        ))
-                    } else {
-                        Full::new(Bytes::from_static(FOO.as_bytes()))
-                            .map_err(|never| match never {})
-                            .boxed()
-                    };
-                    Ok::<_, std::convert::Infallible>(
-                        Response::builder()
-                            .header("content-type", "application/json")
-                            .body(body)
-                            .unwrap(),
-                    )
-                });
-                if let Ok(s) = acceptor.accept(stream).await {
-                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(s), svc)
-                        .await;
-                }
-            });
-        }
-    });
-    port
-}
-
-use futures_util::StreamExt as _;
 
 /// A TCP relay to `upstream`: counts the connections it accepts, and
 /// `freeze` stops forwarding on every connection open then (bytes either
@@ -146,26 +87,14 @@ async fn copy(
     }
 }
 
-fn kubeconfig(port: u16, ca_pem: &str) -> String {
-    use base64::Engine as _;
-    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    format!(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
-         clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{port}', \
-         certificate-authority-data: '{ca}'}}}}]\n\
-         contexts: [{{name: c, context: {{cluster: c, user: u}}}}]\n\
-         users: [{{name: u, user: {{token: {OWN_TOKEN}}}}}]\n"
-    )
-}
-
 /// regroup in front of a relay in front of a TLS h2 upstream.
-async fn setup(name: &str, extra: &str) -> (Relay, Regroup) {
-    let id = tls::generate().unwrap();
-    let upstream = tls_upstream(&id).await;
-    let relay = Relay::start(upstream).await;
-    let kc = kubeconfig(relay.port, id.ca_pem.as_deref().unwrap());
+/// The upstream is returned to be kept: dropping it ends its watches.
+async fn setup(name: &str, extra: &str) -> (Relay, Regroup, WatchUpstream) {
+    let upstream = WatchUpstream::start(None).await;
+    let relay = Relay::start(upstream.port).await;
+    let kc = tls_kubeconfig(relay.port, &upstream.ca_pem);
     let r = start_with_kubeconfig(name, &kc, extra).await;
-    (relay, r)
+    (relay, r, upstream)
 }
 
 /// Reads from `s` until `needle` has arrived; what was read.
@@ -190,7 +119,7 @@ async fn read_until(s: &mut TcpStream, needle: &str, r: &Regroup) -> String {
 #[tokio::test]
 async fn an_unanswered_ping_ends_the_watch_and_the_waiting_request_and_a_new_connection_serves_the_next(
 ) {
-    let (relay, r) = setup("upstream-health-dead", FAST_PINGS).await;
+    let (relay, r, _upstream) = setup("upstream-health-dead", FAST_PINGS).await;
     let (code, body) = get(r.port, PATH).await;
     assert_eq!(code, 200, "{body}\n{}", r.log());
     assert_eq!(relay.accepted(), 1);
@@ -259,7 +188,7 @@ async fn an_unanswered_ping_ends_the_watch_and_the_waiting_request_and_a_new_con
 
 #[tokio::test]
 async fn a_healthy_idle_connection_answers_its_pings_and_is_kept() {
-    let (relay, r) = setup("upstream-health-idle", FAST_PINGS).await;
+    let (relay, r, _upstream) = setup("upstream-health-idle", FAST_PINGS).await;
     let (code, body) = get(r.port, PATH).await;
     assert_eq!(code, 200, "{body}\n{}", r.log());
     // Several ping intervals with nothing in flight.

@@ -15,7 +15,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use regroup::serve::listen::tls;
 use tokio::net::TcpListener;
 
-use crate::regroup_binary::{get, start_with_kubeconfig, OWN_TOKEN};
+use crate::regroup_binary::{get, start_with_kubeconfig, tls_kubeconfig};
 
 const FOO: &str = r#"{"apiVersion":"samplecontroller.team1.example.com/v1alpha1","kind":"Foo","metadata":{"name":"alpha"}}"#;
 const PATH: &str = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/alpha";
@@ -88,18 +88,6 @@ async fn tls_upstream(id: &tls::Identity) -> Upstream {
     u
 }
 
-fn kubeconfig(port: u16, ca_pem: &str) -> String {
-    use base64::Engine as _;
-    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    format!(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
-         clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{port}', \
-         certificate-authority-data: '{ca}'}}}}]\n\
-         contexts: [{{name: c, context: {{cluster: c, user: u}}}}]\n\
-         users: [{{name: u, user: {{token: {OWN_TOKEN}}}}}]\n"
-    )
-}
-
 /// A GET held by the upstream, then a second GET while the first waits;
 /// both answered once the first is released. Returns the upstream's
 /// connection count before and after the second request.
@@ -132,7 +120,7 @@ async fn one_held_and_one_more(u: &Upstream, port: u16) -> (usize, usize) {
 async fn by_default_a_tls_upstream_gets_h2_and_concurrent_requests_share_its_connection() {
     let id = tls::generate().unwrap();
     let u = tls_upstream(&id).await;
-    let kc = kubeconfig(u.port, id.ca_pem.as_deref().unwrap());
+    let kc = tls_kubeconfig(u.port, id.ca_pem.as_deref().unwrap());
     let r = start_with_kubeconfig("upstream-h2", &kc, "").await;
     let (before, after) = one_held_and_one_more(&u, r.port).await;
     assert_eq!(
@@ -153,7 +141,7 @@ async fn by_default_a_tls_upstream_gets_h2_and_concurrent_requests_share_its_con
 async fn with_http2_never_a_tls_upstream_gets_http1_one_connection_per_request_in_flight() {
     let id = tls::generate().unwrap();
     let u = tls_upstream(&id).await;
-    let kc = kubeconfig(u.port, id.ca_pem.as_deref().unwrap());
+    let kc = tls_kubeconfig(u.port, id.ca_pem.as_deref().unwrap());
     let r = start_with_kubeconfig("upstream-http1", &kc, "upstream:\n  http2: never\n").await;
     let (before, after) = one_held_and_one_more(&u, r.port).await;
     assert!(after >= 2, "{before} -> {after}:\n{}", r.log());

@@ -6,127 +6,13 @@
 //! does. Its own bound, `limits.upstreamMaxStreamsPerConnection`, applies
 //! too.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http::{Request, Response};
-use http_body_util::{BodyExt, Full, StreamBody};
-use hyper::body::Frame;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use regroup::serve::listen::tls;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::net::TcpStream;
 
-use crate::regroup_binary::{get, start_with_kubeconfig, Regroup, OWN_TOKEN};
-
-const FOO: &str = r#"{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"name":"alpha","resourceVersion":"1"}}"#;
-const PATH: &str = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/alpha";
-const WATCH: &str = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos?watch=1";
-
-/// A TLS upstream offering h2 and HTTP/1.1, allowing `max_streams` streams
-/// per h2 connection (`None`: hyper's default, hundreds). A watch gets one
-/// event, then stays open until `end` is sent; any other request gets FOO.
-/// Counts the TCP connections it accepts.
-struct Upstream {
-    port: u16,
-    ca_pem: String,
-    accepted: Arc<AtomicUsize>,
-    end: watch::Sender<bool>,
-}
-
-impl Upstream {
-    async fn start(max_streams: Option<u32>) -> Upstream {
-        let id = tls::generate().unwrap();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let acceptor = tokio_rustls::TlsAcceptor::from(tls::server_config(&id).unwrap());
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let (end, ended) = watch::channel(false);
-        let count = accepted.clone();
-        tokio::spawn(async move {
-            loop {
-                let (stream, _) = listener.accept().await.unwrap();
-                count.fetch_add(1, Ordering::SeqCst);
-                let acceptor = acceptor.clone();
-                let ended = ended.clone();
-                tokio::spawn(async move {
-                    let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
-                        let mut ended = ended.clone();
-                        async move {
-                            let watching =
-                                req.uri().query().unwrap_or_default().starts_with("watch");
-                            let body = if watching {
-                                let event = format!("{{\"type\":\"ADDED\",\"object\":{FOO}}}\n");
-                                let first = futures_util::stream::once(async move {
-                                    Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(
-                                        event,
-                                    )))
-                                });
-                                // Open until the test ends the watches.
-                                let until_ended = futures_util::stream::once(async move {
-                                    let _ = ended.wait_for(|e| *e).await;
-                                })
-                                .filter_map(|()| async { None });
-                                BodyExt::boxed(StreamBody::new(first.chain(until_ended)))
-                            } else {
-                                Full::new(Bytes::from_static(FOO.as_bytes()))
-                                    .map_err(|never| match never {})
-                                    .boxed()
-                            };
-                            Ok::<_, std::convert::Infallible>(
-                                Response::builder()
-                                    .header("content-type", "application/json")
-                                    .body(body)
-                                    .unwrap(),
-                            )
-                        }
-                    });
-                    if let Ok(s) = acceptor.accept(stream).await {
-                        let mut b =
-                            hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-                        if let Some(n) = max_streams {
-                            b.http2().max_concurrent_streams(n);
-                        }
-                        let _ = b.serve_connection(TokioIo::new(s), svc).await;
-                    }
-                });
-            }
-        });
-        Upstream {
-            port,
-            ca_pem: id.ca_pem.unwrap(),
-            accepted,
-            end,
-        }
-    }
-
-    fn accepted(&self) -> usize {
-        self.accepted.load(Ordering::SeqCst)
-    }
-
-    /// Ends every open watch (and any opened later).
-    fn end_watches(&self) {
-        self.end.send_replace(true);
-    }
-}
-
-use futures_util::StreamExt as _;
-
-fn kubeconfig(port: u16, ca_pem: &str) -> String {
-    use base64::Engine as _;
-    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    format!(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
-         clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{port}', \
-         certificate-authority-data: '{ca}'}}}}]\n\
-         contexts: [{{name: c, context: {{cluster: c, user: u}}}}]\n\
-         users: [{{name: u, user: {{token: {OWN_TOKEN}}}}}]\n"
-    )
-}
+use crate::regroup_binary::{get, start_with_kubeconfig, tls_kubeconfig, Regroup, OWN_TOKEN};
+use crate::watch_upstream::{WatchUpstream, PATH, WATCH};
 
 /// A watch through regroup, its first event read: its stream is open.
 async fn open_watch(r: &Regroup) -> TcpStream {
@@ -189,10 +75,10 @@ async fn get_answered(r: &Regroup, what: &str) {
 
 #[tokio::test]
 async fn a_full_connection_opens_another_when_the_server_allows_two_streams() {
-    let up = Upstream::start(Some(2)).await;
+    let up = WatchUpstream::start(Some(2)).await;
     let r = start_with_kubeconfig(
         "upstream-streams-server",
-        &kubeconfig(up.port, &up.ca_pem),
+        &tls_kubeconfig(up.port, &up.ca_pem),
         "",
     )
     .await;
@@ -227,10 +113,10 @@ async fn a_full_connection_opens_another_when_the_server_allows_two_streams() {
 
 #[tokio::test]
 async fn regroups_own_limit_of_one_stream_per_connection_opens_one_per_watch() {
-    let up = Upstream::start(None).await;
+    let up = WatchUpstream::start(None).await;
     let r = start_with_kubeconfig(
         "upstream-streams-own",
-        &kubeconfig(up.port, &up.ca_pem),
+        &tls_kubeconfig(up.port, &up.ca_pem),
         "limits:\n  upstreamMaxStreamsPerConnection: 1\n",
     )
     .await;
