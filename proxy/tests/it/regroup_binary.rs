@@ -110,6 +110,46 @@ pub fn tls_kubeconfig(port: u16, ca_pem: &str) -> String {
     )
 }
 
+/// `regroup check` on `config`, which it must refuse: what it said.
+pub fn check_refuses(name: &str, config: &str) -> String {
+    let dir = test_dir(name);
+    std::fs::write(dir.join("config.yaml"), config).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_regroup"))
+        .arg("check")
+        .arg("-c")
+        .arg(dir.join("config.yaml"))
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let said =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{config}: {said}");
+    said
+}
+
+/// Reads `s` until the peer ends it, waiting at most `within` (a
+/// functional wait): what was read, or `Err` with it when the stream is
+/// still open then.
+pub async fn read_to_end_within(
+    s: &mut tokio::net::TcpStream,
+    within: std::time::Duration,
+) -> Result<String, String> {
+    use tokio::io::AsyncReadExt as _;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let ended = tokio::time::timeout(within, async {
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    let got = String::from_utf8_lossy(&got).into_owned();
+    ended.map(|()| got.clone()).map_err(|_| got)
+}
+
 /// Starts `regroup serve` with `extra` appended to the config (listeners
 /// http and metrics are set here) and waits until it listens.
 pub async fn start(name: &str, upstream_port: u16, extra: &str) -> Regroup {

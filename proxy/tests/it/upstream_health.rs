@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::regroup_binary::{get, start_with_kubeconfig, tls_kubeconfig, Regroup, OWN_TOKEN};
+use crate::regroup_binary::{
+    get, read_to_end_within, start_with_kubeconfig, tls_kubeconfig, Regroup, OWN_TOKEN,
+};
 use crate::watch_upstream::{WatchUpstream, PATH, WATCH};
 
 /// Pings after a second of silence, a second for the answer.
@@ -146,19 +148,10 @@ async fn an_unanswered_ping_ends_the_watch_and_the_waiting_request_and_a_new_con
     // The watch ends: the client sees its stream end cleanly (the last
     // chunk), so a client-go informer watches again (a functional wait, not
     // a measure of how fast).
-    let mut rest = Vec::new();
-    let mut buf = [0u8; 4096];
-    let ended = tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            match watch.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => rest.extend_from_slice(&buf[..n]),
-            }
-        }
-    })
-    .await;
-    let rest = String::from_utf8_lossy(&rest).into_owned();
-    assert!(ended.is_ok(), "the watch did not end: {rest}\n{}", r.log());
+    let rest = match read_to_end_within(&mut watch, Duration::from_secs(20)).await {
+        Ok(rest) => rest,
+        Err(rest) => panic!("the watch did not end: {rest}\n{}", r.log()),
+    };
     assert!(
         (first + &rest).ends_with("\r\n0\r\n\r\n"),
         "{rest}\n{}",
@@ -213,7 +206,6 @@ async fn scrape(r: &Regroup) -> String {
 
 #[tokio::test]
 async fn an_invalid_ping_timeout_is_refused_at_start() {
-    let dir = crate::regroup_binary::test_dir("upstream-health-bad");
     for (config, needle) in [
         (
             "limits:\n  upstreamPingTimeout: 0s\n",
@@ -221,17 +213,7 @@ async fn an_invalid_ping_timeout_is_refused_at_start() {
         ),
         ("limits:\n  upstreamReadIdleTimeout: 3x\n", "`1.5s`"),
     ] {
-        std::fs::write(dir.join("config.yaml"), config).unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_regroup"))
-            .arg("check")
-            .arg("-c")
-            .arg(dir.join("config.yaml"))
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr).into_owned()
-            + &String::from_utf8_lossy(&out.stdout);
-        assert!(!out.status.success(), "{config}: {err}");
+        let err = crate::regroup_binary::check_refuses("upstream-health-bad", config);
         assert!(err.contains(needle), "{config}: {err}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::regroup_binary::{get, start_with_kubeconfig, tls_kubeconfig, Regroup, OWN_TOKEN};
+use crate::regroup_binary::{
+    get, read_to_end_within, start_with_kubeconfig, tls_kubeconfig, Regroup, OWN_TOKEN,
+};
 use crate::watch_upstream::{WatchUpstream, PATH, WATCH};
 
 /// A watch through regroup, its first event read: its stream is open.
@@ -46,20 +48,10 @@ async fn open_watch(r: &Regroup) -> TcpStream {
 
 /// Reads a watch to its end (the upstream ended it): the last chunk.
 async fn watch_ends(mut s: TcpStream, r: &Regroup) {
-    let mut rest = Vec::new();
-    let mut buf = [0u8; 4096];
-    let ended = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            match s.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => rest.extend_from_slice(&buf[..n]),
-            }
-        }
-    })
-    .await;
-    let rest = String::from_utf8_lossy(&rest).into_owned();
-    assert!(ended.is_ok(), "the watch did not end: {rest}\n{}", r.log());
-    assert!(rest.ends_with("0\r\n\r\n"), "{rest}\n{}", r.log());
+    match read_to_end_within(&mut s, Duration::from_secs(10)).await {
+        Ok(rest) => assert!(rest.ends_with("0\r\n\r\n"), "{rest}\n{}", r.log()),
+        Err(rest) => panic!("the watch did not end: {rest}\n{}", r.log()),
+    }
 }
 
 /// A GET through regroup, answered within a generous wait (a request stuck
@@ -139,24 +131,12 @@ async fn regroups_own_limit_of_one_stream_per_connection_opens_one_per_watch() {
 
 #[tokio::test]
 async fn a_zero_stream_limit_is_refused_at_start() {
-    let dir = crate::regroup_binary::test_dir("upstream-streams-bad");
-    std::fs::write(
-        dir.join("config.yaml"),
+    let err = crate::regroup_binary::check_refuses(
+        "upstream-streams-bad",
         "limits:\n  upstreamMaxStreamsPerConnection: 0\n",
-    )
-    .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_regroup"))
-        .arg("check")
-        .arg("-c")
-        .arg(dir.join("config.yaml"))
-        .output()
-        .unwrap();
-    let err =
-        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "{err}");
+    );
     assert!(
         err.contains("limits.upstreamMaxStreamsPerConnection: must be at least 1"),
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
