@@ -435,13 +435,21 @@ impl Upstream {
             *r.headers_mut() = req.headers().clone();
             r
         });
-        match self.bounded(clients.client.send(req)).await {
+        let first = self
+            .response_deadlines
+            .bound(clients.client.send(req))
+            .await;
+        match self.answered(first) {
             Err(e) if again.is_some() && closed_before_answer(&e) => {
                 tracing::debug!(
                     "upstream connection closed before an answer: sending the request again"
                 );
-                self.bounded(clients.client.send(again.expect("checked")))
-                    .await
+                let again = again.expect("checked");
+                self.answered(
+                    self.response_deadlines
+                        .bound(clients.client.send(again))
+                        .await,
+                )
             }
             r => r,
         }
@@ -451,7 +459,11 @@ impl Upstream {
     pub async fn send_upgrade(&self, req: Request<Body>) -> Result<Response<Incoming>, SendError> {
         self.check_ca();
         let clients = self.clients.load_full();
-        let resp = self.bounded(clients.upgrade_client.send(req)).await?;
+        let resp = self.answered(
+            self.response_deadlines
+                .bound(clients.upgrade_client.send(req))
+                .await,
+        )?;
         Ok(resp.map(ResponseBody::into_incoming))
     }
 
@@ -496,11 +508,14 @@ impl Upstream {
         }
     }
 
-    async fn bounded(
+    /// A response bounded by the response-header deadline, as a
+    /// [`SendError`]. (The wait itself is awaited where the send future is
+    /// made: an `async` wrapper here copied that future twice more.)
+    fn answered(
         &self,
-        f: impl std::future::Future<Output = Result<Response<ResponseBody>, ClientError>>,
+        r: Result<Result<Response<ResponseBody>, ClientError>, response_deadline::Elapsed>,
     ) -> Result<Response<ResponseBody>, SendError> {
-        match self.response_deadlines.bound(f).await {
+        match r {
             Ok(r) => r.map_err(SendError::Client),
             Err(response_deadline::Elapsed) => {
                 Err(SendError::Timeout(self.response_deadlines.timeout()))
