@@ -425,16 +425,32 @@ impl Upstream {
     /// connection the apiserver closed as the request went out fails that
     /// way, and the request had no effect (Go's client does the same).
     pub async fn send(&self, req: Request<Body>) -> Result<Response<ResponseBody>, SendError> {
+        let copy = resendable(&req).then(|| (req.uri().clone(), req.headers().clone()));
+        self.send_resending(req, copy.map(|c| move || c)).await
+    }
+
+    /// Like [`Upstream::send`], but a request sent again (a bodyless read a
+    /// connection closed on before answering) gets its URI and headers from
+    /// `again`, called only then: the caller makes them again from what it
+    /// still holds, where a copy kept for a retry that almost never comes
+    /// cost every request ~0.8k instructions.
+    pub async fn send_or_remake(
+        &self,
+        req: Request<Body>,
+        again: impl FnOnce() -> (Uri, HeaderMap),
+    ) -> Result<Response<ResponseBody>, SendError> {
+        let resend = resendable(&req);
+        self.send_resending(req, resend.then_some(again)).await
+    }
+
+    async fn send_resending(
+        &self,
+        req: Request<Body>,
+        again: Option<impl FnOnce() -> (Uri, HeaderMap)>,
+    ) -> Result<Response<ResponseBody>, SendError> {
         self.check_ca();
         let clients = self.clients.load_full();
-        let again = resendable(&req).then(|| {
-            let mut r = Request::new(empty_body());
-            *r.method_mut() = req.method().clone();
-            *r.uri_mut() = req.uri().clone();
-            *r.version_mut() = req.version();
-            *r.headers_mut() = req.headers().clone();
-            r
-        });
+        let (method, version) = (req.method().clone(), req.version());
         let first = self
             .response_deadlines
             .bound(clients.client.send(req))
@@ -444,12 +460,13 @@ impl Upstream {
                 tracing::debug!(
                     "upstream connection closed before an answer: sending the request again"
                 );
-                let again = again.expect("checked");
-                self.answered(
-                    self.response_deadlines
-                        .bound(clients.client.send(again))
-                        .await,
-                )
+                let (uri, headers) = again.expect("checked")();
+                let mut r = Request::new(empty_body());
+                *r.method_mut() = method;
+                *r.uri_mut() = uri;
+                *r.version_mut() = version;
+                *r.headers_mut() = headers;
+                self.answered(self.response_deadlines.bound(clients.client.send(r)).await)
             }
             r => r,
         }
