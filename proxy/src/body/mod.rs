@@ -142,27 +142,40 @@ where
         }
     }
     let taken = held.bytes();
-    // Of known length: allocated once, never doubled past what was taken.
-    let mut out = bytes::BytesMut::with_capacity(hint.exact().unwrap_or(0) as usize);
+    // A body that comes in one frame (most answers) is that frame: no
+    // copy. A second frame starts the copy, allocated once for a body of
+    // known length, never doubled past what was taken.
+    let mut first: Option<Bytes> = None;
+    let mut out = bytes::BytesMut::new();
     while let Some(f) = b.frame().await {
         let f = f.map_err(|e| HeldCollectError::Io(e.into().to_string()))?;
         let Ok(data) = f.into_data() else { continue };
-        if out.len() + data.len() > limit {
+        let len = first.as_ref().map_or(out.len(), Bytes::len);
+        if len + data.len() > limit {
             return Err(HeldCollectError::TooLarge(limit));
         }
-        let need = (out.len() + data.len()) * factor;
+        let need = (len + data.len()) * factor;
         if need > taken {
             if let Err(r) = held.set(need, deadline).await {
                 if r == Refusal::Busy {
-                    drop(out);
+                    drop((first, out));
                     drain(b.as_mut(), limit).await;
                 }
                 return Err(HeldCollectError::Budget(r));
             }
         }
+        if first.is_none() && out.is_empty() {
+            first = Some(data);
+            continue;
+        }
+        if let Some(f) = first.take() {
+            let known = hint.exact().unwrap_or(0) as usize;
+            out.reserve(known.max(f.len() + data.len()));
+            out.extend_from_slice(&f);
+        }
         out.extend_from_slice(&data);
     }
-    Ok(out.freeze())
+    Ok(first.unwrap_or_else(|| out.freeze()))
 }
 
 /// Reads and drops the rest of a body refused while busy (within the
@@ -379,5 +392,60 @@ impl<B: Received> Lines<B> {
                 None => return Ok(None),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A body of these frames, of unknown length.
+    fn frames(parts: &[&'static [u8]]) -> impl http_body::Body<Data = Bytes, Error = BoxError> {
+        let items: Vec<Result<Frame<Bytes>, BoxError>> = parts
+            .iter()
+            .map(|p| Ok(Frame::data(Bytes::from_static(p))))
+            .collect();
+        StreamBody::new(stream::iter(items))
+    }
+
+    #[tokio::test]
+    async fn a_body_of_one_frame_is_that_frame_uncopied() {
+        let b = budget::budget();
+        let mut held = b.empty();
+        let frame = Bytes::from_static(b"{\"kind\":\"Foo\"}");
+        let got = collect_held(Full::new(frame.clone()), 100, 2, &mut held, b.deadline())
+            .await
+            .unwrap();
+        assert_eq!(got, frame);
+        assert_eq!(got.as_ptr(), frame.as_ptr(), "the frame itself, not a copy");
+        assert_eq!(held.bytes(), 2 * frame.len());
+    }
+
+    #[tokio::test]
+    async fn frames_are_joined_in_order_and_held_twice() {
+        let b = budget::budget();
+        let mut held = b.empty();
+        let got = collect_held(
+            frames(&[b"ab", b"", b"cde", b"f"]),
+            100,
+            2,
+            &mut held,
+            b.deadline(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(&got[..], b"abcdef");
+        assert_eq!(held.bytes(), 12);
+    }
+
+    #[tokio::test]
+    async fn a_body_past_the_limit_is_refused_whether_in_one_frame_or_more() {
+        let b = budget::budget();
+        let mut held = b.empty();
+        let one = collect_held(frames(&[b"abcdef"]), 5, 1, &mut held, b.deadline()).await;
+        assert!(matches!(one, Err(HeldCollectError::TooLarge(5))));
+        let mut held = b.empty();
+        let two = collect_held(frames(&[b"abc", b"def"]), 5, 1, &mut held, b.deadline()).await;
+        assert!(matches!(two, Err(HeldCollectError::TooLarge(5))));
     }
 }

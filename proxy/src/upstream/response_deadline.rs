@@ -82,46 +82,67 @@ impl Deadlines {
         self.timeout
     }
 
-    /// `f`'s output, or [`Elapsed`] once the limit has passed.
-    pub(super) async fn bound<F: Future>(&self, f: F) -> Result<F::Output, Elapsed> {
-        let mut f = std::pin::pin!(f);
-        let mut slot = Slot {
-            shared: &self.shared,
-            key: None,
-        };
-        std::future::poll_fn(|cx| {
-            if let Poll::Ready(v) = f.as_mut().poll(cx) {
-                return Poll::Ready(Ok(v));
-            }
-            let mut table = self.shared.lock();
-            match slot.key {
-                None => {
-                    // The tick now may be up to one period old: one more
-                    // makes the wait at least the limit.
-                    let due = self.shared.tick.load(Ordering::Relaxed) + self.ticks + 1;
-                    slot.key = Some(table.waits.insert(Wait {
-                        due,
-                        waker: cx.waker().clone(),
-                        fired: false,
-                    }));
-                    if table.sweeper.as_ref().is_none_or(|h| h.is_finished()) {
-                        table.sweeper = Some(tokio::spawn(sweep(Arc::downgrade(&self.shared))));
-                    }
-                    Poll::Pending
+    /// `f`'s output, or [`Elapsed`] once the limit has passed. A future of
+    /// its own, not an `async fn`: `f` (hyper's send, kilobytes) is moved
+    /// once into it, where each `async` layer copied it again.
+    pub(super) fn bound<F: Future>(&self, f: F) -> Bound<'_, F> {
+        Bound {
+            f,
+            deadlines: self,
+            slot: Slot {
+                shared: &self.shared,
+                key: None,
+            },
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// [`Deadlines::bound`]'s future.
+    pub(super) struct Bound<'a, F> {
+        #[pin]
+        f: F,
+        deadlines: &'a Deadlines,
+        slot: Slot<'a>,
+    }
+}
+
+impl<F: Future> Future for Bound<'_, F> {
+    type Output = Result<F::Output, Elapsed>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(v) = this.f.poll(cx) {
+            return Poll::Ready(Ok(v));
+        }
+        let d = *this.deadlines;
+        let mut table = d.shared.lock();
+        match this.slot.key {
+            None => {
+                // The tick now may be up to one period old: one more makes
+                // the wait at least the limit.
+                let due = d.shared.tick.load(Ordering::Relaxed) + d.ticks + 1;
+                this.slot.key = Some(table.waits.insert(Wait {
+                    due,
+                    waker: cx.waker().clone(),
+                    fired: false,
+                }));
+                if table.sweeper.as_ref().is_none_or(|h| h.is_finished()) {
+                    table.sweeper = Some(tokio::spawn(sweep(Arc::downgrade(&d.shared))));
                 }
-                Some(k) => {
-                    let w = &mut table.waits[k];
-                    if w.fired {
-                        return Poll::Ready(Err(Elapsed));
-                    }
-                    if !w.waker.will_wake(cx.waker()) {
-                        w.waker = cx.waker().clone();
-                    }
-                    Poll::Pending
-                }
+                Poll::Pending
             }
-        })
-        .await
+            Some(k) => {
+                let w = &mut table.waits[k];
+                if w.fired {
+                    return Poll::Ready(Err(Elapsed));
+                }
+                if !w.waker.will_wake(cx.waker()) {
+                    w.waker = cx.waker().clone();
+                }
+                Poll::Pending
+            }
+        }
     }
 }
 

@@ -18,9 +18,10 @@ use http::{Method, Request, Response, StatusCode, Uri};
 use http_body::Body as _;
 use http_body_util::BodyExt;
 
-use super::{errors, Forward};
+use super::{errors, headers, Forward};
 use crate::body::full;
 use crate::body::Body;
+use crate::rewrite::Engine;
 use crate::serve::status::Failure;
 use crate::upstream::ResponseBody;
 
@@ -42,9 +43,32 @@ pub(crate) fn lend(fwd: &Forward, incoming: &HeaderMap, out: &mut HeaderMap) -> 
     own
 }
 
+/// The caller's request as `forward` read it, to make the headers it sent
+/// upstream again if a connection closes on it before answering (see
+/// [`Remake::headers`]).
+pub(crate) struct Remake<'a> {
+    pub engine: &'a Engine,
+    /// The caller's headers.
+    pub incoming: &'a HeaderMap,
+}
+
+impl Remake<'_> {
+    /// The headers `forward` sends for a request that is not an upgrade:
+    /// those forwarded, with the credential `lend` put in. Only a bodyless
+    /// read is ever sent again, and the body layer changes no header of
+    /// one; a credential `lend` put in is the one sent only when it cannot
+    /// change, so [`send`] remakes only then.
+    fn headers(&self, fwd: &Forward) -> HeaderMap {
+        let mut h = headers::request(fwd, self.engine, self.incoming, false);
+        lend(fwd, self.incoming, &mut h);
+        h
+    }
+}
+
 /// Sends a request upstream. With regroup's own credential, taken fresh
 /// from the vault; a 401 invalidates it and the request is sent again once
-/// with a fresh one when it can be.
+/// with a fresh one when it can be. `remake`: how to make the request's
+/// headers again (`forward`'s requests), else a copy is kept for a resend.
 pub(crate) async fn send(
     fwd: &Forward,
     method: &Method,
@@ -52,6 +76,7 @@ pub(crate) async fn send(
     mut headers: HeaderMap,
     body: Body,
     own: bool,
+    remake: Option<Remake<'_>>,
 ) -> Result<Response<ResponseBody>, Failure> {
     // Set part by part: the builder checks (and copies) what is already
     // a valid method and URI.
@@ -65,7 +90,16 @@ pub(crate) async fn send(
     if !own || fwd.upstream.credential_is_fixed() {
         // The caller's own, or regroup's that never changes: `lend` put it
         // in, and a 401 would be answered the same again.
-        return send_once(fwd, request(uri, headers, body)).await;
+        let Some(remake) = remake else {
+            return send_once(fwd, request(uri, headers, body)).await;
+        };
+        let again_uri = uri.clone();
+        let again = move || (again_uri, remake.headers(fwd));
+        return fwd
+            .upstream
+            .send_or_remake(request(uri, headers, body), again)
+            .await
+            .map_err(|e| errors::upstream(fwd.listener, &e));
     }
     let generation = apply_credential(fwd, &mut headers).await?;
     let retry = generation.is_some() && fwd.upstream.can_refresh();

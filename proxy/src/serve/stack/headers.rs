@@ -21,7 +21,7 @@ static HOP_BY_HOP: [HeaderName; 7] = [
     header::UPGRADE,
 ];
 
-fn is_hop_by_hop(name: &HeaderName) -> bool {
+pub(crate) fn is_hop_by_hop(name: &HeaderName) -> bool {
     // One match on the (always lowercase) name: the compiler switches on
     // its length first, where comparing with each of the seven reads the
     // custom names' bytes.

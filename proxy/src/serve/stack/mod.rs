@@ -237,7 +237,12 @@ pub(crate) async fn forward(
     };
     let resp = match next {
         Next::Send(o, body) => {
-            credentials::send(fwd, &o.method, o.uri, o.headers, body, o.own).await?
+            let remake = credentials::Remake {
+                engine: &x.engine,
+                incoming: &parts.headers,
+            };
+            let (uri, headers) = (o.uri, o.headers);
+            credentials::send(fwd, &o.method, uri, headers, body, o.own, Some(remake)).await?
         }
         Next::Answered(resp) => resp,
     };

@@ -118,6 +118,7 @@ pub(crate) async fn serve(
             get_headers.clone(),
             full(Bytes::new()),
             own,
+            None,
         )
         .await?;
         if current.status() == StatusCode::NOT_FOUND
@@ -146,7 +147,7 @@ pub(crate) async fn serve(
         let bytes = to_bytes(&patch);
         let mut h = headers.clone();
         h.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-        let written = send(fwd, &Method::PATCH, uri.clone(), h, full(bytes), own).await?;
+        let written = send(fwd, &Method::PATCH, uri.clone(), h, full(bytes), own, None).await?;
         if written.status() == StatusCode::CONFLICT && !pinned && attempt < ATTEMPTS {
             tracing::debug!(
                 attempt,
@@ -373,6 +374,7 @@ async fn read_modify_write(
             get_headers.clone(),
             empty,
             own,
+            None,
         );
         let current = current.await?;
         if !current.status().is_success() {
@@ -394,7 +396,16 @@ async fn read_modify_write(
         let bytes = to_bytes(&patched);
         let mut h = put_headers.clone();
         h.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-        let written = send(fwd, &Method::PUT, put_uri.clone(), h, full(bytes), own).await?;
+        let written = send(
+            fwd,
+            &Method::PUT,
+            put_uri.clone(),
+            h,
+            full(bytes),
+            own,
+            None,
+        )
+        .await?;
         if written.status() == StatusCode::CONFLICT && !pinned && attempt < ATTEMPTS {
             tracing::debug!(
                 attempt,

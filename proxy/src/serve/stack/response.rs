@@ -22,17 +22,14 @@ pub(crate) async fn rename(
     resp: Response<ResponseBody>,
 ) -> Result<Response<Body>, Failure> {
     let (mut parts, body) = resp.into_parts();
-    // `Content-Type` looked up once: what it means, and whether regroup
-    // can't rename it (neither changes below).
-    let content_type = parts.headers.get(header::CONTENT_TYPE).map(|v| v.to_str());
-    let media = match content_type {
-        None => MediaType::Unspecified,
-        Some(Ok(s)) => MediaType::parse(Some(s)),
-        Some(Err(_)) => MediaType::Other,
-    };
-    let unrenamable = matches!(content_type, Some(Ok(s)) if media::unrenamable(s));
-    headers::strip_hop_by_hop(&mut parts.headers);
-    headers::response(fwd, &x.engine, &mut parts.headers);
+    let seen = Seen::of(&parts.headers);
+    let media = seen.media;
+    if seen.hop_by_hop {
+        headers::strip_hop_by_hop(&mut parts.headers);
+    }
+    if seen.renamed {
+        headers::response(fwd, &x.engine, &mut parts.headers);
+    }
     let success = parts.status.is_success();
     let openapi = openapi::is_openapi(x.caller_path());
     if openapi && success {
@@ -49,13 +46,15 @@ pub(crate) async fn rename(
     }
     match media.response_wire() {
         Wire::Unrenamable => return Err(errors::unrenamable_answer()),
-        _ if unrenamable => return Err(errors::unrenamable_answer()),
+        _ if seen.unrenamable => return Err(errors::unrenamable_answer()),
         Wire::Opaque => return Ok(Response::from_parts(parts, pass(body))),
         _ => {}
     }
-    etag::tag(&x.engine, &mut parts.headers);
+    if seen.etag {
+        etag::tag(&x.engine, &mut parts.headers);
+    }
     let amendments = looking_at(&fwd.amendments, &x.info);
-    let gzip = is_gzip(&parts.headers);
+    let gzip = seen.gzip;
     let answer = Answer {
         parts,
         body,
@@ -95,7 +94,138 @@ pub(crate) async fn rename(
 /// read's worth (hyper reads at most this much at a time).
 const ADMISSION: usize = 64 << 10;
 
-fn is_gzip(h: &HeaderMap) -> bool {
-    h.get(header::CONTENT_ENCODING)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"))
+/// What the response step reads of the upstream's headers, found in one
+/// pass over them: each `get` or `remove` hashes its name, and most
+/// answers carry none of the headers regroup edits.
+#[derive(Debug, PartialEq)]
+struct Seen {
+    /// What the (first) `Content-Type` means.
+    media: MediaType,
+    /// A `Content-Type` regroup can't rename (CBOR, ...).
+    unrenamable: bool,
+    /// The first `Content-Encoding` is gzip.
+    gzip: bool,
+    /// A hop-by-hop header to remove.
+    hop_by_hop: bool,
+    /// A `Warning` or `Location` (names groups: renamed).
+    renamed: bool,
+    /// An `ETag` (tagged).
+    etag: bool,
+}
+
+impl Seen {
+    fn of(h: &HeaderMap) -> Seen {
+        let mut content_type = None;
+        let mut encoding = None;
+        let (mut hop_by_hop, mut renamed, mut etag) = (false, false, false);
+        for (name, value) in h {
+            if name == header::CONTENT_TYPE {
+                content_type.get_or_insert(value);
+            } else if name == header::CONTENT_ENCODING {
+                encoding.get_or_insert(value);
+            } else if name == header::WARNING || name == header::LOCATION {
+                renamed = true;
+            } else if name == header::ETAG {
+                etag = true;
+            } else if headers::is_hop_by_hop(name) {
+                hop_by_hop = true;
+            }
+        }
+        let content_type = content_type.map(|v| v.to_str());
+        let media = match content_type {
+            None => MediaType::Unspecified,
+            Some(Ok(s)) => MediaType::parse(Some(s)),
+            Some(Err(_)) => MediaType::Other,
+        };
+        // Only these can be a type regroup can't rename (JSON, YAML never).
+        let maybe = matches!(
+            media,
+            MediaType::Cbor | MediaType::CborSeq | MediaType::Protobuf | MediaType::Other
+        );
+        Seen {
+            media,
+            unrenamable: maybe && matches!(content_type, Some(Ok(s)) if media::unrenamable(s)),
+            gzip: encoding.is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip")),
+            hop_by_hop,
+            renamed,
+            etag,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    fn seen(pairs: &[(&'static str, &'static str)]) -> Seen {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_static(v));
+        }
+        Seen::of(&h)
+    }
+
+    #[test]
+    fn a_plain_json_answer_needs_no_header_edit() {
+        let s = seen(&[
+            ("content-type", "application/json"),
+            ("content-length", "921"),
+            ("date", "x"),
+            ("audit-id", "y"),
+        ]);
+        assert_eq!(
+            s,
+            Seen {
+                media: MediaType::Json,
+                unrenamable: false,
+                gzip: false,
+                hop_by_hop: false,
+                renamed: false,
+                etag: false,
+            }
+        );
+    }
+
+    #[test]
+    fn each_header_the_step_edits_is_seen() {
+        let s = seen(&[
+            ("connection", "keep-alive"),
+            ("warning", "299 - \"x\""),
+            ("etag", "\"1\""),
+            ("content-encoding", "GZIP"),
+            ("content-encoding", "br"),
+        ]);
+        assert_eq!(s.media, MediaType::Unspecified);
+        assert!(s.hop_by_hop && s.renamed && s.etag && s.gzip);
+        assert!(seen(&[("location", "/apis/x")]).renamed);
+        assert!(seen(&[("transfer-encoding", "chunked")]).hop_by_hop);
+        // The first Content-Encoding decides, as a lookup by name did.
+        assert!(!seen(&[("content-encoding", "br"), ("content-encoding", "gzip")]).gzip);
+    }
+
+    #[test]
+    fn unrenamable_types_are_found_as_before() {
+        for (ct, refused) in [
+            ("application/json", false),
+            ("application/json;as=Table;v=v1;g=meta.k8s.io", false),
+            ("application/yaml", false),
+            ("application/cbor", true),
+            ("application/cbor-seq", true),
+            ("application/com.github.proto-openapi.spec.v3@v1.0+protobuf", true),
+            ("application/vnd.kubernetes.protobuf", false),
+            (
+                "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+                true,
+            ),
+            ("text/plain", false),
+        ] {
+            let s = seen(&[("content-type", ct)]);
+            assert_eq!(s.unrenamable, refused, "{ct}");
+            assert_eq!(s.unrenamable, media::unrenamable(ct), "{ct}");
+            // The first Content-Type decides.
+            let two = seen(&[("content-type", ct), ("content-type", "application/cbor")]);
+            assert_eq!(two.unrenamable, refused, "{ct}");
+        }
+    }
 }
