@@ -389,11 +389,16 @@ impl<'i> Members<'i> {
         }
     }
 
-    /// True when member `i` (`0..len`) is named `name`, compared as
-    /// bytes.
+    /// The name of member `i` (`0..len`), decoded when it has an escape.
     #[inline]
-    pub fn name_is(&self, i: usize, name: &str) -> bool {
-        i < self.n && self.is_named(self.first + i, name.as_bytes())
+    pub fn name_at(&self, i: usize) -> &[u8] {
+        match &self.keys {
+            Some(keys) => keys[i].as_bytes(),
+            None => {
+                let e = &self.tape.entries[self.first + i];
+                &self.input.as_bytes()[e.key.0 as usize + 1..e.key.1 as usize - 1]
+            }
+        }
     }
 
     /// The value of member `i` (`0..len`).

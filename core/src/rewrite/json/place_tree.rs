@@ -8,8 +8,6 @@
 //! where the place ends suffices, and the tree goes on past a value only
 //! while some place below would.
 
-use regroup_config::field_path::Step;
-
 use super::{JsonRewriter, RewriteError};
 use crate::rewrite::catalog::{PlaceTree, Visit};
 use crate::rewrite::raw::{Raw, Walk};
@@ -59,30 +57,22 @@ impl JsonRewriter<'_> {
         if !(always || (where_named && named) || hidden_ok) {
             return Ok(());
         }
-        let step = |c: &usize| &tree.nodes[*c].step;
-        if node
-            .children
-            .iter()
-            .any(|c| matches!(step(c), Step::Key(_)))
-        {
+        if node.key_lengths != 0 {
             if let Some(ms) = w.members(raw)? {
                 for i in 0..ms.len() {
-                    for c in &node.children {
-                        let Step::Key(k) = step(c) else { continue };
-                        if !ms.name_is(i, k) {
-                            continue;
-                        }
-                        if let Some(v) = ms.value_at(i) {
-                            self.places_in(w, v, tree, *c, hidden_ok, excluded, found)?;
-                        }
+                    let Some(c) = node.key_child(ms.name_at(i)) else {
+                        continue;
+                    };
+                    if let Some(v) = ms.value_at(i) {
+                        self.places_in(w, v, tree, c, hidden_ok, excluded, found)?;
                     }
                 }
             }
         }
-        if let Some(c) = node.children.iter().find(|c| *step(c) == Step::Each) {
+        if let Some(c) = node.each {
             if let Some(es) = w.elements(raw)? {
                 for e in es.iter() {
-                    self.places_in(w, e, tree, *c, hidden_ok, excluded, found)?;
+                    self.places_in(w, e, tree, c, hidden_ok, excluded, found)?;
                 }
             }
         }
