@@ -8,7 +8,7 @@ use crate::rewrite::raw::Raw;
 use super::JsonRewriter;
 use crate::rewrite::catalog::Catalog;
 use crate::rewrite::error::RewriteError;
-use crate::rewrite::raw::{quote_owned, string, Walk};
+use crate::rewrite::raw::{quote_owned, Walk};
 
 impl JsonRewriter<'_> {
     /// The heuristic: string values of keys named `apiGroup`/`apiVersion`
@@ -30,6 +30,12 @@ impl JsonRewriter<'_> {
             for (k, child) in ms.iter() {
                 let child: Raw<'i> = child;
                 let k = k.0.as_ref();
+                // A scalar matters only under one of the two keys; the
+                // bounds below are about the others' containers.
+                let reference = matches!(k, "apiVersion" | "apiGroup");
+                if !reference && !is_container(child) {
+                    continue;
+                }
                 if (depth == 0 && embedded.contains(&k))
                     || Catalog::reference_keys_skip(kind, parent, depth, k)
                 {
@@ -39,13 +45,15 @@ impl JsonRewriter<'_> {
                 // catalog place already renamed (an object's own
                 // `apiVersion`) is left: `finish` would drop a second edit
                 // of the same bytes anyway.
-                if matches!(k, "apiVersion" | "apiGroup") && w.replaced_lately(child) {
+                if reference && w.replaced_lately(child) {
                     continue;
                 }
                 let mapped = match k {
-                    "apiVersion" => string(child)?
+                    "apiVersion" => ms
+                        .string(child)?
                         .and_then(|s| self.map.map_api_version_by_reference_key(&s, self.dir)),
-                    "apiGroup" => string(child)?
+                    "apiGroup" => ms
+                        .string(child)?
                         .and_then(|s| self.map.map_group_by_reference_key(&s, self.dir)),
                     _ => None,
                 };
