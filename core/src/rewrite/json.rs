@@ -258,7 +258,7 @@ impl<'a> JsonRewriter<'a> {
         // if each place were walked on its own.
         let mut found = std::mem::take(&mut w.found);
         found.clear();
-        self.places_in(w, raw, tree, 0, true, excluded, &mut found)?;
+        self.places_in(w, raw, tree, 0, true, excluded, &mut found, Some(&ms))?;
         found.sort_by_key(|(at, _)| *at);
         let mut next = 0;
         let mut embedded: Vec<&str> = Vec::new();
@@ -298,7 +298,7 @@ impl<'a> JsonRewriter<'a> {
             }
         }
         w.found = found;
-        self.reference_keys(w, raw, kind, None, 0, &embedded)
+        self.reference_keys(w, raw, kind, None, 0, &embedded, Some(&ms))
     }
 
     /// The group (app names) and kind whose places apply to an object of
