@@ -12,6 +12,8 @@
 # The example is built with `cargo build --release -p regroup-core
 # --example json_walk` (done here). JSON_WALK_KEEP=DIR keeps the N2 run's
 # callgrind output there, for `callgrind_annotate --inclusive=yes`.
+# JSON_WALK_BIN=PATH runs another build of the example (a before/after in
+# one session: copy target/release/examples/json_walk aside first).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N1=${1:-200}
@@ -19,8 +21,12 @@ N2=${2:-2200}
 BODY=${3:-$ROOT/testdata/kube-1.24/renamed/027-get-foo-json/response.body}
 GROUP=${4:-samplecontroller.k8s.io}
 KIND=${5:-Foo}
-(cd "$ROOT" && cargo build --release -q -p regroup-core --example json_walk)
-BIN=$ROOT/target/release/examples/json_walk
+if [ -n "${JSON_WALK_BIN:-}" ]; then
+  BIN=$JSON_WALK_BIN
+else
+  (cd "$ROOT" && cargo build --release -q -p regroup-core --example json_walk)
+  BIN=$ROOT/target/release/examples/json_walk
+fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 count() {

@@ -7,6 +7,9 @@
 //!
 //! With `JSON_WALK_NAMES` set, the rules have `names:` with its default
 //! kinds (the search for those kinds then runs on every body).
+//! `JSON_WALK_RULE=FROM=TO` maps another group than the default
+//! `samplecontroller.k8s.io=samplecontroller.team1.example.com` (a rule
+//! whose names the body lacks measures the pre-check alone).
 //!
 //! `bench/json_walk.sh` runs it twice under callgrind and prints
 //! instructions per byte: (count(N2) - count(N1)) / ((N2 - N1) * bytes).
@@ -37,10 +40,13 @@ fn main() {
         .unwrap_or_else(|| "samplecontroller.k8s.io".into());
     let kind = args.next().unwrap_or_else(|| "Foo".into());
     let body = std::fs::read(&path).expect("the body");
+    let rule = std::env::var("JSON_WALK_RULE")
+        .unwrap_or_else(|_| "samplecontroller.k8s.io=samplecontroller.team1.example.com".into());
+    let (from, to) = rule.split_once('=').expect("JSON_WALK_RULE=FROM=TO");
     let map = GroupMap::new(vec![MapRule {
         rule: Rule::Exact {
-            from: "samplecontroller.k8s.io".into(),
-            to: "samplecontroller.team1.example.com".into(),
+            from: from.into(),
+            to: to.into(),
         },
         reference_keys: true,
     }])

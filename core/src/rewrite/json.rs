@@ -18,7 +18,7 @@ use serde_json::Value as Json;
 
 use super::catalog::{self, Catalog, RefMembers, Slot};
 use super::names::NameIndex;
-use super::raw::{member, quote, quote_owned, string, Members, Walk};
+use super::raw::{member, plain_or_string, quote, quote_owned, string, Members, Walk};
 
 pub(crate) use super::error::malformed;
 pub use super::error::RewriteError;
@@ -151,7 +151,7 @@ impl<'a> JsonRewriter<'a> {
         if found.as_ref().is_some_and(Vec::is_empty) && !self.may_hide(input) {
             return Ok(None);
         }
-        let text = std::str::from_utf8(input).map_err(malformed)?;
+        let text = utf8(input)?;
         let (mut walk, root) = Walk::parse(text)?;
         walk.force = force;
         if let Some(found) = found {
@@ -258,7 +258,7 @@ impl<'a> JsonRewriter<'a> {
         // if each place were walked on its own.
         let mut found = std::mem::take(&mut w.found);
         found.clear();
-        self.places_in(w, raw, tree, 0, true, excluded, &mut found)?;
+        self.places_in(w, raw, tree, 0, true, excluded, &mut found, Some(&ms))?;
         found.sort_by_key(|(at, _)| *at);
         let mut next = 0;
         let mut embedded: Vec<&str> = Vec::new();
@@ -298,7 +298,7 @@ impl<'a> JsonRewriter<'a> {
             }
         }
         w.found = found;
-        self.reference_keys(w, raw, kind, None, 0, &embedded)
+        self.reference_keys(w, raw, kind, None, 0, &embedded, Some(&ms))
     }
 
     /// The group (app names) and kind whose places apply to an object of
@@ -592,7 +592,7 @@ impl<'a> JsonRewriter<'a> {
     }
 
     fn value<'i>(&self, w: &mut Walk<'i>, raw: Raw<'i>, form: Form) -> Result<(), RewriteError> {
-        let Some(s) = string(raw)? else {
+        let Some(s) = plain_or_string(w.escapes, raw)? else {
             return Ok(());
         };
         if matches!(form, Form::MetadataKey | Form::LabelSelector | Form::Cel) {
@@ -681,7 +681,7 @@ pub(crate) fn requirement_form(key: &str) -> Option<Form> {
 fn type_of<'t>(ms: &Members<'t>, hint: Option<&TypeOf<'t>>) -> Result<TypeOf<'t>, RewriteError> {
     let str_of = |k: &str| -> Result<Option<Cow<'t, str>>, RewriteError> {
         Ok(match member(ms, k) {
-            Some(v) => string(v)?,
+            Some(v) => ms.string(v)?,
             None => None,
         })
     };
@@ -700,6 +700,12 @@ fn type_of<'t>(ms: &Members<'t>, hint: Option<&TypeOf<'t>>) -> Result<TypeOf<'t>
         });
     }
     Ok(ty)
+}
+
+/// `input` as text, or the refusal std's `from_utf8` words (simdutf8's
+/// fast check says only whether the bytes are UTF-8).
+fn utf8(input: &[u8]) -> Result<&str, RewriteError> {
+    simdutf8::basic::from_utf8(input).or_else(|_| std::str::from_utf8(input).map_err(malformed))
 }
 
 /// A typed list's items omit apiVersion/kind: the list's kind without

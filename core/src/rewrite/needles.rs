@@ -1,53 +1,123 @@
-//! A fixed set of byte patterns and the cheapest searches for it. "Is any
-//! here?" is one Aho-Corasick pass, which skips ahead with its prefilter
-//! and stops at the first occurrence. "Where are they all?" must report
-//! overlapping occurrences, which the automaton does byte by byte; a
-//! configuration usually maps one to three groups, so the name index holds
-//! two to seven patterns, and searching them one by one with `memchr`'s
-//! vectorized `memmem` costs a few hundred instructions per pattern over a
-//! 1 KB body against several thousand for the automaton
-//! (docs/performance.md). Beyond [`FEW`] patterns the passes add up, and the
-//! automaton finds them all.
+//! A fixed set of byte patterns and the cheapest searches for it.
+//!
+//! Both questions, "is any here?" and "where are they all?", are answered
+//! by one pass of `aho-corasick`'s packed searcher (Teddy): it looks for
+//! the first bytes of every pattern at once, 16 or 32 bytes a step, and
+//! verifies the few candidates. It reports leftmost matches without
+//! overlaps, so the search for all of them restarts one byte past each
+//! occurrence's start and checks every pattern there: every occurrence,
+//! overlapping ones included. A configuration maps one to three groups, so
+//! the index holds two to seven patterns, the packed searcher's strength.
+//! Measured (bench/json_walk_cases.sh, docs/performance-walk.md) against
+//! one `memmem` pass per pattern, which read the body once per pattern,
+//! and against the automaton's own prefilter, which skips well only when
+//! every pattern's first byte is rare in JSON (`wardle`, not
+//! `samplecontroller`).
+//!
+//! Where the packed searcher cannot be built (no SIMD on the target, more
+//! patterns than it takes), up to [`FEW`] patterns are searched one by
+//! one with `memchr`'s `memmem` and more by the automaton.
 
-use aho_corasick::AhoCorasick;
+use aho_corasick::packed::{self, MatchKind};
+use aho_corasick::{AhoCorasick, Span};
 use memchr::memmem::Finder;
 
-/// Up to this many patterns are searched one by one.
+/// Up to this many patterns are searched one by one when the packed
+/// searcher is not available.
 const FEW: usize = 8;
+
+/// How a [`Needles`] searches.
+enum Search {
+    /// One packed pass; the patterns, shortest first, are checked at each
+    /// occurrence's start.
+    Packed {
+        searcher: packed::Searcher,
+        patterns: Vec<Vec<u8>>,
+    },
+    /// One `memmem` pass per pattern.
+    Each(Vec<Finder<'static>>),
+    /// The automaton, for many patterns.
+    Automaton,
+}
 
 /// Patterns, searched for whole occurrences anywhere in a haystack.
 pub struct Needles {
     automaton: AhoCorasick,
-    /// One finder per pattern, when there are few.
-    each: Option<Vec<Finder<'static>>>,
+    search: Search,
 }
 
 impl Needles {
     /// The search for `patterns`.
     pub fn new<S: AsRef<[u8]>>(patterns: &[S]) -> Needles {
-        let few = patterns.len() <= FEW && patterns.iter().all(|p| !p.as_ref().is_empty());
-        Needles {
-            automaton: AhoCorasick::new(patterns).expect("patterns build an automaton"),
-            each: few.then(|| {
+        Needles::build(patterns, true)
+    }
+
+    /// The search for `patterns`, the packed searcher only when `packed`
+    /// (the tests hold the other searches to the same answers).
+    fn build<S: AsRef<[u8]>>(patterns: &[S], packed: bool) -> Needles {
+        let nonempty = patterns.iter().all(|p| !p.as_ref().is_empty());
+        let packed = (packed && nonempty)
+            .then(|| {
+                packed::Config::new()
+                    .match_kind(MatchKind::LeftmostFirst)
+                    .builder()
+                    .extend(patterns)
+                    .build()
+            })
+            .flatten();
+        let search = match packed {
+            Some(searcher) => {
+                let mut patterns: Vec<Vec<u8>> =
+                    patterns.iter().map(|p| p.as_ref().to_vec()).collect();
+                // Shortest first: the occurrences of one start come out
+                // sorted by end.
+                patterns.sort_by_key(Vec::len);
+                Search::Packed { searcher, patterns }
+            }
+            None if nonempty && patterns.len() <= FEW => Search::Each(
                 patterns
                     .iter()
                     .map(|p| Finder::new(p.as_ref()).into_owned())
-                    .collect()
-            }),
+                    .collect(),
+            ),
+            None => Search::Automaton,
+        };
+        Needles {
+            automaton: AhoCorasick::new(patterns).expect("patterns build an automaton"),
+            search,
         }
     }
 
     /// True when any pattern occurs in `hay`.
     pub fn is_match(&self, hay: impl AsRef<[u8]>) -> bool {
-        self.automaton.is_match(hay.as_ref())
+        let hay = hay.as_ref();
+        match &self.search {
+            Search::Packed { searcher, .. } => searcher.find(hay).is_some(),
+            _ => self.automaton.is_match(hay),
+        }
     }
 
     /// Every occurrence of every pattern, overlapping ones included, as
     /// `(start, end)` byte ranges sorted by start, then end.
     pub fn find_all(&self, hay: &[u8]) -> Vec<(usize, usize)> {
         let mut found = Vec::new();
-        match &self.each {
-            Some(finders) => {
+        match &self.search {
+            Search::Packed { searcher, patterns } => {
+                let mut at = 0;
+                while let Some(m) = searcher.find_in(hay, Span::from(at..hay.len())) {
+                    let start = m.start();
+                    for p in patterns {
+                        if hay[start..].starts_with(p) {
+                            found.push((start, start + p.len()));
+                        }
+                    }
+                    at = start + 1;
+                }
+                // Already sorted: starts rise, and one start's patterns
+                // are tried shortest first.
+                return found;
+            }
+            Search::Each(finders) => {
                 for f in finders {
                     let len = f.needle().len();
                     let mut at = 0;
@@ -57,7 +127,7 @@ impl Needles {
                     }
                 }
             }
-            None => found.extend(
+            Search::Automaton => found.extend(
                 self.automaton
                     .find_overlapping_iter(hay)
                     .map(|m| (m.start(), m.end())),
@@ -90,38 +160,52 @@ mod tests {
 
     #[test]
     fn overlapping_and_self_overlapping_occurrences_are_all_found() {
-        let n = Needles::new(&["aa", "ab", "\\u"]);
-        assert!(n.each.is_some());
-        assert_eq!(n.find_all(b"aaab\\u"), vec![(0, 2), (1, 3), (2, 4), (4, 6)]);
-        assert!(n.is_match("xab"));
-        assert!(!n.is_match("a b"));
+        for packed in [true, false] {
+            let n = Needles::build(&["aa", "ab", "\\u"], packed);
+            assert_eq!(matches!(n.search, Search::Packed { .. }), packed);
+            assert_eq!(n.find_all(b"aaab\\u"), vec![(0, 2), (1, 3), (2, 4), (4, 6)]);
+            assert!(n.is_match("xab"));
+            assert!(!n.is_match("a b"));
+        }
     }
 
     #[test]
-    fn many_patterns_take_the_automaton_and_answer_the_same() {
+    fn many_patterns_answer_the_same_by_each_search() {
         let patterns: Vec<String> = (0..20).map(|i| format!("g{i}.example.io")).collect();
-        let n = Needles::new(&patterns);
-        assert!(n.each.is_none());
-        let hay = b"x g1.example.io g12.example.io g2.example.iog19.example.io";
+        let hay = b"x g1.example.io g12.example.io g2.example.iog19.example.io and some more bytes";
         let p: Vec<Vec<u8>> = patterns.iter().map(|p| p.as_bytes().to_vec()).collect();
-        assert_eq!(n.find_all(hay), naive(&p, hay));
-        assert!(n.is_match(hay));
-        assert!(!n.is_match("g.example.io"));
+        for packed in [true, false] {
+            let n = Needles::build(&patterns, packed);
+            let want = if packed { "packed" } else { "automaton" };
+            let got = match n.search {
+                Search::Packed { .. } => "packed",
+                Search::Each(_) => "each",
+                Search::Automaton => "automaton",
+            };
+            assert_eq!(got, want);
+            assert_eq!(n.find_all(hay), naive(&p, hay));
+            assert!(n.is_match(hay));
+            assert!(!n.is_match("g.example.io"));
+        }
     }
 
     proptest! {
         #[test]
-        fn both_searches_find_what_trying_every_position_finds(
-            patterns in prop::collection::vec(prop::collection::vec(b'a'..=b'c', 1..4), 1..12),
-            hay in prop::collection::vec(b'a'..=b'd', 0..64),
+        // Haystacks short and long: the packed searcher hands spans
+        // shorter than its vectors to a slower search of its own.
+        fn every_search_finds_what_trying_every_position_finds(
+            patterns in prop::collection::vec(prop::collection::vec(b'a'..=b'c', 1..5), 1..12),
+            hay in prop::collection::vec(b'a'..=b'f', 0..300),
         ) {
-            let n = Needles::new(&patterns);
             let want = naive(&patterns, &hay);
-            // Duplicate patterns report one occurrence per pattern.
-            let mut got = n.find_all(&hay);
-            got.dedup();
-            prop_assert_eq!(&got, &want);
-            prop_assert_eq!(n.is_match(&hay), !want.is_empty());
+            for packed in [true, false] {
+                let n = Needles::build(&patterns, packed);
+                // Duplicate patterns report one occurrence per pattern.
+                let mut got = n.find_all(&hay);
+                got.dedup();
+                prop_assert_eq!(&got, &want);
+                prop_assert_eq!(n.is_match(&hay), !want.is_empty());
+            }
         }
     }
 }

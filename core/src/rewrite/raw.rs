@@ -126,6 +126,7 @@ impl<'i> Walk<'i> {
             first: c.first as usize,
             n: c.n as usize,
             keys,
+            escapes: self.escapes,
         }))
     }
 
@@ -349,6 +350,8 @@ pub(crate) struct Members<'i> {
     n: usize,
     /// Every name decoded, when one of them has an escape.
     keys: Option<Rc<[String]>>,
+    /// The walk's [`escapes`](Walk::escapes).
+    escapes: bool,
 }
 
 impl<'i> Members<'i> {
@@ -389,11 +392,23 @@ impl<'i> Members<'i> {
         }
     }
 
-    /// True when member `i` (`0..len`) is named `name`, compared as
-    /// bytes.
+    /// The name of member `i` (`0..len`), decoded when it has an escape.
     #[inline]
-    pub fn name_is(&self, i: usize, name: &str) -> bool {
-        i < self.n && self.is_named(self.first + i, name.as_bytes())
+    pub fn name_at(&self, i: usize) -> &[u8] {
+        match &self.keys {
+            Some(keys) => keys[i].as_bytes(),
+            None => {
+                let e = &self.tape.entries[self.first + i];
+                &self.input.as_bytes()[e.key.0 as usize + 1..e.key.1 as usize - 1]
+            }
+        }
+    }
+
+    /// [`string`] of a value of this walk's input: without an escape in
+    /// the input, every string is its text between the quotes.
+    #[inline]
+    pub fn string(&self, raw: Raw<'i>) -> Result<Option<Cow<'i, str>>, RewriteError> {
+        plain_or_string(self.escapes, raw)
     }
 
     /// The value of member `i` (`0..len`).
@@ -534,6 +549,22 @@ pub(crate) fn string(raw: Raw<'_>) -> Result<Option<Cow<'_, str>>, RewriteError>
     serde_json::from_str::<String>(t)
         .map(|s| Some(Cow::Owned(s)))
         .map_err(malformed)
+}
+
+/// [`string`], where `escapes` is false when no string of the input has
+/// an escape (the validating reader knows): the text between the quotes
+/// is then the value, without looking for a backslash.
+#[inline]
+pub(crate) fn plain_or_string(
+    escapes: bool,
+    raw: Raw<'_>,
+) -> Result<Option<Cow<'_, str>>, RewriteError> {
+    if escapes {
+        return string(raw);
+    }
+    let t = raw.get();
+    Ok(t.starts_with('"')
+        .then(|| Cow::Borrowed(&t[1..t.len() - 1])))
 }
 
 /// True when the JSON string text `s` holds an escape.

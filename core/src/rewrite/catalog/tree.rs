@@ -52,9 +52,49 @@ pub struct Node {
     /// The nodes one step further, in the order the places first name
     /// them.
     pub children: Vec<usize>,
+    /// The children stepped into by a member name: the name and the node.
+    pub keys: Vec<(Box<[u8]>, usize)>,
+    /// Bit `min(len, 63)` set for each length of `keys`' names: most
+    /// member names are ruled out by their length alone, without a
+    /// comparison per child.
+    pub key_lengths: u64,
+    /// The child stepped into by every element of an array.
+    pub each: Option<usize>,
     /// Which ways of visiting the places below this node (not those ending
     /// here) take: the walk goes on only where one of them would.
     pub below: [bool; 3],
+}
+
+impl Node {
+    fn new(step: Step) -> Node {
+        Node {
+            step,
+            leaves: Vec::new(),
+            children: Vec::new(),
+            keys: Vec::new(),
+            key_lengths: 0,
+            each: None,
+            below: [false; 3],
+        }
+    }
+
+    /// The bit of a member name of `len` bytes in [`key_lengths`](Self::key_lengths).
+    #[inline]
+    pub fn length_bit(len: usize) -> u64 {
+        1 << len.min(63)
+    }
+
+    /// The child a member named `name` steps into, if any.
+    #[inline]
+    pub fn key_child(&self, name: &[u8]) -> Option<usize> {
+        if self.key_lengths & Node::length_bit(name.len()) == 0 {
+            return None;
+        }
+        self.keys
+            .iter()
+            .find(|(k, _)| **k == *name)
+            .map(|(_, c)| *c)
+    }
 }
 
 /// The tree of one type's places; node 0 is the object itself.
@@ -68,12 +108,7 @@ impl PlaceTree {
     /// from the object itself (a Table's rows, names for people) are left
     /// out, the walk applies them in their turn.
     pub fn new<'p>(places: impl IntoIterator<Item = &'p Place>) -> PlaceTree {
-        let mut nodes = vec![Node {
-            step: Step::Each,
-            leaves: Vec::new(),
-            children: Vec::new(),
-            below: [false; 3],
-        }];
+        let mut nodes = vec![Node::new(Step::Each)];
         for (at, place) in places.into_iter().enumerate() {
             if PlaceTree::from_object(&place.slot) {
                 continue;
@@ -85,14 +120,17 @@ impl PlaceTree {
                 n = match nodes[n].children.iter().find(|c| nodes[**c].step == *step) {
                     Some(c) => *c,
                     None => {
-                        nodes.push(Node {
-                            step: step.clone(),
-                            leaves: Vec::new(),
-                            children: Vec::new(),
-                            below: [false; 3],
-                        });
+                        nodes.push(Node::new(step.clone()));
                         let c = nodes.len() - 1;
-                        nodes[n].children.push(c);
+                        let parent = &mut nodes[n];
+                        parent.children.push(c);
+                        match step {
+                            Step::Key(k) => {
+                                parent.keys.push((k.as_bytes().into(), c));
+                                parent.key_lengths |= Node::length_bit(k.len());
+                            }
+                            Step::Each => parent.each = Some(c),
+                        }
                         c
                     }
                 };

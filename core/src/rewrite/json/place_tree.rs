@@ -8,11 +8,9 @@
 //! where the place ends suffices, and the tree goes on past a value only
 //! while some place below would.
 
-use regroup_config::field_path::Step;
-
 use super::{JsonRewriter, RewriteError};
 use crate::rewrite::catalog::{PlaceTree, Visit};
-use crate::rewrite::raw::{Raw, Walk};
+use crate::rewrite::raw::{Members, Raw, Walk};
 
 impl JsonRewriter<'_> {
     /// Pushes onto `found`, as `(position of the place in its type's
@@ -20,7 +18,8 @@ impl JsonRewriter<'_> {
     /// a place ends and would be applied. `hidden_ok`: every value above
     /// held a mapped name or a member hiding names (what a
     /// [`Visit::NamedOrHidden`] place asks of the values on its way).
-    /// `excluded`: the object's metadata places are skipped.
+    /// `excluded`: the object's metadata places are skipped. `listed`:
+    /// `raw`'s members when the caller has them already.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn places_in<'i>(
         &self,
@@ -31,6 +30,7 @@ impl JsonRewriter<'_> {
         hidden_ok: bool,
         excluded: bool,
         found: &mut Vec<(usize, Raw<'i>)>,
+        listed: Option<&Members<'i>>,
     ) -> Result<(), RewriteError> {
         let node = &tree.nodes[n];
         let named = self.may(w, raw);
@@ -59,30 +59,26 @@ impl JsonRewriter<'_> {
         if !(always || (where_named && named) || hidden_ok) {
             return Ok(());
         }
-        let step = |c: &usize| &tree.nodes[*c].step;
-        if node
-            .children
-            .iter()
-            .any(|c| matches!(step(c), Step::Key(_)))
-        {
-            if let Some(ms) = w.members(raw)? {
+        if node.key_lengths != 0 {
+            let ms = match listed {
+                Some(ms) => Some(ms.clone()),
+                None => w.members(raw)?,
+            };
+            if let Some(ms) = ms {
                 for i in 0..ms.len() {
-                    for c in &node.children {
-                        let Step::Key(k) = step(c) else { continue };
-                        if !ms.name_is(i, k) {
-                            continue;
-                        }
-                        if let Some(v) = ms.value_at(i) {
-                            self.places_in(w, v, tree, *c, hidden_ok, excluded, found)?;
-                        }
+                    let Some(c) = node.key_child(ms.name_at(i)) else {
+                        continue;
+                    };
+                    if let Some(v) = ms.value_at(i) {
+                        self.places_in(w, v, tree, c, hidden_ok, excluded, found, None)?;
                     }
                 }
             }
         }
-        if let Some(c) = node.children.iter().find(|c| *step(c) == Step::Each) {
+        if let Some(c) = node.each {
             if let Some(es) = w.elements(raw)? {
                 for e in es.iter() {
-                    self.places_in(w, e, tree, *c, hidden_ok, excluded, found)?;
+                    self.places_in(w, e, tree, c, hidden_ok, excluded, found, None)?;
                 }
             }
         }

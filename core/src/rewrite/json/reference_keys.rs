@@ -8,12 +8,14 @@ use crate::rewrite::raw::Raw;
 use super::JsonRewriter;
 use crate::rewrite::catalog::Catalog;
 use crate::rewrite::error::RewriteError;
-use crate::rewrite::raw::{quote_owned, string, Walk};
+use crate::rewrite::raw::{quote_owned, Members, Walk};
 
 impl JsonRewriter<'_> {
     /// The heuristic: string values of keys named `apiGroup`/`apiVersion`
     /// anywhere in the object, except in user-data maps and in embedded
-    /// objects (which get their own pass, knowing their kind).
+    /// objects (which get their own pass, knowing their kind). `listed`:
+    /// `raw`'s members when the caller has them already.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn reference_keys<'i>(
         &self,
         w: &mut Walk<'i>,
@@ -22,14 +24,25 @@ impl JsonRewriter<'_> {
         parent: Option<&str>,
         depth: usize,
         embedded: &[&str],
+        listed: Option<&Members<'i>>,
     ) -> Result<(), RewriteError> {
         if !self.may(w, raw) {
             return Ok(());
         }
-        if let Some(ms) = w.members(raw)? {
+        let ms = match listed {
+            Some(ms) => Some(ms.clone()),
+            None => w.members(raw)?,
+        };
+        if let Some(ms) = ms {
             for (k, child) in ms.iter() {
                 let child: Raw<'i> = child;
                 let k = k.0.as_ref();
+                // A scalar matters only under one of the two keys; the
+                // bounds below are about the others' containers.
+                let reference = matches!(k, "apiVersion" | "apiGroup");
+                if !reference && !is_container(child) {
+                    continue;
+                }
                 if (depth == 0 && embedded.contains(&k))
                     || Catalog::reference_keys_skip(kind, parent, depth, k)
                 {
@@ -39,13 +52,15 @@ impl JsonRewriter<'_> {
                 // catalog place already renamed (an object's own
                 // `apiVersion`) is left: `finish` would drop a second edit
                 // of the same bytes anyway.
-                if matches!(k, "apiVersion" | "apiGroup") && w.replaced_lately(child) {
+                if reference && w.replaced_lately(child) {
                     continue;
                 }
                 let mapped = match k {
-                    "apiVersion" => string(child)?
+                    "apiVersion" => ms
+                        .string(child)?
                         .and_then(|s| self.map.map_api_version_by_reference_key(&s, self.dir)),
-                    "apiGroup" => string(child)?
+                    "apiGroup" => ms
+                        .string(child)?
                         .and_then(|s| self.map.map_group_by_reference_key(&s, self.dir)),
                     _ => None,
                 };
@@ -53,14 +68,14 @@ impl JsonRewriter<'_> {
                     Some(m) => w.replace(child, quote_owned(m)),
                     // Only containers hold keys.
                     None if is_container(child) => {
-                        self.reference_keys(w, child, kind, Some(k), depth + 1, embedded)?
+                        self.reference_keys(w, child, kind, Some(k), depth + 1, embedded, None)?
                     }
                     None => {}
                 }
             }
         } else if let Some(es) = w.elements(raw)? {
             for e in es.iter().filter(|e| is_container(*e)) {
-                self.reference_keys(w, e, kind, parent, depth, embedded)?;
+                self.reference_keys(w, e, kind, parent, depth, embedded, None)?;
             }
         }
         Ok(())

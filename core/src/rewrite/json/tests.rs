@@ -387,6 +387,25 @@ fn malformed_json_with_a_mapped_name_is_an_error() {
 }
 
 #[test]
+fn bytes_that_are_not_utf8_are_refused_with_std_s_reason() {
+    // A mapped name, then a lone continuation byte inside a string.
+    let body = [
+        &b"{\"apiVersion\": \"samplecontroller.k8s.io/v1\", \"x\": \""[..],
+        &[0x80],
+        b"\"}",
+    ]
+    .concat();
+    let err = JsonRewriter::new(&map(), &Catalog::new(&[]), Direction::ToCluster)
+        .rewrite_bytes(&body)
+        .unwrap_err();
+    let std_says = std::str::from_utf8(&body).unwrap_err().to_string();
+    assert!(
+        matches!(&err, RewriteError::Malformed(m) if m.contains(&std_says)),
+        "{err}"
+    );
+}
+
+#[test]
 fn groups_hidden_behind_unicode_escapes_are_found() {
     let input = r#"{"apiVersion":"samplecontroller\u002ek8s.io/v1alpha1","kind":"Foo"}"#;
     assert_eq!(
