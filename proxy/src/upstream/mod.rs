@@ -55,7 +55,13 @@ const CA_CHECK_EVERY: Duration = Duration::from_secs(5);
 /// changes, as client-go closes its connections when an exec plugin hands
 /// out a new certificate.
 struct Clients {
+    /// Every request but upgrades; under `upstream.http2: watches`, every
+    /// request but upgrades and watches.
     client: Pool,
+    /// `upstream.http2: watches`: the watches, on connections that offer
+    /// h2 (the open watches share one; the short requests in `client` stay
+    /// on HTTP/1.1).
+    watches: Option<Pool>,
     /// HTTP/1.1 only: protocol upgrades (exec, attach, port-forward).
     upgrade_client: Pool,
     cert: Option<Arc<(Vec<u8>, Vec<u8>)>>,
@@ -67,7 +73,8 @@ struct TlsParams {
     insecure: bool,
     server_name: Option<ServerName<'static>>,
     timeouts: Timeouts,
-    /// Whether h2 is offered to a TLS server (`upstream.http2`).
+    /// Whether h2 is offered to a TLS server, and for which requests
+    /// (`upstream.http2`).
     http2: Http2,
     /// The server URL, what the pools dial.
     server: Uri,
@@ -234,7 +241,7 @@ impl Upstream {
             None => None,
         };
         let description = format!(
-            "{}{} ({}{}{})",
+            "{}{} ({}{}{}{})",
             r.server,
             if r.proxy_url.is_some() {
                 " via its proxy-url"
@@ -246,6 +253,11 @@ impl Upstream {
                 ", impersonating"
             } else {
                 ""
+            },
+            match http2 {
+                Http2::Auto => "",
+                Http2::Never => ", HTTP/1.1 only",
+                Http2::Watches => ", h2 for watches only",
             },
             if insecure { ", TLS NOT VERIFIED" } else { "" }
         );
@@ -427,6 +439,7 @@ impl Upstream {
     pub async fn send(&self, req: Request<Body>) -> Result<Response<ResponseBody>, SendError> {
         self.check_ca();
         let clients = self.clients.load_full();
+        let pool = clients.pool_for(&req, &self.prefix);
         let again = resendable(&req).then(|| {
             let mut r = Request::new(empty_body());
             *r.method_mut() = req.method().clone();
@@ -435,13 +448,12 @@ impl Upstream {
             *r.headers_mut() = req.headers().clone();
             r
         });
-        match self.bounded(clients.client.send(req)).await {
+        match self.bounded(pool.send(req)).await {
             Err(e) if again.is_some() && closed_before_answer(&e) => {
                 tracing::debug!(
                     "upstream connection closed before an answer: sending the request again"
                 );
-                self.bounded(clients.client.send(again.expect("checked")))
-                    .await
+                self.bounded(pool.send(again.expect("checked"))).await
             }
             r => r,
         }
@@ -509,6 +521,26 @@ impl Upstream {
     }
 }
 
+impl Clients {
+    /// The pool that carries `req`: under `upstream.http2: watches` a watch
+    /// goes to the h2 pool, everything else to `client`.
+    fn pool_for(&self, req: &Request<Body>, prefix: &str) -> &Pool {
+        match &self.watches {
+            Some(w) if is_watch(req.uri(), prefix) => w,
+            _ => &self.client,
+        }
+    }
+}
+
+/// Whether the upstream URI (under the server URL's path `prefix`) is a
+/// watch: the renamed path keeps `?watch=` and the legacy `/watch/`
+/// segment where the app's request had them.
+fn is_watch(uri: &Uri, prefix: &str) -> bool {
+    let path = uri.path();
+    let path = path.strip_prefix(prefix).unwrap_or(path);
+    crate::kube::request::is_watch(path, uri.query())
+}
+
 fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result<Clients, String> {
     let tls = tls_config(&p.resolved, cert.as_deref(), p.insecure)?;
     // `http2`: ALPN offers h2 and HTTP/1.1 (the server picks), else
@@ -542,6 +574,10 @@ fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result
     };
     Ok(Clients {
         client: build(p.http2 == Http2::Auto, false)?,
+        watches: match p.http2 {
+            Http2::Watches => Some(build(true, false)?),
+            Http2::Auto | Http2::Never => None,
+        },
         upgrade_client: build(false, true)?,
         cert,
     })

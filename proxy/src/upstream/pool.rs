@@ -22,6 +22,9 @@
 //!   (short requests finish first; watches sink to the front), then sweeps
 //!   them all (closed ones out, idle ones past 90 s or past 64 closed)
 //!   before opening a new connection, which costs far more than a sweep.
+//! - `upstream.http2: watches` builds two pools (`super::Clients`): one
+//!   whose connector offers h2 for the watches, one offering HTTP/1.1 only
+//!   for everything else. A pool does not know which it is.
 //! - Each connection is driven on its own task; dropping the pool (a new
 //!   client certificate or CA) lets each connection finish what it carries
 //!   and close.
