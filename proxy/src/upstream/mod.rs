@@ -30,9 +30,11 @@ use dial::Dial;
 pub use health::{unanswered_ping_closes, HealthCheck};
 use impersonate::impersonation_headers;
 pub use kubeconfig::{Impersonate, Resolved};
+pub use pool::open_connections;
 pub use pool::ClientError;
 use pool::Pool;
 use response_deadline::Deadlines;
+pub use streams::open_h2_streams;
 pub use streams::ResponseBody;
 use tls::tls_config;
 pub use vault::{bearer, Credential, CredentialError, Vault};
@@ -148,6 +150,9 @@ pub struct Timeouts {
     /// Streams opened on one h2 connection at most
     /// (`limits.upstreamMaxStreamsPerConnection`).
     pub max_streams_per_connection: usize,
+    /// A connection with nothing in flight this long is closed (HTTP/1.1;
+    /// h2 beyond the first) (`limits.upstreamIdleConnectionTimeout`).
+    pub idle_connection: Duration,
 }
 
 impl Default for Timeouts {
@@ -163,6 +168,7 @@ impl From<&regroup_config::Limits> for Timeouts {
             response_header: l.upstream_response_header_timeout,
             health: HealthCheck::from(l),
             max_streams_per_connection: l.upstream_max_streams_per_connection,
+            idle_connection: l.upstream_idle_connection_timeout,
         }
     }
 }
@@ -570,6 +576,7 @@ fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result
             upgrades,
             p.timeouts.health,
             p.timeouts.max_streams_per_connection,
+            p.timeouts.idle_connection,
         )
     };
     Ok(Clients {

@@ -38,6 +38,7 @@ pub struct WatchUpstream {
     pub port: u16,
     pub ca_pem: String,
     accepted: Arc<AtomicUsize>,
+    closed: Arc<AtomicUsize>,
     requests: Arc<Mutex<Vec<(Version, String)>>>,
     end: watch::Sender<bool>,
 }
@@ -61,7 +62,9 @@ impl WatchUpstream {
         let accepted = Arc::new(AtomicUsize::new(0));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let (end, ended) = watch::channel(false);
+        let closed = Arc::new(AtomicUsize::new(0));
         let count = accepted.clone();
+        let ends = closed.clone();
         let seen = requests.clone();
         tokio::spawn(async move {
             loop {
@@ -70,6 +73,7 @@ impl WatchUpstream {
                 let acceptor = acceptor.clone();
                 let ended = ended.clone();
                 let seen = seen.clone();
+                let ends = ends.clone();
                 tokio::spawn(async move {
                     let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
                         let mut ended = ended.clone();
@@ -118,6 +122,7 @@ impl WatchUpstream {
                         }
                         let _ = b.serve_connection(TokioIo::new(s), svc).await;
                     }
+                    ends.fetch_add(1, Ordering::SeqCst);
                 });
             }
         });
@@ -125,6 +130,7 @@ impl WatchUpstream {
             port,
             ca_pem: id.ca_pem.unwrap(),
             accepted,
+            closed,
             requests,
             end,
         }
@@ -132,6 +138,11 @@ impl WatchUpstream {
 
     pub fn accepted(&self) -> usize {
         self.accepted.load(Ordering::SeqCst)
+    }
+
+    /// Connections open now (accepted, not yet ended).
+    pub fn open(&self) -> usize {
+        self.accepted() - self.closed.load(Ordering::SeqCst)
     }
 
     /// Every request received so far: its protocol, its path and query.
