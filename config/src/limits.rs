@@ -55,6 +55,11 @@ pub struct Limits {
     /// (`SETTINGS_MAX_CONCURRENT_STREAMS`) applies too, whichever is lower.
     /// When every connection is full, another is opened.
     pub upstream_max_streams_per_connection: usize,
+    /// An upstream connection with nothing in flight this long is closed
+    /// (HTTP/1.1; h2 beyond the first connection, which stays), on a timer
+    /// of the pool's own. Go's transport: `IdleConnTimeout`, 90 s.
+    #[serde(deserialize_with = "duration")]
+    pub upstream_idle_connection_timeout: Duration,
     /// Largest request body regroup reads whole to rename (413 beyond,
     /// before the rest is read).
     pub max_request_body_bytes: usize,
@@ -102,6 +107,7 @@ impl Default for Limits {
             upstream_read_idle_timeout: UPSTREAM_READ_IDLE_TIMEOUT,
             upstream_ping_timeout: UPSTREAM_PING_TIMEOUT,
             upstream_max_streams_per_connection: UPSTREAM_MAX_STREAMS_PER_CONNECTION,
+            upstream_idle_connection_timeout: Duration::from_secs(90),
             max_request_body_bytes: MAX_REQUEST_BODY_BYTES,
             max_review_bytes: 32 << 20,
             max_inflated_bytes: 256 << 20,
@@ -170,6 +176,10 @@ impl Limits {
                 self.upstream_response_header_timeout,
             ),
             ("upstreamPingTimeout", self.upstream_ping_timeout),
+            (
+                "upstreamIdleConnectionTimeout",
+                self.upstream_idle_connection_timeout,
+            ),
         ] {
             if d.is_zero() {
                 p.push(format!("limits.{name}: must be more than 0s"));
@@ -335,6 +345,10 @@ mod tests {
     fn defaults_are_valid() {
         assert!(Limits::default().problems().is_empty());
         assert_eq!(Limits::default().upstream_max_streams_per_connection, 100);
+        assert_eq!(
+            Limits::default().upstream_idle_connection_timeout,
+            Duration::from_secs(90)
+        );
     }
 
     #[test]
@@ -347,6 +361,7 @@ mod tests {
             // 0 turns the h2 health check off: not a problem.
             upstream_read_idle_timeout: Duration::ZERO,
             upstream_max_streams_per_connection: 0,
+            upstream_idle_connection_timeout: Duration::ZERO,
             ..Limits::default()
         };
         let p = l.problems().join("\n");
@@ -356,6 +371,10 @@ mod tests {
         );
         assert!(p.contains("limits.headerReadTimeout"), "{p}");
         assert!(p.contains("limits.upstreamPingTimeout"), "{p}");
+        assert!(
+            p.contains("limits.upstreamIdleConnectionTimeout: must be more than 0s"),
+            "{p}"
+        );
         assert!(!p.contains("upstreamReadIdleTimeout"), "{p}");
         assert!(p.contains("limits.maxHeaderBytes"), "{p}");
         assert!(p.contains("limits.maxConnections"), "{p}");

@@ -286,6 +286,10 @@ pub enum Http2 {
     /// HTTP/1.1 only: a pool of connections, one per request in flight
     /// (an open watch holds one).
     Never,
+    /// Short requests on the HTTP/1.1 pool (ALPN offers HTTP/1.1 only),
+    /// watches on connections offering h2 and HTTP/1.1: the open watches
+    /// share one multiplexed connection, the requests skip h2's cost.
+    Watches,
 }
 
 /// How regroup authenticates upstream.

@@ -30,9 +30,11 @@ use dial::Dial;
 pub use health::{unanswered_ping_closes, HealthCheck};
 use impersonate::impersonation_headers;
 pub use kubeconfig::{Impersonate, Resolved};
+pub use pool::open_connections;
 pub use pool::ClientError;
 use pool::Pool;
 use response_deadline::Deadlines;
+pub use streams::open_h2_streams;
 pub use streams::ResponseBody;
 use tls::tls_config;
 pub use vault::{bearer, Credential, CredentialError, Vault};
@@ -55,7 +57,13 @@ const CA_CHECK_EVERY: Duration = Duration::from_secs(5);
 /// changes, as client-go closes its connections when an exec plugin hands
 /// out a new certificate.
 struct Clients {
+    /// Every request but upgrades; under `upstream.http2: watches`, every
+    /// request but upgrades and watches.
     client: Pool,
+    /// `upstream.http2: watches`: the watches, on connections that offer
+    /// h2 (the open watches share one; the short requests in `client` stay
+    /// on HTTP/1.1).
+    watches: Option<Pool>,
     /// HTTP/1.1 only: protocol upgrades (exec, attach, port-forward).
     upgrade_client: Pool,
     cert: Option<Arc<(Vec<u8>, Vec<u8>)>>,
@@ -67,7 +75,8 @@ struct TlsParams {
     insecure: bool,
     server_name: Option<ServerName<'static>>,
     timeouts: Timeouts,
-    /// Whether h2 is offered to a TLS server (`upstream.http2`).
+    /// Whether h2 is offered to a TLS server, and for which requests
+    /// (`upstream.http2`).
     http2: Http2,
     /// The server URL, what the pools dial.
     server: Uri,
@@ -141,6 +150,9 @@ pub struct Timeouts {
     /// Streams opened on one h2 connection at most
     /// (`limits.upstreamMaxStreamsPerConnection`).
     pub max_streams_per_connection: usize,
+    /// A connection with nothing in flight this long is closed (HTTP/1.1;
+    /// h2 beyond the first) (`limits.upstreamIdleConnectionTimeout`).
+    pub idle_connection: Duration,
 }
 
 impl Default for Timeouts {
@@ -156,6 +168,7 @@ impl From<&regroup_config::Limits> for Timeouts {
             response_header: l.upstream_response_header_timeout,
             health: HealthCheck::from(l),
             max_streams_per_connection: l.upstream_max_streams_per_connection,
+            idle_connection: l.upstream_idle_connection_timeout,
         }
     }
 }
@@ -234,7 +247,7 @@ impl Upstream {
             None => None,
         };
         let description = format!(
-            "{}{} ({}{}{})",
+            "{}{} ({}{}{}{})",
             r.server,
             if r.proxy_url.is_some() {
                 " via its proxy-url"
@@ -246,6 +259,11 @@ impl Upstream {
                 ", impersonating"
             } else {
                 ""
+            },
+            match http2 {
+                Http2::Auto => "",
+                Http2::Never => ", HTTP/1.1 only",
+                Http2::Watches => ", h2 for watches only",
             },
             if insecure { ", TLS NOT VERIFIED" } else { "" }
         );
@@ -450,11 +468,9 @@ impl Upstream {
     ) -> Result<Response<ResponseBody>, SendError> {
         self.check_ca();
         let clients = self.clients.load_full();
+        let pool = clients.pool_for(&req, &self.prefix);
         let (method, version) = (req.method().clone(), req.version());
-        let first = self
-            .response_deadlines
-            .bound(clients.client.send(req))
-            .await;
+        let first = self.response_deadlines.bound(pool.send(req)).await;
         match self.answered(first) {
             Err(e) if again.is_some() && closed_before_answer(&e) => {
                 tracing::debug!(
@@ -466,7 +482,7 @@ impl Upstream {
                 *r.uri_mut() = uri;
                 *r.version_mut() = version;
                 *r.headers_mut() = headers;
-                self.answered(self.response_deadlines.bound(clients.client.send(r)).await)
+                self.answered(self.response_deadlines.bound(pool.send(r)).await)
             }
             r => r,
         }
@@ -541,6 +557,26 @@ impl Upstream {
     }
 }
 
+impl Clients {
+    /// The pool that carries `req`: under `upstream.http2: watches` a watch
+    /// goes to the h2 pool, everything else to `client`.
+    fn pool_for(&self, req: &Request<Body>, prefix: &str) -> &Pool {
+        match &self.watches {
+            Some(w) if is_watch(req.uri(), prefix) => w,
+            _ => &self.client,
+        }
+    }
+}
+
+/// Whether the upstream URI (under the server URL's path `prefix`) is a
+/// watch: the renamed path keeps `?watch=` and the legacy `/watch/`
+/// segment where the app's request had them.
+fn is_watch(uri: &Uri, prefix: &str) -> bool {
+    let path = uri.path();
+    let path = path.strip_prefix(prefix).unwrap_or(path);
+    crate::kube::request::is_watch(path, uri.query())
+}
+
 fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result<Clients, String> {
     let tls = tls_config(&p.resolved, cert.as_deref(), p.insecure)?;
     // `http2`: ALPN offers h2 and HTTP/1.1 (the server picks), else
@@ -570,10 +606,15 @@ fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result
             upgrades,
             p.timeouts.health,
             p.timeouts.max_streams_per_connection,
+            p.timeouts.idle_connection,
         )
     };
     Ok(Clients {
         client: build(p.http2 == Http2::Auto, false)?,
+        watches: match p.http2 {
+            Http2::Watches => Some(build(true, false)?),
+            Http2::Auto | Http2::Never => None,
+        },
         upgrade_client: build(false, true)?,
         cert,
     })

@@ -12,16 +12,25 @@
 //!   when every one is full (a hundred open watches) another is opened, as
 //!   client-go's transport does, instead of hyper queueing the request
 //!   until a stream ends. Closed connections leave the list; an extra one
-//!   with no stream open for [`IDLE_TIMEOUT`] is closed by the next request
-//!   that finds room before it (the first stays).
+//!   with no stream open for `limits.upstreamIdleConnectionTimeout` is
+//!   closed (the first stays).
 //!   Each is pinged when silent and closed when the ping goes unanswered
 //!   (`health.rs`).
 //! - HTTP/1.1: a list of connections, the most recently used last; one
 //!   takes a request when hyper says it is ready (its previous response
 //!   read to the end). A checkout looks at the few most recently used
 //!   (short requests finish first; watches sink to the front), then sweeps
-//!   them all (closed ones out, idle ones past 90 s or past 64 closed)
-//!   before opening a new connection, which costs far more than a sweep.
+//!   them all (closed ones out, idle ones past the idle timeout or past 64
+//!   closed) before opening a new connection, which costs far more than a
+//!   sweep.
+//! - Idle connections are closed on a timer of the pool's own too (the
+//!   sweeper, [`State::sweep`]): without traffic no request would come to
+//!   close them. It runs only while the pool has a connection it may close
+//!   (an HTTP/1.1 one, an h2 one beyond the first), ticking at a
+//!   sixteenth of the idle timeout; a request never touches it.
+//! - `upstream.http2: watches` builds two pools (`super::Clients`): one
+//!   whose connector offers h2 for the watches, one offering HTTP/1.1 only
+//!   for everything else. A pool does not know which it is.
 //! - Each connection is driven on its own task; dropping the pool (a new
 //!   client certificate or CA) lets each connection finish what it carries
 //!   and close.
@@ -31,7 +40,8 @@
 //!   safe requests whose connection closed after they were sent.
 
 use std::future::Future as _;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use http::header::{HeaderValue, HOST};
@@ -46,10 +56,6 @@ use super::health::HealthCheck;
 use super::streams::{ResponseBody, StreamGuard, Streams};
 use super::{Body, BoxError};
 
-/// An idle HTTP/1.1 connection unused this long is closed, and so is an
-/// extra h2 connection with no stream open (the apiserver's own idle limit
-/// is longer; Go's client uses the same 90 s).
-const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// Idle HTTP/1.1 connections kept at most; more are closed.
 const MAX_IDLE: usize = 64;
 /// Busy connections looked at before sweeping them all.
@@ -99,15 +105,22 @@ pub(super) struct Pool {
     /// Streams regroup opens on one h2 connection at most
     /// (`limits.upstreamMaxStreamsPerConnection`).
     max_streams: usize,
-    state: Mutex<State>,
+    /// An idle HTTP/1.1 connection unused this long is closed, and so is an
+    /// extra h2 connection with no stream open
+    /// (`limits.upstreamIdleConnectionTimeout`).
+    idle: Duration,
+    /// Shared with the sweeper, which holds it weakly: dropping the pool
+    /// ends the sweeper too.
+    state: Arc<Mutex<State>>,
 }
 
 /// One h2 connection.
 struct H2 {
     send: http2::SendRequest<Body>,
     streams: Arc<Streams>,
-    /// When a request last took a stream on it (kept only while there is
-    /// more than one connection: it closes idle extras).
+    /// When a request last took a stream on it, or the sweeper last saw a
+    /// stream open (kept only while there is more than one connection: it
+    /// closes idle extras).
     used: Instant,
 }
 
@@ -115,9 +128,73 @@ struct H2 {
 struct State {
     /// h2 connections, the oldest first: requests fill them in order.
     h2: Vec<H2>,
-    /// HTTP/1.1 connections, each with when it last sent a request: the
-    /// most recent last.
+    /// HTTP/1.1 connections, each with when it last sent a request (or the
+    /// sweeper last saw it busy): the most recent last.
     h1: Vec<(http1::SendRequest<Body>, Instant)>,
+    /// Whether the sweeper runs.
+    sweeping: bool,
+}
+
+impl State {
+    /// Closes the connections idle for `idle` at `now`: HTTP/1.1 ones
+    /// ready for a request, h2 ones beyond the first with no stream open
+    /// (the first stays, as the one a request finds). Busy ones are
+    /// stamped `now`: they are idle at the earliest from then. Whether any
+    /// connection it may close later is left.
+    fn sweep(&mut self, idle: Duration, now: Instant) -> bool {
+        self.h1.retain_mut(|(s, last)| {
+            if s.is_closed() {
+                return false;
+            }
+            if !s.is_ready() {
+                *last = now;
+            }
+            now.saturating_duration_since(*last) < idle
+        });
+        self.h2.retain(|c| !c.send.is_closed());
+        let mut first = true;
+        self.h2.retain_mut(|c| {
+            if std::mem::take(&mut first) {
+                return true;
+            }
+            if c.streams.open() > 0 {
+                c.used = now;
+            }
+            now.saturating_duration_since(c.used) < idle
+        });
+        !self.h1.is_empty() || self.h2.len() > 1
+    }
+}
+
+/// HTTP/1.1 connections open to an upstream (every pool: the apiserver's,
+/// the front's and webhooks' backends), for the metrics.
+static OPEN_H1: AtomicU64 = AtomicU64::new(0);
+/// h2 connections open, likewise.
+static OPEN_H2: AtomicU64 = AtomicU64::new(0);
+
+/// Connections open to the upstreams now: (HTTP/1.1, h2).
+pub fn open_connections() -> (u64, u64) {
+    (
+        OPEN_H1.load(Ordering::Relaxed),
+        OPEN_H2.load(Ordering::Relaxed),
+    )
+}
+
+/// One open connection in its tally, from its handshake until its driver
+/// ends.
+struct Counted(&'static AtomicU64);
+
+impl Counted {
+    fn new(tally: &'static AtomicU64) -> Counted {
+        tally.fetch_add(1, Ordering::Relaxed);
+        Counted(tally)
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// A connection taken from the pool.
@@ -135,6 +212,7 @@ impl Pool {
         upgrades: bool,
         health: HealthCheck,
         max_streams: usize,
+        idle: Duration,
     ) -> Result<Pool, String> {
         let host = dst.host().ok_or("no host")?;
         let default_port = match dst.scheme_str() {
@@ -159,7 +237,8 @@ impl Pool {
             upgrades,
             health,
             max_streams: max_streams.max(1),
-            state: Mutex::new(State::default()),
+            idle,
+            state: Arc::default(),
         })
     }
 
@@ -225,7 +304,7 @@ impl Pool {
         for i in (n.saturating_sub(QUICK_LOOK)..n).rev() {
             if h1[i].0.is_ready() {
                 let (s, last) = h1.remove(i);
-                if last.elapsed() <= IDLE_TIMEOUT {
+                if last.elapsed() <= self.idle {
                     return Some(Taken::H1(s));
                 }
                 break;
@@ -240,7 +319,7 @@ impl Pool {
                 continue;
             }
             if s.is_ready() {
-                if last.elapsed() > IDLE_TIMEOUT || idle >= MAX_IDLE {
+                if last.elapsed() > self.idle || idle >= MAX_IDLE {
                     continue;
                 }
                 if found.is_none() {
@@ -279,7 +358,7 @@ impl Pool {
         let mut i = 0;
         h2.retain(|c| {
             i += 1;
-            i <= first + 1 || c.streams.open() > 0 || now - c.used <= IDLE_TIMEOUT
+            i <= first + 1 || c.streams.open() > 0 || now - c.used <= self.idle
         });
         Some(taken)
     }
@@ -288,6 +367,16 @@ impl Pool {
     fn put_back(&self, s: http1::SendRequest<Body>) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         st.h1.push((s, Instant::now()));
+    }
+
+    /// Starts the sweeper unless it runs (under the pool's lock).
+    fn sweep_later(&self, st: &mut State) {
+        if std::mem::replace(&mut st.sweeping, true) {
+            return;
+        }
+        let state = Arc::downgrade(&self.state);
+        let idle = self.idle;
+        tokio::spawn(sweeper(state, idle));
     }
 
     /// A new connection, its driver spawned.
@@ -307,7 +396,9 @@ impl Pool {
             let health = self.health;
             let streams = Streams::new(conn.current_max_send_streams());
             let limit = streams.clone();
+            let counted = Counted::new(&OPEN_H2);
             tokio::spawn(async move {
+                let _counted = counted;
                 // The server's limit as hyper knows it after each poll: it
                 // comes in the server's first SETTINGS and may change.
                 let mut conn = std::pin::pin!(conn);
@@ -321,7 +412,10 @@ impl Pool {
                     health.ended(&e);
                 }
             });
-            let stream = streams.take(self.max_streams);
+            // This request's stream, counted whatever the limits say: the
+            // server's SETTINGS may not have arrived yet, and the
+            // connection was opened for it.
+            let stream = streams.take_first();
             let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
             st.h2.retain(|c| !c.send.is_closed());
             // Kept for the next requests unless another connection opened
@@ -333,24 +427,52 @@ impl Pool {
                     streams,
                     used: Instant::now(),
                 });
+                if st.h2.len() > 1 {
+                    self.sweep_later(&mut st);
+                }
             }
-            return Ok(Taken::H2(send, stream));
+            return Ok(Taken::H2(send, Some(stream)));
         }
         let (send, conn) = http1::handshake(io).await.map_err(ClientError::Handshake)?;
+        let counted = Counted::new(&OPEN_H1);
         if self.upgrades {
             tokio::spawn(async move {
+                let _counted = counted;
                 if let Err(e) = conn.with_upgrades().await {
                     tracing::debug!("upstream connection ended: {e}");
                 }
             });
         } else {
             tokio::spawn(async move {
+                let _counted = counted;
                 if let Err(e) = conn.await {
                     tracing::debug!("upstream connection ended: {e}");
                 }
             });
         }
+        // It joins the list when its request is sent: the sweeper will
+        // find it there.
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.sweep_later(&mut st);
         Ok(Taken::H1(send))
+    }
+}
+
+/// The pool's sweeper: every sixteenth of `idle`, closes the connections
+/// idle that long ([`State::sweep`]); ends when the pool has no connection
+/// it may close (the next one that may starts it again) or is dropped.
+async fn sweeper(state: Weak<Mutex<State>>, idle: Duration) {
+    let tick = (idle / 16).max(Duration::from_millis(10));
+    loop {
+        tokio::time::sleep(tick).await;
+        let Some(state) = state.upgrade() else {
+            return;
+        };
+        let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+        if !st.sweep(idle, Instant::now()) {
+            st.sweeping = false;
+            return;
+        }
     }
 }
 
@@ -464,6 +586,7 @@ mod tests {
             false,
             HealthCheck::from(&regroup_config::Limits::default()),
             100,
+            Duration::from_secs(90),
         )
         .unwrap()
     }

@@ -9,10 +9,13 @@
 //! A stream is counted from when the pool takes it for a request until
 //! the response body ends or is dropped, or the send fails, or the
 //! request is dropped before its response headers.
+//!
+//! Every connection's count is listed (weakly) for the metrics, which sum
+//! them at a scrape: the gauge costs a request nothing.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -28,13 +31,40 @@ pub(super) struct Streams {
     peer_max: AtomicUsize,
 }
 
+/// Every h2 connection's streams, for the metrics; entries of connections
+/// gone (and their last stream ended) are dropped at a scrape.
+static ALL: Mutex<Vec<Weak<Streams>>> = Mutex::new(Vec::new());
+
+/// Streams open now on every h2 connection to an upstream (the apiserver;
+/// the front's and webhooks' backends).
+pub fn open_h2_streams() -> usize {
+    let mut all = ALL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut open = 0;
+    all.retain(|s| match s.upgrade() {
+        Some(s) => {
+            open += s.open();
+            true
+        }
+        None => false,
+    });
+    open
+}
+
 impl Streams {
     /// `peer_max`: the server's limit as known at the handshake.
     pub(super) fn new(peer_max: usize) -> Arc<Streams> {
-        Arc::new(Streams {
+        let s = Arc::new(Streams {
             open: AtomicUsize::new(0),
             peer_max: AtomicUsize::new(peer_max),
-        })
+        });
+        let mut all = ALL.lock().unwrap_or_else(|p| p.into_inner());
+        // Connections come and go without scrapes (none configured): the
+        // list is pruned here too, so it never outgrows the live ones much.
+        if all.len() >= 64 && all.len().is_power_of_two() {
+            all.retain(|w| w.strong_count() > 0);
+        }
+        all.push(Arc::downgrade(&s));
+        s
     }
 
     /// Streams open now.
@@ -53,6 +83,14 @@ impl Streams {
     /// limit) are open.
     pub(super) fn has_room(&self, limit: usize) -> bool {
         self.open.load(Ordering::Relaxed) < limit.min(self.peer_max.load(Ordering::Relaxed))
+    }
+
+    /// The first stream of a connection opened for it: counted whatever
+    /// the limits (before the server's SETTINGS arrive hyper may know no
+    /// limit yet, and the request goes on this connection anyway).
+    pub(super) fn take_first(self: &Arc<Self>) -> StreamGuard {
+        self.open.fetch_add(1, Ordering::Relaxed);
+        StreamGuard(self.clone())
     }
 
     /// A stream for one request when [`Streams::has_room`]. Called under
@@ -144,6 +182,17 @@ mod tests {
         let c = s.take(1).expect("room again");
         assert!(s.take(1).is_none());
         drop(c);
+        assert_eq!(s.open(), 0);
+    }
+
+    #[test]
+    fn a_connections_first_stream_is_counted_before_any_limit_is_known() {
+        let s = Streams::new(0);
+        let first = s.take_first();
+        assert_eq!(s.open(), 1);
+        assert!(s.take(100).is_none(), "no room under a limit of 0");
+        assert!(open_h2_streams() >= 1);
+        drop(first);
         assert_eq!(s.open(), 0);
     }
 }

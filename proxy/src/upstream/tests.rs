@@ -41,3 +41,36 @@ fn impersonation_replaces_the_apps_headers_as_client_go_sends_them() {
     assert_eq!(all("accept"), ["application/json"]);
     assert!(up.describe().contains("impersonating"), "{}", up.describe());
 }
+
+#[test]
+fn a_watch_is_told_apart_below_the_server_urls_path() {
+    let w = |uri: &str, prefix: &str| is_watch(&uri.parse::<Uri>().unwrap(), prefix);
+    for prefix in ["", "/k8s"] {
+        let u = |pq: &str| format!("https://h{prefix}{pq}");
+        assert!(w(&u("/apis/g.io/v1/foos?watch=true"), prefix));
+        assert!(w(&u("/api/v1/pods?labelSelector=a&watch=1"), prefix));
+        assert!(w(&u("/apis/g.io/v1/watch/namespaces/n/foos"), prefix));
+        assert!(w(&u("/api/v1/watch/pods"), prefix));
+        assert!(!w(&u("/apis/g.io/v1/foos"), prefix));
+        assert!(!w(&u("/api/v1/pods?watch=false"), prefix));
+        assert!(!w(&u("/apis/g.io/v1/namespaces/n/foos/watch"), prefix));
+    }
+}
+
+#[test]
+fn each_http2_mode_is_named_in_the_description() {
+    let r = Resolved {
+        server: "https://127.0.0.1:1".into(),
+        token: Some("t".into()),
+        ..Resolved::default()
+    };
+    let desc = |m| {
+        Upstream::with_protocol(&r, false, Timeouts::default(), m)
+            .unwrap()
+            .describe()
+            .to_owned()
+    };
+    assert_eq!(desc(Http2::Auto), "https://127.0.0.1:1 (bearer token)");
+    assert!(desc(Http2::Never).ends_with(", HTTP/1.1 only)"));
+    assert!(desc(Http2::Watches).ends_with(", h2 for watches only)"));
+}

@@ -49,6 +49,7 @@ mod trust_json_patch;
 mod trust_protobuf;
 mod two_copies;
 mod upstream_health;
+mod upstream_idle;
 mod upstream_protocol;
 mod upstream_streams;
 mod webhook_reviews;

@@ -6,88 +6,18 @@
 //! request end, the log says why, and the next request opens a new
 //! connection. A healthy idle connection answers its pings and is kept.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 use crate::regroup_binary::{
     get, read_to_end_within, start_with_kubeconfig, tls_kubeconfig, Regroup, OWN_TOKEN,
 };
-use crate::watch_upstream::{WatchUpstream, PATH, WATCH};
+use crate::watch_upstream::{Relay, WatchUpstream, PATH, WATCH};
 
 /// Pings after a second of silence, a second for the answer.
 const FAST_PINGS: &str = "limits:\n  upstreamReadIdleTimeout: 1s\n  upstreamPingTimeout: 1s\n";
-
-/// A TCP relay to `upstream`: counts the connections it accepts, and
-/// `freeze` stops forwarding on every connection open then (bytes either
-/// way are dropped, the sockets stay open) while new connections are
-/// relayed as before.
-struct Relay {
-    port: u16,
-    accepted: Arc<AtomicUsize>,
-    open: Arc<Mutex<Vec<Arc<AtomicBool>>>>,
-}
-
-impl Relay {
-    async fn start(upstream: u16) -> Relay {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let r = Relay {
-            port,
-            accepted: Arc::default(),
-            open: Arc::default(),
-        };
-        let (accepted, open) = (r.accepted.clone(), r.open.clone());
-        tokio::spawn(async move {
-            loop {
-                let (client, _) = listener.accept().await.unwrap();
-                accepted.fetch_add(1, Ordering::SeqCst);
-                let server = TcpStream::connect(("127.0.0.1", upstream)).await.unwrap();
-                let frozen = Arc::new(AtomicBool::new(false));
-                open.lock().unwrap().push(frozen.clone());
-                let (cr, cw) = client.into_split();
-                let (sr, sw) = server.into_split();
-                tokio::spawn(copy(cr, sw, frozen.clone()));
-                tokio::spawn(copy(sr, cw, frozen));
-            }
-        });
-        r
-    }
-
-    fn freeze(&self) {
-        for f in self.open.lock().unwrap().iter() {
-            f.store(true, Ordering::SeqCst);
-        }
-    }
-
-    fn accepted(&self) -> usize {
-        self.accepted.load(Ordering::SeqCst)
-    }
-}
-
-/// Copies until either side closes; once frozen, reads and drops.
-async fn copy(
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
-    frozen: Arc<AtomicBool>,
-) {
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        let n = match from.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        if frozen.load(Ordering::SeqCst) {
-            continue;
-        }
-        if to.write_all(&buf[..n]).await.is_err() {
-            return;
-        }
-    }
-}
 
 /// regroup in front of a relay in front of a TLS h2 upstream.
 /// The upstream is returned to be kept: dropping it ends its watches.

@@ -1,7 +1,8 @@
 //! `upstream.http2`, against the real binary and a TLS upstream that offers
 //! h2 and HTTP/1.1 by ALPN (as a kube-apiserver does): by default regroup
 //! takes h2 and carries concurrent requests on one connection; with
-//! `never` it speaks HTTP/1.1, one connection per request in flight.
+//! `never` it speaks HTTP/1.1, one connection per request in flight; with
+//! `watches` the short requests go over HTTP/1.1 and the watches over h2.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,7 +16,10 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use regroup::serve::listen::tls;
 use tokio::net::TcpListener;
 
-use crate::regroup_binary::{get, start_with_kubeconfig, tls_kubeconfig};
+use crate::regroup_binary::{get, start_with_kubeconfig, tls_kubeconfig, Regroup, OWN_TOKEN};
+use crate::watch_upstream::{
+    open_watch, watch_ends, Relay, WatchUpstream, LEGACY_WATCH, PATH as WATCHED, WATCH,
+};
 
 const FOO: &str = r#"{"apiVersion":"samplecontroller.team1.example.com/v1alpha1","kind":"Foo","metadata":{"name":"alpha"}}"#;
 const PATH: &str = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/alpha";
@@ -166,5 +170,172 @@ async fn an_unknown_http2_value_is_refused_at_start() {
         "upstream-http2-bad",
         "upstream:\n  http2: sometimes\n",
     );
-    assert!(err.contains("sometimes") || err.contains("http2"), "{err}");
+    assert!(err.contains("sometimes"), "{err}");
+    // The refusal names the values it takes.
+    for value in ["auto", "never", "watches"] {
+        assert!(err.contains(value), "{value}: {err}");
+    }
+}
+
+const WATCHES: &str = "upstream:\n  http2: watches\n";
+
+/// The requests `u` received, split into the watches' protocols and the
+/// other requests'.
+fn protocols(u: &WatchUpstream) -> (Vec<Version>, Vec<Version>) {
+    let (watches, others): (Vec<_>, Vec<_>) = u
+        .requests()
+        .into_iter()
+        .partition(|(_, pq)| pq.contains("watch"));
+    (
+        watches.into_iter().map(|(v, _)| v).collect(),
+        others.into_iter().map(|(v, _)| v).collect(),
+    )
+}
+
+/// A GET through regroup, answered with the upstream's Foo.
+async fn get_foo(r: &Regroup) {
+    let (code, body) = get(r.port, WATCHED).await;
+    assert_eq!(code, 200, "{body}\n{}", r.log());
+    assert!(body.contains("\"name\":\"alpha\""), "{body}");
+}
+
+#[tokio::test]
+async fn with_http2_watches_a_get_goes_over_http1_and_a_watch_over_h2() {
+    let up = WatchUpstream::start(None).await;
+    let kc = tls_kubeconfig(up.port, &up.ca_pem);
+    let r = start_with_kubeconfig("upstream-watches-mode", &kc, WATCHES).await;
+    get_foo(&r).await;
+    get_foo(&r).await;
+    // A watch by `?watch=1` and one by the legacy `/watch/` path: both
+    // streams of one h2 connection, beside the GETs' HTTP/1.1 one.
+    let a = open_watch(&r, WATCH).await;
+    let b = open_watch(&r, LEGACY_WATCH).await;
+    get_foo(&r).await;
+    let (watches, others) = protocols(&up);
+    assert_eq!(watches, [Version::HTTP_2; 2], "{:?}", up.requests());
+    assert_eq!(others, [Version::HTTP_11; 3], "{:?}", up.requests());
+    assert_eq!(up.accepted(), 2, "{}", r.log());
+
+    up.end_watches();
+    watch_ends(a, &r).await;
+    watch_ends(b, &r).await;
+    // The next watch takes the h2 connection again, the GET its HTTP/1.1
+    // one: no connection opened. (The upstream ends this watch after its
+    // first event.)
+    drop(open_watch(&r, WATCH).await);
+    get_foo(&r).await;
+    assert_eq!(up.accepted(), 2, "{}", r.log());
+    let log = r.log();
+    assert!(log.contains("h2 for watches only"), "{log}");
+    assert!(!log.contains(OWN_TOKEN), "{log}");
+}
+
+#[tokio::test]
+async fn each_http2_mode_sends_the_watches_and_the_other_requests_its_own_way() {
+    for (mode, watch, other) in [
+        ("auto", Version::HTTP_2, Version::HTTP_2),
+        ("never", Version::HTTP_11, Version::HTTP_11),
+        ("watches", Version::HTTP_2, Version::HTTP_11),
+    ] {
+        let up = WatchUpstream::start(None).await;
+        let kc = tls_kubeconfig(up.port, &up.ca_pem);
+        let r = start_with_kubeconfig(
+            &format!("upstream-mode-{mode}"),
+            &kc,
+            &format!("upstream:\n  http2: {mode}\n"),
+        )
+        .await;
+        let w = open_watch(&r, WATCH).await;
+        get_foo(&r).await;
+        let (watches, others) = protocols(&up);
+        assert_eq!(watches, [watch], "{mode}: {:?}", up.requests());
+        assert_eq!(others, [other], "{mode}: {:?}", up.requests());
+        up.end_watches();
+        watch_ends(w, &r).await;
+    }
+}
+
+#[tokio::test]
+async fn with_http2_watches_a_server_that_turns_h2_down_gets_the_watch_over_http1() {
+    let up = WatchUpstream::offering(None, false).await;
+    let kc = tls_kubeconfig(up.port, &up.ca_pem);
+    let r = start_with_kubeconfig("upstream-watches-no-h2", &kc, WATCHES).await;
+    let w = open_watch(&r, WATCH).await;
+    get_foo(&r).await;
+    let (watches, others) = protocols(&up);
+    assert_eq!(watches, [Version::HTTP_11], "{:?}", up.requests());
+    assert_eq!(others, [Version::HTTP_11], "{:?}", up.requests());
+    up.end_watches();
+    watch_ends(w, &r).await;
+}
+
+#[tokio::test]
+async fn with_http2_watches_a_watch_ends_cleanly_when_its_h2_connection_dies() {
+    let up = WatchUpstream::start(None).await;
+    let relay = Relay::start(up.port).await;
+    let kc = tls_kubeconfig(relay.port, &up.ca_pem);
+    let r = start_with_kubeconfig(
+        "upstream-watches-dead",
+        &kc,
+        "upstream:\n  http2: watches\n\
+         limits:\n  upstreamReadIdleTimeout: 1s\n  upstreamPingTimeout: 1s\n",
+    )
+    .await;
+    let w = open_watch(&r, WATCH).await;
+    assert_eq!(relay.accepted(), 1, "{}", r.log());
+    // The connection goes silent, as a node gone without a RST: its ping
+    // goes unanswered, the watch ends with its last chunk.
+    relay.freeze();
+    watch_ends(w, &r).await;
+    // The warning is written as the connection's task ends, which may be
+    // just after the watch's client saw the end.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !r.log().contains("no answer to a ping") {
+        assert!(Instant::now() < deadline, "no warning:\n{}", r.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(r.log().contains("WARN"), "{}", r.log());
+    let (code, metrics) = get(r.metrics, "/metrics").await;
+    assert_eq!(code, 200, "{metrics}");
+    assert!(
+        metrics.contains("regroup_upstream_ping_timeouts_total 1\n"),
+        "{metrics}"
+    );
+    // A GET opens its HTTP/1.1 connection, the next watch a new h2 one.
+    get_foo(&r).await;
+    assert_eq!(relay.accepted(), 2, "{}", r.log());
+    let w = open_watch(&r, WATCH).await;
+    assert_eq!(relay.accepted(), 3, "{}", r.log());
+    let (watches, others) = protocols(&up);
+    assert_eq!(watches, [Version::HTTP_2; 2], "{:?}", up.requests());
+    assert_eq!(others, [Version::HTTP_11], "{:?}", up.requests());
+    up.end_watches();
+    watch_ends(w, &r).await;
+}
+
+#[tokio::test]
+async fn regroup_check_accepts_each_http2_value() {
+    for mode in ["auto", "never", "watches"] {
+        let dir = crate::regroup_binary::test_dir(&format!("upstream-http2-check-{mode}"));
+        std::fs::write(
+            dir.join("config.yaml"),
+            format!(
+                "rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n\
+                 upstream:\n  http2: {mode}\n"
+            ),
+        )
+        .unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_regroup"))
+            .arg("check")
+            .arg("-c")
+            .arg(dir.join("config.yaml"))
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            out.status.success(),
+            "{mode}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

@@ -6,52 +6,16 @@
 //! does. Its own bound, `limits.upstreamMaxStreamsPerConnection`, applies
 //! too.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::regroup_binary::{
-    get, read_to_end_within, start_with_kubeconfig, tls_kubeconfig, Regroup, OWN_TOKEN,
-};
-use crate::watch_upstream::{WatchUpstream, PATH, WATCH};
+use crate::regroup_binary::{get, start_with_kubeconfig, tls_kubeconfig, Regroup, OWN_TOKEN};
+use crate::watch_upstream::{watch_ends, WatchUpstream, PATH, WATCH};
 
 /// A watch through regroup, its first event read: its stream is open.
 async fn open_watch(r: &Regroup) -> TcpStream {
-    let mut s = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
-    s.write_all(
-        format!("GET {WATCH} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .await
-    .unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !String::from_utf8_lossy(&got).contains("\"ADDED\"") {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match tokio::time::timeout(left, s.read(&mut buf)).await {
-            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
-            other => panic!(
-                "no first event ({other:?}): {}\n{}",
-                String::from_utf8_lossy(&got),
-                r.log()
-            ),
-        }
-    }
-    assert!(
-        got.starts_with(b"HTTP/1.1 200"),
-        "{}",
-        String::from_utf8_lossy(&got)
-    );
-    s
-}
-
-/// Reads a watch to its end (the upstream ended it): the last chunk.
-async fn watch_ends(mut s: TcpStream, r: &Regroup) {
-    match read_to_end_within(&mut s, Duration::from_secs(10)).await {
-        Ok(rest) => assert!(rest.ends_with("0\r\n\r\n"), "{rest}\n{}", r.log()),
-        Err(rest) => panic!("the watch did not end: {rest}\n{}", r.log()),
-    }
+    crate::watch_upstream::open_watch(r, WATCH).await
 }
 
 /// A GET through regroup, answered within a generous wait (a request stuck

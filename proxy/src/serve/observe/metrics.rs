@@ -143,7 +143,8 @@ impl prometheus_client::collector::Collector for EngineTallies {
     }
 }
 
-/// The h2 connections to the apiserver closed because a ping went
+/// The h2 connections to the apiserver (and to the front's and webhooks'
+/// backends, built by the same client) closed because a ping went
 /// unanswered (`upstream/health.rs`), read at each scrape.
 #[derive(Debug)]
 struct UpstreamPingTimeouts;
@@ -157,11 +158,47 @@ impl prometheus_client::collector::Collector for UpstreamPingTimeouts {
         use prometheus_client::metrics::counter::ConstCounter;
         let family = encoder.encode_descriptor(
             "upstream_ping_timeouts",
-            "h2 connections to the apiserver closed because a ping went unanswered (limits.upstreamPingTimeout)",
+            "h2 connections to the apiserver (and to the front's and webhooks' backends) closed because a ping went unanswered (limits.upstreamPingTimeout)",
             None,
             prometheus_client::metrics::MetricType::Counter,
         )?;
         ConstCounter::new(crate::upstream::unanswered_ping_closes()).encode(family)
+    }
+}
+
+/// The upstream connections open, by protocol, and the h2 streams open on
+/// them (`upstream/pool.rs`, `streams.rs`), read at each scrape. Every
+/// upstream client counts: the apiserver's, the front's and webhooks'
+/// backends.
+#[derive(Debug)]
+struct UpstreamConnections;
+
+impl prometheus_client::collector::Collector for UpstreamConnections {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        let gauge = |n: u64| ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX));
+        let (h1, h2) = crate::upstream::open_connections();
+        let mut family = encoder.encode_descriptor(
+            "upstream_connections",
+            "Connections open to the apiserver (and to the front's and webhooks' backends), by protocol (http1, h2)",
+            None,
+            prometheus_client::metrics::MetricType::Gauge,
+        )?;
+        for (protocol, n) in [("http1", h1), ("h2", h2)] {
+            let labels: Labels = vec![("protocol".into(), protocol.into())];
+            gauge(n).encode(family.encode_family(&labels)?)?;
+        }
+        let streams = gauge(crate::upstream::open_h2_streams() as u64);
+        streams.encode(encoder.encode_descriptor(
+            "upstream_h2_streams",
+            "Streams (requests in flight, open watches) open on the h2 connections to the upstreams",
+            None,
+            streams.metric_type(),
+        )?)
     }
 }
 
@@ -347,6 +384,7 @@ pub fn metrics() -> &'static Metrics {
         registry.register_collector(Box::new(MemoryBudget));
         registry.register_collector(Box::new(CredentialTallies));
         registry.register_collector(Box::new(UpstreamPingTimeouts));
+        registry.register_collector(Box::new(UpstreamConnections));
         // The closed label sets, at zero from the start (`labels.rs`).
         let label = |k: &str, v: &str| (k.to_owned(), v.to_owned());
         for (listener, reason) in labels::error_series() {
