@@ -7,6 +7,7 @@ mod impersonate;
 pub mod kubeconfig;
 mod pool;
 mod response_deadline;
+mod server_settings;
 mod streams;
 mod tls;
 pub mod vault;

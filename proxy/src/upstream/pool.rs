@@ -49,10 +49,12 @@ use http::{Method, Request, Response, Uri};
 use hyper::client::conn::{http1, http2, TrySendError};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::Connection as _;
+use hyper_util::rt::TokioIo;
 use tower_service::Service as _;
 
 use super::dial::Dial;
 use super::health::HealthCheck;
+use super::server_settings::SettingsSeen;
 use super::streams::{ResponseBody, StreamGuard, Streams};
 use super::{Body, BoxError};
 
@@ -387,23 +389,32 @@ impl Pool {
             .await
             .map_err(ClientError::Connect)?;
         if io.connected().is_negotiated_h2() {
+            let (io, settings_seen) = SettingsSeen::new(TokioIo::new(io));
             let (send, conn) = self
                 .health
                 .builder()
-                .handshake(io)
+                .handshake(TokioIo::new(io))
                 .await
                 .map_err(ClientError::Handshake)?;
             let health = self.health;
-            let streams = Streams::new(conn.current_max_send_streams());
+            // No room for other requests until the server's limit is known.
+            let streams = Streams::new(0);
             let limit = streams.clone();
             let counted = Counted::new(&OPEN_H2);
             tokio::spawn(async move {
                 let _counted = counted;
-                // The server's limit as hyper knows it after each poll: it
-                // comes in the server's first SETTINGS and may change.
+                // The server's limit as hyper knows it: read once its first
+                // SETTINGS are applied, then after each poll (it may change).
                 let mut conn = std::pin::pin!(conn);
+                let mut settings_seen = Some(settings_seen);
                 let ended = std::future::poll_fn(|cx| {
                     let polled = conn.as_mut().poll(cx);
+                    if let Some(seen) = &mut settings_seen {
+                        if std::pin::Pin::new(seen).poll(cx).is_pending() {
+                            return polled;
+                        }
+                        settings_seen = None;
+                    }
                     limit.set_peer_max(conn.current_max_send_streams());
                     polled
                 })

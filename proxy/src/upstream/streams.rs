@@ -51,7 +51,9 @@ pub fn open_h2_streams() -> usize {
 }
 
 impl Streams {
-    /// `peer_max`: the server's limit as known at the handshake.
+    /// `peer_max`: the server's limit as known; 0, no room for any request
+    /// but the first, until the server's SETTINGS are read
+    /// (`server_settings.rs`).
     pub(super) fn new(peer_max: usize) -> Arc<Streams> {
         let s = Arc::new(Streams {
             open: AtomicUsize::new(0),

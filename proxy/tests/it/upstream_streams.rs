@@ -68,6 +68,30 @@ async fn a_full_connection_opens_another_when_the_server_allows_two_streams() {
 }
 
 #[tokio::test]
+async fn a_server_allowing_one_stream_gets_a_connection_per_watch_from_the_start() {
+    // The server's limit is read before a fresh connection takes a second
+    // request: a second watch queued by hyper behind the first would wait
+    // until that one ends.
+    let up = WatchUpstream::start(Some(1)).await;
+    let r = start_with_kubeconfig(
+        "upstream-streams-one",
+        &tls_kubeconfig(up.port, &up.ca_pem),
+        "",
+    )
+    .await;
+    let a = open_watch(&r).await;
+    let b = open_watch(&r).await;
+    assert_eq!(up.accepted(), 2, "{}", r.log());
+    get_answered(&r, "beside two watches").await;
+    assert_eq!(up.accepted(), 3, "{}", r.log());
+    get_answered(&r, "again").await;
+    assert_eq!(up.accepted(), 3, "{}", r.log());
+    up.end_watches();
+    watch_ends(a, &r).await;
+    watch_ends(b, &r).await;
+}
+
+#[tokio::test]
 async fn regroups_own_limit_of_one_stream_per_connection_opens_one_per_watch() {
     let up = WatchUpstream::start(None).await;
     let r = start_with_kubeconfig(
