@@ -26,7 +26,9 @@ and every proxy verifies it with a CA made for the run.
 Each is driven by wrk with 8 connections (throughput, CPU per request) and
 with 1 connection (latency). CPU per request is the proxy's own
 utime+stime (its whole process tree, from /proc/<pid>/stat) over the
-requests served; RSS is the tree's VmRSS after the 8-connection run. Ratios
+requests served; RSS is the tree's VmRSS after the 8-connection run, with
+its anonymous part (RssAnon: the heap and stacks, without the binary's own
+pages, whose residency depends on the page cache) in brackets. Ratios
 are against nginx and `kubectl proxy` measured in the same run, so a busy
 machine shifts all rows alike. Nothing here is asserted: it prints numbers.
 """
@@ -113,13 +115,17 @@ def cpu_seconds(pid):
     return user / TICK, system / TICK
 
 
-def rss_mb(pid):
+def rss_mb(pid, field="VmRSS:"):
+    """The tree's resident memory, or with field="RssAnon:" its anonymous
+    part: VmRSS also counts the binary's own pages mapped from the page
+    cache, which vary with how the file sits there (a freshly copied
+    binary showed ~2 MB more than the same bytes copied hours before)."""
     kb = 0
     for p in tree(pid):
         try:
             with open(f"/proc/{p}/status") as f:
                 for line in f:
-                    if line.startswith("VmRSS:"):
+                    if line.startswith(field):
                         kb += int(line.split()[1])
         except OSError:
             pass
@@ -315,6 +321,7 @@ def measure(name, url, pid, args):
     requests, rps, lat8 = wrk(url, args.connections, args.duration)
     cpu1 = cpu_seconds(pid) if pid else None
     rss = rss_mb(pid) if pid else None
+    anon = rss_mb(pid, "RssAnon:") if pid else None
     _, _, lat1 = wrk(url, 1, args.latency_duration)
     row = {
         "name": name,
@@ -327,6 +334,7 @@ def measure(name, url, pid, args):
         "user_us": (cpu1[0] - cpu0[0]) / requests * 1e6 if cpu1 else None,
         "sys_us": (cpu1[1] - cpu0[1]) / requests * 1e6 if cpu1 else None,
         "rss_mb": rss,
+        "rss_anon_mb": anon,
     }
     print(f"  {name}: {rps:.0f} req/s", file=sys.stderr)
     return row
@@ -343,7 +351,7 @@ def table(rows, connections=8):
     lines = [
         f"| path | req/s ({connections} conn) | x nginx | x kubectl proxy | p50 / p99 ({connections} conn) "
         "| p50 / p99 (1 conn) | added p50 / p99 (1 conn) | CPU/request (user + sys) | CPU x nginx "
-        "| CPU x floor | RSS |",
+        "| CPU x floor | RSS (anonymous) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -372,7 +380,7 @@ def table(rows, connections=8):
                 + ")",
                 cn=fmt(r["cpu_us"] / nginx["cpu_us"], ".2f") if nginx and proxied else "-",
                 cf=fmt(r["cpu_us"] / floor["cpu_us"], ".2f") if floor and proxied else "-",
-                rss=fmt(r["rss_mb"], ".1f") + " MB",
+                rss=fmt(r["rss_mb"], ".1f") + " MB (" + fmt(r["rss_anon_mb"], ".1f") + ")",
             )
         )
     return "\n".join(lines)

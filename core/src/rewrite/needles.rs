@@ -8,7 +8,7 @@
 //! occurrence's start and checks every pattern there: every occurrence,
 //! overlapping ones included. A configuration maps one to three groups, so
 //! the index holds two to seven patterns, the packed searcher's strength.
-//! Measured (bench/json_walk_cases.sh, docs/performance-walk.md) against
+//! Measured (bench/json_walk_cases.sh, docs/performance.md "The JSON walk alone") against
 //! one `memmem` pass per pattern, which read the body once per pattern,
 //! and against the automaton's own prefilter, which skips well only when
 //! every pattern's first byte is rare in JSON (`wardle`, not

@@ -49,9 +49,8 @@ async fn get_foo(r: &Regroup) {
 
 #[tokio::test]
 async fn an_idle_extra_h2_connection_is_closed_without_traffic_and_the_first_stays() {
-    // One stream per connection: beside a watch, a GET opens a second.
-    // (regroup's own limit: a server's limit is learned only once hyper's
-    // connection task has run after its SETTINGS, docs/performance-h2mix.md.)
+    // One stream per connection (regroup's own limit): beside a watch, a
+    // GET opens a second.
     let up = WatchUpstream::start(None).await;
     let r = start_with_kubeconfig(
         "upstream-idle-h2",
