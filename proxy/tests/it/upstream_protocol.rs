@@ -316,26 +316,13 @@ async fn with_http2_watches_a_watch_ends_cleanly_when_its_h2_connection_dies() {
 #[tokio::test]
 async fn regroup_check_accepts_each_http2_value() {
     for mode in ["auto", "never", "watches"] {
-        let dir = crate::regroup_binary::test_dir(&format!("upstream-http2-check-{mode}"));
-        std::fs::write(
-            dir.join("config.yaml"),
-            format!(
+        let (accepted, said) = crate::regroup_binary::check(
+            &format!("upstream-http2-check-{mode}"),
+            &format!(
                 "rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n\
                  upstream:\n  http2: {mode}\n"
             ),
-        )
-        .unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_regroup"))
-            .arg("check")
-            .arg("-c")
-            .arg(dir.join("config.yaml"))
-            .output()
-            .unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
-        assert!(
-            out.status.success(),
-            "{mode}: {}",
-            String::from_utf8_lossy(&out.stderr)
         );
+        assert!(accepted, "{mode}: {said}");
     }
 }
