@@ -287,8 +287,9 @@ pub enum Http2 {
     /// (an open watch holds one).
     Never,
     /// Short requests on the HTTP/1.1 pool (ALPN offers HTTP/1.1 only),
-    /// watches on connections offering h2 and HTTP/1.1: the open watches
-    /// share one multiplexed connection, the requests skip h2's cost.
+    /// the requests the apiserver holds open (watches, `log` and `proxy`
+    /// subresources) on connections offering h2 and HTTP/1.1: they share
+    /// one multiplexed connection, the short requests skip h2's cost.
     Watches,
 }
 

@@ -266,6 +266,24 @@ pub fn is_watch(path: &str, query: Option<&str>) -> bool {
     }
 }
 
+/// A request kube-apiserver holds open as long as the client wants
+/// (its long-running check, less the protocol upgrades: attach, exec and
+/// port-forward): a watch, or a `log` or `proxy` subresource (`logs -f`,
+/// a pod's or service's proxy). Read like [`is_watch`]; the path is parsed
+/// only when it has such a segment.
+pub fn is_long_running(path: &str, query: Option<&str>) -> bool {
+    if is_watch(path, query) {
+        return true;
+    }
+    if !(path.contains("/log") || path.contains("/proxy")) {
+        return false;
+    }
+    matches!(
+        RequestInfo::parse(path, query).subresource.as_deref(),
+        Some("log" | "proxy")
+    )
+}
+
 fn query_says_watch(q: &str) -> bool {
     q.split('&').any(|kv| {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
@@ -314,6 +332,46 @@ mod tests {
             ("/version", None),
         ] {
             assert_eq!(is_watch(p, q), RequestInfo::parse(p, q).watch, "{p} {q:?}");
+        }
+    }
+
+    #[test]
+    fn long_running_are_watches_logs_and_proxies() {
+        for (p, q, long) in [
+            (
+                "/api/v1/namespaces/ns/pods/p/log",
+                Some("follow=true"),
+                true,
+            ),
+            ("/api/v1/namespaces/ns/pods/p/log", None, true),
+            (
+                "/api/v1/namespaces/ns/services/s/proxy/metrics/x",
+                None,
+                true,
+            ),
+            ("/api/v1/namespaces/ns/pods/p/proxy", None, true),
+            (
+                "/apis/samplecontroller.k8s.io/v1alpha1/foos",
+                Some("watch=1"),
+                true,
+            ),
+            ("/api/v1/watch/pods", None, true),
+            ("/api/v1/namespaces/ns/pods/p", None, false),
+            ("/api/v1/namespaces/ns/pods/logger", None, false),
+            ("/api/v1/namespaces/proxy/pods/p/status", None, false),
+            (
+                "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/log",
+                None,
+                false,
+            ),
+            (
+                "/api/v1/namespaces/ns/pods/p/exec",
+                Some("command=ls"),
+                false,
+            ),
+            ("/version", None, false),
+        ] {
+            assert_eq!(is_long_running(p, q), long, "{p} {q:?}");
         }
     }
 

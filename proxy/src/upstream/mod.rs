@@ -264,7 +264,7 @@ impl Upstream {
             match http2 {
                 Http2::Auto => "",
                 Http2::Never => ", HTTP/1.1 only",
-                Http2::Watches => ", h2 for watches only",
+                Http2::Watches => ", h2 for watches, logs and proxies only",
             },
             if insecure { ", TLS NOT VERIFIED" } else { "" }
         );
@@ -559,23 +559,24 @@ impl Upstream {
 }
 
 impl Clients {
-    /// The pool that carries `req`: under `upstream.http2: watches` a watch
-    /// goes to the h2 pool, everything else to `client`.
+    /// The pool that carries `req`: under `upstream.http2: watches` a watch,
+    /// a log or a proxy goes to the h2 pool, everything else to `client`.
     fn pool_for(&self, req: &Request<Body>, prefix: &str) -> &Pool {
         match &self.watches {
-            Some(w) if is_watch(req.uri(), prefix) => w,
+            Some(w) if is_long_running(req.uri(), prefix) => w,
             _ => &self.client,
         }
     }
 }
 
 /// Whether the upstream URI (under the server URL's path `prefix`) is a
-/// watch: the renamed path keeps `?watch=` and the legacy `/watch/`
-/// segment where the app's request had them.
-fn is_watch(uri: &Uri, prefix: &str) -> bool {
+/// request the apiserver holds open: a watch (the renamed path keeps
+/// `?watch=` and the legacy `/watch/` segment where the app's request had
+/// them), a `log` or a `proxy` subresource.
+fn is_long_running(uri: &Uri, prefix: &str) -> bool {
     let path = uri.path();
     let path = path.strip_prefix(prefix).unwrap_or(path);
-    crate::kube::request::is_watch(path, uri.query())
+    crate::kube::request::is_long_running(path, uri.query())
 }
 
 fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result<Clients, String> {

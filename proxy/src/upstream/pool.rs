@@ -40,7 +40,7 @@
 //!   safe requests whose connection closed after they were sent.
 
 use std::future::Future as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -124,6 +124,32 @@ struct H2 {
     /// stream open (kept only while there is more than one connection: it
     /// closes idle extras).
     used: Instant,
+    /// Until the server's limit is read: no room for any request but the
+    /// one the connection was opened for.
+    unsettled: Option<Unsettled>,
+}
+
+/// An h2 connection whose server's limit is not read yet
+/// (`server_settings.rs`).
+struct Unsettled {
+    /// Raised by the socket once hyper has applied the server's SETTINGS.
+    seen: Arc<AtomicBool>,
+    /// The server's limit as hyper's connection knows it.
+    read_limit: Box<dyn Fn() -> usize + Send + Sync>,
+}
+
+impl H2 {
+    /// Reads the server's limit once its SETTINGS are applied: here, by
+    /// the request looking for room, not when the connection's task is
+    /// next scheduled.
+    fn settle(&mut self) {
+        if let Some(u) = &self.unsettled {
+            if u.seen.load(Ordering::Acquire) {
+                self.streams.set_peer_max((u.read_limit)());
+                self.unsettled = None;
+            }
+        }
+    }
 }
 
 #[derive(Default)]
@@ -340,14 +366,16 @@ impl Pool {
     /// is full (or closed): the caller opens another.
     fn take_h2(&self, h2: &mut Vec<H2>) -> Option<Taken> {
         // The common case, one connection, without a clock read.
-        if let [c] = h2.as_slice() {
+        if let [c] = h2.as_mut_slice() {
             if !c.send.is_closed() {
+                c.settle();
                 let stream = c.streams.take(self.max_streams)?;
                 return Some(Taken::H2(c.send.clone(), Some(stream)));
             }
         }
         let now = Instant::now();
         h2.retain(|c| !c.send.is_closed());
+        h2.iter_mut().for_each(H2::settle);
         let first = h2
             .iter()
             .position(|c| c.streams.has_room(self.max_streams))?;
@@ -389,7 +417,7 @@ impl Pool {
             .await
             .map_err(ClientError::Connect)?;
         if io.connected().is_negotiated_h2() {
-            let (io, settings_seen) = SettingsSeen::new(TokioIo::new(io));
+            let (io, seen) = SettingsSeen::new(TokioIo::new(io));
             let (send, conn) = self
                 .health
                 .builder()
@@ -401,21 +429,27 @@ impl Pool {
             let streams = Streams::new(0);
             let limit = streams.clone();
             let counted = Counted::new(&OPEN_H2);
+            // Shared with the pool until the server's limit is read there;
+            // locked by the driving task for each poll (uncontended).
+            let conn = Arc::new(Mutex::new(Box::pin(conn)));
+            let driven = conn.clone();
+            let unsettled = Unsettled {
+                seen: seen.clone(),
+                read_limit: Box::new(move || {
+                    let c = conn.lock().unwrap_or_else(|p| p.into_inner());
+                    c.current_max_send_streams()
+                }),
+            };
             tokio::spawn(async move {
                 let _counted = counted;
-                // The server's limit as hyper knows it: read once its first
-                // SETTINGS are applied, then after each poll (it may change).
-                let mut conn = std::pin::pin!(conn);
-                let mut settings_seen = Some(settings_seen);
+                // The server's limit after each poll once its first SETTINGS
+                // are applied: it may change.
                 let ended = std::future::poll_fn(|cx| {
-                    let polled = conn.as_mut().poll(cx);
-                    if let Some(seen) = &mut settings_seen {
-                        if std::pin::Pin::new(seen).poll(cx).is_pending() {
-                            return polled;
-                        }
-                        settings_seen = None;
+                    let mut c = driven.lock().unwrap_or_else(|p| p.into_inner());
+                    let polled = c.as_mut().poll(cx);
+                    if seen.load(Ordering::Acquire) {
+                        limit.set_peer_max(c.current_max_send_streams());
                     }
-                    limit.set_peer_max(conn.current_max_send_streams());
                     polled
                 })
                 .await;
@@ -429,6 +463,7 @@ impl Pool {
             let stream = streams.take_first();
             let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
             st.h2.retain(|c| !c.send.is_closed());
+            st.h2.iter_mut().for_each(H2::settle);
             // Kept for the next requests unless another connection opened
             // meanwhile has room (a burst of requests each dialing one):
             // then this one carries its one request and closes.
@@ -437,6 +472,7 @@ impl Pool {
                     send: send.clone(),
                     streams,
                     used: Instant::now(),
+                    unsettled: Some(unsettled),
                 });
                 if st.h2.len() > 1 {
                     self.sweep_later(&mut st);

@@ -6,38 +6,50 @@
 //! request let onto a connection whose server allows one would wait behind
 //! the first (for a watch, many minutes).
 //!
-//! [`SettingsSeen`] wraps the connection's socket and tells the task that
-//! drives the connection, once, at that second read; the pool offers the
-//! connection to other requests only after.
+//! [`SettingsSeen`] wraps the connection's socket and raises a flag at
+//! that second read; the pool offers the connection to other requests only
+//! once the flag is up, reading the limit from hyper then (not waiting for
+//! the task that drives the connection to be scheduled).
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::oneshot;
 
 /// A socket (tokio's traits: its read buffer says what a read filled)
-/// that tells, once, when the server's first frames have been read and
+/// that raises a flag when the server's first frames have been read and
 /// applied.
 pub(super) struct SettingsSeen<T> {
     io: T,
-    /// Some until told.
-    tell: Option<oneshot::Sender<()>>,
+    /// Up once they have.
+    seen: Arc<AtomicBool>,
+    /// Where the reads are.
+    state: Reads,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reads {
+    /// Nothing read yet.
+    None,
     /// The server's first bytes have been read.
-    read_some: bool,
+    Some,
+    /// The flag is up.
+    Told,
 }
 
 impl<T> SettingsSeen<T> {
-    /// `io`, and the receiver that resolves when the server's first frames
-    /// are applied (or the connection ended first).
-    pub(super) fn new(io: T) -> (SettingsSeen<T>, oneshot::Receiver<()>) {
-        let (tell, told) = oneshot::channel();
+    /// `io`, and the flag raised when the server's first frames are
+    /// applied.
+    pub(super) fn new(io: T) -> (SettingsSeen<T>, Arc<AtomicBool>) {
+        let seen = Arc::new(AtomicBool::new(false));
         let io = SettingsSeen {
             io,
-            tell: Some(tell),
-            read_some: false,
+            seen: seen.clone(),
+            state: Reads::None,
         };
-        (io, told)
+        (io, seen)
     }
 }
 
@@ -48,17 +60,24 @@ impl<T: AsyncRead + Unpin> AsyncRead for SettingsSeen<T> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
         let this = &mut *self;
-        if this.tell.is_some() && this.read_some {
-            if let Some(tell) = this.tell.take() {
-                let _ = tell.send(());
+        match this.state {
+            Reads::Told => Pin::new(&mut this.io).poll_read(cx, buf),
+            Reads::Some => {
+                // The read after the first bytes: h2 has applied what they
+                // carried.
+                this.seen.store(true, Ordering::Release);
+                this.state = Reads::Told;
+                Pin::new(&mut this.io).poll_read(cx, buf)
+            }
+            Reads::None => {
+                let before = buf.filled().len();
+                let polled = Pin::new(&mut this.io).poll_read(cx, buf);
+                if buf.filled().len() > before {
+                    this.state = Reads::Some;
+                }
+                polled
             }
         }
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut this.io).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            this.read_some = true;
-        }
-        polled
     }
 }
 
@@ -98,26 +117,27 @@ mod tests {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
     #[tokio::test]
-    async fn told_at_the_read_after_the_first_bytes_not_before() {
+    async fn raised_at_the_read_after_the_first_bytes_not_before() {
         let (ours, mut server) = tokio::io::duplex(64);
-        let (mut io, mut told) = SettingsSeen::new(ours);
+        let (mut io, seen) = SettingsSeen::new(ours);
         server.write_all(b"settings").await.unwrap();
         let mut buf = [0u8; 4];
         assert_eq!(io.read(&mut buf).await.unwrap(), 4);
         assert!(
-            told.try_recv().is_err(),
+            !seen.load(Ordering::Acquire),
             "not at the read that brought them"
         );
         assert_eq!(io.read(&mut buf).await.unwrap(), 4);
-        assert!(told.try_recv().is_ok(), "told at the next read");
+        assert!(seen.load(Ordering::Acquire), "raised at the next read");
     }
 
     #[tokio::test]
-    async fn a_connection_that_ends_unread_ends_the_wait() {
+    async fn not_raised_while_nothing_was_read() {
         let (ours, server) = tokio::io::duplex(64);
-        let (io, told) = SettingsSeen::new(ours);
+        let (mut io, seen) = SettingsSeen::new(ours);
         drop(server);
-        drop(io);
-        assert!(told.await.is_err());
+        let mut buf = [0u8; 4];
+        assert_eq!(io.read(&mut buf).await.unwrap(), 0);
+        assert!(!seen.load(Ordering::Acquire));
     }
 }

@@ -24,7 +24,8 @@ use hyper::body::Incoming;
 
 /// One h2 connection's streams: how many regroup has open, and how many
 /// the server allows (its `SETTINGS_MAX_CONCURRENT_STREAMS` as hyper last
-/// read it, kept current by the task that drives the connection).
+/// knew it: read by the pool once the server's SETTINGS are applied, then
+/// kept current by the task that drives the connection).
 #[derive(Debug)]
 pub(super) struct Streams {
     open: AtomicUsize,

@@ -43,8 +43,8 @@ fn impersonation_replaces_the_apps_headers_as_client_go_sends_them() {
 }
 
 #[test]
-fn a_watch_is_told_apart_below_the_server_urls_path() {
-    let w = |uri: &str, prefix: &str| is_watch(&uri.parse::<Uri>().unwrap(), prefix);
+fn a_long_running_request_is_told_apart_below_the_server_urls_path() {
+    let w = |uri: &str, prefix: &str| is_long_running(&uri.parse::<Uri>().unwrap(), prefix);
     for prefix in ["", "/k8s"] {
         let u = |pq: &str| format!("https://h{prefix}{pq}");
         assert!(w(&u("/apis/g.io/v1/foos?watch=true"), prefix));
@@ -54,6 +54,12 @@ fn a_watch_is_told_apart_below_the_server_urls_path() {
         assert!(!w(&u("/apis/g.io/v1/foos"), prefix));
         assert!(!w(&u("/api/v1/pods?watch=false"), prefix));
         assert!(!w(&u("/apis/g.io/v1/namespaces/n/foos/watch"), prefix));
+        assert!(w(&u("/api/v1/namespaces/n/pods/p/log?follow=true"), prefix));
+        assert!(w(
+            &u("/api/v1/namespaces/n/services/s/proxy/healthz"),
+            prefix
+        ));
+        assert!(!w(&u("/api/v1/namespaces/n/pods/p"), prefix));
     }
 }
 
@@ -72,5 +78,5 @@ fn each_http2_mode_is_named_in_the_description() {
     };
     assert_eq!(desc(Http2::Auto), "https://127.0.0.1:1 (bearer token)");
     assert!(desc(Http2::Never).ends_with(", HTTP/1.1 only)"));
-    assert!(desc(Http2::Watches).ends_with(", h2 for watches only)"));
+    assert!(desc(Http2::Watches).ends_with(", h2 for watches, logs and proxies only)"));
 }

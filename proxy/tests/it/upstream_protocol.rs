@@ -225,8 +225,28 @@ async fn with_http2_watches_a_get_goes_over_http1_and_a_watch_over_h2() {
     drop(open_watch(&r, WATCH).await);
     get_foo(&r).await;
     assert_eq!(up.accepted(), 2, "{}", r.log());
+    // A pod's log (`logs -f`) and a service's proxy, which the apiserver
+    // holds open like a watch, take the h2 connection too.
+    for path in [
+        "/api/v1/namespaces/renamed/pods/p/log?follow=true",
+        "/api/v1/namespaces/renamed/services/s/proxy/healthz",
+    ] {
+        let (code, body) = get(r.port, path).await;
+        assert_eq!(code, 200, "{path}: {body}\n{}", r.log());
+        let sent: Vec<Version> = up
+            .requests()
+            .into_iter()
+            .filter(|(_, pq)| pq == path)
+            .map(|(v, _)| v)
+            .collect();
+        assert_eq!(sent, [Version::HTTP_2], "{path}: {:?}", up.requests());
+    }
+    assert_eq!(up.accepted(), 2, "{}", r.log());
     let log = r.log();
-    assert!(log.contains("h2 for watches only"), "{log}");
+    assert!(
+        log.contains("h2 for watches, logs and proxies only"),
+        "{log}"
+    );
     assert!(!log.contains(OWN_TOKEN), "{log}");
 }
 
