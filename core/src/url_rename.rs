@@ -61,6 +61,7 @@ pub fn rewrite_path_for(
             .into_iter()
             .find_map(|(prefix, i)| Some((i, tail.strip_prefix(prefix)?)))
     });
+    // The group: its piece's index, its byte range in `path`, its new name.
     let mut group = None;
     if let Some((i, rest)) = group_at {
         let seg = crate::kube::path::split(rest).next().unwrap_or(rest);
@@ -69,7 +70,10 @@ pub fn rewrite_path_for(
         } else {
             Cow::Borrowed(seg)
         };
-        group = map.map_group(&decoded, dir).map(|mapped| (i, mapped));
+        let start = path.len() - rest.len();
+        group = map
+            .map_group(&decoded, dir)
+            .map(|mapped| (i, start..start + seg.len(), mapped));
     }
     let name = name_form(info, map)
         .zip(info.name.as_deref())
@@ -77,24 +81,52 @@ pub fn rewrite_path_for(
     if group.is_none() && name.is_none() {
         return None;
     }
-    // Borrowed segments: only a renamed one is allocated.
-    let mut segments: Vec<Cow<'_, str>> = path.split('/').map(Cow::Borrowed).collect();
-    let mut changed = false;
-    if let Some((i, mapped)) = group {
-        segments[i] = Cow::Owned(mapped);
-        changed = true;
-    }
-    if let Some(mapped) = name {
-        // The name is the segment after the resource's.
+    // The new path spliced from the old one, piece ranges found in one
+    // pass: no list of the pieces.
+    let mut edits: [Option<(std::ops::Range<usize>, String)>; 2] = [None, None];
+    let name_range = name.as_ref().and_then(|_| {
+        // The name is the piece after the resource's (compared with the
+        // group's piece as renamed).
         let resource = info.resource.as_deref().unwrap_or_default();
-        if let Some(r) = segments.iter().position(|s| s.as_ref() == resource) {
-            if r + 1 < segments.len() {
-                segments[r + 1] = Cow::Owned(mapped);
-                changed = true;
+        let mut at = 0;
+        let mut after_resource = false;
+        for (index, piece) in path.split('/').enumerate() {
+            let range = at..at + piece.len();
+            at = range.end + 1;
+            if after_resource {
+                return Some(range);
             }
+            let piece = match &group {
+                Some((i, _, mapped)) if *i == index => mapped.as_str(),
+                _ => piece,
+            };
+            after_resource = piece == resource;
+        }
+        None
+    });
+    if let Some((_, range, mapped)) = group {
+        // A name piece that is the group's piece (a resource named like
+        // the piece before the group) is renamed as a name.
+        if name_range.as_ref() != Some(&range) {
+            edits[0] = Some((range, mapped));
         }
     }
-    changed.then(|| segments.join("/"))
+    if let (Some(range), Some(mapped)) = (name_range, name) {
+        edits[1] = Some((range, mapped));
+    }
+    if edits.iter().all(Option::is_none) {
+        return None;
+    }
+    edits.sort_by_key(|e| e.as_ref().map(|(r, _)| r.start));
+    let mut out = String::with_capacity(path.len() + 32);
+    let mut copied = 0;
+    for (range, text) in edits.into_iter().flatten() {
+        out.push_str(&path[copied..range.start]);
+        out.push_str(&text);
+        copied = range.end;
+    }
+    out.push_str(&path[copied..]);
+    Some(out)
 }
 
 /// Rewrites `fieldSelector` requirements on `*.apiVersion` / `*.apiGroup`
@@ -218,6 +250,69 @@ mod tests {
                 Some(renamed.join("/"))
             });
             proptest::prop_assert_eq!(rewrite_path(&path, &m, Direction::ToCluster), want);
+        }
+    }
+
+    /// The path renamed as a list of its pieces: each piece renamed in
+    /// place, then joined (what [`rewrite_path_for`] splices in one pass).
+    fn by_pieces(path: &str, map: &GroupMap, dir: Direction) -> Option<String> {
+        let info = RequestInfo::parse(path, None);
+        let mut pieces: Vec<String> = path.split('/').map(str::to_owned).collect();
+        let mut changed = false;
+        let at = match pieces.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+            [_, "apis", _, ..] => Some(2),
+            [_, "openapi", "v3", "apis", _, ..] => Some(4),
+            _ => None,
+        };
+        if let Some(i) = at {
+            let g = percent_decode_str(&pieces[i]).decode_utf8().ok()?;
+            if let Some(mapped) = map.map_group(&g, dir) {
+                pieces[i] = mapped;
+                changed = true;
+            }
+        }
+        let name = name_form(&info, map)
+            .zip(info.name.as_deref())
+            .and_then(|(form, name)| map.map(form, name, dir));
+        if let Some(mapped) = name {
+            let resource = info.resource.as_deref().unwrap_or_default();
+            if let Some(r) = pieces.iter().position(|s| s == resource) {
+                if r + 1 < pieces.len() {
+                    pieces[r + 1] = mapped;
+                    changed = true;
+                }
+            }
+        }
+        changed.then(|| pieces.join("/"))
+    }
+
+    proptest::proptest! {
+        /// Groups and names (of CRDs) renamed in one pass, as renaming the
+        /// pieces one by one does.
+        #[test]
+        fn the_path_spliced_is_the_path_renamed_piece_by_piece(
+            head in proptest::sample::select(vec![
+                "", "/apis", "/openapi/v3/apis", "/apis/samplecontroller.k8s.io/v1",
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                "/apis/apiregistration.k8s.io/v1/apiservices",
+            ]),
+            pieces in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "", "apis", "openapi", "v3", "samplecontroller.k8s.io", "v1",
+                    "apiextensions.k8s.io", "customresourcedefinitions",
+                    "foos.samplecontroller.k8s.io", "status", "foos",
+                    "samplecontroller.team1.example.com",
+                    "foos.samplecontroller.team1.example.com",
+                    "v1alpha1.samplecontroller.k8s.io", "namespaces", "ns",
+                ]),
+                0..6,
+            )
+        ) {
+            let path = format!("{head}/{}", pieces.join("/"));
+            let m = map();
+            for dir in [Direction::ToCluster, Direction::ToApp] {
+                proptest::prop_assert_eq!(rewrite_path(&path, &m, dir), by_pieces(&path, &m, dir));
+            }
         }
     }
 

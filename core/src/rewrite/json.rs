@@ -19,6 +19,7 @@ use serde_json::Value as Json;
 use super::catalog::{self, Catalog, RefMembers, Slot};
 use super::names::NameIndex;
 use super::raw::{member, plain_or_string, quote, quote_owned, string, Members, Walk};
+use precheck::Precheck;
 
 pub(crate) use super::error::malformed;
 pub use super::error::RewriteError;
@@ -52,6 +53,9 @@ pub struct JsonRewriter<'a> {
     /// The quoted member names of places whose value hides names from the
     /// byte search (a base64 JSON Patch), see [`Catalog::encoded_members`].
     encoded: Vec<memchr::memmem::Finder<'static>>,
+    /// The names, `names:` kinds and `encoded` in one search, run over a
+    /// whole body before it is parsed.
+    precheck: Precheck,
 }
 
 impl<'a> JsonRewriter<'a> {
@@ -69,8 +73,10 @@ impl<'a> JsonRewriter<'a> {
         dir: Direction,
         index: NameIndex,
     ) -> Self {
-        let encoded = catalog
-            .encoded_members()
+        let members: Vec<String> = catalog.encoded_members().collect();
+        let precheck = Precheck::new(&index, &members);
+        let encoded = members
+            .iter()
             .map(|m| memchr::memmem::Finder::new(m.as_bytes()).into_owned())
             .collect();
         JsonRewriter {
@@ -79,6 +85,7 @@ impl<'a> JsonRewriter<'a> {
             dir,
             index,
             encoded,
+            precheck,
         }
     }
 
@@ -142,19 +149,34 @@ impl<'a> JsonRewriter<'a> {
         hint: Option<&TypeOf<'_>>,
         addressed: Option<(&str, &str)>,
     ) -> Result<Option<Vec<u8>>, RewriteError> {
-        let force =
-            self.names_involved(input, hint.map(|h| (&*h.api_version, &*h.kind)), addressed);
-        // Where the names (and `\u`) occur: the pre-check, and the walk's
-        // own search (without an escape in the input, `\u` occurs nowhere,
-        // so these are the names' occurrences the walk would find).
-        let found = (!force).then(|| self.index.json().find_all(input));
-        if found.as_ref().is_some_and(Vec::is_empty) && !self.may_hide(input) {
-            return Ok(None);
+        // One search for every question asked of the whole body (unless
+        // the request already says a `names:` kind is involved): where the
+        // names occur, the pre-check and the walk's own search; whether a
+        // `names:` kind occurs; whether a value hides names. A body with
+        // none of them and no `\u` (which could hide a name) is not parsed.
+        let mut force = self.kind_named(hint.map(|h| (&*h.api_version, &*h.kind)), addressed);
+        let mut found = None;
+        if !force {
+            let seen = self.precheck.scan(input);
+            if seen.found.is_empty()
+                && !seen.kinds
+                && !seen.hides
+                && !self.precheck.has_escape(input)
+            {
+                return Ok(None);
+            }
+            force = seen.kinds;
+            found = (!force).then_some(seen.found);
         }
         let text = utf8(input)?;
         let (mut walk, root) = Walk::parse(text)?;
         walk.force = force;
-        if let Some(found) = found {
+        if let Some(mut found) = found {
+            // Without an escape in the input no `\u` occurs: the search
+            // for it is left to the few bodies that have one.
+            if walk.escapes {
+                self.precheck.add_escapes(input, &mut found);
+            }
             walk.found(found);
         }
         self.object(&mut walk, root, hint, addressed)?;
@@ -199,6 +221,12 @@ impl<'a> JsonRewriter<'a> {
         hint: Option<(&str, &str)>,
         addressed: Option<(&str, &str)>,
     ) -> bool {
+        self.kind_named(hint, addressed) || self.index.names_involved(input)
+    }
+
+    /// True when the object's kind, by `hint` or `addressed` (see
+    /// [`names_involved`](Self::names_involved)), is one `names:` lists.
+    fn kind_named(&self, hint: Option<(&str, &str)>, addressed: Option<(&str, &str)>) -> bool {
         let Some(names) = self.map.object_names() else {
             return false;
         };
@@ -210,7 +238,6 @@ impl<'a> JsonRewriter<'a> {
         };
         addressed.is_some_and(|(g, k)| names.involves_kind(g, k))
             || hint.is_some_and(|(a, k)| names.involves_kind(&group(a), k))
-            || self.index.names_involved(input)
     }
 
     /// True when `raw` could hold a mapped name (memoized per value).
@@ -724,6 +751,7 @@ mod embedded;
 mod encoded_patch;
 mod metadata;
 mod place_tree;
+mod precheck;
 mod reference_keys;
 mod schema;
 mod shadowed;

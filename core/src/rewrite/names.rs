@@ -23,6 +23,10 @@ struct Automata {
     dns_json: Needles,
     /// The kinds `names:` lists, when it is configured.
     named_kinds: Option<Needles>,
+    /// The patterns of `names`, then those of `named_kinds`, for a codec's
+    /// one search answering both (see [`NameIndex::names_and_kinds`]).
+    name_patterns: Vec<String>,
+    kind_patterns: Vec<String>,
 }
 
 /// The name index of one configuration; cloning it shares it.
@@ -70,15 +74,36 @@ impl NameIndex {
             v.push("\\u".into());
             v
         };
+        let kind_patterns: Option<Vec<String>> = map.object_names().map(|n| {
+            outermost(&n.needles())
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
+        });
         NameIndex(Arc::new(Automata {
             json: Needles::new(&with_escape(&names)),
             names: Needles::new(&names),
             dns_json: Needles::new(&with_escape(&dns)),
             dns: Needles::new(&dns),
-            named_kinds: map
-                .object_names()
-                .map(|n| Needles::new(&outermost(&n.needles()))),
+            named_kinds: kind_patterns.as_deref().map(Needles::new),
+            kind_patterns: kind_patterns.unwrap_or_default(),
+            name_patterns: names,
         }))
+    }
+
+    /// The patterns of [`names`](Self::names) (the first `.1` of them),
+    /// then those [`names_involved`](Self::names_involved) looks for (the
+    /// next `.2`): a codec searching for more adds its own after them and
+    /// answers every question in one pass over the body.
+    pub fn names_and_kinds(&self) -> (Vec<&str>, usize, usize) {
+        let a = &self.0;
+        let patterns = a
+            .name_patterns
+            .iter()
+            .chain(&a.kind_patterns)
+            .map(String::as_str)
+            .collect();
+        (patterns, a.name_patterns.len(), a.kind_patterns.len())
     }
 
     /// True when `bytes` name a kind `names:` lists (an object's own kind,

@@ -32,7 +32,8 @@ enum Search {
     /// occurrence's start.
     Packed {
         searcher: packed::Searcher,
-        patterns: Vec<Vec<u8>>,
+        /// Each pattern with its index in the caller's list.
+        patterns: Vec<(Vec<u8>, usize)>,
     },
     /// One `memmem` pass per pattern.
     Each(Vec<Finder<'static>>),
@@ -67,11 +68,14 @@ impl Needles {
             .flatten();
         let search = match packed {
             Some(searcher) => {
-                let mut patterns: Vec<Vec<u8>> =
-                    patterns.iter().map(|p| p.as_ref().to_vec()).collect();
+                let mut patterns: Vec<(Vec<u8>, usize)> = patterns
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| (p.as_ref().to_vec(), i))
+                    .collect();
                 // Shortest first: the occurrences of one start come out
                 // sorted by end.
-                patterns.sort_by_key(Vec::len);
+                patterns.sort_by_key(|(p, _)| p.len());
                 Search::Packed { searcher, patterns }
             }
             None if nonempty && patterns.len() <= FEW => Search::Each(
@@ -101,40 +105,50 @@ impl Needles {
     /// `(start, end)` byte ranges sorted by start, then end.
     pub fn find_all(&self, hay: &[u8]) -> Vec<(usize, usize)> {
         let mut found = Vec::new();
+        if !self.each(hay, |_, start, end| found.push((start, end))) {
+            found.sort_unstable();
+        }
+        found
+    }
+
+    /// Calls `f(pattern, start, end)` for every occurrence of every
+    /// pattern (`pattern`: its index in the list the search was built
+    /// from), overlapping ones included. True when they came in order of
+    /// start, then end (the packed search's order); otherwise the caller
+    /// sorts what it keeps.
+    pub fn each(&self, hay: &[u8], mut f: impl FnMut(usize, usize, usize)) -> bool {
         match &self.search {
             Search::Packed { searcher, patterns } => {
                 let mut at = 0;
                 while let Some(m) = searcher.find_in(hay, Span::from(at..hay.len())) {
                     let start = m.start();
-                    for p in patterns {
+                    for (p, id) in patterns {
                         if hay[start..].starts_with(p) {
-                            found.push((start, start + p.len()));
+                            f(*id, start, start + p.len());
                         }
                     }
                     at = start + 1;
                 }
-                // Already sorted: starts rise, and one start's patterns
-                // are tried shortest first.
-                return found;
+                true
             }
             Search::Each(finders) => {
-                for f in finders {
-                    let len = f.needle().len();
+                for (id, finder) in finders.iter().enumerate() {
+                    let len = finder.needle().len();
                     let mut at = 0;
-                    while let Some(i) = f.find(&hay[at..]) {
-                        found.push((at + i, at + i + len));
+                    while let Some(i) = finder.find(&hay[at..]) {
+                        f(id, at + i, at + i + len);
                         at += i + 1;
                     }
                 }
+                false
             }
-            Search::Automaton => found.extend(
-                self.automaton
-                    .find_overlapping_iter(hay)
-                    .map(|m| (m.start(), m.end())),
-            ),
+            Search::Automaton => {
+                for m in self.automaton.find_overlapping_iter(hay) {
+                    f(m.pattern().as_usize(), m.start(), m.end());
+                }
+                false
+            }
         }
-        found.sort_unstable();
-        found
     }
 }
 
@@ -205,6 +219,16 @@ mod tests {
                 got.dedup();
                 prop_assert_eq!(&got, &want);
                 prop_assert_eq!(n.is_match(&hay), !want.is_empty());
+                // Each occurrence is told with the pattern that occurs.
+                let mut tagged = Vec::new();
+                n.each(&hay, |id, start, end| tagged.push((id, start, end)));
+                for &(id, start, end) in &tagged {
+                    prop_assert_eq!(&hay[start..end], &patterns[id][..]);
+                }
+                let mut spans: Vec<(usize, usize)> = tagged.iter().map(|&(_, s, e)| (s, e)).collect();
+                spans.sort_unstable();
+                spans.dedup();
+                prop_assert_eq!(&spans, &want);
             }
         }
     }
