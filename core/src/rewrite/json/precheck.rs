@@ -1,53 +1,86 @@
 //! The one search of a JSON body before it is parsed. It answers the
-//! three questions the codec asks of every body at once: where the mapped
-//! names (and `\u` escapes) occur, whether a kind `names:` lists occurs
-//! (the whole object is then walked), and whether a member whose base64
-//! value hides names occurs. One pass of the packed searcher over the
-//! body for all of them, not one per question; `\u` is looked for by a
-//! pass of its own, as a two-byte pattern beside the others would have the
-//! packed searcher match on two bytes of each, not four, and verify many
-//! more candidates (measured: docs/performance.md, "The JSON walk alone").
+//! three questions the codec asks of every body: where the mapped names
+//! (and `\u` escapes, which could hide one) occur, whether a kind
+//! `names:` lists occurs (the whole object is then walked), and whether a
+//! member whose base64 value hides names occurs.
+//!
+//! The packed searcher matches on as many leading bytes of its patterns as
+//! the shortest has, up to four: a two-byte `\u` beside the long names is
+//! cheap while the names are few, and makes every `names:` kind a source
+//! of false candidates. So the layout depends on the configuration
+//! (measured: docs/performance.md, "The JSON walk alone"):
+//! - without `names:`, the names and `\u` are one search and the hiding
+//!   members are looked for only in a body where it found nothing;
+//! - with `names:`, the names, the kinds and the hiding members are one
+//!   search, and `\u` is looked for by a pass of its own only where it
+//!   matters: in a body with nothing else found, or with an escape.
 
 use crate::rewrite::names::NameIndex;
 use crate::rewrite::needles::Needles;
 use memchr::memmem::Finder;
 
-/// The patterns of every question, in one search.
+/// The searches answering the pre-check for one configuration.
 pub(super) struct Precheck {
     needles: Needles,
-    escape: Finder<'static>,
-    /// Patterns `0..names` are the mapped names.
+    /// Patterns `0..names` of `needles` are the mapped names (and `\u`
+    /// when [`Layout::Names`]).
     names: usize,
     /// Patterns `names..kinds` are `names:` kinds; the rest, members
     /// whose value hides names.
     kinds: usize,
+    layout: Layout,
 }
 
-/// What one search of a body found.
+enum Layout {
+    /// No `names:` kinds: `\u` is among the names; the hiding members.
+    Names { hiding: Vec<Finder<'static>> },
+    /// Names, kinds and hiding members in `needles`; `\u` apart.
+    All { escape: Finder<'static> },
+}
+
+/// What a search of a body found.
 pub(super) struct Seen {
-    /// Where the mapped names occur, sorted by start, then end.
+    /// Where the mapped names occur (and `\u`, when the layout searches
+    /// them together), sorted by start, then end.
     pub found: Vec<(usize, usize)>,
     /// A kind `names:` lists occurs.
     pub kinds: bool,
-    /// A member whose base64 value hides names occurs.
+    /// A member whose base64 value hides names occurs (only looked for
+    /// when nothing else was found: it matters only then).
     pub hides: bool,
 }
 
 impl Precheck {
-    /// The search for `index`'s names and `names:` kinds, and `encoded`
+    /// The searches for `index`'s names and `names:` kinds, and `encoded`
     /// (quoted member names).
     pub fn new(index: &NameIndex, encoded: &[String]) -> Precheck {
         let (mut patterns, names, kinds) = index.names_and_kinds();
+        if kinds == 0 {
+            patterns.push("\\u");
+            return Precheck {
+                needles: Needles::new(&patterns),
+                names: names + 1,
+                kinds: names + 1,
+                layout: Layout::Names {
+                    hiding: encoded
+                        .iter()
+                        .map(|m| Finder::new(m.as_bytes()).into_owned())
+                        .collect(),
+                },
+            };
+        }
         patterns.extend(encoded.iter().map(String::as_str));
         Precheck {
             needles: Needles::new(&patterns),
-            escape: Finder::new(b"\\u").into_owned(),
             names,
             kinds: names + kinds,
+            layout: Layout::All {
+                escape: Finder::new(b"\\u").into_owned(),
+            },
         }
     }
 
-    /// Searches `body` once.
+    /// Searches `body`.
     pub fn scan(&self, body: &[u8]) -> Seen {
         let mut seen = Seen {
             found: Vec::new(),
@@ -66,20 +99,31 @@ impl Precheck {
         if !sorted {
             seen.found.sort_unstable();
         }
+        if let Layout::Names { hiding } = &self.layout {
+            seen.hides = seen.found.is_empty() && hiding.iter().any(|f| f.find(body).is_some());
+        }
         seen
     }
 
-    /// True when `body` holds a `\u` escape, which could hide a name.
+    /// True when `body` holds a `\u` escape that [`scan`](Self::scan) did
+    /// not report.
     pub fn has_escape(&self, body: &[u8]) -> bool {
-        self.escape.find(body).is_some()
+        match &self.layout {
+            Layout::Names { .. } => false,
+            Layout::All { escape } => escape.find(body).is_some(),
+        }
     }
 
     /// Adds where `\u` occurs in `body` to `found` (of [`scan`](Self::scan)),
-    /// keeping it sorted: the walk's occurrences when the body has escapes.
+    /// keeping it sorted, unless the scan reported them already: the walk's
+    /// occurrences when the body has escapes.
     pub fn add_escapes(&self, body: &[u8], found: &mut Vec<(usize, usize)>) {
+        let Layout::All { escape } = &self.layout else {
+            return;
+        };
         let before = found.len();
         let mut at = 0;
-        while let Some(i) = self.escape.find(&body[at..]) {
+        while let Some(i) = escape.find(&body[at..]) {
             found.push((at + i, at + i + 2));
             at += i + 2;
         }
@@ -139,9 +183,18 @@ mod tests {
 
     #[test]
     fn without_names_no_kind_is_looked_for() {
-        let p = Precheck::new(&index(false), &[]);
-        let seen = p.scan(br#"{"kind":"ClusterRole","g":"a.team1.example.com"}"#);
-        assert_eq!(seen.found.len(), 1);
+        let p = Precheck::new(&index(false), &["\"patch\"".to_owned()]);
+        let body = br#"{"kind":"ClusterRole","g":"a.team1.example.com","e":"\u0061"}"#;
+        let seen = p.scan(body);
+        // `\u` is found with the names.
+        assert_eq!(seen.found, vec![(27, 46), (53, 55)]);
         assert!(!seen.kinds && !seen.hides);
+        assert!(!p.has_escape(body));
+        let mut found = seen.found.clone();
+        p.add_escapes(body, &mut found);
+        assert_eq!(found, seen.found);
+        // The hiding members, in a body where nothing else is found.
+        assert!(p.scan(br#"{"patch":"e30="}"#).hides);
+        assert!(!p.scan(br#"{"kind":"Role"}"#).hides);
     }
 }
