@@ -35,7 +35,7 @@ enum Layout {
     /// No `names:` kinds: `\u` is among the names; the hiding members.
     Names { hiding: Vec<Finder<'static>> },
     /// Names, kinds and hiding members in `needles`; `\u` apart.
-    All { escape: Finder<'static> },
+    All { escape: Box<Finder<'static>> },
 }
 
 /// What a search of a body found.
@@ -75,7 +75,7 @@ impl Precheck {
             names,
             kinds: names + kinds,
             layout: Layout::All {
-                escape: Finder::new(b"\\u").into_owned(),
+                escape: Box::new(Finder::new(b"\\u").into_owned()),
             },
         }
     }
