@@ -59,13 +59,13 @@ pub fn check_path(path: &str) -> Result<(), PathProblem> {
     let Some(rest) = path.strip_prefix('/') else {
         return Err(PathProblem::NotAbsolute);
     };
-    // Bytes: every character that matters here is ASCII, and most segments
-    // are a few bytes long, shorter than a vectorized search pays for. The
-    // path is searched for an escape once: most have none. (A single byte
-    // loop over the path, judging each segment at its slash, was measured
-    // slower: docs/performance.md, "Request handling".)
+    // Bytes: every character that matters here is ASCII. The pieces are
+    // cut as the path's other readers cut them (`kube::path::split`), and
+    // the path is searched for an escape once: most have none. (A single
+    // byte loop over the path, judging each segment at its slash, was
+    // measured slower: docs/performance.md, "Request handling".)
     let any_escape = rest.as_bytes().contains(&b'%');
-    let mut segments = rest.as_bytes().split(|&b| b == b'/').peekable();
+    let mut segments = crate::kube::path::split(rest).map(str::as_bytes).peekable();
     while let Some(seg) = segments.next() {
         if seg.is_empty() {
             if segments.peek().is_none() {
