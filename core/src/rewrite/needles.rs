@@ -37,13 +37,13 @@ enum Search {
     },
     /// One `memmem` pass per pattern.
     Each(Vec<Finder<'static>>),
-    /// The automaton, for many patterns.
-    Automaton,
+    /// The automaton, for many patterns (built only then: a few KB per
+    /// search the others do not need).
+    Automaton(AhoCorasick),
 }
 
 /// Patterns, searched for whole occurrences anywhere in a haystack.
 pub struct Needles {
-    automaton: AhoCorasick,
     search: Search,
 }
 
@@ -84,12 +84,11 @@ impl Needles {
                     .map(|p| Finder::new(p.as_ref()).into_owned())
                     .collect(),
             ),
-            None => Search::Automaton,
+            None => {
+                Search::Automaton(AhoCorasick::new(patterns).expect("patterns build an automaton"))
+            }
         };
-        Needles {
-            automaton: AhoCorasick::new(patterns).expect("patterns build an automaton"),
-            search,
-        }
+        Needles { search }
     }
 
     /// True when any pattern occurs in `hay`.
@@ -97,7 +96,8 @@ impl Needles {
         let hay = hay.as_ref();
         match &self.search {
             Search::Packed { searcher, .. } => searcher.find(hay).is_some(),
-            _ => self.automaton.is_match(hay),
+            Search::Each(finders) => finders.iter().any(|f| f.find(hay).is_some()),
+            Search::Automaton(automaton) => automaton.is_match(hay),
         }
     }
 
@@ -142,8 +142,8 @@ impl Needles {
                 }
                 false
             }
-            Search::Automaton => {
-                for m in self.automaton.find_overlapping_iter(hay) {
+            Search::Automaton(automaton) => {
+                for m in automaton.find_overlapping_iter(hay) {
                     f(m.pattern().as_usize(), m.start(), m.end());
                 }
                 false
@@ -194,7 +194,7 @@ mod tests {
             let got = match n.search {
                 Search::Packed { .. } => "packed",
                 Search::Each(_) => "each",
-                Search::Automaton => "automaton",
+                Search::Automaton(_) => "automaton",
             };
             assert_eq!(got, want);
             assert_eq!(n.find_all(hay), naive(&p, hay));
