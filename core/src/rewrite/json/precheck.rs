@@ -45,8 +45,8 @@ pub(super) struct Seen {
     pub found: Vec<(usize, usize)>,
     /// A kind `names:` lists occurs.
     pub kinds: bool,
-    /// A member whose base64 value hides names occurs (only looked for
-    /// when nothing else was found: it matters only then).
+    /// A member whose base64 value hides names occurs (without `names:`
+    /// looked for only when nothing else was found: it matters only then).
     pub hides: bool,
 }
 
