@@ -90,7 +90,7 @@ pub fn rewrite_path_for(
         let resource = info.resource.as_deref().unwrap_or_default();
         let mut at = 0;
         let mut after_resource = false;
-        for (index, piece) in path.split('/').enumerate() {
+        for (index, piece) in crate::kube::path::split(path).enumerate() {
             let range = at..at + piece.len();
             at = range.end + 1;
             if after_resource {
