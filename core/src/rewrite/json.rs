@@ -50,11 +50,10 @@ pub struct JsonRewriter<'a> {
     /// Every mapped name of both directions (shadowing looks for the other
     /// side's names), shared by the configuration's codecs.
     index: NameIndex,
-    /// The quoted member names of places whose value hides names from the
-    /// byte search (a base64 JSON Patch), see [`Catalog::encoded_members`].
-    encoded: Vec<memchr::memmem::Finder<'static>>,
-    /// The names, `names:` kinds and `encoded` in one search, run over a
-    /// whole body before it is parsed.
+    /// The searches run over a whole body before it is parsed: the names,
+    /// the `names:` kinds and the quoted member names of places whose value
+    /// hides names from the byte search (a base64 JSON Patch, see
+    /// [`Catalog::encoded_members`]).
     precheck: Precheck,
 }
 
@@ -75,16 +74,11 @@ impl<'a> JsonRewriter<'a> {
     ) -> Self {
         let members: Vec<String> = catalog.encoded_members().collect();
         let precheck = Precheck::new(&index, &members);
-        let encoded = members
-            .iter()
-            .map(|m| memchr::memmem::Finder::new(m.as_bytes()).into_owned())
-            .collect();
         JsonRewriter {
             map,
             catalog,
             dir,
             index,
-            encoded,
             precheck,
         }
     }
@@ -98,12 +92,6 @@ impl<'a> JsonRewriter<'a> {
     /// When false, the bytes can be forwarded untouched without parsing.
     pub fn may_contain(&self, bytes: &[u8]) -> bool {
         self.index.json().is_match(bytes)
-    }
-
-    /// True when `bytes` hold a member whose value could hide a mapped
-    /// name from [`may_contain`](Self::may_contain) (base64).
-    fn may_hide(&self, bytes: &[u8]) -> bool {
-        self.encoded.iter().any(|f| f.find(bytes).is_some())
     }
 
     /// True when binary `bytes` (protobuf) contain a mapped name of either
@@ -257,7 +245,7 @@ impl<'a> JsonRewriter<'a> {
 
     /// [`may`](Self::may), or `raw` holds a base64 place.
     fn may_or_hides<'i>(&self, w: &mut Walk<'i>, raw: Raw<'i>) -> bool {
-        self.may(w, raw) || (!self.encoded.is_empty() && self.may_hide(raw.get().as_bytes()))
+        self.may(w, raw) || self.precheck.may_hide(raw.get().as_bytes())
     }
 
     fn object<'i>(

@@ -28,12 +28,15 @@ pub(super) struct Precheck {
     /// Patterns `names..kinds` are `names:` kinds; the rest, members
     /// whose value hides names.
     kinds: usize,
+    /// The hiding members one by one: for a body without `names:` (not in
+    /// `needles` then), and for a value inside a body ([`Self::may_hide`]).
+    hiding: Vec<Finder<'static>>,
     layout: Layout,
 }
 
 enum Layout {
-    /// No `names:` kinds: `\u` is among the names; the hiding members.
-    Names { hiding: Vec<Finder<'static>> },
+    /// No `names:` kinds: `\u` is among the names.
+    Names,
     /// Names, kinds and hiding members in `needles`; `\u` apart.
     All { escape: Box<Finder<'static>> },
 }
@@ -55,18 +58,18 @@ impl Precheck {
     /// (quoted member names).
     pub fn new(index: &NameIndex, encoded: &[String]) -> Precheck {
         let (mut patterns, names, kinds) = index.names_and_kinds();
+        let hiding = encoded
+            .iter()
+            .map(|m| Finder::new(m.as_bytes()).into_owned())
+            .collect();
         if kinds == 0 {
             patterns.push("\\u");
             return Precheck {
                 needles: Needles::new(&patterns),
                 names: names + 1,
                 kinds: names + 1,
-                layout: Layout::Names {
-                    hiding: encoded
-                        .iter()
-                        .map(|m| Finder::new(m.as_bytes()).into_owned())
-                        .collect(),
-                },
+                hiding,
+                layout: Layout::Names,
             };
         }
         patterns.extend(encoded.iter().map(String::as_str));
@@ -74,6 +77,7 @@ impl Precheck {
             needles: Needles::new(&patterns),
             names,
             kinds: names + kinds,
+            hiding,
             layout: Layout::All {
                 escape: Box::new(Finder::new(b"\\u").into_owned()),
             },
@@ -99,17 +103,23 @@ impl Precheck {
         if !sorted {
             seen.found.sort_unstable();
         }
-        if let Layout::Names { hiding } = &self.layout {
-            seen.hides = seen.found.is_empty() && hiding.iter().any(|f| f.find(body).is_some());
+        if let Layout::Names = self.layout {
+            seen.hides = seen.found.is_empty() && self.may_hide(body);
         }
         seen
+    }
+
+    /// True when `bytes` hold a member whose base64 value could hide a
+    /// mapped name from the byte search.
+    pub fn may_hide(&self, bytes: &[u8]) -> bool {
+        self.hiding.iter().any(|f| f.find(bytes).is_some())
     }
 
     /// True when `body` holds a `\u` escape that [`scan`](Self::scan) did
     /// not report.
     pub fn has_escape(&self, body: &[u8]) -> bool {
         match &self.layout {
-            Layout::Names { .. } => false,
+            Layout::Names => false,
             Layout::All { escape } => escape.find(body).is_some(),
         }
     }
