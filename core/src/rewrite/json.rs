@@ -745,6 +745,7 @@ mod schema;
 mod shadowed;
 mod tables;
 
+pub(crate) use tables::is_object_event;
 pub(crate) use tables::name_column;
 
 #[cfg(test)]

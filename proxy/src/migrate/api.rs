@@ -128,18 +128,6 @@ impl Api {
         path: &str,
         metadata_only: bool,
     ) -> Result<Vec<Box<serde_json::value::RawValue>>, CallError> {
-        #[derive(serde::Deserialize)]
-        struct Page {
-            #[serde(default)]
-            items: Vec<Box<serde_json::value::RawValue>>,
-            #[serde(default)]
-            metadata: PageMeta,
-        }
-        #[derive(serde::Deserialize, Default)]
-        struct PageMeta {
-            #[serde(rename = "continue", default)]
-            cont: Option<String>,
-        }
         let accept = if metadata_only { METADATA_LIST } else { JSON };
         let mut out = Vec::new();
         let mut cont: Option<String> = None;
@@ -153,10 +141,10 @@ impl Api {
                 );
             }
             let b = self.call(Method::GET, &p, accept, None).await?;
-            let page: Page = serde_json::from_slice(&b)
+            let (items, next) = list_page(&b)
                 .map_err(|e| CallError::Transport(format!("GET {p}: not a list: {e}")))?;
-            out.extend(page.items);
-            match page.metadata.cont.filter(|c| !c.is_empty()) {
+            out.extend(items);
+            match next {
                 Some(c) => cont = Some(c),
                 None => return Ok(out),
             }
@@ -306,6 +294,29 @@ fn parse(path: &str, b: &[u8]) -> Result<Json, CallError> {
         .map_err(|e| CallError::Transport(format!("{path}: the answer is not JSON: {e}")))
 }
 
+/// One page of a list: its items and the `continue` token of the next
+/// page, if any. A real kube-apiserver answers an empty metadata-only list
+/// (`PartialObjectMetadataList`) with `"items": null`: no items.
+pub(super) type Page = (Vec<Box<serde_json::value::RawValue>>, Option<String>);
+
+pub(super) fn list_page(bytes: &[u8]) -> Result<Page, serde_json::Error> {
+    #[derive(serde::Deserialize)]
+    struct List {
+        #[serde(default)]
+        items: Option<Vec<Box<serde_json::value::RawValue>>>,
+        #[serde(default)]
+        metadata: Option<ListMeta>,
+    }
+    #[derive(serde::Deserialize, Default)]
+    struct ListMeta {
+        #[serde(rename = "continue", default)]
+        cont: Option<String>,
+    }
+    let l: List = serde_json::from_slice(bytes)?;
+    let next = l.metadata.and_then(|m| m.cont).filter(|c| !c.is_empty());
+    Ok((l.items.unwrap_or_default(), next))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,5 +352,19 @@ mod tests {
         );
         let e = status_error(StatusCode::NOT_FOUND, b"404 page not found\n");
         assert_eq!(e.to_string(), "404 Not Found: 404 page not found");
+    }
+
+    #[test]
+    fn a_list_page_with_null_items_is_empty() {
+        // What a real kube-apiserver 1.36 answers for an empty
+        // metadata-only list.
+        let b = br#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"411"},"items":null}"#;
+        let (items, next) = list_page(b).unwrap();
+        assert!(items.is_empty() && next.is_none());
+        let b = br#"{"kind":"FooList","metadata":{"continue":"abc"},"items":[{"a":1},{"b":2}]}"#;
+        let (items, next) = list_page(b).unwrap();
+        assert_eq!(items.len(), 2);
+        assert_eq!(next.as_deref(), Some("abc"));
+        assert!(list_page(br#"{"items":{}}"#).is_err());
     }
 }

@@ -152,6 +152,10 @@ struct Migration<'a> {
     dependents: RefCell<BTreeMap<String, Vec<Dependent>>>,
     /// Kinds the scan could not list: (collection, why).
     unscanned: Vec<(String, String)>,
+    /// Targets that already exist, by source uid: `Ok` made from that
+    /// source (an earlier run), `Err` made by someone else (its
+    /// annotation's value, or `absent`).
+    existing: HashMap<String, Result<(), String>>,
     /// source uid → (target apiVersion, target uid), as moved.
     moved: RefCell<HashMap<String, (String, String)>>,
     /// Dependents re-pointed in this run: (path, label).
@@ -168,6 +172,7 @@ impl<'a> Migration<'a> {
             sources: Vec::new(),
             dependents: RefCell::new(BTreeMap::new()),
             unscanned: Vec::new(),
+            existing: HashMap::new(),
             moved: RefCell::new(HashMap::new()),
             repointed: RefCell::new(Vec::new()),
         }
@@ -198,9 +203,17 @@ impl<'a> Migration<'a> {
             return Ok(false);
         }
         self.list_sources().await?;
+        self.find_existing_targets().await?;
         self.scan_dependents().await?;
         let references = self.references().await;
         let plan_ok = self.print_plan(&references);
+        if self.opts.yes && !self.unscanned.is_empty() {
+            // A dependent not found is a dependent whose owner would be
+            // deleted under it: nothing moves until every kind is scanned.
+            println!();
+            println!("result: NOTHING moved: some kinds could not be scanned for dependents (above); fix access to them (or narrow --kinds) and run again");
+            return Ok(false);
+        }
         let recent = self.recently_written();
         if !recent.is_empty() {
             println!();
@@ -273,6 +286,42 @@ impl<'a> Migration<'a> {
             .into_iter()
             .map(|i| taken[i].take().expect("each index once"))
             .collect();
+        Ok(())
+    }
+
+    /// Lists each movable kind's target collection and records, for every
+    /// source whose target name is taken already, whether that target was
+    /// made from it (an earlier run, resumed) or is someone else's (the
+    /// move would leave both alone): the plan shows both.
+    async fn find_existing_targets(&mut self) -> Result<(), String> {
+        for (i, k) in self.kinds.iter().enumerate() {
+            let Ok(target) = &k.target else { continue };
+            if !self.sources.iter().any(|s| s.kind == i) {
+                continue;
+            }
+            let path = target.collection(&k.version, None);
+            let items = match self.api.list(&path, true).await {
+                Ok(items) => items,
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(format!("listing the targets {path}: {e}")),
+            };
+            let mut taken: HashMap<(Option<String>, String), Json> = HashMap::new();
+            for raw in items {
+                let Ok(o) = serde_json::from_str::<Json>(raw.get()) else {
+                    return Err(format!("listing the targets {path}: an item is not JSON"));
+                };
+                let ns = plan::meta_str(&o, "namespace").map(str::to_owned);
+                let name = plan::meta_str(&o, "name").unwrap_or("").to_owned();
+                taken.insert((ns, name), o);
+            }
+            for s in self.sources.iter().filter(|s| s.kind == i) {
+                let key = (s.namespace.clone(), s.name.clone());
+                if let Some(t) = taken.get(&key) {
+                    let r = plan::made_from(t, &s.uid).map_err(str::to_owned);
+                    self.existing.insert(s.uid.clone(), r);
+                }
+            }
+        }
         Ok(())
     }
 
@@ -408,15 +457,20 @@ impl<'a> Migration<'a> {
                             Some(ns) => format!("{ns}/{bare}"),
                             None => bare.to_owned(),
                         };
-                        let path = plan::renamable_reference(kind).then(|| match ns {
-                            Some(ns) => {
-                                let (base, plural) = path.rsplit_once('/').unwrap_or(("", path));
-                                format!("{base}/namespaces/{ns}/{plural}/{bare}")
-                            }
-                            None => format!("{path}/{bare}"),
-                        });
+                        let aggregated = plan::aggregated_cluster_role(kind, &o);
+                        let path =
+                            (plan::renamable_reference(kind) && !aggregated).then(|| match ns {
+                                Some(ns) => {
+                                    let (base, plural) =
+                                        path.rsplit_once('/').unwrap_or(("", path));
+                                    format!("{base}/namespaces/{ns}/{plural}/{bare}")
+                                }
+                                None => format!("{path}/{bare}"),
+                            });
                         let hint = if kind == "APIService" {
                             " (served by its Service, not by the CRD: register it for the new group with `regroup render`, then delete it)"
+                        } else if aggregated {
+                            " (its rules are aggregated by Kubernetes from the ClusterRoles its aggregationRule selects: rename those, this one follows)"
                         } else {
                             ""
                         };
@@ -540,6 +594,16 @@ impl<'a> Migration<'a> {
                 if s.obj.get("status").is_some() {
                     line.push_str(", with status");
                 }
+                match self.existing.get(&s.uid) {
+                    Some(Ok(())) => line.push_str(", target made by an earlier run (resumed)"),
+                    Some(Err(from)) => {
+                        ok = false;
+                        line.push_str(&format!(
+                            ", TARGET EXISTS and was not made from this object ({MIGRATED_FROM}: {from}): neither will be touched"
+                        ));
+                    }
+                    None => {}
+                }
                 if !fins.is_empty() {
                     line.push_str(&format!(
                         ", finalizers [{}]{}",
@@ -558,7 +622,8 @@ impl<'a> Migration<'a> {
             }
         }
         if !self.unscanned.is_empty() {
-            println!("  NOT scanned for dependents (their dependents would lose the owner, not be deleted):");
+            ok = false;
+            println!("  NOT scanned for dependents (a failure: their dependents would lose the owner; nothing moves until each is scanned):");
             for (p, why) in &self.unscanned {
                 println!("    {p}: {why}");
             }
@@ -703,16 +768,9 @@ impl<'a> Migration<'a> {
             }
             Err(e) => return Outcome::Failed(format!("reading the target: {e}")),
         };
-        let made_from = tgt
-            .pointer(&format!(
-                "/metadata/annotations/{}",
-                MIGRATED_FROM.replace('/', "~1")
-            ))
-            .and_then(Json::as_str);
-        if made_from != Some(uid.as_str()) {
+        if let Err(from) = plan::made_from(&tgt, &uid) {
             return Outcome::Failed(format!(
-                "{tgt_path} exists and was not made from this object ({MIGRATED_FROM}: {}): neither is touched",
-                made_from.unwrap_or("absent")
+                "{tgt_path} exists and was not made from this object ({MIGRATED_FROM}: {from}): neither is touched"
             ));
         }
         // Status, through the subresource (without one it came with the

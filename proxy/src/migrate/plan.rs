@@ -632,6 +632,31 @@ pub fn renamable_reference(kind: &str) -> bool {
     )
 }
 
+/// True for a ClusterRole whose rules Kubernetes aggregates (one with an
+/// `aggregationRule`, as `admin`, `edit` and `view`): the controller
+/// manager rewrites its rules from the ClusterRoles the rule selects, so
+/// renaming them in place is undone at once. Those selected ClusterRoles
+/// are what to rename.
+pub fn aggregated_cluster_role(kind: &str, obj: &Json) -> bool {
+    kind == "ClusterRole" && obj.get("aggregationRule").is_some_and(|a| !a.is_null())
+}
+
+/// Whether an existing target object was made from the source whose uid is
+/// `source_uid` (its [`MIGRATED_FROM`] annotation): `Ok` when it was,
+/// `Err` with the annotation's value (or `absent`) when it was not.
+pub fn made_from<'a>(target: &'a Json, source_uid: &str) -> Result<(), &'a str> {
+    let from = target
+        .pointer(&format!(
+            "/metadata/annotations/{}",
+            MIGRATED_FROM.replace('/', "~1")
+        ))
+        .and_then(Json::as_str);
+    match from {
+        Some(u) if u == source_uid => Ok(()),
+        other => Err(other.unwrap_or("absent")),
+    }
+}
+
 /// `current` (a Role, ClusterRole or webhook configuration as the cluster
 /// holds it) with its rules moved to TO's groups, or `None` when nothing
 /// changes. Only the rules travel through the engines, in an object of the

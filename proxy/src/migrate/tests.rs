@@ -610,3 +610,26 @@ fn local_apiservices_are_the_crds_and_not_references() {
     with_null["spec"]["service"] = Json::Null;
     assert!(plan::local_apiservice(&with_null));
 }
+
+#[test]
+fn an_aggregated_cluster_role_is_not_renamed_in_place() {
+    let edit = json!({"kind": "ClusterRole", "metadata": {"name": "edit"},
+        "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"rbac.authorization.k8s.io/aggregate-to-edit": "true"}}]},
+        "rules": [{"apiGroups": [ORIG], "resources": ["foos"], "verbs": ["*"]}]});
+    assert!(plan::aggregated_cluster_role("ClusterRole", &edit));
+    let own = json!({"kind": "ClusterRole", "metadata": {"name": "foo-editor"},
+        "rules": [{"apiGroups": [ORIG], "resources": ["foos"], "verbs": ["*"]}]});
+    assert!(!plan::aggregated_cluster_role("ClusterRole", &own));
+    let null = json!({"kind": "ClusterRole", "aggregationRule": null, "rules": []});
+    assert!(!plan::aggregated_cluster_role("ClusterRole", &null));
+    assert!(!plan::aggregated_cluster_role("Role", &edit));
+}
+
+#[test]
+fn a_target_is_the_sources_only_by_its_annotation() {
+    let ours = json!({"metadata": {"annotations": {MIGRATED_FROM: ALPHA}}});
+    assert_eq!(plan::made_from(&ours, ALPHA), Ok(()));
+    assert_eq!(plan::made_from(&ours, BETA), Err(ALPHA));
+    let theirs = json!({"metadata": {"name": "example"}});
+    assert_eq!(plan::made_from(&theirs, ALPHA), Err("absent"));
+}

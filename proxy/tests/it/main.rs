@@ -8,10 +8,12 @@
 //! metrics registry, which the tests of one binary would share.
 
 mod common;
+mod null_items;
 mod protobuf_support;
 mod regroup_binary;
 mod tls_support;
 mod upstream_support;
+mod watch_list;
 mod watch_upstream;
 
 mod binary_observability;

@@ -17,7 +17,10 @@ use crate::regroup_binary::{
 use crate::watch_upstream::{Relay, WatchUpstream, PATH, WATCH};
 
 /// Pings after a second of silence, a second for the answer.
-const FAST_PINGS: &str = "limits:\n  upstreamReadIdleTimeout: 1s\n  upstreamPingTimeout: 1s\n";
+/// `auto`: every request on the one h2 connection, so a GET is held on
+/// the watch's connection.
+const FAST_PINGS: &str =
+    "upstream:\n  http2: auto\nlimits:\n  upstreamReadIdleTimeout: 1s\n  upstreamPingTimeout: 1s\n";
 
 /// regroup in front of a relay in front of a TLS h2 upstream.
 /// The upstream is returned to be kept: dropping it ends its watches.

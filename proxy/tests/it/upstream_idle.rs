@@ -55,7 +55,8 @@ async fn an_idle_extra_h2_connection_is_closed_without_traffic_and_the_first_sta
     let r = start_with_kubeconfig(
         "upstream-idle-h2",
         &tls_kubeconfig(up.port, &up.ca_pem),
-        "limits:\n  upstreamIdleConnectionTimeout: 1s\n  upstreamMaxStreamsPerConnection: 1\n",
+        // `auto`: the GET goes to h2 too, so it needs a second connection.
+        "upstream:\n  http2: auto\nlimits:\n  upstreamIdleConnectionTimeout: 1s\n  upstreamMaxStreamsPerConnection: 1\n",
     )
     .await;
     let w = open_watch(&r, WATCH).await;

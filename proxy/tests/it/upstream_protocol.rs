@@ -121,11 +121,11 @@ async fn one_held_and_one_more(u: &Upstream, port: u16) -> (usize, usize) {
 }
 
 #[tokio::test]
-async fn by_default_a_tls_upstream_gets_h2_and_concurrent_requests_share_its_connection() {
+async fn with_http2_auto_a_tls_upstream_gets_h2_and_concurrent_requests_share_its_connection() {
     let id = tls::generate().unwrap();
     let u = tls_upstream(&id).await;
     let kc = tls_kubeconfig(u.port, id.ca_pem.as_deref().unwrap());
-    let r = start_with_kubeconfig("upstream-h2", &kc, "").await;
+    let r = start_with_kubeconfig("upstream-h2", &kc, "upstream:\n  http2: auto\n").await;
     let (before, after) = one_held_and_one_more(&u, r.port).await;
     assert_eq!(
         before,
@@ -256,15 +256,16 @@ async fn each_http2_mode_sends_the_watches_and_the_other_requests_its_own_way() 
         ("auto", Version::HTTP_2, Version::HTTP_2),
         ("never", Version::HTTP_11, Version::HTTP_11),
         ("watches", Version::HTTP_2, Version::HTTP_11),
+        // The default is `watches` (docs/config.md, "Upstream protocol").
+        ("default", Version::HTTP_2, Version::HTTP_11),
     ] {
         let up = WatchUpstream::start(None).await;
         let kc = tls_kubeconfig(up.port, &up.ca_pem);
-        let r = start_with_kubeconfig(
-            &format!("upstream-mode-{mode}"),
-            &kc,
-            &format!("upstream:\n  http2: {mode}\n"),
-        )
-        .await;
+        let config = match mode {
+            "default" => String::new(),
+            m => format!("upstream:\n  http2: {m}\n"),
+        };
+        let r = start_with_kubeconfig(&format!("upstream-mode-{mode}"), &kc, &config).await;
         let w = open_watch(&r, WATCH).await;
         get_foo(&r).await;
         let (watches, others) = protocols(&up);

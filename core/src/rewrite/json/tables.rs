@@ -57,6 +57,16 @@ impl JsonRewriter<'_> {
         };
         let mut target = root;
         if type_of(&ms, None)?.kind == "WatchEvent" {
+            // Only an object event can be hidden: a BOOKMARK (a watch-list's
+            // `k8s.io/initial-events-end` among them) or an ERROR's Status
+            // always reaches the client.
+            let ty = member(&ms, "type")
+                .map(|t| ms.string(t))
+                .transpose()?
+                .flatten();
+            if !ty.as_deref().is_some_and(is_object_event) {
+                return Ok(false);
+            }
             match member(&ms, "object") {
                 Some(o) => target = o,
                 None => return Ok(false),
@@ -333,3 +343,9 @@ fn object_name<'i>(w: &mut Walk<'i>, ms: &Members<'i>) -> Result<Option<String>,
 
 #[cfg(test)]
 mod tests;
+
+/// A watch event type that carries one of the watched objects (`ADDED`,
+/// `MODIFIED`, `DELETED`): the only events that can be hidden.
+pub(crate) fn is_object_event(ty: &str) -> bool {
+    matches!(ty, "ADDED" | "MODIFIED" | "DELETED")
+}

@@ -258,7 +258,14 @@ impl<'a> ProtoRewriter<'a> {
         let object = if frame.starts_with(MAGIC) {
             frame
         } else {
-            // WatchEvent {2 object: RawExtension {1 raw}}.
+            // WatchEvent {1 type, 2 object: RawExtension {1 raw}}. Only an
+            // object event can be hidden: a BOOKMARK or an ERROR never is.
+            let ty = last_len_field(frame, 0, frame.len(), 1)?
+                .map(|t| &frame[t.value_start..t.end])
+                .and_then(|t| std::str::from_utf8(t).ok());
+            if !ty.is_some_and(crate::rewrite::json::is_object_event) {
+                return Ok(false);
+            }
             let Some(o) = last_len_field(frame, 0, frame.len(), 2)? else {
                 return Ok(false);
             };
@@ -302,7 +309,12 @@ impl<'a> ProtoRewriter<'a> {
         let Some(meta) = last_len_field(unknown, raw.value_start, raw.end, 1)? else {
             return Ok(false);
         };
-        let name = text(last_len_field(unknown, meta.value_start, meta.end, 1)?);
+        // An object without a name is no object of the app's or another
+        // copy's: never hidden (as in JSON).
+        let Some(name) = last_len_field(unknown, meta.value_start, meta.end, 1)? else {
+            return Ok(false);
+        };
+        let name = text(Some(name));
         Ok(self.map.hides_name(form, name, self.dir))
     }
 

@@ -96,6 +96,25 @@ async fn upstream(answer: Answer, seen: Arc<Mutex<Seen>>) -> String {
 /// A sidecar listener with `map` in front of an upstream answering `answer`:
 /// its URL and what the upstream saw.
 pub async fn sidecar(map: &GroupMap, answer: Answer) -> (String, Arc<Mutex<Seen>>) {
+    sidecar_engine(
+        regroup::rewrite::Engine::new(map.clone(), Catalog::new(&[])),
+        answer,
+    )
+    .await
+}
+
+/// [`sidecar`] with the engine a configuration makes (its catalog built
+/// for its map: `names:`, fields), as `regroup serve` builds it.
+pub async fn sidecar_for(config: &str, answer: Answer) -> (String, Arc<Mutex<Seen>>) {
+    let s = regroup_config::load(config).expect("a valid configuration");
+    let catalog = Catalog::for_map(&s.fields, &s.map);
+    sidecar_engine(regroup::rewrite::Engine::new(s.map, catalog), answer).await
+}
+
+async fn sidecar_engine(
+    engine: regroup::rewrite::Engine,
+    answer: Answer,
+) -> (String, Arc<Mutex<Seen>>) {
     let seen = Arc::new(Mutex::new(Seen::default()));
     let server = upstream(answer, seen.clone()).await;
     let up = Upstream::new(
@@ -107,10 +126,7 @@ pub async fn sidecar(map: &GroupMap, answer: Answer) -> (String, Arc<Mutex<Seen>
     )
     .unwrap();
     let proxy = Arc::new(Proxy::sidecar(
-        regroup::serve::stack::live::Live::new(regroup::rewrite::Engine::new(
-            map.clone(),
-            Catalog::new(&[]),
-        )),
+        regroup::serve::stack::live::Live::new(engine),
         std::sync::Arc::new(up),
         true,
     ));
