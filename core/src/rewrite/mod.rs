@@ -4,6 +4,7 @@
 
 pub mod catalog;
 pub mod codec;
+pub mod discovery_order;
 pub mod engine;
 pub mod error;
 pub mod framing;

@@ -8,6 +8,7 @@
 //! metrics registry, which the tests of one binary would share.
 
 mod common;
+mod discovery_order;
 mod null_items;
 mod protobuf_support;
 mod regroup_binary;

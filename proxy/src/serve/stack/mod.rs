@@ -167,6 +167,12 @@ impl Exchange {
         self.caller_uri.path()
     }
 
+    /// The request is `GET /apis`: the list of every API group (legacy or
+    /// aggregated discovery).
+    pub fn is_discovery_root(&self) -> bool {
+        matches!(self.caller_path(), "/apis" | "/apis/")
+    }
+
     /// The path in the upstream's names, without a query.
     pub fn upstream_path(&self) -> &str {
         self.renamed_path

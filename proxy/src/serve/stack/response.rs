@@ -72,7 +72,10 @@ pub(crate) async fn rename(
     if x.info.watch && success {
         return watch::rename(fwd, x, answer, held);
     }
+    // `/apis` is read whole: the copy's groups are put first in it
+    // (`whole::rename`).
     let list = !gzip
+        && !x.is_discovery_root()
         && x.info.name.is_none()
         && success
         && x.method == Method::GET

@@ -74,6 +74,19 @@ pub(crate) async fn rename(
         let amended = a.response_body(media, success, out.as_deref().unwrap_or(&bytes));
         out = amended.map_err(bad)?.or(out);
     }
+    if dir == regroup_config::Direction::ToApp && x.is_discovery_root() && parts.status.is_success()
+    {
+        // The copy's own groups first, so that a name without a group
+        // resolves to them (core `rewrite::discovery_order`).
+        let renamed = out.as_deref().unwrap_or(&bytes);
+        let map = x.engine.map();
+        let ordered = match media.response_wire() {
+            crate::kube::Wire::Json => crate::rewrite::discovery_order::json(map, renamed),
+            crate::kube::Wire::Protobuf => crate::rewrite::discovery_order::protobuf(map, renamed),
+            _ => Ok(None),
+        };
+        out = ordered.map_err(bad)?.or(out);
+    }
     let bytes = out.map(Bytes::from).unwrap_or(bytes);
     // What is sent is held until it is.
     held.shrink(bytes.len());
