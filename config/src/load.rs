@@ -520,6 +520,28 @@ impl Settings {
         ))
     }
 
+    /// The namespaces the app shares with other copies
+    /// (`names.sharedNamespaces`, by default `kube-system`): what
+    /// manifests put there gets the copy's mark. Empty without `names:`
+    /// renaming (`names: {kinds: []}` and no prefix).
+    pub fn shared_namespaces(&self) -> Vec<String> {
+        if self.map.object_names().is_none() {
+            return Vec::new();
+        }
+        match self
+            .file
+            .names
+            .as_ref()
+            .and_then(|n| n.value.shared_namespaces.clone())
+        {
+            Some(list) => list,
+            None => crate::object_names::DEFAULT_SHARED_NAMESPACES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        }
+    }
+
     /// The effective rename table and settings, as `regroup check` prints it.
     pub fn effective_table(&self) -> String {
         let mut out = String::new();

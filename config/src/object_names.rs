@@ -106,7 +106,39 @@ pub const SUPPORTED: &[NamedKind] = &[
 pub const SUPPORTED_NAMESPACED: &[NamedKind] = &[
     k(COORDINATION, "Lease", "leases"),
     k("", "ConfigMap", "configmaps"),
+    // What an app puts into a namespace it shares with other copies
+    // (`kube-system`): the Role and RoleBinding that let it take its
+    // leader-election Lease there.
+    k(RBAC, "Role", "roles"),
+    k(RBAC, "RoleBinding", "rolebindings"),
 ];
+
+/// The namespaces an app shares with every other copy when the config
+/// names none (`names.sharedNamespaces`).
+pub const DEFAULT_SHARED_NAMESPACES: &[&str] = &["kube-system"];
+
+/// Names in a shared namespace that the cluster owns and apps refer to:
+/// never given a copy's mark when read from manifests (besides `system:*`
+/// and `names.keep`).
+pub const CLUSTER_OWNED_NAMESPACED: &[&str] = &[
+    "extension-apiserver-authentication",
+    "extension-apiserver-authentication-reader",
+    "kube-root-ca.crt",
+];
+
+/// What is wrong with `name` as the name of an RBAC object (a path
+/// segment: not empty, no `/` or `%`, not `.` or `..`).
+fn path_segment_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("must not be empty")
+    } else if name == "." || name == ".." {
+        Some("may not be `.` or `..`")
+    } else if name.contains('/') || name.contains('%') {
+        Some("may not contain `/` or `%`")
+    } else {
+        None
+    }
+}
 
 /// Fixed names of namespaced kinds renamed per copy (`names.namespaced`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -345,12 +377,23 @@ impl ObjectNames {
                 "names.namespaced.names: list the fixed names to rename".into(),
             ));
         }
+        // RBAC names are path segments (`cert-manager:leaderelection`);
+        // every other kind's a DNS subdomain.
+        let rbac_only = !listed.is_empty() && listed.iter().all(|k| k.group == RBAC);
+        let rbac = listed.iter().any(|k| k.group == RBAC);
         for (i, name) in names.iter().enumerate() {
             let marked = match &self.affix {
                 Affix::Prefix(p) => format!("{p}{name}"),
                 Affix::Suffix(x) => format!("{name}{x}"),
             };
-            if let Some(p) = crate::dns::subdomain_problem(name) {
+            let segment = rbac && path_segment_problem(name).is_none();
+            if rbac_only || (segment && name.contains(':')) {
+                if let Some(p) = path_segment_problem(name) {
+                    problems.push(NamesProblem(format!(
+                        "names.namespaced.names: `{name}` is not an object name: {p}"
+                    )));
+                }
+            } else if let Some(p) = crate::dns::subdomain_problem(name) {
                 problems.push(NamesProblem(format!(
                     "names.namespaced.names: `{name}` is not an object name: {p}"
                 )));
@@ -381,6 +424,54 @@ impl ObjectNames {
             names: names.to_vec(),
         });
         Ok(self)
+    }
+
+    /// These names with `kinds` and `names` added to their fixed names
+    /// (each once): what `render` and `inject` find in the namespaces the
+    /// app shares with other copies.
+    pub fn with_more_fixed(
+        self,
+        kinds: &[&str],
+        names: &[String],
+    ) -> Result<ObjectNames, Vec<NamesProblem>> {
+        let (mut all_kinds, mut all_names): (Vec<String>, Vec<String>) = match &self.fixed {
+            Some(f) => (
+                f.kinds.iter().map(|k| k.kind.to_owned()).collect(),
+                f.names.clone(),
+            ),
+            None => (Vec::new(), Vec::new()),
+        };
+        for k in kinds {
+            if !all_kinds.iter().any(|a| a == k) {
+                all_kinds.push((*k).to_owned());
+            }
+        }
+        for n in names {
+            if !all_names.contains(n) {
+                all_names.push(n.clone());
+            }
+        }
+        if all_names.is_empty() {
+            return Ok(self);
+        }
+        self.with_fixed(&all_kinds, &all_names)
+    }
+
+    /// True when `name` carries this copy's mark (a name `render` made).
+    pub fn is_marked(&self, name: &str) -> bool {
+        match &self.affix {
+            Affix::Prefix(p) => name.len() > p.len() && name.starts_with(p.as_str()),
+            Affix::Suffix(s) => name.len() > s.len() && name.ends_with(s.as_str()),
+        }
+    }
+
+    /// True when a namespaced object named `name` in a shared namespace
+    /// belongs to the cluster (`system:*`, [`CLUSTER_OWNED_NAMESPACED`],
+    /// `names.keep`): manifests never give it the copy's mark.
+    pub fn keeps_shared(&self, name: &str) -> bool {
+        name.starts_with("system:")
+            || CLUSTER_OWNED_NAMESPACED.contains(&name)
+            || self.keep.iter().any(|k| k == name)
     }
 
     /// The namespaced kinds whose fixed names are renamed, and the names.

@@ -93,6 +93,11 @@ pub struct NamesSpec {
     /// Fixed names of namespaced kinds renamed per copy (a leader-election
     /// Lease).
     pub namespaced: Option<NamespacedNamesSpec>,
+    /// Namespaces the app shares with other copies (absent:
+    /// `[kube-system]`): `render` and `inject` give the Roles,
+    /// RoleBindings, Leases and ConfigMaps a manifest puts there the
+    /// copy's mark, and the Leases those Roles name.
+    pub shared_namespaces: Option<Vec<String>>,
 }
 
 /// `names.namespaced`: these names, in objects of these kinds.

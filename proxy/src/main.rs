@@ -323,12 +323,36 @@ fn run(command: Command) -> Result<(), String> {
             for w in settings.warnings() {
                 eprintln!("warning: {w}");
             }
+            let mut texts = Vec::new();
             for f in &files {
                 for (name, text) in read_named_inputs(f)? {
                     for w in
                         regroup::render::warnings(&text, &settings).map_err(|e| named(&name, e))?
                     {
                         eprintln!("warning: {name}: {w}");
+                    }
+                    texts.push(text);
+                }
+            }
+            if !texts.is_empty() {
+                let inputs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                let (names, shared) =
+                    regroup::render::shared_names(&settings, &inputs).map_err(|e| e.to_string())?;
+                if !shared.found.is_empty() {
+                    println!(
+                        "SHARED NAMESPACES ({}): renamed per copy by render and inject",
+                        settings.shared_namespaces().join(", ")
+                    );
+                    for line in &shared.found {
+                        println!("  {line}");
+                    }
+                    if let Some((kinds, list)) = names.as_ref().and_then(|n| n.fixed()) {
+                        let kinds: Vec<&str> = kinds.iter().map(|k| k.kind).collect();
+                        println!(
+                            "  for `regroup serve` without inject: names.namespaced: {{kinds: [{}], names: [{}]}}",
+                            kinds.join(", "),
+                            list.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")
+                        );
                     }
                 }
             }
@@ -346,15 +370,33 @@ fn run(command: Command) -> Result<(), String> {
             } else {
                 Direction::ToCluster
             };
-            let renderer = regroup::render::Renderer::new(&settings, dir);
+            let mut inputs = Vec::new();
+            let mut warned = Vec::new();
+            for f in &files {
+                for (name, text) in read_named_inputs(f)? {
+                    // Each file parsed on its own first: an error names it
+                    // and its own line.
+                    let ws =
+                        regroup::render::warnings(&text, &settings).map_err(|e| named(&name, e))?;
+                    warned.push(ws);
+                    inputs.push((name, text));
+                }
+            }
+            let texts: Vec<&str> = inputs.iter().map(|(_, t)| t.as_str()).collect();
+            let (renderer, shared) =
+                regroup::render::Renderer::for_manifests(&settings, dir, &texts)
+                    .map_err(|e| e.to_string())?;
+            for line in &shared.found {
+                eprintln!(
+                    "renamed per copy in a shared namespace (names.sharedNamespaces): {line}"
+                );
+            }
             // Each file on its own: its errors name it and its own lines.
             let mut out = String::new();
-            for f in &files {
-                for (name, input) in read_named_inputs(f)? {
+            {
+                for ((name, input), ws) in inputs.into_iter().zip(warned) {
                     let rendered = renderer.render(&input).map_err(|e| named(&name, e))?;
-                    for w in
-                        regroup::render::warnings(&input, &settings).map_err(|e| named(&name, e))?
-                    {
+                    for w in ws {
                         eprintln!("warning: {name}: {w}");
                     }
                     if rendered.trim().is_empty() {

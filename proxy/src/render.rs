@@ -12,6 +12,7 @@ use crate::kube::Wire;
 use crate::rewrite::{Catalog, Context, Engine};
 
 mod cel;
+pub mod shared;
 
 /// Why a manifest stream could not be rendered. The message names the
 /// document (1-based, in input order) and its line.
@@ -40,11 +41,28 @@ pub struct Renderer<'s> {
 
 impl<'s> Renderer<'s> {
     pub fn new(settings: &'s Settings, dir: Direction) -> Self {
-        let names = settings
-            .map
-            .object_names()
-            .cloned()
-            .map(|n| n.for_manifests());
+        Renderer::with_names(settings, dir, settings.map.object_names().cloned())
+    }
+
+    /// A renderer for these manifests (`inputs`, every file of the run):
+    /// besides the configuration's names, the objects they put into the
+    /// namespaces the app shares with other copies (`shared::find`) get
+    /// the copy's mark. Also returns what was found there.
+    pub fn for_manifests(
+        settings: &'s Settings,
+        dir: Direction,
+        inputs: &[&str],
+    ) -> Result<(Self, shared::Shared), RenderError> {
+        let (names, found) = shared_names(settings, inputs)?;
+        Ok((Renderer::with_names(settings, dir, names), found))
+    }
+
+    fn with_names(
+        settings: &'s Settings,
+        dir: Direction,
+        names: Option<regroup_config::object_names::ObjectNames>,
+    ) -> Self {
+        let names = names.map(|n| n.for_manifests());
         let metadata = settings.map.metadata().cloned().map(|m| m.for_manifests());
         let map = settings
             .map
@@ -108,6 +126,46 @@ impl<'s> Renderer<'s> {
     }
 }
 
+/// The configuration's `names:` with the fixed names of what `inputs` put
+/// into the shared namespaces (see [`shared`]) added, and what was found.
+pub fn shared_names(
+    settings: &Settings,
+    inputs: &[&str],
+) -> Result<
+    (
+        Option<regroup_config::object_names::ObjectNames>,
+        shared::Shared,
+    ),
+    RenderError,
+> {
+    let names = settings.map.object_names().cloned();
+    let Some(n) = names else {
+        return Ok((None, shared::Shared::default()));
+    };
+    let mut docs = Vec::new();
+    for input in inputs {
+        let parsed = if looks_like_json(input) {
+            parse_json(input)?
+        } else {
+            parse_yaml(input)?
+        };
+        docs.extend(parsed.into_iter().map(|d| d.value));
+    }
+    let found = shared::find(&docs, &settings.shared_namespaces(), &n);
+    let n = n
+        .with_more_fixed(&found.kinds, &found.names)
+        .map_err(|ps| {
+            RenderError(format!(
+                "the names found in the shared namespaces can't be renamed: {}",
+                ps.iter()
+                    .map(|p| p.0.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ))
+        })?;
+    Ok((Some(n), found))
+}
+
 /// Renames every group in `input` (YAML documents or JSON values) in `dir`
 /// and returns the documents as YAML. YAML is edited in place: only the
 /// group-bearing scalars change, every other byte (comments, quoting, flow
@@ -156,6 +214,15 @@ pub fn to_yaml(docs: &[Json]) -> Result<String, RenderError> {
         .map_err(|e| RenderError(format!("could not write YAML: {e}")))
 }
 
+/// How kubectl and Helm read YAML (YAML 1.1 through go-yaml): `0644` is
+/// octal, 420, as a pod's `defaultMode` means it. Read as YAML 1.2 it
+/// would be 644, and written back a mode the apiserver refuses.
+pub fn kube_yaml() -> serde_saphyr::Options {
+    let mut o = serde_saphyr::Options::default();
+    o.legacy_octal_numbers = true;
+    o
+}
+
 fn looks_like_json(input: &str) -> bool {
     input.trim_start().starts_with(['{', '['])
 }
@@ -172,7 +239,7 @@ fn kind_of(v: &Json) -> &'static str {
 }
 
 fn parse_yaml(input: &str) -> Result<Vec<Doc>, RenderError> {
-    match serde_saphyr::from_multiple::<Spanned<Json>>(input) {
+    match serde_saphyr::from_multiple_with_options::<Spanned<Json>>(input, kube_yaml()) {
         Ok(docs) => Ok(docs
             .into_iter()
             .filter(|d| !d.value.is_null())

@@ -31,7 +31,16 @@ pub(crate) fn rewrite(
     for doc in documents(text)? {
         let src = &text[doc.start..doc.end];
         let before: Json =
-            serde_saphyr::from_str(src).map_err(|e| malformed("not valid YAML", e))?;
+            // YAML 1.1's octal, as kubectl reads it (`0644` is 420).
+            serde_saphyr::from_str_with_options(
+                src,
+                {
+                    let mut o = serde_saphyr::Options::default();
+                    o.legacy_octal_numbers = true;
+                    o
+                },
+            )
+            .map_err(|e| malformed("not valid YAML", e))?;
         if before.is_null() {
             continue;
         }

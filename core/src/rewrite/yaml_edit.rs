@@ -30,6 +30,19 @@ pub(crate) struct Document {
     pub start: usize,
     pub end: usize,
     scalars: Vec<Scalar>,
+    /// The mapping keys that are scalars, each with the path of the value
+    /// it names (a label key: `metadata.labels.KEY`).
+    keys: Vec<Scalar>,
+}
+
+/// One string a rename changed: a value, or a mapping key (a metadata
+/// rule's label or annotation key), by the path of its value in the
+/// original document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Change {
+    pub path: Vec<Seg>,
+    pub new: String,
+    pub key: bool,
 }
 
 fn malformed(e: impl std::fmt::Display) -> RewriteError {
@@ -83,6 +96,7 @@ pub(crate) fn documents(text: &str) -> Result<Vec<Document>, RewriteError> {
                     start: byte(span.start),
                     end: text.len(),
                     scalars: Vec::new(),
+                    keys: Vec::new(),
                 });
             }
             Event::DocumentEnd => {
@@ -95,6 +109,16 @@ pub(crate) fn documents(text: &str) -> Result<Vec<Document>, RewriteError> {
             }
             Event::Scalar(value, style, ..) => match enter(&mut stack, &mut path) {
                 None => {
+                    if let Some(d) = current.as_mut() {
+                        let mut at = path.clone();
+                        at.push(Seg::Key(value.to_string()));
+                        d.keys.push(Scalar {
+                            path: at,
+                            start: byte(span.start),
+                            end: byte(span.end),
+                            style,
+                        });
+                    }
                     if let Some(Frame::Map { key }) = stack.last_mut() {
                         *key = Some(value.into_owned());
                     }
@@ -153,13 +177,19 @@ pub(crate) fn documents(text: &str) -> Result<Vec<Document>, RewriteError> {
 }
 
 /// The strings that differ between `before` and `after` (same shape), by
-/// path; `None` when the shape changed (an entry dropped or added).
-pub(crate) fn changed_strings(before: &Json, after: &Json) -> Option<Vec<(Vec<Seg>, String)>> {
-    fn walk(b: &Json, a: &Json, path: &mut Vec<Seg>, out: &mut Vec<(Vec<Seg>, String)>) -> bool {
+/// path; `None` when the shape changed (an entry dropped or added). A
+/// mapping key renamed in place (the JSON codec splices, so a renamed key
+/// keeps its position) is a change of that key.
+pub(crate) fn changed_strings(before: &Json, after: &Json) -> Option<Vec<Change>> {
+    fn walk(b: &Json, a: &Json, path: &mut Vec<Seg>, out: &mut Vec<Change>) -> bool {
         match (b, a) {
             (Json::String(x), Json::String(y)) => {
                 if x != y {
-                    out.push((path.clone(), y.clone()));
+                    out.push(Change {
+                        path: path.clone(),
+                        new: y.clone(),
+                        key: false,
+                    });
                 }
                 true
             }
@@ -171,13 +201,27 @@ pub(crate) fn changed_strings(before: &Json, after: &Json) -> Option<Vec<(Vec<Se
                     ok
                 })
             }
-            (Json::Object(x), Json::Object(y)) if x.len() == y.len() => x.iter().all(|(k, b)| {
-                let Some(a) = y.get(k) else { return false };
-                path.push(Seg::Key(k.clone()));
-                let ok = walk(b, a, path, out);
-                path.pop();
-                ok
-            }),
+            (Json::Object(x), Json::Object(y)) if x.len() == y.len() => {
+                x.iter().zip(y).all(|((k, b), (ka, a))| {
+                    path.push(Seg::Key(k.clone()));
+                    if k != ka {
+                        // Renamed in place, unless the key also exists
+                        // elsewhere in the map (then entries moved).
+                        if y.contains_key(k) || x.contains_key(ka) {
+                            path.pop();
+                            return false;
+                        }
+                        out.push(Change {
+                            path: path.clone(),
+                            new: ka.clone(),
+                            key: true,
+                        });
+                    }
+                    let ok = walk(b, a, path, out);
+                    path.pop();
+                    ok
+                })
+            }
             (x, y) => x == y,
         }
     }
@@ -192,10 +236,14 @@ const YAML_KEYWORDS: &[&str] = &["y", "n", "yes", "no", "on", "off", "true", "fa
 /// `value` written as a scalar of `style`, or `None` when that style can't
 /// hold it as it is (the caller then writes the document anew).
 fn scalar_text(value: &str, style: ScalarStyle) -> Option<String> {
+    // `:` followed by a space (impossible here: no space is allowed) or
+    // ending the scalar would start a mapping; inside is plain text
+    // (`team1-cert-manager:leaderelection`).
     let plain_safe = !value.is_empty()
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'/' | b'-' | b'_'))
+        && value.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'.' | b'/' | b'-' | b'_' | b':')
+        })
+        && !value.ends_with(':')
         // A letter first: never a number (`1e3`, `0x1F`, `.inf`).
         && value.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
         // Nor a YAML 1.1 or 1.2 keyword (a group has a dot, a renamed
@@ -212,15 +260,13 @@ fn scalar_text(value: &str, style: ScalarStyle) -> Option<String> {
 
 /// The edits that put `changes` into document `doc` of `text`, as
 /// (start, end, replacement); `None` when one can't be made in place.
-pub(crate) fn edits(
-    doc: &Document,
-    changes: &[(Vec<Seg>, String)],
-) -> Option<Vec<(usize, usize, String)>> {
+pub(crate) fn edits(doc: &Document, changes: &[Change]) -> Option<Vec<(usize, usize, String)>> {
     changes
         .iter()
-        .map(|(path, new)| {
-            let s = doc.scalars.iter().find(|s| &s.path == path)?;
-            Some((s.start, s.end, scalar_text(new, s.style)?))
+        .map(|c| {
+            let among = if c.key { &doc.keys } else { &doc.scalars };
+            let s = among.iter().find(|s| s.path == c.path)?;
+            Some((s.start, s.end, scalar_text(&c.new, s.style)?))
         })
         .collect()
 }
@@ -283,6 +329,24 @@ mod tests {
     }
 
     #[test]
+    fn a_renamed_key_is_edited_in_place_in_its_style() {
+        let text = "metadata:\n  labels:\n    # the operator's\n    cert-manager.io/x: 'y'\n    \"cert-manager.io/z\": on\n    app: a\nmode: 0644\n";
+        let before: Json = serde_json::json!({"metadata":{"labels":{"cert-manager.io/x":"y","cert-manager.io/z":"on","app":"a"}},"mode":644});
+        let after: Json = serde_json::json!({"metadata":{"labels":{"cm.team.io/x":"y","cm.team.io/z":"on","app":"a"}},"mode":644});
+        let changes = changed_strings(&before, &after).unwrap();
+        assert_eq!(changes.len(), 2);
+        let docs = documents(text).unwrap();
+        let e = edits(&docs[0], &changes).unwrap();
+        assert_eq!(
+            apply(text, e),
+            "metadata:\n  labels:\n    # the operator's\n    cm.team.io/x: 'y'\n    \"cm.team.io/z\": on\n    app: a\nmode: 0644\n"
+        );
+        // Entries that moved (a key renamed onto one that exists): written anew.
+        let moved: Json = serde_json::json!({"metadata":{"labels":{"app":"y","cert-manager.io/x":"on","cm.team.io/z":"a"}},"mode":644});
+        assert!(changed_strings(&before, &moved).is_none());
+    }
+
+    #[test]
     fn a_shape_change_or_an_unplain_value_falls_back() {
         let b = serde_json::json!({"a": ["x", "y"]});
         assert!(changed_strings(&b, &serde_json::json!({"a": ["x"]})).is_none());
@@ -296,6 +360,11 @@ mod tests {
         );
         assert_eq!(scalar_text("1.2", ScalarStyle::Plain), None);
         assert_eq!(scalar_text("a: b", ScalarStyle::Plain), None);
+        assert_eq!(scalar_text("a:", ScalarStyle::Plain), None);
+        assert_eq!(
+            scalar_text("t1-cert-manager:leaderelection", ScalarStyle::Plain).as_deref(),
+            Some("t1-cert-manager:leaderelection")
+        );
         assert_eq!(
             scalar_text("it's", ScalarStyle::SingleQuoted).as_deref(),
             Some("'it''s'")

@@ -30,7 +30,7 @@
 use regroup_config::{Direction, Settings};
 use serde_json::{json, Map, Value as Json};
 
-use crate::render::{render_values, to_yaml, RenderError};
+use crate::render::{to_yaml, RenderError};
 
 mod container;
 pub use container::{
@@ -139,8 +139,15 @@ pub fn inject_with_warnings(
     opts: &Options,
 ) -> Result<(String, Vec<String>), InjectError> {
     let mut warnings = Vec::new();
-    let mut docs = render_values(input, settings, Direction::ToCluster)?;
-    let config = sidecar_config(config_text, opts)?;
+    let (renderer, shared) =
+        crate::render::Renderer::for_manifests(settings, Direction::ToCluster, &[input])?;
+    let mut docs = renderer.render_values(input)?;
+    for line in &shared.found {
+        warnings.push(format!(
+            "renamed per copy in a shared namespace (names.sharedNamespaces): {line}"
+        ));
+    }
+    let config = sidecar_config(config_text, opts, &shared)?;
     let secret = container::serving_secret(opts);
     let mut namespaces: Vec<Option<String>> = Vec::new();
     let wrap = Wrap {
@@ -489,7 +496,11 @@ fn wrap_pod_spec(
 /// regroup's configuration in the pod: the file's rules, fields, names,
 /// metadata rules, logging and limits; the listeners and upstream of
 /// in-cluster mode.
-fn sidecar_config(config_text: &str, opts: &Options) -> Result<String, InjectError> {
+fn sidecar_config(
+    config_text: &str,
+    opts: &Options,
+    shared: &crate::render::shared::Shared,
+) -> Result<String, InjectError> {
     let file: Json = serde_saphyr::from_str(config_text)
         .map_err(|e| InjectError(format!("reading the configuration: {e}")))?;
     let mut out = Map::new();
@@ -498,6 +509,40 @@ fn sidecar_config(config_text: &str, opts: &Options) -> Result<String, InjectErr
     for key in ["rules", "fields", "names", "metadata"] {
         if let Some(v) = file.get(key) {
             out.insert(key.into(), v.clone());
+        }
+    }
+    // And the fixed names found in the shared namespaces: the Leases the
+    // app takes there at run time get the mark their Role now names.
+    if !shared.names.is_empty() {
+        let names = out.entry("names").or_insert_with(|| json!({}));
+        if names.is_null() {
+            *names = json!({});
+        }
+        let namespaced = &mut names["namespaced"];
+        if namespaced.is_null() {
+            *namespaced = json!({"kinds": [], "names": []});
+        }
+        for (key, add) in [
+            (
+                "kinds",
+                shared
+                    .kinds
+                    .iter()
+                    .map(|k| k.to_string())
+                    .collect::<Vec<_>>(),
+            ),
+            ("names", shared.names.clone()),
+        ] {
+            let list = &mut namespaced[key];
+            if !list.is_array() {
+                *list = json!([]);
+            }
+            let list = list.as_array_mut().expect("made an array");
+            for v in add {
+                if !list.iter().any(|x| x.as_str() == Some(v.as_str())) {
+                    list.push(Json::String(v));
+                }
+            }
         }
     }
     let mut listeners = Map::new();

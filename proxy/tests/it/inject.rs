@@ -479,3 +479,20 @@ metadata:
         (Some("team-b-foo-viewer".to_owned()), None)
     );
 }
+
+/// A pod's `defaultMode: 0644` is octal as kubectl and Helm read YAML
+/// (420): `inject`, which writes the documents it wraps anew, must not
+/// turn it into `644.0`, which the apiserver refuses.
+#[test]
+fn an_octal_mode_stays_the_mode_it_means() {
+    let input = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x, namespace: a}\nspec:\n  selector: {matchLabels: {app: x}}\n  template:\n    metadata: {labels: {app: x}}\n    spec:\n      containers: [{name: c, image: i}]\n      volumes:\n        - name: v\n          secret: {secretName: s, defaultMode: 0644}\n";
+    let out = run(input, &golden_opts());
+    let d = docs(&out);
+    let deploy = d.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let vols = deploy["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .unwrap();
+    let v = vols.iter().find(|v| v["name"] == "v").unwrap();
+    assert_eq!(v["secret"]["defaultMode"], 420, "{out}");
+    assert!(!out.contains("644.0"), "{out}");
+}

@@ -12,6 +12,7 @@ mod discovery_order;
 mod null_items;
 mod protobuf_support;
 mod regroup_binary;
+mod shared_namespaces;
 mod tls_support;
 mod upstream_support;
 mod watch_list;

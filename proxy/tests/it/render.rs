@@ -90,7 +90,25 @@ fn render_renames_an_operators_metadata_keys_as_the_golden_file_says() {
         std::fs::write(&golden, &out.stdout).unwrap();
     }
     let want = std::fs::read_to_string(&golden).unwrap();
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
+    let got = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(got, want);
+    // Only the bytes renamed changed: every line of the input is in the
+    // output, the same or with a name of the copy in place of the app's
+    // (comments, flow style, quoting and numbers as written).
+    let input_text = std::fs::read_to_string(&input).unwrap();
+    assert_eq!(got.lines().count(), input_text.lines().count());
+    for (a, b) in input_text.lines().zip(got.lines()) {
+        if a != b {
+            assert!(b.contains("team-b"), "{a:?} became {b:?}");
+            let back = b
+                .replace("cert-manager.team-b.example.com", "cert-manager.io")
+                .replace("kopf.team-b.example.com", "kopf.zalando.org");
+            assert!(
+                back == a || b.contains("team-b-") || b.contains("foo-operator-team-b"),
+                "{a:?} became {b:?}"
+            );
+        }
+    }
     // What the golden must say, whatever its layout.
     for key in [
         "cert-manager.team-b.example.com/cluster-issuer: letsencrypt-prod",

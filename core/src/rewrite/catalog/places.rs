@@ -714,11 +714,33 @@ pub(super) fn name_places(names: &ObjectNames) -> Vec<Place> {
         }
     }
     // Namespaced kinds: only their fixed names (`names.namespaced`).
-    for k in names.fixed().map_or(&[][..], |(kinds, _)| kinds) {
+    let fixed = names.fixed().map_or(&[][..], |(kinds, _)| kinds);
+    for k in fixed {
         out.push(place(
             k.group,
             &[k.kind],
             "metadata.name",
+            Value(Form::FixedName),
+        ));
+    }
+    // A RoleBinding's `roleRef` of a Role with a fixed name (the
+    // ClusterRole's place above covers both kinds of reference already).
+    let covers_cluster_roles = names.kinds().iter().any(|k| k.kind == "ClusterRole");
+    if !covers_cluster_roles && fixed.iter().any(|k| k.kind == "Role") {
+        out.push(place(
+            RBAC[0],
+            &["RoleBinding"],
+            "roleRef",
+            NamedRef(ROLE_REF),
+        ));
+    }
+    // The objects a Role grants by name (`resourceNames`: the Lease a copy
+    // takes, by its fixed name) follow the objects.
+    if !fixed.is_empty() {
+        out.push(place(
+            RBAC[0],
+            &["Role", "ClusterRole"],
+            "rules[].resourceNames[]",
             Value(Form::FixedName),
         ));
     }
