@@ -690,8 +690,8 @@ impl Settings {
                 }
             }
             out.push_str(&format!(
-                "(other copies' keys in these prefixes are shown to the app under `<prefix>{}`)\n",
-                crate::metadata::SHADOW_SUFFIX
+                "(other copies' keys in these prefixes are shown to the app under `{}.<prefix>`)\n",
+                crate::metadata::SHADOW_LABEL
             ));
         }
         out.push_str(

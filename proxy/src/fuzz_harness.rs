@@ -406,7 +406,7 @@ mod tests {
             parts in prop::collection::vec(
                 prop::sample::select(vec![
                     "kopf.zalando.org/x", "a.kopf.zalando.org/y", "kopf.team1.example.com/z",
-                    "kopf.zalando.org.shadowed.regroup.invalid/x", "samplecontroller.k8s.io/o",
+                    "regroup-shadow.kopf.zalando.org/x", "samplecontroller.k8s.io/o",
                     "app.kubernetes.io/managed-by", "plain", "foo-operator", "foo-operator-team1",
                     "foo-operator.shadowed", "=", "==", "!=", "!", " in ", " notin ", "(", ")",
                     ",", " ", "v",

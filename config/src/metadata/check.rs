@@ -69,6 +69,19 @@ fn prefixed_key_problem(k: &str) -> Option<String> {
 struct Named<'a> {
     text: &'a str,
     line: String,
+    /// Which rule (sides of one rule may nest).
+    rule: usize,
+}
+
+/// A prefix that starts with the label regroup puts in front of another
+/// copy's keys can't be a rule's side: it would be read as a shadow.
+fn shadow_problem(prefix: &str) -> Option<String> {
+    super::starts_with_shadow_label(prefix).then(|| {
+        format!(
+            "starts with `{}.`, which regroup reserves for other copies' keys",
+            super::SHADOW_LABEL
+        )
+    })
 }
 
 /// The metadata rules of `spec`, or `None` (with `problems` added). The
@@ -84,10 +97,20 @@ pub fn metadata_from_spec(
         let at = format!("line {}", p.referenced.line());
         let mut ok = true;
         for side in [&p.value.from, &p.value.to] {
-            if let Some(why) = subdomain_problem(side).or_else(|| shared_problem(side)) {
+            if let Some(why) = subdomain_problem(side)
+                .or_else(|| shared_problem(side))
+                .or_else(|| shadow_problem(side))
+            {
                 problems.push(format!("{at}: metadata prefix `{side}`: {why}"));
                 ok = false;
             }
+        }
+        if p.value.from == p.value.to {
+            problems.push(format!(
+                "{at}: metadata prefix: `from` and `to` are both `{}`",
+                p.value.from
+            ));
+            ok = false;
         }
         if ok {
             prefixes.push((
@@ -138,22 +161,31 @@ pub fn metadata_from_spec(
             ));
         }
     }
-    // The bijection: no name of one rule covers a name of another (or of its
-    // own other side). Exact keys are compared by their prefixes with the
-    // prefix rules, and whole with each other.
+    // The bijection: no name of one rule covers a name of another. A rule's
+    // own two sides may nest (`kopf.zalando.org` -> `team-b.kopf.zalando.org`,
+    // so that the copy's keys stay in the family its peers recognise): the
+    // inner side is always matched before the outer one, so each key still
+    // has one meaning (docs/config.md, "Peers recognised"). Exact keys are
+    // compared by their prefixes with the prefix rules, and whole with each
+    // other.
     let mut names: Vec<Named<'_>> = Vec::new();
-    for (p, at) in &prefixes {
+    for (i, (p, at)) in prefixes.iter().enumerate() {
         names.push(Named {
             text: &p.app,
             line: format!("{at} (from)"),
+            rule: i,
         });
         names.push(Named {
             text: &p.cluster,
             line: format!("{at} (to)"),
+            rule: i,
         });
     }
     for (i, a) in names.iter().enumerate() {
         for b in &names[i + 1..] {
+            if a.rule == b.rule {
+                continue;
+            }
             if has_label_suffix(a.text, b.text) || has_label_suffix(b.text, a.text) {
                 problems.push(format!(
                     "{} and {}: metadata prefixes `{}` and `{}` overlap (one is, or ends in, the other), so a key would have two meanings",
@@ -163,14 +195,16 @@ pub fn metadata_from_spec(
         }
     }
     let mut whole: Vec<Named<'_>> = Vec::new();
-    for (k, at) in &keys {
+    for (i, (k, at)) in keys.iter().enumerate() {
         whole.push(Named {
             text: &k.app,
             line: format!("{at} (from)"),
+            rule: usize::MAX - i,
         });
         whole.push(Named {
             text: &k.cluster,
             line: format!("{at} (to)"),
+            rule: usize::MAX - i,
         });
     }
     for (i, a) in whole.iter().enumerate() {
@@ -342,8 +376,16 @@ mod tests {
                 .any(|m| m.contains("line 5 (from) and line 6 (from)") && m.contains("overlap")),
             "{ps:?}"
         );
-        let ps = problems("  prefixes:\n    - {from: example.com, to: team-b.example.com}\n");
+        // A rule's own sides may nest (the copy's keys stay in the family
+        // its peers recognise); another rule's may not.
+        let ps =
+            problems("  prefixes:\n    - {from: kopf.zalando.org, to: team-b.kopf.zalando.org}\n");
+        assert!(ps.is_empty(), "{ps:?}");
+        let ps = problems("  prefixes:\n    - {from: kopf.zalando.org, to: team-b.kopf.zalando.org}\n    - {from: x.example.io, to: kopf.zalando.org}\n");
         assert!(ps.iter().any(|m| m.contains("overlap")), "{ps:?}");
+        let ps =
+            problems("  prefixes:\n    - {from: regroup-shadow.example.io, to: b.example.io}\n");
+        assert!(ps.iter().any(|m| m.contains("reserves")), "{ps:?}");
         let ps = problems(
             "  prefixes:\n    - {from: cert-manager.io, to: cm.team-b.example.com}\n  keys:\n    - {from: cert-manager.io/x, to: other.io/x}\n",
         );

@@ -6,11 +6,15 @@
 //! ends in `.` + it (a label boundary), or when the whole key is an exact
 //! rule's. The mapping is a bijection over *all* keys, including the keys of
 //! other copies that happen to carry the app's own original prefix on the
-//! cluster ("shadowed" keys): those are shown to the app with
-//! [`SHADOW_SUFFIX`] appended to their prefix, which it can't mistake for its
-//! own, and they travel back unchanged. Concretely, with `F` the keys a rule
+//! cluster ("shadowed" keys): those are shown to the app with the label
+//! [`SHADOW_LABEL`] put in front of their prefix, which it can't mistake for
+//! its own, and they travel back unchanged. The label goes in front, not
+//! behind, so the key stays in its DNS family: a tool that recognises its
+//! peers by suffix (Kopf leaves alone keys under `*.kopf.zalando.org`)
+//! still sees another copy's key as a peer's. A key's leading
+//! [`SHADOW_LABEL`]s are never renamed. Concretely, with `F` the keys a rule
 //! reads on the app side, `T` those it writes on the cluster, and `k·n` a key
-//! whose prefix carries the suffix `n` times:
+//! whose prefix carries the label `n` times:
 //!
 //! | app         | cluster     |
 //! |-------------|-------------|
@@ -32,10 +36,11 @@ use crate::rule::Direction;
 pub use check::metadata_from_spec;
 pub use selector::map_label_selector;
 
-/// Appended (as DNS labels) to the prefix of a key the cluster holds in the
-/// app's own original prefix: `.invalid` is reserved (RFC 2606), so no real
-/// owner can hold it.
-pub const SHADOW_SUFFIX: &str = ".shadowed.regroup.invalid";
+/// Put (as a DNS label, with a `.`) in front of the prefix of a key the
+/// cluster holds in the app's own original prefix: `kopf.zalando.org/x` of
+/// another copy is `regroup-shadow.kopf.zalando.org/x` to the app. Rule
+/// sides may not start with it (`check` refuses them).
+pub const SHADOW_LABEL: &str = "regroup-shadow";
 
 /// Appended to a label value the cluster holds that equals one the app owns
 /// under its original name.
@@ -132,11 +137,14 @@ enum Side {
     Other,
 }
 
-/// `prefix` without its trailing [`SHADOW_SUFFIX`]es, and how many there were.
+/// `prefix` without its leading [`SHADOW_LABEL`]s, and how many there were.
 fn unshadow(prefix: &str) -> (&str, usize) {
     let mut p = prefix;
     let mut n = 0;
-    while let Some(rest) = p.strip_suffix(SHADOW_SUFFIX) {
+    while let Some(rest) = p
+        .strip_prefix(SHADOW_LABEL)
+        .and_then(|r| r.strip_prefix('.'))
+    {
         if rest.is_empty() {
             break;
         }
@@ -144,6 +152,11 @@ fn unshadow(prefix: &str) -> (&str, usize) {
         n += 1;
     }
     (p, n)
+}
+
+/// True when `prefix` starts with the [`SHADOW_LABEL`] label.
+pub fn starts_with_shadow_label(prefix: &str) -> bool {
+    unshadow(prefix).1 > 0 || prefix == SHADOW_LABEL
 }
 
 fn unshadow_value(value: &str) -> (&str, usize) {
@@ -241,10 +254,10 @@ impl MetadataMap {
         }
         for p in &self.prefixes {
             let (src, dst) = p.ends(dir);
-            if has_label_suffix(prefix, src) {
+            if nested_side(prefix, src, dst) {
                 return (Side::Source, Some(Target::Prefix(src, dst)));
             }
-            if has_label_suffix(prefix, dst) {
+            if nested_side(prefix, dst, src) {
                 return (Side::Target, None);
             }
         }
@@ -260,11 +273,11 @@ impl MetadataMap {
         match self.side(base, name, dir) {
             (Side::Source, Some(target)) if depth == 0 => Some(target.apply(base, name)),
             (Side::Source, _) => {
-                let fewer = &prefix[..prefix.len() - SHADOW_SUFFIX.len()];
+                let fewer = &prefix[SHADOW_LABEL.len() + 1..];
                 Some(format!("{fewer}/{name}"))
             }
             (Side::Target, _) if self.manifests => None,
-            (Side::Target, _) => Some(format!("{prefix}{SHADOW_SUFFIX}/{name}")),
+            (Side::Target, _) => Some(format!("{SHADOW_LABEL}.{prefix}/{name}")),
             (Side::Other, _) => None,
         }
     }
@@ -319,7 +332,7 @@ impl MetadataMap {
             v.push(&r.value.cluster);
         }
         if !v.is_empty() {
-            v.push(SHADOW_SUFFIX);
+            v.push(SHADOW_LABEL);
             if !self.values.is_empty() {
                 v.push(SHADOW_VALUE);
             }
@@ -330,6 +343,29 @@ impl MetadataMap {
     /// True when no rule is configured.
     pub fn is_empty(&self) -> bool {
         self.prefixes.is_empty() && self.keys.is_empty() && self.values.is_empty()
+    }
+}
+
+/// True when `prefix` is on the side of a prefix rule whose names end in
+/// `this` (the other side's in `that`). Sides that don't nest: every
+/// prefix under `this`. When one side is nested in the other
+/// (`kopf.zalando.org` and `team-b.kopf.zalando.org`), the outer side is
+/// its names outside the inner one, and the inner side the names the outer
+/// ones map to; what is left (`team-b.team-b.kopf.zalando.org`) is neither
+/// and never renamed. So the rule stays a bijection.
+fn nested_side(prefix: &str, this: &str, that: &str) -> bool {
+    if !has_label_suffix(prefix, this) {
+        return false;
+    }
+    let swap = |p: &str, from: &str, to: &str| format!("{}{to}", &p[..p.len() - from.len()]);
+    if has_label_suffix(that, this) {
+        // `this` is the outer side: its names outside the inner one.
+        !has_label_suffix(prefix, that)
+    } else if has_label_suffix(this, that) {
+        // `this` is the inner side: the names the outer side's map to.
+        !has_label_suffix(&swap(prefix, this, that), this)
+    } else {
+        true
     }
 }
 
@@ -458,10 +494,7 @@ mod tests {
         // Copy A (unrenamed) wrote this on a shared object.
         let theirs = "cert-manager.io/certificate-name";
         let shown = m.map_key(theirs, A).unwrap();
-        assert_eq!(
-            shown,
-            "cert-manager.io.shadowed.regroup.invalid/certificate-name"
-        );
+        assert_eq!(shown, "regroup-shadow.cert-manager.io/certificate-name");
         // The app does not take it for its own prefix.
         assert_eq!(m.map_key(&shown, C).as_deref(), Some(theirs));
         // A key in the cluster's names written by the app itself.
@@ -471,7 +504,7 @@ mod tests {
         // Exact keys too.
         assert_eq!(
             m.map_key("argocd.argoproj.io/tracking-id", A).as_deref(),
-            Some("argocd.argoproj.io.shadowed.regroup.invalid/tracking-id")
+            Some("regroup-shadow.argocd.argoproj.io/tracking-id")
         );
     }
 
@@ -547,12 +580,70 @@ mod tests {
             if p.is_empty() {
                 name
             } else {
-                format!("{p}{}/{name}", SHADOW_SUFFIX.repeat(n))
+                format!("{}{p}/{name}", format!("{SHADOW_LABEL}.").repeat(n))
             }
         })
     }
 
+    /// Copy B's Kopf keys nested under Kopf's own family.
+    fn nested() -> MetadataMap {
+        MetadataMap::new(
+            vec![Pair {
+                app: "kopf.zalando.org".into(),
+                cluster: "team-b.kopf.zalando.org".into(),
+            }],
+            vec![],
+            vec![],
+            vec![],
+        )
+    }
+
+    #[test]
+    fn a_nested_target_keeps_every_key_in_kopfs_family() {
+        let m = nested();
+        assert_eq!(
+            m.map_key("kopf.zalando.org/last-handled-configuration", C)
+                .as_deref(),
+            Some("team-b.kopf.zalando.org/last-handled-configuration")
+        );
+        // Copy A's key (straight to the cluster), as copy B's app sees it:
+        // still under `.kopf.zalando.org`, so Kopf takes it for a peer's.
+        assert_eq!(
+            m.map_key("kopf.zalando.org/last-handled-configuration", A)
+                .as_deref(),
+            Some("regroup-shadow.kopf.zalando.org/last-handled-configuration")
+        );
+        assert_eq!(
+            m.map_key("team-b.kopf.zalando.org/x", A).as_deref(),
+            Some("kopf.zalando.org/x")
+        );
+    }
+
+    fn nested_key() -> impl Strategy<Value = String> {
+        let prefix = prop_oneof![
+            Just("kopf.zalando.org".to_string()),
+            Just("team-b.kopf.zalando.org".to_string()),
+            Just("team-b.team-b.kopf.zalando.org".to_string()),
+            Just("other.kopf.zalando.org".to_string()),
+            Just("zalando.org".to_string()),
+        ];
+        (prefix, 0..3usize, "[a-z][a-z-]{0,8}")
+            .prop_map(|(p, n, name)| format!("{}{p}/{name}", format!("{SHADOW_LABEL}.").repeat(n)))
+    }
+
     proptest! {
+        /// With a target nested under its source, renaming one way then
+        /// back is still the identity.
+        #[test]
+        fn nested_keys_round_trip(k in nested_key()) {
+            let m = nested();
+            for d in [C, A] {
+                let there = m.map_key(&k, d).unwrap_or_else(|| k.clone());
+                let back = m.map_key(&there, d.flip()).unwrap_or_else(|| there.clone());
+                prop_assert_eq!(&back, &k);
+            }
+        }
+
         /// Renaming one way then back is the identity, for every key.
         #[test]
         fn keys_round_trip(k in key()) {

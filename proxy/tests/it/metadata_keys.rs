@@ -150,7 +150,7 @@ async fn another_copys_keys_survive_a_put_of_what_the_app_read() {
     let labels = doc["metadata"]["labels"].as_object().unwrap();
     assert_eq!(labels["kopf.zalando.org/handled"], "yes", "its own key");
     assert_eq!(
-        labels["kopf.zalando.org.shadowed.regroup.invalid/handled"], "yes",
+        labels["regroup-shadow.kopf.zalando.org/handled"], "yes",
         "the other copy's key, never shown as its own"
     );
     let text = std::str::from_utf8(&read).unwrap();

@@ -92,12 +92,12 @@ fn another_copys_keys_survive_a_put_round_trip() {
     assert_eq!(
         v["metadata"]["labels"],
         json!({"kopf.zalando.org/handled": "yes",
-               "kopf.zalando.org.shadowed.regroup.invalid/handled": "yes", "app": "web"})
+               "regroup-shadow.kopf.zalando.org/handled": "yes", "app": "web"})
     );
     assert_eq!(
         v["metadata"]["finalizers"],
         json!([
-            "kopf.zalando.org.shadowed.regroup.invalid/KopfFinalizerMarker",
+            "regroup-shadow.kopf.zalando.org/KopfFinalizerMarker",
             "kopf.zalando.org/KopfFinalizerMarker"
         ])
     );
