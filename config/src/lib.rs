@@ -15,6 +15,7 @@ pub mod limits;
 pub mod load;
 pub mod metadata;
 pub mod object_names;
+pub mod profiles;
 pub mod rule;
 pub mod schema;
 pub mod short_names;

@@ -64,7 +64,7 @@ impl std::error::Error for ConfigError {}
 
 /// Parses and validates a configuration file's text.
 pub fn load(text: &str) -> Result<Settings, ConfigError> {
-    let file: ConfigFile = if text.trim().is_empty() {
+    let mut file: ConfigFile = if text.trim().is_empty() {
         ConfigFile::default()
     } else {
         serde_saphyr::from_str(text).map_err(|e| ConfigError {
@@ -72,6 +72,10 @@ pub fn load(text: &str) -> Result<Settings, ConfigError> {
         })?
     };
     let mut problems = Vec::new();
+    if !file.profiles.is_empty() {
+        let mark = copy_mark(&file);
+        crate::profiles::expand(&mut file, &mark, &mut problems);
+    }
 
     let lines: Vec<u64> = file.rules.iter().map(|r| r.referenced.line()).collect();
     let mut rules = Vec::new();
@@ -173,6 +177,35 @@ pub fn load(text: &str) -> Result<Settings, ConfigError> {
         }),
         _ => Err(ConfigError { problems }),
     }
+}
+
+/// The copy's mark as one DNS label (`team-b-1a2b3c4d`): the `names:`
+/// prefix or suffix, or the prefix derived from the rules, without its
+/// separators. For profiles' nested key prefixes.
+fn copy_mark(file: &ConfigFile) -> String {
+    let given = file
+        .names
+        .as_ref()
+        .and_then(|n| n.value.prefix.clone().or_else(|| n.value.suffix.clone()));
+    let affix = given.unwrap_or_else(|| {
+        let sides: Vec<(&str, &str)> = file
+            .rules
+            .iter()
+            .filter_map(|r| {
+                let r = &r.value;
+                match (&r.from, &r.to, &r.from_suffix, &r.to_suffix) {
+                    (Some(f), Some(t), _, _) | (_, _, Some(f), Some(t)) => {
+                        Some((f.as_str(), t.as_str()))
+                    }
+                    _ => None,
+                }
+            })
+            .collect();
+        crate::object_names::derived_prefix(&sides)
+    });
+    affix
+        .trim_matches(|c| c == '-' || c == '.')
+        .replace('.', "-")
 }
 
 /// The `names:` section, or what a config without one gets: the default

@@ -16,6 +16,10 @@ pub struct ConfigFile {
     /// Rename rules, applied as one bijection (order never matters).
     #[serde(default)]
     pub rules: Vec<Spanned<RuleSpec>>,
+    /// Known operators whose fields, key prefixes and Leases are added
+    /// (see [`crate::profiles`]).
+    #[serde(default)]
+    pub profiles: Vec<Spanned<String>>,
     /// App-specific group-bearing fields of custom kinds.
     #[serde(default)]
     pub fields: Vec<Spanned<FieldSpec>>,

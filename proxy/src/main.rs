@@ -336,22 +336,31 @@ fn run(command: Command) -> Result<(), String> {
             }
             if !texts.is_empty() {
                 let inputs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                let (names, shared) =
-                    regroup::render::shared_names(&settings, &inputs).map_err(|e| e.to_string())?;
-                if !shared.found.is_empty() {
+                let derived =
+                    regroup::render::derive(&settings, &inputs).map_err(|e| e.to_string())?;
+                if !derived.shared.found.is_empty() {
                     println!(
                         "SHARED NAMESPACES ({}): renamed per copy by render and inject",
                         settings.shared_namespaces().join(", ")
                     );
-                    for line in &shared.found {
+                    for line in &derived.shared.found {
                         println!("  {line}");
                     }
-                    if let Some((kinds, list)) = names.as_ref().and_then(|n| n.fixed()) {
+                    if let Some((kinds, list)) = derived.names.as_ref().and_then(|n| n.fixed()) {
                         let kinds: Vec<&str> = kinds.iter().map(|k| k.kind).collect();
                         println!(
                             "  for `regroup serve` without inject: names.namespaced: {{kinds: [{}], names: [{}]}}",
                             kinds.join(", "),
                             list.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")
+                        );
+                    }
+                }
+                if !derived.fields.is_empty() {
+                    println!("FIELDS FROM CRD ENUMS: renamed in objects by render and inject");
+                    for f in &derived.fields {
+                        println!(
+                            "  - {{group: {}, kind: {}, path: {}, form: group}}",
+                            f.group, f.kind, f.path
                         );
                     }
                 }
@@ -386,10 +395,8 @@ fn run(command: Command) -> Result<(), String> {
             let (renderer, shared) =
                 regroup::render::Renderer::for_manifests(&settings, dir, &texts)
                     .map_err(|e| e.to_string())?;
-            for line in &shared.found {
-                eprintln!(
-                    "renamed per copy in a shared namespace (names.sharedNamespaces): {line}"
-                );
+            for line in regroup::render::derived_lines(&shared) {
+                eprintln!("{line}");
             }
             // Each file on its own: its errors name it and its own lines.
             let mut out = String::new();

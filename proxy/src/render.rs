@@ -12,6 +12,7 @@ use crate::kube::Wire;
 use crate::rewrite::{Catalog, Context, Engine};
 
 mod cel;
+pub mod enum_fields;
 pub mod shared;
 
 /// Why a manifest stream could not be rendered. The message names the
@@ -45,22 +46,37 @@ impl<'s> Renderer<'s> {
     }
 
     /// A renderer for these manifests (`inputs`, every file of the run):
-    /// besides the configuration's names, the objects they put into the
-    /// namespaces the app shares with other copies (`shared::find`) get
-    /// the copy's mark. Also returns what was found there.
+    /// besides the configuration's names and fields, the objects they put
+    /// into the namespaces the app shares with other copies get the copy's
+    /// mark, and the fields their CRDs' enums say hold a group are renamed
+    /// (see [`Derived`]). Also returns what was derived.
     pub fn for_manifests(
         settings: &'s Settings,
         dir: Direction,
         inputs: &[&str],
-    ) -> Result<(Self, shared::Shared), RenderError> {
-        let (names, found) = shared_names(settings, inputs)?;
-        Ok((Renderer::with_names(settings, dir, names), found))
+    ) -> Result<(Self, Derived), RenderError> {
+        let derived = derive(settings, inputs)?;
+        let names = derived
+            .names
+            .clone()
+            .or_else(|| settings.map.object_names().cloned());
+        let r = Renderer::with(settings, dir, names, &derived.fields);
+        Ok((r, derived))
     }
 
     fn with_names(
         settings: &'s Settings,
         dir: Direction,
         names: Option<regroup_config::object_names::ObjectNames>,
+    ) -> Self {
+        Renderer::with(settings, dir, names, &[])
+    }
+
+    fn with(
+        settings: &'s Settings,
+        dir: Direction,
+        names: Option<regroup_config::object_names::ObjectNames>,
+        more_fields: &[enum_fields::EnumField],
     ) -> Self {
         let names = names.map(|n| n.for_manifests());
         let metadata = settings.map.metadata().cloned().map(|m| m.for_manifests());
@@ -69,7 +85,24 @@ impl<'s> Renderer<'s> {
             .clone()
             .with_object_names(names)
             .with_metadata(metadata);
-        let catalog = Catalog::for_map(&settings.fields, &map);
+        let mut fields = settings.fields.clone();
+        for f in more_fields {
+            let Ok(path) = regroup_config::field_path::FieldPath::parse(&f.path) else {
+                continue;
+            };
+            let dup = fields
+                .iter()
+                .any(|c| c.group == f.group && c.kind == f.kind && c.path == path);
+            if !dup {
+                fields.push(regroup_config::load::CustomField {
+                    group: f.group.clone(),
+                    kind: f.kind.clone(),
+                    path,
+                    form: regroup_config::rule::Form::Group,
+                });
+            }
+        }
+        let catalog = Catalog::for_map(&fields, &map);
         Renderer {
             settings: std::marker::PhantomData,
             engine: Engine::new(map, catalog),
@@ -126,22 +159,38 @@ impl<'s> Renderer<'s> {
     }
 }
 
-/// The configuration's `names:` with the fixed names of what `inputs` put
-/// into the shared namespaces (see [`shared`]) added, and what was found.
-pub fn shared_names(
-    settings: &Settings,
-    inputs: &[&str],
-) -> Result<
-    (
-        Option<regroup_config::object_names::ObjectNames>,
-        shared::Shared,
-    ),
-    RenderError,
-> {
-    let names = settings.map.object_names().cloned();
-    let Some(n) = names else {
-        return Ok((None, shared::Shared::default()));
-    };
+/// What the manifests of a run add to the configuration: the fixed names
+/// of what they put into the shared namespaces ([`shared`]) and the fields
+/// their CRDs' enums say hold a group ([`enum_fields`]).
+#[derive(Debug, Default)]
+pub struct Derived {
+    /// The configuration's `names:` with the shared namespaces' names.
+    pub names: Option<regroup_config::object_names::ObjectNames>,
+    /// What was found in the shared namespaces.
+    pub shared: shared::Shared,
+    /// The fields found in CRD enums (not already configured).
+    pub fields: Vec<enum_fields::EnumField>,
+}
+
+/// One line per derived name and field, for standard error.
+pub fn derived_lines(d: &Derived) -> Vec<String> {
+    let mut out: Vec<String> = d
+        .shared
+        .found
+        .iter()
+        .map(|l| format!("renamed per copy in a shared namespace (names.sharedNamespaces): {l}"))
+        .collect();
+    out.extend(d.fields.iter().map(|f| {
+        format!(
+            "a field whose CRD enum lists a renamed group, renamed in objects too: {} {}.{}",
+            f.path, f.kind, f.group
+        )
+    }));
+    out
+}
+
+/// See [`Derived`].
+pub fn derive(settings: &Settings, inputs: &[&str]) -> Result<Derived, RenderError> {
     let mut docs = Vec::new();
     for input in inputs {
         let parsed = if looks_like_json(input) {
@@ -151,9 +200,24 @@ pub fn shared_names(
         };
         docs.extend(parsed.into_iter().map(|d| d.value));
     }
-    let found = shared::find(&docs, &settings.shared_namespaces(), &n);
+    let fields = enum_fields::find(&docs, &settings.map)
+        .into_iter()
+        .filter(|f| {
+            !settings
+                .fields
+                .iter()
+                .any(|c| c.group == f.group && c.kind == f.kind && c.path.to_string() == f.path)
+        })
+        .collect();
+    let Some(n) = settings.map.object_names().cloned() else {
+        return Ok(Derived {
+            fields,
+            ..Derived::default()
+        });
+    };
+    let shared = shared::find(&docs, &settings.shared_namespaces(), &n);
     let n = n
-        .with_more_fixed(&found.kinds, &found.names)
+        .with_more_fixed(&shared.kinds, &shared.names)
         .map_err(|ps| {
             RenderError(format!(
                 "the names found in the shared namespaces can't be renamed: {}",
@@ -163,7 +227,11 @@ pub fn shared_names(
                     .join("; ")
             ))
         })?;
-    Ok((Some(n), found))
+    Ok(Derived {
+        names: Some(n),
+        shared,
+        fields,
+    })
 }
 
 /// Renames every group in `input` (YAML documents or JSON values) in `dir`

@@ -139,15 +139,11 @@ pub fn inject_with_warnings(
     opts: &Options,
 ) -> Result<(String, Vec<String>), InjectError> {
     let mut warnings = Vec::new();
-    let (renderer, shared) =
+    let (renderer, derived) =
         crate::render::Renderer::for_manifests(settings, Direction::ToCluster, &[input])?;
     let mut docs = renderer.render_values(input)?;
-    for line in &shared.found {
-        warnings.push(format!(
-            "renamed per copy in a shared namespace (names.sharedNamespaces): {line}"
-        ));
-    }
-    let config = sidecar_config(config_text, opts, &shared)?;
+    warnings.extend(crate::render::derived_lines(&derived));
+    let config = sidecar_config(config_text, opts, &derived)?;
     let secret = container::serving_secret(opts);
     let mut namespaces: Vec<Option<String>> = Vec::new();
     let wrap = Wrap {
@@ -499,16 +495,29 @@ fn wrap_pod_spec(
 fn sidecar_config(
     config_text: &str,
     opts: &Options,
-    shared: &crate::render::shared::Shared,
+    derived: &crate::render::Derived,
 ) -> Result<String, InjectError> {
+    let shared = &derived.shared;
     let file: Json = serde_saphyr::from_str(config_text)
         .map_err(|e| InjectError(format!("reading the configuration: {e}")))?;
     let mut out = Map::new();
     // Everything that decides what is renamed goes along: the sidecar must
     // rename exactly as the manifests were rendered.
-    for key in ["rules", "fields", "names", "metadata"] {
+    for key in ["rules", "profiles", "fields", "names", "metadata"] {
         if let Some(v) = file.get(key) {
             out.insert(key.into(), v.clone());
+        }
+    }
+    // And the fields the CRDs' enums say hold a group: the objects the app
+    // writes at run time are renamed as the manifests' were.
+    if !derived.fields.is_empty() {
+        let fields = out.entry("fields").or_insert_with(|| json!([]));
+        if let Some(list) = fields.as_array_mut() {
+            for f in &derived.fields {
+                list.push(
+                    json!({"group": f.group, "kind": f.kind, "path": f.path, "form": "group"}),
+                );
+            }
         }
     }
     // And the fixed names found in the shared namespaces: the Leases the

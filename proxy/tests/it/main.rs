@@ -10,6 +10,7 @@
 mod common;
 mod discovery_order;
 mod null_items;
+mod profiles;
 mod protobuf_support;
 mod regroup_binary;
 mod shared_namespaces;

@@ -142,7 +142,7 @@ fn render_marks_what_the_chart_puts_into_kube_system_and_nothing_else() {
     .unwrap();
     assert_eq!(r.render(CHART).unwrap(), RENDERED);
     assert_eq!(
-        shared.found,
+        shared.shared.found,
         [
             "Role kube-system/cert-manager:leaderelection",
             "Lease kube-system/cert-manager-controller (named in Role cert-manager:leaderelection)",
@@ -158,7 +158,7 @@ fn render_marks_what_the_chart_puts_into_kube_system_and_nothing_else() {
     )
     .unwrap();
     assert_eq!(again.render(RENDERED).unwrap(), RENDERED);
-    assert!(found.found.is_empty(), "{:?}", found.found);
+    assert!(found.shared.found.is_empty(), "{:?}", found.shared.found);
 }
 
 #[test]
@@ -170,18 +170,18 @@ fn shared_namespaces_can_be_named_or_turned_off() {
         &[CHART],
     )
     .unwrap();
-    assert!(shared.found.is_empty());
+    assert!(shared.shared.found.is_empty());
     assert_eq!(r.render(CHART).unwrap(), CHART);
     let other =
         regroup_config::load(&format!("{CONFIG}  sharedNamespaces: [cert-manager]\n")).unwrap();
-    let (_, shared) = regroup::render::Renderer::for_manifests(
+    let (_, derived) = regroup::render::Renderer::for_manifests(
         &other,
         regroup_config::Direction::ToCluster,
         &[CHART],
     )
     .unwrap();
     assert_eq!(
-        shared.found,
+        derived.shared.found,
         ["Role cert-manager/cert-manager-webhook:dynamic-serving"]
     );
 }
