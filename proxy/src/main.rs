@@ -149,6 +149,14 @@ enum Command {
         /// `regroup.dev/inject: disabled` are always left alone.
         #[arg(long)]
         include_helm_tests: bool,
+        /// The port of regroup's webhook listener in a pod whose app serves
+        /// webhooks (its Service is pointed there).
+        #[arg(long, default_value_t = 9444)]
+        webhook_port: u16,
+        /// Leave webhooks that can't be sent through regroup calling the
+        /// app directly (a warning each), instead of refusing.
+        #[arg(long)]
+        skip_unwired_webhooks: bool,
     },
     /// Move an operator's objects from the groups FROM gives them on the
     /// cluster to the groups TO gives them: targets created with their
@@ -437,6 +445,8 @@ fn run(command: Command) -> Result<(), String> {
             strict,
             include_helm_tests,
             emit_chart_container,
+            webhook_port,
+            skip_unwired_webhooks,
         } => {
             if emit_chart_container {
                 print!("{}", regroup::inject::chart_template());
@@ -473,6 +483,8 @@ fn run(command: Command) -> Result<(), String> {
                 tls_secret,
                 strict,
                 helm_tests: include_helm_tests,
+                webhook_port,
+                skip_unwired_webhooks,
             };
             let (out, warnings) =
                 regroup::inject::inject_with_warnings(&input, &config_text, &settings, &opts)

@@ -33,6 +33,7 @@ use serde_json::{json, Map, Value as Json};
 use crate::render::{to_yaml, RenderError};
 
 mod container;
+pub mod webhooks;
 pub use container::{
     app_container_env, app_container_mounts, chart_template, pod_volumes, sidecar_container,
 };
@@ -83,6 +84,12 @@ pub struct Options {
     /// Also wrap Helm test hooks (`helm.sh/hook: test`), left alone by
     /// default.
     pub helm_tests: bool,
+    /// regroup's webhook listener's port, in a pod whose app serves
+    /// webhooks ([`webhooks`]).
+    pub webhook_port: u16,
+    /// Leave webhooks that can't be wired through regroup alone (a warning
+    /// each) instead of refusing.
+    pub skip_unwired_webhooks: bool,
 }
 
 /// The annotation that opts a workload or pod template out, as `linkerd
@@ -103,6 +110,8 @@ impl Default for Options {
             tls_secret: None,
             strict: false,
             helm_tests: false,
+            webhook_port: 9444,
+            skip_unwired_webhooks: false,
         }
     }
 }
@@ -154,6 +163,7 @@ pub fn inject_with_warnings(
         wrap_object(doc, &wrap, &mut namespaces, &mut warnings)
             .map_err(|e| InjectError(format!("document {}: {e}", i + 1)))?;
     }
+    wire_webhooks(&mut docs, config_text, opts, &derived, &mut warnings)?;
     let config_name = format!("{}-config", opts.prefix);
     for ns in &namespaces {
         let cm = config_map(&config_name, ns.as_deref(), &config);
@@ -173,6 +183,85 @@ pub fn inject_with_warnings(
         }
     }
     Ok((to_yaml(&docs)?, warnings))
+}
+
+/// Sends the manifests' webhooks through regroup's webhook listener in the
+/// pod that serves them ([`webhooks`]): a ConfigMap of that workload's own
+/// (the namespace's configuration and a `webhooks:` section), its sidecar
+/// mounting the app's certificate, its Service pointed at the listener.
+fn wire_webhooks(
+    docs: &mut Vec<Json>,
+    config_text: &str,
+    opts: &Options,
+    derived: &crate::render::Derived,
+    warnings: &mut Vec<String>,
+) -> Result<(), InjectError> {
+    let port = opts.webhook_port;
+    let (wirings, mut refused) = webhooks::plan(docs, port);
+    let mut wired = Vec::new();
+    for w in wirings {
+        let ns = w.namespace.clone().unwrap_or_default();
+        let wrapped = docs.iter().any(|d| {
+            d.get("kind").and_then(Json::as_str) == Some(w.kind.as_str())
+                && d.pointer("/metadata/name").and_then(Json::as_str) == Some(w.name.as_str())
+                && serde_json::to_string(d).is_ok_and(|t| t.contains("\"name\":\"regroup\""))
+        });
+        if !wrapped {
+            refused.push(format!(
+                "{} {ns}/{}: serves webhooks but is not wrapped (--kind, --name or {OPT_OUT})",
+                w.kind, w.name
+            ));
+            continue;
+        }
+        wired.push(w);
+    }
+    if !refused.is_empty() {
+        let list = refused.join("\n  ");
+        if !opts.skip_unwired_webhooks {
+            return Err(InjectError(format!(
+                "webhooks that can't be sent through regroup (kube-apiserver would call the app \
+                 in the cluster's names):\n  {list}\nwire them by hand (docs/deploy.md, \"the \
+                 app's webhooks\") or pass --skip-unwired-webhooks to leave them as they are"
+            )));
+        }
+        for r in refused {
+            warnings.push(format!("webhook left calling the app directly: {r}"));
+        }
+    }
+    for w in &wired {
+        let ns = w.namespace.as_deref();
+        let section = webhooks::config_section(w, port);
+        let config = sidecar_config_with(config_text, opts, derived, Some(section))?;
+        let name = format!("{}-config-{}", opts.prefix, w.name);
+        webhooks::wire_pod(
+            docs,
+            w,
+            port,
+            &name,
+            &format!("{:016x}", fnv1a(config.as_bytes())),
+        );
+        webhooks::retarget_service(docs, w, port);
+        let cm = config_map(&name, ns, &config);
+        match docs
+            .iter_mut()
+            .find(|d| is_named(d, "ConfigMap", &name, ns))
+        {
+            Some(existing) => *existing = cm,
+            None => docs.push(cm),
+        }
+        warnings.push(format!(
+            "webhooks of {} {}/{} ({}) go through regroup: Service {} port {} now targets regroup's              listener on {port}, which serves the app's certificate (volume {}) and forwards to              127.0.0.1:{}",
+            w.kind,
+            ns.unwrap_or(""),
+            w.name,
+            w.paths.join(", "),
+            w.service,
+            w.service_port,
+            w.cert_volume,
+            w.app_port
+        ));
+    }
+    Ok(())
 }
 
 /// The path of the pod spec in an object of `kind`, from the object.
@@ -497,6 +586,16 @@ fn sidecar_config(
     opts: &Options,
     derived: &crate::render::Derived,
 ) -> Result<String, InjectError> {
+    sidecar_config_with(config_text, opts, derived, None)
+}
+
+/// [`sidecar_config`] with a `webhooks:` section.
+fn sidecar_config_with(
+    config_text: &str,
+    opts: &Options,
+    derived: &crate::render::Derived,
+    webhooks: Option<Json>,
+) -> Result<String, InjectError> {
     let shared = &derived.shared;
     let file: Json = serde_saphyr::from_str(config_text)
         .map_err(|e| InjectError(format!("reading the configuration: {e}")))?;
@@ -585,6 +684,9 @@ fn sidecar_config(
         }
     }
     out.insert("limits".into(), limits);
+    if let Some(w) = webhooks {
+        out.insert("webhooks".into(), w);
+    }
     let text = serde_saphyr::to_string(&Json::Object(out))
         .map_err(|e| InjectError(format!("writing the configuration: {e}")))?;
     regroup_config::load(&text)

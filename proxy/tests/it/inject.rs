@@ -46,6 +46,11 @@ fn golden(name: &str) {
 
 /// [`golden`] with another configuration.
 fn golden_with(name: &str, config: &str) {
+    golden_with_opts(name, config, golden_opts());
+}
+
+fn golden_with_opts(name: &str, config: &str, opts: Options) {
+    let golden_opts = || opts.clone();
     let run = |input: &str, opts: &Options| run_with(input, config, opts);
     let input = std::fs::read_to_string(dir().join(format!("{name}.yaml"))).unwrap();
     let out = run(&input, &golden_opts());
@@ -86,7 +91,13 @@ fn golden_list() {
 #[test]
 fn golden_cert_manager_with_metadata_rules() {
     let config = std::fs::read_to_string(dir().join("metadata-config.yaml")).unwrap();
-    golden_with("cert-manager", &config);
+    // cert-manager's webhook makes its own certificate and its Service is
+    // not in these manifests: it can't be wired through regroup.
+    let opts = Options {
+        skip_unwired_webhooks: true,
+        ..golden_opts()
+    };
+    golden_with_opts("cert-manager", &config, opts);
     let out = std::fs::read_to_string(dir().join("cert-manager.out.yaml")).unwrap();
     let d = docs(&out);
     let deploy = d.iter().find(|d| d["kind"] == "Deployment").unwrap();
@@ -495,4 +506,127 @@ fn an_octal_mode_stays_the_mode_it_means() {
     let v = vols.iter().find(|v| v["name"] == "v").unwrap();
     assert_eq!(v["secret"]["defaultMode"], 420, "{out}");
     assert!(!out.contains("644.0"), "{out}");
+}
+
+/// An operator's webhooks go through regroup's webhook listener: its
+/// Service targets the listener, the sidecar serves the certificate the app
+/// mounts and forwards each path to the app on loopback, from a
+/// configuration of the workload's own; the registrations (and their
+/// caBundle, kept by cainjector) are renamed only as `render` renames them.
+#[test]
+fn an_operators_webhooks_are_sent_through_regroup() {
+    let input = std::fs::read_to_string(dir().join("webhook-operator.yaml")).unwrap();
+    let settings = regroup_config::load(&config_text()).unwrap();
+    let (out, warnings) =
+        regroup::inject::inject_with_warnings(&input, &config_text(), &settings, &golden_opts())
+            .unwrap();
+    let d = docs(&out);
+    let svc = d.iter().find(|d| d["kind"] == "Service").unwrap();
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 9444, "{out}");
+    let deploy = d.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let spec = &deploy["spec"]["template"]["spec"];
+    let regroup = spec["initContainers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "regroup")
+        .unwrap();
+    assert!(regroup["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["name"] == "cert" && m["mountPath"] == "/etc/regroup/webhook-serving"));
+    assert!(regroup["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["containerPort"] == 9444));
+    let config_volume = spec["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "regroup-config")
+        .unwrap();
+    assert_eq!(
+        config_volume["configMap"]["name"],
+        "regroup-config-controller-manager"
+    );
+    let cm = d
+        .iter()
+        .find(|d| {
+            d["kind"] == "ConfigMap" && d["metadata"]["name"] == "regroup-config-controller-manager"
+        })
+        .expect("the workload's own configuration");
+    let text = cm["data"]["config.yaml"].as_str().unwrap();
+    let sidecar = regroup_config::load(text).expect("a valid sidecar configuration");
+    let w = sidecar.file.webhooks.as_ref().unwrap();
+    assert_eq!(w.listen.port(), 9444);
+    let hooks: Vec<(String, String)> = w
+        .hooks
+        .iter()
+        .map(|h| (h.value.served_path(), h.value.backend.clone()))
+        .collect();
+    assert_eq!(
+        hooks,
+        [
+            (
+                "/validate-samplecontroller-k8s-io-v1alpha1-foo".to_string(),
+                "https://127.0.0.1:9443/validate-samplecontroller-k8s-io-v1alpha1-foo".to_string()
+            ),
+            (
+                "/mutate-samplecontroller-k8s-io-v1alpha1-foo".to_string(),
+                "https://127.0.0.1:9443/mutate-samplecontroller-k8s-io-v1alpha1-foo".to_string()
+            ),
+            (
+                "/convert".to_string(),
+                "https://127.0.0.1:9443/convert".to_string()
+            ),
+        ]
+    );
+    // The registrations are renamed as render renames them; the Service
+    // they name is the same.
+    let vwc = d
+        .iter()
+        .find(|d| d["kind"] == "ValidatingWebhookConfiguration")
+        .unwrap();
+    assert_eq!(
+        vwc["webhooks"][0]["clientConfig"]["service"]["name"],
+        "webhook-service"
+    );
+    assert_eq!(
+        vwc["webhooks"][0]["rules"][0]["apiGroups"][0],
+        "samplecontroller.team-b.example.com"
+    );
+    assert!(
+        warnings.iter().any(|w| w.contains("go through regroup")),
+        "{warnings:?}"
+    );
+    // Injecting the output again changes nothing.
+    assert_eq!(run(&out, &golden_opts()), out);
+}
+
+/// A webhook regroup can't front (the app makes its own certificate, its
+/// Service is elsewhere) is refused, naming it, unless told to leave it.
+#[test]
+fn a_webhook_that_cant_be_wired_is_refused_or_left_with_a_warning() {
+    let input = std::fs::read_to_string(dir().join("cert-manager.yaml")).unwrap();
+    let config = std::fs::read_to_string(dir().join("metadata-config.yaml")).unwrap();
+    let settings = regroup_config::load(&config).unwrap();
+    let e = regroup::inject::inject_with_warnings(&input, &config, &settings, &golden_opts())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("webhook.cert-manager.io"), "{e}");
+    assert!(e.contains("--skip-unwired-webhooks"), "{e}");
+    let opts = Options {
+        skip_unwired_webhooks: true,
+        ..golden_opts()
+    };
+    let (_, warnings) =
+        regroup::inject::inject_with_warnings(&input, &config, &settings, &opts).unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("webhook left calling the app directly")),
+        "{warnings:?}"
+    );
 }
