@@ -119,6 +119,91 @@ pub fn json(map: &GroupMap, body: &[u8]) -> Result<Option<Vec<u8>>, RewriteError
     Ok(Some(out))
 }
 
+/// In the app's view of aggregated discovery (`body`, a JSON
+/// `APIGroupDiscoveryList` already renamed toward the app): the resources
+/// of groups that are neither the copy's nor kube-apiserver's own and that
+/// serve a resource of the same plural as one of the copy's (another copy
+/// of the same operator) lose their `shortNames` and `categories`, so a
+/// short name or a category (`kubectl get fo`, `kubectl get all`) names
+/// the copy's resources alone; they stay reachable by their full names.
+/// `Ok(None)`: nothing to strip.
+pub fn strip_other_copies_short_forms(
+    map: &GroupMap,
+    body: &[u8],
+) -> Result<Option<Vec<u8>>, RewriteError> {
+    let mut doc: serde_json::Value = serde_json::from_slice(body).map_err(malformed)?;
+    if doc.get("kind").and_then(|k| k.as_str()) != Some("APIGroupDiscoveryList") {
+        return Ok(None);
+    }
+    let group_of = |item: &serde_json::Value| -> String {
+        item.pointer("/metadata/name")
+            .and_then(|n| n.as_str())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let resources = |item: &serde_json::Value| -> Vec<String> {
+        item.get("versions")
+            .and_then(|v| v.as_array())
+            .into_iter()
+            .flatten()
+            .flat_map(|v| {
+                v.get("resources")
+                    .and_then(|r| r.as_array())
+                    .into_iter()
+                    .flatten()
+            })
+            .filter_map(|r| {
+                r.get("resource")
+                    .and_then(|p| p.as_str())
+                    .map(str::to_owned)
+            })
+            .collect()
+    };
+    let Some(items) = doc.get_mut("items").and_then(|i| i.as_array_mut()) else {
+        return Ok(None);
+    };
+    let own: Vec<String> = items
+        .iter()
+        .filter(|i| rank(map, &group_of(i)) == Rank::Own)
+        .flat_map(resources)
+        .collect();
+    if own.is_empty() {
+        return Ok(None);
+    }
+    let mut changed = false;
+    for item in items.iter_mut() {
+        if rank(map, &group_of(item)) != Rank::Other {
+            continue;
+        }
+        for v in item
+            .get_mut("versions")
+            .and_then(|v| v.as_array_mut())
+            .into_iter()
+            .flatten()
+        {
+            for r in v
+                .get_mut("resources")
+                .and_then(|r| r.as_array_mut())
+                .into_iter()
+                .flatten()
+            {
+                let plural = r.get("resource").and_then(|p| p.as_str()).unwrap_or("");
+                if !own.iter().any(|o| o == plural) {
+                    continue;
+                }
+                if let Some(o) = r.as_object_mut() {
+                    changed |= o.remove("shortNames").is_some();
+                    changed |= o.remove("categories").is_some();
+                }
+            }
+        }
+    }
+    if !changed {
+        return Ok(None);
+    }
+    serde_json::to_vec(&doc).map(Some).map_err(malformed)
+}
+
 /// [`json`] for the protobuf form: the envelope's `raw` holds
 /// `APIGroupList {1 groups: APIGroup {1 name}}` or
 /// `APIGroupDiscoveryList {1 metadata, 2 items: APIGroupDiscovery
@@ -239,6 +324,29 @@ mod tests {
         let first = br#"{"kind":"APIGroupList","groups":[{"name":"samplecontroller.k8s.io"},{"name":"x.example.org"}]}"#;
         assert_eq!(json(&map(), first).unwrap(), None);
         assert!(json(&map(), br#"{"kind":"APIGroupList","groups":[{"versions":[]}, {"name":"samplecontroller.k8s.io"}]}"#).is_err());
+    }
+
+    #[test]
+    fn another_copys_short_names_and_categories_are_left_out() {
+        let foo = |short: &str| {
+            serde_json::json!({"resource": "foos", "responseKind": {"kind": "Foo"}, "scope": "Namespaced",
+                "shortNames": [short], "categories": ["all", "samplecontroller"]})
+        };
+        let item = |g: &str, r: serde_json::Value| serde_json::json!({"metadata": {"name": g}, "versions": [{"version": "v1alpha1", "resources": [r]}]});
+        let doc = serde_json::json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "items": [
+            item("samplecontroller.k8s.io", foo("fo")),
+            item("samplecontroller.team1.example.com", foo("fo")),
+            item("other.example.org", serde_json::json!({"resource": "bars", "shortNames": ["ba"], "categories": ["all"]})),
+        ]});
+        let got = strip_other_copies_short_forms(&map(), &serde_json::to_vec(&doc).unwrap())
+            .unwrap()
+            .unwrap();
+        let got: serde_json::Value = serde_json::from_slice(&got).unwrap();
+        let r = |i: usize| &got["items"][i]["versions"][0]["resources"][0];
+        assert_eq!(r(0)["shortNames"], serde_json::json!(["fo"]));
+        assert!(r(1).get("shortNames").is_none() && r(1).get("categories").is_none());
+        assert_eq!(r(1)["resource"], "foos");
+        assert_eq!(r(2)["shortNames"], serde_json::json!(["ba"]));
     }
 
     #[test]

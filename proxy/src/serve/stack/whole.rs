@@ -86,6 +86,12 @@ pub(crate) async fn rename(
             _ => Ok(None),
         };
         out = ordered.map_err(bad)?.or(out);
+        if media.response_wire() == crate::kube::Wire::Json {
+            let current = out.as_deref().unwrap_or(&bytes);
+            let stripped =
+                crate::rewrite::discovery_order::strip_other_copies_short_forms(map, current);
+            out = stripped.map_err(bad)?.or(out);
+        }
     }
     let bytes = out.map(Bytes::from).unwrap_or(bytes);
     // What is sent is held until it is.
