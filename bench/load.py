@@ -400,7 +400,8 @@ def main():
         action="store_true",
         help="with --tls: also the floor and each regroup row speaking HTTP/1.1 to the upstream "
         "(the floor's --upstream-http1, regroup's upstream.http2: never), and each regroup row "
-        "with upstream.http2: watches (its GETs go over HTTP/1.1 too)",
+        "with upstream.http2: auto (every request over h2; the default is watches, whose GETs go "
+        "over HTTP/1.1)",
     )
     ap.add_argument("--latency-duration", type=int, default=5, help="seconds at 1 connection")
     ap.add_argument("--regroup", default=os.path.join(ROOT, "target/release/regroup"))
@@ -538,7 +539,7 @@ def main():
         ]
         if args.http1_rows:
             binaries.append((" http1", args.regroup, "upstream:\n  http2: never\n"))
-            binaries.append((" watches", args.regroup, "upstream:\n  http2: watches\n"))
+            binaries.append((" auto", args.regroup, "upstream:\n  http2: auto\n"))
         for name, rule, group, body in [
             ("regroup rename", (APP, CLUSTER), APP, renamed),
             ("regroup no-name", ("wardle.example.com", "wardle.team1.example.com"), CLUSTER, foo),

@@ -32,6 +32,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # also when loaded by file path (conftest)
 import exec_ws  # noqa: E402
+import protobuf  # noqa: E402
 
 try:  # PyYAML is in e2e/.venv (the kubernetes client needs it); without it,
     import yaml  # server-side apply bodies must be JSON (which is also YAML).
@@ -46,6 +47,9 @@ GROUP = "samplecontroller.team1.example.com"  # the Foo group this cluster serve
 # More Foo groups, from --also-group (the demo's second copy of the app): each
 # serves what GROUP serves, its discovery and OpenAPI v3 being GROUP's captures
 # with the group name replaced, and its own, initially empty, store.
+# `--also-group samplecontroller.k8s.io` serves ORIG too, in its captured
+# place in /apis (a cluster where the original CRD is installed beside the
+# copies': test_short_forms.py); see served_nowhere.
 ALSO = []
 ORIG = "samplecontroller.k8s.io"  # listed in the captured /apis and OpenAPI, served nowhere
 # Direct mode only (tests without a proxy, see e2e/README.md): hide ORIG from /apis and OpenAPI JSON.
@@ -708,9 +712,11 @@ def prune(value, schema, path, dropped):
 # ---- content negotiation and rendering ---------------------------------------------
 
 def accepted(accept, table_ok=True):
-    """The first servable range of Accept: 'json', 'table' or 'pom'. JSON only:
-    this stand-in cannot encode protobuf, so a protobuf range is skipped (a real
-    server answers protobuf for built-in kinds), and YAML is not offered."""
+    """The first servable JSON range of Accept: 'json', 'table' or 'pom'. A
+    protobuf range is skipped (`negotiate` serves it for the kinds
+    protobuf.py encodes; a real server answers protobuf for every built-in
+    kind, and Table and metadata-only forms in protobuf too), and YAML is not
+    offered."""
     for rng in (accept or "application/json").split(","):
         parts = [p.strip() for p in rng.split(";")]
         params = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
@@ -724,6 +730,33 @@ def accepted(accept, table_ok=True):
             if params["as"] in ("PartialObjectMetadata", "PartialObjectMetadataList"):
                 return "pom"
     raise ApiError(406, "NotAcceptable", "", raw=captured("common/011-discovery-apis-aggregated-v2beta1-only"))
+
+
+def negotiate(accept, r):
+    """'protobuf' when the first range of Accept this stand-in serves is plain
+    protobuf (`application/vnd.kubernetes.protobuf`, any parameter but `as`)
+    and protobuf.py encodes the kind (ClusterRole(Binding), Role(Binding),
+    the webhook configurations, ConfigMap); else `accepted`'s answer. Other
+    kinds skip a protobuf range: JSON, or the 406 of a protobuf-only Accept."""
+    for rng in (accept or "application/json").split(","):
+        parts = [p.strip() for p in rng.split(";")]
+        params = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+        if parts[0] == protobuf.CONTENT_TYPE and "as" not in params and protobuf.supports(r.group, r.kind["kind"]):
+            return "protobuf"
+        if parts[0] in ("application/json", "application/*", "*/*"):
+            break
+    return accepted(accept)
+
+
+class Encoded:
+    """An answer already in its wire form (protobuf), with its Content-Type."""
+
+    def __init__(self, body, ctype):
+        self.body, self.ctype = body, ctype
+
+
+def protobuf_object(r, o):
+    return Encoded(protobuf.encode_object(as_version(o, r)), protobuf.CONTENT_TYPE)
 
 
 def age(ts):  # kubectl's HumanDuration, its first steps
@@ -805,12 +838,19 @@ def apis_doc():
                      and not (HIDE_ORIG and g["name"] == ORIG)]
     if ALSO:
         ours = next(g for g in doc["groups"] if g["name"] == GROUP)
-        doc["groups"] += [json.loads(as_group(dumps(ours), group)) for group in ALSO]
+        listed = {g["name"] for g in doc["groups"]}  # ORIG (--also-group) keeps its captured place
+        doc["groups"] += [json.loads(as_group(dumps(ours), group)) for group in ALSO if group not in listed]
     return doc
 
 
+def served_nowhere(group):
+    """ORIG: listed in the captured /apis, served nowhere, unless --also-group names it."""
+    return group == ORIG and ORIG not in ALSO
+
+
 def served_group_versions():
-    return {v["groupVersion"] for g in apis_doc()["groups"] for v in g["versions"] if g["name"] != ORIG} | {"v1"}
+    return {v["groupVersion"] for g in apis_doc()["groups"] for v in g["versions"]
+            if not served_nowhere(g["name"])} | {"v1"}
 
 
 VERBS = {"get": "get", "list": "list", "watch": "watch", "watchlist": "watch", "post": "create", "put": "update",
@@ -843,11 +883,13 @@ def crd_changed(etype, obj):
     it is established: created for a group not served yet, its group is served
     as an --also-group is; deleted, the group is no longer served and its
     objects go with it (as the apiserver's CRD clean-up does). Only the Foo
-    kind: the stand-in knows no other custom resource's schema. The caller
-    holds STORE.cond."""
+    kind: the stand-in knows no other custom resource's schema. ORIG too (the
+    original CRD installed beside the copies', test_short_forms.py against
+    real-mode-selfcheck.sh's stand-in): served as `--also-group ORIG` would.
+    The caller holds STORE.cond."""
     spec = obj.get("spec") or {}
     group = spec.get("group")
-    if (spec.get("names") or {}).get("kind") != "Foo" or not group or group == ORIG:
+    if (spec.get("names") or {}).get("kind") != "Foo" or not group:
         return
     # kube-apiserver's CRD registration: a local APIService (no service)
     # per served version, labelled automanaged, deleted with the CRD.
@@ -919,9 +961,82 @@ def resource_list(group, version):
                   "resources": [res[k] for k in sorted(res)]})
 
 
+# ---- aggregated discovery (--aggregated-discovery; off by default) ----
+# kube-apiserver 1.27+ answers `/apis` with an `APIGroupDiscoveryList`
+# (apidiscovery.k8s.io v2beta1, v2 since 1.30) when Accept asks for it first:
+# every group of /apis in its order, each version with its resources. Built
+# here from what the legacy documents serve (apis_doc, resource_list), so the
+# --also-group groups are in it; a group-version listed but not served (ORIG
+# without --also-group) has `freshness: Stale` and no resources. `/api` too
+# (the core group), as client-go uses the resources of aggregated discovery
+# only when both answer it. JSON only (a protobuf range is skipped, as for
+# the other answers).
+# 1.24, the captures' server, predates it, so by default the plain list answers.
+AGGREGATED_DISCOVERY = {"on": False}
+
+
+def aggregated_accept(accept):
+    """'v2' or 'v2beta1' when the first JSON range of Accept asks for aggregated discovery, else None."""
+    for rng in (accept or "").split(","):
+        parts = [p.strip() for p in rng.split(";")]
+        params = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+        if parts[0] not in ("application/json", "application/*", "*/*"):
+            continue
+        if (params.get("g"), params.get("as")) == ("apidiscovery.k8s.io", "APIGroupDiscoveryList") \
+                and params.get("v") in ("v2", "v2beta1"):
+            return params["v"]
+        return None
+    return None
+
+
+def aggregated_resources(resource_list_doc, custom):
+    """An APIResourceList's resources as APIResourceDiscovery entries (subresources under their resource).
+    A custom resource's `responseKind` names its group and version, a built-in's leaves them empty
+    (kube-1.29 common/002)."""
+    out, subs = {}, []
+    group, _, version = resource_list_doc["groupVersion"].rpartition("/")
+    for r in resource_list_doc["resources"]:
+        kind = {"group": r.get("group", group if custom else ""),
+                "version": r.get("version", version if custom else ""), "kind": r["kind"]}
+        name, _, sub = r["name"].partition("/")
+        if sub:
+            subs.append((name, {"subresource": sub, "responseKind": kind, "verbs": r["verbs"]}))
+            continue
+        out[name] = dict({"resource": name, "responseKind": kind,
+                          "scope": "Namespaced" if r["namespaced"] else "Cluster",
+                          "singularResource": r.get("singularName", ""), "verbs": r["verbs"]},
+                         **{k: r[k] for k in ("shortNames", "categories") if r.get(k)})
+    for name, sub in subs:
+        if name in out:
+            out[name].setdefault("subresources", []).append(sub)
+    return list(out.values())
+
+
+def aggregated_discovery(path, version):
+    """`/api` (the core group: one item without a name) or `/apis` as an APIGroupDiscoveryList."""
+    served, items = served_group_versions(), []
+    if path == "/api":
+        items.append({"metadata": {"creationTimestamp": None}, "versions": [{"version": "v1", "freshness": "Current",
+                      "resources": aggregated_resources(cjson("common/004-discovery-api-v1-json"), False)}]})
+    for g in apis_doc()["groups"] if path == "/apis" else []:
+        versions = []
+        for v in g["versions"]:
+            if v["groupVersion"] in served:
+                versions.append({"version": v["version"], "freshness": "Current", "resources": aggregated_resources(
+                    json.loads(resource_list(g["name"], v["version"])), g["name"] in (GROUP, *ALSO))})
+            else:
+                versions.append({"version": v["version"], "freshness": "Stale"})
+        items.append({"metadata": {"name": g["name"], "creationTimestamp": None}, "versions": versions})
+    return (dumps({"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{version}", "metadata": {},
+                   "items": items}),
+            f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList")
+
+
 def discovery(path, accept):
     """Discovery, /version, health and OpenAPI: (body, content type), or None."""
     js, text = "application/json", "text/plain; charset=utf-8"
+    if path in ("/api", "/apis") and AGGREGATED_DISCOVERY["on"] and aggregated_accept(accept):
+        return aggregated_discovery(path, aggregated_accept(accept))
     if path in ("/api", "/apis"):
         # 1.24 predates aggregated discovery: given a JSON fallback in Accept it
         # answers the plain list (common/010), else 406 (common/011).
@@ -1062,7 +1177,7 @@ def subject_access_review(sar):
     it doesn't have (an app's un-renamed group) is denied, as RBAC would deny
     it to roles written for the cluster's groups."""
     attrs = (sar.get("spec") or {}).get("resourceAttributes")
-    groups = {g["name"] for g in apis_doc()["groups"] if g["name"] != ORIG} | {""}
+    groups = {g["name"] for g in apis_doc()["groups"] if not served_nowhere(g["name"])} | {""}
     allowed = attrs is None or attrs.get("group", "") in groups
     reason = "" if allowed else f"stand-in: no such API group {attrs.get('group')!r} on this cluster"
     return dict(sar, status=dict({"allowed": allowed}, **({"reason": reason} if reason else {})))
@@ -1180,8 +1295,10 @@ class Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         q = {k: v[-1] for k, v in parse_qs(url.query).items()}
         accept = self.headers.get("Accept")
-        # Protobuf: this stand-in can't encode it, so it replays a few real
-        # captured protobuf answers byte for byte, at their captured paths.
+        # Protobuf: a few real captured protobuf answers are replayed byte for
+        # byte at their captured paths (kinds protobuf.py can't encode, and
+        # the captures test_protobuf.py and the soak pin); other protobuf
+        # answers are encoded (negotiate).
         if self.command == "GET" and url.path.endswith("/foos/gzip-bomb"):
             bomb = gzip_bomb()
             return self.send(200, bomb, [("Content-Type", "application/json"), ("Content-Encoding", "gzip")])
@@ -1215,7 +1332,7 @@ class Handler(BaseHTTPRequestHandler):
             if "sendInitialEvents" in q:
                 check_watchlist(q, is_watch)
             if self.command == "GET" and is_watch and not r.name:
-                return self.watch(r, q, accepted(accept), warning)
+                return self.watch(r, q, negotiate(accept, r), warning)
             if r.sub == "exec":
                 return self.exec(r, url)
             if r.sub == "token" and self.command == "POST":
@@ -1246,7 +1363,10 @@ class Handler(BaseHTTPRequestHandler):
                 collect_garbage()
             if fault == "lose":
                 raise ApiError(500, "InternalError", "stand-in --flaky: applied, answer lost")
-            self.reply(code, dumps(obj), warning=warning)
+            if isinstance(obj, Encoded):
+                self.reply(code, obj.body, obj.ctype, warning=warning)
+            else:
+                self.reply(code, dumps(obj), warning=warning)
         except ApiError as e:
             self.reply(e.code, e.body(), e.ctype)
         except (BrokenPipeError, ConnectionResetError):
@@ -1377,21 +1497,27 @@ class Handler(BaseHTTPRequestHandler):
         with st.cond:
             cur = st.objs.get(r.key) if r.name else None
             if m == "GET" and r.name:
-                if cur is None:
+                if cur is None:  # (a JSON Status even for a protobuf Accept: approximated)
                     raise not_found(r.group, r.plural, r.name)
-                return 200, render_one(r, cur, accepted(accept), q)
+                fmt = negotiate(accept, r)
+                return 200, protobuf_object(r, cur) if fmt == "protobuf" else render_one(r, cur, fmt, q)
             if m == "GET":
                 # limit and continue are ignored: the whole list comes in one page.
-                sel, fmt, rv = selector(q), accepted(accept), str(st.rv)
+                sel, fmt, rv = selector(q), negotiate(accept, r), str(st.rv)
                 objs = [o for k, o in sorted(st.objs.items()) if matches(k, o, r, sel)]
                 if fmt == "table":
                     return 200, render_table(r, objs, rv, q)
                 if fmt == "pom":
+                    # An empty one has `"items": null`, as kube-apiserver 1.36.2
+                    # answered (issue #43); a full JSON list's empty items are [].
                     return 200, {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
-                                 "metadata": {"resourceVersion": rv}, "items": [pom(o) for o in objs]}
+                                 "metadata": {"resourceVersion": rv}, "items": [pom(o) for o in objs] or None}
                 items = [as_version(o, r) for o in objs]
                 if r.kind["builtin"]:  # typed lists leave out the items' apiVersion and kind
                     items = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in items]
+                if fmt == "protobuf":
+                    return 200, Encoded(protobuf.encode_list(gv(r.group, r.version), r.kind["kind"], rv, items),
+                                        protobuf.CONTENT_TYPE)
                 return 200, {"kind": r.kind["kind"] + "List", "apiVersion": gv(r.group, r.version),
                              "metadata": {"resourceVersion": rv}, "items": items}
             accepted(accept)  # writes answer JSON
@@ -1594,7 +1720,9 @@ class Handler(BaseHTTPRequestHandler):
             self.connection.settimeout(None)
 
     def watch(self, r, q, fmt, warning):
-        """Newline-delimited JSON WatchEvents, chunked. resourceVersion absent or
+        """Newline-delimited JSON WatchEvents, chunked; with fmt "protobuf"
+        (negotiate), length-prefixed protobuf WatchEvents (protobuf.py), the
+        same events in the same chunks. resourceVersion absent or
         "0": ADDED for what exists, then live events; N: every logged event after
         N (the log reaches back to start-up, so never "too old").
         sendInitialEvents=true (WatchList, already validated): ADDED for what
@@ -1607,6 +1735,8 @@ class Handler(BaseHTTPRequestHandler):
         deadline = time.monotonic() + float(q.get("timeoutSeconds") or 1800)
 
         def frame(etype, obj):
+            if fmt == "protobuf":
+                return protobuf.watch_frame(etype, as_version(obj, r))
             out = render_one(r, obj, fmt, q, with_cols=first[0])  # a Table stream has columns once
             first[0] = False
             return dumps({"type": etype, "object": out})
@@ -1618,12 +1748,17 @@ class Handler(BaseHTTPRequestHandler):
             burst = b"".join(frame("ADDED", o) for k, o in sorted(STORE.objs.items())
                              if rv == "0" and matches(k, o, r, sel))
             if initial and q.get("allowWatchBookmarks") == "true" and fmt != "table":
+                # An object of the watched kind with no name: only these two
+                # fields (kube-1.29 renamed/011; in protobuf, every other
+                # ObjectMeta value field empty, as kube-apiserver 1.36.2 sends it).
                 av, kind = ("meta.k8s.io/v1", "PartialObjectMetadata") if fmt == "pom" \
                     else (gv(r.group, r.version), r.kind["kind"])
-                burst += dumps({"type": "BOOKMARK", "object": {"apiVersion": av, "kind": kind, "metadata": {
-                    "annotations": {"k8s.io/initial-events-end": "true"}, "resourceVersion": str(last)}}})
+                bookmark = {"apiVersion": av, "kind": kind, "metadata": {
+                    "annotations": {"k8s.io/initial-events-end": "true"}, "resourceVersion": str(last)}}
+                burst += protobuf.watch_frame("BOOKMARK", bookmark) if fmt == "protobuf" \
+                    else dumps({"type": "BOOKMARK", "object": bookmark})
         self.send_response(200)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", protobuf.WATCH_CONTENT_TYPE if fmt == "protobuf" else "application/json")
         self.send_header("Cache-Control", "no-cache, private")
         if warning:
             self.send_header("Warning", warning)
@@ -1716,6 +1851,9 @@ def main():
     ap.add_argument("--proxy-client-key")
     ap.add_argument("--also-group", action="append", default=[], metavar="GROUP",
                     help=f"also serve Foo under GROUP (as {GROUP}, captures renamed; repeatable)")
+    ap.add_argument("--aggregated-discovery", action="store_true",
+                    help="answer /api and /apis with an APIGroupDiscoveryList when Accept asks for it "
+                         "(see AGGREGATED_DISCOVERY)")
     ap.add_argument("-v", "--verbose", action="store_true", help="also log Accept, Content-Type and User-Agent")
     ap.add_argument("--finalizers", action="store_true", help="finalizers and DeleteOptions (see OPTS)")
     ap.add_argument("--strict-crds", action="store_true", help="custom resources checked against their stored "
@@ -1725,6 +1863,7 @@ def main():
     OPTS.update(finalizers=args.finalizers, strict_crds=args.strict_crds, flaky=args.flaky)
     for group in args.also_group:
         also_group(group)
+    AGGREGATED_DISCOVERY["on"] = args.aggregated_discovery
     seed(args.seed_namespace)
     if args.requestheader_ca:
         seed_authentication(open(args.requestheader_ca).read())

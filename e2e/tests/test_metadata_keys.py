@@ -8,7 +8,7 @@ rules rename the operator's own prefix and Kopf's:
 
 On the cluster, copy A's keys are in the original prefixes and copy B's in
 the renamed ones; copy B sees its own keys under the original names and
-copy A's under `<prefix>.shadowed.regroup.invalid`, so neither takes the
+copy A's under `regroup-shadow.<prefix>`, so neither takes the
 other's objects, bookkeeping or finalizer for its own. Also: kubectl `-l` /
 `--selector` (every kubectl version of the suite) and the Python client's
 `label_selector` through regroup, lists and watches; copy B's writes to an
@@ -37,7 +37,7 @@ RUN = uuid.uuid4().hex[:6]
 NS = f"regroup-meta-{RUN}"
 OWN, OWN_B = "demo.kopf.example.io", "demo.team-b.example.com"
 KOPF, KOPF_B = "kopf.zalando.org", "kopf.team-b.example.com"
-SHADOW = ".shadowed.regroup.invalid"
+SHADOW = "regroup-shadow."
 FINALIZER = "KopfFinalizerMarker"
 CONFIG_B = f"""rules:
   - {{from: {ORIG_GROUP}, to: {CLUSTER_GROUP}}}
@@ -248,9 +248,9 @@ def test_two_kopf_copies_handle_only_their_own_configmaps(operators, meta_cluste
         assert handled["metadata"]["labels"] == {f"{OWN}/managed": "yes", "app": "demo"}, (name, handled)
     # Copy B's view of copy A's object: A's keys shadowed, never its own.
     seen = copy_b.kubectl.json("get", "configmap", "cm-a")["metadata"]
-    assert seen["labels"] == {f"{OWN}{SHADOW}/managed": "yes", "app": "demo"}, seen
-    assert seen["finalizers"] == [f"{KOPF}{SHADOW}/{FINALIZER}"], seen
-    assert seen["annotations"][f"{OWN}{SHADOW}/handled-by"] == "a", seen
+    assert seen["labels"] == {f"{SHADOW}{OWN}/managed": "yes", "app": "demo"}, seen
+    assert seen["finalizers"] == [f"{SHADOW}{KOPF}/{FINALIZER}"], seen
+    assert seen["annotations"][f"{SHADOW}{OWN}/handled-by"] == "a", seen
     seen = copy_b.kubectl.json("get", "configmap", "cm-b")["metadata"]
     assert seen["labels"] == {f"{OWN}/managed": "yes", "app": "demo"}, seen
     assert seen["finalizers"] == [f"{KOPF}/{FINALIZER}"], seen
@@ -287,7 +287,7 @@ SEL = "e2e.regroup.dev/sel"
 SELECTED_CMS = {
     "sel-web": {f"{OWN_B}/tier": "web", f"{OWN_B}/team": "x"},  # copy B's: app sees demo.kopf.example.io/tier=web
     "sel-db": {f"{OWN_B}/tier": "db"},
-    "sel-a-web": {f"{OWN}/tier": "web"},  # copy A's: app sees demo.kopf.example.io.shadowed.regroup.invalid/tier
+    "sel-a-web": {f"{OWN}/tier": "web"},  # copy A's: app sees regroup-shadow.demo.kopf.example.io/tier
     "sel-plain": {},
 }
 # (selector as the app writes it, the same on the cluster's side, the names it selects)
@@ -300,7 +300,7 @@ SELECTORS = [
     (f"{OWN}/tier notin (web)", f"{OWN_B}/tier notin (web)", {"sel-db", "sel-a-web", "sel-plain"}),
     (f"{OWN}/tier!=web", f"{OWN_B}/tier!=web", {"sel-db", "sel-a-web", "sel-plain"}),
     (f"{OWN}/tier=web,{OWN}/team", f"{OWN_B}/tier=web,{OWN_B}/team", {"sel-web"}),
-    (f"{OWN}{SHADOW}/tier=web", f"{OWN}/tier=web", {"sel-a-web"}),  # copy A's key, addressed as shown
+    (f"{SHADOW}{OWN}/tier=web", f"{OWN}/tier=web", {"sel-a-web"}),  # copy A's key, addressed as shown
 ]
 
 
@@ -382,7 +382,7 @@ def test_kubectl_label_and_annotate_write_the_copys_own_keys(version, meta_clust
         assert md["labels"] == {f"{OWN}/tier": "web"}, md
         assert md.get("annotations") == {f"{OWN}/note": "a's"}, md
         # Copy A's key, addressed as copy B is shown it, is copy A's on the cluster.
-        app("label", "configmap", name, "--overwrite", f"{OWN}{SHADOW}/tier=web2")
+        app("label", "configmap", name, "--overwrite", f"{SHADOW}{OWN}/tier=web2")
         assert cluster_cm(meta_cluster, name)["metadata"]["labels"] == {f"{OWN}/tier": "web2"}
     finally:
         meta_cluster.kubectl("delete", "configmap", name, "--ignore-not-found", "--wait=false")
@@ -432,7 +432,7 @@ def test_server_side_apply_by_copy_b_keeps_copy_as_keys(meta_cluster, copy_b):
         fields = entry["fieldsV1"]["f:metadata"]
         assert f"f:{OWN}/tier" in fields["f:labels"] and f"f:{OWN}/note" in fields["f:annotations"], entry
         assert OWN_B not in json.dumps(mine) and KOPF_B not in json.dumps(mine), mine
-        assert mine["labels"] == {f"{OWN}{SHADOW}/tier": "web", f"{OWN}/tier": "db"}, mine
+        assert mine["labels"] == {f"{SHADOW}{OWN}/tier": "web", f"{OWN}/tier": "db"}, mine
     finally:
         meta_cluster.kubectl("delete", "configmap", name, "--ignore-not-found", "--wait=false")
 
@@ -473,8 +473,8 @@ def test_put_round_trip_keeps_the_other_copys_keys(client_name, meta_cluster, co
         # Copy B reads it: its own keys in the original names, A's shadowed.
         obj = copy_b.kubectl.json("get", "configmap", name)
         md = obj["metadata"]
-        assert md["labels"][f"{OWN}/managed"] == "yes" and md["labels"][f"{OWN}{SHADOW}/managed"] == "yes", md
-        assert md["finalizers"] == [f"{KOPF}{SHADOW}/{FINALIZER}", f"{KOPF}/{FINALIZER}"], md
+        assert md["labels"][f"{OWN}/managed"] == "yes" and md["labels"][f"{SHADOW}{OWN}/managed"] == "yes", md
+        assert md["finalizers"] == [f"{SHADOW}{KOPF}/{FINALIZER}", f"{KOPF}/{FINALIZER}"], md
         assert OWN_B not in json.dumps(md) and KOPF_B not in json.dumps(md), md
         # ... edits its own keys and data, drops its finalizer, and PUTs the whole object back.
         md["annotations"][f"{OWN}/handled-by"] = "b-edited"

@@ -1,8 +1,8 @@
 """A protobuf client through the real binary: client-go-style requests with
 `Accept: application/vnd.kubernetes.protobuf` for a Deployment whose
 ownerReference points at a Foo, and a protobuf watch of ConfigMaps owned by
-Foos. Against the stand-in these are the real captured bytes (the stand-in
-can't encode protobuf); regroup must rename the group inside them."""
+Foos. Against the stand-in these are the real captured bytes (replayed, not
+the stand-in's own encoder's); regroup must rename the group inside them."""
 import http.client
 import os
 import struct

@@ -250,7 +250,9 @@ fn wire_webhooks(
             None => docs.push(cm),
         }
         warnings.push(format!(
-            "webhooks of {} {}/{} ({}) go through regroup: Service {} port {} now targets regroup's              listener on {port}, which serves the app's certificate (volume {}) and forwards to              127.0.0.1:{}",
+            "webhooks of {} {}/{} ({}) go through regroup: Service {} port {} now targets \
+             regroup's listener on {port}, which serves the app's certificate (volume {}) and \
+             forwards to 127.0.0.1:{}",
             w.kind,
             ns.unwrap_or(""),
             w.name,
