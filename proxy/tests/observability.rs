@@ -56,7 +56,7 @@ async fn a_finished_watch_is_no_longer_open_and_an_unreachable_upstream_is_count
     )
     .unwrap();
     let proxy = std::sync::Arc::new(regroup::serve::Proxy::sidecar(
-        regroup::serve::stack::live::Live::new(regroup::rewrite::Engine::new(
+        regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
             common::fixture_map().clone(),
             regroup::rewrite::Catalog::new(&[]).clone(),
         )),

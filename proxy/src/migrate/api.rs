@@ -15,7 +15,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Method, StatusCode};
 use serde_json::Value as Json;
 
-use crate::serve::stack::own_client::OwnClient;
+use crate::upstream::own_client::OwnClient;
 
 /// How many times one request is sent at most.
 pub const ATTEMPTS: u32 = 8;

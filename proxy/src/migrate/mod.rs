@@ -27,7 +27,7 @@ use regroup_config::Settings;
 use serde_json::{json, Value as Json};
 
 use crate::rewrite::{Catalog, Engine};
-use crate::serve::stack::own_client::OwnClient;
+use crate::upstream::own_client::OwnClient;
 use crate::upstream::Upstream;
 use api::{Api, CallError};
 use plan::{Crd, Dependent, KindPlan, ScanKind, Sides, MIGRATED_FROM};
@@ -80,21 +80,13 @@ pub fn run(opts: Options) -> Result<bool, String> {
         .as_ref()
         .or(opts.from.as_ref())
         .ok_or("--from and --to are both the identity: there is nothing to move")?;
-    let resolved = crate::serve::run::resolve_upstream(
+    let (upstream, _) = Upstream::from_settings(
         settings,
-        &crate::serve::run::Options {
-            kubeconfig: opts.kubeconfig.clone(),
-            context: opts.context.clone(),
-            ..Default::default()
+        &crate::upstream::from_settings::Target {
+            kubeconfig: opts.kubeconfig.as_deref(),
+            context: opts.context.as_deref(),
         },
     )?;
-    let upstream = Upstream::with_protocol(
-        &resolved,
-        settings.file.upstream.dangerous_insecure_skip_tls_verify,
-        (&settings.limits).into(),
-        settings.file.upstream.http2,
-    )
-    .map_err(|e| e.to_string())?;
     let engine = |s: &Settings| Engine::new(s.map.clone(), Catalog::for_map(&s.fields, &s.map));
     let from = opts.from.as_ref().map(engine);
     let to = opts.to.as_ref().map(engine);

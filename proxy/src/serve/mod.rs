@@ -13,10 +13,12 @@
 //! - `observe/`: metrics, process metrics, log format and writer.
 //! - `run/`: command-line start-up and configuration reload.
 //! - `status`: every failure as a Kubernetes `Status`.
+//! - `live`: the engine in force, swapped on reload; every listener reads it.
 
 pub mod amend;
 pub mod front;
 pub mod listen;
+pub mod live;
 pub mod observe;
 pub mod run;
 pub mod stack;

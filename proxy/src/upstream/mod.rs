@@ -2,9 +2,11 @@
 
 pub mod dial;
 pub mod exec;
+pub mod from_settings;
 mod health;
 mod impersonate;
 pub mod kubeconfig;
+pub mod own_client;
 mod pool;
 mod response_deadline;
 mod server_settings;
@@ -662,4 +664,21 @@ fn closed_before_answer(e: &SendError) -> bool {
         src = s.source();
     }
     false
+}
+
+/// An error and its sources, `: `-separated: hyper's `client error
+/// (Connect)` alone does not say that the connection was refused.
+pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        let s_text = s.to_string();
+        // Some errors repeat their source in their own message.
+        if !msg.ends_with(&s_text) {
+            msg.push_str(": ");
+            msg.push_str(&s_text);
+        }
+        src = s.source();
+    }
+    msg
 }

@@ -255,7 +255,7 @@ async fn a_rotated_token_is_refreshed_and_the_request_retried_once() {
 /// front of `up`: its base URL.
 async fn listen(up: Upstream) -> String {
     let p = Arc::new(Proxy::sidecar(
-        regroup::serve::stack::live::Live::new(regroup::rewrite::Engine::new(
+        regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
             common::fixture_map().clone(),
             Catalog::new(&[]),
         )),

@@ -182,7 +182,7 @@ async fn front() -> Front {
         ..RequestHeaderConfig::default()
     };
     let proxy = Arc::new(Proxy::front(
-        regroup::serve::stack::live::Live::new(regroup::rewrite::Engine::new(
+        regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
             map.clone(),
             catalog.clone(),
         )),

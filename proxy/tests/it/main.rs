@@ -9,6 +9,7 @@
 
 mod common;
 mod discovery_order;
+mod kube_136;
 mod null_items;
 mod profiles;
 mod protobuf_support;

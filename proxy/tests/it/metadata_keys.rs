@@ -36,7 +36,7 @@ async fn sidecar(upstream: String) -> String {
     )
     .unwrap();
     let proxy = regroup::serve::Proxy::sidecar(
-        regroup::serve::stack::live::Live::new(regroup::rewrite::Engine::new(
+        regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
             s.map.clone(),
             catalog.clone(),
         )),

@@ -30,9 +30,12 @@ const FOOS: &str = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/fo
 const METADATA: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 const TABLE: &str = "application/json;as=Table;g=meta.k8s.io;v=v1";
 
+/// A path, an Accept, the upstream's body and members the answer must have.
+type Case<'a> = (&'a str, &'a str, String, &'a [(&'a str, Json)]);
+
 #[tokio::test]
 async fn null_items_and_rows_reach_the_client_renamed() {
-    let cases: &[(&str, &str, String, &[(&str, Json)])] = &[
+    let cases: &[Case] = &[
         (
             FOOS,
             "application/json",

@@ -711,7 +711,7 @@ async fn sidecar_with_limits(server: String, limits: BodyLimits) -> std::net::So
     )
     .unwrap();
     let proxy = regroup::serve::Proxy::sidecar(
-        regroup::serve::stack::live::Live::new(engine),
+        regroup::serve::live::Live::new(engine),
         std::sync::Arc::new(up),
         true,
     )

@@ -147,7 +147,7 @@ async fn start_regroup(upstream: SocketAddr, map: &'static GroupMap) -> SocketAd
     )
     .unwrap();
     let proxy = Arc::new(Proxy::sidecar(
-        regroup::serve::stack::live::Live::new(regroup::rewrite::Engine::new(
+        regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
             map.clone(),
             catalog.clone(),
         )),

@@ -84,7 +84,7 @@ fn map() -> &'static GroupMap {
 fn proxy(resolved: Resolved, pass_through: bool) -> Arc<Proxy> {
     let catalog: &'static Catalog = Box::leak(Box::new(Catalog::new(&[])));
     Arc::new(Proxy::sidecar(
-        regroup::serve::stack::live::Live::new(regroup::rewrite::Engine::new(
+        regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
             (map()).clone(),
             catalog.clone(),
         )),

@@ -158,7 +158,7 @@ async fn copy(config: &str, server: &str) -> String {
     )
     .unwrap();
     let proxy = regroup::serve::Proxy::sidecar(
-        regroup::serve::stack::live::Live::new(regroup::rewrite::Engine::new(
+        regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
             settings.map.clone(),
             catalog.clone(),
         )),

@@ -239,7 +239,6 @@ async fn a_protobuf_watch_list_keeps_its_bookmark_and_drops_only_another_copys_o
 
 #[tokio::test]
 async fn an_error_event_is_never_hidden() {
-    let map = map();
     let k = &KINDS[0];
     let status = json!({"apiVersion": "v1", "kind": "Status", "status": "Failure",
         "message": "too old resource version: 1 (12)", "reason": "Expired", "code": 410});

@@ -20,7 +20,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use regroup::rewrite::{Catalog, Engine};
 use regroup::serve::listen::{serve_webhooks, tls};
-use regroup::serve::stack::live::Live;
+use regroup::serve::live::Live;
 use regroup::serve::webhook::{tls as wtls, Hook, Webhooks};
 use regroup::serve::{Lifecycle, Serving};
 use regroup::upstream::{kubeconfig::Resolved, Upstream};

@@ -15,7 +15,7 @@ use crate::serve::front::auth::{
     parse_extension_apiserver_authentication_json, RequestHeaderConfig,
 };
 use crate::serve::front::tls::ReloadingConfig;
-use crate::serve::stack::own_client::OwnClient;
+use crate::upstream::own_client::OwnClient;
 
 const CONFIGMAP: &str =
     "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication";
@@ -251,7 +251,7 @@ mod tests {
         )
         .unwrap();
         let client = Proxy::sidecar(
-            crate::serve::stack::live::Live::new(crate::rewrite::Engine::new(
+            crate::serve::live::Live::new(crate::rewrite::Engine::new(
                 map.clone(),
                 catalog.clone(),
             )),

@@ -184,7 +184,7 @@ where
         m.request(access.listener, f.code);
         let info = crate::kube::RequestInfo::parse(req.uri().path(), req.uri().query());
         let verb = info.verb(method.as_str());
-        crate::serve::stack::errors::request_line(
+        crate::serve::observe::request_log::request_line(
             access.listener,
             method,
             verb,

@@ -14,10 +14,11 @@ use tokio::net::TcpListener;
 use crate::rewrite::{Catalog, Engine};
 use crate::serve::amend::front_trust::FrontTrust;
 use crate::serve::amend::registrations::WebhookRegistration;
+use crate::serve::live::Live;
 use crate::serve::observe::metrics::Health;
-use crate::serve::stack::live::Live;
-use crate::serve::stack::own_client::OwnClient;
 use crate::serve::{Access, Lifecycle, Proxy, Serving};
+use crate::upstream::from_settings::Target;
+use crate::upstream::own_client::OwnClient;
 use crate::upstream::{kubeconfig, Upstream};
 
 /// Command-line overrides of the config file.
@@ -41,14 +42,13 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8001";
 pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
     init_logging(&settings);
     let settings = &settings;
-    let resolved = resolve_upstream(settings, &opts)?;
-    let upstream = Upstream::with_protocol(
-        &resolved,
-        settings.file.upstream.dangerous_insecure_skip_tls_verify,
-        (&settings.limits).into(),
-        settings.file.upstream.http2,
-    )
-    .map_err(|e| e.to_string())?;
+    let (upstream, resolved) = Upstream::from_settings(
+        settings,
+        &Target {
+            kubeconfig: opts.kubeconfig.as_deref(),
+            context: opts.context.as_deref(),
+        },
+    )?;
     for w in settings.warnings() {
         tracing::warn!("{w}");
     }
@@ -651,38 +651,6 @@ async fn shutdown_signal() -> &'static str {
         let _ = ctrl_c.await;
         "SIGINT"
     }
-}
-
-pub(crate) fn resolve_upstream(
-    settings: &Settings,
-    opts: &Options,
-) -> Result<kubeconfig::Resolved, String> {
-    let up = &settings.file.upstream;
-    let context = opts.context.as_deref().or(up.context.as_deref());
-    let in_cluster = || match &up.service_account_dir {
-        Some(dir) => kubeconfig::in_cluster_at(dir),
-        None => kubeconfig::in_cluster(),
-    };
-    if let Some(path) = opts.kubeconfig.as_ref().or(up.kubeconfig.as_ref()) {
-        return kubeconfig::load(path, context).map_err(|e| e.to_string());
-    }
-    if up.in_cluster {
-        return in_cluster().map_err(|e| e.to_string());
-    }
-    if let Some(p) = std::env::var_os("KUBECONFIG").filter(|p| !p.is_empty()) {
-        // Like kubectl: every file of the list, merged (first one wins).
-        let paths: Vec<PathBuf> = std::env::split_paths(&p).collect();
-        return kubeconfig::load_merged(&paths, context).map_err(|e| e.to_string());
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        let p = PathBuf::from(home).join(".kube/config");
-        if p.exists() {
-            return kubeconfig::load(&p, context).map_err(|e| e.to_string());
-        }
-    }
-    in_cluster().map_err(|e| {
-        format!("no upstream: no --kubeconfig, $KUBECONFIG or ~/.kube/config, and not in a cluster ({e})")
-    })
 }
 
 fn init_logging(settings: &Settings) {

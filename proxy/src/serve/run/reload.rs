@@ -19,8 +19,8 @@ use std::time::Duration;
 use regroup_config::Settings;
 
 use crate::rewrite::{Catalog, Engine};
+use crate::serve::live::Live;
 use crate::serve::observe::metrics::metrics;
-use crate::serve::stack::live::Live;
 
 /// How often the configuration file is checked for a change.
 pub const POLL_EVERY: Duration = Duration::from_secs(2);

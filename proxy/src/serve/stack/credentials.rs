@@ -18,7 +18,8 @@ use http::{Method, Request, Response, StatusCode, Uri};
 use http_body::Body as _;
 use http_body_util::BodyExt;
 
-use super::{errors, headers, Forward};
+use super::exchange::Forward;
+use super::{errors, headers};
 use crate::body::full;
 use crate::body::Body;
 use crate::rewrite::Engine;

@@ -110,25 +110,8 @@ pub(crate) fn upstream(listener: &str, e: &SendError) -> Failure {
 fn unavailable(e: &dyn std::error::Error) -> Failure {
     Failure::unavailable(format!(
         "the Kubernetes API server is unavailable: {}",
-        with_causes(e)
+        crate::upstream::with_causes(e)
     ))
-}
-
-/// An error and its sources, `: `-separated: hyper's `client error
-/// (Connect)` alone does not say that the connection was refused.
-pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut msg = e.to_string();
-    let mut src = e.source();
-    while let Some(s) = src {
-        let s_text = s.to_string();
-        // Some errors repeat their source in their own message.
-        if !msg.ends_with(&s_text) {
-            msg.push_str(": ");
-            msg.push_str(&s_text);
-        }
-        src = s.source();
-    }
-    msg
 }
 
 /// regroup asked for none of these (`stack/headers.rs` removes them from

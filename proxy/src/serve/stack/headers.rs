@@ -3,7 +3,8 @@
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
-use super::{etag, Forward};
+use super::etag;
+use super::exchange::Forward;
 use crate::kube::media;
 use crate::rewrite::Engine;
 use crate::url_rename;

@@ -11,7 +11,7 @@ use http::Response;
 use http_body_util::BodyExt;
 use regroup_config::Direction;
 
-use super::{Exchange, Forward};
+use super::exchange::{Exchange, Forward};
 use crate::body::budget::{self, Held};
 use crate::body::{Body, BoxError};
 use crate::rewrite::list_stream::ListStream;

@@ -7,7 +7,8 @@ use http::header::{self, HeaderValue};
 use http::response::Parts;
 use http::Response;
 
-use super::{etag, Exchange, Forward, BODY_LIMIT};
+use super::etag;
+use super::exchange::{Exchange, Forward, BODY_LIMIT};
 use crate::body::budget::{self, Reason};
 use crate::body::Body;
 use crate::body::{collect_held, full, holding, HeldCollectError};

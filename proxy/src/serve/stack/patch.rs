@@ -28,8 +28,8 @@ use json_patch::PatchOperation;
 use serde_json::{Map, Value as Json};
 
 use super::credentials::send;
-use super::request_body::{read, renamed};
-use super::{Exchange, Forward, Next, Outgoing, BODY_LIMIT};
+use super::exchange::{Exchange, Forward, Next, Outgoing, BODY_LIMIT};
+use super::request_body::{inflated, read, renamed};
 use crate::body::{collect, full};
 use crate::kube::{MediaType, PatchKind, Wire};
 use crate::rewrite::Context;
@@ -144,23 +144,54 @@ pub(crate) async fn serve(
             return Ok(patch_request(uri, headers, bytes, own));
         }
         let pinned = pin_precondition(&mut patch, current["metadata"]["resourceVersion"].as_str());
-        let bytes = to_bytes(&patch);
-        let mut h = headers.clone();
-        h.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-        let written = send(fwd, &Method::PATCH, uri.clone(), h, full(bytes), own, None).await?;
-        if written.status() == StatusCode::CONFLICT && !pinned && attempt < ATTEMPTS {
-            tracing::debug!(
-                attempt,
-                path = x.caller_path(),
-                what = amend.noun(),
-                "the object changed while it was patched; patching again"
-            );
-            let _ = collect(written.into_body(), BODY_LIMIT).await;
-            attempt += 1;
-            continue;
+        let write = Write {
+            method: Method::PATCH,
+            uri: &uri,
+            headers: &headers,
+            own,
+        };
+        match write_once(fwd, x, amend, write, to_bytes(&patch), !pinned, attempt).await? {
+            Some(written) => return Ok(Next::Answered(written)),
+            None => attempt += 1,
         }
-        return Ok(Next::Answered(written));
     }
+}
+
+/// One write of a read-modify-write.
+struct Write<'a> {
+    method: Method,
+    uri: &'a Uri,
+    headers: &'a HeaderMap,
+    own: bool,
+}
+
+/// Sends `w` with `bytes` through the one sender. `None`: a 409 on attempt
+/// `attempt` that another read may fix (`may_retry`: nothing pinned the
+/// version read), its answer read to the end so the connection is reused;
+/// else the upstream's answer.
+async fn write_once(
+    fwd: &Forward,
+    x: &Exchange,
+    amend: &dyn Amend,
+    w: Write<'_>,
+    bytes: Bytes,
+    may_retry: bool,
+    attempt: usize,
+) -> Result<Option<Response<ResponseBody>>, Failure> {
+    let mut h = w.headers.clone();
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+    let written = send(fwd, &w.method, w.uri.clone(), h, full(bytes), w.own, None).await?;
+    if written.status() == StatusCode::CONFLICT && may_retry && attempt < ATTEMPTS {
+        tracing::debug!(
+            attempt,
+            path = x.caller_path(),
+            what = amend.noun(),
+            "the object changed while it was patched; patching again"
+        );
+        let _ = collect(written.into_body(), BODY_LIMIT).await;
+        return Ok(None);
+    }
+    Ok(Some(written))
 }
 
 /// The PATCH to send, with its length.
@@ -181,24 +212,6 @@ fn patch_request(uri: Uri, mut headers: HeaderMap, bytes: Bytes, own: bool) -> N
 /// A patch as its content type reads it: JSON (YAML's subset for apply).
 fn to_bytes(patch: &Json) -> Bytes {
     Bytes::from(serde_json::to_vec(patch).expect("values serialize"))
-}
-
-/// The body without its `Content-Encoding` (gzip inflated).
-fn inflated(fwd: &Forward, headers: &mut HeaderMap, bytes: Bytes) -> Result<Bytes, Failure> {
-    match headers.get(header::CONTENT_ENCODING).map(|v| v.as_bytes()) {
-        None => Ok(bytes),
-        Some(e) if e.eq_ignore_ascii_case(b"identity") => Ok(bytes),
-        Some(e) if e.eq_ignore_ascii_case(b"gzip") => {
-            let limit = fwd.limits.inflated.min(fwd.limits.request);
-            let out = super::gzip::inflate(&bytes, limit)
-                .map_err(super::gzip::InflateError::of_request)?;
-            headers.remove(header::CONTENT_ENCODING);
-            Ok(out)
-        }
-        Some(_) => Err(Failure::unsupported(
-            "regroup can't rename a body in this Content-Encoding; send it uncompressed or gzip",
-        )),
-    }
 }
 
 /// The operations of a JSON Patch, or the Status kube-apiserver answers:
@@ -393,32 +406,16 @@ async fn read_modify_write(
             Failure::bad_request(format!("the patched object can't be renamed: {e}"))
         })?;
         amend.patched_to_cluster(&mut patched, &x.info, x.engine.map());
-        let bytes = to_bytes(&patched);
-        let mut h = put_headers.clone();
-        h.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-        let written = send(
-            fwd,
-            &Method::PUT,
-            put_uri.clone(),
-            h,
-            full(bytes),
+        let write = Write {
+            method: Method::PUT,
+            uri: &put_uri,
+            headers: &put_headers,
             own,
-            None,
-        )
-        .await?;
-        if written.status() == StatusCode::CONFLICT && !pinned && attempt < ATTEMPTS {
-            tracing::debug!(
-                attempt,
-                path = x.caller_path(),
-                what = amend.noun(),
-                "the object changed while it was patched; patching again"
-            );
-            // Read to the end, so the connection can be used again.
-            let _ = collect(written.into_body(), BODY_LIMIT).await;
-            attempt += 1;
-            continue;
+        };
+        match write_once(fwd, x, amend, write, to_bytes(&patched), !pinned, attempt).await? {
+            Some(written) => return Ok(written),
+            None => attempt += 1,
         }
-        return Ok(written);
     }
 }
 

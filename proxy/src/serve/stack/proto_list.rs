@@ -11,7 +11,7 @@ use http::response::Parts;
 use http::Response;
 use http_body_util::{BodyExt, StreamBody};
 
-use super::{Exchange, Forward};
+use super::exchange::{Exchange, Forward};
 use crate::body::budget::{self, Held};
 use crate::body::holding;
 use crate::body::{Body, BoxError};

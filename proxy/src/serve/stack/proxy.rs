@@ -20,10 +20,11 @@ use crate::serve::amend::registrations::WebhookRegistration;
 use crate::serve::amend::Amend;
 use crate::serve::front::auth::RequestHeaderConfig;
 use crate::serve::front::identity;
-use crate::serve::stack::live::Live;
-use crate::serve::stack::own_client::OwnClient;
-use crate::serve::stack::{self, errors, BodyLimits, Forward};
+use crate::serve::live::Live;
+use crate::serve::stack::exchange::{BodyLimits, Forward};
+use crate::serve::stack::{self, errors};
 use crate::serve::status::Failure;
+use crate::upstream::own_client::OwnClient;
 use crate::upstream::Upstream;
 
 /// Which stack a [`Proxy`] is.

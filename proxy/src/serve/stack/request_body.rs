@@ -7,7 +7,8 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::Method;
 use hyper::body::Incoming;
 
-use super::{gzip, Exchange, Forward};
+use super::exchange::{Exchange, Forward};
+use super::gzip;
 use crate::body::budget::{self, budget, Held, Reason};
 use crate::body::Body;
 use crate::body::{collect_held, full, holding, pass, HeldCollectError};
@@ -85,20 +86,7 @@ pub(crate) fn renamed(
     mut bytes: Bytes,
 ) -> Result<Bytes, Failure> {
     let wire = media.request_wire();
-    match headers.get(header::CONTENT_ENCODING).map(|v| v.as_bytes()) {
-        None => {}
-        Some(e) if e.eq_ignore_ascii_case(b"identity") => {}
-        Some(e) if e.eq_ignore_ascii_case(b"gzip") => {
-            // Renamed bytes go upstream uncompressed, so inflated they are
-            // within `maxRequestBodyBytes` too.
-            let limit = fwd.limits.inflated.min(fwd.limits.request);
-            bytes = gzip::inflate(&bytes, limit).map_err(gzip::InflateError::of_request)?;
-            headers.remove(header::CONTENT_ENCODING);
-        }
-        Some(_) => return Err(Failure::unsupported(
-            "regroup can't rename a body in this Content-Encoding; send it uncompressed or gzip",
-        )),
-    }
+    bytes = inflated(fwd, headers, bytes)?;
     let hint_version = x.info.api_version().unwrap_or_default();
     // A subresource body keeps its own kind's group.
     let (api_version, kind) = match (x.info.subresource.as_deref(), x.kind()) {
@@ -139,4 +127,28 @@ pub(crate) async fn read(fwd: &Forward, body: Incoming) -> Result<(Bytes, Held),
         HeldCollectError::Io(m) => Failure::bad_request(m),
     })?;
     Ok((bytes, held))
+}
+
+/// The request body without its `Content-Encoding` (gzip inflated; the
+/// header removed then); any other encoding is refused (415), as nothing
+/// in it could be renamed. Renamed bytes go upstream uncompressed, so
+/// inflated they are within `maxRequestBodyBytes` too.
+pub(crate) fn inflated(
+    fwd: &Forward,
+    headers: &mut HeaderMap,
+    bytes: Bytes,
+) -> Result<Bytes, Failure> {
+    match headers.get(header::CONTENT_ENCODING).map(|v| v.as_bytes()) {
+        None => Ok(bytes),
+        Some(e) if e.eq_ignore_ascii_case(b"identity") => Ok(bytes),
+        Some(e) if e.eq_ignore_ascii_case(b"gzip") => {
+            let limit = fwd.limits.inflated.min(fwd.limits.request);
+            let out = gzip::inflate(&bytes, limit).map_err(gzip::InflateError::of_request)?;
+            headers.remove(header::CONTENT_ENCODING);
+            Ok(out)
+        }
+        Some(_) => Err(Failure::unsupported(
+            "regroup can't rename a body in this Content-Encoding; send it uncompressed or gzip",
+        )),
+    }
 }

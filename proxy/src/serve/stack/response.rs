@@ -4,9 +4,8 @@
 use http::header::{self, HeaderMap};
 use http::{Method, Response};
 
-use super::{
-    errors, etag, headers, list, openapi, proto_list, watch, whole, Answer, Exchange, Forward,
-};
+use super::exchange::{Answer, Exchange, Forward};
+use super::{errors, etag, headers, list, openapi, proto_list, watch, whole};
 use crate::body::budget;
 use crate::body::pass;
 use crate::body::Body;

@@ -3,7 +3,8 @@
 
 use http::Uri;
 
-use super::{etag, Forward};
+use super::etag;
+use super::exchange::Forward;
 use crate::kube::RequestInfo;
 use crate::rewrite::Engine;
 use crate::serve::status::Failure;

@@ -6,7 +6,8 @@ use http::header::HeaderMap;
 use http::{Method, Request, Response, StatusCode, Uri};
 use hyper::body::Incoming;
 
-use super::{errors, Forward};
+use super::errors;
+use super::exchange::Forward;
 use crate::body::Body;
 use crate::body::{full, pass};
 use crate::serve::status::Failure;

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use http::header;
 use http::Response;
 
-use super::{Answer, Exchange, Forward};
+use super::exchange::{Answer, Exchange, Forward};
 use crate::body::budget::Held;
 use crate::body::Body;
 use crate::body::{rewrite_frames, Rewritten};

@@ -5,7 +5,8 @@ use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::Response;
 
-use super::{gzip, Answer, Exchange, Forward, BODY_LIMIT};
+use super::exchange::{Answer, Exchange, Forward, BODY_LIMIT};
+use super::gzip;
 use crate::body::budget::{self, Reason};
 use crate::body::Body;
 use crate::body::{collect_held, full, holding, HeldCollectError};

@@ -530,7 +530,7 @@ pub async fn sidecar_with(
     )
     .unwrap();
     let mut proxy = regroup::serve::Proxy::sidecar(
-        regroup::serve::stack::live::Live::new(regroup::rewrite::Engine::new(
+        regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
             map.clone(),
             catalog.clone(),
         )),

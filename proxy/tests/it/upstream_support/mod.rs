@@ -126,7 +126,7 @@ async fn sidecar_engine(
     )
     .unwrap();
     let proxy = Arc::new(Proxy::sidecar(
-        regroup::serve::stack::live::Live::new(engine),
+        regroup::serve::live::Live::new(engine),
         std::sync::Arc::new(up),
         true,
     ));

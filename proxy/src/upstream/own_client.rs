@@ -106,7 +106,7 @@ impl OwnClient {
             .upstream
             .send(req)
             .await
-            .map_err(|e| format!("{method} {path}: {}", super::errors::with_causes(&e)))?;
+            .map_err(|e| format!("{method} {path}: {}", super::with_causes(&e)))?;
         match cred {
             // A refused credential: the next read gets a fresh one.
             Some(c) if resp.status() == http::StatusCode::UNAUTHORIZED => {

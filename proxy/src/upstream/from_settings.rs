@@ -1,0 +1,71 @@
+//! The upstream a configuration names, built in one place for every
+//! command that talks to the cluster (`serve`, `migrate`): where its
+//! credentials come from (a flag, the file, `$KUBECONFIG`, `~/.kube/config`,
+//! in-cluster), and the protocol and timeouts the settings give.
+
+use std::path::{Path, PathBuf};
+
+use regroup_config::Settings;
+
+use super::{kubeconfig, Upstream};
+
+/// Where to reach the cluster, as the command line overrides the file.
+#[derive(Clone, Debug, Default)]
+pub struct Target<'a> {
+    /// `--kubeconfig`.
+    pub kubeconfig: Option<&'a Path>,
+    /// `--context`.
+    pub context: Option<&'a str>,
+}
+
+/// The cluster `settings` (and `target`) name: `--kubeconfig`, else the
+/// file's `upstream.kubeconfig`, else `upstream.inCluster`, else
+/// `$KUBECONFIG` (every file of the list, merged, as kubectl does), else
+/// `~/.kube/config`, else the pod's service account.
+pub fn resolve(settings: &Settings, target: &Target<'_>) -> Result<kubeconfig::Resolved, String> {
+    let up = &settings.file.upstream;
+    let context = target.context.or(up.context.as_deref());
+    let in_cluster = || match &up.service_account_dir {
+        Some(dir) => kubeconfig::in_cluster_at(dir),
+        None => kubeconfig::in_cluster(),
+    };
+    if let Some(path) = target.kubeconfig.or(up.kubeconfig.as_deref()) {
+        return kubeconfig::load(path, context).map_err(|e| e.to_string());
+    }
+    if up.in_cluster {
+        return in_cluster().map_err(|e| e.to_string());
+    }
+    if let Some(p) = std::env::var_os("KUBECONFIG").filter(|p| !p.is_empty()) {
+        let paths: Vec<PathBuf> = std::env::split_paths(&p).collect();
+        return kubeconfig::load_merged(&paths, context).map_err(|e| e.to_string());
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        let p = PathBuf::from(home).join(".kube/config");
+        if p.exists() {
+            return kubeconfig::load(&p, context).map_err(|e| e.to_string());
+        }
+    }
+    in_cluster().map_err(|e| {
+        format!("no upstream: no --kubeconfig, $KUBECONFIG or ~/.kube/config, and not in a cluster ({e})")
+    })
+}
+
+impl Upstream {
+    /// The upstream `settings` name (see [`resolve`]), with their protocol
+    /// (`upstream.http2`), TLS verification and timeouts; and what was
+    /// resolved (for the start-up line's warnings).
+    pub fn from_settings(
+        settings: &Settings,
+        target: &Target<'_>,
+    ) -> Result<(Upstream, kubeconfig::Resolved), String> {
+        let resolved = resolve(settings, target)?;
+        let upstream = Upstream::with_protocol(
+            &resolved,
+            settings.file.upstream.dangerous_insecure_skip_tls_verify,
+            (&settings.limits).into(),
+            settings.file.upstream.http2,
+        )
+        .map_err(|e| e.to_string())?;
+        Ok((upstream, resolved))
+    }
+}
