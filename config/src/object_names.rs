@@ -465,6 +465,16 @@ impl ObjectNames {
         }
     }
 
+    /// `name` without this copy's mark, whatever it is (`None` when it
+    /// carries none): the app's name of a name `render` marked.
+    pub fn fixed_to_app_unlisted(&self, name: &str) -> Option<String> {
+        let stripped = match &self.affix {
+            Affix::Prefix(p) => name.strip_prefix(p.as_str()),
+            Affix::Suffix(s) => name.strip_suffix(s.as_str()),
+        }?;
+        (!stripped.is_empty()).then(|| stripped.to_owned())
+    }
+
     /// True when a namespaced object named `name` in a shared namespace
     /// belongs to the cluster (`system:*`, [`CLUSTER_OWNED_NAMESPACED`],
     /// `names.keep`): manifests never give it the copy's mark.
@@ -676,6 +686,9 @@ impl ObjectNames {
         if let Some(f) = &self.fixed {
             out.extend(f.kinds.iter().map(|k| k.kind));
         }
+        // An access review names an object by its resource and name
+        // (`spec.resourceAttributes`): every one is walked.
+        out.push("SubjectAccessReview");
         let mut seen = Vec::new();
         out.retain(|n| {
             let new = !seen.contains(n);
@@ -775,7 +788,11 @@ mod tests {
         assert!(!n.covers_resource(ADMREG, "mutatingwebhookconfigurations"));
         assert_eq!(
             n.needles(),
-            vec!["ClusterRole", "ValidatingWebhookConfiguration"]
+            vec![
+                "ClusterRole",
+                "ValidatingWebhookConfiguration",
+                "SubjectAccessReview"
+            ]
         );
     }
 
@@ -804,6 +821,7 @@ mod tests {
                 "DaemonSet",
                 "Job",
                 "runtimeClassName",
+                "SubjectAccessReview",
             ]
         );
         // The cluster's default PriorityClasses (a dash, not `system:`).

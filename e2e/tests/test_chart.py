@@ -186,10 +186,10 @@ def pod_spec_assertions(values, objs, kube):
     assert sc["capabilities"] == {"drop": ["ALL"]} and sc["runAsUser"] != 0
     assert regroup["resources"]["requests"]["cpu"] and regroup["resources"]["requests"]["memory"]
     if metrics:
-        assert regroup["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "metrics"}
-        assert regroup["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+        assert regroup["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "regroup-metrics"}
+        assert regroup["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "regroup-metrics"}
         assert regroup["startupProbe"]["httpGet"]["path"] == "/livez"
-        assert {"name": "metrics", "containerPort": 9090, "protocol": "TCP"} in regroup["ports"]
+        assert {"name": "regroup-metrics", "containerPort": 9090, "protocol": "TCP"} in regroup["ports"]
     else:
         assert not any(k in regroup for k in ("livenessProbe", "readinessProbe", "startupProbe"))
     # regroup reads the real service account at the standard path (its own volume)
@@ -241,11 +241,11 @@ def pod_spec_assertions(values, objs, kube):
         assert kc["clusters"][0]["cluster"] == {"server": "http://127.0.0.1:8001"}
         assert kc["users"][0]["user"] == {}
     if front:
-        assert {"name": "front", "containerPort": 9443, "protocol": "TCP"} in regroup["ports"]
+        assert {"name": "regroup-front", "containerPort": 9443, "protocol": "TCP"} in regroup["ports"]
         assert config["front"]["listen"] == "0.0.0.0:9443"
         assert config["front"]["requestHeader"] == {"fromCluster": True}
         svc = next(s for s in by_kind(objs, "Service") if s["metadata"]["name"] == "team-b-regroup-front")
-        assert svc["spec"]["ports"][0]["targetPort"] == "front"
+        assert svc["spec"]["ports"][0]["targetPort"] == "regroup-front"
         binding = next(b for b in by_kind(objs, "RoleBinding") if b["metadata"]["namespace"] == "kube-system")
         assert binding["roleRef"]["name"] == "extension-apiserver-authentication-reader"
         own = values["front"].get("tlsSecret")
@@ -275,9 +275,9 @@ def webhook_assertions(values, objs, regroup, vols, config):
     that points the fronted registrations at that Service."""
     w = values["webhooks"]
     port, svc_port = w.get("port", 9444), w.get("service", {}).get("port", 443)
-    assert {"name": "webhooks", "containerPort": port, "protocol": "TCP"} in regroup["ports"]
+    assert {"name": "regroup-hooks", "containerPort": port, "protocol": "TCP"} in regroup["ports"]
     svc = next(s for s in by_kind(objs, "Service") if s["metadata"]["name"] == "team-b-regroup-webhooks")
-    assert svc["spec"]["ports"] == [{"name": "webhooks", "port": svc_port, "targetPort": "webhooks",
+    assert svc["spec"]["ports"] == [{"name": "webhooks", "port": svc_port, "targetPort": "regroup-hooks",
                                      "protocol": "TCP"}]
     assert svc["spec"]["selector"] == one(objs, "Deployment")["spec"]["selector"]["matchLabels"]
     c = config["webhooks"]

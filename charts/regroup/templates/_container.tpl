@@ -11,33 +11,33 @@
 {{- end }}
   ports:
 {{- if .Values.regroup.metrics.enabled }}
-    - name: "metrics"
+    - name: "regroup-metrics"
       containerPort: {{ .Values.regroup.metrics.port }}
       protocol: "TCP"
 {{- end }}
 {{- if .Values.front.enabled }}
-    - name: "front"
+    - name: "regroup-front"
       containerPort: {{ .Values.front.port }}
       protocol: "TCP"
 {{- end }}
 {{- if .Values.webhooks.enabled }}
-    - name: "webhooks"
+    - name: "regroup-hooks"
       containerPort: {{ .Values.webhooks.port }}
       protocol: "TCP"
 {{- end }}
 {{- if .Values.regroup.metrics.enabled }}
   startupProbe:
-    httpGet: {"path":"/livez","port":"metrics"}
+    httpGet: {"path":"/livez","port":"regroup-metrics"}
     {{- toYaml .Values.regroup.startupProbe | nindent 4 }}
 {{- end }}
 {{- if .Values.regroup.metrics.enabled }}
   livenessProbe:
-    httpGet: {"path":"/livez","port":"metrics"}
+    httpGet: {"path":"/livez","port":"regroup-metrics"}
     {{- toYaml .Values.regroup.livenessProbe | nindent 4 }}
 {{- end }}
 {{- if .Values.regroup.metrics.enabled }}
   readinessProbe:
-    httpGet: {"path":"/readyz","port":"metrics"}
+    httpGet: {"path":"/readyz","port":"regroup-metrics"}
     {{- toYaml .Values.regroup.readinessProbe | nindent 4 }}
 {{- end }}
   resources:

@@ -195,7 +195,10 @@ fn port(name: &'static str, v: Val) -> Node {
 
 fn probe(path: &'static str, values: &'static str) -> Node {
     Node::MapWith(
-        vec![("httpGet", lit(json!({"path": path, "port": "metrics"})))],
+        vec![(
+            "httpGet",
+            lit(json!({"path": path, "port": "regroup-metrics"})),
+        )],
         Val::Values(values),
     )
 }
@@ -223,9 +226,9 @@ fn container() -> Node {
         (
             "ports",
             Node::List(vec![
-                when(Metrics, port("metrics", Val::MetricsPort)),
-                when(Front, port("front", Val::FrontPort)),
-                when(Webhooks, port("webhooks", Val::WebhooksPort)),
+                when(Metrics, port("regroup-metrics", Val::MetricsPort)),
+                when(Front, port("regroup-front", Val::FrontPort)),
+                when(Webhooks, port("regroup-hooks", Val::WebhooksPort)),
             ]),
         ),
         (
@@ -664,7 +667,7 @@ mod tests {
         assert_eq!(c["securityContext"]["runAsUser"], 65532);
         assert_eq!(
             c["startupProbe"],
-            json!({"httpGet": {"path": "/livez", "port": "metrics"},
+            json!({"httpGet": {"path": "/livez", "port": "regroup-metrics"},
                    "periodSeconds": 1, "failureThreshold": 60})
         );
         assert_eq!(c["restartPolicy"], "Always");

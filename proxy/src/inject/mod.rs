@@ -225,7 +225,11 @@ fn wire_webhooks(
             )));
         }
         for r in refused {
-            warnings.push(format!("webhook left calling the app directly: {r}"));
+            warnings.push(format!(
+                "webhook left calling the app directly: {r}; kube-apiserver sends it the \
+                 cluster's group names, which the app does not know (a webhook that decodes \
+                 its own kinds, as cert-manager's, then refuses every write of them)"
+            ));
         }
     }
     for w in &wired {

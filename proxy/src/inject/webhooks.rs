@@ -410,7 +410,7 @@ pub fn wire_pod(docs: &mut [Json], w: &Wiring, listen_port: u16, config_map: &st
                 push(
                     c,
                     "ports",
-                    json!({"name": "webhooks", "containerPort": listen_port}),
+                    json!({"name": "regroup-hooks", "containerPort": listen_port}),
                 );
             }
         }

@@ -71,14 +71,23 @@ pub fn find(docs: &[Json], namespaces: &[String], names: &ObjectNames) -> Shared
         if !namespaces.iter().any(|n| n == ns) {
             continue;
         }
-        let own = |n: &str| !names.is_marked(n) && !names.keeps_shared(n);
-        if own(name) {
-            out.add(kind, ns, name, "");
+        // A name already marked (a manifest rendered or injected before)
+        // is the copy's: its bare name is what the app uses, so it is
+        // listed too, or injecting the output again would drop it.
+        let own = |n: &str| -> Option<(String, &'static str)> {
+            if names.is_marked(n) {
+                let bare = names.fixed_to_app_unlisted(n)?;
+                return (!names.keeps_shared(&bare)).then_some((bare, " (marked already)"));
+            }
+            (!names.keeps_shared(n)).then(|| (n.to_owned(), ""))
+        };
+        if let Some((bare, note)) = own(name) {
+            out.add(kind, ns, &bare, note);
         }
         if *kind == "Role" {
             for (k, granted) in granted_by_name(doc) {
-                if own(&granted) {
-                    out.add(k, ns, &granted, &format!(" (named in Role {name})"));
+                if let Some((bare, note)) = own(&granted) {
+                    out.add(k, ns, &bare, &format!(" (named in Role {name}){note}"));
                 }
             }
         }
@@ -180,7 +189,8 @@ mod tests {
             [
                 "cert-manager:leaderelection",
                 "cert-manager-controller",
-                "cert-manager-webhook:webhook-authentication-reader"
+                "cert-manager-webhook:webhook-authentication-reader",
+                "done"
             ]
         );
         assert_eq!(
@@ -190,6 +200,8 @@ mod tests {
                 "Lease kube-system/cert-manager-controller (named in Role cert-manager:leaderelection)",
                 "RoleBinding kube-system/cert-manager:leaderelection",
                 "RoleBinding kube-system/cert-manager-webhook:webhook-authentication-reader",
+                // Marked by an earlier render: found by its app name.
+                "Role kube-system/done (marked already)",
             ]
         );
     }

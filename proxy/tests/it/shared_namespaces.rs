@@ -158,7 +158,38 @@ fn render_marks_what_the_chart_puts_into_kube_system_and_nothing_else() {
     )
     .unwrap();
     assert_eq!(again.render(RENDERED).unwrap(), RENDERED);
-    assert!(found.shared.found.is_empty(), "{:?}", found.shared.found);
+    // The marked names are still found, by their app names: injecting the
+    // output again keeps them in the sidecar's configuration.
+    let (_, first) = regroup::render::Renderer::for_manifests(
+        &s,
+        regroup_config::Direction::ToCluster,
+        &[CHART],
+    )
+    .unwrap();
+    assert_eq!(found.shared.names, first.shared.names);
+    assert!(
+        found
+            .shared
+            .found
+            .iter()
+            .all(|l| l.ends_with("(marked already)")),
+        "{:?}",
+        found.shared.found
+    );
+}
+
+#[test]
+fn injecting_the_output_again_keeps_the_shared_names_in_the_sidecar() {
+    let (out, _, first) = injected();
+    let opts = Options {
+        tls_secret: Some("s".into()),
+        ..Options::default()
+    };
+    let (again, _) = inject_with_warnings(&out, CONFIG, &settings(), &opts).unwrap();
+    assert_eq!(again, out);
+    let docs: Vec<Json> = serde_saphyr::from_multiple(&again).unwrap();
+    let cm = docs.iter().find(|d| d["kind"] == "ConfigMap").unwrap();
+    assert_eq!(cm["data"]["config.yaml"].as_str().unwrap(), first);
 }
 
 #[test]
@@ -259,4 +290,69 @@ async fn the_sidecar_gives_the_lease_the_app_takes_the_mark_its_role_names() {
         seen.lock().unwrap().path_and_query,
         "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/team-a-cert-manager-controller"
     );
+}
+
+/// `kubectl auth can-i update leases/cert-manager-controller` through the
+/// copy asks about the copy's own Lease; a ClusterRole by its name too.
+#[test]
+fn an_access_review_asks_about_the_copys_own_object() {
+    let text =
+        format!("{CONFIG}  namespaced: {{kinds: [Lease], names: [cert-manager-controller]}}\n");
+    let s = regroup_config::load(&text).unwrap();
+    let e = regroup::rewrite::Engine::new(
+        s.map.clone(),
+        regroup::rewrite::Catalog::for_map(&s.fields, &s.map),
+    );
+    for (resource, group, name, want) in [
+        (
+            "leases",
+            "coordination.k8s.io",
+            "cert-manager-controller",
+            "team-a-cert-manager-controller",
+        ),
+        (
+            "clusterroles",
+            "rbac.authorization.k8s.io",
+            "cert-manager-edit",
+            "team-a-cert-manager-edit",
+        ),
+        (
+            "leases",
+            "coordination.k8s.io",
+            "another-lease",
+            "another-lease",
+        ),
+        (
+            "customresourcedefinitions",
+            "apiextensions.k8s.io",
+            "certificates.cert-manager.io",
+            "certificates.cert-manager.team-a.example.com",
+        ),
+    ] {
+        let sar = format!(
+            r#"{{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","spec":{{"resourceAttributes":{{"namespace":"kube-system","verb":"update","group":"{group}","resource":"{resource}","name":"{name}"}}}}}}"#
+        );
+        let out = e
+            .body(
+                regroup_config::Direction::ToCluster,
+                regroup::kube::Wire::Json,
+                regroup::rewrite::Context::default(),
+                sar.as_bytes(),
+            )
+            .unwrap()
+            .unwrap_or_else(|| sar.clone().into_bytes());
+        let v: Json = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["spec"]["resourceAttributes"]["name"], want, "{resource}");
+        // And back: the answer names the app's object.
+        let back = e
+            .body(
+                regroup_config::Direction::ToApp,
+                regroup::kube::Wire::Json,
+                regroup::rewrite::Context::default(),
+                &out,
+            )
+            .unwrap()
+            .unwrap_or(out);
+        assert_eq!(back, sar.as_bytes(), "{resource} back");
+    }
 }

@@ -189,6 +189,20 @@ pub(super) const BUILTIN: &[Row] = &[
         "spec.resourceAttributes.group",
         Value(Group),
     ),
+    // The object a review asks about, by its name: a CRD's or APIService's
+    // (`plural.group`), or one `names:` renames (a ClusterRole, a fixed
+    // Lease), so `kubectl auth can-i update leases/NAME` asks about the
+    // copy's own.
+    (
+        AUTHZ,
+        SAR_KINDS,
+        "spec.resourceAttributes",
+        Slot::NameOf {
+            group: "group",
+            resource: "resource",
+            name: "name",
+        },
+    ),
     // Selectors an aggregated server's delegated authorizer copies from the
     // request, renamed as the query's `fieldSelector` is (label selectors
     // are not, in the query either).

@@ -692,8 +692,10 @@ fn status_details_are_read_whatever_their_order_on_the_wire() {
 }
 
 #[test]
-fn name_of_acts_only_in_status_plans() {
+fn name_of_acts_only_in_status_and_access_review_plans() {
     // Every other kind's walk is as it was: no act reads sibling fields.
+    // A Status names its object in `details`, an access review in
+    // `spec.resourceAttributes`.
     fn name_ofs(node: &Node) -> usize {
         let own = match &node.act {
             Some(Act::NameOf { .. }) => 1,
@@ -718,7 +720,15 @@ fn name_of_acts_only_in_status_plans() {
             bare: false,
         };
         let plan = build(&catalog, &target);
-        let want = usize::from(k == "Status");
+        let want = usize::from(
+            k == "Status"
+                || [
+                    "SubjectAccessReview",
+                    "LocalSubjectAccessReview",
+                    "SelfSubjectAccessReview",
+                ]
+                .contains(&k.as_str()),
+        );
         assert_eq!(name_ofs(&plan.root), want, "{g}/{v} {k}");
     }
 }
