@@ -34,34 +34,49 @@ pub(crate) type Amendments = Vec<Arc<dyn Amend>>;
 /// gets bytes already renamed (towards the cluster for requests, towards
 /// the app for responses) and returns `None` (or the same bytes) when it
 /// changes nothing.
+///
+/// Every hook has a default that changes nothing, so an amendment writes
+/// only the hooks it needs.
 pub(crate) trait Amend: Send + Sync {
     /// What is amended, in messages and logs.
-    fn noun(&self) -> &'static str;
+    fn noun(&self) -> &'static str {
+        "object"
+    }
 
     /// Whether this request's objects are amended at all: the one place
     /// that decides, so every other hook may assume it.
-    fn looks_at(&self, info: &RequestInfo) -> bool;
+    fn looks_at(&self, _info: &RequestInfo) -> bool {
+        false
+    }
 
     /// A request body on its way to the cluster (create, update, a patch
     /// that [`Amend::serves_patch`] does not take).
     fn request_body(
         &self,
-        info: &RequestInfo,
-        map: &GroupMap,
-        media: MediaType,
+        _info: &RequestInfo,
+        _map: &GroupMap,
+        _media: MediaType,
         bytes: Bytes,
-    ) -> Result<Bytes, Failure>;
+    ) -> Result<Bytes, Failure> {
+        Ok(bytes)
+    }
 
     /// A JSON document on its way to the app (an object, a list, a watch
     /// event; the cluster's object of a read-modify-write): whether it
     /// changed.
-    fn json_to_app(&self, doc: &mut Json) -> bool;
+    fn json_to_app(&self, _doc: &mut Json) -> bool {
+        false
+    }
 
     /// A whole protobuf response body on its way to the app.
-    fn proto_body_to_app(&self, body: &[u8]) -> Result<Option<Vec<u8>>, RewriteError>;
+    fn proto_body_to_app(&self, _body: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
+        Ok(None)
+    }
 
     /// A protobuf watch event's content on its way to the app.
-    fn proto_event_to_app(&self, event: &[u8]) -> Result<Option<Vec<u8>>, RewriteError>;
+    fn proto_event_to_app(&self, _event: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
+        Ok(None)
+    }
 
     /// A whole response body on its way to the app.
     fn response_body(
@@ -91,21 +106,25 @@ pub(crate) trait Amend: Send + Sync {
     /// with its body amended.
     fn serves_patch(
         &self,
-        info: &RequestInfo,
-        method: &Method,
-        media: MediaType,
-        map: &GroupMap,
-        dir: Direction,
-    ) -> bool;
+        _info: &RequestInfo,
+        _method: &Method,
+        _media: MediaType,
+        _map: &GroupMap,
+        _dir: Direction,
+    ) -> bool {
+        false
+    }
 
     /// Whether a JSON Patch it serves is applied to the app's view of the
     /// object and written back whole (read-modify-write), rather than
     /// forwarded renamed.
-    fn rewrites_json_patch(&self, ops: &[PatchOperation]) -> bool;
+    fn rewrites_json_patch(&self, _ops: &[PatchOperation]) -> bool {
+        false
+    }
 
     /// The patched object (renamed to the cluster's names) as the cluster
     /// stores it, for a read-modify-write.
-    fn patched_to_cluster(&self, patched: &mut Json, info: &RequestInfo, map: &GroupMap);
+    fn patched_to_cluster(&self, _patched: &mut Json, _info: &RequestInfo, _map: &GroupMap) {}
 
     /// A merge, strategic-merge or apply patch (already in the cluster's
     /// names) amended against the `current` object in the cluster:
@@ -113,15 +132,19 @@ pub(crate) trait Amend: Send + Sync {
     /// [`Amend::serves_patch`] takes that are not JSON Patches.
     fn amend_patch(
         &self,
-        patch: &mut Json,
-        info: &RequestInfo,
-        current: &Json,
-    ) -> Result<bool, String>;
+        _patch: &mut Json,
+        _info: &RequestInfo,
+        _current: &Json,
+    ) -> Result<bool, String> {
+        Ok(false)
+    }
 
     /// Whether a merge, strategic-merge or apply patch (as a JSON value)
     /// reaches what this amendment keeps, so the current object must be
     /// read first.
-    fn patch_needs_current(&self, patch: &mut Json) -> bool;
+    fn patch_needs_current(&self, _patch: &mut Json) -> bool {
+        false
+    }
 }
 
 /// The amendments of `list` that look at `info`.

@@ -130,19 +130,8 @@ impl Amend for FrontTrust {
         self.to_cluster(patched, map, None);
     }
 
-    /// Never asked: it serves JSON Patches only.
-    fn amend_patch(
-        &self,
-        _patch: &mut Json,
-        _info: &RequestInfo,
-        _current: &Json,
-    ) -> Result<bool, String> {
-        Ok(false)
-    }
-
-    fn patch_needs_current(&self, _patch: &mut Json) -> bool {
-        false
-    }
+    // `amend_patch` and `patch_needs_current`: never asked, it serves JSON
+    // Patches only (the defaults).
 }
 
 #[cfg(test)]
