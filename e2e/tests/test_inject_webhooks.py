@@ -281,7 +281,7 @@ def test_inject_sends_the_webhooks_through_the_sidecar(setup):
     pod = by[("Deployment", WORKLOAD)]["spec"]["template"]["spec"]
     sidecar = next(c for c in pod.get("initContainers", []) + pod["containers"] if c["name"] == "regroup")
     assert {"name": "cert", "mountPath": CERT_DIR, "readOnly": True} in sidecar["volumeMounts"]
-    assert {"name": "webhooks", "containerPort": WEBHOOK_PORT} in sidecar["ports"]
+    assert {"name": "regroup-hooks", "containerPort": WEBHOOK_PORT} in sidecar["ports"]
     volume = next(v for v in pod["volumes"] if v["name"] == "regroup-config")
     assert volume["configMap"]["name"] == f"regroup-config-{WORKLOAD}"
     assert setup.configmap["metadata"]["namespace"] == "foo-system"

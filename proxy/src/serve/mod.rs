@@ -12,7 +12,8 @@
 //! - `webhook/`: the webhook listener.
 //! - `observe/`: metrics, process metrics, log format and writer.
 //! - `run/`: command-line start-up and configuration reload.
-//! - `status`: every failure as a Kubernetes `Status`.
+//! - `status`: every failure as a Kubernetes `Status`; `respond`: every
+//!   failure and answer counted and logged, in one place.
 //! - `live`: the engine in force, swapped on reload; every listener reads it.
 
 pub mod amend;
@@ -20,6 +21,7 @@ pub mod front;
 pub mod listen;
 pub mod live;
 pub mod observe;
+pub(crate) mod respond;
 pub mod run;
 pub mod stack;
 pub mod status;

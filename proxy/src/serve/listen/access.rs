@@ -168,31 +168,17 @@ where
     let token = InFlight::new(conn);
     let started = Instant::now();
     if let Err((f, reason)) = access.check(&req) {
-        let method = req.method();
         let path = printable(req.uri().path());
-        tracing::warn!(
-            listener = access.listener,
-            %method,
-            %path,
-            code = f.code.as_u16(),
-            reason,
-            "refused: {}",
-            f.message
-        );
-        let m = metrics();
-        m.error(access.listener, reason);
-        m.request(access.listener, f.code);
-        let info = crate::kube::RequestInfo::parse(req.uri().path(), req.uri().query());
-        let verb = info.verb(method.as_str());
-        crate::serve::observe::request_log::request_line(
+        let resp = crate::serve::respond::refused_at_access(
             access.listener,
-            method,
-            verb,
-            &info.template_of(&path),
-            f.code.as_u16(),
-            started.elapsed(),
+            req.method(),
+            &path,
+            req.uri().query(),
+            started,
+            reason,
+            f,
         );
-        return Tracked::wrap(f.into_response(), token, None, None);
+        return Tracked::wrap(resp, token, None, None);
     }
     let watch = is_watch(&req);
     // The stacks time their requests with the Kubernetes verb they read

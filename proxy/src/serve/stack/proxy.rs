@@ -21,8 +21,8 @@ use crate::serve::amend::Amend;
 use crate::serve::front::auth::RequestHeaderConfig;
 use crate::serve::front::identity;
 use crate::serve::live::Live;
+use crate::serve::stack;
 use crate::serve::stack::exchange::{BodyLimits, Forward};
-use crate::serve::stack::{self, errors};
 use crate::serve::status::Failure;
 use crate::upstream::own_client::OwnClient;
 use crate::upstream::Upstream;
@@ -138,7 +138,7 @@ impl Proxy {
             if let Err(r) =
                 identity::authenticate(&cfg, peer.as_deref().map(Vec::as_slice), &mut req)
             {
-                return Ok(errors::refused(
+                return Ok(crate::serve::respond::refused(
                     listener,
                     req.method(),
                     req.uri().path(),
@@ -155,7 +155,7 @@ impl Proxy {
         let uri = req.uri().clone();
         let info = Arc::new(RequestInfo::parse(uri.path(), uri.query()));
         let result = stack::forward(&self.fwd, self.live.load(), req, info.clone()).await;
-        Ok(errors::answer(
+        Ok(crate::serve::respond::answer(
             listener,
             &method,
             uri.path(),
