@@ -199,7 +199,7 @@ async fn front() -> Front {
     );
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = l.local_addr().unwrap().port();
-    tokio::spawn(regroup::serve::listen::serve_front(
+    tokio::spawn(regroup::serve::front::listen::serve_front(
         l,
         reloading,
         proxy,

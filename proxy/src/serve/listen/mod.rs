@@ -1,6 +1,7 @@
-//! Listeners and connections: the accept loops of the sidecar (plain HTTP
-//! and TLS) for the app, the aggregated front for the cluster and the
-//! webhook listener. Every connection is bounded (`limits:`): header size,
+//! Listeners and connections: the one accept loop every listener runs
+//! (the sidecar's in `stack/listen.rs`, the front's in `front/listen.rs`,
+//! the webhook listener's in `webhook/listen.rs`: each knows its own
+//! service, this room none of them). Every connection is bounded (`limits:`): header size,
 //! count and read time, idle time, connections per listener; every request
 //! passes [`access`] before the stack sees it, and counts as in flight
 //! ([`in_flight`]) until its response ends. Each connection is served by
@@ -21,162 +22,17 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::Request;
-use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-use crate::serve::{Access, Proxy, Serving};
-use connection::Protocol;
+use crate::serve::Serving;
 use watchdog::Watchdog;
-
-/// The sidecar's listeners: plain (`tls: None`) or TLS, serving whom
-/// `access` says, within `serving`'s limits, until shutdown.
-pub async fn serve_sidecar(
-    listener: TcpListener,
-    tls: Option<Arc<rustls::ServerConfig>>,
-    proxy: Arc<Proxy>,
-    serving: Serving,
-    access: Access,
-) {
-    let access = Arc::new(access);
-    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
-    let s = serving.clone();
-    accept_loop(listener, serving, access.listener, move |stream, peer, watchdog| {
-        let (proxy, acceptor, serving, access) =
-            (proxy.clone(), acceptor.clone(), s.clone(), access.clone());
-        let handler = move |req: Request<Incoming>| {
-            let proxy = proxy.clone();
-            async move { proxy.handle(req).await.unwrap_or_else(|e| match e {}) }
-        };
-        async move {
-            let timeout = serving.limits.header_read_timeout;
-            match acceptor {
-                None => {
-                    let protocol =
-                        match tokio::time::timeout(timeout, connection::sniff_plain(&stream)).await
-                        {
-                            Ok(Ok(Some(p))) => p,
-                            Ok(Ok(None)) => return,
-                            Ok(Err(e)) => return tracing::debug!(%peer, "connection ended: {e}"),
-                            Err(_) => {
-                                return tracing::debug!(%peer, "closing a connection with no request (limits.headerReadTimeout)")
-                            }
-                        };
-                    let io = TokioIo::new(stream);
-                    connection::serve(io, protocol, peer, &serving, &watchdog, access, handler)
-                        .await
-                }
-                Some(acceptor) => match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
-                    Ok(Ok(tls)) => {
-                        let protocol = Protocol::from_alpn(tls.get_ref().1.alpn_protocol());
-                        let io = TokioIo::new(tls);
-                        connection::serve(io, protocol, peer, &serving, &watchdog, access, handler)
-                            .await
-                    }
-                    Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
-                    Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
-                },
-            }
-        }
-    })
-    .await
-}
-
-/// The aggregated front: TLS whose configuration may change (certificate
-/// and request-header CA reloads), each request authenticated with the
-/// connection's verified client certificate; within `serving`'s limits,
-/// until shutdown.
-pub async fn serve_front(
-    listener: TcpListener,
-    tls: Arc<crate::serve::front::tls::ReloadingConfig>,
-    proxy: Arc<Proxy>,
-    serving: Serving,
-) {
-    let access = Arc::new(Access::front());
-    let s = serving.clone();
-    accept_loop(listener, serving, "front", move |stream, peer, watchdog| {
-        let (proxy, acceptor, serving, access) =
-            (proxy.clone(), tls.acceptor(), s.clone(), access.clone());
-        async move {
-            let timeout = serving.limits.header_read_timeout;
-            let tls = match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
-                Ok(Ok(t)) => t,
-                Ok(Err(e)) => {
-                    tracing::info!(%peer, "front TLS handshake failed (untrusted or invalid client certificate?): {e}");
-                    return;
-                }
-                Err(_) => {
-                    tracing::info!(%peer, "front TLS handshake timed out");
-                    return;
-                }
-            };
-            let certs: Option<Arc<Vec<rustls::pki_types::CertificateDer<'static>>>> =
-                tls.get_ref().1.peer_certificates().map(|c| Arc::new(c.iter().map(|c| c.clone().into_owned()).collect()));
-            let handler = move |req: Request<Incoming>| {
-                let (proxy, certs) = (proxy.clone(), certs.clone());
-                async move {
-                    proxy
-                        .handle_with_peer(req, certs)
-                        .await
-                        .unwrap_or_else(|e| match e {})
-                }
-            };
-            let protocol = Protocol::from_alpn(tls.get_ref().1.alpn_protocol());
-            let io = TokioIo::new(tls);
-            connection::serve(io, protocol, peer, &serving, &watchdog, access, handler).await
-        }
-    })
-    .await
-}
-
-/// The webhook listener: TLS (a client certificate required when the
-/// configuration asks for one, verified in the handshake), each call served
-/// by `webhooks`, within `serving`'s limits, until shutdown.
-pub async fn serve_webhooks(
-    listener: TcpListener,
-    tls: Arc<rustls::ServerConfig>,
-    webhooks: Arc<crate::serve::webhook::Webhooks>,
-    serving: Serving,
-) {
-    let access = Arc::new(Access::webhooks());
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-    let s = serving.clone();
-    accept_loop(listener, serving, "webhooks", move |stream, peer, watchdog| {
-        let (webhooks, acceptor, serving, access) =
-            (webhooks.clone(), acceptor.clone(), s.clone(), access.clone());
-        async move {
-            let timeout = serving.limits.header_read_timeout;
-            let tls = match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
-                Ok(Ok(t)) => t,
-                Ok(Err(e)) => {
-                    tracing::info!(%peer, "webhooks: TLS handshake failed (no or untrusted client certificate?): {e}");
-                    crate::serve::observe::metrics::metrics().error("webhooks", "tls_handshake");
-                    return;
-                }
-                Err(_) => {
-                    tracing::info!(%peer, "webhooks: TLS handshake timed out");
-                    return;
-                }
-            };
-            let handler = move |req: Request<Incoming>| {
-                let webhooks = webhooks.clone();
-                async move { webhooks.handle(req).await }
-            };
-            let protocol = Protocol::from_alpn(tls.get_ref().1.alpn_protocol());
-            let io = TokioIo::new(tls);
-            connection::serve(io, protocol, peer, &serving, &watchdog, access, handler).await
-        }
-    })
-    .await
-}
 
 /// Accepts until shutdown, one task per connection, at most
 /// `limits.maxConnections` at once (then it stops accepting until one
 /// closes: the kernel's backlog holds the rest). The listener's connections
 /// share one [`Watchdog`].
-async fn accept_loop<F, Fut>(
+pub(crate) async fn accept_loop<F, Fut>(
     listener: TcpListener,
     serving: Serving,
     name: &'static str,

@@ -1,6 +1,8 @@
 //! `regroup serve`: settings to running listeners, and the configuration
 //! reloaded while they run (`reload`).
 
+#[cfg(test)]
+mod reason_sets;
 pub mod reload;
 
 use std::net::SocketAddr;
@@ -163,7 +165,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             "regroup serving"
         );
         let loopback = || Access::loopback(settings.allowed_hosts.clone());
-        servers.push(tokio::spawn(crate::serve::listen::serve_sidecar(
+        servers.push(tokio::spawn(crate::serve::stack::listen::serve_sidecar(
             listener,
             None,
             proxy.clone(),
@@ -209,7 +211,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
                 Access::beyond_loopback(tls.dangerous_lend_credentials)
             };
             tracing::info!(listen = %tls.listen, "regroup serving TLS");
-            servers.push(tokio::spawn(crate::serve::listen::serve_sidecar(
+            servers.push(tokio::spawn(crate::serve::stack::listen::serve_sidecar(
                 l,
                 Some(cfg),
                 proxy,
@@ -476,7 +478,7 @@ async fn start_front(
         .await
         .map_err(|e| format!("listening on {}: {e}", front.listen))?;
     tracing::info!(listen = %front.listen, backend = %front.backend, "regroup serving the aggregated front");
-    let task = tokio::spawn(crate::serve::listen::serve_front(
+    let task = tokio::spawn(crate::serve::front::listen::serve_front(
         listener,
         tls.clone(),
         proxy,
@@ -627,7 +629,7 @@ async fn start_webhooks(
     );
     let handler = Arc::new(Webhooks::new(live, hooks, settings.limits.max_review_bytes));
     Ok((
-        tokio::spawn(crate::serve::listen::serve_webhooks(
+        tokio::spawn(crate::serve::webhook::listen::serve_webhooks(
             listener, cfg, handler, listening,
         )),
         registration,

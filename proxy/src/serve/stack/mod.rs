@@ -27,6 +27,7 @@ pub(crate) mod exchange;
 pub(crate) mod gzip;
 pub(crate) mod headers;
 pub(crate) mod list;
+pub mod listen;
 pub(crate) mod openapi;
 pub(crate) mod patch;
 pub(crate) mod proto_list;

@@ -14,6 +14,7 @@
 //! server can't be reached or doesn't answer in time. Logs name the
 //! webhook, the review's kind and `uid` and the reason, never a body.
 
+pub mod listen;
 pub mod review;
 pub mod tls;
 

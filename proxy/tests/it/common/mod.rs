@@ -739,7 +739,7 @@ pub async fn serve_plain(
 ) {
     let access = regroup::serve::Access::loopback(regroup_config::schema::default_allowed_hosts());
     let serving = regroup::serve::Serving::default();
-    regroup::serve::listen::serve_sidecar(listener, None, proxy, serving, access).await
+    regroup::serve::stack::listen::serve_sidecar(listener, None, proxy, serving, access).await
 }
 
 /// [`serve_plain`] over TLS (h2 and http/1.1 by ALPN), as the sidecar's TLS
@@ -751,5 +751,5 @@ pub async fn serve_tls(
 ) {
     let access = regroup::serve::Access::loopback(regroup_config::schema::default_allowed_hosts());
     let serving = regroup::serve::Serving::default();
-    regroup::serve::listen::serve_sidecar(listener, Some(tls), proxy, serving, access).await
+    regroup::serve::stack::listen::serve_sidecar(listener, Some(tls), proxy, serving, access).await
 }
