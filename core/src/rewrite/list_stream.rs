@@ -271,13 +271,21 @@ impl ListStream {
                 };
                 self.open = match (&self.type_meta.columns, self.member) {
                     (Some(cols), "rows") => {
+                        // What each row is renamed by: the column naming
+                        // its object, and a binding's `Role` column.
                         let mut defs: Vec<&str> = Vec::new();
                         let columns = cols
                             .iter()
                             .map(|c| (c.format.as_deref(), c.name.as_deref()));
-                        if let Some(i) = name_column(columns) {
-                            defs.resize(i, "{}");
-                            defs.push(r#"{"format":"name"}"#);
+                        let role = cols.iter().position(|c| c.name.as_deref() == Some("Role"));
+                        let name = name_column(columns);
+                        let len = [name, role].iter().flatten().max().map_or(0, |m| m + 1);
+                        defs.resize(len, "{}");
+                        if let Some(i) = role {
+                            defs[i] = r#"{"name":"Role"}"#;
+                        }
+                        if let Some(i) = name {
+                            defs[i] = r#"{"format":"name"}"#;
                         }
                         format!("{{\"columnDefinitions\":[{}],\"rows\":[", defs.join(","))
                     }

@@ -615,9 +615,11 @@ fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result
     };
     Ok(Clients {
         client: build(p.http2 == Http2::Auto, false)?,
+        // A plain `http://` upstream speaks HTTP/1.1 only: one pool, and no
+        // request looked at to choose one.
         watches: match p.http2 {
-            Http2::Watches => Some(build(true, false)?),
-            Http2::Auto | Http2::Never => None,
+            Http2::Watches if p.server.scheme_str() == Some("https") => Some(build(true, false)?),
+            Http2::Watches | Http2::Auto | Http2::Never => None,
         },
         upgrade_client: build(false, true)?,
         cert,

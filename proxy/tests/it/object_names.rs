@@ -473,3 +473,59 @@ fn an_admission_review_names_the_reviewed_object_as_the_app_knows_it() {
         assert_eq!(out, review(kind.clone(), app), "{cluster}");
     }
 }
+
+/// `kubectl get clusterrolebindings` (a Table): the `Role` column names
+/// the bound ClusterRole by the app's name, as the `roleRef` does; a kept
+/// role (`view`) stays.
+#[test]
+fn a_binding_tables_role_column_names_the_apps_role() {
+    let e = prefixed();
+    let table = json!({
+        "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {},
+        "columnDefinitions": [
+            {"name": "Name", "type": "string", "format": "name", "description": "", "priority": 0},
+            {"name": "Role", "type": "string", "format": "", "description": "", "priority": 0},
+            {"name": "Age", "type": "string", "format": "", "description": "", "priority": 0}
+        ],
+        "rows": [
+            {"cells": ["team1-foo-viewer-binding", "ClusterRole/team1-foo-viewer", "1m"],
+             "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                        "metadata": {"name": "team1-foo-viewer-binding"}}},
+            {"cells": ["team1-viewers", "ClusterRole/view", "1m"],
+             "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                        "metadata": {"name": "team1-viewers"}}}
+        ]
+    });
+    let cx = Context {
+        hint: None,
+        addressed: Some(("rbac.authorization.k8s.io", "ClusterRoleBinding")),
+    };
+    let bytes = serde_json::to_vec(&table).unwrap();
+    let app: Json = serde_json::from_slice(&body(&e, ToApp, Wire::Json, cx, &bytes)).unwrap();
+    assert_eq!(
+        app["rows"][0]["cells"],
+        json!(["foo-viewer-binding", "ClusterRole/foo-viewer", "1m"])
+    );
+    assert_eq!(
+        app["rows"][1]["cells"],
+        json!(["viewers", "ClusterRole/view", "1m"])
+    );
+    // The serve path streams a Table row by row: the same, whatever the
+    // chunking.
+    for chunk in [1, 7, 64, bytes.len()] {
+        let mut s = regroup::rewrite::list_stream::ListStream::new(
+            Some((
+                "rbac.authorization.k8s.io".to_string(),
+                "ClusterRoleBinding",
+            )),
+            1 << 20,
+        );
+        let mut out = Vec::new();
+        for c in bytes.chunks(chunk) {
+            out.extend(e.list_feed(ToApp, &mut s, c).unwrap());
+        }
+        out.extend(e.list_finish(ToApp, s).unwrap());
+        let streamed: Json = serde_json::from_slice(&out).unwrap();
+        assert_eq!(streamed["rows"], app["rows"], "chunks of {chunk}");
+    }
+}

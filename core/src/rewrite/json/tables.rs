@@ -223,11 +223,80 @@ impl JsonRewriter<'_> {
             Some(defs) => self.name_column(w, defs)?,
             None => Some(0),
         };
+        // A binding's `Role` column (`ClusterRole/NAME`, `Role/NAME`) names
+        // an object `names:` may rename, as its `roleRef` does.
+        let role_column = match (member(&ms, columns), addressed) {
+            (Some(defs), Some((RBAC, "RoleBinding" | "ClusterRoleBinding"))) => {
+                self.column_named(w, defs, "Role")?
+            }
+            _ => None,
+        };
         let mut keep = Vec::with_capacity(rows.len());
         for row in rows.iter() {
             keep.push(!self.table_row(w, row, column, cells, object, addressed)?);
+            if let Some(c) = role_column {
+                self.role_cell(w, row, cells, c)?;
+            }
         }
         self.delete(w, rows_raw, &rows, &keep);
+        Ok(())
+    }
+
+    /// The index of the column definition named `name`.
+    fn column_named<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        defs: Raw<'i>,
+        name: &str,
+    ) -> Result<Option<usize>, RewriteError> {
+        let Some(defs) = w.elements(defs)? else {
+            return Ok(None);
+        };
+        for (i, d) in defs.iter().enumerate() {
+            if let Some(ms) = w.members(d)? {
+                if let Some(n) = member(&ms, "name") {
+                    if string(n)?.as_deref() == Some(name) {
+                        return Ok(Some(i));
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// A binding row's `Kind/NAME` cell, its name renamed as a `roleRef`
+    /// of that kind is.
+    fn role_cell<'i>(
+        &self,
+        w: &mut Walk<'i>,
+        row: Raw<'i>,
+        cells: &str,
+        column: usize,
+    ) -> Result<(), RewriteError> {
+        let Some(ms) = w.members(row)? else {
+            return Ok(());
+        };
+        let cell = match member(&ms, cells) {
+            Some(cs) => w.elements(cs)?.and_then(|cs| cs.get(column)),
+            None => None,
+        };
+        let Some(cell) = cell else {
+            return Ok(());
+        };
+        let Some(text) = string(cell)? else {
+            return Ok(());
+        };
+        let Some((kind, name)) = text.split_once('/') else {
+            return Ok(());
+        };
+        let Some(form) = self.catalog.name_form(RBAC, kind) else {
+            return Ok(());
+        };
+        if let Some(mapped) = self.map.map(form, name, self.dir) {
+            let json =
+                serde_json::to_string(&format!("{kind}/{mapped}")).expect("strings serialize");
+            w.replace(cell, json);
+        }
         Ok(())
     }
 
@@ -315,6 +384,9 @@ impl JsonRewriter<'_> {
         Ok(false)
     }
 }
+
+/// The RBAC group, whose bindings' Tables have a `Role` column.
+const RBAC: &str = "rbac.authorization.k8s.io";
 
 /// Of a Table's column definitions (each `(format, name)`), the one naming
 /// each row's object: the first whose `format` is `name`, else the first
