@@ -57,6 +57,29 @@ def wait_port(port, proc, timeout, what, log):
     pytest.fail(f"{what} did not accept connections on 127.0.0.1:{port} within {timeout}s:\n{tail(log)}")
 
 
+WAIT = 90  # seconds: the longest a real cluster's CRD, discovery or garbage collector is waited for
+
+
+def poll(check, timeout, interval, failure):
+    """Calls check() every `interval` seconds until it returns a true value,
+    which it returns; once `timeout` seconds have passed (check() runs once
+    more after the deadline), fails with the message failure() returns."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            pytest.fail(failure())
+        time.sleep(interval)
+
+
+def wait_for(what, check, timeout=WAIT, diag=None, interval=0.3):
+    """poll(): "timed out ... waiting for `what`", with diag()'s text when given."""
+    return poll(check, timeout, interval,
+                lambda: f"timed out after {timeout}s waiting for {what}" + (f"\n{diag()}" if diag else ""))
+
+
 def tail(path, n=60):
     try:
         lines = Path(path).read_text(errors="replace").splitlines()
@@ -65,11 +88,12 @@ def tail(path, n=60):
     return "\n".join(lines[-n:])
 
 
-def stop(proc):
+def stop(proc, timeout=5):
+    """Terminates `proc` (if it still runs), killing it after `timeout` seconds."""
     if proc.poll() is None:
         proc.terminate()
         try:
-            proc.wait(5)
+            proc.wait(timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)

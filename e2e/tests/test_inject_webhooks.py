@@ -30,13 +30,12 @@ skipped, saying so, when that apiserver can't reach this machine's
 loopback or calls no webhook (the stand-in posing as a cluster)."""
 import base64
 import copy
+import functools
 import json
 import os
 import ssl
 import subprocess
 import sys
-import time
-import urllib.request
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -44,7 +43,8 @@ import yaml
 
 from conftest import start_regroup
 from e2e_support import CLUSTER_GROUP, DIRECT, E2E, ORIG_GROUP, Kubectl, free_port, stop, wait_port, write_kubeconfig
-from test_webhooks import CAPTURED, start, unreachable, until
+from test_webhooks import (client_config, conversion_both_ways_and_a_failed_one, converted, metrics, mutated_and_kept,
+                           mutating_patch, refusal, reviews_received, send_review, start, validating_deny_and_allow)
 
 REAL = bool(os.environ.get("REGROUP_E2E_KUBECONFIG"))
 WORKLOAD = "controller-manager"
@@ -60,11 +60,39 @@ SELECTOR = "e2e.regroup.dev/inject-webhook"
 
 pytestmark = pytest.mark.skipif(DIRECT, reason="REGROUP_E2E_DIRECT: no regroup, so no webhook listener")
 
+
+def registration_manifest(kind, name, webhook, path):
+    """MANIFEST's validating or mutating registration: `webhook` at `path` of
+    the operator's Service, for the app's Foos in the test namespace."""
+    return f"""\
+apiVersion: admissionregistration.k8s.io/v1
+kind: {kind}
+metadata:
+  name: @NS@-{name}
+  annotations:
+    cert-manager.io/inject-ca-from: foo-system/serving-cert
+webhooks:
+  - name: {webhook}
+    admissionReviewVersions: [v1]
+    sideEffects: None
+    failurePolicy: Fail
+    timeoutSeconds: 10
+    objectSelector: {{matchLabels: {{@SELECTOR@: @NS@}}}}
+    clientConfig:
+      service: {{name: webhook-service, namespace: foo-system, path: {path}}}
+    rules:
+      - apiGroups: [samplecontroller.k8s.io]
+        apiVersions: [v1alpha1]
+        operations: [CREATE, UPDATE]
+        resources: [foos]
+"""
+
+
 # An operator in kubebuilder's shape (as proxy/tests/inject/webhook-operator.yaml),
 # with webhook_app.py's paths. Its registrations carry an objectSelector
 # (@NS@: the test namespace) and names of their own per run: they are the
 # ones installed on a real cluster, which other runs may share.
-MANIFEST = """\
+MANIFEST = "---\n".join(["""\
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -98,49 +126,10 @@ spec:
   selector: {control-plane: controller-manager}
   ports:
     - {port: 443, targetPort: webhook-server, protocol: TCP}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata:
-  name: @NS@-validating-webhook-configuration
-  annotations:
-    cert-manager.io/inject-ca-from: foo-system/serving-cert
-webhooks:
-  - name: vfoo.samplecontroller.k8s.io
-    admissionReviewVersions: [v1]
-    sideEffects: None
-    failurePolicy: Fail
-    timeoutSeconds: 10
-    objectSelector: {matchLabels: {@SELECTOR@: @NS@}}
-    clientConfig:
-      service: {name: webhook-service, namespace: foo-system, path: /validate}
-    rules:
-      - apiGroups: [samplecontroller.k8s.io]
-        apiVersions: [v1alpha1]
-        operations: [CREATE, UPDATE]
-        resources: [foos]
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata:
-  name: @NS@-mutating-webhook-configuration
-  annotations:
-    cert-manager.io/inject-ca-from: foo-system/serving-cert
-webhooks:
-  - name: mfoo.samplecontroller.k8s.io
-    admissionReviewVersions: [v1]
-    sideEffects: None
-    failurePolicy: Fail
-    timeoutSeconds: 10
-    objectSelector: {matchLabels: {@SELECTOR@: @NS@}}
-    clientConfig:
-      service: {name: webhook-service, namespace: foo-system, path: /mutate}
-    rules:
-      - apiGroups: [samplecontroller.k8s.io]
-        apiVersions: [v1alpha1]
-        operations: [CREATE, UPDATE]
-        resources: [foos]
----
+""", registration_manifest("ValidatingWebhookConfiguration", "validating-webhook-configuration",
+                           "vfoo.samplecontroller.k8s.io", PATHS["validatingwebhookconfiguration"]),
+    registration_manifest("MutatingWebhookConfiguration", "mutating-webhook-configuration",
+                          "mfoo.samplecontroller.k8s.io", PATHS["mutatingwebhookconfiguration"]), """\
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
@@ -166,7 +155,7 @@ spec:
       served: true
       storage: false
       schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-"""
+"""])
 
 
 class Setup:
@@ -315,36 +304,13 @@ def registration(setup, kind):
     return next(d for d in setup.docs if kind_of(d) == kind)
 
 
-def client_config(kind, obj):
-    if kind == "customresourcedefinition":
-        return obj["spec"]["conversion"]["webhook"]["clientConfig"]
-    return obj["webhooks"][0]["clientConfig"]
-
-
 def post(setup, kind, case):
     """POSTs a captured review (the cluster's names) to regroup's listener at
     the path of inject's registration, over TLS trusting the caBundle's CA,
     as kube-apiserver does."""
     path = client_config(kind, registration(setup, kind))["service"]["path"]
-    ctx = ssl.create_default_context(cafile=str(setup.ca_file))
-    body = (CAPTURED / case / "request.body").read_bytes()
-    req = urllib.request.Request(f"https://127.0.0.1:{setup.port}{path}?timeout=10s", data=body, method="POST",
-                                 headers={"Content-Type": "application/json", "Accept": "application/json, */*",
-                                          "User-Agent": "kube-apiserver-admission"})
-    with urllib.request.urlopen(req, context=ctx, timeout=20) as r:
-        assert r.status == 200
-        answer = json.loads(r.read())
-    assert answer["response"]["uid"] == json.loads(body)["request"]["uid"]
-    return answer["response"]
-
-
-def metrics(setup):
-    return urllib.request.urlopen(f"http://127.0.0.1:{setup.metrics_port}/metrics", timeout=10).read().decode()
-
-
-def reviews(setup, hook, kind="AdmissionReview"):
-    prefix = f'regroup_webhook_requests_total{{webhook="{hook}",kind="{kind}"}} '
-    return sum(float(line[len(prefix):]) for line in metrics(setup).splitlines() if line.startswith(prefix))
+    return send_review(f"https://127.0.0.1:{setup.port}{path}", ssl.create_default_context(cafile=str(setup.ca_file)),
+                       case)
 
 
 def app_calls(setup, path):
@@ -358,41 +324,17 @@ def app_calls(setup, path):
 
 def test_validating_deny_and_allow_in_the_clusters_names(setup):
     before = app_calls(setup, "/validate")
-    denied = post(setup, "validatingwebhookconfiguration", "083-webhook-validating-v1-create")
-    assert denied["allowed"] is False
-    assert denied["status"]["message"] == f"the app refuses {CLUSTER_GROUP}/v1alpha1, Kind=Foo named rejected-v1"
-    allowed = post(setup, "validatingwebhookconfiguration", "076-webhook-validating-v1-create")
-    assert allowed["allowed"] is True
-    assert allowed["warnings"] == [f"the app checked {CLUSTER_GROUP}/v1alpha1, Kind=Foo hooked-v1 (CREATE)"]
-    old = post(setup, "validatingwebhookconfiguration", "102-webhook-validating-v1beta1-create")
-    assert old["allowed"] is False and CLUSTER_GROUP in old["status"]["message"]
+    validating_deny_and_allow(functools.partial(post, setup))
     assert app_calls(setup, "/validate") == before + 3
 
 
 def test_mutating_patch_in_the_clusters_names(setup):
-    answer = post(setup, "mutatingwebhookconfiguration", "075-webhook-mutating-v1-create")
-    assert answer["patchType"] == "JSONPatch"
-    patch = json.loads(base64.b64decode(answer["patch"]))
-    owners = [op for op in patch if op["path"] == "/metadata/ownerReferences"][0]
-    assert owners["value"] == [{"apiVersion": f"{CLUSTER_GROUP}/v1alpha1", "kind": "Foo", "name": "alpha",
-                                "uid": setup.alpha_uid}]
-    label = [op for op in patch if op["path"].startswith("/metadata/labels/")][0]
-    assert label["value"] == ORIG_GROUP, "a label value that looks like a group stays"
+    mutating_patch(functools.partial(post, setup), setup.alpha_uid)
     assert app_calls(setup, "/mutate") >= 1
 
 
 def test_conversion_in_the_clusters_names(setup):
-    answer = post(setup, "customresourcedefinition", "112-webhook-convert-create-to-v1beta1")
-    assert answer["result"]["status"] == "Success"
-    converted = answer["convertedObjects"][0]
-    assert converted["apiVersion"] == f"{CLUSTER_GROUP}/v1beta1"
-    assert converted["spec"]["replicas"] == 3 and "size" not in converted["spec"]
-    assert converted["spec"]["fooRef"]["apiVersion"] == f"{CLUSTER_GROUP}/v1alpha1"
-    back = post(setup, "customresourcedefinition", "116-webhook-convert-create-to-v1alpha1")
-    assert back["convertedObjects"][0]["apiVersion"] == f"{CLUSTER_GROUP}/v1alpha1"
-    failed = post(setup, "customresourcedefinition", "135-webhook-convert-get-to-v1beta1")
-    assert failed["result"] == {"status": "Failure",
-                                "message": f"the app will not convert fail to {CLUSTER_GROUP}/v1beta1"}
+    conversion_both_ways_and_a_failed_one(functools.partial(post, setup))
     assert app_calls(setup, "/convert") >= 3
 
 
@@ -453,19 +395,7 @@ def real_apiserver_calls(setup):
     foo = {"apiVersion": f"{ORIG_GROUP}/v1alpha1", "kind": "Foo",
            "metadata": {"name": "rejected-by-injected-webhook", "labels": labels},
            "spec": {"deploymentName": "x", "replicas": 1}}
-    started, before = time.monotonic(), reviews(setup, "validate")
-
-    def refused():
-        p = setup.app.run("create", "--dry-run=server", "-f", "-", input=json.dumps(foo), check=False)
-        if unreachable(p.stderr):
-            pytest.skip("this cluster's kube-apiserver can't reach 127.0.0.1 of this machine (it runs elsewhere), "
-                        f"so the url: clientConfig on loopback can't be served: {p.stderr.strip()[:300]}")
-        if p.returncode == 0 and time.monotonic() - started > 20 and reviews(setup, "validate") == before:
-            pytest.skip("this cluster admitted the Foo without calling any webhook in 20 s (the stand-in posing "
-                        "as a cluster in e2e/real-mode-selfcheck.sh never calls webhooks)")
-        return p.returncode != 0 and "denied the request" in p.stderr and p.stderr
-    # A new configuration takes a moment to be in force.
-    stderr = until(refused, 30, "the validating webhook did not refuse")
+    stderr, before = refusal(setup, foo, "validate")
     assert f"the app refuses {ORIG_GROUP}/v1alpha1, Kind=Foo named rejected-by-injected-webhook" in stderr
     # Straight at the cluster, in its names: kube-apiserver's own view of the
     # refusal, renamed back by regroup's listener.
@@ -474,22 +404,7 @@ def real_apiserver_calls(setup):
     assert (f'admission webhook "vfoo.{ORIG_GROUP}" denied the request: '
             f"the app refuses {CLUSTER_GROUP}/v1alpha1, Kind=Foo named rejected-by-injected-webhook") in stderr
     assert ORIG_GROUP + "/" not in stderr
-    foo["metadata"]["name"] = "mutated-by-injected-webhook"
-    made = json.loads(setup.app("create", "-o", "json", "-f", "-", input=json.dumps(foo)))
-    assert made["metadata"]["labels"]["e2e.regroup.dev/mutated-by"] == ORIG_GROUP
-    owner = {"kind": "Foo", "name": "alpha", "uid": setup.alpha_uid}
-    assert made["metadata"]["ownerReferences"] == [dict(owner, apiVersion=f"{ORIG_GROUP}/v1alpha1")]
-    # The owner exists on the cluster under the renamed group: the garbage
-    # collector keeps the Foo (it deletes a dependent whose owner is gone).
-    time.sleep(3)
-    stored = setup.cluster.json("get", f"foos.{CLUSTER_GROUP}", "mutated-by-injected-webhook")
-    assert stored["metadata"]["ownerReferences"] == [dict(owner, apiVersion=f"{CLUSTER_GROUP}/v1alpha1")]
-    # Conversion: a Widget written in v1alpha1, read in v1beta1.
-    widget = {"apiVersion": f"{ORIG_GROUP}/v1alpha1", "kind": "Widget", "metadata": {"name": "one"},
-              "spec": {"size": 3}}
-    until(lambda: setup.app.run("create", "-f", "-", input=json.dumps(widget), check=False).returncode == 0, 60,
-          "the Widget CRD was not served")
-    got = setup.app.json("get", f"widgets.v1beta1.{ORIG_GROUP}", "one")
-    assert got["apiVersion"] == f"{ORIG_GROUP}/v1beta1" and got["spec"] == {"replicas": 3}
-    assert reviews(setup, "convert", "ConversionReview") >= 1
-    assert reviews(setup, "mutate") >= 1 and reviews(setup, "validate") > before
+    mutated_and_kept(setup, foo, "mutated-by-injected-webhook")
+    converted(setup, "Widget", "widgets")
+    assert reviews_received(setup, "convert", "ConversionReview") >= 1
+    assert reviews_received(setup, "mutate") >= 1 and reviews_received(setup, "validate") > before

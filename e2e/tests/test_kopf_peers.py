@@ -32,91 +32,37 @@ mode, its own stand-in with `--finalizers`; with REGROUP_E2E_KUBECONFIG, the
 real cluster (only a namespace is created there)."""
 import json
 import os
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from conftest import start_regroup, start_standin
-from e2e_support import CLUSTER_GROUP, DIRECT, ORIG_GROUP, REAL, Kubectl, stop, tail, write_kubeconfig
+from e2e_support import DIRECT, REAL, tail, wait_for
+from kopf_support import FINALIZER, KOPF, SHADOW, copy_b_regroup, operator_source, run_copies, shared_cluster
 
 pytestmark = pytest.mark.skipif(DIRECT, reason="REGROUP_E2E_DIRECT: no regroup, so no metadata keys renamed")
 
 RUN = uuid.uuid4().hex[:6]
 NS = f"regroup-peers-{RUN}"
-KOPF, KOPF_B = "kopf.zalando.org", "team-b.kopf.zalando.org"
-SHADOW = "regroup-shadow."
-FINALIZER = "KopfFinalizerMarker"
+KOPF_B = "team-b.kopf.zalando.org"
 LHC = "last-handled-configuration"
 WATCHED = "peers.example.io/watched"  # no rule renames it: both copies select the same objects
 HANDLED_BY = "peers.example.io/handled-by-"  # + the copy's name, written by its handler
 NAME = "shared"
-# A configuration needs one group rule; the suite's (no group of it is used here).
-CONFIG_B = f"""rules:
-  - {{from: {ORIG_GROUP}, to: {CLUSTER_GROUP}}}
-metadata:
-  prefixes:
-    - {{from: {KOPF}, to: {KOPF_B}}}
-"""
+PREFIXES_B = [(KOPF, KOPF_B)]  # copy B's one metadata rule
 MAX_CALLS = 3  # create + at most one update for its own annotation and one for the other copy's
 
-# One operator, run twice (E2E_COPY tells the copies apart, nothing else
-# differs). Its create/update handler annotates the ConfigMaps labelled
-# `peers.example.io/watched=yes` with `peers.example.io/handled-by-<copy>`;
-# its delete handler makes Kopf put its finalizer on them and remove it on
-# deletion. Each call is recorded in the copy's file, one line per call.
-OPERATOR = f'''
-import os
-import kopf
-
-COPY, RECORD = os.environ["E2E_COPY"], os.environ["E2E_RECORD"]
-SELECTED = {{"{WATCHED}": "yes"}}
-
-
-def record(what, name):
-    with open(RECORD, "a") as f:
-        f.write(f"{{what}} {{name}}\\n")
-
-
-@kopf.on.startup()
-def configure(settings, **_):
-    settings.watching.server_timeout = 30
-    # ConfigMaps have no status: Kopf keeps its progress in annotations.
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage()
-
-
+# One operator, run twice (kopf_support.operator_source). Its create/update
+# handler annotates the ConfigMaps labelled `peers.example.io/watched=yes`
+# with `peers.example.io/handled-by-<copy>`.
+OPERATOR = operator_source(WATCHED, f'''\
 @kopf.on.create("", "v1", "configmaps", labels=SELECTED)
 @kopf.on.update("", "v1", "configmaps", labels=SELECTED)
 def handled(name, reason, patch, **_):
     record(reason.value, name)
     patch.metadata.annotations["{HANDLED_BY}" + COPY] = "yes"
-
-
-@kopf.on.delete("", "v1", "configmaps", labels=SELECTED)
-def deleted(name, **_):
-    record("delete", name)
-'''
-
-
-def wait_for(what, check, timeout=60, diag=lambda: ""):
-    """Polls check() until it returns a true value (bounded)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.3)
-    pytest.fail(f"timed out after {timeout}s waiting for {what}\n{diag()}")
-
-
-class Side:
-    """A kubeconfig and a kubectl on it, in the module's namespace."""
-
-    def __init__(self, kubeconfig, kubectl):
-        self.kubeconfig, self.kubectl = kubeconfig, kubectl
+''')
 
 
 @pytest.fixture(scope="module")
@@ -125,71 +71,22 @@ def peers_cluster(workdir):
     else the real cluster (REGROUP_E2E_KUBECONFIG); the module's namespace
     created there and deleted at the end (finalizers a failed test left
     removed first, so that it goes)."""
-    d = workdir / "kopf-peers"
-    d.mkdir(exist_ok=True)
-    proc = None
-    if REAL:
-        kc = Path(os.environ["REGROUP_E2E_KUBECONFIG"])
-    else:
-        proc, port, _ = start_standin(d, "standin", "--seed-namespace", "", "--finalizers")
-        kc = write_kubeconfig(d / "cluster.kubeconfig", f"http://127.0.0.1:{port}", NS)
-    k = Kubectl(kc, d / "cache-cluster", NS, [d / "standin.log"] if proc else [])
-    k("create", "namespace", NS)
-    try:
-        yield Side(kc, k)
-    finally:
-        listed = k.run("get", "configmaps", "-o", "json", check=False)
-        if listed.returncode == 0:
-            for cm in json.loads(listed.stdout)["items"]:
-                if cm["metadata"].get("finalizers"):
-                    k.run("patch", "configmap", cm["metadata"]["name"], "--type=merge", "-p",
-                          '{"metadata":{"finalizers":null}}', check=False)
-        k.run("delete", "namespace", NS, "--ignore-not-found", "--timeout=60s", timeout=90, check=False)
-        if proc:
-            stop(proc)
+    yield from shared_cluster(workdir / "kopf-peers", NS, Path(os.environ["REGROUP_E2E_KUBECONFIG"]) if REAL else None,
+                              ("--timeout=60s",), delete_timeout=90)
 
 
 @pytest.fixture(scope="module")
 def copy_b(peers_cluster, workdir, regroup_bin):
     """regroup with copy B's metadata rule in front of the cluster; the app's
     kubeconfig (no credentials, the module's namespace)."""
-    d = workdir / "kopf-peers"
-    config = d / "copy-b.yaml"
-    config.write_text(CONFIG_B)
-    proc, port, log = start_regroup(regroup_bin, d, "regroup-kopf-peers", config, peers_cluster.kubeconfig)
-    kc = write_kubeconfig(d / "copy-b.kubeconfig", f"http://127.0.0.1:{port}", NS)
-    yield Side(kc, Kubectl(kc, d / "cache-copy-b", NS, [log]))
-    stop(proc)
+    yield from copy_b_regroup(regroup_bin, workdir / "kopf-peers", "regroup-kopf-peers", PREFIXES_B, peers_cluster, NS)
 
 
 @pytest.fixture
 def operators(peers_cluster, copy_b, workdir):
     """Both copies of the operator running (copy A on the cluster's kubeconfig,
     copy B on regroup's), each watching the module's namespace."""
-    pytest.importorskip("kopf", reason="kopf is in e2e/requirements.txt; run e2e/install.sh")
-    d = workdir / "kopf-peers"
-    op = d / "operator.py"
-    op.write_text(OPERATOR)
-    procs = {}
-    try:
-        for name, side in (("a", peers_cluster), ("b", copy_b)):
-            record = d / f"handled-{name}.txt"
-            record.write_text("")
-            log = d / f"kopf-{name}.log"
-            env = dict(os.environ, KUBECONFIG=str(side.kubeconfig), E2E_COPY=name, E2E_RECORD=str(record))
-            proc = subprocess.Popen([sys.executable, "-m", "kopf", "run", str(op), "--standalone",
-                                     f"--namespace={NS}", "--verbose"],
-                                    stdout=open(log, "w"), stderr=subprocess.STDOUT, env=env)
-            procs[name] = (proc, record, log)
-        yield procs
-    finally:
-        for proc, _, _ in procs.values():
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+    yield from run_copies(workdir / "kopf-peers", OPERATOR, (("a", peers_cluster), ("b", copy_b)), NS)
 
 
 def records(path):
@@ -216,7 +113,7 @@ def test_two_kopf_copies_settle_on_one_shared_configmap(operators, peers_cluster
     # Both copies watching before the object exists.
     wait_for("both copies' watch on ConfigMaps", lambda: alive() or all(
         "Starting the watch-stream for configmaps" in log.read_text() for _, _, log in operators.values()),
-        diag=diag)
+        timeout=60, diag=diag)
 
     created_at = time.monotonic()
     peers_cluster.kubectl("create", "-f", "-", input=json.dumps({

@@ -20,71 +20,33 @@ stand-in mode, its own stand-in with `--finalizers`: deletion waits for
 finalizers as on a real cluster (REGROUP_E2E_KUBECONFIG), where the real
 apiserver does it."""
 import json
-import os
-import subprocess
-import sys
-import time
 import uuid
 
 import pytest
 
-from conftest import start_regroup, start_standin
-from e2e_support import DIRECT, KUBECTLS, ORIG_GROUP, REAL, CLUSTER_GROUP, Kubectl, stop, tail, write_kubeconfig
+from e2e_support import DIRECT, KUBECTLS, Kubectl, tail, wait_for
+from kopf_support import FINALIZER, KOPF, SHADOW, copy_b_regroup, operator_source, run_copies, shared_cluster
 
 pytestmark = pytest.mark.skipif(DIRECT, reason="REGROUP_E2E_DIRECT: no regroup, so no metadata keys renamed")
 
 RUN = uuid.uuid4().hex[:6]
 NS = f"regroup-meta-{RUN}"
 OWN, OWN_B = "demo.kopf.example.io", "demo.team-b.example.com"
-KOPF, KOPF_B = "kopf.zalando.org", "kopf.team-b.example.com"
-SHADOW = "regroup-shadow."
-FINALIZER = "KopfFinalizerMarker"
-CONFIG_B = f"""rules:
-  - {{from: {ORIG_GROUP}, to: {CLUSTER_GROUP}}}
-metadata:
-  prefixes:
-    - {{from: {OWN}, to: {OWN_B}}}
-    - {{from: {KOPF}, to: {KOPF_B}}}
-"""
+KOPF_B = "kopf.team-b.example.com"
+PREFIXES_B = [(OWN, OWN_B), (KOPF, KOPF_B)]  # copy B's metadata rules
 
-# One operator, run twice. It handles the ConfigMaps labelled
-# `demo.kopf.example.io/managed=yes` (in its own names): the first try of its
-# create handler fails on purpose, so Kopf keeps its progress in annotations
-# between the tries; the second annotates the object. The delete handler makes
-# Kopf put its finalizer on the objects it handles and remove it on deletion.
-# Each handler call is recorded in the copy's file, one line per call.
-OPERATOR = f'''
-import os
-import kopf
-
-COPY, RECORD = os.environ["E2E_COPY"], os.environ["E2E_RECORD"]
-SELECTED = {{"{OWN}/managed": "yes"}}
-
-
-def record(what, name):
-    with open(RECORD, "a") as f:
-        f.write(f"{{what}} {{name}}\\n")
-
-
-@kopf.on.startup()
-def configure(settings, **_):
-    settings.watching.server_timeout = 30
-    # ConfigMaps have no status: Kopf keeps its progress in annotations.
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage()
-
-
+# One operator, run twice (kopf_support.operator_source). It handles the
+# ConfigMaps labelled `demo.kopf.example.io/managed=yes` (in its own names):
+# the first try of its create handler fails on purpose, so Kopf keeps its
+# progress in annotations between the tries; the second annotates the object.
+OPERATOR = operator_source(f"{OWN}/managed", f'''\
 @kopf.on.create("", "v1", "configmaps", labels=SELECTED)
 def created(name, patch, retry, **_):
     record(f"create#{{retry}}", name)
     if retry == 0:
         raise kopf.TemporaryError("first try fails on purpose", delay=1)
     patch.metadata.annotations["{OWN}/handled-by"] = COPY
-
-
-@kopf.on.delete("", "v1", "configmaps", labels=SELECTED)
-def deleted(name, **_):
-    record("delete", name)
-'''
+''')
 
 # The test's ConfigMaps, as the cluster holds them: whose label each carries.
 # No object is handled by both copies: each copy's Kopf would take the
@@ -98,17 +60,6 @@ KOPF_OBJECTS = {
 HANDLED = {"a": {"cm-a"}, "b": {"cm-b"}}
 
 
-def wait_for(what, check, timeout=60, diag=lambda: ""):
-    """Polls check() until it returns a true value (bounded)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.3)
-    pytest.fail(f"timed out after {timeout}s waiting for {what}\n{diag()}")
-
-
 def configmap(name, labels=None, annotations=None, finalizers=None, data=None):
     md = {"name": name, "labels": labels or {}}
     if annotations:
@@ -118,54 +69,20 @@ def configmap(name, labels=None, annotations=None, finalizers=None, data=None):
     return json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": data or {"k": "v"}})
 
 
-class Side:
-    """A kubeconfig and a kubectl on it, in the module's namespace."""
-
-    def __init__(self, kubeconfig, kubectl):
-        self.kubeconfig, self.kubectl = kubeconfig, kubectl
-
-
 @pytest.fixture(scope="module")
 def meta_cluster(upstream, workdir):
     """The cluster: in stand-in mode a stand-in of its own with finalizers
     (`--finalizers`), else the real cluster; the module's namespace created
     there, and deleted at the end (finalizers left by a failed test removed
     first, so that it goes)."""
-    d = workdir / "metadata-keys"
-    d.mkdir(exist_ok=True)
-    proc = None
-    if REAL:
-        kc = upstream.kubeconfig
-    else:
-        proc, port, _ = start_standin(d, "standin", "--seed-namespace", "", "--finalizers")
-        kc = write_kubeconfig(d / "cluster.kubeconfig", f"http://127.0.0.1:{port}", NS)
-    k = Kubectl(kc, d / "cache-cluster", NS, [d / "standin.log"] if proc else [])
-    k("create", "namespace", NS)
-    try:
-        yield Side(kc, k)
-    finally:
-        listed = k.run("get", "configmaps", "-o", "json", check=False)
-        if listed.returncode == 0:
-            for cm in json.loads(listed.stdout)["items"]:
-                if cm["metadata"].get("finalizers"):
-                    k.run("patch", "configmap", cm["metadata"]["name"], "--type=merge", "-p",
-                          '{"metadata":{"finalizers":null}}', check=False)
-        k.run("delete", "namespace", NS, "--ignore-not-found", "--wait=false", check=False)
-        if proc:
-            stop(proc)
+    yield from shared_cluster(workdir / "metadata-keys", NS, upstream.kubeconfig, ("--wait=false",))
 
 
 @pytest.fixture(scope="module")
 def copy_b(meta_cluster, workdir, regroup_bin):
     """regroup with copy B's metadata rules in front of the cluster; the
     app's kubeconfig (no credentials, the module's namespace)."""
-    d = workdir / "metadata-keys"
-    config = d / "copy-b.yaml"
-    config.write_text(CONFIG_B)
-    proc, port, log = start_regroup(regroup_bin, d, "regroup-copy-b", config, meta_cluster.kubeconfig)
-    kc = write_kubeconfig(d / "copy-b.kubeconfig", f"http://127.0.0.1:{port}", NS)
-    yield Side(kc, Kubectl(kc, d / "cache-copy-b", NS, [log]))
-    stop(proc)
+    yield from copy_b_regroup(regroup_bin, workdir / "metadata-keys", "regroup-copy-b", PREFIXES_B, meta_cluster, NS)
 
 
 def cluster_cm(cluster, name):
@@ -177,26 +94,7 @@ def cluster_cm(cluster, name):
 
 @pytest.fixture
 def operators(meta_cluster, copy_b, workdir):
-    pytest.importorskip("kopf", reason="kopf is in e2e/requirements.txt; run e2e/install.sh")
-    d = workdir / "metadata-keys"
-    op = d / "operator.py"
-    op.write_text(OPERATOR)
-    procs = {}
-    for name, side in (("a", meta_cluster), ("b", copy_b)):
-        record = d / f"handled-{name}.txt"
-        record.write_text("")
-        log = open(d / f"kopf-{name}.log", "w")
-        env = dict(os.environ, KUBECONFIG=str(side.kubeconfig), E2E_COPY=name, E2E_RECORD=str(record))
-        procs[name] = (subprocess.Popen([sys.executable, "-m", "kopf", "run", str(op), "--standalone",
-                                         f"--namespace={NS}", "--verbose"],
-                                        stdout=log, stderr=subprocess.STDOUT, env=env), record, d / f"kopf-{name}.log")
-    yield procs
-    for proc, _, _ in procs.values():
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    yield from run_copies(workdir / "metadata-keys", OPERATOR, (("a", meta_cluster), ("b", copy_b)), NS)
 
 
 def records(path):
@@ -227,7 +125,7 @@ def test_two_kopf_copies_handle_only_their_own_configmaps(operators, meta_cluste
                           for k in (o["metadata"].get("annotations") or {}))
         return objs if done and settled else None
 
-    objs = wait_for("both copies' handlers on their ConfigMaps", all_handled, diag=diag)
+    objs = wait_for("both copies' handlers on their ConfigMaps", all_handled, timeout=60, diag=diag)
 
     # Read from the cluster: each copy's keys under its own names, both on the shared one.
     for name, obj in objs.items():
@@ -268,7 +166,7 @@ def test_two_kopf_copies_handle_only_their_own_configmaps(operators, meta_cluste
     for name in KOPF_OBJECTS:
         meta_cluster.kubectl("delete", "configmap", name, "--wait=false")
     wait_for("the ConfigMaps released and deleted",
-             lambda: all(cluster_cm(meta_cluster, n) is None for n in KOPF_OBJECTS), diag=diag)
+             lambda: all(cluster_cm(meta_cluster, n) is None for n in KOPF_OBJECTS), timeout=60, diag=diag)
     for copy, (_, record, _) in operators.items():
         deletes = sorted(n for what, n in records(record) if what == "delete")
         assert deletes == sorted(HANDLED[copy]), (copy, records(record))

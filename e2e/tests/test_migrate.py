@@ -22,7 +22,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 
@@ -30,7 +29,7 @@ import pytest
 import yaml
 
 from conftest import start_regroup, start_standin
-from e2e_support import DIRECT, E2E, REAL, stop, tail, write_kubeconfig
+from e2e_support import DIRECT, E2E, REAL, stop, tail, wait_for, write_kubeconfig
 
 pytestmark = pytest.mark.skipif(DIRECT, reason="REGROUP_E2E_DIRECT: migrate talks to the cluster itself")
 
@@ -40,19 +39,6 @@ COUNTER = itertools.count(1)
 FOOS = ("alpha", "beta", "gamma")
 # Statuses the test writes (gamma has none).
 STATUS = {"alpha": {"availableReplicas": 1}, "beta": {"availableReplicas": 2}}
-WAIT = 90  # seconds: the longest a real cluster's garbage collector or CRD is waited for
-
-
-def wait_for(what, check, timeout=WAIT, diag=lambda: ""):
-    """Polls check() until it returns a true value (bounded)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}\n{diag()}")
-        time.sleep(0.3)
 
 
 class Cluster:

@@ -36,13 +36,12 @@ at the end), all in a namespace of the run's, deleted at the end."""
 import json
 import os
 import subprocess
-import time
 import uuid
 
 import pytest
 
 from conftest import start_regroup, start_standin
-from e2e_support import DIRECT, E2E, KUBECTLS, REAL, Kubectl, stop, write_kubeconfig
+from e2e_support import DIRECT, E2E, KUBECTLS, REAL, WAIT, Kubectl, stop, wait_for, write_kubeconfig
 
 pytestmark = pytest.mark.skipif(DIRECT, reason="REGROUP_E2E_DIRECT: no regroup, so no copy's view of discovery")
 
@@ -64,7 +63,6 @@ AGGREGATED_ACCEPT = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDis
                      "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json")
 AGGREGATED_V2BETA1_ACCEPT = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
 AGGREGATED_KIND = "APIGroupDiscoveryList"
-WAIT = 90  # seconds: the longest a real cluster's CRD or discovery is waited for
 
 
 def raw_get(kubeconfig, path, accept):
@@ -90,17 +88,6 @@ def foo(key):
     return {"apiVersion": f"{GROUPS[key]}/v1alpha1", "kind": "Foo",
             "metadata": {"name": "shared", "labels": {"copy": key}},
             "spec": {"deploymentName": f"{key}-deploy", "replicas": REPLICAS[key]}}
-
-
-def wait_for(what, check, timeout=WAIT):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.5)
 
 
 class World:
@@ -183,7 +170,7 @@ def world(request, workdir, regroup_bin):
             cluster = Kubectl(cluster_kc, d / "cache-cluster", NS, [slog])
             w = World(mode, d, cluster_kc, cluster)
             w.logs.append(slog)
-        wait_for("the Foo groups in discovery", lambda: discovery_ready(cluster_kc))
+        wait_for("the Foo groups in discovery", lambda: discovery_ready(cluster_kc), interval=0.5)
         cluster("create", "namespace", NS)
         for key in GROUPS:
             cluster("create", "-f", "-", input=json.dumps(foo(key)))

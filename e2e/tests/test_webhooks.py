@@ -26,6 +26,7 @@ create of a Foo and on reading a Bar in the other version, through the
 `url:` clientConfig on 127.0.0.1; skipped, saying so, when that
 apiserver can't reach this machine's loopback (it runs elsewhere)."""
 import base64
+import functools
 import json
 import os
 import ssl
@@ -38,8 +39,8 @@ import urllib.request
 import pytest
 
 from conftest import LOGS
-from e2e_support import (CLUSTER_GROUP, CONFIG_YAML, DIRECT, E2E, ORIG_GROUP, REPO, Kubectl, free_port, stop, tail,
-                         wait_port, write_kubeconfig)
+from e2e_support import (CLUSTER_GROUP, CONFIG_YAML, DIRECT, E2E, ORIG_GROUP, REPO, Kubectl, free_port, poll, stop,
+                         tail, wait_port, write_kubeconfig)
 
 REAL = bool(os.environ.get("REGROUP_E2E_KUBECONFIG"))
 CAPTURED = REPO / "testdata" / "kube-1.29" / "webhooks" / "renamed"
@@ -206,13 +207,11 @@ def test_the_cluster_stores_regroups_address_and_ca(setup):
             assert obj["webhooks"][0]["rules"][0]["apiGroups"] == [CLUSTER_GROUP]
 
 
-def call(setup, kind, case):
-    """POSTs a captured review to the webhook URL the cluster stored, over
-    TLS trusting the caBundle it stored, as kube-apiserver does."""
-    cc = client_config(kind, stored(setup, kind))
-    ctx = ssl.create_default_context(cadata=base64.b64decode(cc["caBundle"]).decode())
+def send_review(url, ctx, case):
+    """POSTs the captured review `case` to `url` over TLS with `ctx`, as
+    kube-apiserver does; the answer's `response` (for the review's uid)."""
     body = (CAPTURED / case / "request.body").read_bytes()
-    req = urllib.request.Request(cc["url"] + "?timeout=10s", data=body, method="POST",
+    req = urllib.request.Request(url + "?timeout=10s", data=body, method="POST",
                                  headers={"Content-Type": "application/json", "Accept": "application/json, */*",
                                           "User-Agent": "kube-apiserver-admission"})
     with urllib.request.urlopen(req, context=ctx, timeout=20) as r:
@@ -222,41 +221,64 @@ def call(setup, kind, case):
     return answer["response"]
 
 
-def test_validating_deny_and_allow_in_the_clusters_names(setup):
-    denied = call(setup, "validatingwebhookconfiguration", "083-webhook-validating-v1-create")
+def call(setup, kind, case):
+    """POSTs a captured review to the webhook URL the cluster stored, over
+    TLS trusting the caBundle it stored, as kube-apiserver does."""
+    cc = client_config(kind, stored(setup, kind))
+    return send_review(cc["url"], ssl.create_default_context(cadata=base64.b64decode(cc["caBundle"]).decode()), case)
+
+
+# kube-apiserver 1.29's captured reviews, sent by `send(kind, case)` (the
+# registration's kind): the answers in the cluster's names (also
+# test_inject_webhooks.py's).
+
+def validating_deny_and_allow(send):
+    denied = send("validatingwebhookconfiguration", "083-webhook-validating-v1-create")
     assert denied["allowed"] is False
     assert denied["status"]["message"] == f"the app refuses {CLUSTER_GROUP}/v1alpha1, Kind=Foo named rejected-v1"
-    allowed = call(setup, "validatingwebhookconfiguration", "076-webhook-validating-v1-create")
+    allowed = send("validatingwebhookconfiguration", "076-webhook-validating-v1-create")
     assert allowed["allowed"] is True
     assert allowed["warnings"] == [f"the app checked {CLUSTER_GROUP}/v1alpha1, Kind=Foo hooked-v1 (CREATE)"]
     # admission.k8s.io/v1beta1 reviews too.
-    old = call(setup, "validatingwebhookconfiguration", "102-webhook-validating-v1beta1-create")
+    old = send("validatingwebhookconfiguration", "102-webhook-validating-v1beta1-create")
     assert old["allowed"] is False and CLUSTER_GROUP in old["status"]["message"]
 
 
-def test_mutating_patch_in_the_clusters_names(setup):
-    answer = call(setup, "mutatingwebhookconfiguration", "075-webhook-mutating-v1-create")
+def mutating_patch(send, alpha_uid):
+    answer = send("mutatingwebhookconfiguration", "075-webhook-mutating-v1-create")
     assert answer["patchType"] == "JSONPatch"
     patch = json.loads(base64.b64decode(answer["patch"]))
     owners = [op for op in patch if op["path"] == "/metadata/ownerReferences"][0]
     assert owners["value"] == [{"apiVersion": f"{CLUSTER_GROUP}/v1alpha1", "kind": "Foo", "name": "alpha",
-                                "uid": setup.alpha_uid}]
+                                "uid": alpha_uid}]
     label = [op for op in patch if op["path"].startswith("/metadata/labels/")][0]
     assert label["value"] == ORIG_GROUP, "a label value that looks like a group stays"
 
 
-def test_conversion_between_two_versions_in_the_clusters_names(setup):
-    answer = call(setup, "customresourcedefinition", "112-webhook-convert-create-to-v1beta1")
+def conversion_both_ways_and_a_failed_one(send):
+    answer = send("customresourcedefinition", "112-webhook-convert-create-to-v1beta1")
     assert answer["result"]["status"] == "Success"
-    converted = answer["convertedObjects"][0]
-    assert converted["apiVersion"] == f"{CLUSTER_GROUP}/v1beta1"
-    assert converted["spec"]["replicas"] == 3 and "size" not in converted["spec"]
-    assert converted["spec"]["fooRef"]["apiVersion"] == f"{CLUSTER_GROUP}/v1alpha1"
-    back = call(setup, "customresourcedefinition", "116-webhook-convert-create-to-v1alpha1")
+    obj = answer["convertedObjects"][0]
+    assert obj["apiVersion"] == f"{CLUSTER_GROUP}/v1beta1"
+    assert obj["spec"]["replicas"] == 3 and "size" not in obj["spec"]
+    assert obj["spec"]["fooRef"]["apiVersion"] == f"{CLUSTER_GROUP}/v1alpha1"
+    back = send("customresourcedefinition", "116-webhook-convert-create-to-v1alpha1")
     assert back["convertedObjects"][0]["apiVersion"] == f"{CLUSTER_GROUP}/v1alpha1"
-    failed = call(setup, "customresourcedefinition", "135-webhook-convert-get-to-v1beta1")
+    failed = send("customresourcedefinition", "135-webhook-convert-get-to-v1beta1")
     assert failed["result"] == {"status": "Failure",
                                 "message": f"the app will not convert fail to {CLUSTER_GROUP}/v1beta1"}
+
+
+def test_validating_deny_and_allow_in_the_clusters_names(setup):
+    validating_deny_and_allow(functools.partial(call, setup))
+
+
+def test_mutating_patch_in_the_clusters_names(setup):
+    mutating_patch(functools.partial(call, setup), setup.alpha_uid)
+
+
+def test_conversion_between_two_versions_in_the_clusters_names(setup):
+    conversion_both_ways_and_a_failed_one(functools.partial(call, setup))
 
 
 def test_a_caller_without_the_stored_ca_fails_the_handshake(setup):
@@ -268,7 +290,7 @@ def test_a_caller_without_the_stored_ca_fails_the_handshake(setup):
 
 def test_metrics_count_reviews_and_rejections(setup):
     call(setup, "validatingwebhookconfiguration", "083-webhook-validating-v1-create")
-    text = urllib.request.urlopen(f"http://127.0.0.1:{setup.metrics_port}/metrics", timeout=10).read().decode()
+    text = metrics(setup)
     assert 'regroup_webhook_requests_total{webhook="validate-e2e",kind="AdmissionReview"}' in text
     assert 'regroup_webhook_rejections_total{webhook="validate-e2e"}' in text
     log = setup.regroup_log.read_text()
@@ -276,14 +298,7 @@ def test_metrics_count_reviews_and_rejections(setup):
 
 
 def until(pred, timeout, what):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = pred()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what} within {timeout}s")
-        time.sleep(1)
+    return poll(pred, timeout, 1, lambda: f"{what} within {timeout}s")
 
 
 def unreachable(stderr):
@@ -292,11 +307,66 @@ def unreachable(stderr):
         m in stderr for m in ("connection refused", "dial tcp", "i/o timeout", "no route to host"))
 
 
-def reviews_received(setup, hook):
-    """How many AdmissionReviews regroup's webhook listener got for `hook`."""
-    text = urllib.request.urlopen(f"http://127.0.0.1:{setup.metrics_port}/metrics", timeout=10).read().decode()
-    prefix = f'regroup_webhook_requests_total{{webhook="{hook}",kind="AdmissionReview"}} '
-    return sum(float(line[len(prefix):]) for line in text.splitlines() if line.startswith(prefix))
+def metrics(setup):
+    """regroup's /metrics (setup.metrics_port)."""
+    return urllib.request.urlopen(f"http://127.0.0.1:{setup.metrics_port}/metrics", timeout=10).read().decode()
+
+
+def reviews_received(setup, hook, kind="AdmissionReview"):
+    """How many reviews of `kind` regroup's webhook listener got for `hook`."""
+    prefix = f'regroup_webhook_requests_total{{webhook="{hook}",kind="{kind}"}} '
+    return sum(float(line[len(prefix):]) for line in metrics(setup).splitlines() if line.startswith(prefix))
+
+
+# A real kube-apiserver calling the webhooks through regroup (REGROUP_E2E_KUBECONFIG):
+# `setup` has the app's kubectl (`app`, through the sidecar), the cluster's
+# (`cluster`), regroup's `metrics_port` and Foo alpha's uid (`alpha_uid`).
+
+def refusal(setup, foo, hook):
+    """The app's server-side dry-run create of `foo`, tried until the
+    validating webhook `hook` (regroup's name) refuses it: (kubectl's
+    stderr, the hook's AdmissionReviews counted before). Skipped, saying why,
+    when that apiserver can't reach this machine's loopback or admits the Foo
+    without calling any webhook."""
+    started, before = time.monotonic(), reviews_received(setup, hook)
+
+    def refused():
+        p = setup.app.run("create", "--dry-run=server", "-f", "-", input=json.dumps(foo), check=False)
+        if unreachable(p.stderr):
+            pytest.skip("this cluster's kube-apiserver can't reach 127.0.0.1 of this machine (it runs elsewhere), "
+                        f"so the url: clientConfig on loopback can't be served: {p.stderr.strip()[:300]}")
+        if p.returncode == 0 and time.monotonic() - started > 20 and reviews_received(setup, hook) == before:
+            pytest.skip("this cluster admitted the Foo without calling any webhook in 20 s (the stand-in posing "
+                        "as a cluster in e2e/real-mode-selfcheck.sh never calls webhooks)")
+        return p.returncode != 0 and "denied the request" in p.stderr and p.stderr
+    # A new configuration takes a moment to be in force.
+    return until(refused, 30, "the validating webhook did not refuse"), before
+
+
+def mutated_and_kept(setup, foo, name):
+    """`foo` created by the app as `name`: the mutating webhook labelled it
+    and made it a dependent of Foo alpha, in the app's names, and the
+    cluster holds it in its own."""
+    foo["metadata"]["name"] = name
+    made = json.loads(setup.app("create", "-o", "json", "-f", "-", input=json.dumps(foo)))
+    assert made["metadata"]["labels"]["e2e.regroup.dev/mutated-by"] == ORIG_GROUP
+    owner = {"kind": "Foo", "name": "alpha", "uid": setup.alpha_uid}
+    assert made["metadata"]["ownerReferences"] == [dict(owner, apiVersion=f"{ORIG_GROUP}/v1alpha1")]
+    # The owner exists on the cluster under the renamed group: the garbage
+    # collector keeps the Foo (it deletes a dependent whose owner is gone).
+    time.sleep(3)
+    on_cluster = setup.cluster.json("get", f"foos.{CLUSTER_GROUP}", name)
+    assert on_cluster["metadata"]["ownerReferences"] == [dict(owner, apiVersion=f"{CLUSTER_GROUP}/v1alpha1")]
+
+
+def converted(setup, kind, plural):
+    """Conversion: a `kind` (its CRD's conversion webhook the app's) written
+    in v1alpha1, read in v1beta1."""
+    obj = {"apiVersion": f"{ORIG_GROUP}/v1alpha1", "kind": kind, "metadata": {"name": "one"}, "spec": {"size": 3}}
+    until(lambda: setup.app.run("create", "-f", "-", input=json.dumps(obj), check=False).returncode == 0, 60,
+          f"the {kind} CRD was not served")
+    got = setup.app.json("get", f"{plural}.v1beta1.{ORIG_GROUP}", "one")
+    assert got["apiVersion"] == f"{ORIG_GROUP}/v1beta1" and got["spec"] == {"replicas": 3}
 
 
 @pytest.mark.skipif(not REAL, reason="the stand-in never calls webhooks; kube-apiserver's calls are replayed above")
@@ -305,36 +375,10 @@ def test_a_real_apiserver_calls_the_apps_webhooks_through_regroup(setup):
     foo = {"apiVersion": f"{ORIG_GROUP}/v1alpha1", "kind": "Foo",
            "metadata": {"name": "rejected-by-webhook", "labels": labels},
            "spec": {"deploymentName": "x", "replicas": 1}}
-    started, before = time.monotonic(), reviews_received(setup, "validate-e2e")
-
-    def refused():
-        p = setup.app.run("create", "--dry-run=server", "-f", "-", input=json.dumps(foo), check=False)
-        if unreachable(p.stderr):
-            pytest.skip("this cluster's kube-apiserver can't reach 127.0.0.1 of this machine (it runs elsewhere), "
-                        f"so the url: clientConfig on loopback can't be served: {p.stderr.strip()[:300]}")
-        if p.returncode == 0 and time.monotonic() - started > 20 and reviews_received(setup, "validate-e2e") == before:
-            pytest.skip("this cluster admitted the Foo without calling any webhook in 20 s (the stand-in posing "
-                        "as a cluster in e2e/real-mode-selfcheck.sh never calls webhooks)")
-        return p.returncode != 0 and "denied the request" in p.stderr and p.stderr
-    # A new configuration takes a moment to be in force.
-    stderr = until(refused, 30, "the validating webhook did not refuse")
+    stderr, _ = refusal(setup, foo, "validate-e2e")
     assert f"the app refuses {ORIG_GROUP}/v1alpha1, Kind=Foo named rejected-by-webhook" in stderr
-    foo["metadata"]["name"] = "mutated-by-webhook"
-    made = json.loads(setup.app("create", "-o", "json", "-f", "-", input=json.dumps(foo)))
-    assert made["metadata"]["labels"]["e2e.regroup.dev/mutated-by"] == ORIG_GROUP
-    owner = {"kind": "Foo", "name": "alpha", "uid": setup.alpha_uid}
-    assert made["metadata"]["ownerReferences"] == [dict(owner, apiVersion=f"{ORIG_GROUP}/v1alpha1")]
-    # The owner exists on the cluster under the renamed group: the garbage
-    # collector keeps the Foo (it deletes a dependent whose owner is gone).
-    time.sleep(3)
-    on_cluster = setup.cluster.json("get", f"foos.{CLUSTER_GROUP}", "mutated-by-webhook")
-    assert on_cluster["metadata"]["ownerReferences"] == [dict(owner, apiVersion=f"{CLUSTER_GROUP}/v1alpha1")]
-    # Conversion: a Bar written in v1alpha1, read in v1beta1.
-    bar = {"apiVersion": f"{ORIG_GROUP}/v1alpha1", "kind": "Bar", "metadata": {"name": "one"}, "spec": {"size": 3}}
-    until(lambda: setup.app.run("create", "-f", "-", input=json.dumps(bar), check=False).returncode == 0, 60,
-          "the Bar CRD was not served")
-    got = setup.app.json("get", f"bars.v1beta1.{ORIG_GROUP}", "one")
-    assert got["apiVersion"] == f"{ORIG_GROUP}/v1beta1" and got["spec"] == {"replicas": 3}
+    mutated_and_kept(setup, foo, "mutated-by-webhook")
+    converted(setup, "Bar", "bars")
 
 
 # --- the app rotates its CA: patches and server-side apply through the sidecar --------------------
