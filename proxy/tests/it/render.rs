@@ -461,3 +461,84 @@ fn render_gives_the_copys_crd_its_own_short_names_and_categories() {
         yaml_docs(&std::fs::read(&input).unwrap())
     );
 }
+
+/// A CRD in External Secrets' shape (a label under a ruled metadata
+/// prefix, comments, long descriptions, flow style) and a workload with an
+/// octal mode: `render` changes only the renamed bytes, every other byte of
+/// the document kept.
+#[test]
+fn render_changes_only_the_renamed_bytes_of_a_crd_and_a_workload() {
+    let config = "rules:\n  - from: external-secrets.io\n    to: external-secrets.team-b.example.com\nmetadata:\n  fromRules: true\n";
+    let input = r#"# Source: external-secrets/templates/crds/externalsecret.yaml
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  annotations:
+    controller-gen.kubebuilder.io/version: v0.16.4
+  labels:
+    external-secrets.io/component: controller   # what the chart's selector picks
+  name: "externalsecrets.external-secrets.io"
+spec:
+  group: external-secrets.io
+  names: {kind: ExternalSecret, plural: externalsecrets, shortNames: [es]}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          description: >-
+            ExternalSecret is the Schema for the external-secrets API. It
+            fetches secrets from a provider and writes them to a Secret.
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: external-secrets
+  labels: {external-secrets.io/component: controller, app: eso}
+spec:
+  selector: {matchLabels: {app: eso}}
+  template:
+    metadata: {labels: {app: eso}}
+    spec:
+      containers: [{name: eso, image: "ghcr.io/external-secrets/external-secrets:v0.10.0"}]
+      volumes:
+        - name: certs
+          secret: {secretName: eso-webhook, defaultMode: 0644}
+"#;
+    let want = input
+        .replace(
+            "    external-secrets.io/component: controller   #",
+            "    external-secrets.team-b.example.com/component: controller   #",
+        )
+        .replace(
+            "  name: \"externalsecrets.external-secrets.io\"",
+            "  name: \"externalsecrets.external-secrets.team-b.example.com\"",
+        )
+        .replace(
+            "  group: external-secrets.io\n",
+            "  group: external-secrets.team-b.example.com\n",
+        )
+        .replace(
+            "labels: {external-secrets.io/component: controller, app: eso}",
+            "labels: {external-secrets.team-b.example.com/component: controller, app: eso}",
+        );
+    let dir = std::env::temp_dir().join(format!("regroup-render-bytes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("config.yaml");
+    std::fs::write(&cfg, config).unwrap();
+    let out = regroup(
+        &["render", "-c", cfg.to_str().unwrap(), "-f", "-"],
+        Some(input.as_bytes()),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
+    let _ = std::fs::remove_dir_all(&dir);
+}
