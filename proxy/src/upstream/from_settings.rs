@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use regroup_config::Settings;
 
-use super::{kubeconfig, Upstream};
+use super::{kubeconfig, Upstream, UpstreamError};
 
 /// Where to reach the cluster, as the command line overrides the file.
 #[derive(Clone, Debug, Default)]
@@ -67,5 +67,42 @@ impl Upstream {
         )
         .map_err(|e| e.to_string())?;
         Ok((upstream, resolved))
+    }
+}
+
+/// An app's own server that regroup fronts (the aggregated front's
+/// backend, a webhook's): not the apiserver, so no kubeconfig, only its
+/// address, the CA that signs it, and the client certificate regroup
+/// presents to it.
+pub struct Backend<'a> {
+    /// `https://host:port`.
+    pub server: &'a str,
+    /// The PEM CA bundle its certificate chains to (`None`: the system
+    /// roots).
+    pub ca_pem: Option<Vec<u8>>,
+    /// Its certificate is not verified (loopback backends only).
+    pub insecure: bool,
+    /// regroup's client certificate and key, PEM.
+    pub client_cert: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Upstream {
+    /// The client of a fronted [`Backend`], with the settings' timeouts
+    /// (h2 offered, the backend chooses).
+    pub fn backend(
+        b: Backend<'_>,
+        limits: &regroup_config::Limits,
+    ) -> Result<Upstream, UpstreamError> {
+        Upstream::with_timeouts(
+            &kubeconfig::Resolved {
+                server: b.server.to_owned(),
+                ca_pem: b.ca_pem,
+                insecure: b.insecure,
+                client_cert: b.client_cert,
+                ..kubeconfig::Resolved::default()
+            },
+            false,
+            limits.into(),
+        )
     }
 }

@@ -19,9 +19,9 @@ use crate::serve::amend::registrations::WebhookRegistration;
 use crate::serve::live::Live;
 use crate::serve::observe::metrics::Health;
 use crate::serve::{Access, Lifecycle, Proxy, Serving};
-use crate::upstream::from_settings::Target;
+use crate::upstream::from_settings::{Backend, Target};
 use crate::upstream::own_client::OwnClient;
-use crate::upstream::{kubeconfig, Upstream};
+use crate::upstream::Upstream;
 
 /// Command-line overrides of the config file.
 #[derive(Debug, Default)]
@@ -274,17 +274,15 @@ async fn keep_credential(upstream: Arc<Upstream>) {
 pub fn preflight(settings: &Settings) -> Vec<String> {
     let mut problems = Vec::new();
     let backend = |server: &str, insecure: bool| {
-        Upstream::with_timeouts(
-            &kubeconfig::Resolved {
-                server: server.to_owned(),
-                insecure,
-                ..kubeconfig::Resolved::default()
-            },
-            false,
-            (&settings.limits).into(),
-        )
-        .map(drop)
-        .map_err(|e| e.to_string())
+        let b = Backend {
+            server,
+            ca_pem: None,
+            insecure,
+            client_cert: None,
+        };
+        Upstream::backend(b, &settings.limits)
+            .map(drop)
+            .map_err(|e| e.to_string())
     };
     if let Some(f) = &settings.file.front {
         if let Err(e) = backend(&f.backend, f.dangerous_insecure_backend) {
@@ -452,19 +450,17 @@ async fn start_front(
         ),
         None => None,
     };
-    let backend = Upstream::with_timeouts(
-        &kubeconfig::Resolved {
-            server: front.backend.clone(),
+    let backend = Upstream::backend(
+        Backend {
+            server: &front.backend,
             ca_pem: backend_ca,
             insecure: front.dangerous_insecure_backend,
             client_cert: Some((
                 client.cert_pem.clone().into_bytes(),
                 client.key_pem.clone().into_bytes(),
             )),
-            ..kubeconfig::Resolved::default()
         },
-        false,
-        (&settings.limits).into(),
+        &settings.limits,
     )
     .map_err(|e| format!("front.backend: {e}"))?;
     if front.dangerous_insecure_backend {
@@ -591,15 +587,14 @@ async fn start_webhooks(
             url.scheme_str().unwrap_or("https"),
             url.authority().map(|a| a.as_str()).unwrap_or_default()
         );
-        let backend = Upstream::with_timeouts(
-            &kubeconfig::Resolved {
-                server: origin,
+        let backend = Upstream::backend(
+            Backend {
+                server: &origin,
                 ca_pem: backend_ca.clone(),
                 insecure: w.dangerous_insecure_backend,
-                ..kubeconfig::Resolved::default()
+                client_cert: None,
             },
-            false,
-            (&settings.limits).into(),
+            &settings.limits,
         )
         .map_err(|e| format!("webhooks.hooks {}: backend: {e}", h.name))?;
         hooks.push(Hook {
