@@ -72,10 +72,6 @@ pub fn load(text: &str) -> Result<Settings, ConfigError> {
         })?
     };
     let mut problems = Vec::new();
-    if !file.profiles.is_empty() {
-        let mark = copy_mark(&file);
-        crate::profiles::expand(&mut file, &mark, &mut problems);
-    }
 
     let lines: Vec<u64> = file.rules.iter().map(|r| r.referenced.line()).collect();
     let mut rules = Vec::new();
@@ -104,6 +100,12 @@ pub fn load(text: &str) -> Result<Settings, ConfigError> {
         None
     };
 
+    // Profiles add what the user could have written, each entry following
+    // the rules: so after the map, before what they add is checked.
+    if let (false, Some(m)) = (file.profiles.is_empty(), &map) {
+        let mark = copy_mark(&file, m);
+        crate::profiles::expand(&mut file, m, &mark, &mut problems);
+    }
     let mut fields = Vec::new();
     for (i, f) in file.fields.iter().enumerate() {
         let line = f.referenced.line();
@@ -180,26 +182,19 @@ pub fn load(text: &str) -> Result<Settings, ConfigError> {
 }
 
 /// The copy's mark as one DNS label (`team-b-1a2b3c4d`): the `names:`
-/// prefix or suffix, or the prefix derived from the rules, without its
-/// separators. For profiles' nested key prefixes.
-fn copy_mark(file: &ConfigFile) -> String {
+/// prefix or suffix, or the prefix derived from the rules (as
+/// [`object_names`] derives it), without its separators. For profiles'
+/// nested key prefixes.
+fn copy_mark(file: &ConfigFile, map: &GroupMap) -> String {
     let given = file
         .names
         .as_ref()
         .and_then(|n| n.value.prefix.clone().or_else(|| n.value.suffix.clone()));
     let affix = given.unwrap_or_else(|| {
-        let sides: Vec<(&str, &str)> = file
-            .rules
+        let sides: Vec<(&str, &str)> = map
+            .rules()
             .iter()
-            .filter_map(|r| {
-                let r = &r.value;
-                match (&r.from, &r.to, &r.from_suffix, &r.to_suffix) {
-                    (Some(f), Some(t), _, _) | (_, _, Some(f), Some(t)) => {
-                        Some((f.as_str(), t.as_str()))
-                    }
-                    _ => None,
-                }
-            })
+            .map(|r| r.rule.ends(Direction::ToCluster))
             .collect();
         crate::object_names::derived_prefix(&sides)
     });

@@ -13,7 +13,8 @@
 
 use serde_saphyr::{Location, Spanned};
 
-use crate::schema::{ConfigFile, FieldForm, FieldSpec, NamespacedNamesSpec, PairSpec, RuleSpec};
+use crate::schema::{ConfigFile, FieldForm, FieldSpec, NamespacedNamesSpec, PairSpec};
+use crate::{Direction, GroupMap};
 
 /// A key prefix an operator marks objects with, and how its copy's prefix
 /// is made.
@@ -143,32 +144,12 @@ pub const PROFILES: &[Profile] = &[
     },
 ];
 
-/// Where `group` goes under `rules` (as written, before validation).
-fn target(rules: &[Spanned<RuleSpec>], group: &str) -> Option<String> {
-    for r in rules {
-        let r = &r.value;
-        if r.from.as_deref() == Some(group) {
-            return r.to.clone();
-        }
-        if let (Some(fs), Some(ts)) = (&r.from_suffix, &r.to_suffix) {
-            if group == fs {
-                return Some(ts.clone());
-            }
-            if let Some(head) = group.strip_suffix(fs.as_str()) {
-                if head.ends_with('.') {
-                    return Some(format!("{head}{ts}"));
-                }
-            }
-        }
-    }
-    None
-}
-
 /// Adds what `file.profiles` asks for to `file`; problems (an unknown
 /// profile, none of its groups renamed) to `problems`. `mark` is the
 /// copy's names mark as a DNS label (`team-b-1a2b3c4d`), for nested key
 /// prefixes.
-pub fn expand(file: &mut ConfigFile, mark: &str, problems: &mut Vec<String>) {
+pub fn expand(file: &mut ConfigFile, map: &GroupMap, mark: &str, problems: &mut Vec<String>) {
+    let target = |group: &str| map.map_group(group, Direction::ToCluster);
     let asked = std::mem::take(&mut file.profiles);
     for name in &asked {
         let at = Location::UNKNOWN;
@@ -189,7 +170,7 @@ pub fn expand(file: &mut ConfigFile, mark: &str, problems: &mut Vec<String>) {
             .groups
             .iter()
             .copied()
-            .filter(|g| target(&file.rules, g).is_some())
+            .filter(|g| target(g).is_some())
             .collect();
         if renamed.is_empty() && p.name != "kopf" {
             problems.push(format!(
@@ -219,7 +200,7 @@ pub fn expand(file: &mut ConfigFile, mark: &str, problems: &mut Vec<String>) {
         }
         for prefix in p.prefixes {
             let (from, to) = match *prefix {
-                KeyPrefix::FollowsGroup(g) => match target(&file.rules, g) {
+                KeyPrefix::FollowsGroup(g) => match target(g) {
                     Some(t) => (g.to_string(), t),
                     None => continue,
                 },
@@ -252,26 +233,4 @@ pub fn expand(file: &mut ConfigFile, mark: &str, problems: &mut Vec<String>) {
         }
     }
     file.profiles = asked;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_group_follows_exact_and_suffix_rules() {
-        let file: ConfigFile = serde_saphyr::from_str(
-            "rules:\n  - {from: cert-manager.io, to: cm.team-b.example.com}\n  - {fromSuffix: acme.cert-manager.io, toSuffix: acme.team-b.example.com}\n",
-        )
-        .unwrap();
-        assert_eq!(
-            target(&file.rules, "cert-manager.io").as_deref(),
-            Some("cm.team-b.example.com")
-        );
-        assert_eq!(
-            target(&file.rules, "x.acme.cert-manager.io").as_deref(),
-            Some("x.acme.team-b.example.com")
-        );
-        assert_eq!(target(&file.rules, "argoproj.io"), None);
-    }
 }

@@ -172,6 +172,23 @@ pub struct Derived {
     pub fields: Vec<enum_fields::EnumField>,
 }
 
+/// Every object of `docs`, the items of a `List` in its place.
+pub(crate) fn each_object(docs: &[Json]) -> Vec<&Json> {
+    let mut out = Vec::new();
+    let mut stack: Vec<&Json> = docs.iter().rev().collect();
+    while let Some(d) = stack.pop() {
+        let is_list = d
+            .get("kind")
+            .and_then(Json::as_str)
+            .is_some_and(|k| k.ends_with("List"));
+        match d.get("items").and_then(Json::as_array) {
+            Some(items) if is_list => stack.extend(items.iter().rev()),
+            _ => out.push(d),
+        }
+    }
+    out
+}
+
 /// One line per derived name and field, for standard error.
 pub fn derived_lines(d: &Derived) -> Vec<String> {
     let mut out: Vec<String> = d

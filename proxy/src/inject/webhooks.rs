@@ -20,6 +20,8 @@
 
 use serde_json::{json, Value as Json};
 
+use crate::render::each_object as each;
+
 /// Where regroup mounts the app's serving certificate.
 pub const CERT_DIR: &str = "/etc/regroup/webhook-serving";
 
@@ -88,25 +90,6 @@ fn service_refs(docs: &[Json]) -> Vec<(String, ServiceRef)> {
                 }
             }
             _ => {}
-        }
-    }
-    out
-}
-
-/// The documents, `List`s looked into.
-fn each(docs: &[Json]) -> Vec<&Json> {
-    let mut out = Vec::new();
-    let mut stack: Vec<&Json> = docs.iter().rev().collect();
-    while let Some(d) = stack.pop() {
-        match d.get("items").and_then(Json::as_array) {
-            Some(items)
-                if d.get("kind")
-                    .and_then(Json::as_str)
-                    .is_some_and(|k| k.ends_with("List")) =>
-            {
-                stack.extend(items.iter().rev())
-            }
-            _ => out.push(d),
         }
     }
     out

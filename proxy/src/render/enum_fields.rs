@@ -23,7 +23,7 @@ pub struct EnumField {
 /// written) whose `enum` lists a group `map` renames.
 pub fn find(docs: &[Json], map: &GroupMap) -> Vec<EnumField> {
     let mut out = Vec::new();
-    for doc in docs {
+    for doc in super::each_object(docs) {
         if doc.get("kind").and_then(Json::as_str) != Some("CustomResourceDefinition") {
             continue;
         }

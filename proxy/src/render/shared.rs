@@ -49,15 +49,8 @@ pub fn find(docs: &[Json], namespaces: &[String], names: &ObjectNames) -> Shared
     if namespaces.is_empty() {
         return out;
     }
-    let mut stack: Vec<&Json> = docs.iter().rev().collect();
-    while let Some(doc) = stack.pop() {
+    for doc in super::each_object(docs) {
         let kind = doc.get("kind").and_then(Json::as_str).unwrap_or("");
-        if kind.ends_with("List") {
-            if let Some(items) = doc.get("items").and_then(Json::as_array) {
-                stack.extend(items.iter().rev());
-            }
-            continue;
-        }
         let Some(kind) = KINDS.iter().find(|k| **k == kind) else {
             continue;
         };
