@@ -163,7 +163,10 @@ pub fn load(text: &str) -> Result<Settings, ConfigError> {
     let allowed_hosts = allowed_hosts(&file.listeners.allowed_hosts, &mut problems);
     problems.extend(file.limits.problems());
     if let Some(front) = &file.front {
-        check_front(front, &mut problems);
+        check_front(front, file.publish.is_some(), &mut problems);
+    }
+    if let Some(p) = &file.publish {
+        check_publish(p, file.front.is_some(), &mut problems);
     }
     if let Some(w) = &file.webhooks {
         check_webhooks(w, &mut problems);
@@ -383,9 +386,29 @@ fn is_loopback_host(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-fn check_front(f: &Front, problems: &mut Vec<String>) {
+fn check_front(f: &Front, publish: bool, problems: &mut Vec<String>) {
     if f.cert_file.is_some() != f.key_file.is_some() {
         problems.push("front: `certFile` and `keyFile` go together".into());
+    }
+    if !f.request_header.from_cluster && f.request_header.client_ca_file.is_none() {
+        problems.push(
+            "front.requestHeader: with `fromCluster: false`, `clientCaFile` is required".into(),
+        );
+    }
+    match (publish, f.backend.is_empty()) {
+        (true, true) => return,
+        (true, false) => {
+            problems.push(
+                "front.backend: leave it out with `publish:` (publish.central is the backend)"
+                    .into(),
+            );
+            return;
+        }
+        (false, true) => {
+            problems.push("front.backend is required (the app's own aggregated server)".into());
+            return;
+        }
+        (false, false) => {}
     }
     let Some(host) = url_host(&f.backend) else {
         problems.push(format!(
@@ -399,10 +422,46 @@ fn check_front(f: &Front, problems: &mut Vec<String>) {
             "front.dangerousInsecureBackend is only allowed for a loopback backend, not `{host}`"
         ));
     }
-    if !f.request_header.from_cluster && f.request_header.client_ca_file.is_none() {
+}
+
+/// `publish:`: it needs the front, groups, and somewhere to put objects.
+fn check_publish(p: &crate::schema::Publish, has_front: bool, problems: &mut Vec<String>) {
+    if !has_front {
+        problems.push("publish: needs `front:` (the listener the cluster's aggregator calls)".into());
+    }
+    if p.groups.is_empty() {
+        problems.push("publish.groups: name at least one group of the central cluster".into());
+    }
+    for g in &p.groups {
+        if g.is_empty() || !g.contains('.') {
+            problems.push(format!("publish.groups: `{g}` is not an API group (a DNS name)"));
+        }
+    }
+    if p.target_namespace.is_none() && !p.match_namespaces {
         problems.push(
-            "front.requestHeader: with `fromCluster: false`, `clientCaFile` is required".into(),
+            "publish: give `targetNamespace`, or `matchNamespaces: true` (each remote namespace to its namesake)"
+                .into(),
         );
+    }
+    if let Some(id) = &p.cluster_id {
+        let ok = !id.is_empty()
+            && id.len() <= 63
+            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            && id.as_bytes()[0].is_ascii_alphanumeric()
+            && id.as_bytes()[id.len() - 1].is_ascii_alphanumeric();
+        if !ok {
+            problems.push(format!(
+                "publish.clusterId: `{id}` must be a label value (63 characters at most, alphanumerics, `-`, `_`, `.`)"
+            ));
+        }
+    }
+    for f in &p.connection_secrets.fields {
+        if f.is_empty() || f.split('.').any(str::is_empty) {
+            problems.push(format!("publish.connectionSecrets.fields: `{f}` is not a dotted path"));
+        }
+    }
+    if p.connection_secrets.resync_seconds == 0 {
+        problems.push("publish.connectionSecrets.resyncSeconds must be at least 1".into());
     }
 }
 

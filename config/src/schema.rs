@@ -44,6 +44,10 @@ pub struct ConfigFile {
     /// The aggregated-API front, when the app is itself an aggregated server.
     #[serde(default)]
     pub front: Option<Front>,
+    /// Publish mode: the front's backend is another cluster (the central
+    /// one), whose groups this cluster's users reach through the front.
+    #[serde(default)]
+    pub publish: Option<Publish>,
     /// The webhook listener, when the app serves admission or conversion
     /// webhooks that kube-apiserver calls.
     #[serde(default)]
@@ -343,6 +347,8 @@ pub struct Front {
     #[serde(default)]
     pub generated_dns_names: Vec<String>,
     /// The app's own aggregated server, e.g. `https://127.0.0.1:8443`.
+    /// Left out in publish mode (`publish.central` is the backend).
+    #[serde(default)]
     pub backend: String,
     /// CA that signs the backend's serving certificate.
     pub backend_ca_file: Option<PathBuf>,
@@ -544,4 +550,66 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line.
     Json,
+}
+
+/// Publish mode (docs/publish.md): a central cluster's API groups served
+/// in this (the remote) cluster through the aggregated front. `upstream`
+/// is the remote cluster (regroup's own reads: access reviews, Namespaces,
+/// connection Secrets); `central` the cluster whose objects the front
+/// reads and writes, with its own credential.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Publish {
+    /// The central cluster, in `upstream`'s form (kubeconfig, context,
+    /// in-cluster, ...).
+    pub central: Upstream,
+    /// The central cluster's groups to publish (central names; `rules`
+    /// may rename them on the way).
+    pub groups: Vec<String>,
+    /// The central namespace a remote namespace's objects go to unless
+    /// its Namespace says otherwise.
+    #[serde(default)]
+    pub target_namespace: Option<String>,
+    /// Each remote namespace goes to the central namespace of the same
+    /// name (unless its Namespace says otherwise).
+    #[serde(default)]
+    pub match_namespaces: bool,
+    /// This cluster's id on the central objects (default: the uid of the
+    /// remote `kube-system` Namespace).
+    #[serde(default)]
+    pub cluster_id: Option<String>,
+    /// The connection Secrets copied from the central cluster.
+    #[serde(default)]
+    pub connection_secrets: ConnectionSecrets,
+}
+
+/// `publish.connectionSecrets`: which fields of a published object name a
+/// Secret of its central namespace to copy into its remote namespace.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ConnectionSecrets {
+    /// Dotted paths to a Secret name in a published object, e.g.
+    /// `spec.writeConnectionSecretToRef.name`.
+    #[serde(default = "connection_secret_fields")]
+    pub fields: Vec<String>,
+    /// How often the copies are brought in line with the central cluster.
+    #[serde(default = "ten")]
+    pub resync_seconds: u64,
+}
+
+impl Default for ConnectionSecrets {
+    fn default() -> Self {
+        ConnectionSecrets {
+            fields: connection_secret_fields(),
+            resync_seconds: ten(),
+        }
+    }
+}
+
+fn connection_secret_fields() -> Vec<String> {
+    vec!["spec.writeConnectionSecretToRef.name".into()]
+}
+
+fn ten() -> u64 {
+    10
 }

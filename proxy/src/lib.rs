@@ -9,6 +9,7 @@ pub mod body;
 pub mod fuzz_harness;
 pub mod inject;
 pub mod migrate;
+pub mod publish;
 pub mod render;
 pub mod serve;
 pub mod upstream;
