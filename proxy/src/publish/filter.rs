@@ -1,0 +1,1 @@
+//! Discovery and OpenAPI cut down to the published groups.
