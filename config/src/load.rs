@@ -429,6 +429,12 @@ fn check_publish(p: &crate::schema::Publish, has_front: bool, problems: &mut Vec
     if !has_front {
         problems.push("publish: needs `front:` (the listener the cluster's aggregator calls)".into());
     }
+    if p.central.kubeconfig.is_none() {
+        problems.push(
+            "publish.central.kubeconfig is required (the central cluster's server and credential; never the remote cluster's defaults)"
+                .into(),
+        );
+    }
     if p.groups.is_empty() {
         problems.push("publish.groups: name at least one group of the central cluster".into());
     }

@@ -1,7 +1,86 @@
 //! Publish mode (docs/publish.md): the aggregated front whose backend is
 //! another (central) cluster. The remote cluster's callers are authorized
-//! by the remote cluster, their namespaces mapped to central target
-//! namespaces, names held by another source refused, and only the
-//! published groups shown in discovery and OpenAPI.
+//! by the remote cluster (`authorize`), their namespaces mapped to central
+//! target namespaces (`namespaces`), names held by another source refused
+//! (`source`, `publisher`), each request's bodies edited by a pipeline hook
+//! (`amend`), only the published groups shown in discovery and OpenAPI
+//! (`filter`), and connection Secrets copied down (`secrets`).
 
+pub(crate) mod amend;
+pub(crate) mod authorize;
 pub(crate) mod filter;
+pub mod manifests;
+pub(crate) mod namespaces;
+pub mod publisher;
+pub(crate) mod secrets;
+pub(crate) mod source;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use regroup_config::Settings;
+
+use crate::serve::stack::exchange::BodyLimits;
+use crate::upstream::own_client::OwnClient;
+use crate::upstream::Upstream;
+use namespaces::Namespaces;
+use publisher::{PublishSettings, Publisher};
+
+/// Starts publish mode: the central cluster's client, this cluster's id,
+/// and the connection Secrets' puller (a task for the life of the process).
+pub(crate) async fn start(
+    settings: &Settings,
+    p: &regroup_config::schema::Publish,
+    remote: OwnClient,
+    limits: BodyLimits,
+) -> Result<Arc<Publisher>, String> {
+    let central = Arc::new(Upstream::central(settings).ok_or("publish: not configured")??);
+    let cluster = match &p.cluster_id {
+        Some(id) => id.clone(),
+        None => cluster_id(&remote).await?,
+    };
+    let namespaces = Arc::new(Namespaces::new(
+        remote.clone(),
+        p.target_namespace.clone(),
+        p.match_namespaces,
+    ));
+    tracing::info!(
+        central = %central.describe(),
+        cluster = %cluster,
+        groups = ?p.groups,
+        "publishing the central cluster's groups"
+    );
+    if !p.connection_secrets.fields.is_empty() {
+        let puller = secrets::Puller {
+            central: OwnClient::new(central.clone()),
+            remote: remote.clone(),
+            namespaces: namespaces.clone(),
+            cluster: cluster.clone(),
+            groups: p.groups.clone(),
+            fields: p.connection_secrets.fields.clone(),
+            every: Duration::from_secs(p.connection_secrets.resync_seconds),
+        };
+        // Lives as long as the process.
+        drop(tokio::spawn(puller.run()));
+    }
+    Ok(Arc::new(Publisher::new(PublishSettings {
+        central,
+        remote,
+        namespaces,
+        cluster,
+        groups: p.groups.clone(),
+        limits,
+    })))
+}
+
+/// This cluster's default id: the uid of its `kube-system` Namespace.
+async fn cluster_id(remote: &OwnClient) -> Result<String, String> {
+    let ns = remote
+        .get_json("/api/v1/namespaces/kube-system")
+        .await
+        .map_err(|e| format!("publish: this cluster's id (the kube-system Namespace's uid; or set publish.clusterId): {e}"))?;
+    ns["metadata"]["uid"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| "publish: the kube-system Namespace has no uid; set publish.clusterId".into())
+}

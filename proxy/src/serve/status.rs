@@ -10,8 +10,11 @@ use crate::body::Body;
 /// Every `Status.reason` a [`Failure`] below carries: the metrics register
 /// `regroup_errors_total` at zero for each (`observe/labels.rs`, whose test
 /// fails when a constructor here uses another).
-pub const STATUS_REASONS: [&str; 10] = [
+pub const STATUS_REASONS: [&str; 13] = [
     "BadRequest",
+    "NotFound",
+    "Conflict",
+    "AlreadyExists",
     "RequestEntityTooLarge",
     "UnsupportedMediaType",
     "Invalid",
@@ -169,6 +172,34 @@ impl Failure {
         Failure {
             code: StatusCode::FORBIDDEN,
             reason: "Forbidden",
+            message: message.into(),
+        }
+    }
+
+    /// 404: an object that is not there for this caller (publish mode: its
+    /// name is held by another source).
+    pub fn not_found(message: impl Into<String>) -> Failure {
+        Failure {
+            code: StatusCode::NOT_FOUND,
+            reason: "NotFound",
+            message: message.into(),
+        }
+    }
+
+    /// 409: a write regroup refuses so as not to overwrite another's object.
+    pub fn conflict(message: impl Into<String>) -> Failure {
+        Failure {
+            code: StatusCode::CONFLICT,
+            reason: "Conflict",
+            message: message.into(),
+        }
+    }
+
+    /// 409: a create whose name another holds.
+    pub fn already_exists(message: impl Into<String>) -> Failure {
+        Failure {
+            code: StatusCode::CONFLICT,
+            reason: "AlreadyExists",
             message: message.into(),
         }
     }

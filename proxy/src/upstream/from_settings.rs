@@ -23,7 +23,15 @@ pub struct Target<'a> {
 /// `$KUBECONFIG` (every file of the list, merged, as kubectl does), else
 /// `~/.kube/config`, else the pod's service account.
 pub fn resolve(settings: &Settings, target: &Target<'_>) -> Result<kubeconfig::Resolved, String> {
-    let up = &settings.file.upstream;
+    resolve_section(&settings.file.upstream, target)
+}
+
+/// The cluster one `upstream:`-shaped section names (the file's
+/// `upstream`, or publish mode's `publish.central`), as [`resolve`].
+pub fn resolve_section(
+    up: &regroup_config::schema::Upstream,
+    target: &Target<'_>,
+) -> Result<kubeconfig::Resolved, String> {
     let context = target.context.or(up.context.as_deref());
     let in_cluster = || match &up.service_account_dir {
         Some(dir) => kubeconfig::in_cluster_at(dir),
@@ -67,6 +75,26 @@ impl Upstream {
         )
         .map_err(|e| e.to_string())?;
         Ok((upstream, resolved))
+    }
+
+    /// Publish mode's central cluster (`publish.central`), with the
+    /// settings' timeouts and its own protocol choice. `None` without
+    /// `publish:`.
+    pub fn central(settings: &Settings) -> Option<Result<Upstream, String>> {
+        let central = &settings.file.publish.as_ref()?.central;
+        Some(
+            resolve_section(central, &Target::default())
+                .map_err(|e| format!("publish.central: {e}"))
+                .and_then(|resolved| {
+                    Upstream::with_protocol(
+                        &resolved,
+                        central.dangerous_insecure_skip_tls_verify,
+                        (&settings.limits).into(),
+                        central.http2,
+                    )
+                    .map_err(|e| format!("publish.central: {e}"))
+                }),
+        )
     }
 }
 

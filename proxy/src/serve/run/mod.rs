@@ -284,7 +284,7 @@ pub fn preflight(settings: &Settings) -> Vec<String> {
             .map(drop)
             .map_err(|e| e.to_string())
     };
-    if let Some(f) = &settings.file.front {
+    if let Some(f) = settings.file.front.as_ref().filter(|_| settings.file.publish.is_none()) {
         if let Err(e) = backend(&f.backend, f.dangerous_insecure_backend) {
             problems.push(format!("front.backend: {e}"));
         }
@@ -444,6 +444,62 @@ async fn start_front(
         })
     };
     let tls = Arc::new(ReloadingConfig::new(serving, ca_source)?);
+    let auth = Arc::new(std::sync::RwLock::new(cfg));
+    let proxy = match &settings.file.publish {
+        Some(p) => {
+            let publisher =
+                crate::publish::start(settings, p, sidecar.own_client(), (&settings.limits).into())
+                    .await?;
+            Proxy::publish(live, publisher, auth.clone())
+        }
+        None => front_proxy(settings, live, front, &client, auth.clone())?,
+    };
+    let listener = TcpListener::bind(front.listen)
+        .await
+        .map_err(|e| format!("listening on {}: {e}", front.listen))?;
+    tracing::info!(listen = %front.listen, backend = %proxy.describe_backend(), "regroup serving the aggregated front");
+    let task = tokio::spawn(crate::serve::front::listen::serve_front(
+        listener,
+        tls.clone(),
+        Arc::new(proxy),
+        listening,
+    ));
+    // Publish mode has no app to make trust the front.
+    let trust = serving_ca.filter(|_| settings.file.publish.is_none()).map(|ca| FrontTrust {
+        client_ca_pem: client.ca_pem.clone().unwrap_or_default(),
+        client_cn: FRONT_CLIENT_CN.into(),
+        serving_ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca),
+    });
+    if trust.is_none() && settings.file.publish.is_none() {
+        tracing::warn!(
+            "front.caFile not set: the cluster's APIService caBundle is left as the app wrote it"
+        );
+    }
+    let follow = rh
+        .from_cluster
+        .then(|| crate::serve::front::ca_follower::Follower {
+            auth,
+            tls,
+            allowed: rh.allowed_names.clone(),
+            last: from_cluster_data,
+        });
+    Ok(StartedFront {
+        task,
+        trust,
+        ready,
+        follow,
+    })
+}
+
+/// The front of an app's own aggregated server (`front.backend`), which
+/// trusts regroup's front-proxy client certificate.
+fn front_proxy(
+    settings: &Settings,
+    live: Live,
+    front: &regroup_config::schema::Front,
+    client: &crate::serve::listen::tls::Identity,
+    auth: Arc<std::sync::RwLock<crate::serve::front::auth::RequestHeaderConfig>>,
+) -> Result<Proxy, String> {
     let backend_ca = match &front.backend_ca_file {
         Some(p) => Some(
             std::fs::read(p).map_err(|e| format!("front.backendCaFile {}: {e}", p.display()))?,
@@ -466,44 +522,7 @@ async fn start_front(
     if front.dangerous_insecure_backend {
         tracing::warn!(backend = %front.backend, "the app's certificate is NOT verified (dangerousInsecureBackend)");
     }
-    let auth = Arc::new(std::sync::RwLock::new(cfg));
-    let proxy = Arc::new(
-        Proxy::front(live, Arc::new(backend), auth.clone()).with_limits((&settings.limits).into()),
-    );
-    let listener = TcpListener::bind(front.listen)
-        .await
-        .map_err(|e| format!("listening on {}: {e}", front.listen))?;
-    tracing::info!(listen = %front.listen, backend = %front.backend, "regroup serving the aggregated front");
-    let task = tokio::spawn(crate::serve::front::listen::serve_front(
-        listener,
-        tls.clone(),
-        proxy,
-        listening,
-    ));
-    let trust = serving_ca.map(|ca| FrontTrust {
-        client_ca_pem: client.ca_pem.clone().unwrap_or_default(),
-        client_cn: FRONT_CLIENT_CN.into(),
-        serving_ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca),
-    });
-    if trust.is_none() {
-        tracing::warn!(
-            "front.caFile not set: the cluster's APIService caBundle is left as the app wrote it"
-        );
-    }
-    let follow = rh
-        .from_cluster
-        .then(|| crate::serve::front::ca_follower::Follower {
-            auth,
-            tls,
-            allowed: rh.allowed_names.clone(),
-            last: from_cluster_data,
-        });
-    Ok(StartedFront {
-        task,
-        trust,
-        ready,
-        follow,
-    })
+    Ok(Proxy::front(live, Arc::new(backend), auth).with_limits((&settings.limits).into()))
 }
 
 /// Starts the webhook listener; returns it, and what the sidecar does to

@@ -24,6 +24,7 @@ use crate::serve::live::Live;
 use crate::serve::stack;
 use crate::serve::stack::exchange::{BodyLimits, Forward};
 use crate::serve::status::Failure;
+use crate::publish::publisher::Publisher;
 use crate::upstream::own_client::OwnClient;
 use crate::upstream::Upstream;
 
@@ -35,6 +36,12 @@ enum Stack {
     /// The request-header settings change when the cluster's do.
     Front {
         auth: Arc<RwLock<RequestHeaderConfig>>,
+    },
+    /// Publish mode's front: the aggregator's callers authenticated as by
+    /// the front, then served from the central cluster (`publish/`).
+    Publish {
+        auth: Arc<RwLock<RequestHeaderConfig>>,
+        publisher: Arc<Publisher>,
     },
 }
 
@@ -103,10 +110,27 @@ impl Proxy {
         }
     }
 
+    /// Publish mode's front over the live engine: callers are this
+    /// cluster's aggregator (its names), the backend the central cluster.
+    pub fn publish(
+        live: Live,
+        publisher: Arc<Publisher>,
+        auth: Arc<RwLock<RequestHeaderConfig>>,
+    ) -> Proxy {
+        let mut p = Proxy::front(live, publisher.central().clone(), auth.clone());
+        p.stack = Stack::Publish { auth, publisher };
+        p
+    }
+
     /// The same stack with other body limits.
     pub fn with_limits(mut self, limits: BodyLimits) -> Proxy {
         self.fwd.limits = limits;
         self
+    }
+
+    /// Where this stack forwards, for the start-up line.
+    pub fn describe_backend(&self) -> String {
+        self.fwd.upstream.describe().to_owned()
     }
 
     /// regroup's own client of this stack's upstream.
@@ -133,6 +157,9 @@ impl Proxy {
     ) -> Result<Response<Body>, Infallible> {
         let started = Instant::now();
         let listener = self.fwd.listener;
+        if let Stack::Publish { auth, publisher } = &self.stack {
+            return Ok(self.published(auth, publisher, req, peer, started).await);
+        }
         if let Stack::Front { auth } = &self.stack {
             let cfg = auth.read().unwrap_or_else(|p| p.into_inner()).clone();
             if let Err(r) =
@@ -163,5 +190,45 @@ impl Proxy {
             started,
             result,
         ))
+    }
+
+    /// A request of publish mode's front: the caller authenticated (a
+    /// front-proxy certificate only: there is no token to review), no
+    /// identity or credential of theirs forwarded, then published.
+    async fn published(
+        &self,
+        auth: &RwLock<RequestHeaderConfig>,
+        publisher: &Publisher,
+        mut req: Request<Incoming>,
+        peer: Option<Arc<Vec<CertificateDer<'static>>>>,
+        started: Instant,
+    ) -> Response<Body> {
+        let listener = self.fwd.listener;
+        let cfg = auth.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let who = crate::serve::front::auth::authenticate(
+            peer.as_deref().map(Vec::as_slice),
+            req.headers(),
+            &cfg,
+        );
+        crate::serve::front::auth::strip_identity_headers(req.headers_mut(), &cfg);
+        req.headers_mut().remove(http::header::AUTHORIZATION);
+        let who = match who {
+            Ok(who) => who,
+            Err(r) => {
+                return crate::serve::respond::refused(
+                    listener,
+                    req.method(),
+                    req.uri().path(),
+                    started,
+                    r.reason(),
+                    r.failure(),
+                )
+            }
+        };
+        let method = req.method().clone();
+        let uri = req.uri().clone();
+        let info = RequestInfo::parse(uri.path(), uri.query());
+        let result = publisher.serve(self.live.load(), req, &info, &who).await;
+        crate::serve::respond::answer(listener, &method, uri.path(), &info, started, result)
     }
 }

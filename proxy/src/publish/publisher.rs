@@ -1,0 +1,627 @@
+//! One request of the remote cluster's aggregator, published: authorized
+//! by the remote cluster, its namespace mapped, its name checked against
+//! the other sources, then sent through the pipeline to the central
+//! cluster (with the per-request hook of `amend.rs`) and, for discovery
+//! and OpenAPI, cut down to the published groups on its way back.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use http::header::{self, HeaderValue};
+use http::{Method, Request, Response, StatusCode, Uri};
+use hyper::body::Incoming;
+use regroup_config::Direction;
+use serde_json::Value as Json;
+
+use super::amend::Published;
+use super::authorize::{self, Attributes};
+use super::filter;
+use super::namespaces::Namespaces;
+use super::source::{self, Holder, Source};
+use crate::body::{collect, full, Body};
+use crate::kube::RequestInfo;
+use crate::rewrite::Engine;
+use crate::serve::front::auth::Identity;
+use crate::serve::stack;
+use crate::serve::stack::exchange::{BodyLimits, Forward};
+use crate::serve::status::{page_not_found, Failure};
+use crate::upstream::own_client::OwnClient;
+use crate::upstream::Upstream;
+
+/// The largest discovery or OpenAPI document cut down.
+const DOCUMENT_LIMIT: usize = 64 << 20;
+
+/// What publish mode serves from.
+pub struct Publisher {
+    central: Arc<Upstream>,
+    central_reads: OwnClient,
+    remote: OwnClient,
+    namespaces: Arc<Namespaces>,
+    cluster: String,
+    /// The published groups, in the central cluster's names.
+    groups: Vec<String>,
+    limits: BodyLimits,
+    /// Central `group/version` → resource → namespaced, from discovery.
+    scopes: Mutex<HashMap<String, HashMap<String, bool>>>,
+}
+
+/// What publish mode is configured with.
+pub(crate) struct PublishSettings {
+    pub central: Arc<Upstream>,
+    pub remote: OwnClient,
+    pub namespaces: Arc<Namespaces>,
+    pub cluster: String,
+    pub groups: Vec<String>,
+    pub limits: BodyLimits,
+}
+
+impl Publisher {
+    pub(crate) fn new(s: PublishSettings) -> Publisher {
+        Publisher {
+            central_reads: OwnClient::new(s.central.clone()),
+            central: s.central,
+            namespaces: s.namespaces,
+            remote: s.remote,
+            cluster: s.cluster,
+            groups: s.groups,
+            limits: s.limits,
+            scopes: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The central cluster's client.
+    pub fn central(&self) -> &Arc<Upstream> {
+        &self.central
+    }
+
+    /// regroup's own client of the central cluster.
+    pub fn central_reads(&self) -> &OwnClient {
+        &self.central_reads
+    }
+
+    /// This cluster's id.
+    pub fn cluster(&self) -> &str {
+        &self.cluster
+    }
+
+    /// The published groups (central names).
+    pub fn groups(&self) -> &[String] {
+        &self.groups
+    }
+
+    /// Serves one request from `who` (authenticated by the front).
+    ///
+    /// Boxed as `Send`: the listener's future is checked for `Send` here,
+    /// where the types are concrete, not through every borrow inside.
+    pub(crate) fn serve<'a>(
+        &'a self,
+        engine: Arc<Engine>,
+        req: Request<Incoming>,
+        info: &'a RequestInfo,
+        who: &'a Identity,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Response<Body>, Failure>> + Send + 'a>>
+    {
+        Box::pin(async move {
+            if info.is_api && info.resource.is_some() {
+                self.resource(engine, req, info, who).await
+            } else {
+                self.non_resource(engine, req, info, who).await
+            }
+        })
+    }
+
+    /// Whether a group (remote name) is published.
+    fn published(&self, engine: &Engine, remote: &str) -> bool {
+        let central = engine
+            .map()
+            .map_group(remote, Direction::ToApp)
+            .unwrap_or_else(|| remote.to_owned());
+        self.groups.iter().any(|g| *g == central)
+    }
+
+    async fn resource(
+        &self,
+        engine: Arc<Engine>,
+        mut req: Request<Incoming>,
+        info: &RequestInfo,
+        who: &Identity,
+    ) -> Result<Response<Body>, Failure> {
+        if !self.published(&engine, &info.group) {
+            return Ok(page_not_found());
+        }
+        let (version, resource) = (
+            info.version.as_deref().unwrap_or_default(),
+            info.resource.as_deref().unwrap_or_default(),
+        );
+        let verb = info.verb(req.method().as_str());
+        authorize::review(
+            &self.remote,
+            who,
+            &Attributes::Resource {
+                verb,
+                group: &info.group,
+                version,
+                resource,
+                subresource: info.subresource.as_deref(),
+                namespace: info.namespace.as_deref(),
+                name: info.name.as_deref(),
+            },
+        )
+        .await?;
+        let central_group = engine
+            .map()
+            .map_group(&info.group, Direction::ToApp)
+            .unwrap_or_else(|| info.group.to_string());
+        let namespaced = self.namespaced(&central_group, version, resource).await?;
+        let mut published = Published {
+            cluster: self.cluster.clone(),
+            namespaces: None,
+            uid: None,
+            delete: req.method() == Method::DELETE,
+            created: Mutex::new(None),
+        };
+        let mut selector = None;
+        let mut path = req.uri().path().to_owned();
+        match (namespaced, info.namespace.as_deref()) {
+            // The central cluster's own cluster-scoped objects: read-only.
+            (false, _) => {
+                if !matches!(verb, "get" | "list" | "watch") {
+                    return Err(Failure::forbidden(format!(
+                        "{resource}.{} are the central cluster's, read-only here",
+                        info.group
+                    )));
+                }
+            }
+            (true, None) => {
+                if !matches!(verb, "list" | "watch") {
+                    return Err(Failure::bad_request(format!(
+                        "{verb} of {resource} needs a namespace"
+                    )));
+                }
+                selector = Some(source::cluster_selector(&self.cluster));
+                let targets = self.namespaces.every_target().await?;
+                if let [only] = targets.as_slice() {
+                    path = with_namespace(&path, resource, only);
+                }
+            }
+            (true, Some(remote_ns)) => {
+                let target = self.namespaces.target(remote_ns).await?;
+                let source = Source {
+                    namespace: remote_ns.to_owned(),
+                    cluster: self.cluster.clone(),
+                };
+                if let Some(name) = info.name.as_deref() {
+                    let central_path = format!(
+                        "{}/namespaces/{target}/{resource}/{name}",
+                        group_version_path(&central_group, version)
+                    );
+                    published.uid = self.held_by(&central_path, &source, info, verb).await?;
+                } else if verb != "create" {
+                    selector = Some(source.selector());
+                }
+                path = replace_namespace(&path, remote_ns, &target);
+                published.namespaces = Some((remote_ns.to_owned(), target));
+            }
+        }
+        let query = match (req.uri().query(), &selector) {
+            (q, Some(ours)) => Some(with_selector(q, ours, published.namespaces.as_ref())),
+            (Some(q), None) => Some(map_field_namespace(q, published.namespaces.as_ref())),
+            (None, None) => None,
+        };
+        *req.uri_mut() = rebuilt(&path, query.as_deref())?;
+        let central_info = Arc::new(RequestInfo::parse(req.uri().path(), req.uri().query()));
+        let published = Arc::new(published);
+        let method = req.method().clone();
+        let fwd = self.forward(published.clone());
+        let resp = stack::forward(&fwd, engine, req, central_info).await?;
+        if method == Method::POST && resp.status() == StatusCode::CONFLICT {
+            return self.explain_conflict(resp, &published, info, &central_group, version, resource).await;
+        }
+        Ok(resp)
+    }
+
+    /// The pipeline to the central cluster with this request's hook.
+    fn forward(&self, published: Arc<Published>) -> Forward {
+        Forward {
+            upstream: self.central.clone(),
+            dir: Direction::ToApp,
+            pass_through_auth: false,
+            amendments: vec![published],
+            listener: "front",
+            forwards_identity: false,
+            limits: self.limits.clone(),
+        }
+    }
+
+    /// Reads the central object a request names: its uid when this source
+    /// holds it, `None` when there is none; a refusal when another does.
+    async fn held_by(
+        &self,
+        central_path: &str,
+        source: &Source,
+        info: &RequestInfo,
+        verb: &str,
+    ) -> Result<Option<String>, Failure> {
+        let (status, _, body) = self
+            .central_reads
+            .request(
+                Method::GET,
+                central_path,
+                HeaderValue::from_static("application/json"),
+                None,
+            )
+            .await
+            .map_err(|e| Failure::unavailable(format!("reading the central object: {e}")))?;
+        if status == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if !status.is_success() {
+            return Err(Failure::unavailable(format!(
+                "the central cluster refused regroup's read of this object ({status}): its credential needs get in the target namespace"
+            )));
+        }
+        let obj: Json = serde_json::from_slice(&body)
+            .map_err(|_| Failure::bad_gateway("the central object is not JSON"))?;
+        let what = format!(
+            "{}.{} {:?}",
+            info.resource.as_deref().unwrap_or_default(),
+            info.group,
+            info.name.as_deref().unwrap_or_default()
+        );
+        match source.holder(&obj) {
+            Holder::Us => Ok(obj["metadata"]["uid"].as_str().map(str::to_owned)),
+            Holder::Other if matches!(verb, "get" | "list" | "watch") => Err(Failure::not_found(format!(
+                "{what} not found (the name is held in the central cluster by another namespace or cluster)"
+            ))),
+            Holder::Other => {
+                tracing::info!(object = %what, "refused: the name is held centrally by another source");
+                Err(Failure::conflict(format!(
+                    "{what}: the name is held in the central cluster by another namespace or cluster; regroup never overwrites it"
+                )))
+            }
+        }
+    }
+
+    /// A create that met an existing name: said plainly when another
+    /// source holds it.
+    async fn explain_conflict(
+        &self,
+        resp: Response<Body>,
+        published: &Published,
+        info: &RequestInfo,
+        central_group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Result<Response<Body>, Failure> {
+        let name = published.created.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let (Some(name), Some((remote_ns, target))) = (name, &published.namespaces) else {
+            return Ok(resp);
+        };
+        let path = format!(
+            "{}/namespaces/{target}/{resource}/{name}",
+            group_version_path(central_group, version)
+        );
+        let source = Source {
+            namespace: remote_ns.clone(),
+            cluster: self.cluster.clone(),
+        };
+        let Ok(obj) = self.central_reads.get_json(&path).await else {
+            return Ok(resp);
+        };
+        if source.holder(&obj) == Holder::Us {
+            return Ok(resp);
+        }
+        tracing::info!(resource, name = %name, "create refused: the name is held centrally by another source");
+        Err(Failure::already_exists(format!(
+            "{resource}.{} {name:?} already exists in the central cluster, held by another namespace or cluster: choose another name, or another central namespace (annotation regroup.dev/publish-target-namespace on namespace {remote_ns:?})",
+            info.group
+        )))
+    }
+
+    /// Whether a central resource is namespaced (its group-version's
+    /// discovery, read once).
+    async fn namespaced(&self, group: &str, version: &str, resource: &str) -> Result<bool, Failure> {
+        let gv = format!("{group}/{version}");
+        let known = |scopes: &HashMap<String, HashMap<String, bool>>, gv: &str| {
+            scopes.get(gv).and_then(|r| r.get(resource)).copied()
+        };
+        if let Some(n) = known(&self.scopes.lock().unwrap_or_else(|p| p.into_inner()), &gv) {
+            return Ok(n);
+        }
+        let doc = self
+            .central_reads
+            .get_json(&group_version_path(group, version))
+            .await
+            .map_err(|e| Failure::unavailable(format!("reading the central cluster's discovery: {e}")))?;
+        let resources: HashMap<String, bool> = doc["resources"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|r| {
+                let name = r["name"].as_str()?;
+                Some((name.split('/').next()?.to_owned(), r["namespaced"].as_bool()?))
+            })
+            .collect();
+        let mut scopes = self.scopes.lock().unwrap_or_else(|p| p.into_inner());
+        scopes.insert(gv.clone(), resources);
+        known(&scopes, &gv).ok_or_else(|| {
+            Failure::not_found(format!(
+                "the server could not find the requested resource ({resource}.{group})"
+            ))
+        })
+    }
+
+    /// Discovery, OpenAPI and the rest: authorized as a path, JSON only,
+    /// cut down to the published groups.
+    async fn non_resource(
+        &self,
+        engine: Arc<Engine>,
+        mut req: Request<Incoming>,
+        info: &RequestInfo,
+        who: &Identity,
+    ) -> Result<Response<Body>, Failure> {
+        let path = req.uri().path().to_owned();
+        authorize::review(
+            &self.remote,
+            who,
+            &Attributes::NonResource {
+                verb: &info.verb(req.method().as_str()),
+                path: &path,
+            },
+        )
+        .await?;
+        let doc = Document::of(&path);
+        if let Some(g) = doc.group(&path) {
+            if !self.published(&engine, g) {
+                return Ok(page_not_found());
+            }
+        }
+        if doc.is_filtered() {
+            let h = req.headers_mut();
+            let accept = h.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+            let json = filter::json_only_accept(accept);
+            h.insert(header::ACCEPT, HeaderValue::from_str(&json).map_err(|_| Failure::bad_request("Accept"))?);
+            h.remove(header::ACCEPT_ENCODING);
+        }
+        let central_info = Arc::new(RequestInfo::parse(req.uri().path(), req.uri().query()));
+        let published = Arc::new(Published {
+            cluster: self.cluster.clone(),
+            namespaces: None,
+            uid: None,
+            delete: false,
+            created: Mutex::new(None),
+        });
+        let engine_for_keep = engine.clone();
+        let fwd = self.forward(published);
+        let resp = stack::forward(&fwd, engine, req, central_info).await?;
+        if !doc.is_filtered() || !resp.status().is_success() {
+            return Ok(resp);
+        }
+        let keep = |g: &str| self.published(&engine_for_keep, g);
+        let (mut parts, body) = resp.into_parts();
+        let bytes = whole(body)
+            .await
+            .map_err(|e| Failure::bad_gateway(format!("reading the central cluster's {}: {e}", doc.noun())))?;
+        let cut = match doc {
+            Document::Root => filter::discovery_root(&bytes, &keep),
+            Document::OpenApiV2 => filter::openapi_v2(&bytes, &keep),
+            Document::OpenApiV3Index => filter::openapi_v3_index(&bytes, &keep),
+            _ => unreachable!("only filtered documents get here"),
+        }
+        .map_err(|e| Failure::bad_gateway(format!("the central cluster's {}: {e}", doc.noun())))?;
+        parts.headers.remove(header::ETAG);
+        parts.headers.remove(header::CONTENT_ENCODING);
+        parts.headers.insert(header::CONTENT_LENGTH, HeaderValue::from(cut.len()));
+        Ok(Response::from_parts(parts, full(cut)))
+    }
+}
+
+/// A document's whole body. Boxed: the generic `collect` inside an async
+/// fn defeats the compiler's `Send` proof for the listener's future.
+fn whole(
+    body: Body,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<bytes::Bytes, crate::body::CollectError>> + Send>> {
+    Box::pin(collect(body, DOCUMENT_LIMIT))
+}
+
+/// The non-resource documents publish mode treats apart.
+#[derive(Clone, Copy)]
+enum Document {
+    /// `/apis`: cut down to the published groups.
+    Root,
+    /// `/apis/{group}[/{version}]`: only a published group's.
+    Group,
+    OpenApiV2,
+    OpenApiV3Index,
+    /// `/openapi/v3/apis/{group}/{version}`: only a published group's.
+    OpenApiV3Group,
+    Other,
+}
+
+impl Document {
+    fn of(path: &str) -> Document {
+        let p = path.trim_end_matches('/');
+        match p {
+            "/apis" => Document::Root,
+            "/openapi/v2" => Document::OpenApiV2,
+            "/openapi/v3" => Document::OpenApiV3Index,
+            _ if p.starts_with("/apis/") => Document::Group,
+            _ if p.starts_with("/openapi/v3/apis/") => Document::OpenApiV3Group,
+            _ => Document::Other,
+        }
+    }
+
+    fn is_filtered(self) -> bool {
+        matches!(self, Document::Root | Document::OpenApiV2 | Document::OpenApiV3Index)
+    }
+
+    /// The group a group document is of (`/api/...`: the core group, never
+    /// published).
+    fn group(self, path: &str) -> Option<&str> {
+        match self {
+            Document::Group => filter::path_group(path),
+            Document::OpenApiV3Group => filter::path_group(path.trim_start_matches("/openapi/v3")),
+            Document::Other if path.starts_with("/api/") || path == "/api" => Some(""),
+            _ => None,
+        }
+    }
+
+    fn noun(self) -> &'static str {
+        match self {
+            Document::Root => "discovery",
+            _ => "OpenAPI",
+        }
+    }
+}
+
+/// `/apis/{group}/{version}` (`/api/{version}` for the core group).
+fn group_version_path(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    }
+}
+
+/// `path` with its `namespaces/{from}` segment naming `to`.
+fn replace_namespace(path: &str, from: &str, to: &str) -> String {
+    let mut segs: Vec<&str> = path.split('/').collect();
+    if let Some(i) = segs
+        .windows(2)
+        .position(|w| w[0] == "namespaces" && w[1] == from)
+    {
+        segs[i + 1] = to;
+    }
+    segs.join("/")
+}
+
+/// A collection path across namespaces (`.../{resource}`, `.../watch/{resource}`)
+/// narrowed to namespace `ns`.
+fn with_namespace(path: &str, resource: &str, ns: &str) -> String {
+    match path.rsplit_once(&format!("/{resource}")) {
+        Some((head, tail)) => format!("{head}/namespaces/{ns}/{resource}{tail}"),
+        None => path.to_owned(),
+    }
+}
+
+/// A query with `ours` added to its `labelSelector` (and its
+/// `fieldSelector` mapped).
+fn with_selector(query: Option<&str>, ours: &str, ns: Option<&(String, String)>) -> String {
+    let mut found = false;
+    let mut out = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        match k.as_ref() {
+            "labelSelector" => {
+                found = true;
+                out.append_pair(&k, &source::and_selector(Some(&v), ours));
+            }
+            "fieldSelector" => {
+                out.append_pair(&k, &field_namespace(&v, ns));
+            }
+            _ => {
+                out.append_pair(&k, &v);
+            }
+        }
+    }
+    if !found {
+        out.append_pair("labelSelector", ours);
+    }
+    out.finish()
+}
+
+/// A query whose `fieldSelector` names the central namespace.
+fn map_field_namespace(query: &str, ns: Option<&(String, String)>) -> String {
+    if ns.is_none() || !query.contains("fieldSelector") {
+        return query.to_owned();
+    }
+    let mut out = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in form_urlencoded::parse(query.as_bytes()) {
+        if k == "fieldSelector" {
+            out.append_pair(&k, &field_namespace(&v, ns));
+        } else {
+            out.append_pair(&k, &v);
+        }
+    }
+    out.finish()
+}
+
+/// `metadata.namespace=REMOTE` (or `==`, `!=`) in a field selector as the
+/// central namespace.
+fn field_namespace(selector: &str, ns: Option<&(String, String)>) -> String {
+    let Some((remote, target)) = ns else {
+        return selector.to_owned();
+    };
+    selector
+        .split(',')
+        .map(|term| {
+            for op in ["!=", "==", "="] {
+                if let Some((k, v)) = term.split_once(op) {
+                    if k.trim() == "metadata.namespace" && v.trim() == remote {
+                        return format!("{}{op}{target}", k.trim());
+                    }
+                    return term.to_owned();
+                }
+            }
+            term.to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn rebuilt(path: &str, query: Option<&str>) -> Result<Uri, Failure> {
+    let pq = match query.filter(|q| !q.is_empty()) {
+        Some(q) => format!("{path}?{q}"),
+        None => path.to_owned(),
+    };
+    pq.parse()
+        .map_err(|_| Failure::bad_request("the request's path can't be mapped"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_namespace_segment_is_mapped_and_only_it() {
+        assert_eq!(
+            replace_namespace("/apis/g.io/v1/namespaces/foo/things/foo", "foo", "bar"),
+            "/apis/g.io/v1/namespaces/bar/things/foo"
+        );
+        assert_eq!(
+            replace_namespace("/apis/g.io/v1/watch/namespaces/foo/things", "foo", "bar"),
+            "/apis/g.io/v1/watch/namespaces/bar/things"
+        );
+    }
+
+    #[test]
+    fn a_list_across_namespaces_is_narrowed_to_the_one_target() {
+        assert_eq!(
+            with_namespace("/apis/g.io/v1/things", "things", "bar"),
+            "/apis/g.io/v1/namespaces/bar/things"
+        );
+        assert_eq!(
+            with_namespace("/apis/g.io/v1/watch/things", "things", "bar"),
+            "/apis/g.io/v1/watch/namespaces/bar/things"
+        );
+    }
+
+    #[test]
+    fn selectors_get_ours_and_the_central_namespace() {
+        let ns = ("foo".to_owned(), "bar".to_owned());
+        let q = with_selector(
+            Some("watch=1&labelSelector=app%3Dwp&fieldSelector=metadata.namespace%3Dfoo%2Cmetadata.name%3Dx"),
+            "s=1",
+            Some(&ns),
+        );
+        let pairs: HashMap<String, String> = form_urlencoded::parse(q.as_bytes()).into_owned().collect();
+        assert_eq!(pairs["labelSelector"], "app=wp,s=1");
+        assert_eq!(pairs["fieldSelector"], "metadata.namespace=bar,metadata.name=x");
+        assert_eq!(pairs["watch"], "1");
+        assert_eq!(with_selector(None, "s=1", None), "labelSelector=s%3D1");
+        assert_eq!(
+            map_field_namespace("fieldSelector=metadata.namespace%21%3Dfoo", Some(&ns)),
+            "fieldSelector=metadata.namespace%21%3Dbar"
+        );
+    }
+}

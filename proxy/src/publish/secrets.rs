@@ -1,0 +1,259 @@
+//! Connection Secrets pulled: every few seconds, the published objects of
+//! this cluster are listed centrally, the Secret each names (the
+//! configured field paths) is read in its central namespace and written
+//! into the object's remote namespace; a copy whose object is gone, or no
+//! longer names it, is deleted. A pass that could not read everything
+//! deletes nothing: a copy is never lost to a failed read.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, StatusCode};
+use serde_json::{json, Value as Json};
+
+use super::namespaces::Namespaces;
+use super::source;
+use crate::upstream::own_client::OwnClient;
+
+/// The label on every copy regroup made (and the selector it finds them by).
+pub(crate) const COPY_LABEL: &str = "regroup.dev/connection-secret";
+/// The annotation naming the published object a copy is for.
+pub(crate) const COPY_OF: &str = "regroup.dev/connection-secret-of";
+
+/// What the puller reads and writes.
+pub(crate) struct Puller {
+    pub central: OwnClient,
+    pub remote: OwnClient,
+    pub namespaces: Arc<Namespaces>,
+    pub cluster: String,
+    /// Published groups, central names.
+    pub groups: Vec<String>,
+    /// Dotted paths to a Secret name in a published object.
+    pub fields: Vec<String>,
+    pub every: Duration,
+}
+
+/// A copy that should exist: remote namespace and name → where it comes
+/// from and for which object.
+type Wanted = BTreeMap<(String, String), (String, String)>;
+
+impl Puller {
+    /// Runs for the life of the process.
+    pub async fn run(self) {
+        loop {
+            match self.pass().await {
+                Ok((copied, deleted)) if copied + deleted > 0 => {
+                    tracing::info!(copied, deleted, "connection secrets brought in line");
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!("connection secrets: {e} (nothing deleted this pass)"),
+            }
+            tokio::time::sleep(self.every).await;
+        }
+    }
+
+    /// One pass: how many copies were written and deleted.
+    pub async fn pass(&self) -> Result<(usize, usize), String> {
+        let wanted = self.wanted().await?;
+        let mut copied = 0;
+        for ((ns, name), (central_ns, of)) in &wanted {
+            match self.copy(ns, name, central_ns, of).await {
+                Ok(true) => copied += 1,
+                Ok(false) => {}
+                Err(e) => tracing::warn!(namespace = %ns, secret = %name, "connection secret not copied: {e}"),
+            }
+        }
+        let deleted = self.delete_unwanted(&wanted).await?;
+        Ok((copied, deleted))
+    }
+
+    /// Every copy this cluster's published objects ask for.
+    async fn wanted(&self) -> Result<Wanted, String> {
+        let mut wanted = Wanted::new();
+        let targets = self
+            .namespaces
+            .every_target()
+            .await
+            .map_err(|f| f.message)?;
+        let selector = source::cluster_selector(&self.cluster);
+        for (gv, resource) in self.resources().await? {
+            for t in &targets {
+                let path = format!("/apis/{gv}/namespaces/{t}/{resource}?labelSelector={}", enc(&selector));
+                let list = self.central.get_json(&path).await?;
+                for obj in list["items"].as_array().map(Vec::as_slice).unwrap_or_default() {
+                    let (Some(remote_ns), Some(name)) =
+                        (source::remote_namespace(obj), obj["metadata"]["name"].as_str())
+                    else {
+                        continue;
+                    };
+                    let of = format!("{resource}.{}/{name}", gv.split('/').next().unwrap_or_default());
+                    for f in &self.fields {
+                        if let Some(secret) = at_path(obj, f) {
+                            wanted.insert(
+                                (remote_ns.to_owned(), secret.to_owned()),
+                                (t.clone(), of.clone()),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        Ok(wanted)
+    }
+
+    /// The published resources (`group/version`, plural) that can be listed,
+    /// each group's preferred version.
+    async fn resources(&self) -> Result<Vec<(String, String)>, String> {
+        let mut out = Vec::new();
+        for g in &self.groups {
+            let group = match self.central.get_json(&format!("/apis/{g}")).await {
+                Ok(d) => d,
+                // A group not (yet) served centrally has no objects.
+                Err(e) if e.ends_with("404 Not Found") => continue,
+                Err(e) => return Err(e),
+            };
+            let Some(gv) = group["preferredVersion"]["groupVersion"].as_str() else {
+                continue;
+            };
+            let doc = self.central.get_json(&format!("/apis/{gv}")).await?;
+            for r in doc["resources"].as_array().map(Vec::as_slice).unwrap_or_default() {
+                let name = r["name"].as_str().unwrap_or_default();
+                let listable = r["verbs"]
+                    .as_array()
+                    .is_some_and(|v| v.iter().any(|v| v == "list"));
+                if !name.contains('/') && r["namespaced"] == true && listable {
+                    out.push((gv.to_owned(), name.to_owned()));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Copies one Secret: whether the remote copy was written.
+    async fn copy(&self, ns: &str, name: &str, central_ns: &str, of: &str) -> Result<bool, String> {
+        let from = format!("/api/v1/namespaces/{central_ns}/secrets/{name}");
+        let (status, _, body) = self.central.request(Method::GET, &from, json_accept(), None).await?;
+        if status == StatusCode::NOT_FOUND {
+            // Not written yet by the central controller.
+            return Ok(false);
+        }
+        if !status.is_success() {
+            return Err(format!("reading it centrally: {status}"));
+        }
+        let central: Json = serde_json::from_slice(&body).map_err(|_| "central Secret is not JSON")?;
+        let mut copy = json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": name,
+                "namespace": ns,
+                "labels": {"app.kubernetes.io/managed-by": "regroup", COPY_LABEL: "true"},
+                "annotations": {COPY_OF: of},
+            },
+            "type": central["type"].clone(),
+            "data": central["data"].clone(),
+        });
+        let to = format!("/api/v1/namespaces/{ns}/secrets/{name}");
+        let (status, _, body) = self.remote.request(Method::GET, &to, json_accept(), None).await?;
+        if status == StatusCode::NOT_FOUND {
+            let create = format!("/api/v1/namespaces/{ns}/secrets");
+            return self.write(Method::POST, &create, &copy).await.map(|()| true);
+        }
+        if !status.is_success() {
+            return Err(format!("reading the copy: {status}"));
+        }
+        let current: Json = serde_json::from_slice(&body).map_err(|_| "remote Secret is not JSON")?;
+        if current["metadata"]["labels"][COPY_LABEL] != "true" {
+            tracing::warn!(namespace = %ns, secret = %name, "a Secret regroup does not own has this connection Secret's name: left alone");
+            return Ok(false);
+        }
+        if current["data"] == copy["data"]
+            && current["type"] == copy["type"]
+            && current["metadata"]["annotations"][COPY_OF] == of
+        {
+            return Ok(false);
+        }
+        copy["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+        self.write(Method::PUT, &to, &copy).await.map(|()| true)
+    }
+
+    async fn write(&self, method: Method, path: &str, doc: &Json) -> Result<(), String> {
+        let body = Bytes::from(serde_json::to_vec(doc).expect("values serialize"));
+        let (status, _, _) = self
+            .remote
+            .request(method.clone(), path, json_accept(), Some((json_accept(), body)))
+            .await?;
+        if status.is_success() {
+            Ok(())
+        } else {
+            Err(format!("{method} {path}: {status}"))
+        }
+    }
+
+    /// Deletes the copies no published object names any more.
+    async fn delete_unwanted(&self, wanted: &Wanted) -> Result<usize, String> {
+        let list = self
+            .remote
+            .get_json(&format!("/api/v1/secrets?labelSelector={}", enc(&format!("{COPY_LABEL}=true"))))
+            .await?;
+        let keep: HashSet<(&str, &str)> = wanted.keys().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let mut deleted = 0;
+        for s in list["items"].as_array().map(Vec::as_slice).unwrap_or_default() {
+            let (Some(ns), Some(name)) = (s["metadata"]["namespace"].as_str(), s["metadata"]["name"].as_str()) else {
+                continue;
+            };
+            if keep.contains(&(ns, name)) {
+                continue;
+            }
+            // Bound to the copy listed: a Secret made since is not deleted.
+            let uid = s["metadata"]["uid"].as_str().unwrap_or_default();
+            let opts = json!({"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}});
+            let path = format!("/api/v1/namespaces/{ns}/secrets/{name}");
+            let body = Bytes::from(serde_json::to_vec(&opts).expect("values serialize"));
+            let (status, _, _) = self
+                .remote
+                .request(Method::DELETE, &path, json_accept(), Some((json_accept(), body)))
+                .await?;
+            if status.is_success() || status == StatusCode::NOT_FOUND {
+                tracing::info!(namespace = %ns, secret = %name, "connection secret deleted: its object is gone");
+                deleted += 1;
+            } else {
+                tracing::warn!(namespace = %ns, secret = %name, %status, "connection secret not deleted");
+            }
+        }
+        Ok(deleted)
+    }
+}
+
+fn json_accept() -> HeaderValue {
+    HeaderValue::from_static("application/json")
+}
+
+fn enc(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+/// The string at a dotted path of a JSON object.
+pub(crate) fn at_path<'a>(obj: &'a Json, path: &str) -> Option<&'a str> {
+    path.split('.')
+        .try_fold(obj, |v, k| v.get(k))
+        .and_then(Json::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::at_path;
+    use serde_json::json;
+
+    #[test]
+    fn a_secret_name_is_read_at_its_dotted_path() {
+        let o = json!({"spec": {"writeConnectionSecretToRef": {"name": "sql-creds"}, "n": 1, "e": ""}});
+        assert_eq!(at_path(&o, "spec.writeConnectionSecretToRef.name"), Some("sql-creds"));
+        assert_eq!(at_path(&o, "spec.missing.name"), None);
+        assert_eq!(at_path(&o, "spec.n"), None);
+        assert_eq!(at_path(&o, "spec.e"), None);
+    }
+}
