@@ -81,7 +81,8 @@ pub fn load(text: &str) -> Result<Settings, ConfigError> {
             Err(msg) => problems.push(format!("line {}: rule {}: {msg}", lines[i], i + 1)),
         }
     }
-    if file.rules.is_empty() {
+    // Publish mode may publish the central cluster's groups as they are.
+    if file.rules.is_empty() && file.publish.is_none() {
         problems.push("no rules: a configuration needs at least one rule under `rules:`".into());
     }
     let map = if problems.is_empty() {

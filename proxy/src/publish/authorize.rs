@@ -57,13 +57,13 @@ pub(crate) async fn review(
         return Ok(());
     }
     let reason = answer["status"]["reason"].as_str().unwrap_or_default();
-    tracing::info!(user = %who.user, reason, "denied by this cluster's authorization");
+    tracing::info!(user = %who.user, groups = ?who.groups, reason, "denied by this cluster's authorization");
     Err(Failure::forbidden(forbidden_message(who, what, reason)))
 }
 
 /// The SubjectAccessReview asking about `what` for `who`.
 fn request(who: &Identity, what: &Attributes<'_>) -> Json {
-    let mut spec = json!({"user": who.user, "groups": who.groups});
+    let mut spec = json!({"user": who.user, "groups": groups(who)});
     if let Some(uid) = &who.uid {
         spec["uid"] = uid.clone().into();
     }
@@ -102,6 +102,18 @@ fn request(who: &Identity, what: &Attributes<'_>) -> Json {
         }
     }
     json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec})
+}
+
+/// The caller's groups as an API server authenticating it holds them:
+/// every authenticated caller is also in `system:authenticated` (what
+/// grants discovery and OpenAPI), which the request headers don't carry.
+fn groups(who: &Identity) -> Vec<&str> {
+    let mut g: Vec<&str> = who.groups.iter().map(String::as_str).collect();
+    let anonymous = who.user == "system:anonymous" || g.contains(&"system:unauthenticated");
+    if !anonymous && !g.contains(&"system:authenticated") {
+        g.push("system:authenticated");
+    }
+    g
 }
 
 /// kube-apiserver's wording of a denial.
@@ -208,5 +220,21 @@ mod tests {
         );
         let path = Attributes::NonResource { verb: "get", path: "/openapi/v2" };
         assert_eq!(request(&alice(), &path)["spec"]["nonResourceAttributes"]["path"], "/openapi/v2");
+    }
+
+    #[test]
+    fn an_authenticated_caller_is_in_system_authenticated_once() {
+        let mut aggregator = alice();
+        aggregator.groups.clear();
+        let path = Attributes::NonResource { verb: "get", path: "/openapi/v2" };
+        assert_eq!(request(&aggregator, &path)["spec"]["groups"], json!(["system:authenticated"]));
+        assert_eq!(
+            request(&alice(), &path)["spec"]["groups"],
+            json!(["devs", "system:authenticated"])
+        );
+        let mut anon = alice();
+        anon.user = "system:anonymous".into();
+        anon.groups = vec!["system:unauthenticated".into()];
+        assert_eq!(request(&anon, &path)["spec"]["groups"], json!(["system:unauthenticated"]));
     }
 }

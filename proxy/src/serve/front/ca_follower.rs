@@ -19,6 +19,11 @@ use crate::upstream::own_client::OwnClient;
 
 const CONFIGMAP: &str =
     "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication";
+/// Listed, not read: a list's resourceVersion is the store's current one,
+/// while an object unchanged for long has one etcd compacted away, which
+/// a watch from it would get `410 Gone` for, again and again.
+const LIST: &str = "/api/v1/namespaces/kube-system/configmaps\
+    ?fieldSelector=metadata.name%3Dextension-apiserver-authentication";
 const WATCH: &str = "/api/v1/namespaces/kube-system/configmaps?watch=1\
     &fieldSelector=metadata.name%3Dextension-apiserver-authentication\
     &allowWatchBookmarks=true&timeoutSeconds=600&resourceVersion=";
@@ -45,6 +50,22 @@ fn data_of(obj: &Json) -> Result<(Map<String, Json>, String), String> {
         Some(Json::Object(m)) => Ok((m.clone(), rv)),
         _ => Err("kube-system/extension-apiserver-authentication has no data".into()),
     }
+}
+
+/// The ConfigMap's data from a list of it (or the object itself), and the
+/// resourceVersion to watch from: the list's.
+fn listed(doc: &Json) -> Result<(Map<String, Json>, String), String> {
+    let Some(items) = doc.get("items") else {
+        return data_of(doc);
+    };
+    let obj = items
+        .get(0)
+        .ok_or("kube-system/extension-apiserver-authentication does not exist")?;
+    let (data, own_rv) = data_of(obj)?;
+    let rv = doc["metadata"]["resourceVersion"]
+        .as_str()
+        .map_or(own_rv, str::to_owned);
+    Ok((data, rv))
 }
 
 /// What the cluster's settings update.
@@ -102,7 +123,7 @@ async fn read_and_watch(
     f: &mut Follower,
     pause: &mut Duration,
 ) -> Result<std::convert::Infallible, String> {
-    let (data, mut rv) = data_of(&client.get_json(CONFIGMAP).await?)?;
+    let (data, mut rv) = listed(&client.get_json(LIST).await?)?;
     f.apply(data);
     *pause = RETRY.0;
     loop {
@@ -148,6 +169,18 @@ async fn read_and_watch(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_list_is_watched_from_its_own_resource_version() {
+        let list = serde_json::json!({"kind": "ConfigMapList", "metadata": {"resourceVersion": "9929"},
+            "items": [{"metadata": {"resourceVersion": "22"}, "data": {"k": "v"}}]});
+        let (data, rv) = super::listed(&list).unwrap();
+        assert_eq!((data["k"].as_str(), rv.as_str()), (Some("v"), "9929"));
+        let empty = serde_json::json!({"kind": "ConfigMapList", "metadata": {"resourceVersion": "1"}, "items": []});
+        assert!(super::listed(&empty).is_err());
+        let obj = serde_json::json!({"metadata": {"resourceVersion": "22"}, "data": {}});
+        assert_eq!(super::listed(&obj).unwrap().1, "22");
+    }
+
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use bytes::Bytes;
