@@ -116,7 +116,7 @@ impl Publisher {
             .map()
             .map_group(remote, Direction::ToApp)
             .unwrap_or_else(|| remote.to_owned());
-        self.groups.iter().any(|g| *g == central)
+        self.groups.contains(&central)
     }
 
     async fn resource(
@@ -366,7 +366,7 @@ impl Publisher {
             &self.remote,
             who,
             &Attributes::NonResource {
-                verb: &info.verb(req.method().as_str()),
+                verb: info.verb(req.method().as_str()),
                 path: &path,
             },
         )
