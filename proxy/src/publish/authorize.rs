@@ -3,6 +3,10 @@
 //! as an aggregated API server's delegated authorization does. A denial
 //! is kube-apiserver's `403 Forbidden`, worded as it words it.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use bytes::Bytes;
 use http::HeaderValue;
 use serde_json::{json, Value as Json};
@@ -29,13 +33,64 @@ pub(crate) enum Attributes<'a> {
     },
 }
 
-/// Asks the remote cluster whether `who` may do `what`: `Ok` when allowed.
-pub(crate) async fn review(
-    remote: &OwnClient,
-    who: &Identity,
-    what: &Attributes<'_>,
-) -> Result<(), Failure> {
-    let body = serde_json::to_vec(&request(who, what)).expect("values serialize");
+/// How long an answer is used again, allowed or denied: as an aggregated
+/// API server's delegated authorizer keeps them.
+const KEPT: Duration = Duration::from_secs(10);
+/// Answers kept at most; beyond, all are forgotten at once.
+const MOST: usize = 4096;
+
+/// The remote cluster's answers, asked with regroup's remote credential
+/// and kept [`KEPT`].
+pub(crate) struct Reviewer {
+    remote: OwnClient,
+    /// The review's spec (JSON) → when asked, and the denial's reason
+    /// (`None`: allowed).
+    kept: Mutex<HashMap<String, (Instant, Option<String>)>>,
+}
+
+impl Reviewer {
+    pub fn new(remote: OwnClient) -> Reviewer {
+        Reviewer {
+            remote,
+            kept: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether `who` may do `what`: `Ok` when allowed, kube-apiserver's
+    /// `403` when not.
+    pub async fn review(&self, who: &Identity, what: &Attributes<'_>) -> Result<(), Failure> {
+        let sar = request(who, what);
+        let key = sar["spec"].to_string();
+        let kept = self.lock().get(&key).filter(|(at, _)| at.elapsed() < KEPT).cloned();
+        let denied = match kept {
+            Some((_, denied)) => denied,
+            None => {
+                let denied = ask(&self.remote, &sar).await?;
+                let mut k = self.lock();
+                if k.len() >= MOST {
+                    k.clear();
+                }
+                k.insert(key, (Instant::now(), denied.clone()));
+                denied
+            }
+        };
+        match denied {
+            None => Ok(()),
+            Some(reason) => {
+                tracing::info!(user = %who.user, groups = ?who.groups, reason, "denied by this cluster's authorization");
+                Err(Failure::forbidden(forbidden_message(who, what, &reason)))
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Option<String>)>> {
+        self.kept.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Sends one SubjectAccessReview: `None` when allowed, else the reason.
+async fn ask(remote: &OwnClient, sar: &Json) -> Result<Option<String>, Failure> {
+    let body = serde_json::to_vec(sar).expect("values serialize");
     let (status, _, answer) = remote
         .request(
             http::Method::POST,
@@ -54,11 +109,9 @@ pub(crate) async fn review(
         Failure::bad_gateway("authorizing with this cluster: the SubjectAccessReview is not JSON")
     })?;
     if answer["status"]["allowed"].as_bool() == Some(true) {
-        return Ok(());
+        return Ok(None);
     }
-    let reason = answer["status"]["reason"].as_str().unwrap_or_default();
-    tracing::info!(user = %who.user, groups = ?who.groups, reason, "denied by this cluster's authorization");
-    Err(Failure::forbidden(forbidden_message(who, what, reason)))
+    Ok(Some(answer["status"]["reason"].as_str().unwrap_or_default().to_owned()))
 }
 
 /// The SubjectAccessReview asking about `what` for `who`.

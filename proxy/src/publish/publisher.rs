@@ -35,7 +35,7 @@ const DOCUMENT_LIMIT: usize = 64 << 20;
 pub struct Publisher {
     central: Arc<Upstream>,
     central_reads: OwnClient,
-    remote: OwnClient,
+    reviews: authorize::Reviewer,
     namespaces: Arc<Namespaces>,
     cluster: String,
     /// The published groups, in the central cluster's names.
@@ -61,7 +61,7 @@ impl Publisher {
             central_reads: OwnClient::new(s.central.clone()),
             central: s.central,
             namespaces: s.namespaces,
-            remote: s.remote,
+            reviews: authorize::Reviewer::new(s.remote),
             cluster: s.cluster,
             groups: s.groups,
             limits: s.limits,
@@ -134,8 +134,7 @@ impl Publisher {
             info.resource.as_deref().unwrap_or_default(),
         );
         let verb = info.verb(req.method().as_str());
-        authorize::review(
-            &self.remote,
+        self.reviews.review(
             who,
             &Attributes::Resource {
                 verb,
@@ -148,6 +147,7 @@ impl Publisher {
             },
         )
         .await?;
+        json_answers(req.headers_mut())?;
         let central_group = engine
             .map()
             .map_group(&info.group, Direction::ToApp)
@@ -362,8 +362,7 @@ impl Publisher {
         who: &Identity,
     ) -> Result<Response<Body>, Failure> {
         let path = req.uri().path().to_owned();
-        authorize::review(
-            &self.remote,
+        self.reviews.review(
             who,
             &Attributes::NonResource {
                 verb: info.verb(req.method().as_str()),
@@ -378,11 +377,8 @@ impl Publisher {
             }
         }
         if doc.is_filtered() {
-            let h = req.headers_mut();
-            let accept = h.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
-            let json = filter::json_only_accept(accept);
-            h.insert(header::ACCEPT, HeaderValue::from_str(&json).map_err(|_| Failure::bad_request("Accept"))?);
-            h.remove(header::ACCEPT_ENCODING);
+            json_answers(req.headers_mut())?;
+            req.headers_mut().remove(header::ACCEPT_ENCODING);
         }
         let central_info = Arc::new(RequestInfo::parse(req.uri().path(), req.uri().query()));
         let published = Arc::new(Published {
@@ -473,6 +469,29 @@ impl Document {
             _ => "OpenAPI",
         }
     }
+}
+
+/// Asks the central cluster for JSON only: what comes back is edited as
+/// JSON (namespaces, discovery), and a protobuf or CBOR answer would pass
+/// unedited. Clients that list JSON beside protobuf (client-go) read it;
+/// one that accepts no JSON at all gets `406`, as from a server without it.
+fn json_answers(h: &mut http::HeaderMap) -> Result<(), Failure> {
+    let accept = h.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let any = accept.trim().is_empty()
+        || accept
+            .split(',')
+            .any(|r| matches!(r.split(';').next().map(str::trim), Some("*/*" | "application/*")));
+    let json = filter::json_only_accept(accept);
+    if !any && !accept.to_ascii_lowercase().contains("application/json") {
+        return Err(Failure {
+            code: StatusCode::NOT_ACCEPTABLE,
+            reason: "NotAcceptable",
+            message: format!("only JSON is served for published groups, not {accept:?}"),
+        });
+    }
+    let v = HeaderValue::from_str(&json).map_err(|_| Failure::bad_request("an Accept that is not text"))?;
+    h.insert(header::ACCEPT, v);
+    Ok(())
 }
 
 /// `/apis/{group}/{version}` (`/api/{version}` for the core group).
@@ -581,6 +600,23 @@ fn rebuilt(path: &str, query: Option<&str>) -> Result<Uri, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answers_are_asked_for_in_json_or_refused() {
+        let mut h = http::HeaderMap::new();
+        let ask = |h: &mut http::HeaderMap, a: &str| {
+            h.insert(header::ACCEPT, HeaderValue::from_str(a).unwrap());
+            json_answers(h).map(|()| h[header::ACCEPT].to_str().unwrap().to_owned())
+        };
+        assert_eq!(ask(&mut h, "application/vnd.kubernetes.protobuf,application/json").unwrap(), "application/json");
+        assert_eq!(
+            ask(&mut h, "application/json;as=Table;v=v1;g=meta.k8s.io,application/json").unwrap(),
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+        );
+        assert_eq!(ask(&mut h, "*/*").unwrap(), "application/json");
+        let e = ask(&mut h, "application/vnd.kubernetes.protobuf").unwrap_err();
+        assert_eq!(e.code, StatusCode::NOT_ACCEPTABLE);
+    }
 
     #[test]
     fn the_namespace_segment_is_mapped_and_only_it() {

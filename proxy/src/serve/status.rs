@@ -10,8 +10,9 @@ use crate::body::Body;
 /// Every `Status.reason` a [`Failure`] below carries: the metrics register
 /// `regroup_errors_total` at zero for each (`observe/labels.rs`, whose test
 /// fails when a constructor here uses another).
-pub const STATUS_REASONS: [&str; 13] = [
+pub const STATUS_REASONS: [&str; 14] = [
     "BadRequest",
+    "NotAcceptable",
     "NotFound",
     "Conflict",
     "AlreadyExists",
