@@ -428,7 +428,8 @@ fn check_front(f: &Front, publish: bool, problems: &mut Vec<String>) {
 /// `publish:`: it needs the front, groups, and somewhere to put objects.
 fn check_publish(p: &crate::schema::Publish, has_front: bool, problems: &mut Vec<String>) {
     if !has_front {
-        problems.push("publish: needs `front:` (the listener the cluster's aggregator calls)".into());
+        problems
+            .push("publish: needs `front:` (the listener the cluster's aggregator calls)".into());
     }
     if p.central.kubeconfig.is_none() {
         problems.push(
@@ -441,7 +442,9 @@ fn check_publish(p: &crate::schema::Publish, has_front: bool, problems: &mut Vec
     }
     for g in &p.groups {
         if g.is_empty() || !g.contains('.') {
-            problems.push(format!("publish.groups: `{g}` is not an API group (a DNS name)"));
+            problems.push(format!(
+                "publish.groups: `{g}` is not an API group (a DNS name)"
+            ));
         }
     }
     if p.target_namespace.is_none() && !p.match_namespaces {
@@ -453,7 +456,9 @@ fn check_publish(p: &crate::schema::Publish, has_front: bool, problems: &mut Vec
     if let Some(id) = &p.cluster_id {
         let ok = !id.is_empty()
             && id.len() <= 63
-            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
             && id.as_bytes()[0].is_ascii_alphanumeric()
             && id.as_bytes()[id.len() - 1].is_ascii_alphanumeric();
         if !ok {
@@ -464,7 +469,9 @@ fn check_publish(p: &crate::schema::Publish, has_front: bool, problems: &mut Vec
     }
     for f in &p.connection_secrets.fields {
         if f.is_empty() || f.split('.').any(str::is_empty) {
-            problems.push(format!("publish.connectionSecrets.fields: `{f}` is not a dotted path"));
+            problems.push(format!(
+                "publish.connectionSecrets.fields: `{f}` is not a dotted path"
+            ));
         }
     }
     if p.connection_secrets.resync_seconds == 0 {

@@ -70,7 +70,9 @@ impl Published {
             (SOURCE_NAMESPACE, &source.namespace),
             (SOURCE_CLUSTER, &source.cluster),
         ] {
-            list.push(json!({"op": "add", "path": format!("/metadata/labels/{}", escape(k)), "value": v}));
+            list.push(
+                json!({"op": "add", "path": format!("/metadata/labels/{}", escape(k)), "value": v}),
+            );
         }
         if let Some(uid) = &self.uid {
             list.push(json!({"op": "add", "path": "/metadata/uid", "value": uid}));
@@ -84,7 +86,9 @@ impl Published {
             return self.status_to_remote(doc);
         }
         if let Some(items) = doc.get_mut("items").and_then(Json::as_array_mut) {
-            return items.iter_mut().fold(false, |c, i| self.object_to_remote(i) | c);
+            return items
+                .iter_mut()
+                .fold(false, |c, i| self.object_to_remote(i) | c);
         }
         if let Some(rows) = doc.get_mut("rows").and_then(Json::as_array_mut) {
             return rows
@@ -123,7 +127,10 @@ impl Published {
         let Some(m) = status.get("message").and_then(Json::as_str) else {
             return false;
         };
-        let (from, to) = (format!("namespace {target:?}"), format!("namespace {remote:?}"));
+        let (from, to) = (
+            format!("namespace {target:?}"),
+            format!("namespace {remote:?}"),
+        );
         if remote == target || !m.contains(&from) {
             return false;
         }
@@ -207,7 +214,10 @@ mod tests {
     }
 
     fn info() -> RequestInfo {
-        RequestInfo::parse("/apis/database.acmeco.org/v1alpha1/namespaces/bar/things", None)
+        RequestInfo::parse(
+            "/apis/database.acmeco.org/v1alpha1/namespaces/bar/things",
+            None,
+        )
     }
 
     fn body(p: &Published, media: MediaType, doc: &str) -> Json {
@@ -221,7 +231,11 @@ mod tests {
     #[test]
     fn a_create_goes_to_the_target_namespace_with_its_source() {
         let p = published(None);
-        let out = body(&p, MediaType::Json, r#"{"apiVersion":"database.acmeco.org/v1alpha1","kind":"Thing","metadata":{"name":"sqldb","namespace":"foo","labels":{"app":"wp"}}}"#);
+        let out = body(
+            &p,
+            MediaType::Json,
+            r#"{"apiVersion":"database.acmeco.org/v1alpha1","kind":"Thing","metadata":{"name":"sqldb","namespace":"foo","labels":{"app":"wp"}}}"#,
+        );
         assert_eq!(out["metadata"]["namespace"], "bar");
         assert_eq!(out["metadata"]["labels"]["app"], "wp");
         assert_eq!(out["metadata"]["labels"][SOURCE_NAMESPACE], "foo");
@@ -246,17 +260,28 @@ mod tests {
     #[test]
     fn a_json_patch_keeps_the_labels_and_the_uid() {
         let p = published(Some("u-1"));
-        let out = body(&p, MediaType::Patch(PatchKind::Json), r#"[{"op":"replace","path":"/metadata/labels","value":{}}]"#);
+        let out = body(
+            &p,
+            MediaType::Patch(PatchKind::Json),
+            r#"[{"op":"replace","path":"/metadata/labels","value":{}}]"#,
+        );
         let ops = out.as_array().unwrap();
         assert_eq!(ops.len(), 4);
-        assert_eq!(ops[1]["path"], "/metadata/labels/regroup.dev~1source-namespace");
+        assert_eq!(
+            ops[1]["path"],
+            "/metadata/labels/regroup.dev~1source-namespace"
+        );
         assert_eq!(ops[3]["path"], "/metadata/uid");
     }
 
     #[test]
     fn a_delete_is_bound_to_the_uid_read() {
         let p = published(Some("u-1"));
-        let out = body(&p, MediaType::Json, r#"{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"}"#);
+        let out = body(
+            &p,
+            MediaType::Json,
+            r#"{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"}"#,
+        );
         assert_eq!(out["preconditions"]["uid"], "u-1");
         assert!(out.get("metadata").is_none());
     }
@@ -266,7 +291,12 @@ mod tests {
         let p = published(None);
         let map = GroupMap::new(vec![]).unwrap();
         let e = p
-            .request_body(&info(), &map, MediaType::Protobuf, Bytes::from_static(b"k8s\0"))
+            .request_body(
+                &info(),
+                &map,
+                MediaType::Protobuf,
+                Bytes::from_static(b"k8s\0"),
+            )
             .unwrap_err();
         assert_eq!(e.code, http::StatusCode::UNSUPPORTED_MEDIA_TYPE);
     }
@@ -275,11 +305,13 @@ mod tests {
     fn lists_tables_events_and_statuses_come_back_in_remote_namespaces() {
         let p = published(None);
         let obj = |ns: &str, src: &str| json!({"metadata": {"name": "x", "namespace": ns, "labels": {SOURCE_NAMESPACE: src, SOURCE_CLUSTER: "c1"}}});
-        let mut list = json!({"kind": "ThingList", "items": [obj("bar", "foo"), obj("bar", "baz")]});
+        let mut list =
+            json!({"kind": "ThingList", "items": [obj("bar", "foo"), obj("bar", "baz")]});
         assert!(p.json_to_app(&mut list));
         assert_eq!(list["items"][0]["metadata"]["namespace"], "foo");
         assert_eq!(list["items"][1]["metadata"]["namespace"], "baz");
-        let mut table = json!({"kind": "Table", "rows": [{"cells": [], "object": obj("bar", "foo")}]});
+        let mut table =
+            json!({"kind": "Table", "rows": [{"cells": [], "object": obj("bar", "foo")}]});
         assert!(p.json_to_app(&mut table));
         assert_eq!(table["rows"][0]["object"]["metadata"]["namespace"], "foo");
         let mut event = json!({"type": "MODIFIED", "object": obj("bar", "foo")});
@@ -287,7 +319,10 @@ mod tests {
         assert_eq!(event["object"]["metadata"]["namespace"], "foo");
         let mut status = json!({"kind": "Status", "message": "things \"x\" is forbidden: User \"u\" cannot get resource \"things\" in the namespace \"bar\""});
         assert!(p.json_to_app(&mut status));
-        assert!(status["message"].as_str().unwrap().ends_with("in the namespace \"foo\""));
+        assert!(status["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("in the namespace \"foo\""));
         let mut unlabelled = json!({"metadata": {"name": "x", "namespace": "bar"}});
         assert!(!p.json_to_app(&mut unlabelled));
     }

@@ -61,7 +61,11 @@ impl Reviewer {
     pub async fn review(&self, who: &Identity, what: &Attributes<'_>) -> Result<(), Failure> {
         let sar = request(who, what);
         let key = sar["spec"].to_string();
-        let kept = self.lock().get(&key).filter(|(at, _)| at.elapsed() < KEPT).cloned();
+        let kept = self
+            .lock()
+            .get(&key)
+            .filter(|(at, _)| at.elapsed() < KEPT)
+            .cloned();
         let denied = match kept {
             Some((_, denied)) => denied,
             None => {
@@ -96,7 +100,10 @@ async fn ask(remote: &OwnClient, sar: &Json) -> Result<Option<String>, Failure> 
             http::Method::POST,
             "/apis/authorization.k8s.io/v1/subjectaccessreviews",
             HeaderValue::from_static("application/json"),
-            Some((HeaderValue::from_static("application/json"), Bytes::from(body))),
+            Some((
+                HeaderValue::from_static("application/json"),
+                Bytes::from(body),
+            )),
         )
         .await
         .map_err(|e| Failure::unavailable(format!("authorizing with this cluster: {e}")))?;
@@ -111,7 +118,12 @@ async fn ask(remote: &OwnClient, sar: &Json) -> Result<Option<String>, Failure> 
     if answer["status"]["allowed"].as_bool() == Some(true) {
         return Ok(None);
     }
-    Ok(Some(answer["status"]["reason"].as_str().unwrap_or_default().to_owned()))
+    Ok(Some(
+        answer["status"]["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    ))
 }
 
 /// The SubjectAccessReview asking about `what` for `who`.
@@ -138,7 +150,8 @@ fn request(who: &Identity, what: &Attributes<'_>) -> Json {
             namespace,
             name,
         } => {
-            let mut a = json!({"verb": verb, "group": group, "version": version, "resource": resource});
+            let mut a =
+                json!({"verb": verb, "group": group, "version": version, "resource": resource});
             for (k, v) in [
                 ("subresource", subresource),
                 ("namespace", namespace),
@@ -271,16 +284,28 @@ mod tests {
             forbidden_message(&alice(), &list, "no RBAC policy matched"),
             "things.g.io is forbidden: User \"alice\" cannot list resource \"things\" in API group \"g.io\" at the cluster scope: no RBAC policy matched"
         );
-        let path = Attributes::NonResource { verb: "get", path: "/openapi/v2" };
-        assert_eq!(request(&alice(), &path)["spec"]["nonResourceAttributes"]["path"], "/openapi/v2");
+        let path = Attributes::NonResource {
+            verb: "get",
+            path: "/openapi/v2",
+        };
+        assert_eq!(
+            request(&alice(), &path)["spec"]["nonResourceAttributes"]["path"],
+            "/openapi/v2"
+        );
     }
 
     #[test]
     fn an_authenticated_caller_is_in_system_authenticated_once() {
         let mut aggregator = alice();
         aggregator.groups.clear();
-        let path = Attributes::NonResource { verb: "get", path: "/openapi/v2" };
-        assert_eq!(request(&aggregator, &path)["spec"]["groups"], json!(["system:authenticated"]));
+        let path = Attributes::NonResource {
+            verb: "get",
+            path: "/openapi/v2",
+        };
+        assert_eq!(
+            request(&aggregator, &path)["spec"]["groups"],
+            json!(["system:authenticated"])
+        );
         assert_eq!(
             request(&alice(), &path)["spec"]["groups"],
             json!(["devs", "system:authenticated"])
@@ -288,6 +313,9 @@ mod tests {
         let mut anon = alice();
         anon.user = "system:anonymous".into();
         anon.groups = vec!["system:unauthenticated".into()];
-        assert_eq!(request(&anon, &path)["spec"]["groups"], json!(["system:unauthenticated"]));
+        assert_eq!(
+            request(&anon, &path)["spec"]["groups"],
+            json!(["system:unauthenticated"])
+        );
     }
 }

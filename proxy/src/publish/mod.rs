@@ -82,5 +82,7 @@ async fn cluster_id(remote: &OwnClient) -> Result<String, String> {
     ns["metadata"]["uid"]
         .as_str()
         .map(str::to_owned)
-        .ok_or_else(|| "publish: the kube-system Namespace has no uid; set publish.clusterId".into())
+        .ok_or_else(|| {
+            "publish: the kube-system Namespace has no uid; set publish.clusterId".into()
+        })
 }

@@ -66,7 +66,11 @@ impl Namespaces {
             .await
             .map_err(|e| Failure::unavailable(format!("reading this cluster's namespaces: {e}")))?;
         let mut out: Vec<String> = Vec::new();
-        for ns in list["items"].as_array().map(Vec::as_slice).unwrap_or_default() {
+        for ns in list["items"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
             let Some(name) = ns["metadata"]["name"].as_str() else {
                 continue;
             };
@@ -148,10 +152,22 @@ mod tests {
 
     #[test]
     fn the_annotation_wins_then_the_namesake_then_the_default() {
-        assert_eq!(target_of("foo", Some("bar"), Some("d"), true).as_deref(), Some("bar"));
-        assert_eq!(target_of("foo", None, Some("d"), true).as_deref(), Some("foo"));
-        assert_eq!(target_of("foo", None, Some("d"), false).as_deref(), Some("d"));
-        assert_eq!(target_of("foo", Some(" "), Some("d"), false).as_deref(), Some("d"));
+        assert_eq!(
+            target_of("foo", Some("bar"), Some("d"), true).as_deref(),
+            Some("bar")
+        );
+        assert_eq!(
+            target_of("foo", None, Some("d"), true).as_deref(),
+            Some("foo")
+        );
+        assert_eq!(
+            target_of("foo", None, Some("d"), false).as_deref(),
+            Some("d")
+        );
+        assert_eq!(
+            target_of("foo", Some(" "), Some("d"), false).as_deref(),
+            Some("d")
+        );
         assert_eq!(target_of("foo", None, None, false), None);
     }
 }

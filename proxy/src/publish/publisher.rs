@@ -99,8 +99,9 @@ impl Publisher {
         req: Request<Incoming>,
         info: &'a RequestInfo,
         who: &'a Identity,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Response<Body>, Failure>> + Send + 'a>>
-    {
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Response<Body>, Failure>> + Send + 'a>,
+    > {
         Box::pin(async move {
             if info.is_api && info.resource.is_some() {
                 self.resource(engine, req, info, who).await
@@ -134,19 +135,20 @@ impl Publisher {
             info.resource.as_deref().unwrap_or_default(),
         );
         let verb = info.verb(req.method().as_str());
-        self.reviews.review(
-            who,
-            &Attributes::Resource {
-                verb,
-                group: &info.group,
-                version,
-                resource,
-                subresource: info.subresource.as_deref(),
-                namespace: info.namespace.as_deref(),
-                name: info.name.as_deref(),
-            },
-        )
-        .await?;
+        self.reviews
+            .review(
+                who,
+                &Attributes::Resource {
+                    verb,
+                    group: &info.group,
+                    version,
+                    resource,
+                    subresource: info.subresource.as_deref(),
+                    namespace: info.namespace.as_deref(),
+                    name: info.name.as_deref(),
+                },
+            )
+            .await?;
         json_answers(req.headers_mut())?;
         let central_group = engine
             .map()
@@ -215,7 +217,9 @@ impl Publisher {
         let fwd = self.forward(published.clone());
         let resp = stack::forward(&fwd, engine, req, central_info).await?;
         if method == Method::POST && resp.status() == StatusCode::CONFLICT {
-            return self.explain_conflict(resp, &published, info, &central_group, version, resource).await;
+            return self
+                .explain_conflict(resp, &published, info, &central_group, version, resource)
+                .await;
         }
         Ok(resp)
     }
@@ -293,7 +297,11 @@ impl Publisher {
         version: &str,
         resource: &str,
     ) -> Result<Response<Body>, Failure> {
-        let name = published.created.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let name = published
+            .created
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let (Some(name), Some((remote_ns, target))) = (name, &published.namespaces) else {
             return Ok(resp);
         };
@@ -320,7 +328,12 @@ impl Publisher {
 
     /// Whether a central resource is namespaced (its group-version's
     /// discovery, read once).
-    async fn namespaced(&self, group: &str, version: &str, resource: &str) -> Result<bool, Failure> {
+    async fn namespaced(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Result<bool, Failure> {
         let gv = format!("{group}/{version}");
         let known = |scopes: &HashMap<String, HashMap<String, bool>>, gv: &str| {
             scopes.get(gv).and_then(|r| r.get(resource)).copied()
@@ -332,7 +345,9 @@ impl Publisher {
             .central_reads
             .get_json(&group_version_path(group, version))
             .await
-            .map_err(|e| Failure::unavailable(format!("reading the central cluster's discovery: {e}")))?;
+            .map_err(|e| {
+                Failure::unavailable(format!("reading the central cluster's discovery: {e}"))
+            })?;
         let resources: HashMap<String, bool> = doc["resources"]
             .as_array()
             .map(Vec::as_slice)
@@ -340,7 +355,10 @@ impl Publisher {
             .iter()
             .filter_map(|r| {
                 let name = r["name"].as_str()?;
-                Some((name.split('/').next()?.to_owned(), r["namespaced"].as_bool()?))
+                Some((
+                    name.split('/').next()?.to_owned(),
+                    r["namespaced"].as_bool()?,
+                ))
             })
             .collect();
         let mut scopes = self.scopes.lock().unwrap_or_else(|p| p.into_inner());
@@ -362,14 +380,15 @@ impl Publisher {
         who: &Identity,
     ) -> Result<Response<Body>, Failure> {
         let path = req.uri().path().to_owned();
-        self.reviews.review(
-            who,
-            &Attributes::NonResource {
-                verb: info.verb(req.method().as_str()),
-                path: &path,
-            },
-        )
-        .await?;
+        self.reviews
+            .review(
+                who,
+                &Attributes::NonResource {
+                    verb: info.verb(req.method().as_str()),
+                    path: &path,
+                },
+            )
+            .await?;
         let doc = Document::of(&path);
         if let Some(g) = doc.group(&path) {
             if !self.published(&engine, g) {
@@ -396,9 +415,9 @@ impl Publisher {
         }
         let keep = |g: &str| self.published(&engine_for_keep, g);
         let (mut parts, body) = resp.into_parts();
-        let bytes = whole(body)
-            .await
-            .map_err(|e| Failure::bad_gateway(format!("reading the central cluster's {}: {e}", doc.noun())))?;
+        let bytes = whole(body).await.map_err(|e| {
+            Failure::bad_gateway(format!("reading the central cluster's {}: {e}", doc.noun()))
+        })?;
         let cut = match doc {
             Document::Root => filter::discovery_root(&bytes, &keep),
             Document::OpenApiV2 => filter::openapi_v2(&bytes, &keep),
@@ -408,7 +427,9 @@ impl Publisher {
         .map_err(|e| Failure::bad_gateway(format!("the central cluster's {}: {e}", doc.noun())))?;
         parts.headers.remove(header::ETAG);
         parts.headers.remove(header::CONTENT_ENCODING);
-        parts.headers.insert(header::CONTENT_LENGTH, HeaderValue::from(cut.len()));
+        parts
+            .headers
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(cut.len()));
         Ok(Response::from_parts(parts, full(cut)))
     }
 }
@@ -417,7 +438,9 @@ impl Publisher {
 /// fn defeats the compiler's `Send` proof for the listener's future.
 fn whole(
     body: Body,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<bytes::Bytes, crate::body::CollectError>> + Send>> {
+) -> std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<bytes::Bytes, crate::body::CollectError>> + Send>,
+> {
     Box::pin(collect(body, DOCUMENT_LIMIT))
 }
 
@@ -449,7 +472,10 @@ impl Document {
     }
 
     fn is_filtered(self) -> bool {
-        matches!(self, Document::Root | Document::OpenApiV2 | Document::OpenApiV3Index)
+        matches!(
+            self,
+            Document::Root | Document::OpenApiV2 | Document::OpenApiV3Index
+        )
     }
 
     /// The group a group document is of (`/api/...`: the core group, never
@@ -476,11 +502,17 @@ impl Document {
 /// unedited. Clients that list JSON beside protobuf (client-go) read it;
 /// one that accepts no JSON at all gets `406`, as from a server without it.
 fn json_answers(h: &mut http::HeaderMap) -> Result<(), Failure> {
-    let accept = h.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let accept = h
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     let any = accept.trim().is_empty()
-        || accept
-            .split(',')
-            .any(|r| matches!(r.split(';').next().map(str::trim), Some("*/*" | "application/*")));
+        || accept.split(',').any(|r| {
+            matches!(
+                r.split(';').next().map(str::trim),
+                Some("*/*" | "application/*")
+            )
+        });
     let json = filter::json_only_accept(accept);
     if !any && !accept.to_ascii_lowercase().contains("application/json") {
         return Err(Failure {
@@ -489,7 +521,8 @@ fn json_answers(h: &mut http::HeaderMap) -> Result<(), Failure> {
             message: format!("only JSON is served for published groups, not {accept:?}"),
         });
     }
-    let v = HeaderValue::from_str(&json).map_err(|_| Failure::bad_request("an Accept that is not text"))?;
+    let v = HeaderValue::from_str(&json)
+        .map_err(|_| Failure::bad_request("an Accept that is not text"))?;
     h.insert(header::ACCEPT, v);
     Ok(())
 }
@@ -608,9 +641,20 @@ mod tests {
             h.insert(header::ACCEPT, HeaderValue::from_str(a).unwrap());
             json_answers(h).map(|()| h[header::ACCEPT].to_str().unwrap().to_owned())
         };
-        assert_eq!(ask(&mut h, "application/vnd.kubernetes.protobuf,application/json").unwrap(), "application/json");
         assert_eq!(
-            ask(&mut h, "application/json;as=Table;v=v1;g=meta.k8s.io,application/json").unwrap(),
+            ask(
+                &mut h,
+                "application/vnd.kubernetes.protobuf,application/json"
+            )
+            .unwrap(),
+            "application/json"
+        );
+        assert_eq!(
+            ask(
+                &mut h,
+                "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+            )
+            .unwrap(),
             "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
         );
         assert_eq!(ask(&mut h, "*/*").unwrap(), "application/json");
@@ -650,9 +694,13 @@ mod tests {
             "s=1",
             Some(&ns),
         );
-        let pairs: HashMap<String, String> = form_urlencoded::parse(q.as_bytes()).into_owned().collect();
+        let pairs: HashMap<String, String> =
+            form_urlencoded::parse(q.as_bytes()).into_owned().collect();
         assert_eq!(pairs["labelSelector"], "app=wp,s=1");
-        assert_eq!(pairs["fieldSelector"], "metadata.namespace=bar,metadata.name=x");
+        assert_eq!(
+            pairs["fieldSelector"],
+            "metadata.namespace=bar,metadata.name=x"
+        );
         assert_eq!(pairs["watch"], "1");
         assert_eq!(with_selector(None, "s=1", None), "labelSelector=s%3D1");
         assert_eq!(

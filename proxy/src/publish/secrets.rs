@@ -62,7 +62,9 @@ impl Puller {
             match self.copy(ns, name, central_ns, of).await {
                 Ok(true) => copied += 1,
                 Ok(false) => {}
-                Err(e) => tracing::warn!(namespace = %ns, secret = %name, "connection secret not copied: {e}"),
+                Err(e) => {
+                    tracing::warn!(namespace = %ns, secret = %name, "connection secret not copied: {e}")
+                }
             }
         }
         let deleted = self.delete_unwanted(&wanted).await?;
@@ -80,15 +82,26 @@ impl Puller {
         let selector = source::cluster_selector(&self.cluster);
         for (gv, resource) in self.resources().await? {
             for t in &targets {
-                let path = format!("/apis/{gv}/namespaces/{t}/{resource}?labelSelector={}", enc(&selector));
+                let path = format!(
+                    "/apis/{gv}/namespaces/{t}/{resource}?labelSelector={}",
+                    enc(&selector)
+                );
                 let list = self.central.get_json(&path).await?;
-                for obj in list["items"].as_array().map(Vec::as_slice).unwrap_or_default() {
-                    let (Some(remote_ns), Some(name)) =
-                        (source::remote_namespace(obj), obj["metadata"]["name"].as_str())
-                    else {
+                for obj in list["items"]
+                    .as_array()
+                    .map(Vec::as_slice)
+                    .unwrap_or_default()
+                {
+                    let (Some(remote_ns), Some(name)) = (
+                        source::remote_namespace(obj),
+                        obj["metadata"]["name"].as_str(),
+                    ) else {
                         continue;
                     };
-                    let of = format!("{resource}.{}/{name}", gv.split('/').next().unwrap_or_default());
+                    let of = format!(
+                        "{resource}.{}/{name}",
+                        gv.split('/').next().unwrap_or_default()
+                    );
                     for f in &self.fields {
                         if let Some(secret) = at_path(obj, f) {
                             wanted.insert(
@@ -118,7 +131,11 @@ impl Puller {
                 continue;
             };
             let doc = self.central.get_json(&format!("/apis/{gv}")).await?;
-            for r in doc["resources"].as_array().map(Vec::as_slice).unwrap_or_default() {
+            for r in doc["resources"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+            {
                 let name = r["name"].as_str().unwrap_or_default();
                 let listable = r["verbs"]
                     .as_array()
@@ -134,7 +151,10 @@ impl Puller {
     /// Copies one Secret: whether the remote copy was written.
     async fn copy(&self, ns: &str, name: &str, central_ns: &str, of: &str) -> Result<bool, String> {
         let from = format!("/api/v1/namespaces/{central_ns}/secrets/{name}");
-        let (status, _, body) = self.central.request(Method::GET, &from, json_accept(), None).await?;
+        let (status, _, body) = self
+            .central
+            .request(Method::GET, &from, json_accept(), None)
+            .await?;
         if status == StatusCode::NOT_FOUND {
             // Not written yet by the central controller.
             return Ok(false);
@@ -142,7 +162,8 @@ impl Puller {
         if !status.is_success() {
             return Err(format!("reading it centrally: {status}"));
         }
-        let central: Json = serde_json::from_slice(&body).map_err(|_| "central Secret is not JSON")?;
+        let central: Json =
+            serde_json::from_slice(&body).map_err(|_| "central Secret is not JSON")?;
         let mut copy = json!({
             "apiVersion": "v1",
             "kind": "Secret",
@@ -156,15 +177,22 @@ impl Puller {
             "data": central["data"].clone(),
         });
         let to = format!("/api/v1/namespaces/{ns}/secrets/{name}");
-        let (status, _, body) = self.remote.request(Method::GET, &to, json_accept(), None).await?;
+        let (status, _, body) = self
+            .remote
+            .request(Method::GET, &to, json_accept(), None)
+            .await?;
         if status == StatusCode::NOT_FOUND {
             let create = format!("/api/v1/namespaces/{ns}/secrets");
-            return self.write(Method::POST, &create, &copy).await.map(|()| true);
+            return self
+                .write(Method::POST, &create, &copy)
+                .await
+                .map(|()| true);
         }
         if !status.is_success() {
             return Err(format!("reading the copy: {status}"));
         }
-        let current: Json = serde_json::from_slice(&body).map_err(|_| "remote Secret is not JSON")?;
+        let current: Json =
+            serde_json::from_slice(&body).map_err(|_| "remote Secret is not JSON")?;
         if current["metadata"]["labels"][COPY_LABEL] != "true" {
             tracing::warn!(namespace = %ns, secret = %name, "a Secret regroup does not own has this connection Secret's name: left alone");
             return Ok(false);
@@ -183,7 +211,12 @@ impl Puller {
         let body = Bytes::from(serde_json::to_vec(doc).expect("values serialize"));
         let (status, _, _) = self
             .remote
-            .request(method.clone(), path, json_accept(), Some((json_accept(), body)))
+            .request(
+                method.clone(),
+                path,
+                json_accept(),
+                Some((json_accept(), body)),
+            )
             .await?;
         if status.is_success() {
             Ok(())
@@ -196,12 +229,25 @@ impl Puller {
     async fn delete_unwanted(&self, wanted: &Wanted) -> Result<usize, String> {
         let list = self
             .remote
-            .get_json(&format!("/api/v1/secrets?labelSelector={}", enc(&format!("{COPY_LABEL}=true"))))
+            .get_json(&format!(
+                "/api/v1/secrets?labelSelector={}",
+                enc(&format!("{COPY_LABEL}=true"))
+            ))
             .await?;
-        let keep: HashSet<(&str, &str)> = wanted.keys().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let keep: HashSet<(&str, &str)> = wanted
+            .keys()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
         let mut deleted = 0;
-        for s in list["items"].as_array().map(Vec::as_slice).unwrap_or_default() {
-            let (Some(ns), Some(name)) = (s["metadata"]["namespace"].as_str(), s["metadata"]["name"].as_str()) else {
+        for s in list["items"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            let (Some(ns), Some(name)) = (
+                s["metadata"]["namespace"].as_str(),
+                s["metadata"]["name"].as_str(),
+            ) else {
                 continue;
             };
             if keep.contains(&(ns, name)) {
@@ -209,12 +255,18 @@ impl Puller {
             }
             // Bound to the copy listed: a Secret made since is not deleted.
             let uid = s["metadata"]["uid"].as_str().unwrap_or_default();
-            let opts = json!({"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}});
+            let opts =
+                json!({"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}});
             let path = format!("/api/v1/namespaces/{ns}/secrets/{name}");
             let body = Bytes::from(serde_json::to_vec(&opts).expect("values serialize"));
             let (status, _, _) = self
                 .remote
-                .request(Method::DELETE, &path, json_accept(), Some((json_accept(), body)))
+                .request(
+                    Method::DELETE,
+                    &path,
+                    json_accept(),
+                    Some((json_accept(), body)),
+                )
                 .await?;
             if status.is_success() || status == StatusCode::NOT_FOUND {
                 tracing::info!(namespace = %ns, secret = %name, "connection secret deleted: its object is gone");
@@ -250,8 +302,12 @@ mod tests {
 
     #[test]
     fn a_secret_name_is_read_at_its_dotted_path() {
-        let o = json!({"spec": {"writeConnectionSecretToRef": {"name": "sql-creds"}, "n": 1, "e": ""}});
-        assert_eq!(at_path(&o, "spec.writeConnectionSecretToRef.name"), Some("sql-creds"));
+        let o =
+            json!({"spec": {"writeConnectionSecretToRef": {"name": "sql-creds"}, "n": 1, "e": ""}});
+        assert_eq!(
+            at_path(&o, "spec.writeConnectionSecretToRef.name"),
+            Some("sql-creds")
+        );
         assert_eq!(at_path(&o, "spec.missing.name"), None);
         assert_eq!(at_path(&o, "spec.n"), None);
         assert_eq!(at_path(&o, "spec.e"), None);

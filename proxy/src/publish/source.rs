@@ -107,8 +107,10 @@ mod tests {
     fn an_object_is_ours_only_with_both_labels() {
         let s = foo();
         let ours = json!({"metadata": {"labels": {SOURCE_NAMESPACE: "foo", SOURCE_CLUSTER: "c1"}}});
-        let other_ns = json!({"metadata": {"labels": {SOURCE_NAMESPACE: "baz", SOURCE_CLUSTER: "c1"}}});
-        let other_cluster = json!({"metadata": {"labels": {SOURCE_NAMESPACE: "foo", SOURCE_CLUSTER: "c2"}}});
+        let other_ns =
+            json!({"metadata": {"labels": {SOURCE_NAMESPACE: "baz", SOURCE_CLUSTER: "c1"}}});
+        let other_cluster =
+            json!({"metadata": {"labels": {SOURCE_NAMESPACE: "foo", SOURCE_CLUSTER: "c2"}}});
         let central = json!({"metadata": {"name": "x"}});
         assert_eq!(s.holder(&ours), Holder::Us);
         assert_eq!(s.holder(&other_ns), Holder::Other);

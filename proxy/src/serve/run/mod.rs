@@ -284,7 +284,12 @@ pub fn preflight(settings: &Settings) -> Vec<String> {
             .map(drop)
             .map_err(|e| e.to_string())
     };
-    if let Some(f) = settings.file.front.as_ref().filter(|_| settings.file.publish.is_none()) {
+    if let Some(f) = settings
+        .file
+        .front
+        .as_ref()
+        .filter(|_| settings.file.publish.is_none())
+    {
         if let Err(e) = backend(&f.backend, f.dangerous_insecure_backend) {
             problems.push(format!("front.backend: {e}"));
         }
@@ -465,11 +470,13 @@ async fn start_front(
         listening,
     ));
     // Publish mode has no app to make trust the front.
-    let trust = serving_ca.filter(|_| settings.file.publish.is_none()).map(|ca| FrontTrust {
-        client_ca_pem: client.ca_pem.clone().unwrap_or_default(),
-        client_cn: FRONT_CLIENT_CN.into(),
-        serving_ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca),
-    });
+    let trust = serving_ca
+        .filter(|_| settings.file.publish.is_none())
+        .map(|ca| FrontTrust {
+            client_ca_pem: client.ca_pem.clone().unwrap_or_default(),
+            client_cn: FRONT_CLIENT_CN.into(),
+            serving_ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca),
+        });
     if trust.is_none() && settings.file.publish.is_none() {
         tracing::warn!(
             "front.caFile not set: the cluster's APIService caBundle is left as the app wrote it"

@@ -15,6 +15,7 @@ use rustls::pki_types::CertificateDer;
 
 use crate::body::Body;
 use crate::kube::RequestInfo;
+use crate::publish::publisher::Publisher;
 use crate::serve::amend::front_trust::FrontTrust;
 use crate::serve::amend::registrations::WebhookRegistration;
 use crate::serve::amend::Amend;
@@ -24,7 +25,6 @@ use crate::serve::live::Live;
 use crate::serve::stack;
 use crate::serve::stack::exchange::{BodyLimits, Forward};
 use crate::serve::status::Failure;
-use crate::publish::publisher::Publisher;
 use crate::upstream::own_client::OwnClient;
 use crate::upstream::Upstream;
 
