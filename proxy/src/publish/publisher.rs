@@ -103,6 +103,12 @@ impl Publisher {
         Box<dyn std::future::Future<Output = Result<Response<Body>, Failure>> + Send + 'a>,
     > {
         Box::pin(async move {
+            if stack::headers::is_upgrade(req.headers()) {
+                // A spliced stream could not be edited (namespaces, labels).
+                return Err(Failure::bad_request(
+                    "protocol upgrades (exec, attach, port-forward) are not published",
+                ));
+            }
             if info.is_api && info.resource.is_some() {
                 self.resource(engine, req, info, who).await
             } else {

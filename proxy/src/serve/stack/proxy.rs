@@ -211,7 +211,18 @@ impl Proxy {
             &cfg,
         );
         crate::serve::front::auth::strip_identity_headers(req.headers_mut(), &cfg);
-        req.headers_mut().remove(http::header::AUTHORIZATION);
+        // The central cluster sees regroup's credential alone: nothing of
+        // the caller's may ask it to act as someone else.
+        let h = req.headers_mut();
+        h.remove(http::header::AUTHORIZATION);
+        let asks: Vec<_> = h
+            .keys()
+            .filter(|k| k.as_str().starts_with("impersonate-"))
+            .cloned()
+            .collect();
+        for k in asks {
+            h.remove(k);
+        }
         let who = match who {
             Ok(who) => who,
             Err(r) => {
