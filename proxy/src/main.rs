@@ -203,6 +203,32 @@ enum Command {
         #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
         concurrency: u16,
     },
+    /// Print what publish mode needs in each cluster (docs/publish.md,
+    /// "Deploying"): in the central cluster a ServiceAccount, its token and
+    /// a Role on the published groups in the target namespace; in the
+    /// remote cluster regroup's RBAC, configuration, generated serving
+    /// certificate, Deployment, Service and one APIService per published
+    /// version, in the remote names. YAML, one section per cluster.
+    PublishManifests {
+        /// The publish-mode configuration file.
+        #[arg(short = 'c', long = "config")]
+        config: PathBuf,
+        /// The remote namespace regroup runs in (and, without
+        /// `publish.targetNamespace`, the central ServiceAccount's).
+        #[arg(long, default_value = "regroup")]
+        namespace: String,
+        /// regroup's container image (default: this version's).
+        #[arg(long)]
+        image: Option<String>,
+        /// The name of regroup's ServiceAccounts, Deployment and Service.
+        #[arg(long, default_value = "regroup-publish")]
+        name: String,
+        /// The published versions, GROUP/VERSION in central names
+        /// (comma-separated or repeated); default: read from the central
+        /// cluster's discovery.
+        #[arg(long, value_delimiter = ',', value_name = "GROUP/VERSION,...")]
+        versions: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -309,6 +335,23 @@ fn main() -> ExitCode {
             }
         };
     }
+    if let Command::PublishManifests {
+        config,
+        namespace,
+        image,
+        name,
+        versions,
+    } = cli.command
+    {
+        let defaults = regroup::publish::manifests::Options::default();
+        let opts = regroup::publish::manifests::Options {
+            name,
+            namespace,
+            image: image.unwrap_or(defaults.image),
+            versions,
+        };
+        return publish_manifests(&config, &opts);
+    }
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -320,7 +363,9 @@ fn main() -> ExitCode {
 
 fn run(command: Command) -> Result<(), String> {
     match command {
-        Command::Serve { .. } | Command::Migrate { .. } => unreachable!("handled in main"),
+        Command::Serve { .. } | Command::Migrate { .. } | Command::PublishManifests { .. } => {
+            unreachable!("handled in main")
+        }
         Command::Check { config, files } => {
             let settings = load_config(&config)?;
             let problems = regroup::serve::run::preflight(&settings);
@@ -494,6 +539,28 @@ fn run(command: Command) -> Result<(), String> {
             }
             print!("{out}");
             Ok(())
+        }
+    }
+}
+
+/// `publish-manifests`: exit code 2 when the central cluster could not
+/// be asked for the published versions.
+fn publish_manifests(config: &Path, opts: &regroup::publish::manifests::Options) -> ExitCode {
+    let text = match std::fs::read_to_string(config) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("regroup: cannot read config {}: {e}", config.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    match regroup::publish::manifests::generate(&text, opts) {
+        Ok(out) => {
+            print!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("regroup: {}: {e}", config.display());
+            ExitCode::from(e.exit_code())
         }
     }
 }
