@@ -555,6 +555,9 @@ pub struct Health {
     /// The aggregated front's certificates (`front/ready.rs`), when there is a front.
     #[allow(clippy::type_complexity)]
     pub front: Option<Arc<dyn Fn() -> Result<(), String> + Send + Sync>>,
+    /// Publish mode's central cluster, checked as the upstream is.
+    #[allow(clippy::type_complexity)]
+    pub central: Option<Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>>,
 }
 
 impl Health {
@@ -584,6 +587,13 @@ impl Health {
                 false => Some(check().await),
             };
             out.push(("upstream", r));
+        }
+        if let Some(check) = &self.central {
+            let r = match skip("central") {
+                true => None,
+                false => Some(check().await),
+            };
+            out.push(("central", r));
         }
         out
     }
@@ -763,6 +773,7 @@ mod tests {
                 Box::pin(async { Err("GET /readyz: connection refused".to_string()) })
             })),
             front: Some(Arc::new(|| Ok(()))),
+            central: None,
         };
         let (code, text) = health_endpoint(&h, "/readyz", None).await;
         assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);

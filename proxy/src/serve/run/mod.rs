@@ -135,6 +135,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             .with_limits((&settings.limits).into());
         let mut follow = None;
         let mut front_ready = None;
+        let mut central = None;
         if let Some(front) = &settings.file.front {
             let started = start_front(settings, live.clone(), front, &sidecar, serving.clone()).await?;
             servers.push(started.task);
@@ -143,6 +144,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
             }
             follow = started.follow;
             front_ready = Some(started.ready);
+            central = started.central;
         }
         if let Some(w) = &settings.file.webhooks {
             let (task, registration) = start_webhooks(settings, live.clone(), w, serving.clone()).await?;
@@ -181,6 +183,9 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
                 shutting_down: Some(lifecycle.flag()),
                 upstream: Some(upstream_check(proxy.own_client(), settings.limits.upstream_response_header_timeout)),
                 front: front_ready.clone(),
+                central: central
+                    .clone()
+                    .map(|c| upstream_check(c, settings.limits.upstream_response_header_timeout)),
             };
             servers.push(tokio::spawn(crate::serve::observe::metrics::serve_health(l, health)));
         }
@@ -369,6 +374,8 @@ struct StartedFront {
     /// `/readyz`'s check of the front's certificates.
     #[allow(clippy::type_complexity)]
     ready: Arc<dyn Fn() -> Result<(), String> + Send + Sync>,
+    /// Publish mode: regroup's client of the central cluster (`/readyz`).
+    central: Option<OwnClient>,
 }
 
 /// Starts the aggregated front.
@@ -450,11 +457,13 @@ async fn start_front(
     };
     let tls = Arc::new(ReloadingConfig::new(serving, ca_source)?);
     let auth = Arc::new(std::sync::RwLock::new(cfg));
+    let mut central = None;
     let proxy = match &settings.file.publish {
         Some(p) => {
             let publisher =
                 crate::publish::start(settings, p, sidecar.own_client(), (&settings.limits).into())
                     .await?;
+            central = Some(publisher.central_reads().clone());
             Proxy::publish(live, publisher, auth.clone())
         }
         None => front_proxy(settings, live, front, &client, auth.clone())?,
@@ -495,6 +504,7 @@ async fn start_front(
         trust,
         ready,
         follow,
+        central,
     })
 }
 
