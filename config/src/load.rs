@@ -221,6 +221,11 @@ fn object_names(
         .map(|r| r.rule.ends(Direction::ToCluster))
         .collect();
     let Some(n) = file.names.as_ref() else {
+        // Publish mode serves a central cluster's objects, no copy of an
+        // app whose cluster-scoped objects could clash.
+        if file.publish.is_some() {
+            return None;
+        }
         return ObjectNames::derived(&sides, &ObjectNames::default_kinds(), &[]).ok();
     };
     let line = n.referenced.line();
@@ -585,7 +590,9 @@ impl Settings {
                 }
             }
         }
-        w.extend(self.shared_names_warning());
+        if self.file.publish.is_none() {
+            w.extend(self.shared_names_warning());
+        }
         if self.file.upstream.dangerous_insecure_skip_tls_verify {
             w.push(
                 "upstream.dangerousInsecureSkipTlsVerify: the API server's certificate is not verified"
@@ -644,6 +651,49 @@ impl Settings {
     }
 
     /// The effective rename table and settings, as `regroup check` prints it.
+    /// Publish mode at a glance: what is published under which name, where
+    /// each remote namespace's objects go, what is copied down.
+    fn publish_table(&self, p: &crate::schema::Publish) -> String {
+        let mut out = String::from("\nPUBLISH (docs/publish.md)\n");
+        let central = p
+            .central
+            .kubeconfig
+            .as_ref()
+            .map_or("?".into(), |k| k.display().to_string());
+        out.push_str(&format!("central cluster: {central}\n"));
+        for g in &p.groups {
+            let remote = self
+                .map
+                .map_group(g, Direction::ToCluster)
+                .unwrap_or_else(|| g.clone());
+            out.push_str(&format!("  {g} -> {remote} (this cluster's name)\n"));
+        }
+        let rule = match (&p.target_namespace, p.match_namespaces) {
+            (_, true) => "its namesake".to_string(),
+            (Some(t), false) => format!("`{t}`"),
+            (None, false) => "nowhere (give targetNamespace or matchNamespaces)".to_string(),
+        };
+        out.push_str(&format!(
+            "a remote namespace's objects go to: the annotation regroup.dev/publish-target-namespace on its Namespace, else {rule}\n"
+        ));
+        out.push_str(&format!(
+            "cluster id: {}\n",
+            p.cluster_id
+                .as_deref()
+                .unwrap_or("the uid of this cluster's kube-system Namespace")
+        ));
+        if p.connection_secrets.fields.is_empty() {
+            out.push_str("connection secrets: none copied\n");
+        } else {
+            out.push_str(&format!(
+                "connection secrets named at {} copied down every {}s\n",
+                p.connection_secrets.fields.join(", "),
+                p.connection_secrets.resync_seconds
+            ));
+        }
+        out
+    }
+
     pub fn effective_table(&self) -> String {
         let mut out = String::new();
         let rows: Vec<[String; 5]> = self
@@ -703,6 +753,9 @@ impl Settings {
                     describe(&r.rule)
                 ));
             }
+        }
+        if let Some(p) = &self.file.publish {
+            out.push_str(&self.publish_table(p));
         }
         if !self.fields.is_empty() {
             out.push_str("\nFIELDS\n");
@@ -794,6 +847,9 @@ impl Settings {
                 "(other copies' keys in these prefixes are shown to the app under `{}.<prefix>`)\n",
                 crate::metadata::SHADOW_LABEL
             ));
+        }
+        if self.file.publish.is_some() {
+            return out;
         }
         out.push_str(
             "\nSHARED (not renamed: two copies of the app must not both write them)\n\
