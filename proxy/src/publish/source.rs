@@ -50,13 +50,7 @@ impl Source {
     /// Writes this source's labels into an object (or a patch's object):
     /// whether it was an object at all.
     pub fn label(&self, obj: &mut Json) -> bool {
-        let Some(o) = obj.as_object_mut() else {
-            return false;
-        };
-        let meta = o
-            .entry("metadata")
-            .or_insert_with(|| Json::Object(Map::new()));
-        let Some(meta) = meta.as_object_mut() else {
+        let Some(meta) = crate::serve::amend::metadata_mut(obj) else {
             return false;
         };
         let labels = meta

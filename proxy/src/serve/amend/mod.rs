@@ -181,3 +181,12 @@ pub(crate) fn edit_json(doc: &[u8], edit: impl FnOnce(&mut Json) -> bool) -> Opt
     let mut v: Json = serde_json::from_slice(doc).ok()?;
     edit(&mut v).then(|| serde_json::to_vec(&v).expect("values serialize"))
 }
+
+/// An object's `metadata`, made when missing: `None` when the document or
+/// its `metadata` is not a JSON object (a patch that can't carry one).
+pub(crate) fn metadata_mut(doc: &mut Json) -> Option<&mut serde_json::Map<String, Json>> {
+    doc.as_object_mut()?
+        .entry("metadata")
+        .or_insert_with(|| Json::Object(serde_json::Map::new()))
+        .as_object_mut()
+}

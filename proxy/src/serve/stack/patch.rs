@@ -25,7 +25,7 @@ use hyper::body::Incoming;
 
 use crate::upstream::ResponseBody;
 use json_patch::PatchOperation;
-use serde_json::{Map, Value as Json};
+use serde_json::Value as Json;
 
 use super::credentials::send;
 use super::exchange::{Exchange, Forward, Next, Outgoing, BODY_LIMIT};
@@ -302,13 +302,7 @@ fn pin_precondition(patch: &mut Json, read: Option<&str>) -> bool {
     let Some(read) = read else {
         return false;
     };
-    let Some(o) = patch.as_object_mut() else {
-        return false;
-    };
-    let meta = o
-        .entry("metadata")
-        .or_insert_with(|| Json::Object(Map::new()));
-    let Some(meta) = meta.as_object_mut() else {
+    let Some(meta) = crate::serve::amend::metadata_mut(patch) else {
         return false;
     };
     match meta.get("resourceVersion").and_then(Json::as_str) {

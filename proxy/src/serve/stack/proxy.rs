@@ -165,14 +165,7 @@ impl Proxy {
             if let Err(r) =
                 identity::authenticate(&cfg, peer.as_deref().map(Vec::as_slice), &mut req)
             {
-                return Ok(crate::serve::respond::refused(
-                    listener,
-                    req.method(),
-                    req.uri().path(),
-                    started,
-                    r.reason(),
-                    r.failure(),
-                ));
+                return Ok(refused(listener, &req, started, &r));
             }
         } else if peer.is_some() {
             return Ok(Failure::unavailable("not a front listener").into_response());
@@ -225,16 +218,7 @@ impl Proxy {
         }
         let who = match who {
             Ok(who) => who,
-            Err(r) => {
-                return crate::serve::respond::refused(
-                    listener,
-                    req.method(),
-                    req.uri().path(),
-                    started,
-                    r.reason(),
-                    r.failure(),
-                )
-            }
+            Err(r) => return refused(listener, &req, started, &r),
         };
         let method = req.method().clone();
         let uri = req.uri().clone();
@@ -242,4 +226,21 @@ impl Proxy {
         let result = publisher.serve(self.live.load(), req, &info, &who).await;
         crate::serve::respond::answer(listener, &method, uri.path(), &info, started, result)
     }
+}
+
+/// A caller the front's authentication refused, answered and counted.
+fn refused<B>(
+    listener: &'static str,
+    req: &Request<B>,
+    started: Instant,
+    r: &crate::serve::front::auth::Rejection,
+) -> Response<Body> {
+    crate::serve::respond::refused(
+        listener,
+        req.method(),
+        req.uri().path(),
+        started,
+        r.reason(),
+        r.failure(),
+    )
 }
