@@ -6,8 +6,11 @@ securityContext, regroup's args and config); the chart's RBAC renaming
 checked against `regroup render`; regroup's rendered config checked by
 `regroup check`; with `webhooks.enabled`, the webhook listener's Service,
 certificate, config and mounts; the rendered config started with `regroup
-serve`. Needs helm (e2e/install.sh) and no cluster."""
+serve`; with `publish.enabled`, regroup alone as publish mode's front (its
+pod, config, APIServices and RBAC). Needs helm (e2e/install.sh) and no
+cluster."""
 import base64
+import copy
 import json
 import os
 import re
@@ -509,6 +512,194 @@ def test_refuses_incomplete_values(tmp_path):
                              "front.tlsSecret absent not found")]:
         p = helm("template", "t", CHART, values=merge(IMAGE, values), tmp=tmp_path, check=False)
         assert p.returncode != 0 and message in p.stderr, (values, p.stderr)
+
+
+# --- publish mode (docs/publish.md): regroup alone, the front of a central cluster's groups -------
+
+PUBLISH_RULES = [{"from": "database.acmeco.org", "to": "database.team1.example.com"}]
+PUBLISH = {"publish": {"enabled": True, "centralKubeconfigSecret": "regroup-publish-central",
+                       "groups": ["database.acmeco.org"], "targetNamespace": "bar"},
+           "front": {"apiServices": [{"group": "database.acmeco.org", "version": "v1alpha1"}]}}
+CENTRAL_DIR = "/etc/regroup/central"
+
+
+def publish_values(extra=None):
+    """Publish values alone: no app, no app RBAC (values_for's would fail)."""
+    return copy.deepcopy(merge(merge(IMAGE, PUBLISH), extra or {}))
+
+
+def check_config(regroup_bin, objs, tmp_path, name="config.yaml"):
+    """The ConfigMap's config.yaml passes `regroup check -c`; returns it parsed."""
+    cm = next(o for o in by_kind(objs, "ConfigMap") if o["metadata"]["name"].endswith("-regroup-config"))
+    path = tmp_path / name
+    path.write_text(cm["data"]["config.yaml"])
+    p = subprocess.run([regroup_bin, "check", "-c", str(path)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, f"{p.stdout}{p.stderr}"
+    return yaml.safe_load(cm["data"]["config.yaml"])
+
+
+@pytest.mark.parametrize("case", ["renamed", "no-rules"])
+def test_publish_mode(case, regroup_bin, tmp_path):
+    """publish.enabled: one container (regroup) with the central kubeconfig,
+    a config regroup accepts (publish.central, no front.backend), the
+    APIService in the remote name pointing at the front's Service with the
+    generated CA, and regroup's own rights: Namespaces read, Secrets written."""
+    rules = PUBLISH_RULES if case == "renamed" else []
+    values = publish_values({"rules": rules, "publish": {"replicas": 2}})
+    lint = helm("lint", "--strict", CHART, "--kube-version", "1.31.0", values=values, tmp=tmp_path)
+    assert "0 chart(s) failed" in lint.stdout
+    objs = template(values, tmp_path)
+    for o in objs:
+        try:
+            kubernetes_validate.validate(o, "1.31.0", strict=True)
+        except kubernetes_validate.ValidationError as e:
+            pytest.fail(f"{o['kind']} {o['metadata']['name']} invalid: {e.message}")
+
+    # The pod: regroup alone, an ordinary container (no app to start before).
+    deployment = one(objs, "Deployment")
+    assert deployment["spec"]["replicas"] == 2
+    spec = deployment["spec"]["template"]["spec"]
+    assert "initContainers" not in spec
+    (regroup,) = spec["containers"]
+    assert regroup["name"] == "regroup" and "restartPolicy" not in regroup
+    assert regroup["image"] == "regroup:dev"
+    assert regroup["args"] == ["serve", "-c", "/etc/regroup/config/config.yaml"]
+    assert not regroup.get("env")
+    assert {"name": "regroup-front", "containerPort": 9443, "protocol": "TCP"} in regroup["ports"]
+    assert regroup["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "regroup-metrics"}
+    assert regroup["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "regroup-metrics"}
+    sc = regroup["securityContext"]
+    assert sc["runAsNonRoot"] and sc["readOnlyRootFilesystem"] and not sc["allowPrivilegeEscalation"]
+    mounts = {m["mountPath"]: m for m in regroup["volumeMounts"]}
+    assert mounts[CENTRAL_DIR] == {"name": "regroup-central", "mountPath": CENTRAL_DIR, "readOnly": True}
+    assert mounts["/etc/regroup/front"]["name"] == "regroup-front-tls"
+    # regroup's in-cluster credential for this cluster: the pod's own token, the real CA
+    assert mounts[SA_PATH]["name"] == "regroup-upstream-sa"
+    assert spec["automountServiceAccountToken"] is False
+    assert spec["serviceAccountName"] == "team-b-regroup"
+    vols = {v["name"]: v for v in spec["volumes"]}
+    assert set(vols) == {"regroup-config", "regroup-spill", "regroup-upstream-sa", "regroup-front-tls",
+                         "regroup-central"}
+    assert vols["regroup-central"]["secret"] == {"secretName": "regroup-publish-central",
+                                                 "items": [{"key": "kubeconfig", "path": "kubeconfig"}]}
+    srcs = vols["regroup-upstream-sa"]["projected"]["sources"]
+    assert {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}} in srcs
+    assert any(s.get("configMap", {}).get("name") == "kube-root-ca.crt" for s in srcs)
+    assert {m["name"] for m in regroup["volumeMounts"]} <= set(vols)
+    assert not any(s["metadata"]["name"] == "team-b-regroup-serving" for s in by_kind(objs, "Secret"))
+
+    # The config: what regroup accepts in publish mode.
+    config = check_config(regroup_bin, objs, tmp_path)
+    assert config["publish"] == {"central": {"kubeconfig": f"{CENTRAL_DIR}/kubeconfig"},
+                                 "groups": ["database.acmeco.org"], "targetNamespace": "bar",
+                                 "matchNamespaces": False,
+                                 "connectionSecrets": {"fields": ["spec.writeConnectionSecretToRef.name"],
+                                                       "resyncSeconds": 10}}
+    assert "backend" not in config["front"]
+    assert config["front"] == {"listen": "0.0.0.0:9443", "certFile": "/etc/regroup/front/tls.crt",
+                               "keyFile": "/etc/regroup/front/tls.key", "caFile": "/etc/regroup/front/ca.crt",
+                               "requestHeader": {"fromCluster": True}}
+    assert config["upstream"] == {"inCluster": True}
+    assert config["listeners"] == {"metrics": "0.0.0.0:9090"}  # no listener for an app
+    assert config["rules"] == rules
+    assert "webhooks" not in config and "credentials" not in config
+
+    # The APIService: the remote name, the front's Service, the generated CA.
+    svc = next(s for s in by_kind(objs, "Service") if s["metadata"]["name"] == "team-b-regroup-front")
+    assert svc["spec"]["ports"][0]["targetPort"] == "regroup-front"
+    assert svc["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    api = one(objs, "APIService")
+    group = "database.team1.example.com" if rules else "database.acmeco.org"
+    assert api["metadata"]["name"] == f"v1alpha1.{group}"
+    assert (api["spec"]["group"], api["spec"]["version"]) == (group, "v1alpha1")
+    assert api["spec"]["service"] == {"name": "team-b-regroup-front", "namespace": "team-b", "port": 443}
+    secret = next(s for s in by_kind(objs, "Secret") if s["metadata"]["name"] == "team-b-regroup-front-tls")
+    assert api["spec"]["caBundle"] == secret["data"]["ca.crt"]
+    assert base64.b64decode(api["spec"]["caBundle"]).startswith(b"-----BEGIN CERTIFICATE-----")
+
+    # regroup's rights: exactly Namespaces read and Secrets read/write; reviews; the request-header CA.
+    sa = [{"kind": "ServiceAccount", "name": "team-b-regroup", "namespace": "team-b"}]
+    role = one(objs, "ClusterRole")
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
+                             {"apiGroups": [""], "resources": ["secrets"],
+                              "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}]
+    bindings = {b["roleRef"]["name"]: b for b in by_kind(objs, "ClusterRoleBinding")}
+    assert set(bindings) == {role["metadata"]["name"], "system:auth-delegator"}
+    assert all(b["subjects"] == sa for b in bindings.values())
+    (reader,) = by_kind(objs, "RoleBinding")
+    assert reader["metadata"]["namespace"] == "kube-system"
+    assert reader["roleRef"]["name"] == "extension-apiserver-authentication-reader" and reader["subjects"] == sa
+    assert not by_kind(objs, "Role")
+
+
+def test_publish_mode_options(regroup_bin, tmp_path):
+    """matchNamespaces, a clusterId, other connection-Secret fields, no
+    metrics: all in the config regroup accepts; an empty clusterId is left
+    out (regroup then takes kube-system's uid)."""
+    values = publish_values({"publish": {"targetNamespace": "", "matchNamespaces": True, "clusterId": "remote-eu-1",
+                                         "connectionSecrets": {"fields": ["spec.a.b", "spec.c"],
+                                                               "resyncSeconds": 30}},
+                             "regroup": {"metrics": {"enabled": False}}})
+    objs = template(values, tmp_path)
+    config = check_config(regroup_bin, objs, tmp_path)
+    p = config["publish"]
+    assert p["matchNamespaces"] is True and "targetNamespace" not in p and p["clusterId"] == "remote-eu-1"
+    assert p["connectionSecrets"] == {"fields": ["spec.a.b", "spec.c"], "resyncSeconds": 30}
+    assert "listeners" not in config
+    (regroup,) = one(objs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert not any(k in regroup for k in ("livenessProbe", "readinessProbe", "startupProbe"))
+
+
+def test_publish_example(regroup_bin, tmp_path):
+    """charts/regroup/examples/publish.yaml (the README's) lints, renders,
+    validates, and its config passes `regroup check`."""
+    path = CHART / "examples" / "publish.yaml"
+    lint = subprocess.run([str(HELM), "lint", "--strict", str(CHART), "-f", str(path)], capture_output=True,
+                          text=True, timeout=120)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    out = subprocess.run([str(HELM), "template", "ex", str(CHART), "-f", str(path), "--kube-version", "1.31.0"],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    objs = [d for d in yaml.safe_load_all(out) if d]
+    for o in objs:
+        kubernetes_validate.validate(o, "1.31.0", strict=True)
+    assert [c["name"] for c in one(objs, "Deployment")["spec"]["template"]["spec"]["containers"]] == ["regroup"]
+    assert one(objs, "APIService")["metadata"]["name"] == "v1alpha1.database.team1.example.com"
+    assert "central" in check_config(regroup_bin, objs, tmp_path)["publish"]
+
+
+def test_publish_refuses_incomplete_values(tmp_path):
+    """Without the central kubeconfig Secret or groups the schema refuses
+    the values (naming the value), and so do the templates when the schema
+    is skipped (the chart's own message); the rest only the templates."""
+    def render(values, *extra):
+        path = tmp_path / "values.yaml"
+        path.write_text(yaml.safe_dump(values))
+        return helm("template", "t", CHART, "-f", path, *extra, check=False)
+
+    for drop, schema_says, template_says in [
+            ({"centralKubeconfigSecret": ""}, "/publish/centralKubeconfigSecret",
+             "publish.centralKubeconfigSecret is required with publish.enabled"),
+            ({"groups": []}, "/publish/groups", "publish.groups is required with publish.enabled")]:
+        values = publish_values({"publish": drop})
+        p = render(values)
+        assert p.returncode != 0 and schema_says in p.stderr, p.stderr
+        p = render(values, "--skip-schema-validation")
+        assert p.returncode != 0 and template_says in p.stderr, p.stderr
+    # Left out altogether (not just empty): the schema names the missing property.
+    values = publish_values()
+    del values["publish"]["groups"]
+    p = render(values)
+    assert p.returncode != 0 and "groups" in p.stderr, p.stderr
+    for extra, message in [({"publish": {"targetNamespace": ""}},
+                            "publish.enabled needs publish.targetNamespace"),
+                           ({"app": APP}, "publish.enabled runs regroup alone"),
+                           ({"rbac": RBAC}, "rbac.rules: publish.enabled runs no app"),
+                           ({"webhooks": {"enabled": True, "hooks": [HOOK]}},
+                            "webhooks.enabled: publish.enabled runs no app"),
+                           ({"front": {"apiServices": [{"group": "network.acmeco.org", "version": "v1"}]}},
+                            "group network.acmeco.org is not in publish.groups")]:
+        p = render(publish_values(extra))
+        assert p.returncode != 0 and message in p.stderr, (extra, p.stderr)
 
 
 # --- regroup inject: the same sidecar as the chart, and as a Helm post-renderer -----------------

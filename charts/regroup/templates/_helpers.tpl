@@ -37,6 +37,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s-front" (include "regroup.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/* Whether the front is on: front.enabled, or publish mode (whose front is the whole point). */}}
+{{- define "regroup.frontOn" -}}
+{{- if or .Values.front.enabled .Values.publish.enabled }}true{{ end }}
+{{- end }}
+
+{{- define "regroup.centralSecretName" -}}
+{{- required (printf "publish.centralKubeconfigSecret is required with publish.enabled: the name of a Secret in namespace %s with the key `kubeconfig` (the central cluster's server and credential; docs/publish.md, \"Deploying\")" .Release.Namespace) .Values.publish.centralKubeconfigSecret }}
+{{- end }}
+
 {{- define "regroup.webhooksServiceName" -}}
 {{- printf "%s-webhooks" (include "regroup.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
@@ -86,8 +95,12 @@ Call: include "regroup.mapGroup" (dict "group" "foo.example.io" "rules" .Values.
 {{- end }}
 {{- end }}
 
-{{/* regroup's configuration file (docs/config.md). */}}
+{{/* regroup's configuration file (docs/config.md). With publish.enabled
+(docs/publish.md): no app, so no listener for one (no `listeners.http`,
+`listeners.tls`, `credentials`), and the front without `backend` (the
+config loader refuses one with `publish:`: publish.central is the backend). */}}
 {{- define "regroup.config" -}}
+{{- $publish := .Values.publish.enabled -}}
 rules:
 {{- toYaml .Values.rules | nindent 2 }}
 {{- with .Values.fields }}
@@ -102,6 +115,12 @@ names:
 metadata:
 {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- if $publish }}
+{{- if .Values.regroup.metrics.enabled }}
+listeners:
+  metrics: 0.0.0.0:{{ .Values.regroup.metrics.port }}
+{{- end }}
+{{- else }}
 listeners:
   http: 127.0.0.1:{{ .Values.regroup.httpPort }}
 {{- if eq .Values.mode "inCluster" }}
@@ -113,16 +132,20 @@ listeners:
 {{- if .Values.regroup.metrics.enabled }}
   metrics: 0.0.0.0:{{ .Values.regroup.metrics.port }}
 {{- end }}
+{{- end }}
 upstream:
   inCluster: true
+{{- if not $publish }}
 credentials:
   passThrough: true
-{{- if .Values.front.enabled }}
+{{- end }}
+{{- if or .Values.front.enabled $publish }}
 front:
   listen: 0.0.0.0:{{ .Values.front.port }}
   certFile: /etc/regroup/front/tls.crt
   keyFile: /etc/regroup/front/tls.key
   caFile: /etc/regroup/front/ca.crt
+{{- if not $publish }}
   backend: {{ .Values.front.backend }}
 {{- if .Values.front.backendCaSecret }}
   backendCaFile: /etc/regroup/backend/ca.crt
@@ -130,10 +153,28 @@ front:
 {{- if .Values.front.insecureBackend }}
   dangerousInsecureBackend: true
 {{- end }}
+{{- end }}
   requestHeader:
     fromCluster: true
 {{- end }}
-{{- if .Values.webhooks.enabled }}
+{{- if $publish }}
+{{- $p := .Values.publish }}
+publish:
+  central:
+    kubeconfig: /etc/regroup/central/kubeconfig
+  groups:
+{{- toYaml $p.groups | nindent 4 }}
+{{- with $p.targetNamespace }}
+  targetNamespace: {{ . | quote }}
+{{- end }}
+  matchNamespaces: {{ $p.matchNamespaces }}
+{{- with $p.clusterId }}
+  clusterId: {{ . | quote }}
+{{- end }}
+  connectionSecrets:
+{{- toYaml $p.connectionSecrets | nindent 4 }}
+{{- end }}
+{{- if and .Values.webhooks.enabled (not $publish) }}
 webhooks:
   listen: 0.0.0.0:{{ .Values.webhooks.port }}
   certFile: /etc/regroup/webhooks/tls.crt
