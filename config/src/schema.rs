@@ -595,6 +595,12 @@ pub struct ConnectionSecrets {
     /// How often the copies are brought in line with the central cluster.
     #[serde(default = "ten")]
     pub resync_seconds: u64,
+    /// Copy a Secret only when the object naming it owns it (an
+    /// `ownerReference` with the object's uid, as Crossplane writes them):
+    /// otherwise one remote namespace could name, and read, a Secret of
+    /// another sharing its central namespace.
+    #[serde(default = "yes")]
+    pub require_owner: bool,
 }
 
 impl Default for ConnectionSecrets {
@@ -602,6 +608,7 @@ impl Default for ConnectionSecrets {
         ConnectionSecrets {
             fields: connection_secret_fields(),
             resync_seconds: ten(),
+            require_owner: true,
         }
     }
 }

@@ -59,6 +59,7 @@ pub(crate) async fn start(
             groups: p.groups.clone(),
             fields: p.connection_secrets.fields.clone(),
             every: Duration::from_secs(p.connection_secrets.resync_seconds),
+            require_owner: p.connection_secrets.require_owner,
         };
         // Lives as long as the process.
         drop(tokio::spawn(puller.run()));

@@ -33,11 +33,21 @@ pub(crate) struct Puller {
     /// Dotted paths to a Secret name in a published object.
     pub fields: Vec<String>,
     pub every: Duration,
+    /// Only Secrets the naming object owns are copied.
+    pub require_owner: bool,
 }
 
-/// A copy that should exist: remote namespace and name → where it comes
-/// from and for which object.
-type Wanted = BTreeMap<(String, String), (String, String)>;
+/// Where a wanted copy comes from: the central namespace, the object
+/// (`resource.group/name`) and its uid.
+#[derive(Clone, Debug)]
+struct Origin {
+    namespace: String,
+    of: String,
+    uid: String,
+}
+
+/// A copy that should exist: remote namespace and name → where from.
+type Wanted = BTreeMap<(String, String), Origin>;
 
 impl Puller {
     /// Runs for the life of the process.
@@ -58,8 +68,8 @@ impl Puller {
     pub async fn pass(&self) -> Result<(usize, usize), String> {
         let wanted = self.wanted().await?;
         let mut copied = 0;
-        for ((ns, name), (central_ns, of)) in &wanted {
-            match self.copy(ns, name, central_ns, of).await {
+        for ((ns, name), from) in &wanted {
+            match self.copy(ns, name, from).await {
                 Ok(true) => copied += 1,
                 Ok(false) => {}
                 Err(e) => {
@@ -98,16 +108,20 @@ impl Puller {
                     ) else {
                         continue;
                     };
-                    let of = format!(
-                        "{resource}.{}/{name}",
-                        gv.split('/').next().unwrap_or_default()
-                    );
+                    let from = Origin {
+                        namespace: t.clone(),
+                        of: format!(
+                            "{resource}.{}/{name}",
+                            gv.split('/').next().unwrap_or_default()
+                        ),
+                        uid: obj["metadata"]["uid"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned(),
+                    };
                     for f in &self.fields {
                         if let Some(secret) = at_path(obj, f) {
-                            wanted.insert(
-                                (remote_ns.to_owned(), secret.to_owned()),
-                                (t.clone(), of.clone()),
-                            );
+                            wanted.insert((remote_ns.to_owned(), secret.to_owned()), from.clone());
                         }
                     }
                 }
@@ -149,11 +163,12 @@ impl Puller {
     }
 
     /// Copies one Secret: whether the remote copy was written.
-    async fn copy(&self, ns: &str, name: &str, central_ns: &str, of: &str) -> Result<bool, String> {
-        let from = format!("/api/v1/namespaces/{central_ns}/secrets/{name}");
+    async fn copy(&self, ns: &str, name: &str, from: &Origin) -> Result<bool, String> {
+        let of = from.of.as_str();
+        let path = format!("/api/v1/namespaces/{}/secrets/{name}", from.namespace);
         let (status, _, body) = self
             .central
-            .request(Method::GET, &from, json_accept(), None)
+            .request(Method::GET, &path, json_accept(), None)
             .await?;
         if status == StatusCode::NOT_FOUND {
             // Not written yet by the central controller.
@@ -164,6 +179,10 @@ impl Puller {
         }
         let central: Json =
             serde_json::from_slice(&body).map_err(|_| "central Secret is not JSON")?;
+        if self.require_owner && !owned_by(&central, &from.uid) {
+            tracing::warn!(namespace = %ns, secret = %name, object = %of, "not copied: the central Secret is not owned by the object naming it (connectionSecrets.requireOwner)");
+            return Ok(false);
+        }
         let mut copy = json!({
             "apiVersion": "v1",
             "kind": "Secret",
@@ -287,6 +306,14 @@ fn enc(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
+/// Whether an object has an owner reference to `uid`.
+fn owned_by(obj: &Json, uid: &str) -> bool {
+    !uid.is_empty()
+        && obj["metadata"]["ownerReferences"]
+            .as_array()
+            .is_some_and(|refs| refs.iter().any(|r| r["uid"] == uid))
+}
+
 /// The string at a dotted path of a JSON object.
 pub(crate) fn at_path<'a>(obj: &'a Json, path: &str) -> Option<&'a str> {
     path.split('.')
@@ -297,8 +324,17 @@ pub(crate) fn at_path<'a>(obj: &'a Json, path: &str) -> Option<&'a str> {
 
 #[cfg(test)]
 mod tests {
-    use super::at_path;
+    use super::{at_path, owned_by};
     use serde_json::json;
+
+    #[test]
+    fn a_secret_is_owned_only_through_the_objects_uid() {
+        let s = json!({"metadata": {"ownerReferences": [{"uid": "u-1", "kind": "X"}]}});
+        assert!(owned_by(&s, "u-1"));
+        assert!(!owned_by(&s, "u-2"));
+        assert!(!owned_by(&s, ""));
+        assert!(!owned_by(&json!({"metadata": {}}), "u-1"));
+    }
 
     #[test]
     fn a_secret_name_is_read_at_its_dotted_path() {
