@@ -150,6 +150,10 @@ async fn metrics_scraped_right_after_start_have_every_closed_series_at_zero() {
     // regroup_errors_total: every reason, in snake case, for each listener.
     let statuses = [
         "bad_request",
+        "not_acceptable",
+        "not_found",
+        "conflict",
+        "already_exists",
         "request_entity_too_large",
         "unsupported_media_type",
         "invalid",
