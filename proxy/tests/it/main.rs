@@ -42,6 +42,7 @@ mod pod_spec_names;
 mod protobuf_fixtures;
 mod protobuf_list_stream;
 mod protobuf_properties;
+mod publish;
 mod registration_writes;
 mod render;
 mod replay;
