@@ -75,7 +75,14 @@ WATCH_TRUE = ("1", "t", "T", "true", "TRUE", "True")  # Go's strconv.ParseBool
 # sent with the User-Agent `e2e-setup`), in turn: 503 before it is
 # applied, the connection closed before it is applied, or applied and then
 # answered 500 (the answer lost), or refused with 429 and `Retry-After: 1`.
-OPTS = {"finalizers": False, "strict_crds": False, "flaky": 0}
+# For test_publish.py (publish mode's remote and central clusters):
+# --rbac: the stored Roles, ClusterRoles and their bindings decide for every
+# caller that is not in system:masters (a service account by a token issued
+# here, a user impersonated with Impersonate-User): requests are refused with
+# kube-apiserver's 403, SubjectAccessReviews answered by them (see "RBAC").
+# --custom-resources: a CRD of any kind in a group this stand-in doesn't serve
+# serves its kind there (see "custom resources").
+OPTS = {"finalizers": False, "strict_crds": False, "flaky": 0, "rbac": False, "custom_resources": False}
 FLAKY = {"writes": 0}
 
 
@@ -139,7 +146,8 @@ KINDS = {
                                   cols="renamed/123-list-deployment-table"),
     # CRDs are stored and reported Established, so that conftest's real-cluster
     # path can run against the stand-in; a Foo CRD in a group not served yet
-    # serves Foo there (crd_changed), no other CRD changes what is served.
+    # serves Foo there (crd_changed), no other CRD changes what is served
+    # (but with --custom-resources: custom_crd_changed).
     ("apiextensions.k8s.io", "customresourcedefinitions"): dict(
         kind="CustomResourceDefinition", versions=["v1"], status=True, gen=True, builtin=True, cluster=True,
         cols="renamed/118-list-crd-table"),
@@ -457,10 +465,7 @@ def delete_with_options(r, cur, q, opts):
     (deletionTimestamp) while finalizers remain. Dependents of a deleted
     object go after (collect_garbage, in handle_any)."""
     uid = cur["metadata"]["uid"]
-    pre = (opts.get("preconditions") or {}).get("uid")
-    if pre and pre != uid:
-        raise obj_error(409, "Conflict", r.group, r.plural, r.name, "Operation cannot be fulfilled on {}: Precondition "
-                        f"failed: UID in precondition: {pre}, UID in object meta: {uid}")
+    check_delete_precondition(r, cur, opts)
     if (q.get("propagationPolicy") or opts.get("propagationPolicy")) == "Orphan":
         for key, o in list(STORE.objs.items()):
             refs = o["metadata"].get("ownerReferences") or []
@@ -501,6 +506,30 @@ def delete_with_options(r, cur, q, opts):
     return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": det}
 
 
+def check_delete_precondition(r, cur, opts):
+    """DeleteOptions' preconditions.uid: another uid is a 409, worded as
+    kube-apiserver 1.36.2 worded it (the kind, not the resource, named)."""
+    pre, uid = (opts.get("preconditions") or {}).get("uid"), cur["metadata"]["uid"]
+    if pre and pre != uid:
+        what = f'{r.kind["kind"]}.{r.group}' if r.group else r.kind["kind"]
+        raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {what} "{r.name}": the UID in the '
+                       f"precondition ({pre}) does not match the UID in record ({uid}). The object might have been "
+                       "deleted and then recreated",
+                       dict({"name": r.name}, **({"group": r.group} if r.group else {}), kind=r.kind["kind"]))
+
+
+def check_uid_precondition(r, cur, obj):
+    """An update (PUT) whose metadata.uid is another object's: kube-apiserver
+    makes the uid a precondition, a 409 worded as 1.36.2 worded it (the
+    storage key under the default prefix /registry)."""
+    uid, have = obj["metadata"].get("uid"), cur["metadata"]["uid"]
+    if uid and uid != have:
+        key = "/".join(filter(None, ("/registry", r.group, r.plural, r.ns, r.name)))
+        raise obj_error(409, "Conflict", r.group, r.plural, r.name, "Operation cannot be fulfilled on {}: "
+                        f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: "
+                        f"Precondition failed: UID in precondition: {uid}, UID in object meta: {have}")
+
+
 def schema_errors(schema, value, path):
     """A subset of the CRD structural schema validation, with kube-apiserver's
     wording: type, minimum, maximum, properties, items."""
@@ -518,6 +547,12 @@ def schema_errors(schema, value, path):
         if "minimum" in schema and value < schema["minimum"]:
             errs.append(f"{path}: Invalid value: {value}: {path} in body should be greater than or equal to "
                         f"{schema['minimum']}")
+    for rule in schema.get("x-kubernetes-validations") or []:
+        # CEL: only rules of the form `self <= N` are evaluated (--custom-resources), with kube-apiserver
+        # 1.36.2's wording: `spec.storageGB: Invalid value: 500: storageGB may not exceed 100`.
+        m = re.fullmatch(r"\s*self\s*<=\s*(-?\d+)\s*", rule.get("rule") or "")
+        if m and isinstance(value, (int, float)) and not isinstance(value, bool) and value > int(m.group(1)):
+            errs.append(f"{path}: Invalid value: {value}: {rule.get('message') or 'failed rule: ' + rule['rule']}")
     if isinstance(value, dict):
         for k, sub in (schema.get("properties") or {}).items():
             if k in value:
@@ -680,14 +715,26 @@ OBJECT_META = ("name", "generateName", "namespace", "selfLink", "uid", "resource
 def crd_schemas():
     """version -> the Foo CRD's openAPIV3Schema, with the root's apiVersion and
     kind kept and metadata pruned to ObjectMeta's fields (their values kept)."""
-    out = {}
-    for v in cjson("renamed/036-get-crd-json")["spec"]["versions"]:
-        root = v["schema"]["openAPIV3Schema"]
-        keep = {"x-kubernetes-preserve-unknown-fields": True}
-        meta = {"type": "object", "properties": {k: keep for k in OBJECT_META}}
-        out[v["name"]] = dict(root, properties=dict(root.get("properties") or {}, apiVersion=keep, kind=keep,
-                                                    metadata=meta))
-    return out
+    return {v["name"]: object_schema(v["schema"]["openAPIV3Schema"])
+            for v in cjson("renamed/036-get-crd-json")["spec"]["versions"]}
+
+
+def object_schema(root):
+    """A CRD's openAPIV3Schema as pruning sees it: apiVersion and kind kept,
+    metadata pruned to ObjectMeta's fields (their values kept)."""
+    keep = {"x-kubernetes-preserve-unknown-fields": True}
+    meta = {"type": "object", "properties": {k: keep for k in OBJECT_META}}
+    return dict(root, properties=dict(root.get("properties") or {}, apiVersion=keep, kind=keep, metadata=meta))
+
+
+def schema_for(r):
+    """The schema a custom resource of this request is pruned with: the
+    captured Foo CRD's, or (--custom-resources) its stored CRD's."""
+    if r.kind.get("crd"):
+        version = crd_version(custom_crd(r.group, r.plural), r.version)
+        return object_schema((version.get("schema") or {}).get("openAPIV3Schema")
+                             or {"type": "object", "x-kubernetes-preserve-unknown-fields": True})
+    return crd_schemas()[r.version]
 
 
 def prune(value, schema, path, dropped):
@@ -803,13 +850,16 @@ def pom(o):
 def render_table(r, objs, rv, q, with_cols=True):
     """meta.k8s.io/v1 Table; rows[].object per includeObject (default Metadata)."""
     inc, rows = q.get("includeObject", "Metadata"), []
+    custom = custom_table(r) if r.kind.get("crd") else None
     for o in objs:
-        row = {"cells": cells(r.plural, o)}
+        row = {"cells": custom[1](o) if custom else cells(r.plural, o)}
         if inc != "None":
             row["object"] = as_version(o, r) if inc == "Object" else pom(o)
         rows.append(row)
     cols = None
-    if with_cols and r.kind["cols"]:
+    if with_cols and custom:
+        cols = custom[0]
+    elif with_cols and r.kind["cols"]:
         cols = cjson(r.kind["cols"])["columnDefinitions"]
     elif with_cols:  # namespaces (not captured): the ConfigMap table's Name and Age, and a Status
         cm = cjson("renamed/128-list-configmap-table")["columnDefinitions"]
@@ -840,7 +890,14 @@ def apis_doc():
         ours = next(g for g in doc["groups"] if g["name"] == GROUP)
         listed = {g["name"] for g in doc["groups"]}  # ORIG (--also-group) keeps its captured place
         doc["groups"] += [json.loads(as_group(dumps(ours), group)) for group in ALSO if group not in listed]
+    doc["groups"] += custom_group_docs() + aggregated_group_docs()
     return doc
+
+
+@functools.lru_cache(maxsize=1)
+def captured_groups():
+    """The groups of the captured /apis (common/006)."""
+    return frozenset(g["name"] for g in cjson("common/006-discovery-apis-json")["groups"])
 
 
 def served_nowhere(group):
@@ -883,13 +940,15 @@ def crd_changed(etype, obj):
     it is established: created for a group not served yet, its group is served
     as an --also-group is; deleted, the group is no longer served and its
     objects go with it (as the apiserver's CRD clean-up does). Only the Foo
-    kind: the stand-in knows no other custom resource's schema. ORIG too (the
+    kind (other kinds: --custom-resources, custom_crd_changed). ORIG too (the
     original CRD installed beside the copies', test_short_forms.py against
     real-mode-selfcheck.sh's stand-in): served as `--also-group ORIG` would.
     The caller holds STORE.cond."""
     spec = obj.get("spec") or {}
     group = spec.get("group")
     if (spec.get("names") or {}).get("kind") != "Foo" or not group:
+        if OPTS["custom_resources"] and group:
+            custom_crd_changed(etype, obj)
         return
     # kube-apiserver's CRD registration: a local APIService (no service)
     # per served version, labelled automanaged, deleted with the CRD.
@@ -918,8 +977,182 @@ def crd_changed(etype, obj):
             STORE.commit("DELETED", key, copy(STORE.objs[key]))
 
 
+# ---- custom resources of any kind (--custom-resources; off by default) --------------
+# kube-apiserver serves a CRD's kind once it is established. With
+# --custom-resources, a CRD whose kind is not Foo, in a group this stand-in
+# doesn't otherwise serve (the captured /apis, GROUP, --also-group), serves its
+# kind: /apis, /apis/G and /apis/G/V (the status subresource, shortNames,
+# categories; no storageVersionHash), the store (status subresource, labels
+# and selectors, as for Foo), status ignored on create, pruning with its
+# schema, a subset of validation (schema_errors: type, minimum, maximum, and of
+# CEL only rules of the form `self <= N`), Table with its
+# additionalPrinterColumns (dotted jsonPaths only) and OpenAPI v3 for a
+# namespaced CRD (custom_openapi_v3). Deleting the CRD deletes its objects and
+# stops serving the kind. Not done: other CEL rules, enum, required,
+# defaulting, conversion (every version is stored as the storage version).
+CUSTOM = {}  # group -> names of the CRDs served in it
+# The Name column of a custom resource's Table, as kube-apiserver 1.36.2 sent it.
+NAME_COLUMN = {"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a "
+               "namespace. Is required when creating resources, although some resources may allow a client to "
+               "request the generation of an appropriate name automatically. Name is primarily intended for "
+               "creation idempotence and configuration definition. Cannot be updated. More info: "
+               "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names", "priority": 0}
+
+
+def custom_crd_changed(etype, obj):
+    """A CRD of a kind other than Foo created or deleted (the caller holds STORE.cond)."""
+    spec, name = obj["spec"], obj["metadata"]["name"]
+    group, names = spec["group"], spec.get("names") or {}
+    plural = names.get("plural")
+    if not plural or group in captured_groups() | {GROUP, *ALSO}:
+        return  # stored only
+    if etype == "ADDED":
+        served = [v for v in spec.get("versions") or [] if v.get("served")]
+        storage = next((v for v in served if v.get("storage")), None)
+        if storage is None or (group, plural) in KINDS:
+            return
+        KINDS[(group, plural)] = dict(kind=names["kind"], versions=[storage["name"]] + [
+            v["name"] for v in served if v is not storage], status="status" in (storage.get("subresources") or {}),
+            gen=True, builtin=False, cluster=spec.get("scope") == "Cluster", cols=None, crd=name)
+        CUSTOM.setdefault(group, []).append(name)
+    elif name in CUSTOM.get(group, []):
+        CUSTOM[group].remove(name)
+        if not CUSTOM[group]:
+            del CUSTOM[group]
+        KINDS.pop((group, plural), None)
+        for key in [k for k in STORE.objs if k[:2] == (group, plural)]:
+            STORE.commit("DELETED", key, copy(STORE.objs[key]))
+    resource_list.cache_clear()
+
+
+def custom_crd(group, plural):
+    return STORE.objs.get(("apiextensions.k8s.io", "customresourcedefinitions", None,
+                           (KINDS.get((group, plural)) or {}).get("crd")))
+
+
+def crd_version(crd, version):
+    return next((v for v in ((crd or {}).get("spec") or {}).get("versions") or [] if v.get("name") == version), {})
+
+
+def version_priority(v):
+    """kube's version order (k8s.io/apimachinery/pkg/version): GA, then beta,
+    then alpha, higher numbers first; others last, by name."""
+    m = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", v)
+    if not m:
+        return (3, 0, 0, v)
+    return ({None: 0, "beta": 1, "alpha": 2}[m.group(2)], -int(m.group(1)), -int(m.group(3) or 0), v)
+
+
+def custom_group_docs():
+    """/apis entries of the --custom-resources groups."""
+    docs = []
+    for group, crds in CUSTOM.items():
+        versions = sorted({v["name"] for n in crds for v in STORE.objs[(
+            "apiextensions.k8s.io", "customresourcedefinitions", None, n)]["spec"]["versions"] if v.get("served")},
+            key=version_priority)
+        gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+        docs.append({"name": group, "versions": gvs, "preferredVersion": gvs[0]})
+    return docs
+
+
+def custom_resource_list(group, version):
+    """/apis/G/V of a --custom-resources group, as kube-apiserver 1.36.2 answered it (but storageVersionHash)."""
+    resources = []
+    for name in CUSTOM[group]:
+        spec = STORE.objs[("apiextensions.k8s.io", "customresourcedefinitions", None, name)]["spec"]
+        v, names = crd_version({"spec": spec}, version), spec["names"]
+        if not v.get("served"):
+            continue
+        namespaced = spec.get("scope") != "Cluster"
+        resources.append(dict({"name": names["plural"],
+                               "singularName": names.get("singular") or names["kind"].lower(),
+                               "namespaced": namespaced, "kind": names["kind"],
+                               "verbs": ["delete", "deletecollection", "get", "list", "patch", "create", "update",
+                                         "watch"]},
+                              **{k: names[k] for k in ("shortNames", "categories") if names.get(k)}))
+        if "status" in (v.get("subresources") or {}):  # (scale is not served here)
+            resources.append({"name": f"{names['plural']}/status", "singularName": "", "namespaced": namespaced,
+                              "kind": names["kind"], "verbs": ["get", "patch", "update"]})
+    return dumps({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}",
+                  "resources": resources})
+
+
+def json_path_value(obj, path):
+    """A printer column's value: dotted paths only (`.status.ready`); None when absent."""
+    for k in path.strip(".").split("."):
+        obj = obj.get(k) if isinstance(obj, dict) else None
+    return obj
+
+
+def custom_table(r):
+    """(columnDefinitions, cells of one object) for a --custom-resources kind:
+    Name, then the CRD's additionalPrinterColumns (as kube-apiserver 1.36.2
+    answered: no Age column besides them), or Age when it declares none."""
+    cols = crd_version(custom_crd(r.group, r.plural), r.version).get("additionalPrinterColumns") or [
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
+    defs = [NAME_COLUMN] + [{"name": c["name"], "type": c["type"], "format": c.get("format", ""),
+                             "description": c.get("description") or
+                             f"Custom resource definition column (in JSONPath format): {c['jsonPath']}",
+                             "priority": c.get("priority", 0)} for c in cols]
+    return defs, lambda o: [o["metadata"]["name"]] + [json_path_value(o, c["jsonPath"]) for c in cols]
+
+
+def reverse_domain(group):
+    return ".".join(reversed(group.split(".")))
+
+
+def camel(group):
+    """samplecontroller.team1.example.com -> samplecontrollerTeam1ExampleCom (OpenAPI tags, operationIds)."""
+    first, *rest = re.split(r"[.-]", group)
+    return first + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def custom_openapi_v3(group, version):
+    """/openapi/v3/apis/G/V of a --custom-resources group: the captured Foo
+    document (kube-1.29 renamed/026) with its group, version, kind and plural
+    replaced by each namespaced CRD's, the Foo schema by the CRD's (apiVersion,
+    kind and metadata as the capture has them), and the subresources' paths
+    (and Scale's schemas) the CRD doesn't have left out. kube-apiserver 1.36.2
+    sent this shape for test_publish.py's CRD (its paths, schema names and the
+    CRD's schema under them; 1.36 adds ShardInfo to meta's schemas, not here)."""
+    text = captured_129("renamed/026-openapi-v3-group-hash-json").decode()
+    doc = {"openapi": "3.0.0", "info": {}, "paths": {}, "components": {"schemas": {}}}
+    for name in CUSTOM.get(group, []):
+        spec = STORE.objs[("apiextensions.k8s.io", "customresourcedefinitions", None, name)]["spec"]
+        v = crd_version({"spec": spec}, version)
+        if not v.get("served") or spec.get("scope") == "Cluster":
+            continue
+        kind, plural = spec["names"]["kind"], spec["names"]["plural"]
+        t = text.replace(GROUP, group).replace(reverse_domain(GROUP), reverse_domain(group))
+        t = t.replace(camel(GROUP), camel(group)).replace(camel(GROUP)[:1].upper() + camel(GROUP)[1:],
+                                                             camel(group)[:1].upper() + camel(group)[1:])
+        t = t.replace("v1alpha1", version).replace("V1alpha1", version[:1].upper() + version[1:])
+        one = json.loads(t.replace("foos", plural).replace("Foo", kind))
+        subs = v.get("subresources") or {}
+        one["paths"] = {p: item for p, item in one["paths"].items()
+                        if not (p.endswith("/scale") and "scale" not in subs)
+                        and not (p.endswith("/status") and "status" not in subs)}
+        schemas = one["components"]["schemas"]
+        if "scale" not in subs:
+            for k in [k for k in schemas if k.startswith("io.k8s.api.autoscaling.")]:
+                del schemas[k]
+        key = f"{reverse_domain(group)}.{version}.{kind}"
+        root = copy((v.get("schema") or {}).get("openAPIV3Schema") or {"type": "object"})
+        meta = {k: schemas[key]["properties"][k] for k in ("apiVersion", "kind", "metadata")}
+        root["properties"] = dict(meta, **(root.get("properties") or {}))
+        schemas[key] = dict(root, **{"x-kubernetes-group-version-kind": [
+            {"group": group, "kind": kind, "version": version}]})
+        doc["info"] = one["info"]
+        doc["paths"].update(one["paths"])
+        doc["components"]["schemas"].update(schemas)
+    doc["components"]["schemas"] = dict(sorted(doc["components"]["schemas"].items()))
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
 @functools.lru_cache(maxsize=None)
 def resource_list(group, version):
+    if group in CUSTOM:
+        return custom_resource_list(group, version)
     if group in ALSO:
         return as_group(resource_list(GROUP, version), group)
     if group == GROUP:
@@ -1023,7 +1256,7 @@ def aggregated_discovery(path, version):
         for v in g["versions"]:
             if v["groupVersion"] in served:
                 versions.append({"version": v["version"], "freshness": "Current", "resources": aggregated_resources(
-                    json.loads(resource_list(g["name"], v["version"])), g["name"] in (GROUP, *ALSO))})
+                    json.loads(resource_list(g["name"], v["version"])), g["name"] in (GROUP, *ALSO, *CUSTOM))})
             else:
                 versions.append({"version": v["version"], "freshness": "Stale"})
         items.append({"metadata": {"name": g["name"], "creationTimestamp": None}, "versions": versions})
@@ -1101,6 +1334,9 @@ def openapi_v3_documents():
     for group in ALSO:  # JSON only: the protobuf capture can't be renamed by replacing bytes
         docs.update({f"apis/{group}/{v}": (as_group(docs[f"apis/{GROUP}/{v}"][0], group), None)
                      for v in ("v1alpha1", "v1beta1")})
+    for g in custom_group_docs():  # --custom-resources: JSON only
+        docs.update({f"apis/{g['name']}/{v['version']}": (custom_openapi_v3(g["name"], v["version"]), None)
+                     for v in g["versions"]})
     return docs
 
 
@@ -1117,6 +1353,8 @@ def openapi_v3_index():
         "paths"].items() if k.startswith(f"apis/{ORIG}/")}
     for gvpath, (js, _) in openapi_v3_documents().items():
         paths[gvpath] = {"serverRelativeURL": f"/openapi/v3/{gvpath}?hash={v3_hash(js)}"}
+    if PROXY_CLIENT:
+        paths.update(aggregated_v3_paths())
     return json.dumps({"paths": dict(sorted(paths.items()))}, separators=(",", ":")).encode()
 
 
@@ -1127,9 +1365,19 @@ def openapi_v3_index():
 # registered APIService goes to the first address of its Service's Endpoints,
 # over TLS verified with spec.caBundle for {service}.{namespace}.svc, with the
 # proxy-client certificate and the caller's identity in X-Remote-* headers.
-# Not done: the availability check and APIService status, aggregated OpenAPI.
+# The caller is the stand-in's one caller, or the user it impersonates
+# (`identity`; with --rbac, authorized before it is proxied).
+# An APIService of a group the captured /apis lacks (test_publish.py's) also
+# puts its group into /apis and /apis/{group} (versions by versionPriority),
+# and into the OpenAPI v3 index the entries the backend's own index has for
+# its group-version, read from the backend at each index request as
+# system:aggregator (system:masters); /openapi/v3/apis/{group}/{version} is
+# proxied to the backend as that user. Not done: the availability check and
+# APIService status, aggregated OpenAPI v2, the order kube-aggregator gives
+# groups in /apis (groupPriorityMinimum: these come last).
 PROXY_CLIENT = {}  # "cert", "key": PEM files, set by main
 CALLER = ("standin-admin", ["system:masters", "system:authenticated"])  # every caller (credentials aren't checked)
+AGGREGATOR = ("system:aggregator", ["system:masters"])  # kube-aggregator's own OpenAPI reads
 NOT_FORWARDED = {"authorization", "connection", "keep-alive", "transfer-encoding", "content-length", "host", "upgrade",
                  "proxy-connection", "te", "trailer"}
 
@@ -1148,6 +1396,86 @@ def apiservice_for(path):
     with STORE.cond:
         o = STORE.objs.get(("apiregistration.k8s.io", "apiservices", None, f"{m.group(2)}.{m.group(1)}"))
     return copy(o) if o and (o.get("spec") or {}).get("service") else None
+
+
+def uncaptured_apiservices():
+    """Registered APIServices (with a Service) of groups the captured /apis lacks."""
+    with STORE.cond:
+        found = [(k, o) for k, o in STORE.objs.items()
+                 if k[:2] == ("apiregistration.k8s.io", "apiservices") and (o.get("spec") or {}).get("service")
+                 and o["spec"].get("group") not in captured_groups() | set(CUSTOM)]
+        return [copy(o) for _, o in sorted(found)]
+
+
+def aggregated_group_docs():
+    """/apis entries of the uncaptured APIServices' groups."""
+    by_group = {}
+    for o in uncaptured_apiservices():
+        by_group.setdefault(o["spec"]["group"], []).append(o["spec"])
+    docs = []
+    for group, specs in by_group.items():
+        specs.sort(key=lambda sp: (-(sp.get("versionPriority") or 0), version_priority(sp["version"])))
+        gvs = [{"groupVersion": f"{group}/{sp['version']}", "version": sp["version"]} for sp in specs]
+        docs.append({"name": group, "versions": gvs, "preferredVersion": gvs[0]})
+    return docs
+
+
+def aggregated_v3_paths():
+    """The OpenAPI v3 index entries of the uncaptured APIServices, from their backends' indexes."""
+    paths = {}
+    for o in uncaptured_apiservices():
+        key = f"apis/{o['spec']['group']}/{o['spec']['version']}"
+        try:
+            conn, resp = backend_call(o, "GET", "/openapi/v3", [("Accept", "application/json")], b"", *AGGREGATOR)
+            try:
+                index = json.loads(resp.read()) if resp.status == 200 else {}
+            finally:
+                conn.close()
+        except (ApiError, ValueError):
+            continue  # as kube-aggregator leaves out a backend it can't read
+        if key in (index.get("paths") or {}):
+            paths[key] = index["paths"][key]
+    return paths
+
+
+def backend_call(apisvc, method, path, headers, body, user, groups):
+    """Sends a request to an APIService's backend (aggregation above) with
+    the proxy-client certificate and the user in X-Remote-* headers:
+    (connection, response); 503 `service unavailable` when it can't be reached."""
+    spec = apisvc["spec"]
+    ref = spec["service"]
+    ip, port = endpoint_of(ref)
+    if spec.get("insecureSkipTLSVerify"):
+        ctx = ssl._create_unverified_context()
+    else:
+        try:
+            ctx = ssl.create_default_context(cadata=base64.b64decode(spec.get("caBundle") or "").decode())
+        except (ValueError, ssl.SSLError) as e:
+            raise service_unavailable(f"caBundle of {apisvc['metadata']['name']}: {e}")
+    ctx.load_cert_chain(PROXY_CLIENT["cert"], PROXY_CLIENT["key"])
+    ctx.set_alpn_protocols(["http/1.1"])
+    try:
+        sock = socket.create_connection((ip, port), timeout=10)
+        sock = ctx.wrap_socket(sock, server_hostname=f"{ref['name']}.{ref['namespace']}.svc")
+        sock.settimeout(None)
+    except (OSError, ssl.SSLError) as e:
+        raise service_unavailable(f"{ip}:{port}: {e}")
+    conn = http.client.HTTPConnection(ip, port)
+    conn.sock = sock
+    try:
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        conn.putheader("Host", f"{ref['name']}.{ref['namespace']}.svc:{ref.get('port', 443)}")
+        for k, v in headers:
+            conn.putheader(k, v)
+        conn.putheader("X-Remote-User", user)
+        for g in groups:
+            conn.putheader("X-Remote-Group", g)
+        conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body)
+        return conn, conn.getresponse()
+    except (OSError, http.client.HTTPException) as e:
+        conn.close()
+        raise service_unavailable(f"{ip}:{port}: {e}")
 
 
 def service_unavailable(why):
@@ -1175,12 +1503,135 @@ def subject_access_review(sar):
     """The stand-in's authorization: the caller may do anything in a group this
     cluster has (core, the groups of /apis but ORIG); a review naming a group
     it doesn't have (an app's un-renamed group) is denied, as RBAC would deny
-    it to roles written for the cluster's groups."""
-    attrs = (sar.get("spec") or {}).get("resourceAttributes")
+    it to roles written for the cluster's groups. With --rbac, a user not in
+    system:masters gets what the stored RBAC grants (rbac_allows); the status
+    is `{"allowed": B}` without a reason, as kube-apiserver 1.36.2 answered
+    for a user with no binding and for system:masters."""
+    spec = sar.get("spec") or {}
+    if OPTS["rbac"] and "system:masters" not in (spec.get("groups") or []):
+        attrs = spec.get("resourceAttributes")
+        if attrs is not None:
+            what = ("resource", attrs.get("verb", ""), attrs.get("group", ""), attrs.get("resource", ""),
+                    attrs.get("subresource") or None, attrs.get("namespace") or None, attrs.get("name") or None)
+        else:
+            nra = spec.get("nonResourceAttributes") or {}
+            what = ("nonresource", nra.get("verb", ""), nra.get("path", ""))
+        return dict(sar, status={"allowed": rbac_allows(spec.get("user", ""), spec.get("groups") or [], what)})
+    attrs = spec.get("resourceAttributes")
     groups = {g["name"] for g in apis_doc()["groups"] if not served_nowhere(g["name"])} | {""}
     allowed = attrs is None or attrs.get("group", "") in groups
     reason = "" if allowed else f"stand-in: no such API group {attrs.get('group')!r} on this cluster"
     return dict(sar, status=dict({"allowed": allowed}, **({"reason": reason} if reason else {})))
+
+
+# ---- RBAC (--rbac; off by default) -----------------------------------------------------
+# kube-apiserver's RBAC authorizer, at its minimum, for test_publish.py: a
+# caller in system:masters may do anything; any other (a service account by a
+# token issued here, or the user a request impersonates) gets what the rules
+# of the Roles and ClusterRoles bound to it grant (RoleBindings in the
+# request's namespace, ClusterRoleBindings; subjects User, Group,
+# ServiceAccount; apiGroups, resources with `res/sub`, verbs, resourceNames,
+# `*`), and every authenticated user the discovery paths (the bootstrap
+# ClusterRoles system:discovery and system:public-info-viewer). Refusals are
+# kube-apiserver's 403 Status, as 1.36.2 sent them. No aggregation of
+# ClusterRoles, no nonResourceURLs rules, no escalation checks.
+DISCOVERY_PATHS = ("/api", "/apis", "/openapi", "/version", "/healthz", "/livez", "/readyz")
+
+
+def rbac_rules(user, groups, ns):
+    """The rules of every role bound to this subject (cluster-wide, and in `ns`)."""
+    def bound(subjects):
+        for s in subjects or []:
+            kind, name = s.get("kind"), s.get("name")
+            if kind == "User" and name == user or kind == "Group" and name in groups or \
+                    kind == "ServiceAccount" and f"system:serviceaccount:{s.get('namespace')}:{name}" == user:
+                return True
+        return False
+    rbac, rules = "rbac.authorization.k8s.io", []
+    with STORE.cond:
+        for (g, p, bns, _), b in STORE.objs.items():
+            if g != rbac or p not in ("rolebindings", "clusterrolebindings") or not bound(b.get("subjects")):
+                continue
+            if p == "rolebindings" and bns != ns:
+                continue
+            ref = b.get("roleRef") or {}
+            role = STORE.objs.get((rbac, "roles", bns, ref.get("name"))) if ref.get("kind") == "Role" else \
+                STORE.objs.get((rbac, "clusterroles", None, ref.get("name")))
+            rules += (role or {}).get("rules") or []
+    return rules
+
+
+def rbac_allows(user, groups, what):
+    """`what`: ("resource", verb, group, resource, subresource, namespace, name)
+    or ("nonresource", verb, path)."""
+    if "system:masters" in groups:
+        return True
+    if what[0] == "nonresource":
+        _, verb, path = what
+        return verb == "get" and "system:authenticated" in groups and \
+            any(path == p or path.startswith(p + "/") for p in DISCOVERY_PATHS)
+    _, verb, group, resource, sub, ns, name = what
+    res = f"{resource}/{sub}" if sub else resource
+    for rule in rbac_rules(user, groups, ns):
+        if any(v in ("*", verb) for v in rule.get("verbs") or []) and \
+                any(g in ("*", group) for g in rule.get("apiGroups") or []) and \
+                any(x in ("*", res) for x in rule.get("resources") or []) and \
+                (not rule.get("resourceNames") or name in rule["resourceNames"]):
+            return True
+    return False
+
+
+def request_attributes(method, path, q):
+    """What RBAC is asked about a request: ("resource", verb, group, resource,
+    subresource, namespace, name) or ("nonresource", verb, path)."""
+    m = re.fullmatch(r"/(?:api/v1|apis/([^/]+)/[^/]+)/(.+)", path)
+    if not m:
+        return "nonresource", method.lower(), path
+    parts = [unquote(p) for p in m.group(2).split("/")]
+    watch = parts[0] == "watch"
+    parts = parts[1:] if watch else parts
+    ns = None
+    if parts[0] == "namespaces" and len(parts) >= 3:
+        ns, parts = parts[1], parts[2:]
+    resource, name, sub = (parts + [None, None])[:3]
+    watch = watch or q.get("watch") in WATCH_TRUE
+    verb = {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method) or (
+        ("delete" if name else "deletecollection") if method == "DELETE" else
+        "watch" if watch else "get" if name else "list")
+    return "resource", verb, m.group(1) or "", resource, sub, ns, name
+
+
+def forbidden(user, what):
+    """kube-apiserver's 403, as 1.36.2 worded it."""
+    if what[0] == "nonresource":
+        return ApiError(403, "Forbidden", f'forbidden: User "{user}" cannot {what[1]} path "{what[2]}"', {})
+    _, verb, group, resource, sub, ns, name = what
+    qualified = f"{resource}.{group}" if group else resource
+    scope = f' in the namespace "{ns}"' if ns else " at the cluster scope"
+    details = dict({"name": name} if name else {}, **({"group": group} if group else {}), kind=resource)
+    return ApiError(403, "Forbidden", f'{qualified}{f" {json.dumps(name)}" if name else ""} is forbidden: User '
+                    f'"{user}" cannot {verb} resource "{f"{resource}/{sub}" if sub else resource}" in API group '
+                    f'"{group}"{scope}', details)
+
+
+def identity(headers, bearer):
+    """(user, groups) of a request: the user it impersonates (Impersonate-User,
+    kubectl --as: the stand-in's one caller is in system:masters, which may
+    impersonate anyone), with its Impersonate-Group groups and
+    system:authenticated (as kube-apiserver adds it); else the service account
+    of a token issued here; else the stand-in's one caller (CALLER: other
+    credentials are not checked)."""
+    user = headers.get("Impersonate-User")
+    if user:
+        groups = headers.get_all("Impersonate-Group") or []
+        if user != "system:anonymous" and not {"system:authenticated", "system:unauthenticated"} & set(groups):
+            groups.append("system:authenticated")
+        return user, groups
+    if bearer in TOKEN_USERS:
+        ns, name = TOKEN_USERS[bearer]
+        return (f"system:serviceaccount:{ns}:{name}",
+                ["system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated"])
+    return CALLER[0], list(CALLER[1])
 
 
 # TokenRequest, as far as a credential test needs it: a token bound to a
@@ -1188,6 +1639,7 @@ def subject_access_review(sar):
 # Other bearer tokens are checked only with --token / --token-file.
 ISSUED = "standin-sa-"
 TOKENS = {}  # token -> (namespace, secret name, secret uid)
+TOKEN_USERS = {}  # token -> (namespace, service account): its user, with --rbac
 
 
 def token_request(r, tr):
@@ -1200,6 +1652,7 @@ def token_request(r, tr):
             raise ApiError(422, "Invalid", "stand-in: spec.boundObjectRef must name an existing Secret")
         token = ISSUED + uuid.uuid4().hex
         TOKENS[token] = (r.ns, ref["name"], secret["metadata"]["uid"]) if ref else None
+        TOKEN_USERS[token] = (r.ns, r.name)
     ttl = int((tr.get("spec") or {}).get("expirationSeconds") or 3600)
     exp = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=ttl)
     return dict(tr, metadata=dict(tr.get("metadata") or {}, name=r.name, namespace=r.ns, creationTimestamp=None),
@@ -1314,6 +1767,11 @@ class Handler(BaseHTTPRequestHandler):
             bearer = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
             if bearer.startswith(ISSUED) and not issued_token_valid(bearer):
                 raise ApiError(401, "Unauthorized", "Unauthorized")
+            self.who = identity(self.headers, bearer)
+            if OPTS["rbac"]:  # before aggregation too, as kube-apiserver authorizes before it proxies
+                what = request_attributes(self.command, unquote(url.path), q)
+                if not rbac_allows(*self.who, what):
+                    raise forbidden(self.who[0], what)
             apisvc = apiservice_for(url.path)
             if apisvc:
                 return self.aggregate(apisvc, body)
@@ -1385,7 +1843,11 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def openapi_v3(self, path, q):
-        """One OpenAPI v3 document (see "OpenAPI v3" above)."""
+        """One OpenAPI v3 document (see "OpenAPI v3" above); an uncaptured
+        APIService's, from its backend (see "aggregation")."""
+        for o in uncaptured_apiservices() if PROXY_CLIENT else []:
+            if path == f"/openapi/v3/apis/{o['spec']['group']}/{o['spec']['version']}":
+                return self.aggregate(o, b"", who=AGGREGATOR)
         doc = openapi_v3_documents().get(path[len("/openapi/v3/"):])
         if doc is None:
             raise page_not_found()  # ORIG's (listed, not served) and those never captured
@@ -1425,44 +1887,12 @@ class Handler(BaseHTTPRequestHandler):
         if not exec_ws.serve_exec(self, q.get("command", []), (q.get("stdin") or [""])[-1] in WATCH_TRUE):
             raise ApiError(400, "BadRequest", f"stand-in: no {exec_ws.PROTOCOL} among the offered subprotocols")
 
-    def aggregate(self, apisvc, body):
+    def aggregate(self, apisvc, body, who=None):
         """Proxies this request to the APIService's backend (aggregation above),
-        streaming the answer back as it arrives (watches)."""
-        spec = apisvc["spec"]
-        ref = spec["service"]
-        ip, port = endpoint_of(ref)
-        if spec.get("insecureSkipTLSVerify"):
-            ctx = ssl._create_unverified_context()
-        else:
-            try:
-                ctx = ssl.create_default_context(cadata=base64.b64decode(spec.get("caBundle") or "").decode())
-            except (ValueError, ssl.SSLError) as e:
-                raise service_unavailable(f"caBundle of {apisvc['metadata']['name']}: {e}")
-        ctx.load_cert_chain(PROXY_CLIENT["cert"], PROXY_CLIENT["key"])
-        ctx.set_alpn_protocols(["http/1.1"])
-        try:
-            sock = socket.create_connection((ip, port), timeout=10)
-            sock = ctx.wrap_socket(sock, server_hostname=f"{ref['name']}.{ref['namespace']}.svc")
-            sock.settimeout(None)
-        except (OSError, ssl.SSLError) as e:
-            raise service_unavailable(f"{ip}:{port}: {e}")
-        conn = http.client.HTTPConnection(ip, port)
-        conn.sock = sock
-        try:
-            conn.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
-            conn.putheader("Host", f"{ref['name']}.{ref['namespace']}.svc:{ref.get('port', 443)}")
-            for k, v in self.headers.items():
-                if k.lower() not in NOT_FORWARDED and not k.lower().startswith(("x-remote-", "impersonate-")):
-                    conn.putheader(k, v)
-            conn.putheader("X-Remote-User", CALLER[0])
-            for g in CALLER[1]:
-                conn.putheader("X-Remote-Group", g)
-            conn.putheader("Content-Length", str(len(body)))
-            conn.endheaders(body)
-            resp = conn.getresponse()
-        except (OSError, http.client.HTTPException) as e:
-            conn.close()
-            raise service_unavailable(f"{ip}:{port}: {e}")
+        as the caller (or `who`), streaming the answer back as it arrives (watches)."""
+        headers = [(k, v) for k, v in self.headers.items()
+                   if k.lower() not in NOT_FORWARDED and not k.lower().startswith(("x-remote-", "impersonate-"))]
+        conn, resp = backend_call(apisvc, self.command, self.path, headers, body, *(who or self.who))
         self.send_response(resp.status)
         for k, v in resp.getheaders():
             if k.lower() not in NOT_FORWARDED:
@@ -1526,6 +1956,9 @@ class Handler(BaseHTTPRequestHandler):
                     raise not_found(r.group, r.plural, r.name)
                 if OPTS["finalizers"] and not dry:
                     return delete_with_options(r, cur, q, self.decode(body) if body.strip() else {})
+                if body.strip() and "protobuf" not in (self.headers.get("Content-Type") or ""):
+                    opts = self.decode(body)  # (a protobuf DeleteOptions is not read: approximated)
+                    check_delete_precondition(r, cur, opts if isinstance(opts, dict) else {})
                 # Deleted at once: no finalizers, no graceful deletion; a namespace
                 # takes its objects with it (no Terminating); dependents go after
                 # (collect_garbage, in handle_any).
@@ -1546,7 +1979,7 @@ class Handler(BaseHTTPRequestHandler):
                 key = (r.group, r.plural, r.ns, md["name"])
                 if key in st.objs:
                     raise obj_error(409, "AlreadyExists", r.group, r.plural, md["name"], "{} already exists")
-                if OPTS["strict_crds"] and not r.kind["builtin"]:
+                if (OPTS["strict_crds"] or r.kind.get("crd")) and not r.kind["builtin"]:
                     if r.kind["status"]:
                         obj.pop("status", None)  # the status subresource is on: status is ignored on create
                     validate_custom(r, obj, md["name"])
@@ -1555,9 +1988,10 @@ class Handler(BaseHTTPRequestHandler):
                 obj = self.pruned(r, self.check(r, self.decode(body), r.name), q)
                 if cur is None:
                     raise not_found(r.group, r.plural, r.name)
+                check_uid_precondition(r, cur, obj)
                 if obj["metadata"].get("resourceVersion") not in (None, "", cur["metadata"]["resourceVersion"]):
                     raise conflict(r)
-                if OPTS["strict_crds"] and not r.kind["builtin"]:
+                if (OPTS["strict_crds"] or r.kind.get("crd")) and not r.kind["builtin"]:
                     validate_custom(r, obj, r.name)
                 return 200, self.store_update(r, cur, obj, manager, "Update", dry)
             if m == "PATCH" and r.name:
@@ -1570,7 +2004,7 @@ class Handler(BaseHTTPRequestHandler):
         if r.kind["builtin"]:
             return obj
         dropped, kept = [], copy(obj)
-        prune(kept, crd_schemas()[r.version], "", dropped)
+        prune(kept, schema_for(r), "", dropped)
         if not dropped:
             return obj
         unknown = ", ".join(f'unknown field "{f}"' for f in dropped)
@@ -1690,10 +2124,18 @@ class Handler(BaseHTTPRequestHandler):
                                                'value: is required for apply patch')
             p = self.pruned(r, self.check(r, p, r.name), q, apply=True)
             if cur is None:
+                uid = p["metadata"].get("uid")
+                if uid:  # as kube-apiserver 1.36.2 answered
+                    raise obj_error(409, "Conflict", r.group, r.plural, r.name, "Operation cannot be fulfilled on "
+                                    f"{{}}: uid mismatch: the provided object specified uid {uid}, and no existing "
+                                    "object was found")
                 obj = copy(p)
                 obj["metadata"]["name"] = r.name
+                self.validate_patched(r, obj)
                 return 201, self.store_new(r, r.key, obj, manager, "Apply", dry, applied=p)
-            return 200, self.store_update(r, cur, merge_patch(cur, p), manager, "Apply", dry, applied=p)
+            new = merge_patch(cur, p)
+            self.validate_patched(r, new, cur)
+            return 200, self.store_update(r, cur, new, manager, "Apply", dry, applied=p)
         if cur is None:
             raise not_found(r.group, r.plural, r.name)
         live = as_version(copy(cur), r)
@@ -1704,7 +2146,27 @@ class Handler(BaseHTTPRequestHandler):
         new = self.pruned(r, self.check(r, new, r.name), q, patch=True)
         if new["metadata"].get("resourceVersion") not in (None, "", cur["metadata"]["resourceVersion"]):
             raise conflict(r)  # a patch that sets resourceVersion makes it a precondition
+        self.validate_patched(r, new, cur)
         return 200, self.store_update(r, cur, new, manager, "Update", dry)
+
+    @staticmethod
+    def validate_patched(r, new, cur=None):
+        """A patched object (not through a subresource, whose writes change
+        nothing but it): its uid may not change (422, as kube-apiserver
+        1.36.2 answered a merge, JSON or apply patch carrying another uid; the
+        cause twice, as it sent it); a --custom-resources kind is validated."""
+        if r.sub:
+            return
+        uid = new["metadata"].get("uid")
+        if cur is not None and uid and uid != cur["metadata"]["uid"]:
+            why = f'Invalid value: "{uid}": field is immutable'
+            cause = {"reason": "FieldValueInvalid", "message": why, "field": "metadata.uid"}
+            raise ApiError(422, "Invalid", f'{r.kind["kind"]}.{r.group} "{r.name}" is invalid: metadata.uid: {why}'
+                           if r.group else f'{r.kind["kind"]} "{r.name}" is invalid: metadata.uid: {why}',
+                           dict({"name": r.name, "group": r.group, "kind": r.kind["kind"]} if r.group else
+                                {"name": r.name, "kind": r.kind["kind"]}, causes=[cause, cause]))
+        if r.kind.get("crd"):
+            validate_custom(r, new, r.name)
 
     def client_gone(self):
         """During a watch the client sends nothing, so a readable connection
@@ -1859,8 +2321,12 @@ def main():
     ap.add_argument("--strict-crds", action="store_true", help="custom resources checked against their stored "
                                                                 "CRD (see OPTS)")
     ap.add_argument("--flaky", type=int, default=0, metavar="N", help="every Nth namespaced write fails (see OPTS)")
+    ap.add_argument("--rbac", action="store_true", help="the stored RBAC decides for callers not in system:masters "
+                                                        "(see OPTS)")
+    ap.add_argument("--custom-resources", action="store_true", help="a CRD of any kind serves it (see OPTS)")
     args = ap.parse_args()
-    OPTS.update(finalizers=args.finalizers, strict_crds=args.strict_crds, flaky=args.flaky)
+    OPTS.update(finalizers=args.finalizers, strict_crds=args.strict_crds, flaky=args.flaky, rbac=args.rbac,
+                custom_resources=args.custom_resources)
     for group in args.also_group:
         also_group(group)
     AGGREGATED_DISCOVERY["on"] = args.aggregated_discovery

@@ -594,7 +594,7 @@ def test_publish_mode(case, regroup_bin, tmp_path):
                                  "groups": ["database.acmeco.org"], "targetNamespace": "bar",
                                  "matchNamespaces": False,
                                  "connectionSecrets": {"fields": ["spec.writeConnectionSecretToRef.name"],
-                                                       "resyncSeconds": 10}}
+                                                       "resyncSeconds": 10, "requireOwner": True}}
     assert "backend" not in config["front"]
     assert config["front"] == {"listen": "0.0.0.0:9443", "certFile": "/etc/regroup/front/tls.crt",
                                "keyFile": "/etc/regroup/front/tls.key", "caFile": "/etc/regroup/front/ca.crt",
@@ -644,7 +644,7 @@ def test_publish_mode_options(regroup_bin, tmp_path):
     config = check_config(regroup_bin, objs, tmp_path)
     p = config["publish"]
     assert p["matchNamespaces"] is True and "targetNamespace" not in p and p["clusterId"] == "remote-eu-1"
-    assert p["connectionSecrets"] == {"fields": ["spec.a.b", "spec.c"], "resyncSeconds": 30}
+    assert p["connectionSecrets"] == {"fields": ["spec.a.b", "spec.c"], "resyncSeconds": 30, "requireOwner": True}
     assert "listeners" not in config
     (regroup,) = one(objs, "Deployment")["spec"]["template"]["spec"]["containers"]
     assert not any(k in regroup for k in ("livenessProbe", "readinessProbe", "startupProbe"))
