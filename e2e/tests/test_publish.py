@@ -23,6 +23,7 @@ one story; the fixtures make the objects a step needs when it runs alone."""
 import base64
 import json
 import os
+import re
 import ssl
 import subprocess
 import time
@@ -476,7 +477,10 @@ def test_the_connection_secret_is_copied_into_the_remote_namespace(pub, sqldb):
                     timeout=30, interval=0.5)
     assert time.monotonic() - start < 15, "the copy took longer than a few seconds (resyncSeconds: 1)"
     assert copy["data"] == central["data"] and copy["type"] == "Opaque"
-    assert copy["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "regroup", COPY_LABEL: "true"}
+    labels = copy["metadata"]["labels"]
+    assert set(labels) == {"app.kubernetes.io/managed-by", COPY_LABEL} and labels["app.kubernetes.io/managed-by"] == "regroup"
+    # The publisher's id: two publishers in one cluster each find (and delete) only their own copies.
+    assert re.fullmatch(r"[0-9a-f]{8}", labels[COPY_LABEL]), labels
     assert copy["metadata"]["annotations"][COPY_OF] == f"{RESOURCE}/sqldb"
     # A change centrally follows.
     write_connection_secret(pub, password="rotated")

@@ -119,8 +119,24 @@ impl Published {
         }
     }
 
-    /// A Status's message names the remote namespace, not the central one.
+    /// A Status's message names the remote namespace, not the central one;
+    /// but a refusal of regroup's own central credential is said as such,
+    /// with the central names (it is about the central cluster's RBAC, not
+    /// the caller's).
     fn status_to_remote(&self, status: &mut Json) -> bool {
+        let m = status
+            .get("message")
+            .and_then(Json::as_str)
+            .unwrap_or_default();
+        // An authorization refusal (not an admission one, also `Forbidden`).
+        let rbac = m.contains("is forbidden: User \"") && m.contains(" cannot ");
+        if status.get("reason").and_then(Json::as_str) == Some("Forbidden") && rbac {
+            status["message"] = format!(
+                "the central cluster refused regroup's own credential (give it a Role in the target namespace): {m}"
+            )
+            .into();
+            return true;
+        }
         let Some((remote, target)) = &self.namespaces else {
             return false;
         };
@@ -323,6 +339,12 @@ mod tests {
             .as_str()
             .unwrap()
             .ends_with("in the namespace \"foo\""));
+        let mut admission = json!({"kind": "Status", "reason": "Forbidden", "message": "admission webhook \"v.example.com\" denied the request in the namespace \"bar\""});
+        assert!(p.json_to_app(&mut admission));
+        assert_eq!(
+            admission["message"],
+            "admission webhook \"v.example.com\" denied the request in the namespace \"foo\""
+        );
         let mut unlabelled = json!({"metadata": {"name": "x", "namespace": "bar"}});
         assert!(!p.json_to_app(&mut unlabelled));
     }

@@ -60,6 +60,7 @@ pub(crate) async fn start(
             fields: p.connection_secrets.fields.clone(),
             every: Duration::from_secs(p.connection_secrets.resync_seconds),
             require_owner: p.connection_secrets.require_owner,
+            id: secrets::publisher_id(central.authority().as_str(), &p.groups),
         };
         // Lives as long as the process.
         drop(tokio::spawn(puller.run()));

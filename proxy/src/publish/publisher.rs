@@ -266,9 +266,13 @@ impl Publisher {
             return Ok(None);
         }
         if !status.is_success() {
-            return Err(Failure::unavailable(format!(
-                "the central cluster refused regroup's read of this object ({status}): its credential needs get in the target namespace"
-            )));
+            let message = format!(
+                "the central cluster refused regroup's read of this object ({status}): regroup's central credential needs get in the target namespace"
+            );
+            return Err(match status {
+                StatusCode::FORBIDDEN => Failure::forbidden(message),
+                _ => Failure::unavailable(message),
+            });
         }
         let obj: Json = serde_json::from_slice(&body)
             .map_err(|_| Failure::bad_gateway("the central object is not JSON"))?;

@@ -17,7 +17,9 @@ use super::namespaces::Namespaces;
 use super::source;
 use crate::upstream::own_client::OwnClient;
 
-/// The label on every copy regroup made (and the selector it finds them by).
+/// The label on every copy regroup made, its value the publisher's id
+/// ([`publisher_id`]): the selector one publisher finds its own copies by,
+/// so two publishers in one cluster never delete each other's.
 pub(crate) const COPY_LABEL: &str = "regroup.dev/connection-secret";
 /// The annotation naming the published object a copy is for.
 pub(crate) const COPY_OF: &str = "regroup.dev/connection-secret-of";
@@ -35,6 +37,8 @@ pub(crate) struct Puller {
     pub every: Duration,
     /// Only Secrets the naming object owns are copied.
     pub require_owner: bool,
+    /// This publisher's id: [`COPY_LABEL`]'s value on its copies.
+    pub id: String,
 }
 
 /// Where a wanted copy comes from: the central namespace, the object
@@ -189,7 +193,7 @@ impl Puller {
             "metadata": {
                 "name": name,
                 "namespace": ns,
-                "labels": {"app.kubernetes.io/managed-by": "regroup", COPY_LABEL: "true"},
+                "labels": {"app.kubernetes.io/managed-by": "regroup", COPY_LABEL: self.id},
                 "annotations": {COPY_OF: of},
             },
             "type": central["type"].clone(),
@@ -212,7 +216,7 @@ impl Puller {
         }
         let current: Json =
             serde_json::from_slice(&body).map_err(|_| "remote Secret is not JSON")?;
-        if current["metadata"]["labels"][COPY_LABEL] != "true" {
+        if current["metadata"]["labels"][COPY_LABEL] != self.id.as_str() {
             tracing::warn!(namespace = %ns, secret = %name, "a Secret regroup does not own has this connection Secret's name: left alone");
             return Ok(false);
         }
@@ -250,7 +254,7 @@ impl Puller {
             .remote
             .get_json(&format!(
                 "/api/v1/secrets?labelSelector={}",
-                enc(&format!("{COPY_LABEL}=true"))
+                enc(&format!("{COPY_LABEL}={}", self.id))
             ))
             .await?;
         let keep: HashSet<(&str, &str)> = wanted
@@ -288,7 +292,7 @@ impl Puller {
                 )
                 .await?;
             if status.is_success() || status == StatusCode::NOT_FOUND {
-                tracing::info!(namespace = %ns, secret = %name, "connection secret deleted: its object is gone");
+                tracing::info!(namespace = %ns, secret = %name, "connection secret deleted: no published object names it any more");
                 deleted += 1;
             } else {
                 tracing::warn!(namespace = %ns, secret = %name, %status, "connection secret not deleted");
@@ -304,6 +308,19 @@ fn json_accept() -> HeaderValue {
 
 fn enc(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+/// A publisher's id: FNV-1a (32 bits, stable everywhere) of the central
+/// cluster's address and the published groups, as a label value.
+pub(crate) fn publisher_id(central: &str, groups: &[String]) -> String {
+    let mut groups: Vec<&str> = groups.iter().map(String::as_str).collect();
+    groups.sort_unstable();
+    let mut hash: u32 = 0x811c_9dc5;
+    for b in central.bytes().chain(groups.join(",").bytes()) {
+        hash ^= u32::from(b);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    format!("{hash:08x}")
 }
 
 /// Whether an object has an owner reference to `uid`.
@@ -324,8 +341,18 @@ pub(crate) fn at_path<'a>(obj: &'a Json, path: &str) -> Option<&'a str> {
 
 #[cfg(test)]
 mod tests {
-    use super::{at_path, owned_by};
+    use super::{at_path, owned_by, publisher_id};
     use serde_json::json;
+
+    #[test]
+    fn a_publishers_id_depends_on_its_central_cluster_and_groups_only() {
+        let g = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let a = publisher_id("central:6443", &g(&["b.io", "a.io"]));
+        assert_eq!(a, publisher_id("central:6443", &g(&["a.io", "b.io"])));
+        assert_ne!(a, publisher_id("other:6443", &g(&["a.io", "b.io"])));
+        assert_ne!(a, publisher_id("central:6443", &g(&["a.io"])));
+        assert_eq!(a.len(), 8);
+    }
 
     #[test]
     fn a_secret_is_owned_only_through_the_objects_uid() {
