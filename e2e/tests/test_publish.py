@@ -554,18 +554,34 @@ def test_an_annotated_namespace_goes_to_its_own_central_namespace(pub):
     assert pub.central.run("get", RESOURCE, "annotated", "-n", pub.target, check=False).returncode != 0
 
 
-@pytest.mark.xfail(strict=True, reason="regroup bug: with two target namespaces a list across namespaces goes "
-                   "to the central cluster at the cluster scope, which the agent's Roles (its target namespaces "
-                   "only, as docs/publish.md says to give it) don't allow: 403")
-def test_a_list_across_namespaces_with_two_target_namespaces(pub, sqldb):
+def test_a_list_and_a_watch_across_namespaces_with_two_target_namespaces(pub, sqldb):
     """Remote namespaces going to two central namespaces (the annotated one
-    of the test above): the agent may list only in each of them."""
+    of the test above): the agent may list only in each of them, so regroup
+    lists and watches each and merges them (never at the central cluster
+    scope)."""
     if pub.remote.run("get", "namespace", pub.elsewhere, check=False).returncode != 0:
         pytest.skip("needs the annotated namespace of the test above")
     got = pub.remote.run("get", "mysql", "-A", "-o", "json", check=False)
     assert got.returncode == 0, got.stderr
-    names = {(i["metadata"]["namespace"], i["metadata"]["name"]) for i in json.loads(got.stdout)["items"]}
+    listed = json.loads(got.stdout)
+    names = {(i["metadata"]["namespace"], i["metadata"]["name"]) for i in listed["items"]}
     assert {(pub.foo, "sqldb"), (pub.elsewhere, "annotated")} <= names
+    assert "continue" not in listed.get("metadata", {})
+    set_ready(pub, "True")
+    w = Stream(pub.remote.argv("get", "mysql", "-A", "--watch", "--output-watch-events"), lines=True)
+    try:
+        seen, got = [], set()
+        want = {("ADDED", pub.elsewhere, "annotated"), ("ADDED", pub.foo, "sqldb")}
+
+        def both_namespaces(line):
+            got.add(tuple(line.split()[:3]))
+            return want <= got
+
+        w.until(both_namespaces, 30, seen)
+        set_ready(pub, "Across")
+        w.until(lambda line: line.split()[:4] == ["MODIFIED", pub.foo, "sqldb", "Across"], 30, seen)
+    finally:
+        w.close()
 
 
 # ---- what regroup's writes rely on --------------------------------------------------------------

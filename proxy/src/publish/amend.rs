@@ -81,7 +81,7 @@ impl Published {
 
     /// A central document (object, list, Table, watch event, Status) in the
     /// remote namespaces: whether it changed.
-    fn to_remote(&self, doc: &mut Json) -> bool {
+    pub(crate) fn to_remote(&self, doc: &mut Json) -> bool {
         if doc.get("kind").and_then(Json::as_str) == Some("Status") {
             return self.status_to_remote(doc);
         }
@@ -96,11 +96,8 @@ impl Published {
                 .fold(false, |c, r| self.object_to_remote(&mut r["object"]) | c);
         }
         if doc.get("type").is_some() && doc.get("object").is_some() {
-            let o = &mut doc["object"];
-            if o.get("kind").and_then(Json::as_str) == Some("Status") {
-                return self.status_to_remote(o);
-            }
-            return self.object_to_remote(o);
+            // A watch event: its object, a Table (kubectl's watches) or a Status.
+            return self.to_remote(&mut doc["object"]);
         }
         self.object_to_remote(doc)
     }
@@ -333,6 +330,12 @@ mod tests {
         let mut event = json!({"type": "MODIFIED", "object": obj("bar", "foo")});
         assert!(p.json_to_app(&mut event));
         assert_eq!(event["object"]["metadata"]["namespace"], "foo");
+        let mut table_event = json!({"type": "ADDED", "object": {"kind": "Table", "rows": [{"object": obj("bar", "foo")}]}});
+        assert!(p.json_to_app(&mut table_event));
+        assert_eq!(
+            table_event["object"]["rows"][0]["object"]["metadata"]["namespace"],
+            "foo"
+        );
         let mut status = json!({"kind": "Status", "message": "things \"x\" is forbidden: User \"u\" cannot get resource \"things\" in the namespace \"bar\""});
         assert!(p.json_to_app(&mut status));
         assert!(status["message"]

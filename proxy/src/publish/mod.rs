@@ -6,6 +6,7 @@
 //! (`amend`), only the published groups shown in discovery and OpenAPI
 //! (`filter`), and connection Secrets copied down (`secrets`).
 
+pub(crate) mod across;
 pub(crate) mod amend;
 pub(crate) mod authorize;
 pub(crate) mod filter;
@@ -60,7 +61,11 @@ pub(crate) async fn start(
             fields: p.connection_secrets.fields.clone(),
             every: Duration::from_secs(p.connection_secrets.resync_seconds),
             require_owner: p.connection_secrets.require_owner,
-            id: secrets::publisher_id(central.authority().as_str(), &p.groups),
+            id: secrets::publisher_id(
+                central.authority().as_str(),
+                &p.groups,
+                &format!("{:?} {}", p.target_namespace, p.match_namespaces),
+            ),
         };
         // Lives as long as the process.
         drop(tokio::spawn(puller.run()));

@@ -13,6 +13,7 @@ use hyper::body::Incoming;
 use regroup_config::Direction;
 use serde_json::Value as Json;
 
+use super::across;
 use super::amend::Published;
 use super::authorize::{self, Attributes};
 use super::filter;
@@ -190,6 +191,38 @@ impl Publisher {
                 let targets = self.namespaces.every_target().await?;
                 if let [only] = targets.as_slice() {
                     path = with_namespace(&path, resource, only);
+                } else if targets.len() > 1 {
+                    let query = with_selector(
+                        req.uri().query(),
+                        selector.as_deref().unwrap_or_default(),
+                        None,
+                    );
+                    // In the central cluster's names, as the pipeline sends a query.
+                    let query =
+                        crate::url_rename::rewrite_query(&query, engine.map(), Direction::ToApp)
+                            .unwrap_or(query);
+                    let paths: Vec<String> = targets
+                        .iter()
+                        .map(|t| {
+                            format!(
+                                "{}/namespaces/{t}/{resource}?{}",
+                                group_version_path(&central_group, version),
+                                without_paging(&query)
+                            )
+                        })
+                        .collect();
+                    let published = Arc::new(published);
+                    // The caller's own (a Table for kubectl), made JSON above.
+                    let accept = req
+                        .headers()
+                        .get(header::ACCEPT)
+                        .cloned()
+                        .unwrap_or(HeaderValue::from_static("application/json"));
+                    return if verb == "watch" {
+                        across::watch(&self.central_reads, engine, published, &paths, accept).await
+                    } else {
+                        across::list(&self.central_reads, &engine, &published, &paths, accept).await
+                    };
                 }
             }
             (true, Some(remote_ns)) => {
@@ -629,6 +662,18 @@ fn field_namespace(selector: &str, ns: Option<&(String, String)>) -> String {
         })
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// A query without `limit` and `continue`: a list merged from several
+/// parts is answered whole.
+fn without_paging(query: &str) -> String {
+    let mut out = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in form_urlencoded::parse(query.as_bytes()) {
+        if k != "limit" && k != "continue" {
+            out.append_pair(&k, &v);
+        }
+    }
+    out.finish()
 }
 
 fn rebuilt(path: &str, query: Option<&str>) -> Result<Uri, Failure> {

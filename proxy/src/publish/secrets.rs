@@ -310,13 +310,16 @@ fn enc(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
-/// A publisher's id: FNV-1a (32 bits, stable everywhere) of the central
-/// cluster's address and the published groups, as a label value.
-pub(crate) fn publisher_id(central: &str, groups: &[String]) -> String {
+/// A publisher's id: FNV-1a (32 bits, stable everywhere) of what makes
+/// its copies its own (the central cluster's address, the published
+/// groups, where remote namespaces go), as a label value. Replicas of one
+/// publisher share it (and want the same copies); two publishers differ.
+pub(crate) fn publisher_id(central: &str, groups: &[String], targets: &str) -> String {
     let mut groups: Vec<&str> = groups.iter().map(String::as_str).collect();
     groups.sort_unstable();
+    let text = format!("{central}\n{}\n{targets}", groups.join(","));
     let mut hash: u32 = 0x811c_9dc5;
-    for b in central.bytes().chain(groups.join(",").bytes()) {
+    for b in text.bytes() {
         hash ^= u32::from(b);
         hash = hash.wrapping_mul(0x0100_0193);
     }
@@ -345,12 +348,19 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn a_publishers_id_depends_on_its_central_cluster_and_groups_only() {
+    fn a_publishers_id_depends_on_its_central_cluster_groups_and_targets() {
         let g = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let a = publisher_id("central:6443", &g(&["b.io", "a.io"]));
-        assert_eq!(a, publisher_id("central:6443", &g(&["a.io", "b.io"])));
-        assert_ne!(a, publisher_id("other:6443", &g(&["a.io", "b.io"])));
-        assert_ne!(a, publisher_id("central:6443", &g(&["a.io"])));
+        let a = publisher_id("central:6443", &g(&["b.io", "a.io"]), "bar");
+        assert_eq!(
+            a,
+            publisher_id("central:6443", &g(&["a.io", "b.io"]), "bar")
+        );
+        assert_ne!(a, publisher_id("other:6443", &g(&["a.io", "b.io"]), "bar"));
+        assert_ne!(a, publisher_id("central:6443", &g(&["a.io"]), "bar"));
+        assert_ne!(
+            a,
+            publisher_id("central:6443", &g(&["a.io", "b.io"]), "baz")
+        );
         assert_eq!(a.len(), 8);
     }
 

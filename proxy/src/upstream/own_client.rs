@@ -52,6 +52,16 @@ impl OwnClient {
         .await
     }
 
+    /// A GET asking for `accept`, its body left to the caller (a watch
+    /// merged by publish mode, in the caller's own media type).
+    pub async fn get_accepting(
+        &self,
+        path: &str,
+        accept: HeaderValue,
+    ) -> Result<Response<ResponseBody>, String> {
+        self.send(http::Method::GET, path, accept, None).await
+    }
+
     /// Any request (`regroup migrate`'s writes): `body` with its content
     /// type, `accept` as given; the answer's status, headers and whole body
     /// (at most 16 MiB). An `Err` is a request that got no answer.
