@@ -268,7 +268,10 @@ def wait_for_aggregator(p, timeout=90):
     deadline = time.monotonic() + timeout
     while True:
         got = p.remote.run("get", "--raw", f"/apis/{GROUP}/{VERSION}", check=False)
-        if got.returncode == 0:
+        # ... and lists it in discovery, which a real aggregator updates
+        # a moment after it first proxies to the front.
+        if got.returncode == 0 and PLURAL in p.remote.run("api-resources", f"--api-group={GROUP}",
+                                                          check=False).stdout:
             return
         if time.monotonic() > deadline:
             status = p.remote.run("get", "apiservice", APISERVICE, "-o", "jsonpath={.status.conditions}",
