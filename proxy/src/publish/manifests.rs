@@ -96,6 +96,9 @@ impl ManifestsError {
 struct GroupVersions {
     group: String,
     versions: Vec<String>,
+    /// Its cluster-scoped resources (read-only when published), from the
+    /// central cluster's discovery; unknown (empty) with `--versions`.
+    cluster_scoped: Vec<String>,
 }
 
 /// The manifests for the configuration `config_text`: the versions from
@@ -157,6 +160,7 @@ fn versions_given(
         .map(|g| GroupVersions {
             group: g.clone(),
             versions: Vec::new(),
+            cluster_scoped: Vec::new(),
         })
         .collect();
     for entry in list {
@@ -211,7 +215,16 @@ fn versions_from_central(settings: &Settings) -> Result<Vec<GroupVersions>, Mani
             let mut out = Vec::new();
             for group in groups {
                 let doc = client.get_json(&format!("/apis/{group}")).await?;
-                out.push(discovered_versions(&group, &doc)?);
+                let mut gv = discovered_versions(&group, &doc)?;
+                for v in &gv.versions {
+                    let list = client.get_json(&format!("/apis/{group}/{v}")).await?;
+                    for r in cluster_scoped(&list) {
+                        if !gv.cluster_scoped.contains(&r) {
+                            gv.cluster_scoped.push(r);
+                        }
+                    }
+                }
+                out.push(gv);
             }
             Ok(out)
         })
@@ -232,7 +245,21 @@ fn discovered_versions(group: &str, doc: &Json) -> Result<GroupVersions, String>
     Ok(GroupVersions {
         group: group.to_owned(),
         versions,
+        cluster_scoped: Vec::new(),
     })
+}
+
+/// The cluster-scoped resources (not subresources) of an `APIResourceList`.
+fn cluster_scoped(list: &Json) -> Vec<String> {
+    list["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["namespaced"] == false)
+        .filter_map(|r| r["name"].as_str())
+        .filter(|n| !n.contains('/'))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// A part of the output: comment lines, or a document.
@@ -259,6 +286,7 @@ fn build(
     let publish = settings.file.publish.as_ref().expect("checked");
     let mut parts = vec![Part::Comment(format!("{CENTRAL_HEADER}\n"))];
     parts.extend(central(publish, opts));
+    parts.extend(central_cluster_reads(publish, opts, versions));
     parts.push(Part::Comment(format!("{REMOTE_HEADER}\n")));
     parts.extend(remote(config_text, settings, opts, versions)?);
     to_text(&parts)
@@ -361,6 +389,48 @@ fn central(publish: &regroup_config::schema::Publish, opts: &Options) -> Vec<Par
         parts.push(Part::Doc(central_binding(target, home, opts)));
     }
     parts
+}
+
+/// Reading the published groups' cluster-scoped resources (the central
+/// cluster's own, read-only through the front: Crossplane's Compositions
+/// and definitions), as the seed's `read-for-agents` ClusterRole grants.
+fn central_cluster_reads(
+    publish: &regroup_config::schema::Publish,
+    opts: &Options,
+    versions: &[GroupVersions],
+) -> Vec<Part> {
+    let rules: Vec<Json> = versions
+        .iter()
+        .filter(|gv| !gv.cluster_scoped.is_empty())
+        .map(|gv| json!({"apiGroups": [gv.group], "resources": gv.cluster_scoped, "verbs": ["get", "list", "watch"]}))
+        .collect();
+    // None published (or --versions given, the central cluster not asked):
+    // nothing cluster-wide to read.
+    if rules.is_empty() {
+        return Vec::new();
+    }
+    let home = publish
+        .target_namespace
+        .as_deref()
+        .unwrap_or(&opts.namespace);
+    let name = format!("{}-read-cluster-scoped", opts.name);
+    let mut role = object(
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRole",
+        meta(&name, None, opts),
+    );
+    role["rules"] = Json::Array(rules);
+    vec![
+        comment("The published groups' cluster-scoped resources, read-only through the front."),
+        Part::Doc(role),
+        Part::Doc(binding(
+            "ClusterRoleBinding",
+            meta(&name, None, opts),
+            "ClusterRole",
+            &name,
+            sa_subject(home, opts),
+        )),
+    ]
 }
 
 /// The commands that turn the token Secret into the remote cluster's
@@ -1183,9 +1253,43 @@ logging: {level: debug}
             GroupVersions {
                 group: "database.acmeco.org".into(),
                 versions: vec!["v1".into(), "v1alpha1".into()],
+                cluster_scoped: Vec::new(),
             }
         );
         assert!(discovered_versions("x.io", &json!({"kind": "APIGroup"})).is_err());
+    }
+
+    #[test]
+    fn cluster_scoped_resources_get_a_read_only_cluster_role() {
+        let list = json!({"kind": "APIResourceList", "resources": [
+            {"name": "compositions", "namespaced": false},
+            {"name": "compositions/status", "namespaced": false},
+            {"name": "mysqlinstancerequirements", "namespaced": true}]});
+        assert_eq!(cluster_scoped(&list), ["compositions"]);
+        let text = "front: {listen: 0.0.0.0:9443}\npublish:\n  central: {kubeconfig: /k}\n  groups: [apiextensions.crossplane.io]\n  targetNamespace: bar\n";
+        let settings = regroup_config::load(text).unwrap();
+        let versions = [GroupVersions {
+            group: "apiextensions.crossplane.io".into(),
+            versions: vec!["v1".into()],
+            cluster_scoped: vec!["compositions".into()],
+        }];
+        let out = build(text, &settings, &Options::default(), &versions).unwrap();
+        let (central, _) = sections(&out);
+        let role = find(
+            &central,
+            "ClusterRole",
+            "regroup-publish-read-cluster-scoped",
+        );
+        assert_eq!(
+            role["rules"],
+            json!([{"apiGroups": ["apiextensions.crossplane.io"], "resources": ["compositions"], "verbs": ["get", "list", "watch"]}])
+        );
+        let b = find(
+            &central,
+            "ClusterRoleBinding",
+            "regroup-publish-read-cluster-scoped",
+        );
+        assert_eq!(b["subjects"][0]["namespace"], "bar");
     }
 
     #[test]
