@@ -231,6 +231,20 @@ enum Command {
     },
 }
 
+/// Writes a command's output; a reader that went away (`| head`) ends the
+/// command quietly, as other command-line tools do, instead of a panic.
+fn write_out(text: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_fmt(text).and_then(|()| o.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("regroup: writing the output: {e}");
+        std::process::exit(1);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Command::Serve {
@@ -372,7 +386,7 @@ fn run(command: Command) -> Result<(), String> {
             if !problems.is_empty() {
                 return Err(format!("{}:\n{}", config.display(), problems.join("\n")));
             }
-            print!("{}", settings.effective_table());
+            write_out(format_args!("{}", settings.effective_table()));
             for w in settings.warnings() {
                 eprintln!("warning: {w}");
             }
@@ -392,33 +406,35 @@ fn run(command: Command) -> Result<(), String> {
                 let derived =
                     regroup::render::derive(&settings, &inputs).map_err(|e| e.to_string())?;
                 if !derived.shared.found.is_empty() {
-                    println!(
-                        "SHARED NAMESPACES ({}): renamed per copy by render and inject",
+                    write_out(format_args!(
+                        "SHARED NAMESPACES ({}): renamed per copy by render and inject\n",
                         settings.shared_namespaces().join(", ")
-                    );
+                    ));
                     for line in &derived.shared.found {
-                        println!("  {line}");
+                        write_out(format_args!("  {line}\n"));
                     }
                     if let Some((kinds, list)) = derived.names.as_ref().and_then(|n| n.fixed()) {
                         let kinds: Vec<&str> = kinds.iter().map(|k| k.kind).collect();
-                        println!(
-                            "  for `regroup serve` without inject: names.namespaced: {{kinds: [{}], names: [{}]}}",
+                        write_out(format_args!(
+                            "  for `regroup serve` without inject: names.namespaced: {{kinds: [{}], names: [{}]}}\n",
                             kinds.join(", "),
                             list.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")
-                        );
+                        ));
                     }
                 }
                 if !derived.fields.is_empty() {
-                    println!("FIELDS FROM CRD ENUMS: renamed in objects by render and inject");
+                    write_out(format_args!(
+                        "FIELDS FROM CRD ENUMS: renamed in objects by render and inject\n"
+                    ));
                     for f in &derived.fields {
-                        println!(
-                            "  - {{group: {}, kind: {}, path: {}, form: group}}",
+                        write_out(format_args!(
+                            "  - {{group: {}, kind: {}, path: {}, form: group}}\n",
                             f.group, f.kind, f.path
-                        );
+                        ));
                     }
                 }
             }
-            println!("{}: OK", config.display());
+            write_out(format_args!("{}: OK\n", config.display()));
             Ok(())
         }
         Command::Render {
@@ -473,7 +489,7 @@ fn run(command: Command) -> Result<(), String> {
                     out.push_str(&rendered);
                 }
             }
-            print!("{out}");
+            write_out(format_args!("{out}"));
             Ok(())
         }
         Command::Inject {
@@ -494,7 +510,7 @@ fn run(command: Command) -> Result<(), String> {
             skip_unwired_webhooks,
         } => {
             if emit_chart_container {
-                print!("{}", regroup::inject::chart_template());
+                write_out(format_args!("{}", regroup::inject::chart_template()));
                 return Ok(());
             }
             let config = config.expect("clap requires it without --emit-chart-container");
@@ -537,7 +553,7 @@ fn run(command: Command) -> Result<(), String> {
             for w in warnings {
                 eprintln!("warning: {w}");
             }
-            print!("{out}");
+            write_out(format_args!("{out}"));
             Ok(())
         }
     }
@@ -555,7 +571,7 @@ fn publish_manifests(config: &Path, opts: &regroup::publish::manifests::Options)
     };
     match regroup::publish::manifests::generate(&text, opts) {
         Ok(out) => {
-            print!("{out}");
+            write_out(format_args!("{out}"));
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -129,7 +129,7 @@ impl Published {
         let rbac = m.contains("is forbidden: User \"") && m.contains(" cannot ");
         if status.get("reason").and_then(Json::as_str) == Some("Forbidden") && rbac {
             status["message"] = format!(
-                "the central cluster refused regroup's own credential (give it a Role in the target namespace): {m}"
+                "the central cluster refused regroup's own credential (its rights there: `regroup publish-manifests` prints them): {m}"
             )
             .into();
             return true;
