@@ -13,7 +13,7 @@
 #   FUZZ_TARGETS="json watch" fuzz/run.sh 3000   # only these targets
 #
 # Needs a nightly toolchain and cargo-fuzz; without them it says so and
-# exits 0 (the stable test tests/it/fuzz_corpus.rs replays the corpora anyway).
+# exits 0 (the stable test proxy/src/fuzz_harness/corpus.rs replays the corpora anyway).
 # New inputs go to a scratch corpus (FUZZ_WORK, default a temp dir), never
 # into fuzz/corpus; a crash stops the run with the input under
 # fuzz/artifacts/<target>/ (keep it in fuzz/regressions/<target>/, see
@@ -28,7 +28,7 @@ SANITIZER=${FUZZ_SANITIZER:-address}
 MAX_LEN=()
 if [ -n "${FUZZ_MAX_LEN:-}" ]; then MAX_LEN=(-max_len="$FUZZ_MAX_LEN"); fi
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
-  echo "fuzz/run.sh: no nightly toolchain with cargo-fuzz here; skipped (tests/it/fuzz_corpus.rs replays the corpora on stable)"
+  echo "fuzz/run.sh: no nightly toolchain with cargo-fuzz here; skipped (proxy/src/fuzz_harness/corpus.rs replays the corpora on stable)"
   exit 0
 fi
 cargo +nightly fuzz build -s "$SANITIZER"

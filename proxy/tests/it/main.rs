@@ -29,7 +29,6 @@ mod cli;
 mod credentials;
 mod front;
 mod front_binary;
-mod fuzz_corpus;
 mod hidden_watch;
 mod inject;
 mod media;

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use regroup::fuzz_harness::TARGETS;
+use super::TARGETS;
 
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz")

@@ -1,6 +1,6 @@
 //! One entry point per decoder, each taking arbitrary bytes: what the
 //! cargo-fuzz targets in `fuzz/` call, and what the stable test
-//! `tests/it/fuzz_corpus.rs` replays every corpus file through (so CI without
+//! `corpus.rs` (a unit test) replays every corpus file through (so CI without
 //! a nightly toolchain still runs every input the fuzzer kept). Each
 //! returns normally on any input; a panic, an abort or an allocation past
 //! the fuzzer's limit is the bug. See docs/fuzzing.md.
@@ -9,6 +9,9 @@
 //! `samplecontroller.team1.example.com`, `wardle.example.com` ↔
 //! `wardle.team1.example.com`), so that the seeds from `testdata/` reach
 //! the renaming paths, not only the "nothing to rename" shortcut.
+
+#[cfg(test)]
+mod corpus;
 
 use std::sync::OnceLock;
 
