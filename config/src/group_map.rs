@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 use crate::metadata::MetadataMap;
 use crate::object_names::ObjectNames;
-use crate::short_names::{PeopleName, ShortNames};
+use crate::short_names::{ShortForm, ShortNames};
 
 pub use crate::rule::{Direction, Form, MapRule, Rule};
 
@@ -190,9 +190,9 @@ impl GroupMap {
             Form::ShortName | Form::Category => {
                 let s = self.short_names.as_ref()?;
                 let which = if form == Form::ShortName {
-                    PeopleName::ShortName
+                    ShortForm::ShortName
                 } else {
-                    PeopleName::Category
+                    ShortForm::Category
                 };
                 match dir {
                     Direction::ToCluster => s.to_cluster(which, value),

@@ -135,7 +135,7 @@ pub enum Form {
     /// A CRD's short name (`spec.names.shortNames[]`, also in discovery),
     /// renamed per copy by `names.shortNamePrefix` (see
     /// [`crate::short_names`]); only a renamed group's resources' names
-    /// are (the catalog's `Slot::PeopleName` decides).
+    /// are (the catalog's `Slot::ShortForm` decides).
     ShortName,
     /// A CRD's category (`spec.names.categories[]`), likewise; kept
     /// categories (`all`) stay.

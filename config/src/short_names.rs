@@ -39,7 +39,7 @@ pub struct ShortNames {
 
 /// Which of the two lists a name is in: categories have a keep list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PeopleName {
+pub enum ShortForm {
     /// `shortNames[]`.
     ShortName,
     /// `categories[]`.
@@ -146,12 +146,12 @@ impl ShortNames {
         &self.keep_categories
     }
 
-    fn is_kept(&self, which: PeopleName, name: &str) -> bool {
-        which == PeopleName::Category && self.keep_categories.iter().any(|k| k == name)
+    fn is_kept(&self, which: ShortForm, name: &str) -> bool {
+        which == ShortForm::Category && self.keep_categories.iter().any(|k| k == name)
     }
 
     /// The cluster's name for the app's `name`; `None` when it stays.
-    pub fn to_cluster(&self, which: PeopleName, name: &str) -> Option<String> {
+    pub fn to_cluster(&self, which: ShortForm, name: &str) -> Option<String> {
         if let Some(other) = name.strip_suffix(SHADOW_SUFFIX) {
             return Some(other.to_owned());
         }
@@ -163,7 +163,7 @@ impl ShortNames {
 
     /// The app's name for the cluster's `name`; `None` when it stays (a
     /// kept category).
-    pub fn to_app(&self, which: PeopleName, name: &str) -> Option<String> {
+    pub fn to_app(&self, which: ShortForm, name: &str) -> Option<String> {
         if name.is_empty() || self.is_kept(which, name) {
             return None;
         }
@@ -183,7 +183,7 @@ impl ShortNames {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use PeopleName::{Category, ShortName};
+    use ShortForm::{Category, ShortName};
 
     fn t1() -> ShortNames {
         ShortNames::new("t1-", None).unwrap()

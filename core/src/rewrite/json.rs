@@ -289,13 +289,13 @@ impl<'a> JsonRewriter<'a> {
                     embedded.push(k);
                 }
             }
-            if let Slot::PeopleName {
+            if let Slot::ShortForm {
                 group,
                 group_form,
                 form,
             } = place.slot
             {
-                self.people_names(w, raw, group, group_form, place.path.steps(), form)?;
+                self.short_forms(w, raw, group, group_form, place.path.steps(), form)?;
                 continue;
             }
             if let Slot::TableRows {
@@ -464,16 +464,16 @@ impl<'a> JsonRewriter<'a> {
             Slot::JsonSchema => self.json_schema(w, raw),
             // Applied from the object itself, which holds the group (see
             // `object`).
-            Slot::PeopleName { .. } => Ok(()),
+            Slot::ShortForm { .. } => Ok(()),
         }
     }
 
-    /// The names for people at `steps` of the object `raw`
-    /// ([`Slot::PeopleName`]): renamed when the object's group, read at
+    /// The short forms at `steps` of the object `raw`
+    /// ([`Slot::ShortForm`]): renamed when the object's group, read at
     /// `group` (a dotted path) in `group_form`, is one the rules rename in
     /// this direction. The names themselves hold no mapped name, so the
     /// walk to them skips the byte search.
-    fn people_names<'i>(
+    fn short_forms<'i>(
         &self,
         w: &mut Walk<'i>,
         raw: Raw<'i>,
@@ -502,10 +502,10 @@ impl<'a> JsonRewriter<'a> {
         if self.map.rule_for(g, self.dir).is_none() {
             return Ok(());
         }
-        self.each_people_name(w, raw, steps, form)
+        self.each_short_form(w, raw, steps, form)
     }
 
-    fn each_people_name<'i>(
+    fn each_short_form<'i>(
         &self,
         w: &mut Walk<'i>,
         raw: Raw<'i>,
@@ -517,7 +517,7 @@ impl<'a> JsonRewriter<'a> {
                 let Some(s) = string(raw)? else {
                     return Ok(());
                 };
-                if let Some(mapped) = people_name(self.map, form, &s, self.dir)? {
+                if let Some(mapped) = short_form(self.map, form, &s, self.dir)? {
                     w.replace(raw, quote(&mapped));
                 }
                 Ok(())
@@ -525,7 +525,7 @@ impl<'a> JsonRewriter<'a> {
             Some((Step::Key(k), rest)) => {
                 if let Some(ms) = w.members(raw)? {
                     for v in ms.named(k) {
-                        self.each_people_name(w, v, rest, form)?;
+                        self.each_short_form(w, v, rest, form)?;
                     }
                 }
                 Ok(())
@@ -533,7 +533,7 @@ impl<'a> JsonRewriter<'a> {
             Some((Step::Each, rest)) => {
                 if let Some(es) = w.elements(raw)? {
                     for e in es.iter() {
-                        self.each_people_name(w, e, rest, form)?;
+                        self.each_short_form(w, e, rest, form)?;
                     }
                 }
                 Ok(())
@@ -654,7 +654,7 @@ pub(crate) fn check_generate_name(
 /// A short name or category renamed per copy (`names.shortNamePrefix`);
 /// one that would exceed Kubernetes' limit (a DNS-1035 label, 63
 /// characters) is refused, naming it.
-pub(crate) fn people_name(
+pub(crate) fn short_form(
     map: &GroupMap,
     form: Form,
     value: &str,

@@ -151,7 +151,7 @@ fn objects(place: &Place, g: &str) -> Vec<Json> {
                 Slot::Labels
                 | Slot::LabelRequirement { .. }
                 | Slot::FieldsV1
-                | Slot::PeopleName { .. } => {
+                | Slot::ShortForm { .. } => {
                     unreachable!("not a built-in place")
                 }
                 Slot::JsonObject => Json::from(

@@ -211,7 +211,7 @@ fn legacy_discovery_protobuf_is_renamed_both_ways() {
 
 /// Every (group, resource, shortNames, categories) of an aggregated
 /// discovery document.
-fn people_names(doc: &Json) -> Vec<(String, String, Vec<String>, Vec<String>)> {
+fn short_forms(doc: &Json) -> Vec<(String, String, Vec<String>, Vec<String>)> {
     let mut out = Vec::new();
     for item in doc["items"].as_array().unwrap() {
         let group = item["metadata"]["name"].as_str().unwrap_or("").to_owned();
@@ -237,8 +237,8 @@ fn people_names(doc: &Json) -> Vec<(String, String, Vec<String>, Vec<String>)> {
 /// takes its name and its names lose the mark; every other group's names
 /// are as they came.
 fn check_aggregated_for_the_app(before: &Json, after: &Json, foo_short: &str, foo_cat: &str) {
-    let before = people_names(before);
-    let after = people_names(after);
+    let before = short_forms(before);
+    let after = short_forms(after);
     let others = |v: &[(String, String, Vec<String>, Vec<String>)]| {
         v.iter()
             .filter(|(g, ..)| !g.starts_with("samplecontroller.") && !g.starts_with("wardle."))
@@ -331,7 +331,7 @@ fn aggregated_discovery_protobuf_is_renamed_both_ways() {
     // codec is the same both ways; the cluster's own team1 entry is the
     // other side's name there, dropped), and back for the app it loses it.
     let cluster = to_cluster.rewrite_bytes(&captured).unwrap().unwrap();
-    let marked = people_names(&envelope_json(&cluster));
+    let marked = short_forms(&envelope_json(&cluster));
     let foos: Vec<_> = marked
         .iter()
         .filter(|(g, r, ..)| g == "samplecontroller.team1.example.com" && r == "foos")
@@ -339,7 +339,7 @@ fn aggregated_discovery_protobuf_is_renamed_both_ways() {
         .collect();
     let mark = (vec!["t1-fo".to_string()], vec!["t1-all".to_string()]);
     assert_eq!(foos, vec![mark.clone(), mark], "v1beta1 and v1alpha1");
-    let app = people_names(&envelope_json(
+    let app = short_forms(&envelope_json(
         &to_app.rewrite_bytes(&cluster).unwrap().unwrap(),
     ));
     let foos: Vec<_> = app
@@ -366,8 +366,8 @@ fn the_protobuf_aggregated_discovery_decodes_as_its_json_form() {
         "common/002-discovery-apis-aggregated-v2beta1-json",
         "response.body",
     ));
-    assert_eq!(people_names(&proto), people_names(&json));
-    assert!(people_names(&json).len() > 50);
+    assert_eq!(short_forms(&proto), short_forms(&json));
+    assert!(short_forms(&json).len() > 50);
     let kinds = |doc: &Json| -> Vec<String> {
         let mut out = Vec::new();
         for item in doc["items"].as_array().unwrap() {

@@ -12,8 +12,8 @@ use regroup_config::field_path::{FieldPath, Step};
 use regroup_config::{CustomField, Form, GroupMap};
 
 mod metadata_places;
-mod people_places;
 mod places;
+mod short_form_places;
 mod tree;
 
 pub use metadata_places::is_metadata_slot;
@@ -181,7 +181,7 @@ pub enum Slot {
     /// mapped name), and the `rule` and `messageExpression` of each
     /// `x-kubernetes-validations` entry as [`Form::Cel`].
     JsonSchema,
-    /// A name for people at this place (a CRD's or a discovery entry's
+    /// A short form at this place (a CRD's or a discovery entry's
     /// `shortNames[]` or `categories[]`), renamed in `form`
     /// ([`Form::ShortName`], [`Form::Category`]) only when the object's
     /// group is one the rules rename in this direction. The group is read
@@ -191,10 +191,10 @@ pub enum Slot {
     /// object arrived (codecs read their input, never their edits, so the
     /// order of places doesn't matter). Built-in groups' names (`po`,
     /// `all`) are never touched. Present only with `names.shortNamePrefix`
-    /// (`people_places.rs`). These names carry no mapped name themselves,
+    /// (`short_form_places.rs`). These names carry no mapped name themselves,
     /// so once the group says yes the codecs walk to them without the byte
     /// search.
-    PeopleName {
+    ShortForm {
         /// The dotted path, from the object's root, of the group.
         group: &'static str,
         /// How `group` is written (`Group` or `ApiVersion`).
@@ -390,7 +390,7 @@ impl Catalog {
                 places.extend(metadata_places::metadata_places());
             }
             if map.short_names().is_some() {
-                places.extend(people_places::people_places());
+                places.extend(short_form_places::short_form_places());
             }
             catalog = Catalog::sorted(places);
         }

@@ -105,7 +105,7 @@ pub struct PlaceTree {
 
 impl PlaceTree {
     /// The tree of `places` (the type's list, in order): places applied
-    /// from the object itself (a Table's rows, names for people) are left
+    /// from the object itself (a Table's rows, short forms) are left
     /// out, the walk applies them in their turn.
     pub fn new<'p>(places: impl IntoIterator<Item = &'p Place>) -> PlaceTree {
         let mut nodes = vec![Node::new(Step::Each)];
@@ -147,6 +147,6 @@ impl PlaceTree {
     /// True for the places applied from the object itself, not at the
     /// end of their path.
     pub fn from_object(slot: &Slot) -> bool {
-        matches!(slot, Slot::TableRows { .. } | Slot::PeopleName { .. })
+        matches!(slot, Slot::TableRows { .. } | Slot::ShortForm { .. })
     }
 }

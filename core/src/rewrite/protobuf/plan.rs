@@ -80,9 +80,9 @@ pub(super) enum Act {
         kind: u32,
         name: u32,
     },
-    /// A short name or category (`Slot::PeopleName`), renamed in this form
-    /// when the object's group is renamed (see `Plan::people_group`).
-    PeopleName(Form),
+    /// A short name or category (`Slot::ShortForm`), renamed in this form
+    /// when the object's group is renamed (see `Plan::short_forms_group`).
+    ShortForm(Form),
 }
 
 /// A field on the way to places, or where places end.
@@ -100,10 +100,10 @@ pub(super) struct Node {
     /// For a map field: the entries to descend into, by key; the node
     /// applies to the entry's value.
     pub entries: Vec<(String, Node)>,
-    /// On the way to a [`Act::PeopleName`]: entered without the byte
+    /// On the way to a [`Act::ShortForm`]: entered without the byte
     /// search when the object's group is renamed (the names hold no mapped
     /// name).
-    pub people: bool,
+    pub short_forms: bool,
 }
 
 impl Node {
@@ -168,9 +168,9 @@ pub(super) struct Plan {
     /// metadata places to walk them with.
     pub unless: Option<(u32, Vec<regroup_config::metadata::Exclusion>, Arc<Plan>)>,
     /// Where the object's group is (singular field numbers from the root)
-    /// and its form, when it has `Act::PeopleName` places: they apply
+    /// and its form, when it has `Act::ShortForm` places: they apply
     /// only when that group is renamed.
-    pub people_group: Option<(Vec<u32>, Form)>,
+    pub short_forms_group: Option<(Vec<u32>, Form)>,
 }
 
 /// The fields of `message` reached by the JSON name `name`, through inline
@@ -298,7 +298,7 @@ pub(super) fn build(catalog: &Catalog, target: &Target<'_>) -> Plan {
         root: Node::default(),
         lenient: target.lenient,
         unless: None,
-        people_group: None,
+        short_forms_group: None,
     };
     let exclusions: Vec<&regroup_config::metadata::Exclusion> = target
         .metadata
@@ -425,7 +425,7 @@ pub(super) fn build(catalog: &Catalog, target: &Target<'_>) -> Plan {
                     insert(&mut plan.root, &path, Some(act));
                 }
             }
-            Slot::PeopleName {
+            Slot::ShortForm {
                 group: group_at,
                 group_form,
                 form,
@@ -437,15 +437,15 @@ pub(super) fn build(catalog: &Catalog, target: &Target<'_>) -> Plan {
                 let Some(numbers) = singular_numbers(&steps) else {
                     continue;
                 };
-                plan.people_group.get_or_insert((numbers, group_form));
-                insert(&mut plan.root, &path, Some(Act::PeopleName(form)));
+                plan.short_forms_group.get_or_insert((numbers, group_form));
+                insert(&mut plan.root, &path, Some(Act::ShortForm(form)));
                 let mut node = &mut plan.root;
                 for step in &path {
                     node = match step {
                         ProtoStep::Field(f) => node.child_mut(f.number()),
                         ProtoStep::MapKey(k) => node.entry_mut(k),
                     };
-                    node.people = true;
+                    node.short_forms = true;
                 }
             }
             Slot::DropShadowed(sub) if on_list => {

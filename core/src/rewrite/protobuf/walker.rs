@@ -11,7 +11,7 @@ use super::wire::{last_len_field, put_varint, wrong_wire, Field, Fields, LEN};
 use super::{malformed, ProtoRewriter};
 use crate::rewrite::catalog::Catalog;
 use crate::rewrite::error::RewriteError;
-use crate::rewrite::json::{check_generate_name, people_name, requirement_form};
+use crate::rewrite::json::{check_generate_name, requirement_form, short_form};
 
 /// A replacement of `input[start..end]`.
 #[derive(Debug)]
@@ -37,9 +37,9 @@ pub(super) struct Walk<'i> {
     /// Walk every field the plan names, not only those where a mapped name
     /// shows: the object may hold a name `names:` renames.
     pub force: bool,
-    /// The object being walked is of a renamed group: its names for people
-    /// (`Act::PeopleName`) are renamed, and the fields on their way entered.
-    pub people: bool,
+    /// The object being walked is of a renamed group: its short forms
+    /// (`Act::ShortForm`) are renamed, and the fields on their way entered.
+    pub short_forms: bool,
 }
 
 impl<'i> Walk<'i> {
@@ -56,7 +56,7 @@ impl<'i> Walk<'i> {
             depth: 0,
             addressed: addressed.map(|(g, k)| (g.to_owned(), k.to_owned())),
             force: false,
-            people: false,
+            short_forms: false,
         }
     }
 
@@ -159,13 +159,13 @@ impl ProtoRewriter<'_> {
         end: usize,
         plan: &Plan,
     ) -> Result<isize, RewriteError> {
-        let Some((at, form)) = &plan.people_group else {
+        let Some((at, form)) = &plan.short_forms_group else {
             return self.object_of(w, start, end, plan);
         };
-        let outer = w.people;
-        w.people = self.group_renamed(w, start, end, at, *form)?;
+        let outer = w.short_forms;
+        w.short_forms = self.group_renamed(w, start, end, at, *form)?;
         let d = self.object_of(w, start, end, plan);
-        w.people = outer;
+        w.short_forms = outer;
         d
     }
 
@@ -228,7 +228,9 @@ impl ProtoRewriter<'_> {
         if f.wire != LEN {
             return Err(wrong_wire(f));
         }
-        if node.is_empty() || !((node.people && w.people) || w.has_match(f.value_start, f.end)) {
+        if node.is_empty()
+            || !((node.short_forms && w.short_forms) || w.has_match(f.value_start, f.end))
+        {
             return Ok(0);
         }
         if let Some((path, form)) = &node.drop {
@@ -270,16 +272,16 @@ impl ProtoRewriter<'_> {
                 Some(Act::Requirement { key, values }) => {
                     self.requirement(w, start, end, *key, *values)?
                 }
-                Some(Act::PeopleName(form)) if w.people => {
+                Some(Act::ShortForm(form)) if w.short_forms => {
                     let Ok(s) = std::str::from_utf8(&w.input[start..end]) else {
                         return Ok(0);
                     };
-                    match people_name(self.map, *form, s, self.dir)? {
+                    match short_form(self.map, *form, s, self.dir)? {
                         Some(mapped) => w.replace(start, end, mapped.into_bytes()),
                         None => 0,
                     }
                 }
-                Some(Act::PeopleName(_)) => 0,
+                Some(Act::ShortForm(_)) => 0,
             };
             if !node.fields.is_empty() {
                 d += self.message(w, start, end, node)?;

@@ -1,4 +1,4 @@
-//! The places of names for people (`shortNames`, `categories`), added to
+//! The places of short forms (`shortNames`, `categories`), added to
 //! the catalog when the configuration sets `names.shortNamePrefix`
 //! (without it the catalog, and every byte, stays as it was).
 //!
@@ -6,7 +6,7 @@
 //! `status.acceptedNames`); discovery repeats them per resource, in the
 //! legacy `APIResourceList` and in aggregated discovery's
 //! `APIGroupDiscovery`. Each place says where the entry's group is read
-//! ([`Slot::PeopleName`]): only a renamed group's names are the copy's.
+//! ([`Slot::ShortForm`]): only a renamed group's names are the copy's.
 
 use regroup_config::field_path::FieldPath;
 use regroup_config::Form;
@@ -47,7 +47,7 @@ const ROWS: &[(&str, &str, &str, &str, Form)] = &[
 ];
 
 /// The places: each row's `shortNames[]` and `categories[]`.
-pub(super) fn people_places() -> Vec<Place> {
+pub(super) fn short_form_places() -> Vec<Place> {
     let mut out = Vec::new();
     for (group, kind, at, group_at, group_form) in ROWS {
         for (list, form) in [
@@ -57,8 +57,8 @@ pub(super) fn people_places() -> Vec<Place> {
             out.push(Place {
                 selector: Selector::kinds(&[group], &[kind]),
                 path: FieldPath::parse(&format!("{at}.{list}[]"))
-                    .expect("people place paths are valid"),
-                slot: Slot::PeopleName {
+                    .expect("short form place paths are valid"),
+                slot: Slot::ShortForm {
                     group: group_at,
                     group_form: *group_form,
                     form,
