@@ -170,6 +170,7 @@ impl Publisher {
             created: Mutex::new(None),
         };
         let mut selector = None;
+        let mut read_check = None;
         let mut path = req.uri().path().to_owned();
         match (namespaced, info.namespace.as_deref()) {
             // The central cluster's own cluster-scoped objects: read-only.
@@ -231,12 +232,21 @@ impl Publisher {
                     namespace: remote_ns.to_owned(),
                     cluster: self.cluster.clone(),
                 };
-                if let Some(name) = info.name.as_deref() {
+                // A read whose answer carries the object's labels (not a
+                // Table without its objects) is checked on the answer.
+                let checked_on_answer = verb == "get"
+                    && !req
+                        .uri()
+                        .query()
+                        .is_some_and(|q| q.contains("includeObject=None"));
+                if let Some(name) = info.name.as_deref().filter(|_| !checked_on_answer) {
                     let central_path = format!(
                         "{}/namespaces/{target}/{resource}/{name}",
                         group_version_path(&central_group, version)
                     );
                     published.uid = self.held_by(&central_path, &source, info, verb).await?;
+                } else if checked_on_answer {
+                    read_check = Some(source.clone());
                 } else if verb != "create" {
                     selector = Some(source.selector());
                 }
@@ -255,6 +265,9 @@ impl Publisher {
         let method = req.method().clone();
         let fwd = self.forward(published.clone());
         let resp = stack::forward(&fwd, engine, req, central_info).await?;
+        if let Some(source) = read_check.filter(|_| resp.status().is_success()) {
+            return held_read(resp, &source, info).await;
+        }
         if method == Method::POST && resp.status() == StatusCode::CONFLICT {
             return self
                 .explain_conflict(resp, &published, info, &central_group, version, resource)
@@ -475,6 +488,36 @@ impl Publisher {
             .insert(header::CONTENT_LENGTH, HeaderValue::from(cut.len()));
         Ok(Response::from_parts(parts, full(cut)))
     }
+}
+
+/// A read of one object, answered only when this source holds it: the
+/// object (or a Table of it, kubectl's) carries the source labels, else it
+/// is another's and not there for this caller (`404`, as a read after
+/// [`Publisher::held_by`] answers).
+async fn held_read(
+    resp: Response<Body>,
+    source: &Source,
+    info: &RequestInfo,
+) -> Result<Response<Body>, Failure> {
+    let (parts, body) = resp.into_parts();
+    let bytes = whole(body)
+        .await
+        .map_err(|e| Failure::bad_gateway(format!("reading the central object: {e}")))?;
+    let doc: Json = serde_json::from_slice(&bytes)
+        .map_err(|_| Failure::bad_gateway("the central object is not JSON"))?;
+    let objects: Vec<&Json> = match doc["rows"].as_array() {
+        Some(rows) if doc["kind"] == "Table" => rows.iter().map(|r| &r["object"]).collect(),
+        _ => vec![&doc],
+    };
+    if objects.iter().all(|o| source.holder(o) == Holder::Us) {
+        return Ok(Response::from_parts(parts, full(bytes)));
+    }
+    Err(Failure::not_found(format!(
+        "{}.{} {:?} not found (the name is held in the central cluster by another namespace or cluster)",
+        info.resource.as_deref().unwrap_or_default(),
+        info.group,
+        info.name.as_deref().unwrap_or_default()
+    )))
 }
 
 /// A document's whole body. Boxed: the generic `collect` inside an async
