@@ -293,6 +293,7 @@ fn main() -> ExitCode {
             context,
             listen,
             config: Some(config),
+            start_publish: Some(regroup::publish::start),
         };
         return match regroup::serve::run::run(settings, opts) {
             Ok(()) => ExitCode::SUCCESS,

@@ -21,15 +21,33 @@ use std::time::Duration;
 
 use regroup_config::Settings;
 
+use crate::serve::run::Published;
 use crate::serve::stack::exchange::BodyLimits;
 use crate::upstream::own_client::OwnClient;
 use crate::upstream::Upstream;
 use namespaces::Namespaces;
 use publisher::{PublishSettings, Publisher};
 
+/// Starts publish mode for `regroup serve` (its `Options::start_publish`).
+pub fn start<'a>(
+    settings: &'a Settings,
+    p: &'a regroup_config::schema::Publish,
+    remote: OwnClient,
+    limits: BodyLimits,
+) -> futures_util::future::BoxFuture<'a, Result<Published, String>> {
+    Box::pin(async move {
+        let publisher = started(settings, p, remote, limits).await?;
+        Ok(Published {
+            backend: publisher.central().clone(),
+            central: publisher.central_reads().clone(),
+            service: publisher,
+        })
+    })
+}
+
 /// Starts publish mode: the central cluster's client, this cluster's id,
 /// and the connection Secrets' puller (a task for the life of the process).
-pub(crate) async fn start(
+async fn started(
     settings: &Settings,
     p: &regroup_config::schema::Publish,
     remote: OwnClient,

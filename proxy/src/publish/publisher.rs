@@ -25,6 +25,7 @@ use crate::rewrite::Engine;
 use crate::serve::front::auth::Identity;
 use crate::serve::stack;
 use crate::serve::stack::exchange::{BodyLimits, Forward};
+use crate::serve::stack::proxy::Authenticated;
 use crate::serve::status::{page_not_found, Failure};
 use crate::upstream::own_client::OwnClient;
 use crate::upstream::Upstream;
@@ -88,34 +89,6 @@ impl Publisher {
     /// The published groups (central names).
     pub fn groups(&self) -> &[String] {
         &self.groups
-    }
-
-    /// Serves one request from `who` (authenticated by the front).
-    ///
-    /// Boxed as `Send`: the listener's future is checked for `Send` here,
-    /// where the types are concrete, not through every borrow inside.
-    pub(crate) fn serve<'a>(
-        &'a self,
-        engine: Arc<Engine>,
-        req: Request<Incoming>,
-        info: &'a RequestInfo,
-        who: &'a Identity,
-    ) -> std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<Response<Body>, Failure>> + Send + 'a>,
-    > {
-        Box::pin(async move {
-            if stack::headers::is_upgrade(req.headers()) {
-                // A spliced stream could not be edited (namespaces, labels).
-                return Err(Failure::bad_request(
-                    "protocol upgrades (exec, attach, port-forward) are not published",
-                ));
-            }
-            if info.is_api && info.resource.is_some() {
-                self.resource(engine, req, info, who).await
-            } else {
-                self.non_resource(engine, req, info, who).await
-            }
-        })
     }
 
     /// Whether a group (remote name) is published.
@@ -487,6 +460,33 @@ impl Publisher {
             .headers
             .insert(header::CONTENT_LENGTH, HeaderValue::from(cut.len()));
         Ok(Response::from_parts(parts, full(cut)))
+    }
+}
+
+impl Authenticated for Publisher {
+    /// One request from `who` (authenticated by the front).
+    fn answer<'a>(
+        &'a self,
+        engine: Arc<Engine>,
+        req: Request<Incoming>,
+        info: &'a RequestInfo,
+        who: &'a Identity,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Response<Body>, Failure>> + Send + 'a>,
+    > {
+        Box::pin(async move {
+            if stack::headers::is_upgrade(req.headers()) {
+                // A spliced stream could not be edited (namespaces, labels).
+                return Err(Failure::bad_request(
+                    "protocol upgrades (exec, attach, port-forward) are not published",
+                ));
+            }
+            if info.is_api && info.resource.is_some() {
+                self.resource(engine, req, info, who).await
+            } else {
+                self.non_resource(engine, req, info, who).await
+            }
+        })
     }
 }
 

@@ -35,7 +35,31 @@ pub struct Options {
     /// The configuration file the settings came from: reloaded on SIGHUP
     /// and when it changes. `None`: no reload.
     pub config: Option<PathBuf>,
+    /// What starts publish mode (`publish::start`): given by the command
+    /// line, so that `serve` never names `publish`, which builds on it.
+    /// `None`: a configuration with `publish:` is refused.
+    pub start_publish: Option<StartPublish>,
 }
+
+/// What publish mode's start hands the front.
+pub struct Published {
+    /// What answers the front's authenticated callers.
+    pub service: Arc<dyn crate::serve::stack::proxy::Authenticated>,
+    /// The central cluster's client (the front's backend).
+    pub backend: Arc<Upstream>,
+    /// regroup's own reads of it (`/readyz`).
+    pub central: OwnClient,
+}
+
+/// Starts publish mode from the settings, its section, regroup's client of
+/// this (the remote) cluster and the body limits.
+pub type StartPublish =
+    for<'a> fn(
+        &'a Settings,
+        &'a regroup_config::schema::Publish,
+        OwnClient,
+        crate::serve::stack::exchange::BodyLimits,
+    ) -> futures_util::future::BoxFuture<'a, Result<Published, String>>;
 
 /// The default plain-HTTP listener (kubectl proxy's port).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8001";
@@ -43,6 +67,7 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8001";
 /// Runs the proxy until SIGINT or SIGTERM.
 pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
     init_logging(&settings);
+    let start_publish = opts.start_publish;
     let settings = &settings;
     let (upstream, resolved) = Upstream::from_settings(
         settings,
@@ -137,7 +162,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
         let mut front_ready = None;
         let mut central = None;
         if let Some(front) = &settings.file.front {
-            let started = start_front(settings, live.clone(), front, &sidecar, serving.clone()).await?;
+            let started = start_front(settings, live.clone(), front, &sidecar, serving.clone(), start_publish).await?;
             servers.push(started.task);
             if let Some(t) = started.trust {
                 sidecar = sidecar.with_trust(t);
@@ -385,6 +410,7 @@ async fn start_front(
     front: &regroup_config::schema::Front,
     sidecar: &Proxy,
     listening: Serving,
+    start_publish: Option<StartPublish>,
 ) -> Result<StartedFront, String> {
     use crate::serve::front::auth::{
         parse_extension_apiserver_authentication_json, RequestHeaderConfig,
@@ -460,11 +486,11 @@ async fn start_front(
     let mut central = None;
     let proxy = match &settings.file.publish {
         Some(p) => {
-            let publisher =
-                crate::publish::start(settings, p, sidecar.own_client(), (&settings.limits).into())
-                    .await?;
-            central = Some(publisher.central_reads().clone());
-            Proxy::publish(live, publisher, auth.clone())
+            let start = start_publish.ok_or("publish: not built into this command")?;
+            let published =
+                start(settings, p, sidecar.own_client(), (&settings.limits).into()).await?;
+            central = Some(published.central);
+            Proxy::publish(live, published.service, published.backend, auth.clone())
         }
         None => front_proxy(settings, live, front, &client, auth.clone())?,
     };

@@ -15,7 +15,6 @@ use rustls::pki_types::CertificateDer;
 
 use crate::body::Body;
 use crate::kube::RequestInfo;
-use crate::publish::publisher::Publisher;
 use crate::serve::amend::front_trust::FrontTrust;
 use crate::serve::amend::registrations::WebhookRegistration;
 use crate::serve::amend::Amend;
@@ -38,11 +37,28 @@ enum Stack {
         auth: Arc<RwLock<RequestHeaderConfig>>,
     },
     /// Publish mode's front: the aggregator's callers authenticated as by
-    /// the front, then served from the central cluster (`publish/`).
+    /// the front, then answered by the service (`publish/`).
     Publish {
         auth: Arc<RwLock<RequestHeaderConfig>>,
-        publisher: Arc<Publisher>,
+        service: Arc<dyn Authenticated>,
     },
+}
+
+/// What answers an authenticated caller's request on a stack of its own
+/// (publish mode's `Publisher`): given the live engine, the request, what
+/// its URL addresses and who the front authenticated.
+pub trait Authenticated: Send + Sync {
+    /// Boxed as `Send`: the listener's future is checked for `Send` here,
+    /// where the types are concrete, not through every borrow inside.
+    fn answer<'a>(
+        &'a self,
+        engine: Arc<crate::rewrite::Engine>,
+        req: Request<Incoming>,
+        info: &'a RequestInfo,
+        who: &'a crate::serve::front::auth::Identity,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Response<Body>, Failure>> + Send + 'a>,
+    >;
 }
 
 /// One listener's stack and what it forwards to.
@@ -114,11 +130,12 @@ impl Proxy {
     /// cluster's aggregator (its names), the backend the central cluster.
     pub fn publish(
         live: Live,
-        publisher: Arc<Publisher>,
+        service: Arc<dyn Authenticated>,
+        backend: Arc<Upstream>,
         auth: Arc<RwLock<RequestHeaderConfig>>,
     ) -> Proxy {
-        let mut p = Proxy::front(live, publisher.central().clone(), auth.clone());
-        p.stack = Stack::Publish { auth, publisher };
+        let mut p = Proxy::front(live, backend, auth.clone());
+        p.stack = Stack::Publish { auth, service };
         p
     }
 
@@ -157,8 +174,10 @@ impl Proxy {
     ) -> Result<Response<Body>, Infallible> {
         let started = Instant::now();
         let listener = self.fwd.listener;
-        if let Stack::Publish { auth, publisher } = &self.stack {
-            return Ok(self.published(auth, publisher, req, peer, started).await);
+        if let Stack::Publish { auth, service } = &self.stack {
+            return Ok(self
+                .published(auth, service.as_ref(), req, peer, started)
+                .await);
         }
         if let Stack::Front { auth } = &self.stack {
             let cfg = auth.read().unwrap_or_else(|p| p.into_inner()).clone();
@@ -191,7 +210,7 @@ impl Proxy {
     async fn published(
         &self,
         auth: &RwLock<RequestHeaderConfig>,
-        publisher: &Publisher,
+        service: &dyn Authenticated,
         mut req: Request<Incoming>,
         peer: Option<Arc<Vec<CertificateDer<'static>>>>,
         started: Instant,
@@ -223,7 +242,7 @@ impl Proxy {
         let method = req.method().clone();
         let uri = req.uri().clone();
         let info = RequestInfo::parse(uri.path(), uri.query());
-        let result = publisher.serve(self.live.load(), req, &info, &who).await;
+        let result = service.answer(self.live.load(), req, &info, &who).await;
         crate::serve::respond::answer(listener, &method, uri.path(), &info, started, result)
     }
 }
