@@ -4,11 +4,11 @@
 //! its own group, the caller's identity and regroup's client certificate;
 //! a caller without a certificate gets 401 and reaches nothing.
 
+use crate::regroup_binary::{free_port, wait_for_port, KillOnDrop};
 use crate::tls_support;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -82,22 +82,6 @@ async fn app_backend(seen: Arc<Mutex<Vec<Seen>>>) -> u16 {
     port
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-struct Kill(Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 use tls_support::https_client as client;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,7 +123,7 @@ async fn the_real_binary_fronts_an_aggregated_app_for_authenticated_callers_only
         "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\n",
     )
     .unwrap();
-    let _regroup = Kill(
+    let _regroup = KillOnDrop(
         Command::new(env!("CARGO_BIN_EXE_regroup"))
             .arg("serve")
             .arg("-c")
@@ -151,14 +135,7 @@ async fn the_real_binary_fronts_an_aggregated_app_for_authenticated_callers_only
             .spawn()
             .unwrap(),
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while tokio::net::TcpStream::connect(("127.0.0.1", front_port))
-        .await
-        .is_err()
-    {
-        assert!(Instant::now() < deadline, "regroup's front did not start");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for_port(front_port, "regroup's front").await;
     let url = format!("https://127.0.0.1:{front_port}/apis/wardle.team1.example.com/v1alpha1/namespaces/ns/flunders");
     let ca = serving.ca_pem.clone().unwrap();
 

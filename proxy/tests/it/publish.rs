@@ -6,11 +6,11 @@
 //! (another namespace's) and `central-own` (no source at all).
 
 use crate::common::{fake_upstream, Received};
+use crate::regroup_binary::{free_port, wait_for_port, KillOnDrop};
 use crate::tls_support;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
@@ -20,22 +20,6 @@ use serde_json::{json, Value as Json};
 
 const GV: &str = "/apis/database.acmeco.org/v1alpha1";
 const CLUSTER: &str = "uid-of-kube-system";
-
-struct Kill(Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn json_answer(code: StatusCode, doc: Json) -> (StatusCode, String, Bytes) {
     (
@@ -211,7 +195,7 @@ async fn a_central_clusters_group_is_served_remotely_by_namespace_and_source() {
         ),
     )
     .unwrap();
-    let _regroup = Kill(
+    let _regroup = KillOnDrop(
         Command::new(env!("CARGO_BIN_EXE_regroup"))
             .args(["serve", "-c"])
             .arg(dir.join("config.yaml"))
@@ -220,14 +204,7 @@ async fn a_central_clusters_group_is_served_remotely_by_namespace_and_source() {
             .spawn()
             .unwrap(),
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while tokio::net::TcpStream::connect(("127.0.0.1", front_port))
-        .await
-        .is_err()
-    {
-        assert!(Instant::now() < deadline, "regroup's front did not start");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for_port(front_port, "regroup's front").await;
     let ca = serving.ca_pem.clone().unwrap();
     let c = tls_support::https_client(&ca, Some(&aggregator));
     let base = format!("https://127.0.0.1:{front_port}");

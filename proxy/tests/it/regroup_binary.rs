@@ -20,6 +20,25 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A process killed (and reaped) on drop.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits until something listens on loopback `port` (at most 20 s).
+pub async fn wait_for_port(port: u16, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        assert!(Instant::now() < deadline, "{what} did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// The real binary, killed on drop.
 pub struct Regroup {
     pub child: Child,
