@@ -488,6 +488,22 @@ fn check_webhooks(w: &crate::schema::Webhooks, problems: &mut Vec<String>) {
     if w.cert_file.is_some() != w.key_file.is_some() {
         problems.push("webhooks: `certFile` and `keyFile` go together".into());
     }
+    if let Some(i) = &w.issue_from {
+        if w.cert_file.is_some() {
+            problems.push("webhooks: give `certFile`/`keyFile` or `issueFrom`, not both".into());
+        }
+        if i.dns_names.is_empty() {
+            problems.push(
+                "webhooks.issueFrom.dnsNames: list the names kube-apiserver calls the listener by"
+                    .into(),
+            );
+        }
+        for n in &i.dns_names {
+            if let Some(why) = crate::dns::subdomain_problem(n) {
+                problems.push(format!("webhooks.issueFrom.dnsNames: `{n}`: {why}"));
+            }
+        }
+    }
     if let Some(r) = &w.reach_at {
         match (&r.url, &r.service) {
             (Some(u), None) if u.starts_with("https://") && url_host(u).is_some() => {}

@@ -376,6 +376,11 @@ pub struct Webhooks {
     /// PEM CA that signed `certFile`: what the webhook registrations'
     /// `caBundle` must hold so kube-apiserver trusts regroup.
     pub ca_file: Option<PathBuf>,
+    /// Instead of `certFile`/`keyFile`: a serving certificate regroup
+    /// issues itself from the app's own CA (files of a Secret volume), for
+    /// an app that makes its webhook certificate from a CA it keeps in a
+    /// Secret (cert-manager's webhook).
+    pub issue_from: Option<IssueFrom>,
     /// Without cert files: DNS names of the generated serving certificate
     /// (the Service in front of this listener, e.g. `app.team1.svc`),
     /// besides localhost and the loopback addresses.
@@ -396,6 +401,19 @@ pub struct Webhooks {
     pub reach_at: Option<ReachAt>,
     /// The fronted webhooks: one path of this listener each.
     pub hooks: Vec<Spanned<Webhook>>,
+}
+
+/// The app's CA regroup issues the webhook listener's certificate from.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct IssueFrom {
+    /// PEM CA certificate (a Secret's `tls.crt` or `ca.crt`).
+    pub ca_cert_file: PathBuf,
+    /// PEM PKCS#8 key of that CA (the Secret's `tls.key`).
+    pub ca_key_file: PathBuf,
+    /// The names kube-apiserver calls the listener by (the Service's
+    /// `NAME.NAMESPACE.svc`, ...).
+    pub dns_names: Vec<String>,
 }
 
 /// How kube-apiserver reaches the webhook listener: a URL (`https://host:port`,

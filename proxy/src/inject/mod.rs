@@ -255,15 +255,14 @@ fn wire_webhooks(
         }
         warnings.push(format!(
             "webhooks of {} {}/{} ({}) go through regroup: Service {} port {} now targets \
-             regroup's listener on {port}, which serves the app's certificate (volume {}) and \
-             forwards to 127.0.0.1:{}",
+             regroup's listener on {port}, which serves {} and forwards to 127.0.0.1:{}",
             w.kind,
             ns.unwrap_or(""),
             w.name,
             w.paths.join(", "),
             w.service,
             w.service_port,
-            w.cert_volume,
+            w.cert,
             w.app_port
         ));
     }

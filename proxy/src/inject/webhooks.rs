@@ -10,20 +10,53 @@
 //!   (the registration, its `caBundle` and whatever keeps it, cainjector,
 //!   Helm or the app, are untouched);
 //! - has regroup serve the listener with the certificate the app mounts
-//!   (the same Secret volume), so the `caBundle` still verifies it;
+//!   (the same Secret volume), so the `caBundle` still verifies it; or, for
+//!   an app that makes its certificate itself from a CA it keeps in a
+//!   Secret (cert-manager's webhook, `--dynamic-serving-ca-secret-name`),
+//!   has regroup issue its own from that CA (mounted from the Secret), which
+//!   the `caBundle` injected from that Secret verifies as well;
 //! - forwards each webhook's path to the app's own port on loopback.
 //!
 //! What it can't wire it refuses, saying why (a Service or workload not in
-//! the manifests, an app that mounts no serving certificate, as
-//! cert-manager's own webhook which makes its certificate itself), unless
-//! told to leave the webhooks alone.
+//! the manifests, an app with no serving certificate regroup can find),
+//! unless told to leave the webhooks alone.
 
 use serde_json::{json, Value as Json};
 
 use crate::render::each_object as each;
 
-/// Where regroup mounts the app's serving certificate.
+/// Where regroup mounts the app's serving certificate (or its CA).
 pub const CERT_DIR: &str = "/etc/regroup/webhook-serving";
+
+/// The pod volume of the app's CA Secret, which regroup adds.
+pub const CA_VOLUME: &str = "regroup-webhook-ca";
+
+/// What regroup's listener presents.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServingCert {
+    /// The app's own certificate: the pod's Secret volume that holds it.
+    Volume(String),
+    /// A certificate regroup issues from the app's CA, kept in this Secret
+    /// of the pod's namespace, for these names of the Service.
+    FromCa {
+        secret: String,
+        dns_names: Vec<String>,
+    },
+}
+
+impl std::fmt::Display for ServingCert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServingCert::Volume(v) => write!(f, "the app's certificate (volume {v})"),
+            ServingCert::FromCa { secret, .. } => {
+                write!(
+                    f,
+                    "a certificate issued from the app's CA (Secret {secret})"
+                )
+            }
+        }
+    }
+}
 
 /// One workload's webhooks, wired through its sidecar.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,8 +68,8 @@ pub struct Wiring {
     /// The Service kube-apiserver calls, and which of its ports.
     pub service: String,
     pub service_port: u16,
-    /// The pod's Secret volume that holds the app's serving certificate.
-    pub cert_volume: String,
+    /// What regroup's listener presents.
+    pub cert: ServingCert,
     /// The app's webhook port, and the paths it serves there.
     pub app_port: u16,
     pub paths: Vec<String>,
@@ -193,14 +226,28 @@ pub fn plan(docs: &[Json], listen_port: u16) -> (Vec<Wiring>, Vec<String>) {
                 continue;
             }
         };
-        let Some(cert_volume) = serving_cert_volume(spec, container) else {
-            refused.push(why(format!(
-                "the container `{}` mounts no Secret that could hold its serving certificate \
-                 (an app that makes its own certificate, as cert-manager's webhook, can't be \
-                 fronted with it)",
-                container.get("name").and_then(Json::as_str).unwrap_or("")
-            )));
-            continue;
+        let cert = match (
+            serving_cert_volume(spec, container),
+            dynamic_ca_secret(container, &ns),
+        ) {
+            (Some(v), _) => ServingCert::Volume(v),
+            (None, Ok(Some(secret))) => ServingCert::FromCa {
+                secret,
+                dns_names: service_names(&svc_name, &ns),
+            },
+            (None, Err(e)) => {
+                refused.push(why(e));
+                continue;
+            }
+            (None, Ok(None)) => {
+                refused.push(why(format!(
+                    "the container `{}` mounts no Secret that could hold its serving \
+                     certificate, and names no CA Secret it makes one from \
+                     (--dynamic-serving-ca-secret-name)",
+                    container.get("name").and_then(Json::as_str).unwrap_or("")
+                )));
+                continue;
+            }
         };
         if app_port == listen_port {
             refused.push(why(format!(
@@ -219,7 +266,7 @@ pub fn plan(docs: &[Json], listen_port: u16) -> (Vec<Wiring>, Vec<String>) {
             .iter_mut()
             .find(|w| w.kind == kind && w.name == name && w.namespace.as_deref() == Some(&ns))
         {
-            Some(w) if w.app_port != app_port || w.cert_volume != cert_volume => {
+            Some(w) if w.app_port != app_port || w.cert != cert => {
                 refused.push(why(format!(
                     "{kind} {ns}/{name} serves webhooks on two ports or with two certificates"
                 )));
@@ -235,7 +282,7 @@ pub fn plan(docs: &[Json], listen_port: u16) -> (Vec<Wiring>, Vec<String>) {
                 name,
                 service: svc_name.clone(),
                 service_port: port,
-                cert_volume,
+                cert,
                 app_port,
                 paths: vec![path],
             }),
@@ -295,6 +342,53 @@ fn serving_cert_volume(spec: &Json, container: &Json) -> Option<String> {
     }
 }
 
+/// The CA Secret an app makes its serving certificate from, as
+/// cert-manager's webhook names it (`--dynamic-serving-ca-secret-name`,
+/// `--dynamic-serving-ca-secret-namespace`), in the container's command and
+/// args. A Secret volume can only be of the pod's own namespace: another
+/// namespace is refused.
+fn dynamic_ca_secret(container: &Json, ns: &str) -> Result<Option<String>, String> {
+    let words: Vec<&str> = ["command", "args"]
+        .iter()
+        .filter_map(|k| container.get(*k).and_then(Json::as_array))
+        .flatten()
+        .filter_map(Json::as_str)
+        .collect();
+    let flag = |name: &str| -> Option<String> {
+        let long = format!("--{name}");
+        words.iter().enumerate().find_map(|(i, w)| {
+            if let Some(v) = w.strip_prefix(&format!("{long}=")) {
+                Some(v.to_owned())
+            } else if *w == long {
+                words.get(i + 1).map(|v| v.to_string())
+            } else {
+                None
+            }
+        })
+    };
+    let Some(secret) = flag("dynamic-serving-ca-secret-name") else {
+        return Ok(None);
+    };
+    match flag("dynamic-serving-ca-secret-namespace") {
+        // `$(POD_NAMESPACE)`, the kubelet's expansion of the pod's own.
+        Some(n) if n != ns && !n.starts_with("$(") => Err(format!(
+            "its CA Secret {secret} is in namespace {n}, not the pod's ({ns}): regroup can't \
+             mount it"
+        )),
+        _ => Ok(Some(secret)),
+    }
+}
+
+/// The names kube-apiserver calls a Service by.
+fn service_names(svc: &str, ns: &str) -> Vec<String> {
+    vec![
+        format!("{svc}.{ns}.svc"),
+        format!("{svc}.{ns}.svc.cluster.local"),
+        format!("{svc}.{ns}"),
+        svc.to_owned(),
+    ]
+}
+
 /// The configuration's `webhooks:` section for one wiring.
 pub fn config_section(w: &Wiring, listen_port: u16) -> Json {
     let hooks: Vec<Json> = w
@@ -313,15 +407,27 @@ pub fn config_section(w: &Wiring, listen_port: u16) -> Json {
             json!({"name": name, "path": p, "backend": format!("https://127.0.0.1:{}{p}", w.app_port)})
         })
         .collect();
-    json!({
+    let mut section = json!({
         "listen": format!("0.0.0.0:{listen_port}"),
-        "certFile": format!("{CERT_DIR}/tls.crt"),
-        "keyFile": format!("{CERT_DIR}/tls.key"),
         // The app's certificate names its Service, not 127.0.0.1: the
         // loopback hop inside the pod is not verified.
         "dangerousInsecureBackend": true,
         "hooks": hooks,
-    })
+    });
+    match &w.cert {
+        ServingCert::Volume(_) => {
+            section["certFile"] = json!(format!("{CERT_DIR}/tls.crt"));
+            section["keyFile"] = json!(format!("{CERT_DIR}/tls.key"));
+        }
+        ServingCert::FromCa { dns_names, .. } => {
+            section["issueFrom"] = json!({
+                "caCertFile": format!("{CERT_DIR}/tls.crt"),
+                "caKeyFile": format!("{CERT_DIR}/tls.key"),
+                "dnsNames": dns_names,
+            });
+        }
+    }
+    section
 }
 
 /// Points the Service's port at regroup's listener.
@@ -385,10 +491,14 @@ pub fn wire_pod(docs: &mut [Json], w: &Wiring, listen_port: u16, config_map: &st
                 if c.get("name").and_then(Json::as_str) != Some("regroup") {
                     continue;
                 }
+                let volume = match &w.cert {
+                    ServingCert::Volume(v) => v.as_str(),
+                    ServingCert::FromCa { .. } => CA_VOLUME,
+                };
                 push(
                     c,
                     "volumeMounts",
-                    json!({"name": w.cert_volume, "mountPath": CERT_DIR, "readOnly": true}),
+                    json!({"name": volume, "mountPath": CERT_DIR, "readOnly": true}),
                 );
                 push(
                     c,
@@ -396,6 +506,15 @@ pub fn wire_pod(docs: &mut [Json], w: &Wiring, listen_port: u16, config_map: &st
                     json!({"name": "regroup-hooks", "containerPort": listen_port}),
                 );
             }
+        }
+        if let ServingCert::FromCa { secret, .. } = &w.cert {
+            // Optional: the app creates the Secret once it runs; the
+            // kubelet fills the volume then.
+            push(
+                spec,
+                "volumes",
+                json!({"name": CA_VOLUME, "secret": {"secretName": secret, "optional": true}}),
+            );
         }
         for v in spec
             .get_mut("volumes")

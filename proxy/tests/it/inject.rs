@@ -630,3 +630,79 @@ fn a_webhook_that_cant_be_wired_is_refused_or_left_with_a_warning() {
         "{warnings:?}"
     );
 }
+
+/// An app that makes its serving certificate itself from a CA it keeps in
+/// a Secret (cert-manager's webhook): regroup's listener gets a certificate
+/// it issues from that CA, mounted from the Secret (optional: the app
+/// creates it once it runs), for the names kube-apiserver calls the
+/// Service by; the caBundle injected from the Secret verifies it.
+#[test]
+fn a_webhook_that_makes_its_certificate_from_a_ca_secret_is_wired_through_regroup() {
+    let input = std::fs::read_to_string(dir().join("dynamic-ca-webhook.yaml")).unwrap();
+    let settings = regroup_config::load(&config_text()).unwrap();
+    let (out, warnings) =
+        regroup::inject::inject_with_warnings(&input, &config_text(), &settings, &golden_opts())
+            .unwrap();
+    let d = docs(&out);
+    let svc = d.iter().find(|d| d["kind"] == "Service").unwrap();
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 9444, "{out}");
+    let deploy = d.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let spec = &deploy["spec"]["template"]["spec"];
+    let ca_volume = spec["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "regroup-webhook-ca")
+        .expect("the CA Secret as a volume");
+    assert_eq!(ca_volume["secret"]["secretName"], "cm-webhook-ca");
+    assert_eq!(ca_volume["secret"]["optional"], true);
+    let regroup = spec["initContainers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "regroup")
+        .unwrap();
+    assert!(regroup["volumeMounts"].as_array().unwrap().iter().any(|m| {
+        m["name"] == "regroup-webhook-ca" && m["mountPath"] == "/etc/regroup/webhook-serving"
+    }));
+    let cm = d
+        .iter()
+        .find(|d| d["kind"] == "ConfigMap" && d["metadata"]["name"] == "regroup-config-cm-webhook")
+        .expect("the workload's own configuration");
+    let sidecar = regroup_config::load(cm["data"]["config.yaml"].as_str().unwrap())
+        .expect("a valid sidecar configuration");
+    let w = sidecar.file.webhooks.as_ref().unwrap();
+    assert!(w.cert_file.is_none());
+    let from = w.issue_from.as_ref().expect("issued from the app's CA");
+    assert_eq!(
+        from.ca_cert_file,
+        PathBuf::from("/etc/regroup/webhook-serving/tls.crt")
+    );
+    assert!(from
+        .dns_names
+        .contains(&"cm-webhook.cm-team-b.svc".to_string()));
+    assert_eq!(w.hooks[0].value.backend, "https://127.0.0.1:10250/validate");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("issued from the app's CA (Secret cm-webhook-ca)")),
+        "{warnings:?}"
+    );
+    // Injecting the output again changes nothing.
+    assert_eq!(run(&out, &golden_opts()), out);
+
+    // A CA Secret of another namespace can't be mounted: refused, said why.
+    let elsewhere = input.replace(
+        "--dynamic-serving-ca-secret-namespace=$(POD_NAMESPACE)",
+        "--dynamic-serving-ca-secret-namespace=cert-manager",
+    );
+    let e = regroup::inject::inject_with_warnings(
+        &elsewhere,
+        &config_text(),
+        &settings,
+        &golden_opts(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("is in namespace cert-manager"), "{e}");
+}

@@ -12,6 +12,7 @@ pub mod access;
 pub mod coarse_clock;
 pub mod connection;
 pub mod in_flight;
+pub mod issued_cert;
 pub mod lifecycle;
 pub mod path_check;
 pub mod serving_cert;

@@ -578,8 +578,20 @@ async fn start_webhooks(
 ) -> Result<(tokio::task::JoinHandle<()>, Option<WebhookRegistration>), String> {
     use crate::serve::amend::registrations::{ca_bundle, Fronted};
     use crate::serve::webhook::{tls, Hook, Webhooks};
-    let (serving, serving_ca) = match (&w.cert_file, &w.key_file) {
-        (Some(c), Some(k)) => {
+    let (serving, serving_ca) = match (&w.cert_file, &w.key_file, &w.issue_from) {
+        (_, _, Some(from)) => {
+            let issued = crate::serve::listen::issued_cert::IssuedCert::new(
+                &from.ca_cert_file,
+                &from.ca_key_file,
+                &from.dns_names,
+            );
+            if issued.current().is_none() {
+                tracing::warn!(ca = %from.ca_cert_file.display(), "webhook listener: the app's CA is not readable yet; calls fail their TLS handshake until it is");
+            }
+            let ca = std::fs::read_to_string(&from.ca_cert_file).ok();
+            (tls::Serving::Issued(Arc::new(issued)), ca)
+        }
+        (Some(c), Some(k), None) => {
             let ca = match &w.ca_file {
                 Some(p) => Some(
                     std::fs::read_to_string(p)

@@ -1,5 +1,6 @@
 //! TLS of the webhook listener, as webhook servers are secured: a serving
-//! certificate the cluster trusts through the registrations' `caBundle`,
+//! certificate the cluster trusts through the registrations' `caBundle`
+//! (from files, issued from the app's CA, or generated),
 //! and, when configured, a client certificate every caller must present,
 //! chaining to `clientCaFile` (kube-apiserver presents one when its
 //! `--admission-control-config-file` names a kubeconfig with a client
@@ -15,6 +16,7 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::ServerConfig;
 
 use crate::serve::front::tls::client_ca_roots;
+use crate::serve::listen::issued_cert::IssuedCert;
 use crate::serve::listen::serving_cert::ReloadingCert;
 use crate::serve::listen::tls::Identity;
 
@@ -22,6 +24,9 @@ use crate::serve::listen::tls::Identity;
 pub enum Serving {
     /// From `certFile`/`keyFile`.
     Files(Arc<ReloadingCert>),
+    /// Issued by regroup from the app's CA (`issueFrom`), anew when it
+    /// rotates.
+    Issued(Arc<IssuedCert>),
     /// Generated at start.
     Fixed(Identity),
 }
@@ -48,6 +53,7 @@ pub fn server_config(
     };
     let mut cfg = match serving {
         Serving::Files(r) => builder.with_cert_resolver(r),
+        Serving::Issued(r) => builder.with_cert_resolver(r),
         Serving::Fixed(id) => {
             let certs: Vec<CertificateDer<'static>> =
                 CertificateDer::pem_slice_iter(id.cert_pem.as_bytes())
