@@ -789,10 +789,23 @@ impl Settings {
             };
             out.push_str(&format!("\nNAMES  {app} -> {cluster}\n"));
             if n.is_derived() {
-                out.push_str(
-                    "(prefix derived from the rules' cluster groups: it changes when they \
-                     change; pin it with names.prefix)\n",
-                );
+                let sides: Vec<(&str, &str)> = self
+                    .map
+                    .rules()
+                    .iter()
+                    .map(|r| r.rule.ends(Direction::ToCluster))
+                    .collect();
+                let p = match n.affix() {
+                    crate::object_names::Affix::Prefix(p) => p.as_str(),
+                    crate::object_names::Affix::Suffix(s) => s.as_str(),
+                };
+                out.push_str(&format!(
+                    "(prefix derived from the rules' cluster groups: pin it with \
+                     `names.prefix: {p}` once copies run (`regroup inject` pins it in the \
+                     sidecar's configuration); a copy that ran with an earlier regroup's \
+                     derived prefix keeps its objects with `names.prefix: {}`)\n",
+                    crate::object_names::earlier_derived_prefix(&sides)
+                ));
             }
             for k in n.kinds() {
                 out.push_str(&format!("{}/{}\n", k.group, k.kind));

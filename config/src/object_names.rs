@@ -163,17 +163,68 @@ pub const DEFAULT_KINDS: &[&str] = &[
     "MutatingAdmissionPolicyBinding",
 ];
 
-/// The prefix of a copy whose config names none: a label of its cluster
-/// groups that the app's groups don't have (`team-b` for
-/// `samplecontroller.k8s.io` -> `samplecontroller.team-b.example.com`), for
-/// people to read, then 8 hex digits of a hash of every cluster-side group,
-/// so that two copies (whose cluster groups must differ) never get the
-/// same prefix even when the readable part is the same: `team-b-1c0e5a9f-`.
+/// The prefix of a copy whose config names none, for people to read: the
+/// labels its cluster groups add to the app's groups, joined by `-`
+/// (`samplecontroller.k8s.io` -> `samplecontroller.team-b.example.com`
+/// gives `team-b-example-com-`). Two copies of one app map its groups to
+/// cluster groups that must differ, so their prefixes differ too.
+///
+/// Kept stable as rules come and go: the labels every rule adds, in the
+/// order of the first rule (by app side), so a copy's usual scheme (one
+/// team's suffix on every group) keeps its prefix when a group is added;
+/// only rules with nothing in common fall back to the first rule's labels.
+/// At most [`DERIVED_MAX`] characters, cut at a label. `names.prefix` pins
+/// it, and `regroup inject` pins it in the sidecar's configuration.
 ///
 /// `rules` are (app side, cluster side) pairs, the groups or suffixes of
-/// the rules in any order. The prefix changes when the rules' cluster sides
-/// change; `names.prefix` pins it.
+/// the rules in any order.
 pub fn derived_prefix(rules: &[(&str, &str)]) -> String {
+    let mut sides: Vec<&(&str, &str)> = rules.iter().collect();
+    sides.sort_by(|a, b| a.0.cmp(b.0).then(a.1.cmp(b.1)));
+    let added = |(app, cluster): &(&str, &str)| -> Vec<String> {
+        let app: Vec<&str> = app.split('.').collect();
+        cluster
+            .split('.')
+            .filter(|l| !l.is_empty() && !app.contains(l))
+            .map(str::to_owned)
+            .collect()
+    };
+    let first = sides.first().map(|r| added(r)).unwrap_or_default();
+    let common: Vec<String> = first
+        .iter()
+        .filter(|l| sides.iter().all(|r| added(r).contains(l)))
+        .cloned()
+        .collect();
+    let labels = if common.is_empty() { first } else { common };
+    let mut out = String::new();
+    for l in &labels {
+        let l = l.trim_matches('-');
+        if l.is_empty() {
+            continue;
+        }
+        if !out.is_empty() && out.len() + 1 + l.len() > DERIVED_MAX {
+            break;
+        }
+        if !out.is_empty() {
+            out.push('-');
+        }
+        out.push_str(&l[..l.len().min(DERIVED_MAX)]);
+    }
+    if out.is_empty() {
+        out.push_str("regroup");
+    }
+    out.push('-');
+    out
+}
+
+/// Most characters of a derived prefix, before its final `-`.
+pub const DERIVED_MAX: usize = 30;
+
+/// The prefix regroup derived before it derived readable ones (the first
+/// added label and 8 hex digits of an FNV-1a hash of every cluster-side
+/// group: `team-b-8286340e-`), for `regroup check` to name: a copy that ran
+/// with it keeps its objects by pinning it.
+pub fn earlier_derived_prefix(rules: &[(&str, &str)]) -> String {
     let mut sides: Vec<&(&str, &str)> = rules.iter().collect();
     sides.sort_by(|a, b| a.1.cmp(b.1).then(a.0.cmp(b.0)));
     let label = sides
@@ -187,7 +238,6 @@ pub fn derived_prefix(rules: &[(&str, &str)]) -> String {
         .unwrap_or("regroup");
     let label: String = label.chars().take(20).collect();
     let label = label.trim_end_matches('-');
-    // FNV-1a, 32 bits: stable across Rust versions and platforms.
     let mut hash: u32 = 0x811c_9dc5;
     for (i, (_, cluster)) in sides.iter().enumerate() {
         if i > 0 {
@@ -845,14 +895,11 @@ mod tests {
             "samplecontroller.k8s.io",
             "samplecontroller.team-b.example.com",
         )]);
-        assert!(a.starts_with("team-a-") && a.ends_with('-'), "{a}");
-        assert!(b.starts_with("team-b-"), "{b}");
-        assert_ne!(a, b);
-        assert_eq!(a.len(), "team-a-".len() + 9);
-        // The same readable label, other cluster groups: still distinct.
+        assert_eq!(a, "team-a-example-com-");
+        assert_eq!(b, "team-b-example-com-");
+        // The same first label, other cluster groups: still distinct.
         let c = derived_prefix(&[("kopf.dev", "kopf.team.example.org")]);
         let d = derived_prefix(&[("kopf.dev", "kopf.team.example.net")]);
-        assert!(c.starts_with("team-") && d.starts_with("team-"));
         assert_ne!(c, d);
         // Order never matters, as for the rules themselves.
         let two = [
@@ -861,12 +908,30 @@ mod tests {
         ];
         let owt = [two[1], two[0]];
         assert_eq!(derived_prefix(&two), derived_prefix(&owt));
-        // Nothing new in the cluster's name: a fixed word, still hashed.
-        assert!(derived_prefix(&[("x.example.com", "example.com")]).starts_with("regroup-"));
-        // Pinned (FNV-1a 32 of the cluster group, as Python computes it):
-        // the objects of running copies are stored under it.
+        assert_eq!(derived_prefix(&two), "t1-example-com-");
+        // Stable as groups are added in the copy's scheme, even one whose
+        // app side sorts first.
+        let three = [two[0], two[1], ("0.k8s.io", "0.x.t1.example.com")];
+        assert_eq!(derived_prefix(&three), "t1-example-com-");
+        // Suffix rules read the same way.
         assert_eq!(
-            derived_prefix(&[(
+            derived_prefix(&[("pinniped.dev", "pinniped.team-b.example.com")]),
+            "team-b-example-com-"
+        );
+        // Nothing new in the cluster's name: a fixed word.
+        assert_eq!(
+            derived_prefix(&[("x.example.com", "example.com")]),
+            "regroup-"
+        );
+        // Long names are cut at a label.
+        let long = derived_prefix(&[(
+            "a.io",
+            "a.platform-engineering.very-long-department.example.com",
+        )]);
+        assert_eq!(long, "platform-engineering-");
+        // What earlier versions derived, for `check` to name.
+        assert_eq!(
+            earlier_derived_prefix(&[(
                 "samplecontroller.k8s.io",
                 "samplecontroller.team1.example.com"
             )]),

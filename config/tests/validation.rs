@@ -1034,15 +1034,24 @@ fn without_names_the_registered_kinds_get_a_prefix_derived_from_the_rules() {
     let n = s.map.object_names().expect("names on by default");
     assert!(n.is_derived());
     let cluster = n.to_cluster("auto.kopf.dev").unwrap();
-    assert_eq!(cluster, "team-b-8286340e-auto.kopf.dev");
+    assert_eq!(cluster, "team-b-example-com-auto.kopf.dev");
     let kinds: Vec<&str> = n.kinds().iter().map(|k| k.kind).collect();
     assert_eq!(kinds, regroup_config::object_names::DEFAULT_KINDS);
     let table = s.effective_table();
     assert!(
-        table.contains("NAMES  NAME -> team-b-8286340e-NAME"),
+        table.contains("NAMES  NAME -> team-b-example-com-NAME"),
         "{table}"
     );
     assert!(table.contains("derived from the rules"), "{table}");
+    assert!(
+        table.contains("`names.prefix: team-b-example-com-`"),
+        "{table}"
+    );
+    // What a copy that ran with an earlier regroup pins to keep its objects.
+    assert!(
+        table.contains("`names.prefix: team-b-8286340e-`"),
+        "{table}"
+    );
     assert!(table.contains("SHARED"), "{table}");
     assert!(s.warnings().is_empty(), "{:?}", s.warnings());
 }

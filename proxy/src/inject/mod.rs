@@ -624,6 +624,20 @@ fn sidecar_config_with(
             }
         }
     }
+    // A prefix derived from the rules is pinned: the copy keeps the names
+    // its objects are stored under when its rules (or regroup's
+    // derivation) change later.
+    if let Ok(settings) = regroup_config::load(config_text) {
+        if let Some(n) = settings.map.object_names().filter(|n| n.is_derived()) {
+            if let regroup_config::object_names::Affix::Prefix(p) = n.affix() {
+                let names = out.entry("names").or_insert_with(|| json!({}));
+                if names.is_null() {
+                    *names = json!({});
+                }
+                names["prefix"] = json!(p);
+            }
+        }
+    }
     // And the fixed names found in the shared namespaces: the Leases the
     // app takes there at run time get the mark their Role now names.
     if !shared.names.is_empty() {

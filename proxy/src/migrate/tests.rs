@@ -530,7 +530,7 @@ fn references_are_renamed_in_their_rules_only() {
         to: Some(&e2),
     };
     let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-        "metadata": {"name": "team1-8286340e-foo-editor", "resourceVersion": "9"},
+        "metadata": {"name": "team1-example-com-foo-editor", "resourceVersion": "9"},
         "rules": [{"apiGroups": [TEAM1, "apps"], "resources": ["foos", "deployments"], "verbs": ["*"]},
                   {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]});
     let next = plan::renamed_references(&sides, &role).unwrap().unwrap();
