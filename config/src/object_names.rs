@@ -564,31 +564,61 @@ impl ObjectNames {
         self.covers_kind(group, kind) || self.fixes_kind(group, kind)
     }
 
+    /// `name` without the copy's mark, if it carries it.
+    fn unmarked<'n>(&self, name: &'n str) -> Option<&'n str> {
+        match &self.affix {
+            Affix::Prefix(p) => name.strip_prefix(p.as_str()),
+            Affix::Suffix(s) => name.strip_suffix(s.as_str()),
+        }
+        .filter(|n| !n.is_empty())
+    }
+
+    /// True when `name` is a fixed name under zero or more marks
+    /// (`cert-manager-controller`, `team-b-cert-manager-controller`, ...).
+    fn is_fixed_family(&self, name: &str) -> bool {
+        let Some(f) = self.fixed.as_ref() else {
+            return false;
+        };
+        let mut n = name;
+        loop {
+            if f.names.iter().any(|x| x == n) {
+                return true;
+            }
+            match self.unmarked(n) {
+                Some(shorter) => n = shorter,
+                None => return false,
+            }
+        }
+    }
+
     /// The cluster's name for the app's fixed `name`; `None` for every
-    /// other name (it stays).
+    /// other name (it stays). A fixed name gets the mark; so does a name
+    /// that already carries it over a fixed one (the app's
+    /// `team-b-cert-manager-controller` is the cluster's
+    /// `team-b-team-b-cert-manager-controller`), so the app never reaches
+    /// its own fixed object under a second name: one to one, as `to_cluster`.
+    /// In manifests ([`for_manifests`](Self::for_manifests)) a marked name
+    /// stays, so rendering again changes nothing.
     pub fn fixed_to_cluster(&self, name: &str) -> Option<String> {
-        let f = self.fixed.as_ref()?;
-        f.names
-            .iter()
-            .any(|n| n == name)
-            .then(|| match &self.affix {
-                Affix::Prefix(p) => format!("{p}{name}"),
-                Affix::Suffix(s) => format!("{name}{s}"),
-            })
+        if !self.is_fixed_family(name) {
+            return None;
+        }
+        let marked = self.unmarked(name).is_some_and(|n| self.is_fixed_family(n));
+        if self.idempotent && marked {
+            return None;
+        }
+        Some(match &self.affix {
+            Affix::Prefix(p) => format!("{p}{name}"),
+            Affix::Suffix(s) => format!("{name}{s}"),
+        })
     }
 
     /// The app's fixed name for the cluster's `name`, when it is this
-    /// copy's; `None` for every other name.
+    /// copy's (one mark removed); `None` for every other name.
     pub fn fixed_to_app(&self, name: &str) -> Option<String> {
-        let f = self.fixed.as_ref()?;
-        let stripped = match &self.affix {
-            Affix::Prefix(p) => name.strip_prefix(p.as_str()),
-            Affix::Suffix(s) => name.strip_suffix(s.as_str()),
-        }?;
-        f.names
-            .iter()
-            .any(|n| n == stripped)
-            .then(|| stripped.to_owned())
+        self.unmarked(name)
+            .filter(|n| self.is_fixed_family(n))
+            .map(str::to_owned)
     }
 
     /// True when the cluster's object `name` (of a kind with fixed names)
@@ -882,6 +912,44 @@ mod tests {
         assert_eq!(
             n.to_cluster("system-other").as_deref(),
             Some("team1-system-other")
+        );
+    }
+
+    #[test]
+    fn a_fixed_name_maps_one_to_one_also_under_the_mark() {
+        let n = ObjectNames::new(Some("team-b-"), None, &ObjectNames::default_kinds(), &[])
+            .unwrap()
+            .with_fixed(&["Lease".to_owned()], &["cm-controller".to_owned()])
+            .unwrap();
+        assert_eq!(
+            n.fixed_to_cluster("cm-controller").as_deref(),
+            Some("team-b-cm-controller")
+        );
+        // The app naming the cluster's name of its own Lease does not
+        // reach it under a second name: another name, which no object has.
+        assert_eq!(
+            n.fixed_to_cluster("team-b-cm-controller").as_deref(),
+            Some("team-b-team-b-cm-controller")
+        );
+        assert_eq!(n.fixed_to_cluster("other"), None);
+        assert_eq!(n.fixed_to_cluster("team-b-other"), None);
+        // Back: one mark off; the bare fixed name is hidden.
+        assert_eq!(
+            n.fixed_to_app("team-b-cm-controller").as_deref(),
+            Some("cm-controller")
+        );
+        assert_eq!(
+            n.fixed_to_app("team-b-team-b-cm-controller").as_deref(),
+            Some("team-b-cm-controller")
+        );
+        assert_eq!(n.fixed_to_app("team-b-other"), None);
+        assert!(n.hides_fixed("cm-controller"));
+        // Manifests: an already-marked name stays.
+        let m = n.for_manifests();
+        assert_eq!(m.fixed_to_cluster("team-b-cm-controller"), None);
+        assert_eq!(
+            m.fixed_to_cluster("cm-controller").as_deref(),
+            Some("team-b-cm-controller")
         );
     }
 

@@ -290,6 +290,20 @@ async fn the_sidecar_gives_the_lease_the_app_takes_the_mark_its_role_names() {
         seen.lock().unwrap().path_and_query,
         "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/team-a-cert-manager-controller"
     );
+    // A GET by the cluster's name of it is another name, which no object
+    // has: the app never reaches its Lease under a second name.
+    let (_, _, _) = send(
+        Request::get(format!(
+            "{url}/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/team-a-cert-manager-controller"
+        ))
+        .body(Full::default())
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        seen.lock().unwrap().path_and_query,
+        "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/team-a-team-a-cert-manager-controller"
+    );
 }
 
 /// `kubectl auth can-i update leases/cert-manager-controller` through the
