@@ -152,6 +152,8 @@ impl GroupMap {
             Form::QualifiedName => self.map_qualified_name(value, dir),
             Form::Text => self.map_text(value, dir),
             Form::ReverseDns => self.map_reverse_dns(value, dir),
+            Form::ResourceName if value.contains('/') => self.map_signer_name(value, dir),
+            Form::ResourceName => self.map(Form::FixedName, value, dir),
             Form::ApiPath => self.map_api_path(value, dir),
             Form::FieldSelector => self.map_field_selector(value, None, dir),
             Form::GroupKinds => self.map_group_kinds(value, dir),
@@ -547,6 +549,20 @@ impl GroupMap {
         let group = reverse_labels(reversed_group);
         let mapped = self.map_group(&group, dir)?;
         Some(format!("{}{}", reverse_labels(&mapped), &name[end..]))
+    }
+
+    /// Maps a signer name `DOMAIN/NAME` whose DOMAIN is a group or ends in
+    /// `.GROUP` (the longest such group): `issuers.cert-manager.io/ns.ca`
+    /// -> `issuers.cert-manager.team-b.example.com/ns.ca`.
+    pub fn map_signer_name(&self, value: &str, dir: Direction) -> Option<String> {
+        let (domain, rest) = value.split_once('/')?;
+        let mut at = 0;
+        loop {
+            if let Some(mapped) = self.map_group(&domain[at..], dir) {
+                return Some(format!("{}{mapped}/{rest}", &domain[..at]));
+            }
+            at += domain[at..].find('.')? + 1;
+        }
     }
 
     /// Maps a path whose group follows `apis/`: `/apis/g/v/...`,

@@ -140,6 +140,14 @@ pub enum Form {
     /// A CRD's category (`spec.names.categories[]`), likewise; kept
     /// categories (`all`) stay.
     Category,
+    /// A name an RBAC rule grants by (`rules[].resourceNames[]`), or a
+    /// CertificateSigningRequest's `spec.signerName` (the `signers` name a
+    /// rule grants `sign` on). A signer name `DOMAIN/NAME`
+    /// (`issuers.cert-manager.io/ns.ca`) is renamed when DOMAIN is a
+    /// renamed group or ends in `.GROUP`; any other name (no object name
+    /// holds a `/`) as [`Form::FixedName`], so a Role keeps granting the
+    /// copy's own Lease.
+    ResourceName,
 }
 
 /// A rule plus its per-rule switches.

@@ -63,6 +63,7 @@ fn value(form: Form, g: &str) -> Json {
         Form::ObjectCount => format!("count/foos.{g}"),
         Form::Cel => format!("request.resource.group == '{g}' && x != 'y'"),
         Form::Literal => g.to_owned(),
+        Form::ResourceName => format!("issuers.{g}/ns.ca"),
         other => panic!("no JSON catalog place has form {other:?}"),
     })
 }

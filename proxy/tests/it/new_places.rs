@@ -470,3 +470,71 @@ fn mutating_admission_policy_and_binding_are_renamed_in_protobuf_in_every_versio
         proto_both_ways(&binding(APP), &binding(CLUSTER));
     }
 }
+
+// ------------------------------------------------ CertificateSigningRequest
+
+/// A signer named after a renamed group (cert-manager's
+/// `issuers.cert-manager.io/NAMESPACE.NAME`) is the copy's: the CSR's
+/// `spec.signerName` and the `signers` an RBAC rule lets a controller sign
+/// for follow the group, so two copies never sign each other's requests.
+/// Kubernetes' own signers and plain resource names stay.
+#[test]
+fn signer_names_follow_the_group_in_csrs_and_rbac_rules() {
+    let csr = |g: &str| {
+        json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+               "metadata": {"name": "demo"},
+               "spec": {"request": "LS0t", "signerName": format!("issuers.{g}/team-b.ca"),
+                        "usages": ["server auth"]}})
+    };
+    json_both_ways(csr(APP), csr(CLUSTER));
+    let role = |g: &str| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": "signer"},
+               "rules": [{"apiGroups": ["certificates.k8s.io"], "resources": ["signers"],
+                          "verbs": ["sign"],
+                          "resourceNames": [format!("issuers.{g}/*"), format!("{g}/*"),
+                                            "kubernetes.io/kube-apiserver-client", "my-lease"]}]})
+    };
+    json_both_ways(role(APP), role(CLUSTER));
+    // generated.proto: CertificateSigningRequest{metadata=1, spec=2},
+    // spec{request=1, signerName=7, usages=5}.
+    let proto = |g: &str| {
+        let spec = cat(&[
+            ld(1, "-----BEGIN"),
+            ld(5, "server auth"),
+            ld(7, format!("clusterissuers.{g}/ca")),
+        ]);
+        envelope(
+            "certificates.k8s.io/v1",
+            "CertificateSigningRequest",
+            &cat(&[ld(1, metadata("demo", &[])), ld(2, spec)]),
+        )
+    };
+    proto_both_ways(&proto(APP), &proto(CLUSTER));
+}
+
+/// With `names.namespaced` (whose fixed names a rule's `resourceNames`
+/// also follow), both kinds of resource name in one list are renamed.
+#[test]
+fn signer_names_and_fixed_names_share_resource_names() {
+    let settings = regroup_config::load(&format!(
+        "rules:\n  - from: {APP}\n    to: {CLUSTER}\nnames:\n  prefix: team1-\n  namespaced: {{kinds: [Lease, Role], names: [foo-lock]}}\n"
+    ))
+    .unwrap();
+    let catalog = Catalog::for_map(&[], &settings.map);
+    let role = |g: &str, lock: &str| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": {"name": "r", "namespace": "kube-system"},
+               "rules": [{"apiGroups": ["", "coordination.k8s.io", "certificates.k8s.io"],
+                          "resources": ["leases", "signers"], "verbs": ["get"],
+                          "resourceNames": [lock, format!("issuers.{g}/*")]}]})
+    };
+    let out = EngineJson::new(&settings.map, &catalog, Direction::ToCluster)
+        .rewrite_bytes(&serde_json::to_vec(&role(APP, "foo-lock")).unwrap())
+        .unwrap()
+        .expect("renamed");
+    assert_eq!(
+        serde_json::from_slice::<Json>(&out).unwrap(),
+        role(CLUSTER, "team1-foo-lock")
+    );
+}

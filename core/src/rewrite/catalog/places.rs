@@ -34,13 +34,17 @@ const STORAGEMIGRATION: &[&str] = &["storagemigration.k8s.io"];
 const NETWORKING: &[&str] = &["networking.k8s.io"];
 const FLOWCONTROL: &[&str] = &["flowcontrol.apiserver.k8s.io"];
 const RESOURCE: &[&str] = &["resource.k8s.io"];
+const CERTIFICATES: &[&str] = &["certificates.k8s.io"];
 const SAR_KINDS: &[&str] = &[
     "SubjectAccessReview",
     "LocalSubjectAccessReview",
     "SelfSubjectAccessReview",
 ];
 
-use Form::{ApiVersion, Cel, FieldSelector, Group, GroupKinds, ObjectCount, QualifiedName, Text};
+use Form::{
+    ApiVersion, Cel, FieldSelector, Group, GroupKinds, ObjectCount, QualifiedName, ResourceName,
+    Text,
+};
 use Slot::{
     Base64JsonPatch, DropHidden, DropShadowed, Items, JsonObject, JsonSchema, JsonString, NamedRef,
     Object, Value,
@@ -169,6 +173,22 @@ pub(super) const BUILTIN: &[Row] = &[
         &["Role", "ClusterRole"],
         "rules[].apiGroups[]",
         Value(Group),
+    ),
+    // What a rule grants by name: the signers a controller may sign for
+    // (`signers` of certificates.k8s.io) follow the CertificateSigningRequests'
+    // signer names; the objects of `names.namespaced` (the Lease a copy
+    // takes, by its fixed name) follow the objects.
+    (
+        RBAC,
+        &["Role", "ClusterRole"],
+        "rules[].resourceNames[]",
+        Value(ResourceName),
+    ),
+    (
+        CERTIFICATES,
+        &["CertificateSigningRequest"],
+        "spec.signerName",
+        Value(ResourceName),
     ),
     (
         RBAC,
@@ -748,16 +768,8 @@ pub(super) fn name_places(names: &ObjectNames) -> Vec<Place> {
             NamedRef(ROLE_REF),
         ));
     }
-    // The objects a Role grants by name (`resourceNames`: the Lease a copy
-    // takes, by its fixed name) follow the objects.
-    if !fixed.is_empty() {
-        out.push(place(
-            RBAC[0],
-            &["Role", "ClusterRole"],
-            "rules[].resourceNames[]",
-            Value(Form::FixedName),
-        ));
-    }
+    // The objects a Role grants by name follow through the built-in
+    // `rules[].resourceNames[]` place (form `ResourceName`).
     out
 }
 

@@ -147,6 +147,12 @@ const KINDS: &[(&str, &[&str], &str, &[&str])] = &[
         ],
     ),
     (
+        "certificates.k8s.io",
+        &["v1"],
+        "k8s.io.api.certificates.v1",
+        &["CertificateSigningRequest"],
+    ),
+    (
         "storagemigration.k8s.io",
         &["v1alpha1"],
         "k8s.io.api.storagemigration.v1alpha1",
