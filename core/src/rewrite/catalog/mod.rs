@@ -272,6 +272,21 @@ pub mod openapi {
     pub const SERVER_RELATIVE_URL: &str = "serverRelativeURL";
 }
 
+/// A Table column whose cells name an object as `Kind/NAME`
+/// ([`places::TABLE_CELLS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableCell {
+    /// The group of the Tables' kind.
+    pub group: &'static str,
+    /// The Tables' kinds (the addressed kind).
+    pub kinds: &'static [&'static str],
+    /// The column's name in the Table's definitions.
+    pub column: &'static str,
+    /// The group of the kind each cell names: its name is renamed in the
+    /// form [`Catalog::name_form`] gives that kind.
+    pub names_of: &'static str,
+}
+
 /// The catalog in use: the built-in places plus the config's `fields`.
 #[derive(Clone, Debug)]
 pub struct Catalog {
@@ -479,6 +494,15 @@ impl Catalog {
             .iter()
             .find(|(s, _)| s.matches(group, kind))
             .map(|(_, form)| *form)
+    }
+
+    /// The Table columns of `group`/`kind` whose cells name an object as
+    /// `Kind/NAME` ([`TableCell`]).
+    pub fn table_cells(&self, group: &str, kind: &str) -> impl Iterator<Item = &'static TableCell> {
+        let (group, kind) = (group.to_owned(), kind.to_owned());
+        places::TABLE_CELLS
+            .iter()
+            .filter(move |c| c.group == group && c.kinds.contains(&kind.as_str()))
     }
 
     /// The member names of places whose value hides names from a byte

@@ -7,7 +7,7 @@ use regroup_config::Form;
 use regroup_config::field_path::FieldPath;
 use regroup_config::ObjectNames;
 
-use super::{Place, RefMembers, Selector, Slot};
+use super::{Place, RefMembers, Selector, Slot, TableCell};
 
 /// The built-in places: (selector groups, kinds, path, slot). `None` groups
 /// means "any object" (kinds ignored); a `kinds` of `["*List"]` means any list.
@@ -772,6 +772,18 @@ pub(super) fn name_places(names: &ObjectNames) -> Vec<Place> {
     // `rules[].resourceNames[]` place (form `ResourceName`).
     out
 }
+
+/// Table columns whose cells name an object as `Kind/NAME` (kubectl's
+/// `ROLE` column of RoleBindings and ClusterRoleBindings: `ClusterRole/foo`):
+/// the NAME is renamed in the form of that kind's `metadata.name` place, as
+/// the row's `roleRef` is. Found by the column's name in the Table's
+/// definitions, for a Table of the addressed kind.
+pub(super) const TABLE_CELLS: &[TableCell] = &[TableCell {
+    group: RBAC[0],
+    kinds: &["RoleBinding", "ClusterRoleBinding"],
+    column: "Role",
+    names_of: RBAC[0],
+}];
 
 /// Built-in resources whose kinds have places of their own.
 pub(super) const RESOURCE_KINDS: &[(&str, &str, &str)] = &[

@@ -223,19 +223,21 @@ impl JsonRewriter<'_> {
             Some(defs) => self.name_column(w, defs)?,
             None => Some(0),
         };
-        // A binding's `Role` column (`ClusterRole/NAME`, `Role/NAME`) names
-        // an object `names:` may rename, as its `roleRef` does.
-        let role_column = match (member(&ms, columns), addressed) {
-            (Some(defs), Some((RBAC, "RoleBinding" | "ClusterRoleBinding"))) => {
-                self.column_named(w, defs, "Role")?
+        // Columns whose cells name an object as `Kind/NAME` (a binding's
+        // `Role`), as the catalog lists them for the addressed kind.
+        let mut kind_name_columns = Vec::new();
+        if let (Some(defs), Some((group, kind))) = (member(&ms, columns), addressed) {
+            for cell in self.catalog.table_cells(group, kind) {
+                if let Some(i) = self.column_named(w, defs, cell.column)? {
+                    kind_name_columns.push((i, cell.names_of));
+                }
             }
-            _ => None,
-        };
+        }
         let mut keep = Vec::with_capacity(rows.len());
         for row in rows.iter() {
             keep.push(!self.table_row(w, row, column, cells, object, addressed)?);
-            if let Some(c) = role_column {
-                self.role_cell(w, row, cells, c)?;
+            for &(c, names_of) in &kind_name_columns {
+                self.kind_name_cell(w, row, cells, c, names_of)?;
             }
         }
         self.delete(w, rows_raw, &rows, &keep);
@@ -264,14 +266,16 @@ impl JsonRewriter<'_> {
         Ok(None)
     }
 
-    /// A binding row's `Kind/NAME` cell, its name renamed as a `roleRef`
-    /// of that kind is.
-    fn role_cell<'i>(
+    /// A row's `Kind/NAME` cell ([`crate::rewrite::catalog::TableCell`]),
+    /// its NAME renamed as a `metadata.name` of that kind (of group
+    /// `names_of`) is.
+    fn kind_name_cell<'i>(
         &self,
         w: &mut Walk<'i>,
         row: Raw<'i>,
         cells: &str,
         column: usize,
+        names_of: &str,
     ) -> Result<(), RewriteError> {
         let Some(ms) = w.members(row)? else {
             return Ok(());
@@ -289,7 +293,7 @@ impl JsonRewriter<'_> {
         let Some((kind, name)) = text.split_once('/') else {
             return Ok(());
         };
-        let Some(form) = self.catalog.name_form(RBAC, kind) else {
+        let Some(form) = self.catalog.name_form(names_of, kind) else {
             return Ok(());
         };
         if let Some(mapped) = self.map.map(form, name, self.dir) {
@@ -384,9 +388,6 @@ impl JsonRewriter<'_> {
         Ok(false)
     }
 }
-
-/// The RBAC group, whose bindings' Tables have a `Role` column.
-const RBAC: &str = "rbac.authorization.k8s.io";
 
 /// Of a Table's column definitions (each `(format, name)`), the one naming
 /// each row's object: the first whose `format` is `name`, else the first
