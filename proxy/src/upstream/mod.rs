@@ -9,6 +9,7 @@ pub mod kubeconfig;
 pub mod own_client;
 mod pool;
 mod response_deadline;
+pub mod sender;
 mod server_settings;
 mod streams;
 mod tls;

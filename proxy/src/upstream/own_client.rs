@@ -1,6 +1,7 @@
 //! regroup's own reads of the cluster (the front's request-header
-//! settings), with regroup's own credentials: a small Kubernetes client over
-//! the upstream, apart from the app's traffic.
+//! settings, publish mode, `regroup migrate`), with regroup's own
+//! credential: a small Kubernetes client over the upstream's one sender
+//! (`sender.rs`), apart from the app's traffic.
 
 use std::sync::Arc;
 
@@ -101,29 +102,19 @@ impl OwnClient {
         if let Some(t) = ctype {
             req.headers_mut().insert(header::CONTENT_TYPE, t);
         }
-        let cred = self
-            .upstream
-            .credential()
-            .await
-            .map_err(|e| format!("regroup's credential: {e}"))?;
-        if let Some(v) = cred.as_ref().and_then(|c| c.authorization.clone()) {
-            req.headers_mut().insert(header::AUTHORIZATION, v);
-        }
-        if cred.is_some() {
-            self.upstream.impersonate(req.headers_mut());
-        }
+        // regroup's own credential, through the one sender (fresh, a 401
+        // retried once with a fresh one).
+        self.upstream.lend_own(req.headers_mut());
         let resp = self
             .upstream
-            .send(req)
+            .send_as(true, req, None)
             .await
-            .map_err(|e| format!("{method} {path}: {}", super::with_causes(&e)))?;
-        match cred {
-            // A refused credential: the next read gets a fresh one.
-            Some(c) if resp.status() == http::StatusCode::UNAUTHORIZED => {
-                self.upstream.invalidate(c.generation)
-            }
-            _ => {}
-        }
+            .map_err(|e| match e {
+                super::sender::SendFailure::Transport(e) => {
+                    format!("{method} {path}: {}", super::with_causes(&e))
+                }
+                e => format!("{method} {path}: {e}"),
+            })?;
         Ok(resp)
     }
 }

@@ -9,8 +9,9 @@
 //! 4. `upgrade`: exec/attach/port-forward are spliced as bytes; done.
 //! 5. `patch`: a patch of an object an amendment (`serve/amend/`) keeps
 //!    differently in the cluster and the app's view: read-modify-written,
-//!    or amended against the current object; what goes upstream (or the
-//!    upstream's last answer) goes on to the tail below.
+//!    or amended against the current object. The step asks for one request
+//!    at a time and never sends: the driver sends each through the one
+//!    sender (7.) and hands the answer back; the last goes on to the tail.
 //! 6. `request_body`: the body renamed by the engine, then amended.
 //! 7. `credentials::send`: sent, a 401 retried once with a fresh token.
 //! 8. `response`: headers and body renamed back (`openapi`, `watch`,
@@ -79,6 +80,8 @@ pub(crate) async fn forward(
         caller_uri: parts.uri,
         renamed_path: to.path,
     };
+    // The request body of a served patch is held until the patch ends.
+    let mut _held = None;
     let next = match patch::served_by(fwd, &x, &out) {
         Some(amend) => {
             let method = x.method.clone();
@@ -89,7 +92,25 @@ pub(crate) async fn forward(
                 headers,
                 own,
             };
-            patch::serve(fwd, amend, &x, to, body).await?
+            let (bytes, held) = request_body::read(fwd, body).await?;
+            _held = Some(held);
+            // The patch step asks, the one sender sends, until it says
+            // what goes on to the tail.
+            match patch::Run::start(fwd, amend, &x, to, bytes)? {
+                patch::Started::Then(next) => next,
+                patch::Started::Asks(mut run, mut step) => loop {
+                    match step {
+                        patch::Step::Then(next) => break next,
+                        patch::Step::Ask(o, body) => {
+                            let (uri, headers) = (o.uri, o.headers);
+                            let answer =
+                                credentials::send(fwd, &o.method, uri, headers, body, o.own, None)
+                                    .await?;
+                            step = run.answered(fwd, &x, answer).await?;
+                        }
+                    }
+                },
+            }
         }
         None => {
             let body = request_body::rename(fwd, &x, &mut out, body).await?;
@@ -108,12 +129,15 @@ pub(crate) async fn forward(
     };
     let resp = match next {
         Next::Send(o, body) => {
-            let remake = credentials::Remake {
-                engine: &x.engine,
-                incoming: &parts.headers,
+            // The head made again, by the driver, for the sender's resend
+            // of a bodyless read (the body layers change no header of one).
+            let remake = || {
+                let mut h = headers::request(fwd, &x.engine, &parts.headers, false);
+                credentials::lend(fwd, &parts.headers, &mut h);
+                h
             };
             let (uri, headers) = (o.uri, o.headers);
-            credentials::send(fwd, &o.method, uri, headers, body, o.own, Some(remake)).await?
+            credentials::send(fwd, &o.method, uri, headers, body, o.own, Some(&remake)).await?
         }
         Next::Answered(resp) => resp,
     };

@@ -21,16 +21,14 @@
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Response, StatusCode, Uri};
-use hyper::body::Incoming;
 
 use crate::upstream::ResponseBody;
 use json_patch::PatchOperation;
 use serde_json::Value as Json;
 
-use super::credentials::send;
 use super::exchange::{Exchange, Forward, Next, Outgoing, BODY_LIMIT};
-use super::request_body::{inflated, read, renamed};
-use crate::body::{collect, full};
+use super::request_body::{inflated, renamed};
+use crate::body::{collect, full, Body};
 use crate::kube::{MediaType, PatchKind, Wire};
 use crate::rewrite::Context;
 use crate::serve::amend::{json_doc, Amend};
@@ -65,133 +63,248 @@ pub(crate) fn served_by<'a>(
         .map(|a| a.as_ref())
 }
 
-/// What goes upstream for a patch [`served_by`] `amend`: `uri` and
-/// `headers` as the layers before made them (`own`: regroup's credential).
-pub(crate) async fn serve(
-    fwd: &Forward,
-    amend: &dyn Amend,
-    x: &Exchange,
-    to: Outgoing,
-    body: Incoming,
-) -> Result<Next, Failure> {
-    let Outgoing {
-        uri,
-        mut headers,
-        own,
-        ..
-    } = to;
-    let media = MediaType::of(&headers);
-    let (bytes, _held) = read(fwd, body).await?;
-    if media == MediaType::Patch(PatchKind::Json) {
-        let plain = inflated(fwd, &mut headers, bytes)?;
-        let ops = parse(&plain)?;
-        if amend.rewrites_json_patch(&ops) {
-            let query = uri.query().map(str::to_owned);
-            let got = read_modify_write(fwd, amend, x, query.as_deref(), headers, own, &ops);
-            return Ok(Next::Answered(got.await?));
-        }
-        let bytes = renamed(fwd, x, &mut headers, media, plain)?;
-        return Ok(patch_request(uri, headers, bytes, own));
-    }
-    let bytes = renamed(fwd, x, &mut headers, media, bytes)?;
-    let mut doc = json_doc(media, &bytes)
-        .map_err(|e| Failure::bad_request(format!("the patch can't be read: {e}")))?
-        .unwrap_or(Json::Null);
-    if !amend.patch_needs_current(&mut doc) {
-        return Ok(patch_request(uri, headers, bytes, own));
-    }
-    let mut get_headers = headers.clone();
-    for name in [header::CONTENT_TYPE, header::CONTENT_LENGTH, header::EXPECT] {
-        get_headers.remove(name);
-    }
-    get_headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-    let get_uri = fwd
-        .upstream
-        .uri(x.upstream_path())
-        .map_err(|e| Failure::bad_request(format!("invalid request URI: {e}")))?;
-    let mut attempt = 1;
-    loop {
-        let current = send(
-            fwd,
-            &Method::GET,
-            get_uri.clone(),
-            get_headers.clone(),
-            full(Bytes::new()),
-            own,
-            None,
-        )
-        .await?;
-        if current.status() == StatusCode::NOT_FOUND
-            && media == MediaType::Patch(PatchKind::ApplyYaml)
-        {
-            // An apply may create: nothing kept to merge with.
-            let _ = collect(current.into_body(), BODY_LIMIT).await;
-            let mut patch = doc.clone();
-            amend
-                .amend_patch(&mut patch, &x.info, &Json::Null)
-                .map_err(Failure::invalid)?;
-            return Ok(patch_request(uri, headers, to_bytes(&patch), own));
-        }
-        if !current.status().is_success() {
-            return Ok(Next::Answered(current));
-        }
-        let current = read_current(amend, current).await?;
-        let mut patch = doc.clone();
-        if !amend
-            .amend_patch(&mut patch, &x.info, &current)
-            .map_err(Failure::invalid)?
-        {
-            return Ok(patch_request(uri, headers, bytes, own));
-        }
-        let pinned = pin_precondition(&mut patch, current["metadata"]["resourceVersion"].as_str());
-        let write = Write {
-            method: Method::PATCH,
-            uri: &uri,
-            headers: &headers,
-            own,
-        };
-        match write_once(fwd, x, amend, write, to_bytes(&patch), !pinned, attempt).await? {
-            Some(written) => return Ok(Next::Answered(written)),
-            None => attempt += 1,
-        }
-    }
+/// How a patch served by an amendment starts.
+pub(crate) enum Started<'a> {
+    /// Forwarded as it now is (renamed): nothing to read first.
+    Then(Next),
+    /// A run that asks for this first.
+    Asks(Box<Run<'a>>, Step),
 }
 
-/// One write of a read-modify-write.
-struct Write<'a> {
-    method: Method,
-    uri: &'a Uri,
-    headers: &'a HeaderMap,
+/// What a patch served by an amendment wants next.
+pub(crate) enum Step {
+    /// Send this through the pipeline's sender and hand the answer to
+    /// [`Run::answered`].
+    Ask(Outgoing, Body),
+    /// What goes on to the pipeline's tail.
+    Then(Next),
+}
+
+/// A patch [`served_by`] an amendment, one request upstream at a time: it
+/// never sends anything itself. The driver (`forward`) sends what
+/// [`Run::start`] and [`Run::answered`] ask for through the one sender and
+/// hands each answer back, until the run says what goes on to the tail.
+pub(crate) struct Run<'a> {
+    amend: &'a dyn Amend,
+    /// The caller's request as the layers before made it.
+    uri: Uri,
+    headers: HeaderMap,
     own: bool,
+    /// The read of the current object, sent again on a conflict.
+    get: (Uri, HeaderMap),
+    mode: Mode,
+    state: State,
+    attempt: usize,
 }
 
-/// Sends `w` with `bytes` through the one sender. `None`: a 409 on attempt
-/// `attempt` that another read may fix (`may_retry`: nothing pinned the
-/// version read), its answer read to the end so the connection is reused;
-/// else the upstream's answer.
-async fn write_once(
-    fwd: &Forward,
-    x: &Exchange,
-    amend: &dyn Amend,
-    w: Write<'_>,
-    bytes: Bytes,
-    may_retry: bool,
-    attempt: usize,
-) -> Result<Option<Response<ResponseBody>>, Failure> {
-    let mut h = w.headers.clone();
-    h.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-    let written = send(fwd, &w.method, w.uri.clone(), h, full(bytes), w.own, None).await?;
-    if written.status() == StatusCode::CONFLICT && may_retry && attempt < ATTEMPTS {
-        tracing::debug!(
-            attempt,
-            path = x.caller_path(),
-            what = amend.noun(),
-            "the object changed while it was patched; patching again"
-        );
-        let _ = collect(written.into_body(), BODY_LIMIT).await;
-        return Ok(None);
+/// Which of the two ways the patch is served.
+enum Mode {
+    /// A JSON Patch applied to the app's view and written back whole with
+    /// a PUT (its URI and headers).
+    ReadModifyWrite {
+        ops: Vec<PatchOperation>,
+        put: (Uri, HeaderMap),
+    },
+    /// A merge, strategic-merge or apply patch amended against the current
+    /// object: the patch as read (`doc`) and as renamed (`bytes`).
+    AgainstCurrent {
+        media: MediaType,
+        doc: Json,
+        bytes: Bytes,
+    },
+}
+
+/// What the answer handed to [`Run::answered`] is the answer to.
+enum State {
+    Reading,
+    /// The write; `may_retry`: nothing pinned the version read, so a 409
+    /// may be read again and retried.
+    Writing {
+        may_retry: bool,
+    },
+}
+
+impl<'a> Run<'a> {
+    /// Reads the patch (`bytes`, the whole request body) for `amend`; `to`
+    /// is the request as the layers before made it.
+    pub(crate) fn start(
+        fwd: &Forward,
+        amend: &'a dyn Amend,
+        x: &Exchange,
+        to: Outgoing,
+        bytes: Bytes,
+    ) -> Result<Started<'a>, Failure> {
+        let Outgoing {
+            uri,
+            mut headers,
+            own,
+            ..
+        } = to;
+        let media = MediaType::of(&headers);
+        let bad_uri = |e: http::Error| Failure::bad_request(format!("invalid request URI: {e}"));
+        let get_uri = fwd.upstream.uri(x.upstream_path()).map_err(bad_uri)?;
+        let mut get_headers = headers_without_body(&headers);
+        get_headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        let mode = if media == MediaType::Patch(PatchKind::Json) {
+            let plain = inflated(fwd, &mut headers, bytes)?;
+            let ops = parse(&plain)?;
+            if !amend.rewrites_json_patch(&ops) {
+                let bytes = renamed(fwd, x, &mut headers, media, plain)?;
+                return Ok(Started::Then(patch_request(uri, headers, bytes, own)));
+            }
+            let put_uri = match update_query(uri.query()) {
+                Some(q) => fwd.upstream.uri(&format!("{}?{q}", x.upstream_path())),
+                None => fwd.upstream.uri(x.upstream_path()),
+            }
+            .map_err(bad_uri)?;
+            let mut put_headers = headers_without_body(&headers);
+            put_headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            Mode::ReadModifyWrite {
+                ops,
+                put: (put_uri, put_headers),
+            }
+        } else {
+            let bytes = renamed(fwd, x, &mut headers, media, bytes)?;
+            let mut doc = json_doc(media, &bytes)
+                .map_err(|e| Failure::bad_request(format!("the patch can't be read: {e}")))?
+                .unwrap_or(Json::Null);
+            if !amend.patch_needs_current(&mut doc) {
+                return Ok(Started::Then(patch_request(uri, headers, bytes, own)));
+            }
+            Mode::AgainstCurrent { media, doc, bytes }
+        };
+        let run = Run {
+            amend,
+            uri,
+            headers,
+            own,
+            get: (get_uri, get_headers),
+            mode,
+            state: State::Reading,
+            attempt: 1,
+        };
+        let first = run.read();
+        Ok(Started::Asks(Box::new(run), first))
     }
-    Ok(Some(written))
+
+    /// The read of the current object, with the request's own credential.
+    fn read(&self) -> Step {
+        Step::Ask(
+            Outgoing {
+                method: Method::GET,
+                uri: self.get.0.clone(),
+                headers: self.get.1.clone(),
+                own: self.own,
+            },
+            full(Bytes::new()),
+        )
+    }
+
+    /// A write of `bytes`: the PUT of a read-modify-write, else the
+    /// amended PATCH.
+    fn write(&mut self, bytes: Bytes, may_retry: bool) -> Step {
+        self.state = State::Writing { may_retry };
+        let (method, uri, headers) = match &self.mode {
+            Mode::ReadModifyWrite { put, .. } => (Method::PUT, put.0.clone(), &put.1),
+            Mode::AgainstCurrent { .. } => (Method::PATCH, self.uri.clone(), &self.headers),
+        };
+        let mut h = headers.clone();
+        h.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+        Step::Ask(
+            Outgoing {
+                method,
+                uri,
+                headers: h,
+                own: self.own,
+            },
+            full(bytes),
+        )
+    }
+
+    /// The next step, given the upstream's answer to the last one asked.
+    pub(crate) async fn answered(
+        &mut self,
+        fwd: &Forward,
+        x: &Exchange,
+        answer: Response<ResponseBody>,
+    ) -> Result<Step, Failure> {
+        if let State::Writing { may_retry } = self.state {
+            if answer.status() == StatusCode::CONFLICT && may_retry && self.attempt < ATTEMPTS {
+                tracing::debug!(
+                    attempt = self.attempt,
+                    path = x.caller_path(),
+                    what = self.amend.noun(),
+                    "the object changed while it was patched; patching again"
+                );
+                let _ = collect(answer.into_body(), BODY_LIMIT).await;
+                self.attempt += 1;
+                self.state = State::Reading;
+                return Ok(self.read());
+            }
+            return Ok(Step::Then(Next::Answered(answer)));
+        }
+        match &self.mode {
+            Mode::ReadModifyWrite { ops, .. } => {
+                if !answer.status().is_success() {
+                    // Not found, forbidden, ...: the app sees the
+                    // upstream's answer, renamed as any.
+                    return Ok(Step::Then(Next::Answered(answer)));
+                }
+                let kind = x.kind().unwrap_or_default();
+                let (view, read_version) = app_view(fwd, x, answer, kind, self.amend).await?;
+                let mut patched = apply(view, ops)?;
+                let pinned = pin_resource_version(&mut patched, read_version.as_deref());
+                let api_version = x.info.api_version().unwrap_or_default();
+                let cx = Context {
+                    hint: Some((api_version.as_str(), kind)),
+                    addressed: None,
+                };
+                x.engine.value(fwd.dir, cx, &mut patched).map_err(|e| {
+                    Failure::bad_request(format!("the patched object can't be renamed: {e}"))
+                })?;
+                self.amend
+                    .patched_to_cluster(&mut patched, &x.info, x.engine.map());
+                Ok(self.write(to_bytes(&patched), !pinned))
+            }
+            Mode::AgainstCurrent { media, doc, bytes } => {
+                if answer.status() == StatusCode::NOT_FOUND
+                    && *media == MediaType::Patch(PatchKind::ApplyYaml)
+                {
+                    // An apply may create: nothing kept to merge with.
+                    let _ = collect(answer.into_body(), BODY_LIMIT).await;
+                    let mut patch = doc.clone();
+                    self.amend
+                        .amend_patch(&mut patch, &x.info, &Json::Null)
+                        .map_err(Failure::invalid)?;
+                    return Ok(Step::Then(self.patch(to_bytes(&patch))));
+                }
+                if !answer.status().is_success() {
+                    return Ok(Step::Then(Next::Answered(answer)));
+                }
+                let current = read_current(self.amend, answer).await?;
+                let mut patch = doc.clone();
+                if !self
+                    .amend
+                    .amend_patch(&mut patch, &x.info, &current)
+                    .map_err(Failure::invalid)?
+                {
+                    let bytes = bytes.clone();
+                    return Ok(Step::Then(self.patch(bytes)));
+                }
+                let pinned =
+                    pin_precondition(&mut patch, current["metadata"]["resourceVersion"].as_str());
+                Ok(self.write(to_bytes(&patch), !pinned))
+            }
+        }
+    }
+
+    /// The caller's PATCH with `bytes`, for the tail.
+    fn patch(&self, bytes: Bytes) -> Next {
+        patch_request(self.uri.clone(), self.headers.clone(), bytes, self.own)
+    }
 }
 
 /// The PATCH to send, with its length.
@@ -340,77 +453,6 @@ fn headers_without_body(headers: &HeaderMap) -> HeaderMap {
         h.remove(name);
     }
     h
-}
-
-/// Applies a JSON Patch to the app's view of the object and writes the
-/// result in the cluster's form, with the resourceVersion read (again from
-/// the read on a conflict). The upstream's last answer.
-async fn read_modify_write(
-    fwd: &Forward,
-    amend: &dyn Amend,
-    x: &Exchange,
-    query: Option<&str>,
-    headers: HeaderMap,
-    own: bool,
-    ops: &[PatchOperation],
-) -> Result<Response<ResponseBody>, Failure> {
-    let kind = x.kind().unwrap_or_default();
-    let api_version = x.info.api_version().unwrap_or_default();
-    let bad_uri = |e: http::Error| Failure::bad_request(format!("invalid request URI: {e}"));
-    let get_uri = fwd.upstream.uri(x.upstream_path()).map_err(bad_uri)?;
-    let put_uri = match update_query(query) {
-        Some(q) => fwd.upstream.uri(&format!("{}?{q}", x.upstream_path())),
-        None => fwd.upstream.uri(x.upstream_path()),
-    }
-    .map_err(bad_uri)?;
-    let mut get_headers = headers_without_body(&headers);
-    get_headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-    let mut put_headers = headers_without_body(&headers);
-    put_headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-
-    let mut attempt = 1;
-    loop {
-        let empty = full(Bytes::new());
-        let current = send(
-            fwd,
-            &Method::GET,
-            get_uri.clone(),
-            get_headers.clone(),
-            empty,
-            own,
-            None,
-        );
-        let current = current.await?;
-        if !current.status().is_success() {
-            // Not found, forbidden, ...: the app sees the upstream's
-            // answer, renamed as any.
-            return Ok(current);
-        }
-        let (view, read_version) = app_view(fwd, x, current, kind, amend).await?;
-        let mut patched = apply(view, ops)?;
-        let pinned = pin_resource_version(&mut patched, read_version.as_deref());
-        let cx = Context {
-            hint: Some((api_version.as_str(), kind)),
-            addressed: None,
-        };
-        x.engine.value(fwd.dir, cx, &mut patched).map_err(|e| {
-            Failure::bad_request(format!("the patched object can't be renamed: {e}"))
-        })?;
-        amend.patched_to_cluster(&mut patched, &x.info, x.engine.map());
-        let write = Write {
-            method: Method::PUT,
-            uri: &put_uri,
-            headers: &put_headers,
-            own,
-        };
-        match write_once(fwd, x, amend, write, to_bytes(&patched), !pinned, attempt).await? {
-            Some(written) => return Ok(written),
-            None => attempt += 1,
-        }
-    }
 }
 
 /// The object as the app reads it (renamed, amended for the app), and the
