@@ -1,7 +1,8 @@
 //! The one place a failure becomes the caller's answer: a Kubernetes
 //! `Status`, a log line (never a body or a credential) and a counter; and
 //! every answer its request line and metrics. Called by the stacks'
-//! driver (`stack/proxy.rs`) and the listeners' checks (`listen/access.rs`).
+//! driver (`stack/proxy.rs`), the listeners' checks (`listen/access.rs`)
+//! and the webhook listener (`webhook/`).
 
 use std::time::Instant;
 
@@ -122,5 +123,32 @@ fn refusal(
         f.code.as_u16(),
         started.elapsed(),
     );
+    f.into_response()
+}
+
+/// A webhook call that failed (`serve/webhook/`): counted by the hook and
+/// `reason` (`None`: no webhook is served at its path), logged without
+/// its body.
+pub(crate) fn webhook_failed(
+    hook: Option<&str>,
+    reason: &'static str,
+    f: Failure,
+) -> Response<Body> {
+    match hook {
+        Some(name) => {
+            tracing::warn!(
+                webhook = %name,
+                reason,
+                code = f.code.as_u16(),
+                "webhooks: {}",
+                f.message
+            );
+            metrics().webhook_error(name, reason);
+        }
+        None => {
+            tracing::info!(reason, "webhooks: {}", f.message);
+            metrics().error("webhooks", reason);
+        }
+    }
     f.into_response()
 }

@@ -187,7 +187,16 @@ impl Proxy {
                 return Ok(refused(listener, &req, started, &r));
             }
         } else if peer.is_some() {
-            return Ok(Failure::unavailable("not a front listener").into_response());
+            let f = Failure::unavailable("not a front listener");
+            return Ok(crate::serve::respond::refused_at_access(
+                listener,
+                req.method(),
+                req.uri().path(),
+                req.uri().query(),
+                started,
+                "not_a_front_listener",
+                f,
+            ));
         }
         let method = req.method().clone();
         // Shares the request's bytes: no copy of the path.

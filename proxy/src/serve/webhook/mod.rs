@@ -31,6 +31,7 @@ use crate::kube::Wire;
 use crate::rewrite::Context;
 use crate::serve::live::Live;
 use crate::serve::observe::metrics::metrics;
+use crate::serve::respond;
 use crate::serve::status::Failure;
 use crate::upstream::Upstream;
 use review::{Answer, Review};
@@ -82,28 +83,16 @@ impl Webhooks {
         B::Error: Into<crate::upstream::BoxError>,
     {
         let Some(hook) = self.hooks.iter().find(|h| h.path == req.uri().path()) else {
-            tracing::info!(path = %req.uri().path(), "webhooks: no webhook at this path");
-            metrics().error("webhooks", "unknown_webhook");
-            return Failure {
+            let f = Failure {
                 code: StatusCode::NOT_FOUND,
                 reason: "NotFound",
-                message: "no webhook is served at this path".into(),
-            }
-            .into_response();
+                message: format!("no webhook is served at {}", req.uri().path()),
+            };
+            return respond::webhook_failed(None, "unknown_webhook", f);
         };
         match self.review(hook, req).await {
             Ok(r) => r,
-            Err((f, reason)) => {
-                tracing::warn!(
-                    webhook = %hook.name,
-                    reason,
-                    code = f.code.as_u16(),
-                    "webhooks: {}",
-                    f.message
-                );
-                metrics().webhook_error(&hook.name, reason);
-                f.into_response()
-            }
+            Err((f, reason)) => respond::webhook_failed(Some(&hook.name), reason, f),
         }
     }
 
