@@ -5,26 +5,32 @@
 //! ([`Amendments`]) and calls each hook once per body, in order, after the
 //! engine has renamed it.
 //!
-//! Two implementations today: the front trust (`front_trust/`: the app
-//! trusts regroup's front) and the webhook registrations (`registrations/`:
-//! the cluster calls the app's webhooks through regroup). A new one is a
-//! type implementing [`Amend`] in a folder of its own here, pushed onto the
-//! sidecar's list in `serve/run/`.
+//! Three implementations today: the front identity (`front_identity.rs`:
+//! the aggregator's callers authenticated, the front's one hook), the front
+//! trust (`front_trust/`: the app trusts regroup's front) and the webhook
+//! registrations (`registrations/`: the cluster calls the app's webhooks
+//! through regroup). The sidecar and the front are one driver over two
+//! lists of hooks. A new one is a type implementing [`Amend`] in a folder
+//! of its own here, pushed onto a stack's list in `serve/run/`.
 
+pub mod front_identity;
 pub mod front_trust;
 pub mod registrations;
 
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::Method;
+use http::{Method, Request};
+use hyper::body::Incoming;
 use json_patch::PatchOperation;
 use regroup_config::{Direction, GroupMap};
+use rustls::pki_types::CertificateDer;
 use serde_json::Value as Json;
 
 use crate::kube::{MediaType, RequestInfo};
 use crate::rewrite::framing::Framing;
 use crate::rewrite::RewriteError;
+use crate::serve::front::auth::Rejection;
 use crate::serve::status::Failure;
 
 /// The amendments a stack applies, in order.
@@ -41,6 +47,21 @@ pub(crate) trait Amend: Send + Sync {
     /// What is amended, in messages and logs.
     fn noun(&self) -> &'static str {
         "object"
+    }
+
+    /// Admits the caller before anything of its request is read or
+    /// forwarded (the front's authentication, [`front_identity`]), from the
+    /// connection's verified client certificate chain (`peer`), leaving in
+    /// its headers only the identity regroup vouches for. `Ok(true)`: this
+    /// hook authenticates callers and admitted this one; `Ok(false)`: not
+    /// its concern (a stack whose hooks admit no one refuses a caller that
+    /// presented a certificate).
+    fn admit(
+        &self,
+        _req: &mut Request<Incoming>,
+        _peer: Option<&[CertificateDer<'static>]>,
+    ) -> Result<bool, Rejection> {
+        Ok(false)
     }
 
     /// Whether this request's objects are amended at all: the one place

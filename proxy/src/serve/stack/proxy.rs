@@ -15,11 +15,11 @@ use rustls::pki_types::CertificateDer;
 
 use crate::body::Body;
 use crate::kube::RequestInfo;
+use crate::serve::amend::front_identity::FrontIdentity;
 use crate::serve::amend::front_trust::FrontTrust;
 use crate::serve::amend::registrations::WebhookRegistration;
 use crate::serve::amend::Amend;
 use crate::serve::front::auth::RequestHeaderConfig;
-use crate::serve::front::identity;
 use crate::serve::live::Live;
 use crate::serve::stack;
 use crate::serve::stack::exchange::{BodyLimits, Forward};
@@ -29,13 +29,10 @@ use crate::upstream::Upstream;
 
 /// Which stack a [`Proxy`] is.
 enum Stack {
-    /// The app's side: the pipeline alone.
-    Sidecar,
-    /// The aggregator's side: front-proxy authentication, then the pipeline.
-    /// The request-header settings change when the cluster's do.
-    Front {
-        auth: Arc<RwLock<RequestHeaderConfig>>,
-    },
+    /// The pipeline over its list of hooks: the sidecar (the app's side)
+    /// and the front (the aggregator's side, whose hook authenticates the
+    /// caller first).
+    Pipeline,
     /// Publish mode's front: the aggregator's callers authenticated as by
     /// the front, then answered by the service (`publish/`).
     Publish {
@@ -82,7 +79,7 @@ impl Proxy {
                 forwards_identity: false,
                 limits: BodyLimits::default(),
             },
-            stack: Stack::Sidecar,
+            stack: Stack::Pipeline,
         }
     }
 
@@ -117,12 +114,12 @@ impl Proxy {
                 upstream: backend,
                 dir: Direction::ToApp,
                 pass_through_auth: true,
-                amendments: Vec::new(),
+                amendments: vec![Arc::new(FrontIdentity { auth })],
                 listener: "front",
                 forwards_identity: true,
                 limits: BodyLimits::default(),
             },
-            stack: Stack::Front { auth },
+            stack: Stack::Pipeline,
         }
     }
 
@@ -135,6 +132,9 @@ impl Proxy {
         auth: Arc<RwLock<RequestHeaderConfig>>,
     ) -> Proxy {
         let mut p = Proxy::front(live, backend, auth.clone());
+        // The publisher authenticates its callers itself (no token to
+        // review), and forwards through no pipeline hooks.
+        p.fwd.amendments.clear();
         p.stack = Stack::Publish { auth, service };
         p
     }
@@ -179,14 +179,15 @@ impl Proxy {
                 .published(auth, service.as_ref(), req, peer, started)
                 .await);
         }
-        if let Stack::Front { auth } = &self.stack {
-            let cfg = auth.read().unwrap_or_else(|p| p.into_inner()).clone();
-            if let Err(r) =
-                identity::authenticate(&cfg, peer.as_deref().map(Vec::as_slice), &mut req)
-            {
-                return Ok(refused(listener, &req, started, &r));
+        // The hooks that admit callers, first (the front's identity).
+        let mut admitted = false;
+        for hook in &self.fwd.amendments {
+            match hook.admit(&mut req, peer.as_deref().map(Vec::as_slice)) {
+                Ok(took) => admitted |= took,
+                Err(r) => return Ok(refused(listener, &req, started, &r)),
             }
-        } else if peer.is_some() {
+        }
+        if peer.is_some() && !admitted {
             let f = Failure::unavailable("not a front listener");
             return Ok(crate::serve::respond::refused_at_access(
                 listener,
