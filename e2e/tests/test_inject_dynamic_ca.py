@@ -27,23 +27,19 @@ import functools
 import json
 import os
 import ssl
-import subprocess
-import sys
 import time
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from conftest import start_regroup
-from e2e_support import CLUSTER_GROUP, DIRECT, E2E, ORIG_GROUP, Kubectl, free_port, stop, wait_port, write_kubeconfig
+from e2e_support import DIRECT, ORIG_GROUP, free_port, stop
 from pki import Issued, issue
-from test_inject_webhooks import SELECTOR, registration_manifest
-from test_webhooks import refusal, send_review, start, validating_deny_and_allow
+from test_inject_webhooks import SELECTOR, inject_into, registration_manifest, run_app_and_sidecar
+from test_webhooks import refusal, send_review, validating_deny_and_allow
 
 REAL = bool(os.environ.get("REGROUP_E2E_KUBECONFIG"))
 APP_PORT = 10250  # the container's webhook port in MANIFEST (cert-manager's)
@@ -156,36 +152,13 @@ def setup(upstream, workdir, regroup_bin, cluster, ns):
     s.app_cert, s.app_key = issue(s.ca, "webhook-service.foo-system.svc", dns=["webhook-service.foo-system.svc"],
                                   ips=["127.0.0.1"]).write(s.dir, "app")
 
-    rules = s.dir / "rules.yaml"
-    rules.write_text(f"rules:\n  - from: {ORIG_GROUP}\n    to: {CLUSTER_GROUP}\n")
-    manifest = s.dir / "webhook.yaml"
-    manifest.write_text(MANIFEST.replace("@SELECTOR@", SELECTOR).replace("@NS@", ns))
-    p = subprocess.run([regroup_bin, "inject", "-c", str(rules), "-f", str(manifest)], capture_output=True,
-                       text=True, timeout=60)
-    if p.returncode != 0:
-        pytest.fail(f"regroup inject failed ({p.returncode}):\n{p.stderr}")
-    s.inject_stderr = p.stderr
-    s.docs = [d for d in yaml.safe_load_all(p.stdout) if d]
-    cm = next(d for d in s.docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "regroup-config-cm-webhook")
-    s.injected = yaml.safe_load(cm["data"]["config.yaml"])
-    config = s.dir / "regroup.yaml"
-    config.write_text(yaml.safe_dump(adapt(s.injected, s), sort_keys=False))
-
+    inject_into(s, regroup_bin, MANIFEST.replace("@SELECTOR@", SELECTOR).replace("@NS@", ns), "cm-webhook")
+    s.config = adapt(s.injected, s)
     procs = []
     try:
-        s.app_log = s.dir / "webhook-app.log"
-        procs.append(start([sys.executable, str(E2E / "standin" / "webhook_app.py"), "--port", str(s.app_port),
-                            "--tls-cert", str(s.app_cert), "--tls-key", str(s.app_key),
-                            # Only the validating webhook is registered: no mutation names an owner.
-                            "--owner-uid", "00000000-0000-0000-0000-000000000000"],
-                           s.app_log, "webhook app (dynamic CA)"))
-        proc, s.sidecar_port, s.regroup_log = start_regroup(regroup_bin, s.dir, "regroup-dynamic-ca", config,
-                                                            upstream.kubeconfig)
-        procs.append(proc)
-        wait_port(s.port, proc, 20, "regroup serve (webhook listener issuing from the app's CA)", s.regroup_log)
-        s.app = Kubectl(write_kubeconfig(s.dir / "app.kubeconfig", f"http://127.0.0.1:{s.sidecar_port}", ns),
-                        s.dir / "cache-app", ns, [s.regroup_log, s.app_log])
-        s.cluster = Kubectl(cluster.kubeconfig, s.dir / "cache-cluster", ns, cluster.logs + [s.regroup_log])
+        # Only the validating webhook is registered: no mutation names an owner.
+        run_app_and_sidecar(s, procs, regroup_bin, upstream, cluster, (s.app_cert, s.app_key),
+                            "00000000-0000-0000-0000-000000000000", "dynamic-ca")
         yield s
     finally:
         for p in reversed(procs):

@@ -222,10 +222,28 @@ def setup(upstream, workdir, regroup_bin, cluster, ns):
     s.bundle = base64.b64encode(ca.cert_pem).decode()
     s.ca_file = s.dir / "ca.crt"
 
+    inject_into(s, regroup_bin, MANIFEST.replace("@SELECTOR@", SELECTOR).replace("@NS@", ns), WORKLOAD)
+    s.config = adapt(s.injected, s)
+    # The mutation makes the object a dependent of Foo alpha: with alpha's
+    # real uid, or the cluster's garbage collector deletes it at once.
+    s.alpha_uid = cluster.json("get", f"foos.{CLUSTER_GROUP}", "alpha")["metadata"]["uid"]
+    procs = []
+    try:
+        run_app_and_sidecar(s, procs, regroup_bin, upstream, cluster, (s.cert, s.key), s.alpha_uid, "inject")
+        yield s
+    finally:
+        for p in reversed(procs):
+            stop(p)
+
+
+def inject_into(s, regroup_bin, manifest_text, workload):
+    """`regroup inject` of `manifest_text` (rules: the suite's group to the
+    cluster's), into `s`: its stderr, documents and the sidecar
+    configuration it wrote for `workload`."""
     rules = s.dir / "rules.yaml"
     rules.write_text(f"rules:\n  - from: {ORIG_GROUP}\n    to: {CLUSTER_GROUP}\n")
-    manifest = s.dir / "operator.yaml"
-    manifest.write_text(MANIFEST.replace("@SELECTOR@", SELECTOR).replace("@NS@", ns))
+    manifest = s.dir / "manifest.yaml"
+    manifest.write_text(manifest_text)
     p = subprocess.run([regroup_bin, "inject", "-c", str(rules), "-f", str(manifest)], capture_output=True,
                        text=True, timeout=60)
     if p.returncode != 0:
@@ -233,32 +251,27 @@ def setup(upstream, workdir, regroup_bin, cluster, ns):
     s.inject_stderr = p.stderr
     s.docs = [d for d in yaml.safe_load_all(p.stdout) if d]
     s.configmap = next(d for d in s.docs if d["kind"] == "ConfigMap"
-                       and d["metadata"]["name"] == f"regroup-config-{WORKLOAD}")
+                       and d["metadata"]["name"] == f"regroup-config-{workload}")
     s.injected = yaml.safe_load(s.configmap["data"]["config.yaml"])
-    s.config = adapt(s.injected, s)
+
+
+def run_app_and_sidecar(s, procs, regroup_bin, upstream, cluster, app_cert, owner_uid, what):
+    """webhook_app.py (the app, serving `app_cert`) and `regroup serve` with
+    `s.config` (inject's, adapted), started into `procs`; the app's kubectl
+    through the sidecar and the cluster's into `s`."""
     config = s.dir / "regroup.yaml"
     config.write_text(yaml.safe_dump(s.config, sort_keys=False))
-
-    procs = []
-    try:
-        # The mutation makes the object a dependent of Foo alpha: with alpha's
-        # real uid, or the cluster's garbage collector deletes it at once.
-        s.alpha_uid = cluster.json("get", f"foos.{CLUSTER_GROUP}", "alpha")["metadata"]["uid"]
-        s.app_log = s.dir / "webhook-app.log"
-        procs.append(start([sys.executable, str(E2E / "standin" / "webhook_app.py"), "--port", str(s.app_port),
-                            "--tls-cert", str(s.cert), "--tls-key", str(s.key), "--owner-uid", s.alpha_uid],
-                           s.app_log, "webhook app (inject)"))
-        proc, s.sidecar_port, s.regroup_log = start_regroup(regroup_bin, s.dir, "regroup-injected-webhooks", config,
-                                                            upstream.kubeconfig)
-        procs.append(proc)
-        wait_port(s.port, proc, 20, "regroup serve (inject's webhook listener)", s.regroup_log)
-        s.app = Kubectl(write_kubeconfig(s.dir / "app.kubeconfig", f"http://127.0.0.1:{s.sidecar_port}", ns),
-                        s.dir / "cache-app", ns, [s.regroup_log, s.app_log])
-        s.cluster = Kubectl(cluster.kubeconfig, s.dir / "cache-cluster", ns, cluster.logs + [s.regroup_log])
-        yield s
-    finally:
-        for p in reversed(procs):
-            stop(p)
+    s.app_log = s.dir / "webhook-app.log"
+    procs.append(start([sys.executable, str(E2E / "standin" / "webhook_app.py"), "--port", str(s.app_port),
+                        "--tls-cert", str(app_cert[0]), "--tls-key", str(app_cert[1]), "--owner-uid", owner_uid],
+                       s.app_log, f"webhook app ({what})"))
+    proc, s.sidecar_port, s.regroup_log = start_regroup(regroup_bin, s.dir, f"regroup-{what}", config,
+                                                        upstream.kubeconfig)
+    procs.append(proc)
+    wait_port(s.port, proc, 20, f"regroup serve ({what}: the webhook listener)", s.regroup_log)
+    s.app = Kubectl(write_kubeconfig(s.dir / "app.kubeconfig", f"http://127.0.0.1:{s.sidecar_port}", s.ns),
+                    s.dir / "cache-app", s.ns, [s.regroup_log, s.app_log])
+    s.cluster = Kubectl(cluster.kubeconfig, s.dir / "cache-cluster", s.ns, cluster.logs + [s.regroup_log])
 
 
 def test_inject_sends_the_webhooks_through_the_sidecar(setup):
