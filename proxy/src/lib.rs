@@ -6,6 +6,7 @@
 //! own names so that `regroup::rewrite::…` reads as before.
 
 pub mod body;
+pub mod file_stamp;
 // The fuzz targets' entry points: built for the fuzzer (feature
 // `fuzz-harness`, which fuzz/Cargo.toml turns on) and for the corpus replay
 // test, not into every build.
@@ -13,6 +14,7 @@ pub mod body;
 pub mod fuzz_harness;
 pub mod inject;
 pub mod migrate;
+pub mod net;
 pub mod publish;
 pub mod render;
 pub mod serve;

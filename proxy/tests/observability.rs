@@ -55,7 +55,7 @@ async fn a_finished_watch_is_no_longer_open_and_an_unreachable_upstream_is_count
         false,
     )
     .unwrap();
-    let proxy = std::sync::Arc::new(regroup::serve::Proxy::sidecar(
+    let proxy = std::sync::Arc::new(regroup::serve::stack::proxy::Proxy::sidecar(
         regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
             common::fixture_map().clone(),
             regroup::rewrite::Catalog::new(&[]).clone(),

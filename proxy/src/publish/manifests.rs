@@ -524,12 +524,9 @@ fn remote(
 ) -> Result<Vec<Part>, ManifestsError> {
     let ns = opts.namespace.as_str();
     let dns = format!("{}.{ns}.svc", opts.name);
-    let id = crate::serve::listen::tls::generate_for(
-        &format!("regroup publish front CA ({dns})"),
-        &[dns],
-        false,
-    )
-    .map_err(ManifestsError::Config)?;
+    let id =
+        crate::net::tls::generate_for(&format!("regroup publish front CA ({dns})"), &[dns], false)
+            .map_err(ManifestsError::Config)?;
     let ca_pem = id.ca_pem.clone().expect("generate_for makes a CA");
     let mut parts = vec![
         comment("Apply with kubectl's context on the remote cluster."),

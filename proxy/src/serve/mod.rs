@@ -26,7 +26,3 @@ pub mod run;
 pub mod stack;
 pub mod status;
 pub mod webhook;
-
-pub use listen::access::Access;
-pub use listen::lifecycle::{Lifecycle, Serving};
-pub use stack::proxy::Proxy;

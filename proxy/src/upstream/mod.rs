@@ -96,7 +96,7 @@ pub struct Upstream {
     rebuild: Mutex<()>,
     params: Mutex<TlsParams>,
     /// The CA file, re-read when it changes: (path, last check, its stamp).
-    ca_watch: Option<(PathBuf, Mutex<(Instant, vault::FileStamp)>)>,
+    ca_watch: Option<(PathBuf, Mutex<(Instant, crate::file_stamp::FileStamp)>)>,
     vault: Vault,
     impersonate: Option<Vec<(HeaderName, HeaderValue)>>,
     description: String,
@@ -288,7 +288,7 @@ impl Upstream {
             .or_else(|| r.client_cert.clone().map(Arc::new));
         let clients = build_clients(&params, cert).map_err(err)?;
         let ca_watch = r.ca_file.clone().filter(|_| !insecure).map(|p| {
-            let st = vault::file_stamp(&p);
+            let st = crate::file_stamp::file_stamp(&p);
             (p, Mutex::new((Instant::now(), st)))
         });
         Ok(Upstream {
@@ -518,7 +518,7 @@ impl Upstream {
             return;
         }
         st.0 = Instant::now();
-        let now = vault::file_stamp(path);
+        let now = crate::file_stamp::file_stamp(path);
         if now == st.1 {
             return;
         }

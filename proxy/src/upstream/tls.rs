@@ -113,11 +113,8 @@ mod tests {
 
     /// Runs a TLS handshake in memory between `client` and a server with
     /// `id`; returns the client's error, if any.
-    fn handshake(
-        client: ClientConfig,
-        id: &crate::serve::listen::tls::Identity,
-    ) -> Result<(), String> {
-        let server = crate::serve::listen::tls::server_config(id).unwrap();
+    fn handshake(client: ClientConfig, id: &crate::net::tls::Identity) -> Result<(), String> {
+        let server = crate::net::tls::server_config(id).unwrap();
         let mut c = rustls::ClientConnection::new(
             Arc::new(client),
             ServerName::try_from("127.0.0.1").unwrap(),
@@ -153,7 +150,7 @@ mod tests {
         // Formerly refused at start; now built with the compiled-in roots.
         let client = tls_config(&https(None), None, false).expect("no CA: the public roots");
         // A private CA's certificate is not in them: refused, not accepted.
-        let id = crate::serve::listen::tls::generate_for("private-ca", &[], false).unwrap();
+        let id = crate::net::tls::generate_for("private-ca", &[], false).unwrap();
         let err = handshake(client, &id).unwrap_err();
         assert!(err.contains("UnknownIssuer"), "{err}");
         // The same certificate with its CA given verifies.

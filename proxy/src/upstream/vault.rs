@@ -19,6 +19,7 @@ use http::HeaderValue;
 
 use super::exec::{self, ExecOutput};
 use super::kubeconfig::ExecConfig;
+use crate::file_stamp::{file_stamp, FileStamp};
 
 /// A credential is refreshed this long before it expires, at most (less
 /// for short-lived ones: a fifth of their lifetime).
@@ -76,20 +77,6 @@ pub struct Credential {
     checked: AtomicU64,
     /// The apiserver refused it (401).
     invalid: AtomicBool,
-}
-
-/// A file's modification time, size and inode (none: unreadable).
-pub type FileStamp = Option<(SystemTime, u64, u64)>;
-
-/// The [`FileStamp`] of `path` now (following symlinks, as a projected
-/// volume's `..data` swap needs).
-pub fn file_stamp(path: &std::path::Path) -> FileStamp {
-    let m = std::fs::metadata(path).ok()?;
-    #[cfg(unix)]
-    let ino = std::os::unix::fs::MetadataExt::ino(&m);
-    #[cfg(not(unix))]
-    let ino = 0;
-    Some((m.modified().ok()?, m.len(), ino))
 }
 
 #[derive(Default)]

@@ -15,7 +15,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use regroup::rewrite::Catalog;
-use regroup::serve::Proxy;
+use regroup::serve::stack::proxy::Proxy;
 use regroup::upstream::kubeconfig::ExecConfig;
 use regroup::upstream::{Impersonate, Resolved, Upstream};
 use tokio::net::TcpListener;
@@ -388,13 +388,9 @@ async fn the_upstream_ca_file_is_reread_when_it_changes() {
         token: "tok".into(),
         ..Upstate::default()
     }));
-    let id = regroup::serve::listen::tls::generate().unwrap();
-    let other = regroup::serve::listen::tls::generate().unwrap();
-    let server = upstream_tls(
-        state,
-        Some(regroup::serve::listen::tls::server_config(&id).unwrap()),
-    )
-    .await;
+    let id = regroup::net::tls::generate().unwrap();
+    let other = regroup::net::tls::generate().unwrap();
+    let server = upstream_tls(state, Some(regroup::net::tls::server_config(&id).unwrap())).await;
     let dir = tmp("ca");
     std::fs::create_dir_all(&dir).unwrap();
     let ca = dir.join("ca.crt");
@@ -429,7 +425,7 @@ async fn the_upstream_ca_file_is_reread_when_it_changes() {
 /// An https upstream that records the client certificate of each
 /// connection (DER of the leaf) and answers FOO.
 async fn mtls_upstream(
-    serving: &regroup::serve::listen::tls::Identity,
+    serving: &regroup::net::tls::Identity,
     client_cas: &str,
     seen: Arc<Mutex<Vec<Vec<u8>>>>,
 ) -> String {
@@ -493,7 +489,7 @@ fn der(pem: &str) -> Vec<u8> {
 
 #[tokio::test]
 async fn a_client_certificate_renewed_on_disk_is_used_for_new_connections() {
-    use regroup::serve::listen::tls::{generate, generate_for};
+    use regroup::net::tls::{generate, generate_for};
     let serving = generate().unwrap();
     let one = generate_for("client CA one", &["regroup-one".into()], true).unwrap();
     let two = generate_for("client CA two", &["regroup-two".into()], true).unwrap();

@@ -14,11 +14,11 @@ use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use regroup::net::tls;
 use regroup::rewrite::Catalog;
 use regroup::serve::front::auth::RequestHeaderConfig;
 use regroup::serve::front::tls::{ClientCaSource, ReloadingConfig, ServingSource};
-use regroup::serve::listen::tls;
-use regroup::serve::Proxy;
+use regroup::serve::stack::proxy::Proxy;
 use regroup::upstream::{Resolved, Upstream};
 use regroup_config::{GroupMap, MapRule, Rule};
 use rustls::pki_types::pem::PemObject;
@@ -199,11 +199,11 @@ async fn front() -> Front {
     );
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = l.local_addr().unwrap().port();
-    tokio::spawn(regroup::serve::front::listen::serve_front(
+    tokio::spawn(regroup::serve::stack::listen::serve_front(
         l,
         reloading,
         proxy,
-        regroup::serve::Serving::default(),
+        regroup::serve::listen::lifecycle::Serving::default(),
     ));
     Front {
         url: format!("https://127.0.0.1:{port}"),

@@ -15,7 +15,7 @@ use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use regroup::serve::listen::tls;
+use regroup::net::tls;
 use tokio::net::TcpListener;
 
 #[derive(Default, Clone, Debug)]

@@ -35,7 +35,7 @@ async fn sidecar(upstream: String) -> String {
         false,
     )
     .unwrap();
-    let proxy = regroup::serve::Proxy::sidecar(
+    let proxy = regroup::serve::stack::proxy::Proxy::sidecar(
         regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
             s.map.clone(),
             catalog.clone(),

@@ -710,7 +710,7 @@ async fn sidecar_with_limits(server: String, limits: BodyLimits) -> std::net::So
         false,
     )
     .unwrap();
-    let proxy = regroup::serve::Proxy::sidecar(
+    let proxy = regroup::serve::stack::proxy::Proxy::sidecar(
         regroup::serve::live::Live::new(engine),
         std::sync::Arc::new(up),
         true,

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
-use regroup::serve::listen::tls;
+use regroup::net::tls;
 use serde_json::{json, Value as Json};
 
 const GV: &str = "/apis/database.acmeco.org/v1alpha1";

@@ -25,7 +25,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use regroup::rewrite::{Catalog, ProtoRewriter};
 
 const CLUSTER_GROUP: &str = "samplecontroller.team1.example.com";
-use regroup::serve::Proxy;
+use regroup::serve::stack::proxy::Proxy;
 use regroup::upstream::{Resolved, Upstream};
 use regroup_config::{Direction, GroupMap};
 use serde_json::Value as Json;

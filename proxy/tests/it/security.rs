@@ -992,7 +992,7 @@ async fn readyz_fails_while_the_fronts_request_header_ca_is_unreadable() {
     let (up, _log) = upstream().await;
     let ca_dir = test_dir("front-ca");
     let ca_file = ca_dir.join("front-proxy-ca.crt");
-    let ca = regroup::serve::listen::tls::generate_for("test front-proxy CA", &[], false).unwrap();
+    let ca = regroup::net::tls::generate_for("test front-proxy CA", &[], false).unwrap();
     std::fs::write(&ca_file, ca.ca_pem.as_deref().unwrap()).unwrap();
     let front = format!(
         "front:\n  listen: 127.0.0.1:{}\n  backend: https://127.0.0.1:{}\n  \

@@ -157,7 +157,7 @@ async fn copy(config: &str, server: &str) -> String {
         false,
     )
     .unwrap();
-    let proxy = regroup::serve::Proxy::sidecar(
+    let proxy = regroup::serve::stack::proxy::Proxy::sidecar(
         regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
             settings.map.clone(),
             catalog.clone(),

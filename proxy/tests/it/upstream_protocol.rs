@@ -13,7 +13,7 @@ use http::{Request, Response, Version};
 use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use regroup::serve::listen::tls;
+use regroup::net::tls;
 use tokio::net::TcpListener;
 
 use crate::regroup_binary::{get, start_with_kubeconfig, tls_kubeconfig, Regroup, OWN_TOKEN};

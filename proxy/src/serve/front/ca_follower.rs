@@ -194,10 +194,8 @@ mod tests {
     use tokio::net::TcpListener;
 
     use super::*;
-    use crate::rewrite::Catalog;
+    use crate::net::tls;
     use crate::serve::front::tls::{ClientCaSource, ServingSource};
-    use crate::serve::listen::tls;
-    use crate::serve::Proxy;
     use crate::upstream::{Resolved, Upstream};
 
     fn configmap(ca: &str, names: &str, rv: &str) -> Json {
@@ -273,8 +271,6 @@ mod tests {
         let ca = id.ca_pem.clone().unwrap();
         let reads = Arc::new(AtomicUsize::new(0));
         let server = apiserver(ca.clone(), reads.clone()).await;
-        let map = Box::leak(Box::new(regroup_config::GroupMap::new(vec![]).unwrap()));
-        let catalog: &'static Catalog = Box::leak(Box::new(Catalog::new(&[])));
         let up = Upstream::new(
             &Resolved {
                 server,
@@ -283,15 +279,7 @@ mod tests {
             false,
         )
         .unwrap();
-        let client = Proxy::sidecar(
-            crate::serve::live::Live::new(crate::rewrite::Engine::new(
-                map.clone(),
-                catalog.clone(),
-            )),
-            std::sync::Arc::new(up),
-            false,
-        )
-        .own_client();
+        let client = crate::upstream::own_client::OwnClient::new(Arc::new(up));
         let auth = Arc::new(RwLock::new(RequestHeaderConfig::default()));
         let tls = Arc::new(
             ReloadingConfig::new(ServingSource::fixed(&id), ClientCaSource::Pem(ca.into()))

@@ -7,7 +7,6 @@
 pub mod auth;
 pub mod ca_follower;
 pub(crate) mod identity;
-pub mod listen;
 pub mod ready;
 pub mod tls;
 

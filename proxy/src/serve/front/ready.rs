@@ -93,8 +93,8 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn generated() -> crate::serve::listen::tls::Identity {
-        crate::serve::listen::tls::generate_for("test CA", &[], false).unwrap()
+    fn generated() -> crate::net::tls::Identity {
+        crate::net::tls::generate_for("test CA", &[], false).unwrap()
     }
 
     #[test]

@@ -33,7 +33,7 @@ use super::auth::{
 use super::tls::{
     client_ca_roots, client_verifier, server_config, ClientCaSource, ReloadingConfig, ServingSource,
 };
-use crate::serve::listen::tls::{generate, Identity as Serving};
+use crate::net::tls::{generate, Identity as Serving};
 
 // ---------------------------------------------------------------- PKI
 

@@ -26,7 +26,7 @@ use rustls::server::danger::ClientCertVerifier;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
 
-use crate::serve::listen::tls::Identity;
+use crate::net::tls::Identity;
 
 /// How often, at most, [`ReloadingConfig::current`] looks at the files.
 pub const DEFAULT_RELOAD_INTERVAL: Duration = Duration::from_secs(5);
@@ -128,7 +128,7 @@ pub enum ServingSource {
 }
 
 impl ServingSource {
-    /// A fixed serving identity (e.g. from [`crate::serve::listen::tls::generate`]).
+    /// A fixed serving identity (e.g. from [`crate::net::tls::generate`]).
     pub fn fixed(id: &Identity) -> ServingSource {
         ServingSource::Fixed {
             cert_pem: id.cert_pem.clone(),
@@ -325,7 +325,7 @@ fn load(serving: &ServingSource, client_ca: &ClientCaSource) -> Result<Arc<Serve
     };
     match serving {
         ServingSource::Files { cert, key } => {
-            let id = crate::serve::listen::tls::from_files(cert, key)?;
+            let id = crate::net::tls::from_files(cert, key)?;
             build(&id.cert_pem, &id.key_pem, ca)
         }
         ServingSource::Fixed { cert_pem, key_pem } => build(cert_pem, key_pem, ca),

@@ -12,11 +12,8 @@ pub mod access;
 pub mod coarse_clock;
 pub mod connection;
 pub mod in_flight;
-pub mod issued_cert;
 pub mod lifecycle;
 pub mod path_check;
-pub mod serving_cert;
-pub mod tls;
 pub mod watchdog;
 
 use std::net::SocketAddr;
@@ -26,7 +23,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-use crate::serve::Serving;
+use crate::serve::listen::lifecycle::Serving;
 use watchdog::Watchdog;
 
 /// Accepts until shutdown, one task per connection, at most

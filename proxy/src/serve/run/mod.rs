@@ -16,9 +16,12 @@ use tokio::net::TcpListener;
 use crate::rewrite::{Catalog, Engine};
 use crate::serve::amend::front_trust::FrontTrust;
 use crate::serve::amend::registrations::WebhookRegistration;
+use crate::serve::listen::access::Access;
+use crate::serve::listen::lifecycle::Lifecycle;
+use crate::serve::listen::lifecycle::Serving;
 use crate::serve::live::Live;
 use crate::serve::observe::metrics::Health;
-use crate::serve::{Access, Lifecycle, Proxy, Serving};
+use crate::serve::stack::proxy::Proxy;
 use crate::upstream::from_settings::{Backend, Target};
 use crate::upstream::own_client::OwnClient;
 use crate::upstream::Upstream;
@@ -217,15 +220,15 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
         if let Some(tls) = &settings.file.listeners.tls {
             let cfg = match (&tls.cert_file, &tls.key_file, &tls.generated_ca_file) {
                 // Reloaded when the files change (a renewed certificate).
-                (Some(c), Some(k), _) => Arc::new(crate::serve::listen::serving_cert::ReloadingCert::new(c, k)?)
+                (Some(c), Some(k), _) => Arc::new(crate::net::serving_cert::ReloadingCert::new(c, k)?)
                     .server_config()?,
                 (_, _, Some(ca_file)) => {
-                    let id = crate::serve::listen::tls::generate()?;
+                    let id = crate::net::tls::generate()?;
                     let ca = id.ca_pem.as_deref().unwrap_or_default();
                     std::fs::write(ca_file, ca)
                         .map_err(|e| format!("writing the generated CA to {}: {e}", ca_file.display()))?;
                     tracing::info!(ca = %ca_file.display(), "generated a serving CA for the TLS listener");
-                    crate::serve::listen::tls::server_config(&id)?
+                    crate::net::tls::server_config(&id)?
                 }
                 _ => return Err("listeners.tls needs certFile/keyFile or generatedCaFile".into()),
             };
@@ -419,7 +422,7 @@ async fn start_front(
     use base64::Engine as _;
 
     // regroup's own front-proxy identity towards the app.
-    let client = crate::serve::listen::tls::generate_for(
+    let client = crate::net::tls::generate_for(
         "regroup front-proxy client CA",
         &[FRONT_CLIENT_CN.into()],
         true,
@@ -442,7 +445,7 @@ async fn start_front(
             )
         }
         _ => {
-            let id = crate::serve::listen::tls::generate_for(
+            let id = crate::net::tls::generate_for(
                 "regroup front serving CA",
                 &front.generated_dns_names,
                 false,
@@ -498,7 +501,7 @@ async fn start_front(
         .await
         .map_err(|e| format!("listening on {}: {e}", front.listen))?;
     tracing::info!(listen = %front.listen, backend = %proxy.describe_backend(), "regroup serving the aggregated front");
-    let task = tokio::spawn(crate::serve::front::listen::serve_front(
+    let task = tokio::spawn(crate::serve::stack::listen::serve_front(
         listener,
         tls.clone(),
         Arc::new(proxy),
@@ -540,7 +543,7 @@ fn front_proxy(
     settings: &Settings,
     live: Live,
     front: &regroup_config::schema::Front,
-    client: &crate::serve::listen::tls::Identity,
+    client: &crate::net::tls::Identity,
     auth: Arc<std::sync::RwLock<crate::serve::front::auth::RequestHeaderConfig>>,
 ) -> Result<Proxy, String> {
     let backend_ca = match &front.backend_ca_file {
@@ -580,7 +583,7 @@ async fn start_webhooks(
     use crate::serve::webhook::{tls, Hook, Webhooks};
     let (serving, serving_ca) = match (&w.cert_file, &w.key_file, &w.issue_from) {
         (_, _, Some(from)) => {
-            let issued = crate::serve::listen::issued_cert::IssuedCert::new(
+            let issued = crate::net::issued_cert::IssuedCert::new(
                 &from.ca_cert_file,
                 &from.ca_key_file,
                 &from.dns_names,
@@ -600,14 +603,14 @@ async fn start_webhooks(
                 None => None,
             };
             (
-                tls::Serving::Files(Arc::new(
-                    crate::serve::listen::serving_cert::ReloadingCert::new(c, k)?,
-                )),
+                tls::Serving::Files(Arc::new(crate::net::serving_cert::ReloadingCert::new(
+                    c, k,
+                )?)),
                 ca,
             )
         }
         _ => {
-            let id = crate::serve::listen::tls::generate_for(
+            let id = crate::net::tls::generate_for(
                 "regroup webhook serving CA",
                 &w.generated_dns_names,
                 false,

@@ -67,7 +67,7 @@ impl Fixed {
     }
 }
 
-use crate::upstream::vault::{file_stamp as stamp, FileStamp as Stamp};
+use crate::file_stamp::{file_stamp as stamp, FileStamp as Stamp};
 
 /// The reloader of one configuration file.
 pub struct Reloader {

@@ -10,8 +10,9 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use crate::serve::listen::accept_loop;
+use crate::serve::listen::access::Access;
 use crate::serve::listen::connection::{self, Protocol};
-use crate::serve::{Access, Serving};
+use crate::serve::listen::lifecycle::Serving;
 
 /// The webhook listener: TLS (a client certificate required when the
 /// configuration asks for one, verified in the handshake), each call served

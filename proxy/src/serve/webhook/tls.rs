@@ -15,10 +15,10 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::ServerConfig;
 
+use crate::net::issued_cert::IssuedCert;
+use crate::net::serving_cert::ReloadingCert;
+use crate::net::tls::Identity;
 use crate::serve::front::tls::client_ca_roots;
-use crate::serve::listen::issued_cert::IssuedCert;
-use crate::serve::listen::serving_cert::ReloadingCert;
-use crate::serve::listen::tls::Identity;
 
 /// The serving certificate: files (re-read when they change) or generated.
 pub enum Serving {

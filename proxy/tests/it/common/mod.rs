@@ -529,7 +529,7 @@ pub async fn sidecar_with(
         false,
     )
     .unwrap();
-    let mut proxy = regroup::serve::Proxy::sidecar(
+    let mut proxy = regroup::serve::stack::proxy::Proxy::sidecar(
         regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
             map.clone(),
             catalog.clone(),
@@ -735,10 +735,12 @@ impl EngineJson {
 /// and the loopback `Host` check.
 pub async fn serve_plain(
     listener: tokio::net::TcpListener,
-    proxy: std::sync::Arc<regroup::serve::Proxy>,
+    proxy: std::sync::Arc<regroup::serve::stack::proxy::Proxy>,
 ) {
-    let access = regroup::serve::Access::loopback(regroup_config::schema::default_allowed_hosts());
-    let serving = regroup::serve::Serving::default();
+    let access = regroup::serve::listen::access::Access::loopback(
+        regroup_config::schema::default_allowed_hosts(),
+    );
+    let serving = regroup::serve::listen::lifecycle::Serving::default();
     regroup::serve::stack::listen::serve_sidecar(listener, None, proxy, serving, access).await
 }
 
@@ -747,9 +749,11 @@ pub async fn serve_plain(
 pub async fn serve_tls(
     listener: tokio::net::TcpListener,
     tls: std::sync::Arc<rustls::ServerConfig>,
-    proxy: std::sync::Arc<regroup::serve::Proxy>,
+    proxy: std::sync::Arc<regroup::serve::stack::proxy::Proxy>,
 ) {
-    let access = regroup::serve::Access::loopback(regroup_config::schema::default_allowed_hosts());
-    let serving = regroup::serve::Serving::default();
+    let access = regroup::serve::listen::access::Access::loopback(
+        regroup_config::schema::default_allowed_hosts(),
+    );
+    let serving = regroup::serve::listen::lifecycle::Serving::default();
     regroup::serve::stack::listen::serve_sidecar(listener, Some(tls), proxy, serving, access).await
 }

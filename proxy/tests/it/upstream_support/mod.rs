@@ -10,7 +10,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use regroup::rewrite::Catalog;
-use regroup::serve::Proxy;
+use regroup::serve::stack::proxy::Proxy;
 use regroup::upstream::{Resolved, Upstream};
 use regroup_config::GroupMap;
 use tokio::net::TcpListener;

@@ -17,7 +17,7 @@ use rustls::ServerConfig;
 /// How often the files are checked for a change.
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);
 
-use crate::upstream::vault::{file_stamp as stamp, FileStamp as Stamp};
+use crate::file_stamp::{file_stamp as stamp, FileStamp as Stamp};
 
 struct State {
     key: Arc<CertifiedKey>,
@@ -134,15 +134,15 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("regroup-servcert-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let (c, k) = (dir.join("tls.crt"), dir.join("tls.key"));
-        let write = |id: &crate::serve::listen::tls::Identity| {
+        let write = |id: &crate::net::tls::Identity| {
             std::fs::write(&c, &id.cert_pem).unwrap();
             std::fs::write(&k, &id.key_pem).unwrap();
         };
-        let first = crate::serve::listen::tls::generate().unwrap();
+        let first = crate::net::tls::generate().unwrap();
         write(&first);
         let r = ReloadingCert::new(&c, &k).unwrap();
         let a = r.current();
-        let second = crate::serve::listen::tls::generate().unwrap();
+        let second = crate::net::tls::generate().unwrap();
         write(&second);
         std::thread::sleep(CHECK_EVERY + Duration::from_millis(20));
         let b = r.current();

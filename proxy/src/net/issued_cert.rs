@@ -23,8 +23,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
-use crate::serve::listen::serving_cert::CHECK_EVERY;
-use crate::upstream::vault::{file_stamp as stamp, FileStamp as Stamp};
+use crate::file_stamp::{file_stamp as stamp, FileStamp as Stamp};
+use crate::net::serving_cert::CHECK_EVERY;
 
 /// How long an issued leaf is valid (cert-manager's own leaves: 7 days),
 /// never past the CA's end.
