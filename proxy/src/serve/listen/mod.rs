@@ -1,5 +1,5 @@
 //! Listeners and connections: the one accept loop every listener runs
-//! (the sidecar's in `stack/listen.rs`, the front's in `front/listen.rs`,
+//! (the sidecar's and the front's in `stack/listen.rs`,
 //! the webhook listener's in `webhook/listen.rs`: each knows its own
 //! service, this room none of them). Every connection is bounded (`limits:`): header size,
 //! count and read time, idle time, connections per listener; every request
