@@ -1,12 +1,14 @@
 //! Serving: everything between a socket and the upstream, in rooms by
 //! concern (docs/architecture.md draws them):
 //!
-//! - `listen/`: listeners and connections (accept loops, the per-request
-//!   access checks, in-flight tracking, shutdown, TLS and the serving
-//!   certificate).
-//! - `stack/`: the request pipeline (the two stacks and their layers).
-//! - `amend/`: edits beyond renaming, one extension point (`Amend`) and
-//!   its two implementations (the front trust, webhook registrations).
+//! - `listen/`: listeners and connections (the accept loop, the
+//!   per-request access checks, in-flight tracking, shutdown); TLS tools
+//!   are the ground floor's (`net/`).
+//! - `stack/`: the request pipeline (one driver, its steps, the two
+//!   stacks' listeners).
+//! - `amend/`: the hooks, one extension point (`Amend`) and its
+//!   implementations (the front identity, the front trust, webhook
+//!   registrations).
 //! - `front/`: the aggregated front (caller authentication, its TLS,
 //!   readiness, the request-header CA follower, identity headers).
 //! - `webhook/`: the webhook listener.
