@@ -569,6 +569,13 @@ fn check_webhooks(w: &crate::schema::Webhooks, problems: &mut Vec<String>) {
                     "{at}: registration needs `webhooks.caFile` (the CA regroup puts in caBundle)"
                 ));
             }
+            if w.issue_from.is_some() {
+                problems.push(format!(
+                    "{at}: registration with `webhooks.issueFrom`: the app keeps its CA and its \
+                     registrations' caBundle itself (cainjector injects it), so regroup amends no \
+                     registration; point the registration's Service at the listener instead"
+                ));
+            }
         }
         match url_host(&h.backend) {
             None => problems.push(format!(

@@ -965,6 +965,35 @@ fn webhooks_insecure_backends_must_be_on_loopback() {
     assert_mentions(&m, &["webhooks:", "`certFile` and `keyFile` go together"]);
 }
 
+/// `issueFrom`: a certificate regroup issues from the app's CA files.
+#[test]
+fn webhooks_issue_from_the_apps_ca_alone_with_dns_names_and_no_registration() {
+    let hook = "  hooks:\n    - name: a\n      backend: https://127.0.0.1:10250/a\n";
+    let from = "  issueFrom:\n    caCertFile: /ca/tls.crt\n    caKeyFile: /ca/tls.key\n    dnsNames: [cm-webhook.cm.svc]\n";
+    let s = accepted(&webhooks(&format!("{from}{hook}")));
+    let w = s.file.webhooks.as_ref().unwrap();
+    assert_eq!(
+        w.issue_from.as_ref().unwrap().dns_names,
+        ["cm-webhook.cm.svc"]
+    );
+    let m = only_problem(&webhooks(&format!(
+        "  certFile: /c.pem\n  keyFile: /k.pem\n{from}{hook}"
+    )));
+    assert_mentions(&m, &["`certFile`/`keyFile` or `issueFrom`, not both"]);
+    let m = only_problem(&webhooks(&format!(
+        "  issueFrom:\n    caCertFile: /ca/tls.crt\n    caKeyFile: /ca/tls.key\n    dnsNames: []\n{hook}"
+    )));
+    assert_mentions(&m, &["webhooks.issueFrom.dnsNames", "list the names"]);
+    let m = only_problem(&webhooks(&format!(
+        "  issueFrom:\n    caCertFile: /ca/tls.crt\n    caKeyFile: /ca/tls.key\n    dnsNames: [Not_A_Name]\n{hook}"
+    )));
+    assert_mentions(&m, &["webhooks.issueFrom.dnsNames: `Not_A_Name`"]);
+    let m = only_problem(&webhooks(&format!(
+        "  reachAt:\n    url: https://127.0.0.1:9444\n{from}{hook}      registration:\n        url: https://127.0.0.1:10250/a\n"
+    )));
+    assert_mentions(&m, &["registration with `webhooks.issueFrom`"]);
+}
+
 #[test]
 fn webhooks_are_reached_at_one_url_or_one_service() {
     let hook = "  hooks:\n    - name: a\n      backend: https://127.0.0.1:9443/a\n      registration:\n        url: https://127.0.0.1:9443/a\n";
