@@ -168,11 +168,6 @@ pub(crate) trait Amend: Send + Sync {
     }
 }
 
-/// The amendments of `list` that look at `info`.
-pub(crate) fn looking_at(list: &[Arc<dyn Amend>], info: &RequestInfo) -> Amendments {
-    list.iter().filter(|a| a.looks_at(info)).cloned().collect()
-}
-
 /// A request or patch body as a JSON value: JSON (objects, merge and
 /// strategic-merge patches) or YAML (objects, server-side apply). `None`
 /// for other encodings (a JSON Patch is a list of operations).

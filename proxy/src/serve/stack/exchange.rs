@@ -87,8 +87,6 @@ pub(crate) struct Answer {
     pub media: MediaType,
     /// `Content-Encoding: gzip`.
     pub gzip: bool,
-    /// The amendments that look at this request.
-    pub amendments: Amendments,
 }
 
 /// A request to the upstream, as the layers before the body make it.
@@ -121,6 +119,8 @@ pub(crate) struct Exchange {
     /// The path in the upstream's names, without a query; `None`: the
     /// caller's (most paths need no renaming).
     pub renamed_path: Option<String>,
+    /// Its stack's hooks that look at it (the steps call them).
+    pub hooks: super::hooks::Hooks,
 }
 
 impl Exchange {

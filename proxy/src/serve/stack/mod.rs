@@ -27,6 +27,7 @@ pub(crate) mod etag;
 pub(crate) mod exchange;
 pub(crate) mod gzip;
 pub(crate) mod headers;
+pub(crate) mod hooks;
 pub(crate) mod list;
 pub mod listen;
 pub(crate) mod openapi;
@@ -73,16 +74,26 @@ pub(crate) async fn forward(
         let on_upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
         return upgrade::splice(fwd, parts.method, to.uri, out, body, on_upgrade).await;
     }
+    // The hooks of this request, asked once; the steps call them.
+    let hooks = hooks::Hooks::of(
+        &fwd.amendments,
+        &info,
+        &parts.method,
+        &out,
+        engine.map(),
+        fwd.dir,
+    );
     let x = Exchange {
         engine,
         info,
         method: parts.method,
         caller_uri: parts.uri,
         renamed_path: to.path,
+        hooks,
     };
     // The request body of a served patch is held until the patch ends.
     let mut _held = None;
-    let next = match patch::served_by(fwd, &x, &out) {
+    let next = match x.hooks.patch() {
         Some(amend) => {
             let method = x.method.clone();
             let (uri, headers) = (to.uri, out);

@@ -45,24 +45,6 @@ const ATTEMPTS: usize = 5;
 /// `patchToUpdateOptions`).
 const UPDATE_PARAMETERS: &[&str] = &["dryRun", "fieldManager", "fieldValidation"];
 
-/// The amendment that serves this request's patch, if any. `headers` are
-/// those forwarded.
-pub(crate) fn served_by<'a>(
-    fwd: &'a Forward,
-    x: &Exchange,
-    headers: &HeaderMap,
-) -> Option<&'a dyn Amend> {
-    if x.method != Method::PATCH {
-        return None;
-    }
-    let media = MediaType::of(headers);
-    let map = x.engine.map();
-    fwd.amendments
-        .iter()
-        .find(|a| a.serves_patch(&x.info, &x.method, media, map, fwd.dir))
-        .map(|a| a.as_ref())
-}
-
 /// How a patch served by an amendment starts.
 pub(crate) enum Started<'a> {
     /// Forwarded as it now is (renamed): nothing to read first.
@@ -80,7 +62,7 @@ pub(crate) enum Step {
     Then(Next),
 }
 
-/// A patch [`served_by`] an amendment, one request upstream at a time: it
+/// A patch an amendment serves (`Hooks::patch`), one request upstream at a time: it
 /// never sends anything itself. The driver (`forward`) sends what
 /// [`Run::start`] and [`Run::answered`] ask for through the one sender and
 /// hands each answer back, until the run says what goes on to the tail.

@@ -180,13 +180,14 @@ impl Proxy {
                 .await);
         }
         // The hooks that admit callers, first (the front's identity).
-        let mut admitted = false;
-        for hook in &self.fwd.amendments {
-            match hook.admit(&mut req, peer.as_deref().map(Vec::as_slice)) {
-                Ok(took) => admitted |= took,
-                Err(r) => return Ok(refused(listener, &req, started, &r)),
-            }
-        }
+        let admitted = match stack::hooks::admit(
+            &self.fwd.amendments,
+            &mut req,
+            peer.as_deref().map(Vec::as_slice),
+        ) {
+            Ok(admitted) => admitted,
+            Err(r) => return Ok(refused(listener, &req, started, &r)),
+        };
         if peer.is_some() && !admitted {
             let f = Failure::unavailable("not a front listener");
             return Ok(crate::serve::respond::refused_at_access(

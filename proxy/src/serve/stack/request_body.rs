@@ -60,10 +60,10 @@ pub(crate) async fn rename(
         bytes = plain;
         headers.remove(header::CONTENT_ENCODING);
     }
-    let mut bytes = renamed(fwd, x, headers, media, bytes)?;
-    for a in fwd.amendments.iter().filter(|a| a.looks_at(&x.info)) {
-        bytes = a.request_body(&x.info, x.engine.map(), media, bytes)?;
-    }
+    let bytes = renamed(fwd, x, headers, media, bytes)?;
+    let bytes = x
+        .hooks
+        .request_body(&x.info, x.engine.map(), media, bytes)?;
     // What is sent is held until it is; the input is given back.
     held.shrink(bytes.len());
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));

@@ -10,7 +10,6 @@ use crate::body::budget;
 use crate::body::pass;
 use crate::body::Body;
 use crate::kube::{media, MediaType, Wire};
-use crate::serve::amend::looking_at;
 use crate::serve::status::Failure;
 use crate::upstream::ResponseBody;
 
@@ -52,14 +51,12 @@ pub(crate) async fn rename(
     if seen.etag {
         etag::tag(&x.engine, &mut parts.headers);
     }
-    let amendments = looking_at(&fwd.amendments, &x.info);
     let gzip = seen.gzip;
     let answer = Answer {
         parts,
         body,
         media,
         gzip,
-        amendments,
     };
     // Every body renamed below is held, at least a chunk at a time: new
     // work waits for the memory budget here (then 429), before any
@@ -78,7 +75,7 @@ pub(crate) async fn rename(
         && x.info.name.is_none()
         && success
         && x.method == Method::GET
-        && answer.amendments.is_empty();
+        && x.hooks.is_empty();
     if list && media == MediaType::Json {
         // Memory bounded by one item, not by the list.
         return Ok(list::stream(fwd, x, answer.parts, answer.body, held));

@@ -24,7 +24,8 @@ pub(crate) fn rename(
     answer: Answer,
     held: Held,
 ) -> Result<Response<Body>, Failure> {
-    let (mut parts, body, amendments) = (answer.parts, answer.body, answer.amendments);
+    let (mut parts, body) = (answer.parts, answer.body);
+    let hooks = x.hooks.clone();
     if answer.gzip {
         return Err(Failure::bad_gateway(
             "gzip-encoded watch streams are not supported",
@@ -63,12 +64,8 @@ pub(crate) fn rename(
                 // A shadowed group's CRD or APIService: never shown.
                 return Ok(Rewritten::Dropped);
             }
-            let mut out = engine.watch_event(dir, framing, cx, event)?;
-            for a in &amendments {
-                out = a
-                    .watch_event(framing, out.as_deref().unwrap_or(event))?
-                    .or(out);
-            }
+            let out = engine.watch_event(dir, framing, cx, event)?;
+            let out = hooks.watch_event(framing, event, out)?;
             Ok(out.map_or(Rewritten::Same, Rewritten::New))
         },
         move |e| match framing {

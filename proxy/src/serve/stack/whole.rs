@@ -66,15 +66,14 @@ pub(crate) async fn rename(
         hint: None,
         addressed,
     };
-    let mut out = x
+    let out = x
         .engine
         .body(dir, media.response_wire(), cx, &bytes)
         .map_err(bad)?;
-    for a in &answer.amendments {
-        let success = parts.status.is_success();
-        let amended = a.response_body(media, success, out.as_deref().unwrap_or(&bytes));
-        out = amended.map_err(bad)?.or(out);
-    }
+    let mut out = x
+        .hooks
+        .response_body(media, parts.status.is_success(), &bytes, out)
+        .map_err(bad)?;
     if dir == regroup_config::Direction::ToApp && x.is_discovery_root() && parts.status.is_success()
     {
         // The copy's own groups first, so that a name without a group
