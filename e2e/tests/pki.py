@@ -46,9 +46,11 @@ def _builder(cn, key, issuer_cn, valid_from, valid_for):
             .not_valid_before(start).not_valid_after(start + valid_for))
 
 
-def new_ca(cn):
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (_builder(cn, key, cn, datetime.timedelta(minutes=-5), datetime.timedelta(days=1))
+def new_ca(cn, curve=ec.SECP256R1, valid_for=datetime.timedelta(days=1)):
+    """A self-signed CA: an ECDSA key on `curve`, valid from five minutes ago
+    for `valid_for`."""
+    key = ec.generate_private_key(curve())
+    cert = (_builder(cn, key, cn, datetime.timedelta(minutes=-5), valid_for)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
                                          content_commitment=False, key_encipherment=False, data_encipherment=False,

@@ -32,12 +32,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from e2e_support import DIRECT, ORIG_GROUP, free_port, stop
-from pki import Issued, issue
+from pki import issue, new_ca
 from test_inject_webhooks import SELECTOR, inject_into, registration_manifest, run_app_and_sidecar
 from test_webhooks import refusal, send_review, validating_deny_and_allow
 
@@ -87,21 +85,9 @@ spec:
 
 
 def cert_manager_ca():
-    """A CA as cert-manager's webhook makes one: ECDSA P-384, PKCS#8, CN
-    cert-manager-webhook-ca, a year."""
-    key = ec.generate_private_key(ec.SECP384R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "cert-manager-webhook-ca")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=365))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=False,
-                                         content_commitment=False, key_encipherment=True, data_encipherment=False,
-                                         key_agreement=False, encipher_only=False, decipher_only=False),
-                           critical=True)
-            .sign(key, hashes.SHA384()))
-    return Issued(cert, key)
+    """A CA in the shape cert-manager's webhook makes (ECDSA P-384, PKCS#8
+    files, CN cert-manager-webhook-ca, a year)."""
+    return new_ca("cert-manager-webhook-ca", curve=ec.SECP384R1, valid_for=datetime.timedelta(days=365))
 
 
 def write_secret(directory, ca):

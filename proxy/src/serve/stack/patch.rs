@@ -124,9 +124,6 @@ impl<'a> Run<'a> {
         } = to;
         let media = MediaType::of(&headers);
         let bad_uri = |e: http::Error| Failure::bad_request(format!("invalid request URI: {e}"));
-        let get_uri = fwd.upstream.uri(x.upstream_path()).map_err(bad_uri)?;
-        let mut get_headers = headers_without_body(&headers);
-        get_headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
         let mode = if media == MediaType::Patch(PatchKind::Json) {
             let plain = inflated(fwd, &mut headers, bytes)?;
             let ops = parse(&plain)?;
@@ -158,6 +155,10 @@ impl<'a> Run<'a> {
             }
             Mode::AgainstCurrent { media, doc, bytes }
         };
+        // The read of the current object: only a patch that needs it.
+        let get_uri = fwd.upstream.uri(x.upstream_path()).map_err(bad_uri)?;
+        let mut get_headers = headers_without_body(&headers);
+        get_headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
         let run = Run {
             amend,
             uri,
