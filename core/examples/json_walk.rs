@@ -1,6 +1,6 @@
 //! The JSON renaming walk alone, for callgrind: renames the captured
 //! 921-byte Foo GET (`testdata/kube-1.24/renamed/027-get-foo-json`) `N`
-//! times through `Engine::body`, as the proxy's `stack/whole.rs` does for a
+//! times through `Engine::body`, as the proxy's `pipeline/whole.rs` does for a
 //! GET of a Foo (direction to the app, the addressed group and kind).
 //!
 //!   json_walk N [BODY] [GROUP KIND]

@@ -6,18 +6,27 @@
 //! own names so that `regroup::rewrite::…` reads as before.
 
 pub mod body;
+pub mod cmd;
 pub mod file_stamp;
 // The fuzz targets' entry points: built for the fuzzer (feature
 // `fuzz-harness`, which fuzz/Cargo.toml turns on) and for the corpus replay
 // test, not into every build.
+pub mod front;
 #[cfg(any(test, feature = "fuzz-harness"))]
 pub mod fuzz_harness;
-pub mod inject;
-pub mod migrate;
+pub mod hooks;
+pub mod listen;
 pub mod net;
+pub mod observe;
+pub mod pipeline;
 pub mod publish;
 pub mod render;
-pub mod serve;
+pub mod status;
 pub mod upstream;
+pub mod webhook;
 
 pub use regroup_core::{kube, rewrite, url_rename};
+
+/// regroup's image, as the manifests `inject` and `publish-manifests` write
+/// name it unless told otherwise.
+pub const IMAGE: &str = concat!("ghcr.io/regroup-dev/regroup:", env!("CARGO_PKG_VERSION"));

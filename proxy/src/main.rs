@@ -288,14 +288,13 @@ fn main() -> ExitCode {
                 LogFormat::Text
             };
         }
-        let opts = regroup::serve::run::Options {
+        let opts = regroup::cmd::serve::Options {
             kubeconfig,
             context,
             listen,
             config: Some(config),
-            start_publish: Some(regroup::publish::start),
         };
-        return match regroup::serve::run::run(settings, opts) {
+        return match regroup::cmd::serve::run(settings, opts) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("regroup: {e}");
@@ -324,7 +323,7 @@ fn main() -> ExitCode {
             }
         };
         let opts = match (side(&from), side(&to)) {
-            (Ok(from), Ok(to)) => regroup::migrate::Options {
+            (Ok(from), Ok(to)) => regroup::cmd::migrate::Options {
                 from,
                 to,
                 kubeconfig,
@@ -341,7 +340,7 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        return match regroup::migrate::run(opts) {
+        return match regroup::cmd::migrate::run(opts) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
             Err(e) => {
@@ -383,7 +382,7 @@ fn run(command: Command) -> Result<(), String> {
         }
         Command::Check { config, files } => {
             let settings = load_config(&config)?;
-            let problems = regroup::serve::run::preflight(&settings);
+            let problems = regroup::cmd::serve::preflight(&settings);
             if !problems.is_empty() {
                 return Err(format!("{}:\n{}", config.display(), problems.join("\n")));
             }
@@ -511,7 +510,7 @@ fn run(command: Command) -> Result<(), String> {
             skip_unwired_webhooks,
         } => {
             if emit_chart_container {
-                write_out(format_args!("{}", regroup::inject::chart_template()));
+                write_out(format_args!("{}", regroup::cmd::inject::chart_template()));
                 return Ok(());
             }
             let config = config.expect("clap requires it without --emit-chart-container");
@@ -528,8 +527,8 @@ fn run(command: Command) -> Result<(), String> {
                     input.push_str(&text);
                 }
             }
-            let defaults = regroup::inject::Options::default();
-            let opts = regroup::inject::Options {
+            let defaults = regroup::cmd::inject::Options::default();
+            let opts = regroup::cmd::inject::Options {
                 image: image.unwrap_or(defaults.image),
                 prefix,
                 kinds: if kinds.is_empty() {
@@ -549,7 +548,7 @@ fn run(command: Command) -> Result<(), String> {
                 skip_unwired_webhooks,
             };
             let (out, warnings) =
-                regroup::inject::inject_with_warnings(&input, &config_text, &settings, &opts)
+                regroup::cmd::inject::inject_with_warnings(&input, &config_text, &settings, &opts)
                     .map_err(|e| e.to_string())?;
             for w in warnings {
                 eprintln!("warning: {w}");

@@ -19,15 +19,15 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use regroup_config::{Direction, Settings};
 use rustls::pki_types::CertificateDer;
 
+use crate::front::auth::{self, RequestHeaderConfig};
 use crate::kube::media::Wire;
 use crate::kube::request::{is_watch, RequestInfo};
+use crate::listen::path_check::check_path;
 use crate::rewrite::framing::{Framer, Framing};
 use crate::rewrite::list_stream::{rewrite_in_chunks, ListStream};
 use crate::rewrite::protobuf::stream::WatchStream;
 use crate::rewrite::raw::{reference, Raw};
 use crate::rewrite::{json_patch, Catalog, Context, Engine};
-use crate::serve::front::auth::{self, RequestHeaderConfig};
-use crate::serve::listen::path_check::check_path;
 use crate::url_rename::{rewrite_path, rewrite_query};
 
 /// Both directions, the order every target tries them in.

@@ -24,7 +24,7 @@ use serde_json::Value as Json;
 use super::amend::Published;
 use crate::body::{full, Body, Lines};
 use crate::rewrite::{Context, Engine};
-use crate::serve::status::Failure;
+use crate::status::Failure;
 use crate::upstream::own_client::OwnClient;
 
 /// The longest watch event read.

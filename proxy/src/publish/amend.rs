@@ -10,9 +10,9 @@ use regroup_config::GroupMap;
 use serde_json::{json, Value as Json};
 
 use super::source::{self, Source, SOURCE_CLUSTER, SOURCE_NAMESPACE};
+use crate::hooks::{json_doc, Amend};
 use crate::kube::{MediaType, PatchKind, RequestInfo};
-use crate::serve::amend::{json_doc, Amend};
-use crate::serve::status::Failure;
+use crate::status::Failure;
 
 /// What one request's hook knows.
 pub(crate) struct Published {

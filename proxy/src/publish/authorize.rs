@@ -11,8 +11,8 @@ use bytes::Bytes;
 use http::HeaderValue;
 use serde_json::{json, Value as Json};
 
-use crate::serve::front::auth::Identity;
-use crate::serve::status::Failure;
+use crate::front::auth::Identity;
+use crate::status::Failure;
 use crate::upstream::own_client::OwnClient;
 
 /// What is asked: a resource request (in the remote cluster's names and

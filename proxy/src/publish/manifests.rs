@@ -63,7 +63,7 @@ impl Default for Options {
             name: "regroup-publish".into(),
             namespace: "regroup".into(),
             // The image `regroup inject` uses: the one this binary ships in.
-            image: crate::inject::Options::default().image,
+            image: crate::IMAGE.to_string(),
             versions: Vec::new(),
         }
     }

@@ -21,22 +21,35 @@ use std::time::Duration;
 
 use regroup_config::Settings;
 
-use crate::serve::run::Published;
-use crate::serve::stack::exchange::BodyLimits;
+use crate::observe::metrics::Metrics;
+use crate::pipeline::exchange::BodyLimits;
 use crate::upstream::own_client::OwnClient;
 use crate::upstream::Upstream;
 use namespaces::Namespaces;
 use publisher::{PublishSettings, Publisher};
 
-/// Starts publish mode for `regroup serve` (its `Options::start_publish`).
+/// What publish mode's start hands the front.
+pub struct Published {
+    /// What answers the front's authenticated callers.
+    pub service: Arc<dyn crate::pipeline::proxy::Authenticated>,
+    /// The central cluster's client (the front's backend).
+    pub backend: Arc<Upstream>,
+    /// regroup's own reads of it (`/readyz`).
+    pub central: OwnClient,
+}
+
+/// Starts publish mode for `regroup serve`: from the settings, its section,
+/// regroup's client of this (the remote) cluster, the body limits and the
+/// process's metrics.
 pub fn start<'a>(
     settings: &'a Settings,
     p: &'a regroup_config::schema::Publish,
     remote: OwnClient,
     limits: BodyLimits,
+    metrics: Arc<Metrics>,
 ) -> futures_util::future::BoxFuture<'a, Result<Published, String>> {
     Box::pin(async move {
-        let publisher = started(settings, p, remote, limits).await?;
+        let publisher = started(settings, p, remote, limits, metrics).await?;
         Ok(Published {
             backend: publisher.central().clone(),
             central: publisher.central_reads().clone(),
@@ -52,6 +65,7 @@ async fn started(
     p: &regroup_config::schema::Publish,
     remote: OwnClient,
     limits: BodyLimits,
+    metrics: Arc<Metrics>,
 ) -> Result<Arc<Publisher>, String> {
     let central = Arc::new(Upstream::central(settings).ok_or("publish: not configured")??);
     let cluster = match &p.cluster_id {
@@ -95,6 +109,7 @@ async fn started(
         cluster,
         groups: p.groups.clone(),
         limits,
+        metrics,
     })))
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-use crate::serve::status::Failure;
+use crate::status::Failure;
 use crate::upstream::own_client::OwnClient;
 
 /// The annotation on a remote Namespace naming its central namespace.

@@ -20,13 +20,13 @@ use super::filter;
 use super::namespaces::Namespaces;
 use super::source::{self, Holder, Source};
 use crate::body::{collect, full, Body};
+use crate::front::auth::Identity;
 use crate::kube::RequestInfo;
+use crate::pipeline;
+use crate::pipeline::exchange::{BodyLimits, Forward};
+use crate::pipeline::proxy::Authenticated;
 use crate::rewrite::Engine;
-use crate::serve::front::auth::Identity;
-use crate::serve::stack;
-use crate::serve::stack::exchange::{BodyLimits, Forward};
-use crate::serve::stack::proxy::Authenticated;
-use crate::serve::status::{page_not_found, Failure};
+use crate::status::{page_not_found, Failure};
 use crate::upstream::own_client::OwnClient;
 use crate::upstream::Upstream;
 
@@ -43,6 +43,7 @@ pub struct Publisher {
     /// The published groups, in the central cluster's names.
     groups: Vec<String>,
     limits: BodyLimits,
+    metrics: Arc<crate::observe::metrics::Metrics>,
     /// Central `group/version` → resource → namespaced, from discovery.
     scopes: Mutex<HashMap<String, HashMap<String, bool>>>,
 }
@@ -55,6 +56,8 @@ pub(crate) struct PublishSettings {
     pub cluster: String,
     pub groups: Vec<String>,
     pub limits: BodyLimits,
+    /// The process's metrics (the front's requests to the central cluster).
+    pub metrics: Arc<crate::observe::metrics::Metrics>,
 }
 
 impl Publisher {
@@ -67,6 +70,7 @@ impl Publisher {
             cluster: s.cluster,
             groups: s.groups,
             limits: s.limits,
+            metrics: s.metrics,
             scopes: Mutex::new(HashMap::new()),
         }
     }
@@ -237,7 +241,7 @@ impl Publisher {
         let published = Arc::new(published);
         let method = req.method().clone();
         let fwd = self.forward(published.clone());
-        let resp = stack::forward(&fwd, engine, req, central_info).await?;
+        let resp = pipeline::forward(&fwd, engine, req, central_info).await?;
         if let Some(source) = read_check.filter(|_| resp.status().is_success()) {
             return held_read(resp, &source, info).await;
         }
@@ -259,6 +263,7 @@ impl Publisher {
             listener: "front",
             forwards_identity: false,
             limits: self.limits.clone(),
+            metrics: self.metrics.clone(),
         }
     }
 
@@ -438,7 +443,7 @@ impl Publisher {
         });
         let engine_for_keep = engine.clone();
         let fwd = self.forward(published);
-        let resp = stack::forward(&fwd, engine, req, central_info).await?;
+        let resp = pipeline::forward(&fwd, engine, req, central_info).await?;
         if !doc.is_filtered() || !resp.status().is_success() {
             return Ok(resp);
         }
@@ -475,7 +480,7 @@ impl Authenticated for Publisher {
         Box<dyn std::future::Future<Output = Result<Response<Body>, Failure>> + Send + 'a>,
     > {
         Box::pin(async move {
-            if stack::headers::is_upgrade(req.headers()) {
+            if pipeline::headers::is_upgrade(req.headers()) {
                 // A spliced stream could not be edited (namespaces, labels).
                 return Err(Failure::bad_request(
                     "protocol upgrades (exec, attach, port-forward) are not published",

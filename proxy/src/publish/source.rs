@@ -50,7 +50,7 @@ impl Source {
     /// Writes this source's labels into an object (or a patch's object):
     /// whether it was an object at all.
     pub fn label(&self, obj: &mut Json) -> bool {
-        let Some(meta) = crate::serve::amend::metadata_mut(obj) else {
+        let Some(meta) = crate::hooks::metadata_mut(obj) else {
             return false;
         };
         let labels = meta

@@ -34,7 +34,7 @@ fn webhooks_without_a_backend_ca_use_the_system_roots_in_check_and_serve() {
     let settings = regroup_config::load(&chart_config()).unwrap();
     // What `serve` builds at start: no "no certificate-authority" any more.
     assert_eq!(
-        regroup::serve::run::preflight(&settings),
+        regroup::cmd::serve::preflight(&settings),
         Vec::<String>::new()
     );
     let out = check(&chart_config());
@@ -50,7 +50,7 @@ fn webhooks_without_a_backend_ca_use_the_system_roots_in_check_and_serve() {
 fn a_backend_serve_cant_build_is_refused_by_check() {
     let bad = chart_config().replace("https://127.0.0.1:9443/v", "https://127.0.0.1:9443 /v");
     let settings = regroup_config::load(&bad).expect("load alone accepts it");
-    let problems = regroup::serve::run::preflight(&settings);
+    let problems = regroup::cmd::serve::preflight(&settings);
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(
         problems[0].starts_with("webhooks.hooks v: backend:"),

@@ -14,8 +14,8 @@ use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use regroup::pipeline::proxy::Proxy;
 use regroup::rewrite::Catalog;
-use regroup::serve::stack::proxy::Proxy;
 use regroup::upstream::kubeconfig::ExecConfig;
 use regroup::upstream::{Impersonate, Resolved, Upstream};
 use tokio::net::TcpListener;
@@ -255,7 +255,7 @@ async fn a_rotated_token_is_refreshed_and_the_request_retried_once() {
 /// front of `up`: its base URL.
 async fn listen(up: Upstream) -> String {
     let p = Arc::new(Proxy::sidecar(
-        regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
+        regroup::pipeline::live::Live::new(regroup::rewrite::Engine::new(
             common::fixture_map().clone(),
             Catalog::new(&[]),
         )),
@@ -430,7 +430,7 @@ async fn mtls_upstream(
     seen: Arc<Mutex<Vec<Vec<u8>>>>,
 ) -> String {
     use rustls::pki_types::pem::PemObject;
-    let verifier = regroup::serve::front::tls::client_verifier(client_cas.as_bytes()).unwrap();
+    let verifier = regroup::front::tls::client_verifier(client_cas.as_bytes()).unwrap();
     let certs: Vec<rustls::pki_types::CertificateDer<'static>> =
         rustls::pki_types::CertificateDer::pem_slice_iter(serving.cert_pem.as_bytes())
             .collect::<Result<_, _>>()

@@ -14,11 +14,11 @@ use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use regroup::front::auth::RequestHeaderConfig;
+use regroup::front::tls::{ClientCaSource, ReloadingConfig, ServingSource};
 use regroup::net::tls;
+use regroup::pipeline::proxy::Proxy;
 use regroup::rewrite::Catalog;
-use regroup::serve::front::auth::RequestHeaderConfig;
-use regroup::serve::front::tls::{ClientCaSource, ReloadingConfig, ServingSource};
-use regroup::serve::stack::proxy::Proxy;
 use regroup::upstream::{Resolved, Upstream};
 use regroup_config::{GroupMap, MapRule, Rule};
 use rustls::pki_types::pem::PemObject;
@@ -136,6 +136,8 @@ struct Front {
     seen: Arc<Mutex<Vec<Seen>>>,
     serving_ca: String,
     front_proxy: tls::Identity,
+    /// The stack's metrics.
+    metrics: Arc<regroup::observe::metrics::Metrics>,
 }
 
 async fn front() -> Front {
@@ -182,13 +184,14 @@ async fn front() -> Front {
         ..RequestHeaderConfig::default()
     };
     let proxy = Arc::new(Proxy::front(
-        regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
+        regroup::pipeline::live::Live::new(regroup::rewrite::Engine::new(
             map.clone(),
             catalog.clone(),
         )),
         std::sync::Arc::new(up),
         Arc::new(RwLock::new(cfg)),
     ));
+    let metrics = proxy.metrics().clone();
     let serving = tls::generate().unwrap();
     let reloading = Arc::new(
         ReloadingConfig::new(
@@ -199,17 +202,18 @@ async fn front() -> Front {
     );
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = l.local_addr().unwrap().port();
-    tokio::spawn(regroup::serve::stack::listen::serve_front(
+    tokio::spawn(regroup::listen::stacks::serve_front(
         l,
         reloading,
         proxy,
-        regroup::serve::listen::lifecycle::Serving::default(),
+        regroup::listen::lifecycle::Serving::default(),
     ));
     Front {
         url: format!("https://127.0.0.1:{port}"),
         seen,
         serving_ca: serving.ca_pem.unwrap(),
         front_proxy,
+        metrics,
     }
 }
 
@@ -295,7 +299,7 @@ async fn callers_without_a_front_proxy_certificate_get_401_and_never_forward_ide
     assert!(body.contains("\"kind\":\"Status\""));
     assert!(f.seen.lock().unwrap().is_empty(), "nothing reached the app");
     // Metrics say who was rejected and why, with no certificate or header content.
-    let text = regroup::serve::observe::metrics::metrics().encode();
+    let text = f.metrics.encode();
     assert!(
         text.contains("regroup_front_rejections_total{reason=\"no_client_certificate\"}"),
         "{text}"

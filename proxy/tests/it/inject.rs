@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use regroup::inject::{inject, Options};
+use regroup::cmd::inject::{inject, Options};
 use serde_json::Value as Json;
 
 fn dir() -> PathBuf {
@@ -382,9 +382,13 @@ fn golden_bypass_warns_and_strict_refuses() {
     golden("bypass");
     let text = config_text();
     let settings = regroup_config::load(&text).unwrap();
-    let (_, warnings) =
-        regroup::inject::inject_with_warnings(&input("bypass"), &text, &settings, &golden_opts())
-            .unwrap();
+    let (_, warnings) = regroup::cmd::inject::inject_with_warnings(
+        &input("bypass"),
+        &text,
+        &settings,
+        &golden_opts(),
+    )
+    .unwrap();
     let expect = [
         "Deployment bypass: container `controller` sets KUBECONFIG",
         "Deployment bypass: container `kubectl` passes `--server`",
@@ -517,9 +521,13 @@ fn an_octal_mode_stays_the_mode_it_means() {
 fn an_operators_webhooks_are_sent_through_regroup() {
     let input = std::fs::read_to_string(dir().join("webhook-operator.yaml")).unwrap();
     let settings = regroup_config::load(&config_text()).unwrap();
-    let (out, warnings) =
-        regroup::inject::inject_with_warnings(&input, &config_text(), &settings, &golden_opts())
-            .unwrap();
+    let (out, warnings) = regroup::cmd::inject::inject_with_warnings(
+        &input,
+        &config_text(),
+        &settings,
+        &golden_opts(),
+    )
+    .unwrap();
     let d = docs(&out);
     let svc = d.iter().find(|d| d["kind"] == "Service").unwrap();
     assert_eq!(svc["spec"]["ports"][0]["targetPort"], 9444, "{out}");
@@ -612,7 +620,7 @@ fn a_webhook_that_cant_be_wired_is_refused_or_left_with_a_warning() {
     let input = std::fs::read_to_string(dir().join("cert-manager.yaml")).unwrap();
     let config = std::fs::read_to_string(dir().join("metadata-config.yaml")).unwrap();
     let settings = regroup_config::load(&config).unwrap();
-    let e = regroup::inject::inject_with_warnings(&input, &config, &settings, &golden_opts())
+    let e = regroup::cmd::inject::inject_with_warnings(&input, &config, &settings, &golden_opts())
         .unwrap_err()
         .to_string();
     assert!(e.contains("webhook.cert-manager.io"), "{e}");
@@ -622,7 +630,7 @@ fn a_webhook_that_cant_be_wired_is_refused_or_left_with_a_warning() {
         ..golden_opts()
     };
     let (_, warnings) =
-        regroup::inject::inject_with_warnings(&input, &config, &settings, &opts).unwrap();
+        regroup::cmd::inject::inject_with_warnings(&input, &config, &settings, &opts).unwrap();
     assert!(
         warnings
             .iter()
@@ -640,9 +648,13 @@ fn a_webhook_that_cant_be_wired_is_refused_or_left_with_a_warning() {
 fn a_webhook_that_makes_its_certificate_from_a_ca_secret_is_wired_through_regroup() {
     let input = std::fs::read_to_string(dir().join("dynamic-ca-webhook.yaml")).unwrap();
     let settings = regroup_config::load(&config_text()).unwrap();
-    let (out, warnings) =
-        regroup::inject::inject_with_warnings(&input, &config_text(), &settings, &golden_opts())
-            .unwrap();
+    let (out, warnings) = regroup::cmd::inject::inject_with_warnings(
+        &input,
+        &config_text(),
+        &settings,
+        &golden_opts(),
+    )
+    .unwrap();
     let d = docs(&out);
     let svc = d.iter().find(|d| d["kind"] == "Service").unwrap();
     assert_eq!(svc["spec"]["ports"][0]["targetPort"], 9444, "{out}");
@@ -696,7 +708,7 @@ fn a_webhook_that_makes_its_certificate_from_a_ca_secret_is_wired_through_regrou
         "--dynamic-serving-ca-secret-namespace=$(POD_NAMESPACE)",
         "--dynamic-serving-ca-secret-namespace=cert-manager",
     );
-    let e = regroup::inject::inject_with_warnings(
+    let e = regroup::cmd::inject::inject_with_warnings(
         &elsewhere,
         &config_text(),
         &settings,

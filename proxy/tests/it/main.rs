@@ -37,6 +37,7 @@ mod namespaced_names;
 mod new_places;
 mod no_panic;
 mod object_names;
+mod observability;
 mod pod_spec_names;
 mod protobuf_fixtures;
 mod protobuf_list_stream;

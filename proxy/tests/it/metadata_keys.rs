@@ -35,8 +35,8 @@ async fn sidecar(upstream: String) -> String {
         false,
     )
     .unwrap();
-    let proxy = regroup::serve::stack::proxy::Proxy::sidecar(
-        regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
+    let proxy = regroup::pipeline::proxy::Proxy::sidecar(
+        regroup::pipeline::live::Live::new(regroup::rewrite::Engine::new(
             s.map.clone(),
             catalog.clone(),
         )),

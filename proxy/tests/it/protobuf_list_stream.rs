@@ -29,10 +29,10 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use protobuf_support::envelope_json;
 use regroup::body::spill_files::to_disk;
+use regroup::pipeline::BodyLimits;
 use regroup::rewrite::protobuf::list_stream::{rewrite_in_chunks, ListStream};
 use regroup::rewrite::protobuf::spool::Spill;
 use regroup::rewrite::{Catalog, ProtoRewriter};
-use regroup::serve::stack::BodyLimits;
 use regroup_config::Direction;
 use serde_json::Value as Json;
 use tokio::net::TcpListener;
@@ -710,8 +710,8 @@ async fn sidecar_with_limits(server: String, limits: BodyLimits) -> std::net::So
         false,
     )
     .unwrap();
-    let proxy = regroup::serve::stack::proxy::Proxy::sidecar(
-        regroup::serve::live::Live::new(engine),
+    let proxy = regroup::pipeline::proxy::Proxy::sidecar(
+        regroup::pipeline::live::Live::new(engine),
         std::sync::Arc::new(up),
         true,
     )

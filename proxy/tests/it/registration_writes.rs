@@ -20,9 +20,7 @@ use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioExecutor;
-use regroup::serve::amend::registrations::{
-    Fronted, WebhookRegistration, APP_CLIENT_CONFIGS_ANNOTATION,
-};
+use regroup::hooks::registrations::{Fronted, WebhookRegistration, APP_CLIENT_CONFIGS_ANNOTATION};
 use regroup_config::schema::{ReachAt, Registration};
 use serde_json::{json, Value as Json};
 

@@ -25,7 +25,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use regroup::rewrite::{Catalog, ProtoRewriter};
 
 const CLUSTER_GROUP: &str = "samplecontroller.team1.example.com";
-use regroup::serve::stack::proxy::Proxy;
+use regroup::pipeline::proxy::Proxy;
 use regroup::upstream::{Resolved, Upstream};
 use regroup_config::{Direction, GroupMap};
 use serde_json::Value as Json;
@@ -147,7 +147,7 @@ async fn start_regroup(upstream: SocketAddr, map: &'static GroupMap) -> SocketAd
     )
     .unwrap();
     let proxy = Arc::new(Proxy::sidecar(
-        regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
+        regroup::pipeline::live::Live::new(regroup::rewrite::Engine::new(
             map.clone(),
             catalog.clone(),
         )),

@@ -660,7 +660,7 @@ async fn sighup_does_not_kill_and_sigterm_drains_then_exits_0() {
     assert!(r.log().contains("drained"), "{}", r.log());
 }
 
-/// The log is written a worker's lines at a time (`serve/run/log_writer.rs`):
+/// The log is written a worker's lines at a time (`cmd/serve/log_writer.rs`):
 /// under concurrent keep-alive load every request still has its line, every
 /// line is whole (none cut into another), and the lines are written by
 /// the time the process shuts down.

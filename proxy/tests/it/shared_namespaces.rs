@@ -10,7 +10,7 @@
 use crate::upstream_support::{send, sidecar_for, Answer};
 use http::{Request, StatusCode};
 use http_body_util::Full;
-use regroup::inject::{inject_with_warnings, Options};
+use regroup::cmd::inject::{inject_with_warnings, Options};
 use serde_json::Value as Json;
 
 const CONFIG: &str = "rules:\n  - from: cert-manager.io\n    to: cert-manager.team-a.example.com\nnames:\n  prefix: team-a-\n";

@@ -12,8 +12,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use regroup::net::tls;
+use regroup::pipeline::proxy::Proxy;
 use regroup::rewrite::Catalog;
-use regroup::serve::stack::proxy::Proxy;
 use regroup::upstream::{Resolved, Upstream};
 use regroup_config::GroupMap;
 use rustls::pki_types::pem::PemObject;
@@ -84,7 +84,7 @@ fn map() -> &'static GroupMap {
 fn proxy(resolved: Resolved, pass_through: bool) -> Arc<Proxy> {
     let catalog: &'static Catalog = Box::leak(Box::new(Catalog::new(&[])));
     Arc::new(Proxy::sidecar(
-        regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
+        regroup::pipeline::live::Live::new(regroup::rewrite::Engine::new(
             (map()).clone(),
             catalog.clone(),
         )),

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioExecutor;
-use regroup::serve::amend::front_trust::{FrontTrust, APP_CA_BUNDLE_ANNOTATION};
+use regroup::hooks::front_trust::{FrontTrust, APP_CA_BUNDLE_ANNOTATION};
 use serde_json::{json, Value as Json};
 
 /// regroup's front serving CA, as it goes into `spec.caBundle`.

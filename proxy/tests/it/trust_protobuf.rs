@@ -19,8 +19,8 @@ use hyper_util::rt::TokioExecutor;
 use prost::Message as _;
 use prost_reflect::{DynamicMessage, MapKey, Value};
 use protobuf_support::{decode_envelope, frames, md, UNKNOWN, WATCH_EVENT};
+use regroup::hooks::front_trust::{FrontTrust, APP_CA_BUNDLE_ANNOTATION};
 use regroup::rewrite::protobuf::MAGIC;
-use regroup::serve::amend::front_trust::{FrontTrust, APP_CA_BUNDLE_ANNOTATION};
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 const WATCH: &str = "application/vnd.kubernetes.protobuf;stream=watch";

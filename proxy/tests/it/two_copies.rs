@@ -157,8 +157,8 @@ async fn copy(config: &str, server: &str) -> String {
         false,
     )
     .unwrap();
-    let proxy = regroup::serve::stack::proxy::Proxy::sidecar(
-        regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
+    let proxy = regroup::pipeline::proxy::Proxy::sidecar(
+        regroup::pipeline::live::Live::new(regroup::rewrite::Engine::new(
             settings.map.clone(),
             catalog.clone(),
         )),

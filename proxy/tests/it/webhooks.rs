@@ -7,6 +7,7 @@
 
 use crate::common;
 use crate::tls_support;
+use regroup::observe::metrics::Metrics;
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -18,14 +19,14 @@ use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use regroup::listen::lifecycle::Lifecycle;
+use regroup::listen::lifecycle::Serving;
+use regroup::listen::webhook::serve_webhooks;
 use regroup::net::tls;
+use regroup::pipeline::live::Live;
 use regroup::rewrite::{Catalog, Engine};
-use regroup::serve::listen::lifecycle::Lifecycle;
-use regroup::serve::listen::lifecycle::Serving;
-use regroup::serve::live::Live;
-use regroup::serve::webhook::listen::serve_webhooks;
-use regroup::serve::webhook::{tls as wtls, Hook, Webhooks};
 use regroup::upstream::{kubeconfig::Resolved, Upstream};
+use regroup::webhook::{tls as wtls, Hook, Webhooks};
 use serde_json::Value as Json;
 use tokio::net::TcpListener;
 
@@ -68,7 +69,7 @@ async fn app(case: &'static str, seen: Arc<Mutex<Vec<Vec<u8>>>>) -> String {
 
 /// regroup's webhook listener in front of `backend`; returns its address
 /// and serving CA.
-async fn regroup(backend: &str, client_ca: Option<&str>) -> (String, String) {
+async fn regroup(backend: &str, client_ca: Option<&str>) -> (String, String, Arc<Metrics>) {
     let id = tls::generate().unwrap();
     let ca = id.ca_pem.clone().unwrap();
     let cfg = wtls::server_config(wtls::Serving::Fixed(id), client_ca.map(str::as_bytes)).unwrap();
@@ -91,8 +92,9 @@ async fn regroup(backend: &str, client_ca: Option<&str>) -> (String, String) {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
     let serving = Serving::new(regroup_config::Limits::default(), Lifecycle::new());
+    let metrics = handler.metrics().clone();
     tokio::spawn(serve_webhooks(l, cfg, handler, serving));
-    (format!("https://{addr}"), ca)
+    (format!("https://{addr}"), ca, metrics)
 }
 
 fn review(case: &str) -> Vec<u8> {
@@ -111,7 +113,7 @@ fn patch_of(answer: &[u8]) -> Json {
 async fn kube_apiservers_admission_review_is_answered_in_the_clusters_names() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let backend = app("075-webhook-mutating-v1-create", seen.clone()).await;
-    let (url, ca) = regroup(&backend, None).await;
+    let (url, ca, metrics) = regroup(&backend, None).await;
     let client = tls_support::https_client(&ca, None);
     let req = Request::post(format!("{url}/mutate-foo?timeout=10s"))
         .header("content-type", "application/json")
@@ -135,7 +137,7 @@ async fn kube_apiservers_admission_review_is_answered_in_the_clusters_names() {
     let sent = String::from_utf8(seen.lock().unwrap()[0].clone()).unwrap();
     assert!(sent.contains("\"group\":\"samplecontroller.k8s.io\""));
     assert!(!sent.contains("team1"));
-    let m = regroup::serve::observe::metrics::metrics().encode();
+    let m = metrics.encode();
     assert!(
         m.contains(
             "regroup_webhook_requests_total{webhook=\"mutate-foo\",kind=\"AdmissionReview\"}"
@@ -155,7 +157,7 @@ async fn with_a_client_ca_only_callers_with_its_certificates_get_through() {
     )
     .unwrap();
     let stranger = tls::generate_for("another CA", &["kube-apiserver".into()], true).unwrap();
-    let (url, ca) = regroup(&backend, apiserver.ca_pem.as_deref()).await;
+    let (url, ca, _) = regroup(&backend, apiserver.ca_pem.as_deref()).await;
     let post = || {
         Request::post(format!("{url}/mutate-foo"))
             .header("content-type", "application/json")

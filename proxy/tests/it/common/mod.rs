@@ -506,7 +506,7 @@ pub fn mask_operation_names(doc: &mut Json) {
 /// trust a front when `trust` is given. Returns its address.
 pub async fn sidecar(
     server: String,
-    trust: Option<regroup::serve::amend::front_trust::FrontTrust>,
+    trust: Option<regroup::hooks::front_trust::FrontTrust>,
 ) -> std::net::SocketAddr {
     sidecar_with(server, trust, None).await
 }
@@ -515,8 +515,8 @@ pub async fn sidecar(
 #[allow(dead_code)]
 pub async fn sidecar_with(
     server: String,
-    trust: Option<regroup::serve::amend::front_trust::FrontTrust>,
-    registration: Option<regroup::serve::amend::registrations::WebhookRegistration>,
+    trust: Option<regroup::hooks::front_trust::FrontTrust>,
+    registration: Option<regroup::hooks::registrations::WebhookRegistration>,
 ) -> std::net::SocketAddr {
     let map = Box::leak(Box::new(fixture_map()));
     let catalog: &'static regroup::rewrite::Catalog =
@@ -529,8 +529,8 @@ pub async fn sidecar_with(
         false,
     )
     .unwrap();
-    let mut proxy = regroup::serve::stack::proxy::Proxy::sidecar(
-        regroup::serve::live::Live::new(regroup::rewrite::Engine::new(
+    let mut proxy = regroup::pipeline::proxy::Proxy::sidecar(
+        regroup::pipeline::live::Live::new(regroup::rewrite::Engine::new(
             map.clone(),
             catalog.clone(),
         )),
@@ -735,13 +735,12 @@ impl EngineJson {
 /// and the loopback `Host` check.
 pub async fn serve_plain(
     listener: tokio::net::TcpListener,
-    proxy: std::sync::Arc<regroup::serve::stack::proxy::Proxy>,
+    proxy: std::sync::Arc<regroup::pipeline::proxy::Proxy>,
 ) {
-    let access = regroup::serve::listen::access::Access::loopback(
-        regroup_config::schema::default_allowed_hosts(),
-    );
-    let serving = regroup::serve::listen::lifecycle::Serving::default();
-    regroup::serve::stack::listen::serve_sidecar(listener, None, proxy, serving, access).await
+    let access =
+        regroup::listen::access::Access::loopback(regroup_config::schema::default_allowed_hosts());
+    let serving = regroup::listen::lifecycle::Serving::default();
+    regroup::listen::stacks::serve_sidecar(listener, None, proxy, serving, access).await
 }
 
 /// [`serve_plain`] over TLS (h2 and http/1.1 by ALPN), as the sidecar's TLS
@@ -749,11 +748,10 @@ pub async fn serve_plain(
 pub async fn serve_tls(
     listener: tokio::net::TcpListener,
     tls: std::sync::Arc<rustls::ServerConfig>,
-    proxy: std::sync::Arc<regroup::serve::stack::proxy::Proxy>,
+    proxy: std::sync::Arc<regroup::pipeline::proxy::Proxy>,
 ) {
-    let access = regroup::serve::listen::access::Access::loopback(
-        regroup_config::schema::default_allowed_hosts(),
-    );
-    let serving = regroup::serve::listen::lifecycle::Serving::default();
-    regroup::serve::stack::listen::serve_sidecar(listener, Some(tls), proxy, serving, access).await
+    let access =
+        regroup::listen::access::Access::loopback(regroup_config::schema::default_allowed_hosts());
+    let serving = regroup::listen::lifecycle::Serving::default();
+    regroup::listen::stacks::serve_sidecar(listener, Some(tls), proxy, serving, access).await
 }

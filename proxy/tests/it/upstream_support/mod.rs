@@ -9,8 +9,8 @@ use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use regroup::pipeline::proxy::Proxy;
 use regroup::rewrite::Catalog;
-use regroup::serve::stack::proxy::Proxy;
 use regroup::upstream::{Resolved, Upstream};
 use regroup_config::GroupMap;
 use tokio::net::TcpListener;
@@ -96,9 +96,19 @@ async fn upstream(answer: Answer, seen: Arc<Mutex<Seen>>) -> String {
 /// A sidecar listener with `map` in front of an upstream answering `answer`:
 /// its URL and what the upstream saw.
 pub async fn sidecar(map: &GroupMap, answer: Answer) -> (String, Arc<Mutex<Seen>>) {
+    sidecar_counting(map, answer, Default::default()).await
+}
+
+/// [`sidecar`] counting into `metrics`.
+pub async fn sidecar_counting(
+    map: &GroupMap,
+    answer: Answer,
+    metrics: Arc<regroup::observe::metrics::Metrics>,
+) -> (String, Arc<Mutex<Seen>>) {
     sidecar_engine(
         regroup::rewrite::Engine::new(map.clone(), Catalog::new(&[])),
         answer,
+        metrics,
     )
     .await
 }
@@ -108,12 +118,18 @@ pub async fn sidecar(map: &GroupMap, answer: Answer) -> (String, Arc<Mutex<Seen>
 pub async fn sidecar_for(config: &str, answer: Answer) -> (String, Arc<Mutex<Seen>>) {
     let s = regroup_config::load(config).expect("a valid configuration");
     let catalog = Catalog::for_map(&s.fields, &s.map);
-    sidecar_engine(regroup::rewrite::Engine::new(s.map, catalog), answer).await
+    sidecar_engine(
+        regroup::rewrite::Engine::new(s.map, catalog),
+        answer,
+        Default::default(),
+    )
+    .await
 }
 
 async fn sidecar_engine(
     engine: regroup::rewrite::Engine,
     answer: Answer,
+    metrics: Arc<regroup::observe::metrics::Metrics>,
 ) -> (String, Arc<Mutex<Seen>>) {
     let seen = Arc::new(Mutex::new(Seen::default()));
     let server = upstream(answer, seen.clone()).await;
@@ -125,11 +141,14 @@ async fn sidecar_engine(
         false,
     )
     .unwrap();
-    let proxy = Arc::new(Proxy::sidecar(
-        regroup::serve::live::Live::new(engine),
-        std::sync::Arc::new(up),
-        true,
-    ));
+    let proxy = Arc::new(
+        Proxy::sidecar(
+            regroup::pipeline::live::Live::new(engine),
+            std::sync::Arc::new(up),
+            true,
+        )
+        .with_metrics(metrics),
+    );
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
     tokio::spawn(crate::common::serve_plain(l, proxy));

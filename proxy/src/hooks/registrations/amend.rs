@@ -1,0 +1,145 @@
+//! The webhook registrations as an [`Amend`]: whole objects written by the
+//! app pointed at regroup, objects read by the app shown as it wrote them,
+//! and patches of a named registration served by the patch layer
+//! (`pipeline/patch.rs`): a JSON Patch that reaches a `clientConfig` is
+//! read-modify-written, a merge, strategic-merge or apply patch that writes
+//! one is amended against the current object.
+
+use bytes::Bytes;
+use http::Method;
+use json_patch::PatchOperation;
+use regroup_config::{Direction, GroupMap};
+use serde_json::Value as Json;
+
+use super::{client_configs_mut, relevant, WebhookRegistration};
+use crate::hooks::{json_doc, Amend};
+use crate::kube::{MediaType, PatchKind, RequestInfo};
+use crate::rewrite::RewriteError;
+use crate::status::Failure;
+
+/// True when a JSON Patch operation reaches a `clientConfig`, something
+/// that holds one, or the annotations: the app's view and the cluster's
+/// object differ there.
+pub(crate) fn touches_client_configs(op: &PatchOperation) -> bool {
+    let from = match op {
+        PatchOperation::Move(m) => Some(&m.from),
+        PatchOperation::Copy(c) => Some(&c.from),
+        _ => None,
+    };
+    std::iter::once(op.path())
+        .chain(from.map(|f| f.as_ref()))
+        .any(|p| {
+            let tokens: Vec<String> = p.tokens().map(|t| t.decoded().into_owned()).collect();
+            let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
+            matches!(
+                tokens.as_slice(),
+                [] | ["webhooks"]
+                    | ["webhooks", _]
+                    | ["webhooks", _, "clientConfig", ..]
+                    | ["spec"]
+                    | ["spec", "conversion", ..]
+                    | ["metadata"]
+                    | ["metadata", "annotations", ..]
+            )
+        })
+}
+
+impl Amend for WebhookRegistration {
+    fn noun(&self) -> &'static str {
+        "webhook registration"
+    }
+
+    fn looks_at(&self, info: &RequestInfo) -> bool {
+        relevant(info)
+    }
+
+    /// A whole object (create, update) in JSON, YAML or protobuf, or a
+    /// patch the patch layer does not take.
+    fn request_body(
+        &self,
+        info: &RequestInfo,
+        _map: &GroupMap,
+        media: MediaType,
+        bytes: Bytes,
+    ) -> Result<Bytes, Failure> {
+        let unreadable =
+            |e: String| Failure::bad_request(format!("the request body can't be read: {e}"));
+        if media == MediaType::Protobuf {
+            return Ok(self
+                .proto_to_cluster(&bytes, info)
+                .map_err(|e| unreadable(e.to_string()))?
+                .map(Bytes::from)
+                .unwrap_or(bytes));
+        }
+        let Some(mut v) = json_doc(media, &bytes).map_err(unreadable)? else {
+            return Ok(bytes);
+        };
+        if !self.to_cluster(&mut v, info) {
+            return Ok(bytes);
+        }
+        // JSON is YAML too: a YAML body goes on as JSON.
+        Ok(Bytes::from(
+            serde_json::to_vec(&v).expect("values serialize"),
+        ))
+    }
+
+    fn json_to_app(&self, doc: &mut Json) -> bool {
+        self.to_app(doc)
+    }
+
+    fn proto_body_to_app(&self, body: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
+        self.proto_to_app(body)
+    }
+
+    fn proto_event_to_app(&self, event: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
+        self.proto_watch_event_to_app(event)
+    }
+
+    /// A patch of a named registration, in a form the patch layer serves.
+    fn serves_patch(
+        &self,
+        info: &RequestInfo,
+        method: &Method,
+        media: MediaType,
+        _map: &GroupMap,
+        _dir: Direction,
+    ) -> bool {
+        *method == Method::PATCH
+            && info.is_api
+            && relevant(info)
+            && info.name.is_some()
+            && matches!(
+                media,
+                MediaType::Patch(
+                    PatchKind::Json
+                        | PatchKind::Merge
+                        | PatchKind::StrategicMerge
+                        | PatchKind::ApplyYaml
+                )
+            )
+    }
+
+    fn rewrites_json_patch(&self, ops: &[PatchOperation]) -> bool {
+        ops.iter().any(touches_client_configs)
+    }
+
+    fn patched_to_cluster(&self, patched: &mut Json, info: &RequestInfo, _map: &GroupMap) {
+        self.to_cluster(patched, info);
+    }
+
+    fn amend_patch(
+        &self,
+        patch: &mut Json,
+        info: &RequestInfo,
+        current: &Json,
+    ) -> Result<bool, String> {
+        WebhookRegistration::amend_patch(self, patch, info, current)
+    }
+
+    fn patch_needs_current(&self, patch: &mut Json) -> bool {
+        !client_configs_mut(patch).is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests;

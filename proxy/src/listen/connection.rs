@@ -1,0 +1,228 @@
+//! One connection served with hyper's connection-level API: which protocol
+//! it speaks (h2 by ALPN on TLS, by the client preface on plain TCP: h2c
+//! prior knowledge), hyper's builder for it with the limits set, and the
+//! loop that drives it until it ends, shutdown or the [`Watchdog`] closes
+//! it.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Request, Response};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioExecutor;
+use tokio::net::TcpStream;
+
+use super::access::{self, Access};
+use super::in_flight::ConnState;
+use super::lifecycle::{self, Serving};
+use super::watchdog::{Expiry, Watchdog};
+use crate::body::Body;
+
+/// The number of request headers hyper's HTTP/1 server accepts when no
+/// limit is set (a request with more gets 431).
+const HYPER_MAX_HEADERS: usize = 100;
+
+/// HTTP/2 defences, hyper's defaults written out so they stay put: streams
+/// open at once per connection, streams a client may reset before regroup
+/// accepts them (rapid reset), and streams regroup may reset for a
+/// client's protocol errors before the connection is closed. A header
+/// block's size (CONTINUATION floods) is bounded by `maxHeaderBytes`.
+const H2_MAX_CONCURRENT_STREAMS: u32 = 200;
+const H2_MAX_PENDING_ACCEPT_RESET_STREAMS: usize = 20;
+const H2_MAX_LOCAL_ERROR_RESET_STREAMS: usize = 1024;
+
+/// The client connection preface every HTTP/2 connection begins with.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// The protocol a connection speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/1.1 (and 1.0).
+    Http1,
+    /// HTTP/2.
+    Http2,
+}
+
+impl Protocol {
+    /// A TLS connection's, as ALPN chose (no ALPN: HTTP/1.1).
+    pub fn from_alpn(alpn: Option<&[u8]>) -> Protocol {
+        match alpn {
+            Some(b"h2") => Protocol::Http2,
+            _ => Protocol::Http1,
+        }
+    }
+
+    /// What a plain connection's first bytes say, or `None` while they are
+    /// still a prefix of the HTTP/2 preface.
+    fn from_first_bytes(b: &[u8]) -> Option<Protocol> {
+        let n = b.len().min(H2_PREFACE.len());
+        if b[..n] != H2_PREFACE[..n] {
+            Some(Protocol::Http1)
+        } else if n == H2_PREFACE.len() {
+            Some(Protocol::Http2)
+        } else {
+            None
+        }
+    }
+}
+
+/// A plain connection's protocol, from its first bytes, peeked (they stay
+/// for hyper to read); `None` if it closed before sending one. Callers
+/// bound the wait (`headerReadTimeout`).
+pub async fn sniff_plain(stream: &TcpStream) -> std::io::Result<Option<Protocol>> {
+    let mut buf = [0u8; 24];
+    loop {
+        let n = stream.peek(&mut buf).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        if let Some(p) = Protocol::from_first_bytes(&buf[..n]) {
+            return Ok(Some(p));
+        }
+        // Part of the preface: peeking again at once would only see the
+        // same bytes (the socket stays readable), so wait a little.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Serves one connection through the access checks until it ends: closed
+/// by the client, gracefully at shutdown, or by the watchdog (idle, or a
+/// request head too slow).
+pub async fn serve<I, H, Fut>(
+    io: I,
+    protocol: Protocol,
+    peer: SocketAddr,
+    serving: &Serving,
+    watchdog: &Watchdog,
+    access: Arc<Access>,
+    handler: H,
+) where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    H: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Response<Body>> + Send + 'static,
+{
+    let limits = &serving.limits;
+    let state = Arc::new(ConnState::new(
+        protocol == Protocol::Http2,
+        serving.metrics.clone(),
+    ));
+    watchdog.watch(state.clone());
+    let (svc_state, lifecycle) = (state.clone(), serving.lifecycle.clone());
+    let svc = service_fn(move |req| {
+        let (access, state, handler) = (access.clone(), svc_state.clone(), handler.clone());
+        let lifecycle = lifecycle.clone();
+        async move { Ok::<_, Infallible>(access::serve(&access, state, &lifecycle, req, handler).await) }
+    });
+    match protocol {
+        Protocol::Http1 => {
+            let mut b = hyper::server::conn::http1::Builder::new();
+            // No hyper timer: the watchdog times the request head.
+            b.header_read_timeout(None)
+                .max_buf_size(limits.max_header_bytes)
+                // A client that goes away mid-response (a watch) is noticed
+                // by reading for its EOF: kept, the upstream request ends
+                // with it.
+                .half_close(false)
+                .writev(false);
+            // hyper's own limit is the default, 100; set, hyper fills a
+            // buffer of that many entries for every request head it reads.
+            if limits.max_headers != HYPER_MAX_HEADERS {
+                b.max_headers(limits.max_headers);
+            }
+            let conn = b.serve_connection(io, svc).with_upgrades();
+            drive(conn, |c| c.graceful_shutdown(), peer, serving, &state).await
+        }
+        Protocol::Http2 => {
+            let mut b = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+            b.max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX))
+                .max_concurrent_streams(H2_MAX_CONCURRENT_STREAMS)
+                .max_pending_accept_reset_streams(H2_MAX_PENDING_ACCEPT_RESET_STREAMS)
+                .max_local_error_reset_streams(H2_MAX_LOCAL_ERROR_RESET_STREAMS);
+            let conn = b.serve_connection(io, svc);
+            drive(conn, |c| c.graceful_shutdown(), peer, serving, &state).await
+        }
+    }
+}
+
+/// Polls `conn` to its end; at shutdown or the watchdog's first call, asks
+/// it to close gracefully; at the watchdog's second, drops it.
+async fn drive<C>(
+    conn: C,
+    graceful_shutdown: impl Fn(Pin<&mut C>),
+    peer: SocketAddr,
+    serving: &Serving,
+    state: &ConnState,
+) where
+    C: Future<Output = Result<(), hyper::Error>>,
+{
+    tokio::pin!(conn);
+    let mut shutdown = serving.lifecycle.subscribe();
+    let mut closing = false;
+    loop {
+        tokio::select! {
+            r = conn.as_mut() => {
+                if let Err(e) = r {
+                    tracing::debug!(%peer, "connection ended: {e}");
+                }
+                return;
+            }
+            _ = lifecycle::fired(&mut shutdown), if !closing => {
+                graceful_shutdown(conn.as_mut());
+                closing = true;
+            }
+            _ = state.expired.notified() => {
+                let why = Expiry::describe(state.expiry.load(Ordering::Relaxed));
+                if closing {
+                    tracing::debug!(%peer, "{why}: not closed gracefully, dropped");
+                    return;
+                }
+                tracing::debug!(%peer, "{why}");
+                graceful_shutdown(conn.as_mut());
+                closing = true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_bytes_tell_h2c_prior_knowledge_from_http1() {
+        assert_eq!(
+            Protocol::from_first_bytes(b"GET / HTTP/1.1\r\n"),
+            Some(Protocol::Http1)
+        );
+        assert_eq!(Protocol::from_first_bytes(b"P"), None);
+        assert_eq!(Protocol::from_first_bytes(b"PRI * HTTP/2"), None);
+        assert_eq!(
+            Protocol::from_first_bytes(b"POST /x"),
+            Some(Protocol::Http1)
+        );
+        assert_eq!(
+            Protocol::from_first_bytes(b"PRI * HTTP/1.1\r\n"),
+            Some(Protocol::Http1)
+        );
+        assert_eq!(
+            Protocol::from_first_bytes(H2_PREFACE),
+            Some(Protocol::Http2)
+        );
+        let mut more = H2_PREFACE.to_vec();
+        more.extend_from_slice(b"\0\0\x12\x04");
+        assert_eq!(Protocol::from_first_bytes(&more), Some(Protocol::Http2));
+    }
+
+    #[test]
+    fn alpn_h2_is_http2_anything_else_http1() {
+        assert_eq!(Protocol::from_alpn(Some(b"h2")), Protocol::Http2);
+        assert_eq!(Protocol::from_alpn(Some(b"http/1.1")), Protocol::Http1);
+        assert_eq!(Protocol::from_alpn(None), Protocol::Http1);
+    }
+}

@@ -1,0 +1,92 @@
+//! Listeners and connections: the one accept loop every listener runs
+//! (the sidecar's and the front's in `listen/stacks.rs`,
+//! the webhook listener's in `listen/webhook.rs`: each knows its own
+//! service, this room none of them). Every connection is bounded (`limits:`): header size,
+//! count and read time, idle time, connections per listener; every request
+//! passes [`access`] before the stack sees it, and counts as in flight
+//! ([`in_flight`]) until its response ends. Each connection is served by
+//! hyper's connection-level API ([`connection`]: HTTP/1.1, h2 by ALPN or
+//! h2c prior knowledge) and timed by its listener's [`watchdog`].
+
+pub mod access;
+pub mod coarse_clock;
+pub mod connection;
+pub mod in_flight;
+pub mod lifecycle;
+pub mod path_check;
+pub mod stacks;
+mod tls_handshake;
+pub mod watchdog;
+pub mod webhook;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+use crate::listen::lifecycle::Serving;
+use watchdog::Watchdog;
+
+/// Accepts until shutdown, one task per connection, at most
+/// `limits.maxConnections` at once (then it stops accepting until one
+/// closes: the kernel's backlog holds the rest). The listener's connections
+/// share one [`Watchdog`].
+pub(crate) async fn accept_loop<F, Fut>(
+    listener: TcpListener,
+    serving: Serving,
+    name: &'static str,
+    mut on_connection: F,
+) where
+    F: FnMut(tokio::net::TcpStream, SocketAddr, Arc<Watchdog>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let max = serving.limits.max_connections;
+    let slots = Arc::new(Semaphore::new(max));
+    serving.lifecycle.register(slots.clone(), max as u32);
+    let mut shutdown = serving.lifecycle.subscribe();
+    let watchdog = Watchdog::start(&serving.limits);
+    let mut at_limit = false;
+    loop {
+        if slots.available_permits() == 0 {
+            if !at_limit {
+                tracing::warn!(
+                    listener = name,
+                    max,
+                    "connection limit reached (limits.maxConnections): not accepting until one closes"
+                );
+                serving.metrics.error(name, "connection_limit");
+            }
+            at_limit = true;
+        } else {
+            at_limit = false;
+        }
+        let permit = tokio::select! {
+            p = slots.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            _ = lifecycle::fired(&mut shutdown) => break,
+        };
+        let (stream, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    // Out of file descriptors and the like: don't spin.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = lifecycle::fired(&mut shutdown) => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let conn = on_connection(stream, peer, watchdog.clone());
+        tokio::spawn(async move {
+            conn.await;
+            drop(permit);
+        });
+    }
+    tracing::info!(listener = name, "stopped accepting");
+}

@@ -1,0 +1,154 @@
+//! The request body, renamed towards the upstream by the engine. Bodies
+//! that carry no group stream on untouched; encodings regroup can't rename
+//! are refused (the client falls back to JSON).
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::Method;
+use hyper::body::Incoming;
+
+use super::exchange::{Exchange, Forward};
+use super::gzip;
+use crate::body::budget::{self, budget, Held, Reason};
+use crate::body::Body;
+use crate::body::{collect_held, full, holding, pass, HeldCollectError};
+use crate::kube::{MediaType, Wire};
+use crate::rewrite::{Context, RewriteError};
+use crate::status::Failure;
+
+fn carries_body(m: &Method) -> bool {
+    matches!(
+        *m,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    )
+}
+
+/// Renames a request body; `headers` (those forwarded) get its new length.
+pub(crate) async fn rename(
+    fwd: &Forward,
+    x: &Exchange,
+    headers: &mut HeaderMap,
+    body: Incoming,
+) -> Result<Body, Failure> {
+    if !(x.info.is_api && carries_body(&x.method)) {
+        return Ok(pass(body));
+    }
+    let media = MediaType::of(headers);
+    let wire = media.request_wire();
+    match wire {
+        Wire::Opaque => return Ok(pass(body)),
+        Wire::Unrenamable => {
+            return Err(Failure::unsupported(
+                "regroup can't rename this encoding (CBOR); send JSON, YAML or protobuf",
+            ))
+        }
+        _ => {}
+    }
+    let (mut bytes, mut held) = read(fwd, body).await?;
+    if is_gzip(headers) {
+        // Inflated here, every byte taken from the budget as it comes;
+        // renamed bytes go upstream uncompressed, so inflated they are
+        // within `maxRequestBodyBytes` too.
+        let limit = fwd.limits.inflated.min(fwd.limits.request);
+        let plain = gzip::inflate_held(&bytes, limit, &mut held)
+            .await
+            .map_err(gzip::InflateError::of_request)?;
+        // The renamed copy of the inflated bytes.
+        held.grow(plain.len(), budget().deadline())
+            .await
+            .map_err(|r| r.failure("renaming the request body", false))?;
+        bytes = plain;
+        headers.remove(header::CONTENT_ENCODING);
+    }
+    let bytes = renamed(fwd, x, headers, media, bytes)?;
+    let bytes = x
+        .hooks
+        .request_body(&x.info, x.engine.map(), media, bytes)?;
+    // What is sent is held until it is; the input is given back.
+    held.shrink(bytes.len());
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+    Ok(holding(full(bytes), held))
+}
+
+fn is_gzip(h: &HeaderMap) -> bool {
+    h.get(header::CONTENT_ENCODING)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"))
+}
+
+/// A whole request body renamed by the engine (inflated first when gzip;
+/// `headers` lose their `Content-Encoding` then). Amendments are the
+/// caller's to apply: a patch may need the current object (`patch`).
+pub(crate) fn renamed(
+    fwd: &Forward,
+    x: &Exchange,
+    headers: &mut HeaderMap,
+    media: MediaType,
+    mut bytes: Bytes,
+) -> Result<Bytes, Failure> {
+    let wire = media.request_wire();
+    bytes = inflated(fwd, headers, bytes)?;
+    let hint_version = x.info.api_version().unwrap_or_default();
+    // A subresource body keeps its own kind's group.
+    let (api_version, kind) = match (x.info.subresource.as_deref(), x.kind()) {
+        (Some("scale"), _) => ("autoscaling/v1".to_string(), "Scale"),
+        (_, k) => (hint_version, k.unwrap_or("")),
+    };
+    let cx = Context {
+        hint: Some((&api_version, kind)),
+        addressed: None,
+    };
+    let out = x
+        .engine
+        .body(fwd.dir, wire, cx, &bytes)
+        .map_err(|e: RewriteError| {
+            Failure::bad_request(format!("the request body can't be renamed: {e}"))
+        })?;
+    Ok(out.map(Bytes::from).unwrap_or(bytes))
+}
+
+/// A whole request body, within `limits.maxRequestBodyBytes`: refused
+/// from its `Content-Length` before any of it is read, else as soon as the
+/// bytes that arrive pass the limit. Twice its bytes (the body and its
+/// renamed copy) are taken from the memory budget before they are read
+/// (all at once for a known length), held by the returned [`Held`].
+pub(crate) async fn read(fwd: &Forward, body: Incoming) -> Result<(Bytes, Held), Failure> {
+    let limit = fwd.limits.request;
+    let b = budget();
+    let mut held = b.empty();
+    let got = collect_held(body, limit, 2, &mut held, b.deadline()).await;
+    let bytes = got.map_err(|e| match e {
+        HeldCollectError::TooLarge(_) => {
+            budget::refused(Reason::RequestTooLarge, "a request body", limit);
+            Failure::too_large(format!(
+                "request body larger than {limit} bytes (limits.maxRequestBodyBytes)"
+            ))
+        }
+        HeldCollectError::Budget(r) => r.failure("the request body", false),
+        HeldCollectError::Io(m) => Failure::bad_request(m),
+    })?;
+    Ok((bytes, held))
+}
+
+/// The request body without its `Content-Encoding` (gzip inflated; the
+/// header removed then); any other encoding is refused (415), as nothing
+/// in it could be renamed. Renamed bytes go upstream uncompressed, so
+/// inflated they are within `maxRequestBodyBytes` too.
+pub(crate) fn inflated(
+    fwd: &Forward,
+    headers: &mut HeaderMap,
+    bytes: Bytes,
+) -> Result<Bytes, Failure> {
+    match headers.get(header::CONTENT_ENCODING).map(|v| v.as_bytes()) {
+        None => Ok(bytes),
+        Some(e) if e.eq_ignore_ascii_case(b"identity") => Ok(bytes),
+        Some(e) if e.eq_ignore_ascii_case(b"gzip") => {
+            let limit = fwd.limits.inflated.min(fwd.limits.request);
+            let out = gzip::inflate(&bytes, limit).map_err(gzip::InflateError::of_request)?;
+            headers.remove(header::CONTENT_ENCODING);
+            Ok(out)
+        }
+        Some(_) => Err(Failure::unsupported(
+            "regroup can't rename a body in this Content-Encoding; send it uncompressed or gzip",
+        )),
+    }
+}
