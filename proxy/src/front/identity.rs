@@ -1,4 +1,4 @@
-//! The front's first layer: the caller authenticated as kube-apiserver's
+//! The front's first step: the caller authenticated as kube-apiserver's
 //! request-header authenticator does, identity headers from the caller
 //! removed, and the authenticated identity set in the configured headers.
 

@@ -123,7 +123,7 @@ pub(crate) trait Amend: Send + Sync {
     }
 
     /// Whether a PATCH (`media`: its content type) is served by the patch
-    /// layer (`pipeline/patch.rs`) for this amendment, rather than forwarded
+    /// step (`pipeline/patch.rs`) for this amendment, rather than forwarded
     /// with its body amended.
     fn serves_patch(
         &self,

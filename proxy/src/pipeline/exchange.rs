@@ -93,7 +93,7 @@ impl Forward {
 }
 
 /// The upstream's answer to a request for a Kubernetes object, as the body
-/// layers take it.
+/// steps take it.
 pub(crate) struct Answer {
     pub parts: Parts,
     pub body: ResponseBody,
@@ -102,7 +102,7 @@ pub(crate) struct Answer {
     pub gzip: bool,
 }
 
-/// A request to the upstream, as the layers before the body make it.
+/// A request to the upstream, as the steps before the body make it.
 pub(crate) struct Outgoing {
     pub method: Method,
     /// Path and query renamed.
@@ -113,14 +113,14 @@ pub(crate) struct Outgoing {
     pub own: bool,
 }
 
-/// What the body layers hand to the one tail: a request to send, or (a
+/// What the body steps hand to the one tail: a request to send, or (a
 /// patch read-modify-written) the upstream's last answer already in hand.
 pub(crate) enum Next {
     Send(Outgoing, Body),
     Answered(Response<ResponseBody>),
 }
 
-/// One request on its way through the layers.
+/// One request on its way through the steps.
 pub(crate) struct Exchange {
     /// The engine loaded for this request, kept to its end.
     pub engine: Arc<Engine>,

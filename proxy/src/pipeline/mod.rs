@@ -1,25 +1,31 @@
-//! The request pipeline both stacks share, as small layers called in
-//! order, each in its own file:
+//! The request pipeline every stack shares: one driver (`forward`) that
+//! calls the steps in order, each in its own file, over one exchange
+//! (`exchange.rs`), and is the only caller of the hooks (`hook_calls.rs`).
 //!
 //! 1. `target`: the shadowed group answers 404; the path and query renamed
 //!    towards the upstream.
-//! 2. `headers` and `etag`: what is forwarded (hop-by-hop, identity and
-//!    regroup's ETag tags removed).
-//! 3. `credentials`: whose credential goes upstream.
-//! 4. `upgrade`: exec/attach/port-forward are spliced as bytes; done.
-//! 5. `patch`: a patch of an object an amendment (`hooks/`) keeps
-//!    differently in the cluster and the app's view: read-modify-written,
-//!    or amended against the current object. The step asks for one request
-//!    at a time and never sends: the driver sends each through the one
-//!    sender (7.) and hands the answer back; the last goes on to the tail.
-//! 6. `request_body`: the body renamed by the engine, then amended.
-//! 7. `credentials::send`: sent, a 401 retried once with a fresh token.
-//! 8. `response`: headers and body renamed back (`openapi`, `watch`,
-//!    `list`, `proto_list`, `whole`), then amended.
+//! 2. The head: `headers` (what is forwarded: hop-by-hop, identity and
+//!    regroup's ETag tags removed) and `credentials::lend` (whose
+//!    credential goes upstream), made by one closure the sender may call
+//!    again to resend a bodyless read.
+//! 3. `upgrade`: exec/attach/port-forward are spliced as bytes; done.
+//! 4. `patch`: a patch of an object a hook (`hooks/`) keeps differently in
+//!    the cluster and the app's view: read-modify-written, or amended
+//!    against the current object. The step asks for one request at a time
+//!    and never sends.
+//! 5. `request_body`: the body read within its limits and the memory
+//!    budget (gzip inflated by `gzip`, the one inflater), renamed by the
+//!    engine, then amended by the hooks.
+//! 6. `credentials::send`: the one call of the one sender
+//!    (`upstream/sender.rs`): each request the patch step asks for, its
+//!    answer handed back, then the tail's; a 401 retried once with a fresh
+//!    token.
+//! 7. `response`: `response_headers` renamed back, then the body by its
+//!    form (`openapi`, `watch`, `list`, `proto_list`, `whole`), amended.
 //!
-//! Every failure is a [`Failure`], turned into a `Status` in one place
-//! (`errors`). The sidecar stack is this pipeline; the front stack puts
-//! `identity` (front-proxy authentication) before it.
+//! Every failure is a [`Failure`]; `respond.rs` (the `Responder`) turns it
+//! into a `Status`, a metric and a log line, in one place. The stacks
+//! (`proxy.rs`) are this driver over a list of hooks each.
 
 pub(crate) mod credentials;
 pub(crate) mod errors;
@@ -37,6 +43,7 @@ pub mod proxy;
 pub(crate) mod request_body;
 pub(crate) mod respond;
 pub(crate) mod response;
+pub(crate) mod response_headers;
 pub(crate) mod target;
 pub(crate) mod upgrade;
 pub(crate) mod watch;
@@ -69,8 +76,15 @@ pub(crate) async fn forward(
     };
     let (mut parts, body) = req.into_parts();
     let upgrade = headers::is_upgrade(&parts.headers);
-    let mut out = headers::request(fwd, &engine, &parts.headers, upgrade);
-    let own = credentials::lend(fwd, &parts.headers, &mut out);
+    // The head towards the upstream: what is forwarded, and whose
+    // credential. Made here, and made again the same way for the sender's
+    // resend of a bodyless read (the body steps change no header of one).
+    let head = |engine: &Engine, upgrade| {
+        let mut out = headers::request(fwd, engine, &parts.headers, upgrade);
+        let own = credentials::lend(fwd, &parts.headers, &mut out);
+        (out, own)
+    };
+    let (mut out, own) = head(&engine, upgrade);
     if upgrade {
         let on_upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
         return upgrade::splice(fwd, parts.method, to.uri, out, body, on_upgrade).await;
@@ -94,64 +108,55 @@ pub(crate) async fn forward(
     };
     // The request body of a served patch is held until the patch ends.
     let mut _held = None;
-    let next = match x.hooks.patch() {
+    // What goes upstream: a served patch may ask for reads and writes
+    // first (`run`); every other request goes on as its body step made it.
+    let (mut run, mut step) = match x.hooks.patch() {
         Some(amend) => {
             let method = x.method.clone();
             let (uri, headers) = (to.uri, out);
-            let to = Outgoing {
+            let mut to = Outgoing {
                 method,
                 uri,
                 headers,
                 own,
             };
-            let (bytes, held) = request_body::read(fwd, body).await?;
+            let (bytes, held) = request_body::read_plain(fwd, &mut to.headers, body).await?;
             _held = Some(held);
-            // The patch step asks, the one sender sends, until it says
-            // what goes on to the tail.
-            match patch::Run::start(fwd, amend, &x, to, bytes)? {
-                patch::Started::Then(next) => next,
-                patch::Started::Asks(mut run, mut step) => loop {
-                    match step {
-                        patch::Step::Then(next) => break next,
-                        patch::Step::Ask(o, body) => {
-                            let (uri, headers) = (o.uri, o.headers);
-                            let answer =
-                                credentials::send(fwd, &o.method, uri, headers, body, o.own, None)
-                                    .await?;
-                            step = run.answered(fwd, &x, answer).await?;
-                        }
-                    }
-                },
+            let renamed = |media, bytes| request_body::renamed(fwd, &x, media, bytes);
+            match patch::Run::start(fwd, amend, &x, to, bytes, &renamed)? {
+                patch::Started::Then(next) => (None, patch::Step::Then(next)),
+                patch::Started::Asks(run, first) => (Some(run), first),
             }
         }
         None => {
-            let body = request_body::rename(fwd, &x, &mut out, body).await?;
+            let body = request_body::towards_upstream(fwd, &x, &mut out, body).await?;
             let method = x.method.clone();
             let (uri, headers) = (to.uri, out);
-            Next::Send(
-                Outgoing {
-                    method,
-                    uri,
-                    headers,
-                    own,
-                },
-                body,
-            )
-        }
-    };
-    let resp = match next {
-        Next::Send(o, body) => {
-            // The head made again, by the driver, for the sender's resend
-            // of a bodyless read (the body layers change no header of one).
-            let remake = || {
-                let mut h = headers::request(fwd, &x.engine, &parts.headers, false);
-                credentials::lend(fwd, &parts.headers, &mut h);
-                h
+            let o = Outgoing {
+                method,
+                uri,
+                headers,
+                own,
             };
-            let (uri, headers) = (o.uri, o.headers);
-            credentials::send(fwd, &o.method, uri, headers, body, o.own, Some(&remake)).await?
+            (None, patch::Step::Then(Next::Send(o, body)))
         }
-        Next::Answered(resp) => resp,
     };
-    response::rename(fwd, &x, resp).await
+    // The one sender: each request the patch step asks for, its answer
+    // handed back, then the request for the tail.
+    let resp = loop {
+        let (o, body, last) = match step {
+            patch::Step::Ask(o, body) => (o, body, false),
+            patch::Step::Then(Next::Send(o, body)) => (o, body, true),
+            patch::Step::Then(Next::Answered(resp)) => break resp,
+        };
+        let remake = || head(&x.engine, false).0;
+        let remake: Option<&(dyn Fn() -> http::HeaderMap + Sync)> = last.then_some(&remake);
+        let (uri, headers) = (o.uri, o.headers);
+        let answer = credentials::send(fwd, &o.method, uri, headers, body, o.own, remake).await?;
+        match run.as_mut().filter(|_| !last) {
+            Some(run) => step = run.answered(fwd, &x, answer).await?,
+            None => break answer,
+        }
+    };
+    response::towards_caller(fwd, &x, resp).await
 }

@@ -21,7 +21,7 @@ pub(crate) fn is_openapi(path: &str) -> bool {
 }
 
 /// Renames a successful OpenAPI response.
-pub(crate) async fn rename(
+pub(crate) async fn rename_document(
     fwd: &Forward,
     x: &Exchange,
     mut parts: Parts,

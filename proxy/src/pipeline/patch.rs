@@ -1,7 +1,7 @@
 //! PATCHes of the objects an [`Amend`] keeps differently in the cluster
 //! and in the app's view (the app's own APIService for the front trust, a
 //! webhook registration): they can't always be forwarded as written. This
-//! layer produces what goes upstream and leaves the sending and the
+//! step produces what goes upstream and leaves the sending and the
 //! renaming of the answer to the pipeline's one tail (`forward`).
 //!
 //! - A JSON Patch the amendment rewrites ([`Amend::rewrites_json_patch`])
@@ -27,7 +27,6 @@ use json_patch::PatchOperation;
 use serde_json::Value as Json;
 
 use super::exchange::{Exchange, Forward, Next, Outgoing, BODY_LIMIT};
-use super::request_body::{inflated, renamed};
 use crate::body::{collect, full, Body};
 use crate::hooks::{json_doc, Amend};
 use crate::kube::{MediaType, PatchKind, Wire};
@@ -68,7 +67,7 @@ pub(crate) enum Step {
 /// hands each answer back, until the run says what goes on to the tail.
 pub(crate) struct Run<'a> {
     amend: &'a dyn Amend,
-    /// The caller's request as the layers before made it.
+    /// The caller's request as the steps before made it.
     uri: Uri,
     headers: HeaderMap,
     own: bool,
@@ -107,28 +106,26 @@ enum State {
 }
 
 impl<'a> Run<'a> {
-    /// Reads the patch (`bytes`, the whole request body) for `amend`; `to`
-    /// is the request as the layers before made it.
+    /// Reads the patch (`bytes`, the whole request body, inflated) for
+    /// `amend`; `to` is the request as the steps before made it; `renamed`
+    /// renames a patch that goes on in the cluster's names.
     pub(crate) fn start(
         fwd: &Forward,
         amend: &'a dyn Amend,
         x: &Exchange,
         to: Outgoing,
         bytes: Bytes,
+        renamed: &dyn Fn(MediaType, Bytes) -> Result<Bytes, Failure>,
     ) -> Result<Started<'a>, Failure> {
         let Outgoing {
-            uri,
-            mut headers,
-            own,
-            ..
+            uri, headers, own, ..
         } = to;
         let media = MediaType::of(&headers);
         let bad_uri = |e: http::Error| Failure::bad_request(format!("invalid request URI: {e}"));
         let mode = if media == MediaType::Patch(PatchKind::Json) {
-            let plain = inflated(fwd, &mut headers, bytes)?;
-            let ops = parse(&plain)?;
+            let ops = parse(&bytes)?;
             if !amend.rewrites_json_patch(&ops) {
-                let bytes = renamed(fwd, x, &mut headers, media, plain)?;
+                let bytes = renamed(media, bytes)?;
                 return Ok(Started::Then(patch_request(uri, headers, bytes, own)));
             }
             let put_uri = match update_query(uri.query()) {
@@ -146,7 +143,7 @@ impl<'a> Run<'a> {
                 put: (put_uri, put_headers),
             }
         } else {
-            let bytes = renamed(fwd, x, &mut headers, media, bytes)?;
+            let bytes = renamed(media, bytes)?;
             let mut doc = json_doc(media, &bytes)
                 .map_err(|e| Failure::bad_request(format!("the patch can't be read: {e}")))?
                 .unwrap_or(Json::Null);

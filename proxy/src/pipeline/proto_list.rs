@@ -34,7 +34,7 @@ fn bad(e: RewriteError) -> Failure {
 }
 
 /// The list response, its items renamed as they arrive.
-pub(crate) async fn rename(
+pub(crate) async fn rename_list(
     fwd: &Forward,
     x: &Exchange,
     mut parts: Parts,

@@ -2,7 +2,7 @@
 //! caller is the app; requests are renamed to the cluster's names and
 //! responses back) and the **front** (the caller is the cluster's
 //! aggregator; the same pipeline with the direction flipped, after the
-//! caller is authenticated). The layers are in `stack/`.
+//! caller is authenticated). The steps are in this folder.
 
 use std::convert::Infallible;
 use std::sync::{Arc, RwLock};

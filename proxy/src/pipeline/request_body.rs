@@ -24,7 +24,7 @@ fn carries_body(m: &Method) -> bool {
 }
 
 /// Renames a request body; `headers` (those forwarded) get its new length.
-pub(crate) async fn rename(
+pub(crate) async fn towards_upstream(
     fwd: &Forward,
     x: &Exchange,
     headers: &mut HeaderMap,
@@ -44,23 +44,8 @@ pub(crate) async fn rename(
         }
         _ => {}
     }
-    let (mut bytes, mut held) = read(fwd, body).await?;
-    if is_gzip(headers) {
-        // Inflated here, every byte taken from the budget as it comes;
-        // renamed bytes go upstream uncompressed, so inflated they are
-        // within `maxRequestBodyBytes` too.
-        let limit = fwd.limits.inflated.min(fwd.limits.request);
-        let plain = gzip::inflate_held(&bytes, limit, &mut held)
-            .await
-            .map_err(gzip::InflateError::of_request)?;
-        // The renamed copy of the inflated bytes.
-        held.grow(plain.len(), budget().deadline())
-            .await
-            .map_err(|r| r.failure("renaming the request body", false))?;
-        bytes = plain;
-        headers.remove(header::CONTENT_ENCODING);
-    }
-    let bytes = renamed(fwd, x, headers, media, bytes)?;
+    let (bytes, mut held) = read_plain(fwd, headers, body).await?;
+    let bytes = renamed(fwd, x, media, bytes)?;
     let bytes = x
         .hooks
         .request_body(&x.info, x.engine.map(), media, bytes)?;
@@ -70,23 +55,16 @@ pub(crate) async fn rename(
     Ok(holding(full(bytes), held))
 }
 
-fn is_gzip(h: &HeaderMap) -> bool {
-    h.get(header::CONTENT_ENCODING)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"))
-}
-
-/// A whole request body renamed by the engine (inflated first when gzip;
-/// `headers` lose their `Content-Encoding` then). Amendments are the
-/// caller's to apply: a patch may need the current object (`patch`).
+/// A whole request body, as [`read_plain`] gave it, renamed by the engine.
+/// Amendments are the caller's to apply: a patch may need the current
+/// object (`patch`).
 pub(crate) fn renamed(
     fwd: &Forward,
     x: &Exchange,
-    headers: &mut HeaderMap,
     media: MediaType,
-    mut bytes: Bytes,
+    bytes: Bytes,
 ) -> Result<Bytes, Failure> {
     let wire = media.request_wire();
-    bytes = inflated(fwd, headers, bytes)?;
     let hint_version = x.info.api_version().unwrap_or_default();
     // A subresource body keeps its own kind's group.
     let (api_version, kind) = match (x.info.subresource.as_deref(), x.kind()) {
@@ -111,7 +89,7 @@ pub(crate) fn renamed(
 /// bytes that arrive pass the limit. Twice its bytes (the body and its
 /// renamed copy) are taken from the memory budget before they are read
 /// (all at once for a known length), held by the returned [`Held`].
-pub(crate) async fn read(fwd: &Forward, body: Incoming) -> Result<(Bytes, Held), Failure> {
+async fn read(fwd: &Forward, body: Incoming) -> Result<(Bytes, Held), Failure> {
     let limit = fwd.limits.request;
     let b = budget();
     let mut held = b.empty();
@@ -129,23 +107,32 @@ pub(crate) async fn read(fwd: &Forward, body: Incoming) -> Result<(Bytes, Held),
     Ok((bytes, held))
 }
 
-/// The request body without its `Content-Encoding` (gzip inflated; the
-/// header removed then); any other encoding is refused (415), as nothing
-/// in it could be renamed. Renamed bytes go upstream uncompressed, so
-/// inflated they are within `maxRequestBodyBytes` too.
-pub(crate) fn inflated(
+/// A whole request body as [`read`] collects it, without its
+/// `Content-Encoding`: gzip inflated, every inflated byte and the renamed
+/// copy's taken from the budget (`headers` lose the header then); any other
+/// encoding is refused (415), as nothing in it could be renamed. Renamed
+/// bytes go upstream uncompressed, so inflated they are within
+/// `maxRequestBodyBytes` too.
+pub(crate) async fn read_plain(
     fwd: &Forward,
     headers: &mut HeaderMap,
-    bytes: Bytes,
-) -> Result<Bytes, Failure> {
+    body: Incoming,
+) -> Result<(Bytes, Held), Failure> {
+    let (bytes, mut held) = read(fwd, body).await?;
     match headers.get(header::CONTENT_ENCODING).map(|v| v.as_bytes()) {
-        None => Ok(bytes),
-        Some(e) if e.eq_ignore_ascii_case(b"identity") => Ok(bytes),
+        None => Ok((bytes, held)),
+        Some(e) if e.eq_ignore_ascii_case(b"identity") => Ok((bytes, held)),
         Some(e) if e.eq_ignore_ascii_case(b"gzip") => {
             let limit = fwd.limits.inflated.min(fwd.limits.request);
-            let out = gzip::inflate(&bytes, limit).map_err(gzip::InflateError::of_request)?;
+            let plain = gzip::inflate_held(&bytes, limit, &mut held)
+                .await
+                .map_err(gzip::InflateError::of_request)?;
+            // The renamed copy of the inflated bytes.
+            held.grow(plain.len(), budget().deadline())
+                .await
+                .map_err(|r| r.failure("renaming the request body", false))?;
             headers.remove(header::CONTENT_ENCODING);
-            Ok(out)
+            Ok((plain, held))
         }
         Some(_) => Err(Failure::unsupported(
             "regroup can't rename a body in this Content-Encoding; send it uncompressed or gzip",

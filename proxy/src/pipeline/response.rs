@@ -5,7 +5,7 @@ use http::header::{self, HeaderMap};
 use http::{Method, Response};
 
 use super::exchange::{Answer, Exchange, Forward};
-use super::{errors, etag, headers, list, openapi, proto_list, watch, whole};
+use super::{errors, etag, list, openapi, proto_list, response_headers, watch, whole};
 use crate::body::budget;
 use crate::body::pass;
 use crate::body::Body;
@@ -14,7 +14,7 @@ use crate::status::Failure;
 use crate::upstream::ResponseBody;
 
 /// Renames a response.
-pub(crate) async fn rename(
+pub(crate) async fn towards_caller(
     fwd: &Forward,
     x: &Exchange,
     resp: Response<ResponseBody>,
@@ -23,15 +23,15 @@ pub(crate) async fn rename(
     let seen = Seen::of(&parts.headers);
     let media = seen.media;
     if seen.hop_by_hop {
-        headers::strip_hop_by_hop(&mut parts.headers);
+        response_headers::strip_hop_by_hop(&mut parts.headers);
     }
     if seen.renamed {
-        headers::response(fwd, &x.engine, &mut parts.headers);
+        response_headers::rename_back(fwd, &x.engine, &mut parts.headers);
     }
     let success = parts.status.is_success();
     let openapi = openapi::is_openapi(x.caller_path());
     if openapi && success {
-        return openapi::rename(fwd, x, parts, body).await;
+        return openapi::rename_document(fwd, x, parts, body).await;
     }
     if (openapi || x.info.is_api) && (parts.status.is_redirection()) {
         // A 304 revalidates, a 301 moves to the current OpenAPI hash: the
@@ -66,10 +66,10 @@ pub(crate) async fn rename(
         .await
         .map_err(|r| r.failure("a response to rename", true))?;
     if x.info.watch && success {
-        return watch::rename(fwd, x, answer, held);
+        return watch::rename_events(fwd, x, answer, held);
     }
     // `/apis` is read whole: the copy's groups are put first in it
-    // (`whole::rename`).
+    // (`whole::rename_whole`).
     let list = !gzip
         && !x.is_discovery_root()
         && x.info.name.is_none()
@@ -82,11 +82,11 @@ pub(crate) async fn rename(
     }
     if list && media == MediaType::Protobuf {
         // The input never held whole; the output sent once complete.
-        return proto_list::rename(fwd, x, answer.parts, answer.body, held).await;
+        return proto_list::rename_list(fwd, x, answer.parts, answer.body, held).await;
     }
     // Takes what it needs itself.
     drop(held);
-    whole::rename(fwd, x, answer).await
+    whole::rename_whole(fwd, x, answer).await
 }
 
 /// What a response to rename takes from the memory budget to start: one
@@ -126,7 +126,7 @@ impl Seen {
                 renamed = true;
             } else if name == header::ETAG {
                 etag = true;
-            } else if headers::is_hop_by_hop(name) {
+            } else if super::headers::is_hop_by_hop(name) {
                 hop_by_hop = true;
             }
         }

@@ -20,7 +20,7 @@ use crate::rewrite::{Catalog, Context};
 use crate::status::Failure;
 
 /// Renames a watch response's stream.
-pub(crate) fn rename(
+pub(crate) fn rename_events(
     fwd: &Forward,
     x: &Exchange,
     answer: Answer,

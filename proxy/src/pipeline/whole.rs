@@ -14,7 +14,7 @@ use crate::rewrite::{Context, RewriteError};
 use crate::status::Failure;
 
 /// Renames a whole response body.
-pub(crate) async fn rename(
+pub(crate) async fn rename_whole(
     fwd: &Forward,
     x: &Exchange,
     answer: Answer,

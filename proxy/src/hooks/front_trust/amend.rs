@@ -59,7 +59,7 @@ impl Amend for FrontTrust {
     }
 
     /// JSON Patches never get here: those of the app's APIService are
-    /// served by the patch layer; others have no object to amend.
+    /// served by the patch step; others have no object to amend.
     fn request_body(
         &self,
         info: &RequestInfo,

@@ -18,7 +18,7 @@
 //! objects and reads and writes the values. `amend.rs` makes it an `Amend` (the
 //! pipeline's one extension point, `hooks/`) and holds the one place
 //! that decides which requests the trust looks at. The JSON Patch of the
-//! app's own APIService is served by the stack's patch layer
+//! app's own APIService is served by the pipeline's patch step
 //! (`pipeline/patch.rs`).
 
 mod amend;

@@ -1,6 +1,6 @@
 //! The webhook registrations as an [`Amend`]: whole objects written by the
 //! app pointed at regroup, objects read by the app shown as it wrote them,
-//! and patches of a named registration served by the patch layer
+//! and patches of a named registration served by the patch step
 //! (`pipeline/patch.rs`): a JSON Patch that reaches a `clientConfig` is
 //! read-modify-written, a merge, strategic-merge or apply patch that writes
 //! one is amended against the current object.
@@ -54,7 +54,7 @@ impl Amend for WebhookRegistration {
     }
 
     /// A whole object (create, update) in JSON, YAML or protobuf, or a
-    /// patch the patch layer does not take.
+    /// patch the patch step does not take.
     fn request_body(
         &self,
         info: &RequestInfo,
@@ -95,7 +95,7 @@ impl Amend for WebhookRegistration {
         self.proto_watch_event_to_app(event)
     }
 
-    /// A patch of a named registration, in a form the patch layer serves.
+    /// A patch of a named registration, in a form the patch step serves.
     fn serves_patch(
         &self,
         info: &RequestInfo,
