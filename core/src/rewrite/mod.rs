@@ -3,22 +3,22 @@
 //! them all for one configuration.
 
 pub mod catalog;
-pub mod codec;
+pub(crate) mod codec;
 pub mod discovery_order;
 pub mod engine;
-pub mod error;
+pub(crate) mod error;
 pub mod framing;
-pub mod json;
-pub mod json_patch;
+pub(crate) mod json;
+pub(crate) mod json_patch;
 pub mod list_stream;
-pub mod names;
+pub(crate) mod names;
 mod needles;
 pub mod openapi;
 pub mod openapi_proto;
 pub mod protobuf;
 pub mod raw;
 pub mod tally;
-pub mod yaml;
+pub(crate) mod yaml;
 mod yaml_edit;
 
 pub use catalog::Catalog;

@@ -27,7 +27,7 @@ use crate::rewrite::framing::{Framer, Framing};
 use crate::rewrite::list_stream::{rewrite_in_chunks, ListStream};
 use crate::rewrite::protobuf::stream::WatchStream;
 use crate::rewrite::raw::{reference, Raw};
-use crate::rewrite::{json_patch, Catalog, Context, Engine};
+use crate::rewrite::{Catalog, Context, Engine};
 use crate::url_rename::{rewrite_path, rewrite_query};
 
 /// Both directions, the order every target tries them in.
@@ -227,14 +227,23 @@ pub fn yaml(data: &[u8]) {
     }
 }
 
-/// JSON Patch (RFC 6902) request bodies, as patches of a Foo and of an
-/// APIService, both ways.
+/// JSON Patch (RFC 6902) request bodies, through the engine as the
+/// pipeline renames them: patches of a Foo and of an APIService, and one
+/// addressed by its URL, both ways.
 pub fn json_patch(data: &[u8]) {
     let e = engine();
+    let patched = [
+        ("samplecontroller.k8s.io/v1alpha1", "Foo"),
+        ("apiregistration.k8s.io/v1", "APIService"),
+    ];
     for dir in DIRECTIONS {
-        let rw = e.json(dir);
-        let _ = json_patch::rewrite(rw, data, "samplecontroller.k8s.io/v1alpha1", "Foo");
-        let _ = json_patch::rewrite(rw, data, "apiregistration.k8s.io/v1", "APIService");
+        for hint in patched {
+            let cx = Context {
+                hint: Some(hint),
+                addressed: None,
+            };
+            let _ = e.body(dir, Wire::JsonPatch, cx, data);
+        }
         let cx = Context {
             hint: HINTS[1],
             addressed: ADDRESSED[1],
