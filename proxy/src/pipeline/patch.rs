@@ -444,14 +444,7 @@ async fn app_view(
     kind: &str,
     amend: &dyn Amend,
 ) -> Result<(Json, Option<String>), Failure> {
-    let bad =
-        |m: String| Failure::bad_gateway(format!("reading the {} to patch: {m}", amend.noun()));
-    if resp.headers().contains_key(header::CONTENT_ENCODING) {
-        return Err(bad("the API server's answer is encoded".into()));
-    }
-    let bytes = collect(resp.into_body(), BODY_LIMIT)
-        .await
-        .map_err(|e| bad(e.to_string()))?;
+    let bytes = read_answer(amend, resp).await?;
     let cx = Context {
         hint: None,
         addressed: Some((x.info.group.as_str(), kind)),
@@ -459,12 +452,8 @@ async fn app_view(
     let renamed = x
         .engine
         .body(fwd.dir.flip(), Wire::Json, cx, &bytes)
-        .map_err(|e| bad(e.to_string()))?;
-    let mut view: Json = serde_json::from_slice(renamed.as_deref().unwrap_or(&bytes))
-        .map_err(|e| bad(format!("not JSON: {e}")))?;
-    if !view.is_object() {
-        return Err(bad("not an object".into()));
-    }
+        .map_err(|e| unreadable(amend, e.to_string()))?;
+    let mut view = as_object(amend, renamed.as_deref().unwrap_or(&bytes))?;
     amend.json_to_app(&mut view);
     let version = view["metadata"]["resourceVersion"]
         .as_str()
@@ -475,19 +464,37 @@ async fn app_view(
 /// The current object, as the cluster stores it (what the amendment
 /// keeps, and its resourceVersion, are all that is read).
 async fn read_current(amend: &dyn Amend, resp: Response<ResponseBody>) -> Result<Json, Failure> {
-    let bad =
-        |m: String| Failure::bad_gateway(format!("reading the {} to patch: {m}", amend.noun()));
+    let bytes = read_answer(amend, resp).await?;
+    as_object(amend, &bytes)
+}
+
+/// The answer to the read of the object to patch, whole (never encoded:
+/// the read asked for none).
+async fn read_answer(amend: &dyn Amend, resp: Response<ResponseBody>) -> Result<Bytes, Failure> {
     if resp.headers().contains_key(header::CONTENT_ENCODING) {
-        return Err(bad("the API server's answer is encoded".into()));
+        return Err(unreadable(
+            amend,
+            "the API server's answer is encoded".into(),
+        ));
     }
-    let bytes = collect(resp.into_body(), BODY_LIMIT)
+    collect(resp.into_body(), BODY_LIMIT)
         .await
-        .map_err(|e| bad(e.to_string()))?;
-    let doc: Json = serde_json::from_slice(&bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
+        .map_err(|e| unreadable(amend, e.to_string()))
+}
+
+/// The object read, which must be a JSON object.
+fn as_object(amend: &dyn Amend, bytes: &[u8]) -> Result<Json, Failure> {
+    let doc: Json =
+        serde_json::from_slice(bytes).map_err(|e| unreadable(amend, format!("not JSON: {e}")))?;
     if !doc.is_object() {
-        return Err(bad("not an object".into()));
+        return Err(unreadable(amend, "not an object".into()));
     }
     Ok(doc)
+}
+
+/// The object to patch could not be read: the API server's fault (502).
+fn unreadable(amend: &dyn Amend, m: String) -> Failure {
+    Failure::bad_gateway(format!("reading the {} to patch: {m}", amend.noun()))
 }
 
 #[cfg(test)]
