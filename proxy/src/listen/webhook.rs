@@ -12,8 +12,8 @@ use tokio::net::TcpListener;
 use crate::listen::accept_loop;
 use crate::listen::access::Access;
 use crate::listen::connection;
-use crate::listen::tls_handshake;
 use crate::listen::lifecycle::Serving;
+use crate::listen::tls_handshake;
 
 /// The webhook listener: TLS (a client certificate required when the
 /// configuration asks for one, verified in the handshake), each call served
