@@ -325,7 +325,7 @@ fn load(serving: &ServingSource, client_ca: &ClientCaSource) -> Result<Arc<Serve
     };
     match serving {
         ServingSource::Files { cert, key } => {
-            let id = crate::net::tls::from_files(cert, key)?;
+            let id = crate::net::tls::from_files(cert, key).map_err(|e| e.to_string())?;
             build(&id.cert_pem, &id.key_pem, ca)
         }
         ServingSource::Fixed { cert_pem, key_pem } => build(cert_pem, key_pem, ca),

@@ -526,7 +526,7 @@ fn remote(
     let dns = format!("{}.{ns}.svc", opts.name);
     let id =
         crate::net::tls::generate_for(&format!("regroup publish front CA ({dns})"), &[dns], false)
-            .map_err(ManifestsError::Config)?;
+            .map_err(|e| ManifestsError::Config(e.to_string()))?;
     let ca_pem = id.ca_pem.clone().expect("generate_for makes a CA");
     let mut parts = vec![
         comment("Apply with kubectl's context on the remote cluster."),

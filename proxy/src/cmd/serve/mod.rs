@@ -200,15 +200,15 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
         if let Some(tls) = &settings.file.listeners.tls {
             let cfg = match (&tls.cert_file, &tls.key_file, &tls.generated_ca_file) {
                 // Reloaded when the files change (a renewed certificate).
-                (Some(c), Some(k), _) => Arc::new(crate::net::serving_cert::ReloadingCert::new(c, k)?)
-                    .server_config()?,
+                (Some(c), Some(k), _) => Arc::new(crate::net::serving_cert::ReloadingCert::new(c, k).map_err(|e| e.to_string())?)
+                    .server_config().map_err(|e| e.to_string())?,
                 (_, _, Some(ca_file)) => {
-                    let id = crate::net::tls::generate()?;
+                    let id = crate::net::tls::generate().map_err(|e| e.to_string())?;
                     let ca = id.ca_pem.as_deref().unwrap_or_default();
                     std::fs::write(ca_file, ca)
                         .map_err(|e| format!("writing the generated CA to {}: {e}", ca_file.display()))?;
                     tracing::info!(ca = %ca_file.display(), "generated a serving CA for the TLS listener");
-                    crate::net::tls::server_config(&id)?
+                    crate::net::tls::server_config(&id).map_err(|e| e.to_string())?
                 }
                 _ => return Err("listeners.tls needs certFile/keyFile or generatedCaFile".into()),
             };
@@ -403,7 +403,8 @@ async fn start_front(
         "regroup front-proxy client CA",
         &[FRONT_CLIENT_CN.into()],
         true,
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     let (serving, serving_ca) = match (&front.cert_file, &front.key_file) {
         (Some(cert), Some(key)) => {
             let ca = match &front.ca_file {
@@ -426,7 +427,8 @@ async fn start_front(
                 "regroup front serving CA",
                 &front.generated_dns_names,
                 false,
-            )?;
+            )
+            .map_err(|e| e.to_string())?;
             (ServingSource::fixed(&id), id.ca_pem.clone())
         }
     };
@@ -585,9 +587,10 @@ async fn start_webhooks(
                 None => None,
             };
             (
-                tls::Serving::Files(Arc::new(crate::net::serving_cert::ReloadingCert::new(
-                    c, k,
-                )?)),
+                tls::Serving::Files(Arc::new(
+                    crate::net::serving_cert::ReloadingCert::new(c, k)
+                        .map_err(|e| e.to_string())?,
+                )),
                 ca,
             )
         }
@@ -596,7 +599,8 @@ async fn start_webhooks(
                 "regroup webhook serving CA",
                 &w.generated_dns_names,
                 false,
-            )?;
+            )
+            .map_err(|e| e.to_string())?;
             let ca = id.ca_pem.clone();
             (tls::Serving::Fixed(id), ca)
         }
