@@ -327,7 +327,7 @@ fn start_regroup(
         Ok(p)
     };
     // regroup's front serving certificate, from files.
-    let serving = tls::generate()?;
+    let serving = tls::generate().map_err(|e| e.to_string())?;
     w("front.crt", &serving.cert_pem)?;
     w("front.key", &serving.key_pem)?;
     w("front-ca.crt", serving.ca_pem.as_deref().unwrap())?;
@@ -375,8 +375,9 @@ struct Args {
 
 async fn run(args: &Args, child: &mut Option<Child>, bin: &str, dir: &Path) -> Result<(), String> {
     // The cluster's front-proxy CA and the aggregator's client certificate.
-    let aggregator = tls::generate_for("front-proxy-ca", &["front-proxy-client".into()], true)?;
-    let app = tls::generate()?;
+    let aggregator = tls::generate_for("front-proxy-ca", &["front-proxy-client".into()], true)
+        .map_err(|e| e.to_string())?;
+    let app = tls::generate().map_err(|e| e.to_string())?;
     let saw_cert = Arc::new(AtomicBool::new(false));
     let backend = app_backend(&app, args.list_mb << 20, saw_cert.clone()).await;
     let front = free_port();

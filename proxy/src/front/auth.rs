@@ -73,7 +73,7 @@ impl Default for RequestHeaderConfig {
 impl RequestHeaderConfig {
     /// Trims header names and prefixes and rejects empty ones, as
     /// kube-apiserver does (an empty extra prefix would match every header).
-    pub fn validate(mut self) -> Result<Self, String> {
+    pub fn validate(mut self) -> Result<Self, HeaderNameError> {
         for (what, list) in [
             ("username header", &mut self.username_headers),
             ("UID header", &mut self.uid_headers),
@@ -83,16 +83,72 @@ impl RequestHeaderConfig {
             for h in list.iter_mut() {
                 let t = h.trim();
                 if t.is_empty() {
-                    return Err(format!("empty request-header {what}"));
+                    return Err(HeaderNameError::Empty(what));
                 }
                 if http::HeaderName::from_bytes(t.as_bytes()).is_err() {
-                    return Err(format!("request-header {what} is not a valid header name"));
+                    return Err(HeaderNameError::Invalid(what));
                 }
                 *h = t.to_string();
             }
         }
         Ok(self)
     }
+}
+
+/// A request-header setting that names no header (`what`: which setting;
+/// the name itself is not quoted).
+#[derive(Debug, thiserror::Error)]
+pub enum HeaderNameError {
+    /// Empty once trimmed.
+    #[error("empty request-header {0}")]
+    Empty(&'static str),
+    /// Not a header name.
+    #[error("request-header {0} is not a valid header name")]
+    Invalid(&'static str),
+}
+
+/// Why the cluster's request-header settings can't be used.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthConfigError {
+    /// No CA: the cluster has no request-header authentication.
+    #[error(
+        "{}/{} has no requestheader-client-ca-file: \
+         the cluster has no request-header (front-proxy) authentication",
+        AUTHENTICATION_CONFIGMAP.0,
+        AUTHENTICATION_CONFIGMAP.1
+    )]
+    NoClientCa,
+    /// The CA bundle is unusable.
+    #[error(
+        "{}/{} requestheader-client-ca-file: {}",
+        AUTHENTICATION_CONFIGMAP.0,
+        AUTHENTICATION_CONFIGMAP.1,
+        .0
+    )]
+    ClientCa(#[source] super::tls::FrontTlsError),
+    /// A list setting is not a JSON array of strings.
+    #[error(
+        "{}/{} {key}: not a JSON array of strings: {source}",
+        AUTHENTICATION_CONFIGMAP.0,
+        AUTHENTICATION_CONFIGMAP.1
+    )]
+    List {
+        /// The ConfigMap key.
+        key: String,
+        /// The parser's complaint.
+        source: serde_json::Error,
+    },
+    /// A header setting names no header.
+    #[error(
+        "{}/{}: {}",
+        AUTHENTICATION_CONFIGMAP.0,
+        AUTHENTICATION_CONFIGMAP.1,
+        .0
+    )]
+    Headers(#[source] HeaderNameError),
+    /// A ConfigMap value that is not a string.
+    #[error("ConfigMap data {0}: not a string")]
+    NotAString(String),
 }
 
 /// Who the front proxy says the caller is.
@@ -320,26 +376,22 @@ fn common_name(cert: &CertificateDer<'_>) -> Result<String, Rejection> {
 /// error.
 pub fn parse_extension_apiserver_authentication(
     data: &BTreeMap<String, String>,
-) -> Result<(Vec<u8>, RequestHeaderConfig), String> {
-    let (ns, name) = AUTHENTICATION_CONFIGMAP;
+) -> Result<(Vec<u8>, RequestHeaderConfig), AuthConfigError> {
     let ca = data
         .get("requestheader-client-ca-file")
         .map(|s| s.trim())
         .filter(|s| !s.is_empty())
-        .ok_or_else(|| {
-            format!(
-                "{ns}/{name} has no requestheader-client-ca-file: \
-                 the cluster has no request-header (front-proxy) authentication"
-            )
-        })?;
-    super::tls::client_ca_roots(ca.as_bytes())
-        .map_err(|e| format!("{ns}/{name} requestheader-client-ca-file: {e}"))?;
-    let list = |key: &str| -> Result<Vec<String>, String> {
+        .ok_or(AuthConfigError::NoClientCa)?;
+    super::tls::client_ca_roots(ca.as_bytes()).map_err(AuthConfigError::ClientCa)?;
+    let list = |key: &str| -> Result<Vec<String>, AuthConfigError> {
         match data.get(key).map(|s| s.as_str()) {
             None | Some("") => Ok(Vec::new()),
             Some(s) => serde_json::from_str::<Option<Vec<String>>>(s)
                 .map(Option::unwrap_or_default)
-                .map_err(|e| format!("{ns}/{name} {key}: not a JSON array of strings: {e}")),
+                .map_err(|source| AuthConfigError::List {
+                    key: key.to_owned(),
+                    source,
+                }),
         }
     };
     let cfg = RequestHeaderConfig {
@@ -350,7 +402,7 @@ pub fn parse_extension_apiserver_authentication(
         extra_headers_prefixes: list("requestheader-extra-headers-prefix")?,
     }
     .validate()
-    .map_err(|e| format!("{ns}/{name}: {e}"))?;
+    .map_err(AuthConfigError::Headers)?;
     Ok((ca.as_bytes().to_vec(), cfg))
 }
 
@@ -358,12 +410,12 @@ pub fn parse_extension_apiserver_authentication(
 /// as JSON (every value must be a string).
 pub fn parse_extension_apiserver_authentication_json(
     data: &serde_json::Map<String, serde_json::Value>,
-) -> Result<(Vec<u8>, RequestHeaderConfig), String> {
+) -> Result<(Vec<u8>, RequestHeaderConfig), AuthConfigError> {
     let data = data
         .iter()
         .map(|(k, v)| match v {
             serde_json::Value::String(s) => Ok((k.clone(), s.clone())),
-            _ => Err(format!("ConfigMap data {k}: not a string")),
+            _ => Err(AuthConfigError::NotAString(k.clone())),
         })
         .collect::<Result<BTreeMap<_, _>, _>>()?;
     parse_extension_apiserver_authentication(&data)

@@ -13,7 +13,36 @@ use serde_json::{Map, Value as Json};
 use crate::body::Lines;
 use crate::front::auth::{parse_extension_apiserver_authentication_json, RequestHeaderConfig};
 use crate::front::tls::ReloadingConfig;
-use crate::upstream::own_client::OwnClient;
+use crate::upstream::own_client::{OwnClient, OwnClientError};
+
+/// Why following the ConfigMap stopped (it is read again after a pause).
+#[derive(Debug, thiserror::Error)]
+pub enum FollowError {
+    /// The read or the watch request failed.
+    #[error(transparent)]
+    Client(#[from] OwnClientError),
+    /// The ConfigMap has no `data`.
+    #[error("kube-system/extension-apiserver-authentication has no data")]
+    NoData,
+    /// The list is empty.
+    #[error("kube-system/extension-apiserver-authentication does not exist")]
+    Missing,
+    /// The watch was answered with an error status.
+    #[error("watch: {0}")]
+    WatchStatus(http::StatusCode),
+    /// The watch's stream failed (the reader's message).
+    #[error("watch: {0}")]
+    WatchRead(String),
+    /// A watch event is not JSON.
+    #[error("watch event: {0}")]
+    Event(#[source] serde_json::Error),
+    /// The ConfigMap was deleted.
+    #[error("the ConfigMap was deleted")]
+    Deleted,
+    /// An `ERROR` event or one of an unknown type (the apiserver's message).
+    #[error("watch: {0}")]
+    WatchEnded(String),
+}
 
 const CONFIGMAP: &str =
     "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication";
@@ -34,31 +63,29 @@ const RETRY: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs
 /// regroup's own credentials.
 pub async fn read_authentication_configmap(
     client: &OwnClient,
-) -> Result<Map<String, Json>, String> {
+) -> Result<Map<String, Json>, FollowError> {
     let v = client.get_json(CONFIGMAP).await?;
     data_of(&v).map(|(d, _)| d)
 }
 
-fn data_of(obj: &Json) -> Result<(Map<String, Json>, String), String> {
+fn data_of(obj: &Json) -> Result<(Map<String, Json>, String), FollowError> {
     let rv = obj["metadata"]["resourceVersion"]
         .as_str()
         .unwrap_or_default()
         .to_owned();
     match obj.get("data") {
         Some(Json::Object(m)) => Ok((m.clone(), rv)),
-        _ => Err("kube-system/extension-apiserver-authentication has no data".into()),
+        _ => Err(FollowError::NoData),
     }
 }
 
 /// The ConfigMap's data from a list of it (or the object itself), and the
 /// resourceVersion to watch from: the list's.
-fn listed(doc: &Json) -> Result<(Map<String, Json>, String), String> {
+fn listed(doc: &Json) -> Result<(Map<String, Json>, String), FollowError> {
     let Some(items) = doc.get("items") else {
         return data_of(doc);
     };
-    let obj = items
-        .get(0)
-        .ok_or("kube-system/extension-apiserver-authentication does not exist")?;
+    let obj = items.get(0).ok_or(FollowError::Missing)?;
     let (data, own_rv) = data_of(obj)?;
     let rv = doc["metadata"]["resourceVersion"]
         .as_str()
@@ -120,7 +147,7 @@ async fn read_and_watch(
     client: &OwnClient,
     f: &mut Follower,
     pause: &mut Duration,
-) -> Result<std::convert::Infallible, String> {
+) -> Result<std::convert::Infallible, FollowError> {
     let (data, mut rv) = listed(&client.get_json(LIST).await?)?;
     f.apply(data);
     *pause = RETRY.0;
@@ -128,12 +155,11 @@ async fn read_and_watch(
         let started = tokio::time::Instant::now();
         let resp = client.get(&format!("{WATCH}{rv}")).await?;
         if !resp.status().is_success() {
-            return Err(format!("watch: {}", resp.status()));
+            return Err(FollowError::WatchStatus(resp.status()));
         }
         let mut lines = Lines::new(resp.into_body(), MAX_EVENT);
-        while let Some(line) = lines.next().await.map_err(|e| format!("watch: {e}"))? {
-            let ev: Json =
-                serde_json::from_slice(&line).map_err(|e| format!("watch event: {e}"))?;
+        while let Some(line) = lines.next().await.map_err(FollowError::WatchRead)? {
+            let ev: Json = serde_json::from_slice(&line).map_err(FollowError::Event)?;
             match ev["type"].as_str() {
                 Some("ADDED") | Some("MODIFIED") => {
                     let (data, new_rv) = data_of(&ev["object"])?;
@@ -150,12 +176,12 @@ async fn read_and_watch(
                         "kube-system/extension-apiserver-authentication was deleted; \
                          keeping the last request-header settings"
                     );
-                    return Err("the ConfigMap was deleted".into());
+                    return Err(FollowError::Deleted);
                 }
                 // ERROR (410 Gone: too old) and anything unknown: read again.
                 _ => {
                     let msg = ev["object"]["message"].as_str().unwrap_or("unknown event");
-                    return Err(format!("watch: {msg}"));
+                    return Err(FollowError::WatchEnded(msg.to_owned()));
                 }
             }
         }

@@ -26,7 +26,51 @@ use rustls::server::danger::ClientCertVerifier;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
 
-use crate::net::tls::Identity;
+use crate::net::tls::{Identity, TlsError};
+
+/// Why the front's TLS configuration can't be built. Never quotes the CA
+/// bundle or a certificate.
+#[derive(Debug, thiserror::Error)]
+pub enum FrontTlsError {
+    /// The request-header CA bundle is not PEM.
+    #[error("request-header CA bundle: {0}")]
+    CaPem(#[source] rustls::pki_types::pem::Error),
+    /// The request-header CA bundle holds no certificate.
+    #[error("request-header CA bundle: no PEM certificate found")]
+    NoCa,
+    /// No certificate of the bundle is usable as a trust anchor.
+    #[error("request-header CA bundle: none of its {0} certificate(s) is usable as a CA")]
+    NoUsableCa(usize),
+    /// rustls refused the verifier over the bundle.
+    #[error("request-header CA bundle: {0}")]
+    Verifier(#[source] rustls::server::VerifierBuilderError),
+    /// The request-header CA file can't be read.
+    #[error("{}: {source}", path.display())]
+    ReadCa {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The serving certificate is not PEM.
+    #[error("front serving certificate: {0}")]
+    CertificatePem(#[source] rustls::pki_types::pem::Error),
+    /// The serving certificate holds no certificate.
+    #[error("front serving certificate: no PEM certificate found")]
+    NoCertificate,
+    /// The serving key is not PEM.
+    #[error("front serving key: {0}")]
+    KeyPem(#[source] rustls::pki_types::pem::Error),
+    /// The crypto provider refused the protocol versions.
+    #[error("{0}")]
+    Versions(#[source] rustls::Error),
+    /// The serving certificate and key don't make an identity.
+    #[error("front serving certificate: {0}")]
+    Certificate(#[source] rustls::Error),
+    /// The serving certificate or key file can't be read.
+    #[error(transparent)]
+    Files(#[from] TlsError),
+}
 
 /// How often, at most, [`ReloadingConfig::current`] looks at the files.
 pub const DEFAULT_RELOAD_INTERVAL: Duration = Duration::from_secs(5);
@@ -42,19 +86,17 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 /// the bundle is a root; a certificate webpki can't use as a trust anchor is
 /// skipped (and logged as a count), and a bundle with no usable one is an
 /// error. Errors never quote the bundle.
-pub fn client_ca_roots(client_ca_pem: &[u8]) -> Result<RootCertStore, String> {
+pub fn client_ca_roots(client_ca_pem: &[u8]) -> Result<RootCertStore, FrontTlsError> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(client_ca_pem)
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("request-header CA bundle: {e}"))?;
+        .map_err(FrontTlsError::CaPem)?;
     if certs.is_empty() {
-        return Err("request-header CA bundle: no PEM certificate found".into());
+        return Err(FrontTlsError::NoCa);
     }
     let mut roots = RootCertStore::empty();
     let (added, ignored) = roots.add_parsable_certificates(certs);
     if added == 0 {
-        return Err(format!(
-            "request-header CA bundle: none of its {ignored} certificate(s) is usable as a CA"
-        ));
+        return Err(FrontTlsError::NoUsableCa(ignored));
     }
     if ignored > 0 {
         tracing::warn!(
@@ -69,12 +111,12 @@ pub fn client_ca_roots(client_ca_pem: &[u8]) -> Result<RootCertStore, String> {
 /// The client-certificate verifier: rustls' webpki verifier over the
 /// request-header CA bundle, with unauthenticated callers allowed through the
 /// handshake (they get 401 from the handler).
-pub fn client_verifier(client_ca_pem: &[u8]) -> Result<Arc<dyn ClientCertVerifier>, String> {
+pub fn client_verifier(client_ca_pem: &[u8]) -> Result<Arc<dyn ClientCertVerifier>, FrontTlsError> {
     let roots = client_ca_roots(client_ca_pem)?;
     WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
         .allow_unauthenticated()
         .build()
-        .map_err(|e| format!("request-header CA bundle: {e}"))
+        .map_err(FrontTlsError::Verifier)
 }
 
 /// A rustls server configuration for the front: `serving` as the server's
@@ -83,27 +125,30 @@ pub fn client_verifier(client_ca_pem: &[u8]) -> Result<Arc<dyn ClientCertVerifie
 pub fn server_config(
     serving: &Identity,
     client_ca_pem: &[u8],
-) -> Result<Arc<ServerConfig>, String> {
+) -> Result<Arc<ServerConfig>, FrontTlsError> {
     build(&serving.cert_pem, &serving.key_pem, client_ca_pem)
 }
 
-fn build(cert_pem: &str, key_pem: &str, client_ca_pem: &[u8]) -> Result<Arc<ServerConfig>, String> {
+fn build(
+    cert_pem: &str,
+    key_pem: &str,
+    client_ca_pem: &[u8],
+) -> Result<Arc<ServerConfig>, FrontTlsError> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("front serving certificate: {e}"))?;
+        .map_err(FrontTlsError::CertificatePem)?;
     if certs.is_empty() {
-        return Err("front serving certificate: no PEM certificate found".into());
+        return Err(FrontTlsError::NoCertificate);
     }
-    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes())
-        .map_err(|e| format!("front serving key: {e}"))?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(FrontTlsError::KeyPem)?;
     let verifier = client_verifier(client_ca_pem)?;
     let mut cfg = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(FrontTlsError::Versions)?
         .with_client_cert_verifier(verifier)
         // Also checks that the key is the certificate's.
         .with_single_cert(certs, key)
-        .map_err(|e| format!("front serving certificate: {e}"))?;
+        .map_err(FrontTlsError::Certificate)?;
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(cfg))
 }
@@ -212,7 +257,7 @@ pub struct ReloadingConfig {
 impl ReloadingConfig {
     /// Loads the configuration once; an error here is fatal to the caller
     /// (there is no previous configuration to keep).
-    pub fn new(serving: ServingSource, client_ca: ClientCaSource) -> Result<Self, String> {
+    pub fn new(serving: ServingSource, client_ca: ClientCaSource) -> Result<Self, FrontTlsError> {
         let stamps = file_stamps(&serving, &client_ca);
         let config = load(&serving, &client_ca)?;
         Ok(ReloadingConfig {
@@ -257,14 +302,14 @@ impl ReloadingConfig {
     /// configuration was installed; on error the previous one stays. For
     /// the unit tests: `regroup serve` reloads through `current`.
     #[cfg(test)]
-    pub(crate) fn reload_if_changed(&self) -> Result<bool, String> {
+    pub(crate) fn reload_if_changed(&self) -> Result<bool, FrontTlsError> {
         let mut sources = self.sources.lock().unwrap_or_else(PoisonError::into_inner);
         self.reload_locked(&mut sources)
     }
 
     /// Installs a new request-header CA bundle (from the ConfigMap), from now
     /// on the CA source. On error the previous configuration and source stay.
-    pub fn set_client_ca_pem(&self, pem: Vec<u8>) -> Result<(), String> {
+    pub fn set_client_ca_pem(&self, pem: Vec<u8>) -> Result<(), FrontTlsError> {
         let mut sources = self.sources.lock().unwrap_or_else(PoisonError::into_inner);
         let client_ca = ClientCaSource::Pem(pem);
         let stamps = file_stamps(&self.serving, &client_ca);
@@ -275,7 +320,7 @@ impl ReloadingConfig {
         Ok(())
     }
 
-    fn reload_locked(&self, sources: &mut Sources) -> Result<bool, String> {
+    fn reload_locked(&self, sources: &mut Sources) -> Result<bool, FrontTlsError> {
         sources.last_check = Instant::now();
         // Stamp before reading: a change racing the read shows up as a
         // changed stamp at the next check and is read again.
@@ -314,11 +359,17 @@ fn file_stamps(serving: &ServingSource, client_ca: &ClientCaSource) -> [Option<S
     [cert, key, ca]
 }
 
-fn load(serving: &ServingSource, client_ca: &ClientCaSource) -> Result<Arc<ServerConfig>, String> {
+fn load(
+    serving: &ServingSource,
+    client_ca: &ClientCaSource,
+) -> Result<Arc<ServerConfig>, FrontTlsError> {
     let ca_file;
     let ca: &[u8] = match client_ca {
         ClientCaSource::File(p) => {
-            ca_file = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            ca_file = std::fs::read(p).map_err(|source| FrontTlsError::ReadCa {
+                path: p.clone(),
+                source,
+            })?;
             &ca_file
         }
         ClientCaSource::Pem(pem) => pem,

@@ -30,6 +30,90 @@ use crate::net::serving_cert::CHECK_EVERY;
 /// never past the CA's end.
 pub const LEAF_LIFE: Duration = Duration::from_secs(7 * 24 * 3600);
 
+/// Why no leaf could be issued from the app's CA.
+#[derive(Debug, thiserror::Error)]
+pub enum IssueError {
+    /// A CA file can't be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A CA file is not PEM.
+    #[error("{}: {source}", path.display())]
+    Pem {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: rustls::pki_types::pem::Error,
+    },
+    /// The CA certificate can't issue.
+    #[error("{}: {source}", path.display())]
+    Ca {
+        /// The certificate file.
+        path: PathBuf,
+        /// Why.
+        source: CaError,
+    },
+    /// The CA key is of a kind rcgen can't sign with.
+    #[error(
+        "{}: {source} (a PKCS#8 ECDSA P-256/P-384, Ed25519 or RSA key is needed)",
+        path.display()
+    )]
+    KeyKind {
+        /// The key file.
+        path: PathBuf,
+        /// Why.
+        source: rcgen::Error,
+    },
+    /// The CA certificate and key make no issuer.
+    #[error("{}: {source}", path.display())]
+    Issuer {
+        /// The certificate file.
+        path: PathBuf,
+        /// Why.
+        source: rcgen::Error,
+    },
+    /// The CA's validity has ended.
+    #[error("the CA has expired")]
+    Expired,
+    /// `webhooks.issueFrom.dnsNames` can't be a certificate's names.
+    #[error("webhooks.issueFrom.dnsNames: {0}")]
+    DnsNames(#[source] rcgen::Error),
+    /// The leaf's key can't be made.
+    #[error("{0}")]
+    LeafKey(#[source] rcgen::Error),
+    /// The leaf can't be signed.
+    #[error("signing: {0}")]
+    Signing(#[source] rcgen::Error),
+    /// The leaf's key is not a private key rustls reads (rustls says why,
+    /// in a fixed text).
+    #[error("{0}")]
+    LeafKeyDer(&'static str),
+    /// The leaf's key can't sign.
+    #[error("{0}")]
+    LeafSigningKey(#[source] rustls::Error),
+}
+
+/// Why a CA certificate can't issue leaves here.
+#[derive(Debug, thiserror::Error)]
+pub enum CaError {
+    /// Not X.509.
+    #[error("{0}")]
+    Parse(#[from] x509_parser::nom::Err<x509_parser::error::X509Error>),
+    /// Not a CA.
+    #[error("not a CA certificate")]
+    NotCa,
+    /// A subject rcgen can't copy into the leaf's issuer.
+    #[error("a subject with multi-valued or empty parts can't be an issuer here")]
+    MultiValuedSubject,
+    /// A validity ending before the epoch.
+    #[error("its end of validity is before 1970")]
+    BeforeEpoch,
+}
+
 struct Leaf {
     key: Arc<CertifiedKey>,
     renew_at: SystemTime,
@@ -110,31 +194,42 @@ impl IssuedCert {
         s.leaf.as_ref().map(|l| l.key.clone())
     }
 
-    fn issue(&self) -> Result<Leaf, String> {
-        let read =
-            |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    fn issue(&self) -> Result<Leaf, IssueError> {
+        let read = |p: &Path| {
+            std::fs::read_to_string(p).map_err(|source| IssueError::Read {
+                path: p.to_path_buf(),
+                source,
+            })
+        };
+        let pem = |p: &Path| {
+            let path = p.to_path_buf();
+            move |source| IssueError::Pem { path, source }
+        };
         let (ca_pem, key_pem) = (read(&self.ca_cert)?, read(&self.ca_key)?);
-        let ca_der = CertificateDer::from_pem_slice(ca_pem.as_bytes())
-            .map_err(|e| format!("{}: {e}", self.ca_cert.display()))?;
-        let ca_end =
-            checked_ca_end(&ca_der).map_err(|e| format!("{}: {e}", self.ca_cert.display()))?;
-        let key_der = PrivateKeyDer::from_pem_slice(key_pem.as_bytes())
-            .map_err(|e| format!("{}: {e}", self.ca_key.display()))?;
-        let ca_key = KeyPair::try_from(&key_der).map_err(|e| {
-            format!(
-                "{}: {e} (a PKCS#8 ECDSA P-256/P-384, Ed25519 or RSA key is needed)",
-                self.ca_key.display()
-            )
+        let ca_der =
+            CertificateDer::from_pem_slice(ca_pem.as_bytes()).map_err(pem(&self.ca_cert))?;
+        let ca_end = checked_ca_end(&ca_der).map_err(|source| IssueError::Ca {
+            path: self.ca_cert.clone(),
+            source,
         })?;
-        let issuer = Issuer::from_ca_cert_der(&ca_der, ca_key)
-            .map_err(|e| format!("{}: {e}", self.ca_cert.display()))?;
+        let key_der =
+            PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(pem(&self.ca_key))?;
+        let ca_key = KeyPair::try_from(&key_der).map_err(|source| IssueError::KeyKind {
+            path: self.ca_key.clone(),
+            source,
+        })?;
+        let issuer =
+            Issuer::from_ca_cert_der(&ca_der, ca_key).map_err(|source| IssueError::Issuer {
+                path: self.ca_cert.clone(),
+                source,
+            })?;
         let now = SystemTime::now();
         let not_after = (now + LEAF_LIFE).min(ca_end);
         let life = not_after
             .duration_since(now)
-            .map_err(|_| "the CA has expired".to_owned())?;
-        let mut params = CertificateParams::new(self.dns_names.clone())
-            .map_err(|e| format!("webhooks.issueFrom.dnsNames: {e}"))?;
+            .map_err(|_| IssueError::Expired)?;
+        let mut params =
+            CertificateParams::new(self.dns_names.clone()).map_err(IssueError::DnsNames)?;
         let mut dn = DistinguishedName::new();
         dn.push(
             DnType::CommonName,
@@ -147,16 +242,17 @@ impl IssuedCert {
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         params.use_authority_key_identifier_extension = true;
-        let leaf_key = KeyPair::generate().map_err(|e| e.to_string())?;
+        let leaf_key = KeyPair::generate().map_err(IssueError::LeafKey)?;
         let cert = params
             .signed_by(&leaf_key, &issuer)
-            .map_err(|e| format!("signing: {e}"))?;
-        let key = PrivateKeyDer::try_from(leaf_key.serialize_der()).map_err(|e| e.to_string())?;
+            .map_err(IssueError::Signing)?;
+        let key =
+            PrivateKeyDer::try_from(leaf_key.serialize_der()).map_err(IssueError::LeafKeyDer)?;
         let signing = self
             .provider
             .key_provider
             .load_private_key(key)
-            .map_err(|e| e.to_string())?;
+            .map_err(IssueError::LeafSigningKey)?;
         Ok(Leaf {
             key: Arc::new(CertifiedKey::new(vec![cert.der().clone()], signing)),
             renew_at: now + life * 2 / 3,
@@ -166,16 +262,16 @@ impl IssuedCert {
 
 /// The CA certificate's end of validity, after the checks that keep the
 /// issuing from failing later (a CA, a name of one attribute per part).
-fn checked_ca_end(der: &CertificateDer<'_>) -> Result<SystemTime, String> {
-    let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|e| e.to_string())?;
+fn checked_ca_end(der: &CertificateDer<'_>) -> Result<SystemTime, CaError> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der)?;
     if !cert.is_ca() {
-        return Err("not a CA certificate".into());
+        return Err(CaError::NotCa);
     }
     if cert.subject().iter().any(|rdn| rdn.iter().count() != 1) {
-        return Err("a subject with multi-valued or empty parts can't be an issuer here".into());
+        return Err(CaError::MultiValuedSubject);
     }
     let end = cert.validity().not_after.timestamp();
-    let end = u64::try_from(end).map_err(|_| "its end of validity is before 1970".to_owned())?;
+    let end = u64::try_from(end).map_err(|_| CaError::BeforeEpoch)?;
     Ok(SystemTime::UNIX_EPOCH + Duration::from_secs(end))
 }
 

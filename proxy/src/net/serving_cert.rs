@@ -19,6 +19,54 @@ pub const CHECK_EVERY: Duration = Duration::from_secs(1);
 
 use crate::file_stamp::{file_stamp as stamp, FileStamp as Stamp};
 
+/// Why the certificate files can't be served.
+#[derive(Debug, thiserror::Error)]
+pub enum CertFilesError {
+    /// A file can't be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file is not PEM.
+    #[error("{}: {source}", path.display())]
+    Pem {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: rustls::pki_types::pem::Error,
+    },
+    /// The certificate file holds no certificate.
+    #[error("{}: no PEM certificate found", path.display())]
+    NoCertificate {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The key can't sign.
+    #[error("{}: {source}", path.display())]
+    Key {
+        /// The key file.
+        path: PathBuf,
+        /// Why.
+        source: rustls::Error,
+    },
+    /// The key is not the certificate's.
+    #[error("{} and {}: {source}", cert.display(), key.display())]
+    Mismatch {
+        /// The certificate file.
+        cert: PathBuf,
+        /// The key file.
+        key: PathBuf,
+        /// Why.
+        source: rustls::Error,
+    },
+    /// The crypto provider refused the protocol versions.
+    #[error("{0}")]
+    Versions(#[source] rustls::Error),
+}
+
 struct State {
     key: Arc<CertifiedKey>,
     stamps: (Stamp, Stamp),
@@ -46,29 +94,45 @@ fn load(
     cert: &Path,
     key: &Path,
     provider: &rustls::crypto::CryptoProvider,
-) -> Result<Arc<CertifiedKey>, String> {
-    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+) -> Result<Arc<CertifiedKey>, CertFilesError> {
+    let read = |p: &Path| {
+        std::fs::read(p).map_err(|source| CertFilesError::Read {
+            path: p.to_path_buf(),
+            source,
+        })
+    };
+    let pem = |p: &Path| {
+        let p = p.to_path_buf();
+        move |source| CertFilesError::Pem { path: p, source }
+    };
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&read(cert)?)
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("{}: {e}", cert.display()))?;
+        .map_err(pem(cert))?;
     if certs.is_empty() {
-        return Err(format!("{}: no PEM certificate found", cert.display()));
+        return Err(CertFilesError::NoCertificate {
+            path: cert.to_path_buf(),
+        });
     }
-    let der = PrivateKeyDer::from_pem_slice(&read(key)?)
-        .map_err(|e| format!("{}: {e}", key.display()))?;
+    let der = PrivateKeyDer::from_pem_slice(&read(key)?).map_err(pem(key))?;
     let signing = provider
         .key_provider
         .load_private_key(der)
-        .map_err(|e| format!("{}: {e}", key.display()))?;
+        .map_err(|source| CertFilesError::Key {
+            path: key.to_path_buf(),
+            source,
+        })?;
     let ck = CertifiedKey::new(certs, signing);
-    ck.keys_match()
-        .map_err(|e| format!("{} and {}: {e}", cert.display(), key.display()))?;
+    ck.keys_match().map_err(|source| CertFilesError::Mismatch {
+        cert: cert.to_path_buf(),
+        key: key.to_path_buf(),
+        source,
+    })?;
     Ok(Arc::new(ck))
 }
 
 impl ReloadingCert {
     /// Reads `cert` and `key` now (an error stops the start).
-    pub fn new(cert: &Path, key: &Path) -> Result<ReloadingCert, String> {
+    pub fn new(cert: &Path, key: &Path) -> Result<ReloadingCert, CertFilesError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let stamps = (stamp(cert), stamp(key));
         let ck = load(cert, key, &provider)?;
@@ -108,10 +172,10 @@ impl ReloadingCert {
 
     /// A server configuration (h2 and http/1.1, no client certificates)
     /// that presents this certificate.
-    pub fn server_config(self: Arc<Self>) -> Result<Arc<ServerConfig>, String> {
+    pub fn server_config(self: Arc<Self>) -> Result<Arc<ServerConfig>, CertFilesError> {
         let mut cfg = ServerConfig::builder_with_provider(self.provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
+            .map_err(CertFilesError::Versions)?
             .with_no_client_auth()
             .with_cert_resolver(self);
         cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];

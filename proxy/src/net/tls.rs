@@ -2,7 +2,7 @@
 //! certificate generated at start for 127.0.0.1/localhost, the CA written
 //! where a projected service-account volume can carry it as `ca.crt`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rcgen::{
@@ -11,6 +11,37 @@ use rcgen::{
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::ServerConfig;
+
+/// Why a TLS identity or server configuration can't be had.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A certificate or key file can't be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// rcgen could not make the CA or the certificate.
+    #[error("generating certificates: {0}")]
+    Generate(#[from] rcgen::Error),
+    /// The serving certificate is not PEM.
+    #[error("serving certificate: {0}")]
+    CertificatePem(#[source] rustls::pki_types::pem::Error),
+    /// The serving certificate holds no certificate.
+    #[error("serving certificate: no PEM certificate found")]
+    NoCertificate,
+    /// The serving key is not PEM.
+    #[error("serving key: {0}")]
+    KeyPem(#[source] rustls::pki_types::pem::Error),
+    /// The crypto provider refused the protocol versions.
+    #[error("{0}")]
+    Versions(#[source] rustls::Error),
+    /// The certificate and key don't make an identity.
+    #[error("serving certificate: {0}")]
+    Certificate(#[source] rustls::Error),
+}
 
 /// A certificate chain and its key, PEM.
 pub struct Identity {
@@ -23,8 +54,13 @@ pub struct Identity {
 }
 
 /// Reads a certificate and key from files.
-pub fn from_files(cert: &Path, key: &Path) -> Result<Identity, String> {
-    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+pub fn from_files(cert: &Path, key: &Path) -> Result<Identity, TlsError> {
+    let read = |p: &Path| {
+        std::fs::read_to_string(p).map_err(|source| TlsError::Read {
+            path: p.to_path_buf(),
+            source,
+        })
+    };
     Ok(Identity {
         cert_pem: read(cert)?,
         key_pem: read(key)?,
@@ -35,7 +71,7 @@ pub fn from_files(cert: &Path, key: &Path) -> Result<Identity, String> {
 /// Generates a CA and a serving certificate for 127.0.0.1, ::1,
 /// localhost and `extra_names` (rcgen's default validity: they live as long as the process
 /// that generated them, and are generated anew at each start).
-pub fn generate() -> Result<Identity, String> {
+pub fn generate() -> Result<Identity, TlsError> {
     generate_for("regroup sidecar CA", &[], false)
 }
 
@@ -46,18 +82,17 @@ pub fn generate_for(
     ca_name: &str,
     extra_names: &[String],
     client: bool,
-) -> Result<Identity, String> {
-    let e = |e: rcgen::Error| format!("generating certificates: {e}");
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(e)?;
+) -> Result<Identity, TlsError> {
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
     ca_params
         .distinguished_name
         .push(DnType::CommonName, ca_name);
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().map_err(e)?).map_err(e)?;
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
 
     let leaf = if client {
-        let mut p = CertificateParams::new(Vec::<String>::new()).map_err(e)?;
+        let mut p = CertificateParams::new(Vec::<String>::new())?;
         let cn = extra_names
             .first()
             .cloned()
@@ -72,12 +107,12 @@ pub fn generate_for(
             "localhost".to_string(),
         ];
         names.extend(extra_names.iter().cloned());
-        let mut p = CertificateParams::new(names).map_err(e)?;
+        let mut p = CertificateParams::new(names)?;
         p.distinguished_name.push(DnType::CommonName, "regroup");
         p
     };
-    let key = KeyPair::generate().map_err(e)?;
-    let cert = leaf.signed_by(&key, &ca).map_err(e)?;
+    let key = KeyPair::generate()?;
+    let cert = leaf.signed_by(&key, &ca)?;
     Ok(Identity {
         cert_pem: cert.pem(),
         key_pem: key.serialize_pem(),
@@ -86,23 +121,22 @@ pub fn generate_for(
 }
 
 /// A rustls server configuration offering h2 and http/1.1.
-pub fn server_config(id: &Identity) -> Result<Arc<ServerConfig>, String> {
+pub fn server_config(id: &Identity) -> Result<Arc<ServerConfig>, TlsError> {
     let certs: Vec<CertificateDer<'static>> =
         CertificateDer::pem_slice_iter(id.cert_pem.as_bytes())
             .collect::<Result<_, _>>()
-            .map_err(|e| format!("serving certificate: {e}"))?;
+            .map_err(TlsError::CertificatePem)?;
     if certs.is_empty() {
-        return Err("serving certificate: no PEM certificate found".into());
+        return Err(TlsError::NoCertificate);
     }
-    let key = PrivateKeyDer::from_pem_slice(id.key_pem.as_bytes())
-        .map_err(|e| format!("serving key: {e}"))?;
+    let key = PrivateKeyDer::from_pem_slice(id.key_pem.as_bytes()).map_err(TlsError::KeyPem)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut cfg = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(TlsError::Versions)?
         .with_no_client_auth()
         .with_single_cert(certs, key)
-        .map_err(|e| format!("serving certificate: {e}"))?;
+        .map_err(TlsError::Certificate)?;
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(cfg))
 }

@@ -11,10 +11,54 @@ use std::collections::HashSet;
 
 type Object = Map<String, Value>;
 
+/// Why a central document can't be cut (it is then refused, never passed
+/// through uncut). Never quotes the document.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FilterError {
+    /// `/apis` of another kind.
+    #[error("not an APIGroupList or APIGroupDiscoveryList v2/v2beta1")]
+    NotAGroupList,
+    /// `/openapi/v2` of another version.
+    #[error("not a Swagger 2.0 document")]
+    NotSwagger2,
+    /// No `paths` member.
+    #[error("no `paths`")]
+    NoPaths,
+    /// JSON, but not an object.
+    #[error("not a JSON object")]
+    NotAnObject,
+    /// Not JSON (the position only: no part of the body).
+    #[error("not JSON (line {line}, column {column})")]
+    NotJson {
+        /// The line of the error.
+        line: usize,
+        /// Its column.
+        column: usize,
+    },
+    /// The cut document can't be written.
+    #[error("cannot write the document")]
+    Write,
+    /// A member that must be an object is not.
+    #[error("`{0}` is not an object")]
+    NotAnObjectMember(String),
+    /// The groups member is not a list.
+    #[error("the groups are not a list")]
+    GroupsNotAList,
+    /// A group without a name.
+    #[error("a group has no name")]
+    UnnamedGroup,
+    /// A path of the v3 index list that is not a string.
+    #[error("a path is not a string")]
+    PathNotAString,
+}
+
 /// `GET /apis`: a legacy `APIGroupList` (kind APIGroupList, `groups[].name`) or an aggregated
 /// `APIGroupDiscoveryList` (apidiscovery.k8s.io v2 or v2beta1, `items[].metadata.name`), JSON.
 /// Only the kept groups remain; everything else in the document keeps its bytes' meaning (order, fields).
-pub(crate) fn discovery_root(body: &[u8], keep: &dyn Fn(&str) -> bool) -> Result<Vec<u8>, String> {
+pub(crate) fn discovery_root(
+    body: &[u8],
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<Vec<u8>, FilterError> {
     let mut doc = parse_object(body)?;
     let (member, name): (&str, fn(&Value) -> Option<&str>) =
         match doc.get("kind").and_then(Value::as_str) {
@@ -22,7 +66,7 @@ pub(crate) fn discovery_root(body: &[u8], keep: &dyn Fn(&str) -> bool) -> Result
             Some("APIGroupDiscoveryList") if is_aggregated_version(&doc) => {
                 ("items", aggregated_group_name)
             }
-            _ => return Err("not an APIGroupList or APIGroupDiscoveryList v2/v2beta1".to_owned()),
+            _ => return Err(FilterError::NotAGroupList),
         };
     if let Some(groups) = doc.get_mut(member) {
         retain_groups(groups, keep, name)?;
@@ -34,12 +78,12 @@ pub(crate) fn discovery_root(body: &[u8], keep: &dyn Fn(&str) -> bool) -> Result
 /// `definitions` those paths reference, transitively (follow every "$ref": "#/definitions/X" found anywhere
 /// inside kept paths and inside kept definitions). Other top-level members (info, swagger, securityDefinitions,
 /// security, parameters ...) are kept; top-level `parameters` entries stay as they are.
-pub(crate) fn openapi_v2(body: &[u8], keep: &dyn Fn(&str) -> bool) -> Result<Vec<u8>, String> {
+pub(crate) fn openapi_v2(body: &[u8], keep: &dyn Fn(&str) -> bool) -> Result<Vec<u8>, FilterError> {
     let mut doc = parse_object(body)?;
     if doc.get("swagger").and_then(Value::as_str) != Some("2.0") {
-        return Err("not a Swagger 2.0 document".to_owned());
+        return Err(FilterError::NotSwagger2);
     }
-    let paths = object_member(&mut doc, "paths")?.ok_or("no `paths`")?;
+    let paths = object_member(&mut doc, "paths")?.ok_or(FilterError::NoPaths)?;
     paths.retain(|path, _| published(path, keep));
     // Taken out (its slot left empty, so the order of members stays) while
     // the rest of the document is searched for references: the kept paths,
@@ -62,7 +106,7 @@ pub(crate) fn openapi_v2(body: &[u8], keep: &dyn Fn(&str) -> bool) -> Result<Vec
 pub(crate) fn openapi_v3_index(
     body: &[u8],
     keep: &dyn Fn(&str) -> bool,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, FilterError> {
     let mut doc = parse_object(body)?;
     if let Some(paths) = object_member(&mut doc, "paths")? {
         paths.retain(|path, _| published(path, keep));
@@ -70,7 +114,7 @@ pub(crate) fn openapi_v3_index(
         // kube-apiserver 1.24's alpha index: a list of the same paths.
         retain_path_list(paths, keep)?;
     } else {
-        return Err("no `paths`".to_owned());
+        return Err(FilterError::NoPaths);
     }
     serialize(&doc, body)
 }
@@ -113,23 +157,22 @@ fn is_json_range(range: &str) -> bool {
     essence.eq_ignore_ascii_case("application/json")
 }
 
-fn parse_object(body: &[u8]) -> Result<Object, String> {
+fn parse_object(body: &[u8]) -> Result<Object, FilterError> {
     match serde_json::from_slice(body) {
         Ok(Value::Object(doc)) => Ok(doc),
-        Ok(_) => Err("not a JSON object".to_owned()),
+        Ok(_) => Err(FilterError::NotAnObject),
         // The position only: no part of the body in a message.
-        Err(e) => Err(format!(
-            "not JSON (line {}, column {})",
-            e.line(),
-            e.column()
-        )),
+        Err(e) => Err(FilterError::NotJson {
+            line: e.line(),
+            column: e.column(),
+        }),
     }
 }
 
 /// The document as JSON (members in their original order: `preserve_order`),
 /// ended by a newline when the original was, as Go's encoder ends it.
-fn serialize(doc: &Object, original: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = serde_json::to_vec(doc).map_err(|_| "cannot write the document".to_owned())?;
+fn serialize(doc: &Object, original: &[u8]) -> Result<Vec<u8>, FilterError> {
+    let mut out = serde_json::to_vec(doc).map_err(|_| FilterError::Write)?;
     if original.ends_with(b"\n") {
         out.push(b'\n');
     }
@@ -137,11 +180,14 @@ fn serialize(doc: &Object, original: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// A member that must be an object when present.
-fn object_member<'a>(doc: &'a mut Object, key: &str) -> Result<Option<&'a mut Object>, String> {
+fn object_member<'a>(
+    doc: &'a mut Object,
+    key: &str,
+) -> Result<Option<&'a mut Object>, FilterError> {
     match doc.get_mut(key) {
         None => Ok(None),
         Some(Value::Object(member)) => Ok(Some(member)),
-        Some(_) => Err(format!("`{key}` is not an object")),
+        Some(_) => Err(FilterError::NotAnObjectMember(key.to_owned())),
     }
 }
 
@@ -164,23 +210,26 @@ fn retain_groups(
     groups: &mut Value,
     keep: &dyn Fn(&str) -> bool,
     name: fn(&Value) -> Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), FilterError> {
     let groups = match groups {
         // Go writes an empty list as `null`.
         Value::Null => return Ok(()),
         Value::Array(groups) => groups,
-        _ => return Err("the groups are not a list".to_owned()),
+        _ => return Err(FilterError::GroupsNotAList),
     };
     if groups.iter().any(|group| name(group).is_none()) {
-        return Err("a group has no name".to_owned());
+        return Err(FilterError::UnnamedGroup);
     }
     groups.retain(|group| name(group).is_some_and(keep));
     Ok(())
 }
 
-fn retain_path_list(paths: &mut Vec<Value>, keep: &dyn Fn(&str) -> bool) -> Result<(), String> {
+fn retain_path_list(
+    paths: &mut Vec<Value>,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<(), FilterError> {
     if !paths.iter().all(Value::is_string) {
-        return Err("a path is not a string".to_owned());
+        return Err(FilterError::PathNotAString);
     }
     paths.retain(|path| path.as_str().is_some_and(|path| published(path, keep)));
     Ok(())
@@ -447,7 +496,9 @@ mod tests {
             br#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","items":[{"metadata":{"name":7}}]}"#,
         ];
         for body in bodies {
-            let e = discovery_root(body, &|_| true).expect_err(&String::from_utf8_lossy(body));
+            let e = discovery_root(body, &|_| true)
+                .expect_err(&String::from_utf8_lossy(body))
+                .to_string();
             assert!(!e.contains("s3cr3t") && e.len() < 100, "{e}");
         }
     }
@@ -659,7 +710,9 @@ mod tests {
             br#"{"swagger":2,"paths":{}}"#,
         ];
         for body in bodies {
-            let e = openapi_v2(body, &|_| true).expect_err(&String::from_utf8_lossy(body));
+            let e = openapi_v2(body, &|_| true)
+                .expect_err(&String::from_utf8_lossy(body))
+                .to_string();
             assert!(!e.contains("s3cr3t") && e.len() < 100, "{e}");
         }
     }
@@ -723,7 +776,9 @@ mod tests {
             br#""s3cr3t""#,
         ];
         for body in bodies {
-            let e = openapi_v3_index(body, &|_| true).expect_err(&String::from_utf8_lossy(body));
+            let e = openapi_v3_index(body, &|_| true)
+                .expect_err(&String::from_utf8_lossy(body))
+                .to_string();
             assert!(!e.contains("s3cr3t") && e.len() < 100, "{e}");
         }
     }

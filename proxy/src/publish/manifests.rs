@@ -193,10 +193,10 @@ fn versions_given(
 /// (`/apis/{group}`) lists them, preferred first.
 fn versions_from_central(settings: &Settings) -> Result<Vec<GroupVersions>, ManifestsError> {
     let hint = "; give the versions with --versions GROUP/VERSION,... instead";
-    let fail = |e: String| ManifestsError::Central(format!("{e}{hint}"));
+    let fail = |e: &dyn std::fmt::Display| ManifestsError::Central(format!("{e}{hint}"));
     let upstream = Upstream::central(settings)
         .expect("generate checked `publish:`")
-        .map_err(fail)?;
+        .map_err(|e| fail(&e))?;
     let server = upstream.describe().to_owned();
     let groups = settings
         .file
@@ -228,11 +228,23 @@ fn versions_from_central(settings: &Settings) -> Result<Vec<GroupVersions>, Mani
             }
             Ok(out)
         })
-        .map_err(|e: String| fail(format!("central cluster {server}: {e}")))
+        .map_err(|e: DiscoveryError| fail(&format!("central cluster {server}: {e}")))
+}
+
+/// Why the central cluster's discovery did not say which versions a group
+/// is served in.
+#[derive(Debug, thiserror::Error)]
+enum DiscoveryError {
+    /// The discovery request failed.
+    #[error(transparent)]
+    Client(#[from] crate::upstream::own_client::OwnClientError),
+    /// The group lists no version.
+    #[error("/apis/{0} lists no version")]
+    NoVersion(String),
 }
 
 /// The versions of an `APIGroup` discovery document.
-fn discovered_versions(group: &str, doc: &Json) -> Result<GroupVersions, String> {
+fn discovered_versions(group: &str, doc: &Json) -> Result<GroupVersions, DiscoveryError> {
     let versions: Vec<String> = doc["versions"]
         .as_array()
         .into_iter()
@@ -240,7 +252,7 @@ fn discovered_versions(group: &str, doc: &Json) -> Result<GroupVersions, String>
         .filter_map(|v| v["version"].as_str().map(str::to_owned))
         .collect();
     if versions.is_empty() {
-        return Err(format!("/apis/{group} lists no version"));
+        return Err(DiscoveryError::NoVersion(group.to_owned()));
     }
     Ok(GroupVersions {
         group: group.to_owned(),
@@ -526,7 +538,7 @@ fn remote(
     let dns = format!("{}.{ns}.svc", opts.name);
     let id =
         crate::net::tls::generate_for(&format!("regroup publish front CA ({dns})"), &[dns], false)
-            .map_err(ManifestsError::Config)?;
+            .map_err(|e| ManifestsError::Config(e.to_string()))?;
     let ca_pem = id.ca_pem.clone().expect("generate_for makes a CA");
     let mut parts = vec![
         comment("Apply with kubectl's context on the remote cluster."),

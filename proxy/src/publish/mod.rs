@@ -47,7 +47,7 @@ pub fn start<'a>(
     remote: OwnClient,
     limits: BodyLimits,
     metrics: Arc<Metrics>,
-) -> futures_util::future::BoxFuture<'a, Result<Published, String>> {
+) -> futures_util::future::BoxFuture<'a, Result<Published, PublishError>> {
     Box::pin(async move {
         let publisher = started(settings, p, remote, limits, metrics).await?;
         Ok(Published {
@@ -66,8 +66,8 @@ async fn started(
     remote: OwnClient,
     limits: BodyLimits,
     metrics: Arc<Metrics>,
-) -> Result<Arc<Publisher>, String> {
-    let central = Arc::new(Upstream::central(settings).ok_or("publish: not configured")??);
+) -> Result<Arc<Publisher>, PublishError> {
+    let central = Arc::new(Upstream::central(settings).ok_or(PublishError::NotConfigured)??);
     let cluster = match &p.cluster_id {
         Some(id) => id.clone(),
         None => cluster_id(&remote).await?,
@@ -114,15 +114,32 @@ async fn started(
 }
 
 /// This cluster's default id: the uid of its `kube-system` Namespace.
-async fn cluster_id(remote: &OwnClient) -> Result<String, String> {
+async fn cluster_id(remote: &OwnClient) -> Result<String, PublishError> {
     let ns = remote
         .get_json("/api/v1/namespaces/kube-system")
         .await
-        .map_err(|e| format!("publish: this cluster's id (the kube-system Namespace's uid; or set publish.clusterId): {e}"))?;
+        .map_err(PublishError::ClusterId)?;
     ns["metadata"]["uid"]
         .as_str()
         .map(str::to_owned)
-        .ok_or_else(|| {
-            "publish: the kube-system Namespace has no uid; set publish.clusterId".into()
-        })
+        .ok_or(PublishError::NoUid)
+}
+
+/// Why publish mode could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// No `publish:` section.
+    #[error("publish: not configured")]
+    NotConfigured,
+    /// The central cluster's client.
+    #[error(transparent)]
+    Central(#[from] crate::upstream::from_settings::FromSettingsError),
+    /// This cluster's id could not be read.
+    #[error(
+        "publish: this cluster's id (the kube-system Namespace's uid; or set publish.clusterId): {0}"
+    )]
+    ClusterId(#[source] crate::upstream::own_client::OwnClientError),
+    /// The kube-system Namespace has no uid.
+    #[error("publish: the kube-system Namespace has no uid; set publish.clusterId")]
+    NoUid,
 }

@@ -15,7 +15,40 @@ use serde_json::{json, Value as Json};
 
 use super::namespaces::Namespaces;
 use super::source;
-use crate::upstream::own_client::OwnClient;
+use crate::upstream::own_client::{OwnClient, OwnClientError};
+
+/// Why a pass over the connection Secrets (or one copy) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretsError {
+    /// A request to either cluster got no usable answer.
+    #[error(transparent)]
+    Client(#[from] OwnClientError),
+    /// The target namespaces could not be listed (the failure's message).
+    #[error("{0}")]
+    Namespaces(String),
+    /// The central Secret could not be read.
+    #[error("reading it centrally: {0}")]
+    ReadCentral(StatusCode),
+    /// The central Secret is not JSON (never quoted: it holds secrets).
+    #[error("central Secret is not JSON")]
+    CentralNotJson,
+    /// The remote copy could not be read.
+    #[error("reading the copy: {0}")]
+    ReadCopy(StatusCode),
+    /// The remote copy is not JSON (never quoted).
+    #[error("remote Secret is not JSON")]
+    RemoteNotJson,
+    /// A write was refused.
+    #[error("{method} {path}: {status}")]
+    Write {
+        /// The method.
+        method: Method,
+        /// The path.
+        path: String,
+        /// The answer's status.
+        status: StatusCode,
+    },
+}
 
 /// The label on every copy regroup made, its value the publisher's id
 /// ([`publisher_id`]): the selector one publisher finds its own copies by,
@@ -69,7 +102,7 @@ impl Puller {
     }
 
     /// One pass: how many copies were written and deleted.
-    pub async fn pass(&self) -> Result<(usize, usize), String> {
+    pub async fn pass(&self) -> Result<(usize, usize), SecretsError> {
         let wanted = self.wanted().await?;
         let mut copied = 0;
         for ((ns, name), from) in &wanted {
@@ -86,13 +119,13 @@ impl Puller {
     }
 
     /// Every copy this cluster's published objects ask for.
-    async fn wanted(&self) -> Result<Wanted, String> {
+    async fn wanted(&self) -> Result<Wanted, SecretsError> {
         let mut wanted = Wanted::new();
         let targets = self
             .namespaces
             .every_target()
             .await
-            .map_err(|f| f.message)?;
+            .map_err(|f| SecretsError::Namespaces(f.message))?;
         let selector = source::cluster_selector(&self.cluster);
         for (gv, resource) in self.resources().await? {
             for t in &targets {
@@ -136,14 +169,14 @@ impl Puller {
 
     /// The published resources (`group/version`, plural) that can be listed,
     /// each group's preferred version.
-    async fn resources(&self) -> Result<Vec<(String, String)>, String> {
+    async fn resources(&self) -> Result<Vec<(String, String)>, SecretsError> {
         let mut out = Vec::new();
         for g in &self.groups {
             let group = match self.central.get_json(&format!("/apis/{g}")).await {
                 Ok(d) => d,
                 // A group not (yet) served centrally has no objects.
-                Err(e) if e.ends_with("404 Not Found") => continue,
-                Err(e) => return Err(e),
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(e.into()),
             };
             let Some(gv) = group["preferredVersion"]["groupVersion"].as_str() else {
                 continue;
@@ -167,7 +200,7 @@ impl Puller {
     }
 
     /// Copies one Secret: whether the remote copy was written.
-    async fn copy(&self, ns: &str, name: &str, from: &Origin) -> Result<bool, String> {
+    async fn copy(&self, ns: &str, name: &str, from: &Origin) -> Result<bool, SecretsError> {
         let of = from.of.as_str();
         let path = format!("/api/v1/namespaces/{}/secrets/{name}", from.namespace);
         let (status, _, body) = self
@@ -179,10 +212,10 @@ impl Puller {
             return Ok(false);
         }
         if !status.is_success() {
-            return Err(format!("reading it centrally: {status}"));
+            return Err(SecretsError::ReadCentral(status));
         }
         let central: Json =
-            serde_json::from_slice(&body).map_err(|_| "central Secret is not JSON")?;
+            serde_json::from_slice(&body).map_err(|_| SecretsError::CentralNotJson)?;
         if self.require_owner && !owned_by(&central, &from.uid) {
             tracing::warn!(namespace = %ns, secret = %name, object = %of, "not copied: the central Secret is not owned by the object naming it (connectionSecrets.requireOwner)");
             return Ok(false);
@@ -212,10 +245,10 @@ impl Puller {
                 .map(|()| true);
         }
         if !status.is_success() {
-            return Err(format!("reading the copy: {status}"));
+            return Err(SecretsError::ReadCopy(status));
         }
         let current: Json =
-            serde_json::from_slice(&body).map_err(|_| "remote Secret is not JSON")?;
+            serde_json::from_slice(&body).map_err(|_| SecretsError::RemoteNotJson)?;
         if current["metadata"]["labels"][COPY_LABEL] != self.id.as_str() {
             tracing::warn!(namespace = %ns, secret = %name, "a Secret regroup does not own has this connection Secret's name: left alone");
             return Ok(false);
@@ -230,7 +263,7 @@ impl Puller {
         self.write(Method::PUT, &to, &copy).await.map(|()| true)
     }
 
-    async fn write(&self, method: Method, path: &str, doc: &Json) -> Result<(), String> {
+    async fn write(&self, method: Method, path: &str, doc: &Json) -> Result<(), SecretsError> {
         let body = Bytes::from(serde_json::to_vec(doc).expect("values serialize"));
         let (status, _, _) = self
             .remote
@@ -244,12 +277,16 @@ impl Puller {
         if status.is_success() {
             Ok(())
         } else {
-            Err(format!("{method} {path}: {status}"))
+            Err(SecretsError::Write {
+                method,
+                path: path.to_owned(),
+                status,
+            })
         }
     }
 
     /// Deletes the copies no published object names any more.
-    async fn delete_unwanted(&self, wanted: &Wanted) -> Result<usize, String> {
+    async fn delete_unwanted(&self, wanted: &Wanted) -> Result<usize, SecretsError> {
         let list = self
             .remote
             .get_json(&format!(

@@ -17,6 +17,31 @@ use tokio::net::TcpStream;
 
 use super::BoxError;
 
+/// Why a cluster's `proxy-url` can't be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyUrlError {
+    /// Not a URL.
+    #[error("proxy-url: not a URL: {0}")]
+    NotAUrl(#[source] http::uri::InvalidUri),
+    /// A URL without a host.
+    #[error("proxy-url: no host")]
+    NoHost,
+    /// TLS to the proxy itself.
+    #[error(
+        "proxy-url: an https:// proxy (TLS to the proxy itself) is not supported; use http:// or socks5://"
+    )]
+    Https,
+    /// Another scheme.
+    #[error("proxy-url: scheme `{0}` is not supported (http, socks5)")]
+    Scheme(String),
+    /// The proxy's host and port make no URI.
+    #[error("proxy-url: {0}")]
+    Address(#[source] http::uri::InvalidUri),
+    /// The URL's user and password can't be a header (never quoted).
+    #[error("proxy-url: credentials are not a valid header value")]
+    Credentials,
+}
+
 /// A connector: direct, or through a proxy.
 #[derive(Clone)]
 pub enum Dial {
@@ -30,13 +55,12 @@ pub enum Dial {
 
 impl Dial {
     /// `proxy_url` (none: direct) over `http`.
-    pub fn new(http: HttpConnector, proxy_url: Option<&str>) -> Result<Dial, String> {
+    pub fn new(http: HttpConnector, proxy_url: Option<&str>) -> Result<Dial, ProxyUrlError> {
         let Some(url) = proxy_url else {
             return Ok(Dial::Direct(http));
         };
-        let err = |m: &str| format!("proxy-url: {m}");
-        let uri: Uri = url.parse().map_err(|e| err(&format!("not a URL: {e}")))?;
-        let host = uri.host().ok_or_else(|| err("no host"))?;
+        let uri: Uri = url.parse().map_err(ProxyUrlError::NotAUrl)?;
+        let host = uri.host().ok_or(ProxyUrlError::NoHost)?;
         let (user, pass) = match uri.authority().map(|a| a.as_str()) {
             Some(a) if a.contains('@') => {
                 let info = &a[..a.rfind('@').unwrap_or(0)];
@@ -54,17 +78,13 @@ impl Dial {
         let default_port = match scheme {
             "http" => 80,
             "socks5" => 1080,
-            "https" => {
-                return Err(err(
-                    "an https:// proxy (TLS to the proxy itself) is not supported; use http:// or socks5://",
-                ))
-            }
-            s => return Err(err(&format!("scheme `{s}` is not supported (http, socks5)"))),
+            "https" => return Err(ProxyUrlError::Https),
+            s => return Err(ProxyUrlError::Scheme(s.to_owned())),
         };
         let port = uri.port_u16().unwrap_or(default_port);
         let dst: Uri = format!("http://{host}:{port}")
             .parse()
-            .map_err(|e| err(&format!("{e}")))?;
+            .map_err(ProxyUrlError::Address)?;
         Ok(match scheme {
             "socks5" => {
                 let s = SocksV5::new(dst, http);
@@ -80,7 +100,7 @@ impl Dial {
                         let v =
                             base64::engine::general_purpose::STANDARD.encode(format!("{u}:{pass}"));
                         let v = HeaderValue::from_str(&format!("Basic {v}"))
-                            .map_err(|_| err("credentials are not a valid header value"))?;
+                            .map_err(|_| ProxyUrlError::Credentials)?;
                         t.with_auth(v)
                     }
                     None => t,

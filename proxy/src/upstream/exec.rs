@@ -44,6 +44,106 @@ impl std::fmt::Debug for ExecOutput {
     }
 }
 
+/// Why a plugin's stdout is not a usable ExecCredential. Never quotes the
+/// output: it holds the credential.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// Not JSON of an ExecCredential's shape (only where: serde's message
+    /// may quote the value).
+    #[error("its output is not an ExecCredential (JSON error at line {line}, column {column})")]
+    NotJson {
+        /// The line of the error.
+        line: usize,
+        /// Its column.
+        column: usize,
+    },
+    /// Another kind.
+    #[error("its output has kind `{0}`, not ExecCredential")]
+    Kind(String),
+    /// Another version than the kubeconfig's.
+    #[error("its output has apiVersion `{got}`, the kubeconfig asked for `{asked}`")]
+    ApiVersion {
+        /// The output's.
+        got: String,
+        /// The kubeconfig's.
+        asked: String,
+    },
+    /// No `status`.
+    #[error("its ExecCredential has no status")]
+    NoStatus,
+    /// A certificate without its key or the reverse.
+    #[error("its ExecCredential has clientCertificateData or clientKeyData without the other")]
+    HalfClientCertificate,
+    /// Nothing to authenticate with.
+    #[error("its ExecCredential has neither a token nor a client certificate")]
+    NoCredential,
+    /// `expirationTimestamp` is not RFC 3339.
+    #[error("expirationTimestamp `{value}`: {source}")]
+    Expiration {
+        /// The timestamp as written.
+        value: String,
+        /// The parser's complaint.
+        source: time::error::Parse,
+    },
+}
+
+/// Why running a plugin gave no credential.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// The command does not exist: its `installHint` says how to get it.
+    #[error("exec plugin `{command}` not found{}", hint_suffix(.install_hint.as_deref()))]
+    NotFound {
+        /// The command.
+        command: String,
+        /// The kubeconfig's `installHint`.
+        install_hint: Option<String>,
+    },
+    /// Starting it or waiting for it failed.
+    #[error("exec plugin `{command}`: {source}")]
+    Io {
+        /// The command.
+        command: String,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// It ran past [`EXEC_TIMEOUT`].
+    #[error("exec plugin `{command}` did not finish within {}s", EXEC_TIMEOUT.as_secs())]
+    Timeout {
+        /// The command.
+        command: String,
+    },
+    /// It exited with an error: its stderr (bounded) says why.
+    #[error("exec plugin `{command}` failed ({status}){}", stderr_suffix(.stderr))]
+    Failed {
+        /// The command.
+        command: String,
+        /// How it exited.
+        status: std::process::ExitStatus,
+        /// Its stderr, trimmed and bounded.
+        stderr: String,
+    },
+    /// Its output is not a credential.
+    #[error("exec plugin `{command}`: {source}")]
+    Output {
+        /// The command.
+        command: String,
+        /// What is wrong with the output.
+        source: OutputError,
+    },
+}
+
+fn hint_suffix(hint: Option<&str>) -> String {
+    hint.map(|h| format!(": {}", h.trim())).unwrap_or_default()
+}
+
+fn stderr_suffix(stderr: &str) -> String {
+    if stderr.is_empty() {
+        String::new()
+    } else {
+        format!(": {stderr}")
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ExecCredential {
@@ -64,28 +164,23 @@ struct Status {
 }
 
 /// Parses a plugin's stdout: an ExecCredential of `api_version`.
-pub fn parse(api_version: &str, stdout: &[u8]) -> Result<ExecOutput, String> {
+pub fn parse(api_version: &str, stdout: &[u8]) -> Result<ExecOutput, OutputError> {
     // Never quote stdout in an error: it holds the credential.
-    let cred: ExecCredential = serde_json::from_slice(stdout).map_err(|e| {
-        format!(
-            "its output is not an ExecCredential (JSON error at line {}, column {})",
-            e.line(),
-            e.column()
-        )
-    })?;
+    let cred: ExecCredential =
+        serde_json::from_slice(stdout).map_err(|e| OutputError::NotJson {
+            line: e.line(),
+            column: e.column(),
+        })?;
     if cred.kind != "ExecCredential" {
-        return Err(format!(
-            "its output has kind `{}`, not ExecCredential",
-            cred.kind
-        ));
+        return Err(OutputError::Kind(cred.kind));
     }
     if cred.api_version != api_version {
-        return Err(format!(
-            "its output has apiVersion `{}`, the kubeconfig asked for `{api_version}`",
-            cred.api_version
-        ));
+        return Err(OutputError::ApiVersion {
+            got: cred.api_version,
+            asked: api_version.to_owned(),
+        });
     }
-    let status = cred.status.ok_or("its ExecCredential has no status")?;
+    let status = cred.status.ok_or(OutputError::NoStatus)?;
     let expires = match status.expiration_timestamp.as_deref() {
         None | Some("") => None,
         Some(t) => Some(parse_time(t)?),
@@ -93,17 +188,13 @@ pub fn parse(api_version: &str, stdout: &[u8]) -> Result<ExecOutput, String> {
     let token = status.token.filter(|t| !t.is_empty());
     let cert = status.client_certificate_data.filter(|c| !c.is_empty());
     let key = status.client_key_data.filter(|k| !k.is_empty());
-    let client_cert =
-        match (cert, key) {
-            (Some(c), Some(k)) => Some((c.into_bytes(), k.into_bytes())),
-            (None, None) => None,
-            _ => return Err(
-                "its ExecCredential has clientCertificateData or clientKeyData without the other"
-                    .into(),
-            ),
-        };
+    let client_cert = match (cert, key) {
+        (Some(c), Some(k)) => Some((c.into_bytes(), k.into_bytes())),
+        (None, None) => None,
+        _ => return Err(OutputError::HalfClientCertificate),
+    };
     if token.is_none() && client_cert.is_none() {
-        return Err("its ExecCredential has neither a token nor a client certificate".into());
+        return Err(OutputError::NoCredential);
     }
     Ok(ExecOutput {
         token,
@@ -113,14 +204,17 @@ pub fn parse(api_version: &str, stdout: &[u8]) -> Result<ExecOutput, String> {
 }
 
 /// An RFC 3339 timestamp (`2026-11-24T17:00:00Z`, offsets, fractions).
-fn parse_time(t: &str) -> Result<SystemTime, String> {
+fn parse_time(t: &str) -> Result<SystemTime, OutputError> {
     let at = time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
-        .map_err(|e| format!("expirationTimestamp `{t}`: {e}"))?;
+        .map_err(|source| OutputError::Expiration {
+            value: t.to_owned(),
+            source,
+        })?;
     Ok(SystemTime::from(at))
 }
 
 /// Runs the plugin once and reads its ExecCredential.
-pub async fn run(cfg: &ExecConfig) -> Result<ExecOutput, String> {
+pub async fn run(cfg: &ExecConfig) -> Result<ExecOutput, ExecError> {
     let mut cmd = tokio::process::Command::new(&cfg.command);
     cmd.args(&cfg.args)
         .stdin(Stdio::null())
@@ -143,24 +237,30 @@ pub async fn run(cfg: &ExecConfig) -> Result<ExecOutput, String> {
     let child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let mut m = format!("exec plugin `{}` not found", cfg.command);
-            if let Some(h) = &cfg.install_hint {
-                m.push_str(": ");
-                m.push_str(h.trim());
-            }
-            return Err(m);
+            return Err(ExecError::NotFound {
+                command: cfg.command.clone(),
+                install_hint: cfg.install_hint.clone(),
+            });
         }
-        Err(e) => return Err(format!("exec plugin `{}`: {e}", cfg.command)),
+        Err(source) => {
+            return Err(ExecError::Io {
+                command: cfg.command.clone(),
+                source,
+            })
+        }
     };
     let out = match tokio::time::timeout(EXEC_TIMEOUT, child.wait_with_output()).await {
         Ok(Ok(o)) => o,
-        Ok(Err(e)) => return Err(format!("exec plugin `{}`: {e}", cfg.command)),
+        Ok(Err(source)) => {
+            return Err(ExecError::Io {
+                command: cfg.command.clone(),
+                source,
+            })
+        }
         Err(_) => {
-            return Err(format!(
-                "exec plugin `{}` did not finish within {}s",
-                cfg.command,
-                EXEC_TIMEOUT.as_secs()
-            ))
+            return Err(ExecError::Timeout {
+                command: cfg.command.clone(),
+            })
         }
     };
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -175,18 +275,16 @@ pub async fn run(cfg: &ExecConfig) -> Result<ExecOutput, String> {
         stderr.to_owned()
     };
     if !out.status.success() {
-        return Err(format!(
-            "exec plugin `{}` failed ({}){}",
-            cfg.command,
-            out.status,
-            if stderr.is_empty() {
-                String::new()
-            } else {
-                format!(": {stderr}")
-            }
-        ));
+        return Err(ExecError::Failed {
+            command: cfg.command.clone(),
+            status: out.status,
+            stderr,
+        });
     }
-    parse(&cfg.api_version, &out.stdout).map_err(|e| format!("exec plugin `{}`: {e}", cfg.command))
+    parse(&cfg.api_version, &out.stdout).map_err(|source| ExecError::Output {
+        command: cfg.command.clone(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -241,7 +339,7 @@ mod tests {
             (V1, br#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"secret","expirationTimestamp":"tomorrow"}}"#, "expirationTimestamp"),
         ];
         for (v, out, want) in cases {
-            let e = parse(v, out).unwrap_err();
+            let e = parse(v, out).unwrap_err().to_string();
             assert!(e.contains(want), "{e}");
             assert!(!e.contains("secret"), "{e}");
         }
@@ -255,7 +353,7 @@ mod tests {
             install_hint: Some("brew install regroup-plugin".into()),
             ..ExecConfig::default()
         };
-        let e = run(&cfg).await.unwrap_err();
+        let e = run(&cfg).await.unwrap_err().to_string();
         assert!(
             e.contains("not found") && e.contains("brew install regroup-plugin"),
             "{e}"
@@ -269,7 +367,7 @@ mod tests {
             ],
             ..ExecConfig::default()
         };
-        let e = run(&cfg).await.unwrap_err();
+        let e = run(&cfg).await.unwrap_err().to_string();
         assert!(
             e.contains("login expired") && !e.contains("token-on-stdout"),
             "{e}"

@@ -7,7 +7,27 @@ use std::path::{Path, PathBuf};
 
 use regroup_config::Settings;
 
+use super::kubeconfig::KubeconfigError;
 use super::{kubeconfig, Upstream, UpstreamError};
+
+/// Why the cluster a configuration names can't be reached.
+#[derive(Debug, thiserror::Error)]
+pub enum FromSettingsError {
+    /// The kubeconfig (or the in-cluster configuration) named.
+    #[error(transparent)]
+    Kubeconfig(#[from] KubeconfigError),
+    /// Nothing names a cluster, and this is not a pod.
+    #[error(
+        "no upstream: no --kubeconfig, $KUBECONFIG or ~/.kube/config, and not in a cluster ({0})"
+    )]
+    NoUpstream(#[source] KubeconfigError),
+    /// The client can't be built from what was resolved.
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
+    /// Publish mode's central cluster.
+    #[error("publish.central: {0}")]
+    Central(#[source] Box<FromSettingsError>),
+}
 
 /// Where to reach the cluster, as the command line overrides the file.
 #[derive(Clone, Debug, Default)]
@@ -22,7 +42,10 @@ pub struct Target<'a> {
 /// file's `upstream.kubeconfig`, else `upstream.inCluster`, else
 /// `$KUBECONFIG` (every file of the list, merged, as kubectl does), else
 /// `~/.kube/config`, else the pod's service account.
-pub fn resolve(settings: &Settings, target: &Target<'_>) -> Result<kubeconfig::Resolved, String> {
+pub fn resolve(
+    settings: &Settings,
+    target: &Target<'_>,
+) -> Result<kubeconfig::Resolved, FromSettingsError> {
     resolve_section(&settings.file.upstream, target)
 }
 
@@ -31,31 +54,29 @@ pub fn resolve(settings: &Settings, target: &Target<'_>) -> Result<kubeconfig::R
 pub fn resolve_section(
     up: &regroup_config::schema::Upstream,
     target: &Target<'_>,
-) -> Result<kubeconfig::Resolved, String> {
+) -> Result<kubeconfig::Resolved, FromSettingsError> {
     let context = target.context.or(up.context.as_deref());
     let in_cluster = || match &up.service_account_dir {
         Some(dir) => kubeconfig::in_cluster_at(dir),
         None => kubeconfig::in_cluster(),
     };
     if let Some(path) = target.kubeconfig.or(up.kubeconfig.as_deref()) {
-        return kubeconfig::load(path, context).map_err(|e| e.to_string());
+        return Ok(kubeconfig::load(path, context)?);
     }
     if up.in_cluster {
-        return in_cluster().map_err(|e| e.to_string());
+        return Ok(in_cluster()?);
     }
     if let Some(p) = std::env::var_os("KUBECONFIG").filter(|p| !p.is_empty()) {
         let paths: Vec<PathBuf> = std::env::split_paths(&p).collect();
-        return kubeconfig::load_merged(&paths, context).map_err(|e| e.to_string());
+        return Ok(kubeconfig::load_merged(&paths, context)?);
     }
     if let Some(home) = std::env::var_os("HOME") {
         let p = PathBuf::from(home).join(".kube/config");
         if p.exists() {
-            return kubeconfig::load(&p, context).map_err(|e| e.to_string());
+            return Ok(kubeconfig::load(&p, context)?);
         }
     }
-    in_cluster().map_err(|e| {
-        format!("no upstream: no --kubeconfig, $KUBECONFIG or ~/.kube/config, and not in a cluster ({e})")
-    })
+    in_cluster().map_err(FromSettingsError::NoUpstream)
 }
 
 impl Upstream {
@@ -65,36 +86,32 @@ impl Upstream {
     pub fn from_settings(
         settings: &Settings,
         target: &Target<'_>,
-    ) -> Result<(Upstream, kubeconfig::Resolved), String> {
+    ) -> Result<(Upstream, kubeconfig::Resolved), FromSettingsError> {
         let resolved = resolve(settings, target)?;
         let upstream = Upstream::with_protocol(
             &resolved,
             settings.file.upstream.dangerous_insecure_skip_tls_verify,
             (&settings.limits).into(),
             settings.file.upstream.http2,
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         Ok((upstream, resolved))
     }
 
     /// Publish mode's central cluster (`publish.central`), with the
     /// settings' timeouts and its own protocol choice. `None` without
     /// `publish:`.
-    pub fn central(settings: &Settings) -> Option<Result<Upstream, String>> {
+    pub fn central(settings: &Settings) -> Option<Result<Upstream, FromSettingsError>> {
         let central = &settings.file.publish.as_ref()?.central;
-        Some(
-            resolve_section(central, &Target::default())
-                .map_err(|e| format!("publish.central: {e}"))
-                .and_then(|resolved| {
-                    Upstream::with_protocol(
-                        &resolved,
-                        central.dangerous_insecure_skip_tls_verify,
-                        (&settings.limits).into(),
-                        central.http2,
-                    )
-                    .map_err(|e| format!("publish.central: {e}"))
-                }),
-        )
+        let build = || -> Result<Upstream, FromSettingsError> {
+            let resolved = resolve_section(central, &Target::default())?;
+            Ok(Upstream::with_protocol(
+                &resolved,
+                central.dangerous_insecure_skip_tls_verify,
+                (&settings.limits).into(),
+                central.http2,
+            )?)
+        };
+        Some(build().map_err(|e| FromSettingsError::Central(Box::new(e))))
     }
 }
 

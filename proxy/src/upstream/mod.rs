@@ -41,16 +41,61 @@ use response_deadline::Deadlines;
 pub use streams::open_h2_streams;
 pub use streams::ResponseBody;
 use tls::tls_config;
-pub use vault::{bearer, Credential, CredentialError, Vault};
+pub use vault::{bearer, Credential, CredentialError, InvalidToken, Vault};
 
 pub use crate::body::{Body, BoxError};
 
 /// Why the upstream client could not be built.
 #[derive(Debug, thiserror::Error)]
-#[error("upstream {server}: {message}")]
+#[error("upstream {server}: {problem}")]
 pub struct UpstreamError {
     server: String,
-    message: String,
+    #[source]
+    problem: UpstreamProblem,
+}
+
+/// What is wrong with the upstream's settings (its server named by
+/// [`UpstreamError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamProblem {
+    /// The server is not a URL.
+    #[error("not a URL: {0}")]
+    NotAUrl(#[source] http::uri::InvalidUri),
+    /// The server URL has no scheme.
+    #[error("no scheme")]
+    NoScheme,
+    /// The server URL has no host.
+    #[error("no host")]
+    NoHost,
+    /// `tls-server-name` is not a DNS name or an IP address.
+    #[error("tls-server-name: {0}")]
+    TlsServerName(#[source] rustls::pki_types::InvalidDnsNameError),
+    /// The static token can't be a header.
+    #[error(transparent)]
+    Token(#[from] vault::InvalidToken),
+    /// The basic credentials can't be a header (never quoted).
+    #[error("{0}")]
+    Basic(#[source] http::header::InvalidHeaderValue),
+    /// The impersonation can't be sent as headers.
+    #[error(transparent)]
+    Impersonate(#[from] impersonate::ImpersonateError),
+    /// The connection pools can't be built.
+    #[error(transparent)]
+    Clients(#[from] ClientsError),
+}
+
+/// Why the connection pools of one TLS identity can't be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientsError {
+    /// The TLS client configuration (CA, client certificate).
+    #[error(transparent)]
+    Tls(#[from] tls::ClientTlsError),
+    /// The cluster's `proxy-url`.
+    #[error(transparent)]
+    ProxyUrl(#[from] dial::ProxyUrlError),
+    /// The server URL, as the pools dial it.
+    #[error(transparent)]
+    Pool(#[from] pool::PoolError),
 }
 
 /// How often the upstream CA file is checked for a change.
@@ -200,28 +245,28 @@ impl Upstream {
         timeouts: Timeouts,
         http2: Http2,
     ) -> Result<Upstream, UpstreamError> {
-        let err = |message: String| UpstreamError {
+        let err = |problem: UpstreamProblem| UpstreamError {
             server: r.server.clone(),
-            message,
+            problem,
         };
         let uri: Uri = r
             .server
             .parse()
-            .map_err(|e| err(format!("not a URL: {e}")))?;
+            .map_err(|e| err(UpstreamProblem::NotAUrl(e)))?;
         let scheme = uri
             .scheme()
             .cloned()
-            .ok_or_else(|| err("no scheme".into()))?;
+            .ok_or_else(|| err(UpstreamProblem::NoScheme))?;
         let authority = uri
             .authority()
             .cloned()
-            .ok_or_else(|| err("no host".into()))?;
+            .ok_or_else(|| err(UpstreamProblem::NoHost))?;
         let prefix = uri.path().trim_end_matches('/').to_owned();
         let insecure = r.insecure || insecure_override;
         let server_name = match &r.tls_server_name {
             Some(n) => Some(
                 ServerName::try_from(n.clone())
-                    .map_err(|e| err(format!("tls-server-name: {e}")))?,
+                    .map_err(|e| err(UpstreamProblem::TlsServerName(e)))?,
             ),
             None => None,
         };
@@ -229,15 +274,15 @@ impl Upstream {
             (vault::Source::Exec(Box::new(x.clone())), "exec plugin")
         } else if let Some(t) = &r.token {
             (
-                vault::Source::Static(bearer(t).map_err(err)?),
+                vault::Source::Static(bearer(t).map_err(|e| err(e.into()))?),
                 "bearer token",
             )
         } else if let Some(p) = &r.token_file {
             (vault::Source::TokenFile(p.clone()), "token file")
         } else if let Some((u, p)) = &r.basic {
             let v = base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"));
-            let mut v =
-                HeaderValue::from_str(&format!("Basic {v}")).map_err(|e| err(e.to_string()))?;
+            let mut v = HeaderValue::from_str(&format!("Basic {v}"))
+                .map_err(|e| err(UpstreamProblem::Basic(e)))?;
             v.set_sensitive(true);
             (vault::Source::Static(v), "basic auth")
         } else if r.client_cert.is_some() {
@@ -247,7 +292,7 @@ impl Upstream {
         };
         let vault = Vault::new(source, r.client_cert_files.clone(), r.client_cert.clone());
         let impersonate = match &r.impersonate {
-            Some(i) => Some(impersonation_headers(i).map_err(err)?),
+            Some(i) => Some(impersonation_headers(i).map_err(|e| err(e.into()))?),
             None => None,
         };
         let description = format!(
@@ -286,7 +331,7 @@ impl Upstream {
             .cached()
             .and_then(|c| c.client_cert.clone())
             .or_else(|| r.client_cert.clone().map(Arc::new));
-        let clients = build_clients(&params, cert).map_err(err)?;
+        let clients = build_clients(&params, cert).map_err(|e| err(e.into()))?;
         let ca_watch = r.ca_file.clone().filter(|_| !insecure).map(|p| {
             let st = crate::file_stamp::file_stamp(&p);
             (p, Mutex::new((Instant::now(), st)))
@@ -582,11 +627,14 @@ fn is_long_running(uri: &Uri, prefix: &str) -> bool {
     crate::kube::request::is_long_running(path, uri.query())
 }
 
-fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result<Clients, String> {
+fn build_clients(
+    p: &TlsParams,
+    cert: Option<Arc<(Vec<u8>, Vec<u8>)>>,
+) -> Result<Clients, ClientsError> {
     let tls = tls_config(&p.resolved, cert.as_deref(), p.insecure)?;
     // `http2`: ALPN offers h2 and HTTP/1.1 (the server picks), else
     // HTTP/1.1 only; `upgrades`: connections kept for `101`.
-    let build = |http2: bool, upgrades: bool| {
+    let build = |http2: bool, upgrades: bool| -> Result<Pool, ClientsError> {
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
@@ -605,14 +653,14 @@ fn build_clients(p: &TlsParams, cert: Option<Arc<(Vec<u8>, Vec<u8>)>>) -> Result
         } else {
             b.enable_http1().wrap_connector(dial)
         };
-        Pool::new(
+        Ok(Pool::new(
             connector,
             &p.server,
             upgrades,
             p.timeouts.health,
             p.timeouts.max_streams_per_connection,
             p.timeouts.idle_connection,
-        )
+        )?)
     };
     Ok(Clients {
         client: build(p.http2 == Http2::Auto, false)?,

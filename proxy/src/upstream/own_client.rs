@@ -10,12 +10,76 @@ use http::header::{self, HeaderValue};
 use http::{Request, Response};
 use serde_json::Value as Json;
 
-use crate::body::{collect, full};
+use super::sender::SendFailure;
+use crate::body::{collect, full, CollectError};
 use crate::upstream::ResponseBody;
 use crate::upstream::Upstream;
 
+/// Why one of regroup's own requests got no usable answer: each message
+/// names the request (method and path, never its headers or body).
+#[derive(Debug, thiserror::Error)]
+pub enum OwnClientError {
+    /// The path makes no URI.
+    #[error("{0}")]
+    Uri(#[from] http::Error),
+    /// The upstream did not answer: the message names the cause chain
+    /// (hyper's `client error (Connect)` alone says little).
+    #[error("{method} {path}: {}", super::with_causes(.source))]
+    Transport {
+        /// The request's method.
+        method: http::Method,
+        /// Its path.
+        path: String,
+        /// Why it got no answer.
+        source: super::SendError,
+    },
+    /// No request was sent (regroup's credential, the request body).
+    #[error("{method} {path}: {source}")]
+    Send {
+        /// The request's method.
+        method: http::Method,
+        /// Its path.
+        path: String,
+        /// Why.
+        source: SendFailure,
+    },
+    /// The answer's body could not be read whole.
+    #[error("{method} {path}: {source}")]
+    Body {
+        /// The request's method.
+        method: http::Method,
+        /// Its path.
+        path: String,
+        /// Why.
+        source: CollectError,
+    },
+    /// A JSON GET answered with an error status.
+    #[error("GET {path}: {status}")]
+    Status {
+        /// The path.
+        path: String,
+        /// The answer's status.
+        status: http::StatusCode,
+    },
+    /// A JSON GET answered with something else than JSON.
+    #[error("GET {path}: {source}")]
+    Json {
+        /// The path.
+        path: String,
+        /// The parser's complaint.
+        source: serde_json::Error,
+    },
+}
+
 /// The largest document regroup reads for itself.
 const LIMIT: usize = 16 << 20;
+
+impl OwnClientError {
+    /// A JSON GET answered `404 Not Found`.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, OwnClientError::Status { status, .. } if *status == http::StatusCode::NOT_FOUND)
+    }
+}
 
 /// regroup's own client of the upstream.
 #[derive(Clone)]
@@ -30,20 +94,31 @@ impl OwnClient {
     }
 
     /// GETs a JSON document.
-    pub async fn get_json(&self, path: &str) -> Result<Json, String> {
+    pub async fn get_json(&self, path: &str) -> Result<Json, OwnClientError> {
         let resp = self.get(path).await?;
         let status = resp.status();
-        let body = collect(resp.into_body(), LIMIT)
-            .await
-            .map_err(|e| format!("GET {path}: {e}"))?;
+        let body =
+            collect(resp.into_body(), LIMIT)
+                .await
+                .map_err(|source| OwnClientError::Body {
+                    method: http::Method::GET,
+                    path: path.to_owned(),
+                    source,
+                })?;
         if !status.is_success() {
-            return Err(format!("GET {path}: {status}"));
+            return Err(OwnClientError::Status {
+                path: path.to_owned(),
+                status,
+            });
         }
-        serde_json::from_slice(&body).map_err(|e| format!("GET {path}: {e}"))
+        serde_json::from_slice(&body).map_err(|source| OwnClientError::Json {
+            path: path.to_owned(),
+            source,
+        })
     }
 
     /// A JSON GET whose body is left to the caller (a watch streams).
-    pub async fn get(&self, path: &str) -> Result<Response<ResponseBody>, String> {
+    pub async fn get(&self, path: &str) -> Result<Response<ResponseBody>, OwnClientError> {
         self.send(
             http::Method::GET,
             path,
@@ -59,7 +134,7 @@ impl OwnClient {
         &self,
         path: &str,
         accept: HeaderValue,
-    ) -> Result<Response<ResponseBody>, String> {
+    ) -> Result<Response<ResponseBody>, OwnClientError> {
         self.send(http::Method::GET, path, accept, None).await
     }
 
@@ -72,12 +147,16 @@ impl OwnClient {
         path: &str,
         accept: HeaderValue,
         body: Option<(HeaderValue, Bytes)>,
-    ) -> Result<(http::StatusCode, http::HeaderMap, Bytes), String> {
+    ) -> Result<(http::StatusCode, http::HeaderMap, Bytes), OwnClientError> {
         let resp = self.send(method.clone(), path, accept, body).await?;
         let (parts, body) = resp.into_parts();
         let body = collect(body, LIMIT)
             .await
-            .map_err(|e| format!("{method} {path}: {e}"))?;
+            .map_err(|source| OwnClientError::Body {
+                method,
+                path: path.to_owned(),
+                source,
+            })?;
         Ok((parts.status, parts.headers, body))
     }
 
@@ -87,8 +166,8 @@ impl OwnClient {
         path: &str,
         accept: HeaderValue,
         body: Option<(HeaderValue, Bytes)>,
-    ) -> Result<Response<ResponseBody>, String> {
-        let uri = self.upstream.uri(path).map_err(|e| e.to_string())?;
+    ) -> Result<Response<ResponseBody>, OwnClientError> {
+        let uri = self.upstream.uri(path)?;
         let (ctype, bytes) = match body {
             Some((t, b)) => (Some(t), b),
             None => (None, Bytes::new()),
@@ -110,10 +189,16 @@ impl OwnClient {
             .send_as(true, req, None)
             .await
             .map_err(|e| match e {
-                super::sender::SendFailure::Transport(e) => {
-                    format!("{method} {path}: {}", super::with_causes(&e))
-                }
-                e => format!("{method} {path}: {e}"),
+                SendFailure::Transport(source) => OwnClientError::Transport {
+                    method,
+                    path: path.to_owned(),
+                    source,
+                },
+                source => OwnClientError::Send {
+                    method,
+                    path: path.to_owned(),
+                    source,
+                },
             })?;
         Ok(resp)
     }

@@ -231,6 +231,23 @@ enum Taken {
     H2(http2::SendRequest<Body>, Option<StreamGuard>),
 }
 
+/// Why a pool can't dial the server URL.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    /// The URL has no host.
+    #[error("no host")]
+    NoHost,
+    /// The URL has no scheme.
+    #[error("no scheme")]
+    NoScheme,
+    /// The host can't be a `Host` header.
+    #[error("host: {0}")]
+    Host(#[source] http::header::InvalidHeaderValue),
+    /// The URL to dial can't be built.
+    #[error("{0}")]
+    Uri(#[from] http::Error),
+}
+
 impl Pool {
     /// `upgrades`: HTTP/1.1 connections ready for `101 Switching
     /// Protocols` (the connector must offer HTTP/1.1 only).
@@ -241,8 +258,8 @@ impl Pool {
         health: HealthCheck,
         max_streams: usize,
         idle: Duration,
-    ) -> Result<Pool, String> {
-        let host = dst.host().ok_or("no host")?;
+    ) -> Result<Pool, PoolError> {
+        let host = dst.host().ok_or(PoolError::NoHost)?;
         let default_port = match dst.scheme_str() {
             Some("https") => 443,
             _ => 80,
@@ -251,13 +268,12 @@ impl Pool {
             Some(p) if p != default_port => HeaderValue::from_str(&format!("{host}:{p}")),
             _ => HeaderValue::from_str(host),
         }
-        .map_err(|e| format!("host: {e}"))?;
+        .map_err(PoolError::Host)?;
         let dst = Uri::builder()
-            .scheme(dst.scheme().cloned().ok_or("no scheme")?)
-            .authority(dst.authority().cloned().ok_or("no host")?)
+            .scheme(dst.scheme().cloned().ok_or(PoolError::NoScheme)?)
+            .authority(dst.authority().cloned().ok_or(PoolError::NoHost)?)
             .path_and_query("/")
-            .build()
-            .map_err(|e| e.to_string())?;
+            .build()?;
         Ok(Pool {
             connector,
             dst,

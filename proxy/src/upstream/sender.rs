@@ -21,7 +21,7 @@ use http::{Request, Response, StatusCode};
 use http_body::Body as _;
 use http_body_util::BodyExt;
 
-use super::{ResponseBody, SendError, Upstream};
+use super::{CredentialError, ResponseBody, SendError, Upstream};
 use crate::body::{full, Body};
 
 /// The largest request body kept to be sent again after a 401.
@@ -32,7 +32,7 @@ pub const RETRY_BODY_LIMIT: u64 = 1 << 20;
 pub enum SendFailure {
     /// regroup could not obtain its own credential.
     #[error("regroup cannot obtain its credential for the apiserver: {0}")]
-    Credential(String),
+    Credential(#[source] CredentialError),
     /// The request body could not be read to keep it for a resend.
     #[error("reading the request body: {0}")]
     Body(String),
@@ -129,7 +129,7 @@ impl Upstream {
                 Ok(Some(c.generation))
             }
             Ok(None) => Ok(None),
-            Err(e) => Err(SendFailure::Credential(e.to_string())),
+            Err(e) => Err(SendFailure::Credential(e)),
         }
     }
 }

@@ -13,15 +13,41 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 
 use super::Resolved;
 
+/// Why the TLS client configuration can't be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientTlsError {
+    /// The crypto provider refused the protocol versions.
+    #[error("{0}")]
+    Versions(#[source] rustls::Error),
+    /// The CA bundle is not PEM.
+    #[error("certificate authority: {0}")]
+    CaPem(#[source] rustls::pki_types::pem::Error),
+    /// A CA certificate is not usable as a root.
+    #[error("certificate authority: {0}")]
+    CaCertificate(#[source] rustls::Error),
+    /// The CA bundle holds no certificate.
+    #[error("certificate authority: no PEM certificate found")]
+    NoCaCertificate,
+    /// The client certificate is not PEM.
+    #[error("client certificate: {0}")]
+    ClientCertificatePem(#[source] rustls::pki_types::pem::Error),
+    /// The client key is not PEM.
+    #[error("client key: {0}")]
+    ClientKey(#[source] rustls::pki_types::pem::Error),
+    /// The client certificate and key don't make an identity.
+    #[error("client certificate: {0}")]
+    ClientCertificate(#[source] rustls::Error),
+}
+
 pub(super) fn tls_config(
     r: &Resolved,
     cert: Option<&(Vec<u8>, Vec<u8>)>,
     insecure: bool,
-) -> Result<ClientConfig, String> {
+) -> Result<ClientConfig, ClientTlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?;
+        .map_err(ClientTlsError::Versions)?;
     let builder = if insecure {
         builder
             .dangerous()
@@ -30,13 +56,11 @@ pub(super) fn tls_config(
         let mut roots = RootCertStore::empty();
         if let Some(pem) = &r.ca_pem {
             for cert in CertificateDer::pem_slice_iter(pem) {
-                let cert = cert.map_err(|e| format!("certificate authority: {e}"))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| format!("certificate authority: {e}"))?;
+                let cert = cert.map_err(ClientTlsError::CaPem)?;
+                roots.add(cert).map_err(ClientTlsError::CaCertificate)?;
             }
             if roots.is_empty() {
-                return Err("certificate authority: no PEM certificate found".into());
+                return Err(ClientTlsError::NoCaCertificate);
             }
         } else {
             // No CA given: the system's roots, as kubectl does. The image is
@@ -50,11 +74,11 @@ pub(super) fn tls_config(
         Some((cert, key)) => {
             let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert)
                 .collect::<Result<_, _>>()
-                .map_err(|e| format!("client certificate: {e}"))?;
-            let key = PrivateKeyDer::from_pem_slice(key).map_err(|e| format!("client key: {e}"))?;
+                .map_err(ClientTlsError::ClientCertificatePem)?;
+            let key = PrivateKeyDer::from_pem_slice(key).map_err(ClientTlsError::ClientKey)?;
             builder
                 .with_client_auth_cert(certs, key)
-                .map_err(|e| format!("client certificate: {e}"))
+                .map_err(ClientTlsError::ClientCertificate)
         }
         None => Ok(builder.with_no_client_auth()),
     }
@@ -113,7 +137,10 @@ mod tests {
 
     /// Runs a TLS handshake in memory between `client` and a server with
     /// `id`; returns the client's error, if any.
-    fn handshake(client: ClientConfig, id: &crate::net::tls::Identity) -> Result<(), String> {
+    fn handshake(
+        client: ClientConfig,
+        id: &crate::net::tls::Identity,
+    ) -> Result<(), HandshakeError> {
         let server = crate::net::tls::server_config(id).unwrap();
         let mut c = rustls::ClientConnection::new(
             Arc::new(client),
@@ -129,12 +156,21 @@ mod tests {
             let mut buf = Vec::new();
             s.write_tls(&mut buf).unwrap();
             c.read_tls(&mut &buf[..]).unwrap();
-            c.process_new_packets().map_err(|e| e.to_string())?;
+            c.process_new_packets()?;
             if !c.is_handshaking() {
                 return Ok(());
             }
         }
-        Err("handshake did not finish".into())
+        Err(HandshakeError::Unfinished)
+    }
+
+    /// Why the in-memory handshake failed.
+    #[derive(Debug, thiserror::Error)]
+    enum HandshakeError {
+        #[error("{0}")]
+        Tls(#[from] rustls::Error),
+        #[error("handshake did not finish")]
+        Unfinished,
     }
 
     fn https(ca_pem: Option<Vec<u8>>) -> Resolved {
@@ -151,7 +187,7 @@ mod tests {
         let client = tls_config(&https(None), None, false).expect("no CA: the public roots");
         // A private CA's certificate is not in them: refused, not accepted.
         let id = crate::net::tls::generate_for("private-ca", &[], false).unwrap();
-        let err = handshake(client, &id).unwrap_err();
+        let err = handshake(client, &id).unwrap_err().to_string();
         assert!(err.contains("UnknownIssuer"), "{err}");
         // The same certificate with its CA given verifies.
         let ca = id.ca_pem.clone().unwrap().into_bytes();

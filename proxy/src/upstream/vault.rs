@@ -55,10 +55,53 @@ impl Source {
     }
 }
 
-/// Why regroup has no credential to send.
+/// Why regroup has no credential to send. `Clone`: the last failure is
+/// kept and handed to every caller until the next attempt, so the sources
+/// are shared.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct CredentialError(pub String);
+pub enum CredentialError {
+    /// The token file can't be read.
+    #[error("token file {}: {source}", path.display())]
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: Arc<std::io::Error>,
+    },
+    /// The token file's token can't be a header.
+    #[error("token file {}: {source}", path.display())]
+    TokenFileValue {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: InvalidToken,
+    },
+    /// A client certificate or key file can't be read.
+    #[error("client certificate {}: {source}", path.display())]
+    ClientCertificate {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: Arc<std::io::Error>,
+    },
+    /// The exec plugin gave no credential.
+    #[error(transparent)]
+    Exec(Arc<exec::ExecError>),
+    /// The exec plugin's token can't be a header.
+    #[error("exec plugin `{command}`: {source}")]
+    ExecToken {
+        /// The plugin's command.
+        command: String,
+        /// Why.
+        source: InvalidToken,
+    },
+}
+
+/// A token that can't be sent in an `Authorization` header (its value is
+/// never quoted).
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("token is not a valid header value")]
+pub struct InvalidToken;
 
 /// One credential, as obtained.
 pub struct Credential {
@@ -262,19 +305,24 @@ impl Vault {
             Source::None | Source::Exec(_) => None,
             Source::Static(v) => Some(v.clone()),
             Source::TokenFile(p) => {
-                let t = std::fs::read_to_string(p)
-                    .map_err(|e| CredentialError(format!("token file {}: {e}", p.display())))?;
+                let t = std::fs::read_to_string(p).map_err(|e| CredentialError::TokenFile {
+                    path: p.clone(),
+                    source: Arc::new(e),
+                })?;
                 Some(
-                    bearer(t.trim())
-                        .map_err(|e| CredentialError(format!("token file {}: {e}", p.display())))?,
+                    bearer(t.trim()).map_err(|source| CredentialError::TokenFileValue {
+                        path: p.clone(),
+                        source,
+                    })?,
                 )
             }
         };
         let client_cert = match &self.cert_files {
             Some((c, k)) => {
                 let read = |p: &PathBuf| {
-                    std::fs::read(p).map_err(|e| {
-                        CredentialError(format!("client certificate {}: {e}", p.display()))
+                    std::fs::read(p).map_err(|e| CredentialError::ClientCertificate {
+                        path: p.clone(),
+                        source: Arc::new(e),
                     })
                 };
                 Some(Arc::new((read(c)?, read(k)?)))
@@ -311,12 +359,14 @@ impl Vault {
             token,
             client_cert,
             expires,
-        } = exec::run(cfg).await.map_err(CredentialError)?;
+        } = exec::run(cfg)
+            .await
+            .map_err(|e| CredentialError::Exec(Arc::new(e)))?;
         let authorization = match token {
-            Some(t) => Some(
-                bearer(&t)
-                    .map_err(|e| CredentialError(format!("exec plugin `{}`: {e}", cfg.command)))?,
-            ),
+            Some(t) => Some(bearer(&t).map_err(|source| CredentialError::ExecToken {
+                command: cfg.command.clone(),
+                source,
+            })?),
             None => None,
         };
         let client_cert = client_cert
@@ -327,9 +377,8 @@ impl Vault {
 }
 
 /// `Bearer <token>`, marked sensitive.
-pub fn bearer(token: &str) -> Result<HeaderValue, String> {
-    let mut v = HeaderValue::from_str(&format!("Bearer {token}"))
-        .map_err(|_| "token is not a valid header value".to_string())?;
+pub fn bearer(token: &str) -> Result<HeaderValue, InvalidToken> {
+    let mut v = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| InvalidToken)?;
     v.set_sensitive(true);
     Ok(v)
 }
@@ -459,11 +508,11 @@ printf '{{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCreden
         std::fs::write(d.join("fail"), "").unwrap();
         let vault = Vault::new(plugin(&d, 3600), None, None);
         let e = vault.get().await.err().unwrap();
-        assert!(e.0.contains("no login: try again"), "{e}");
+        assert!(e.to_string().contains("no login: try again"), "{e}");
         // Within the backoff: the same error, no new run.
         std::fs::remove_file(d.join("fail")).unwrap();
         let e2 = vault.get().await.err().unwrap();
-        assert_eq!(e.0, e2.0);
+        assert_eq!(e.to_string(), e2.to_string());
         assert_eq!(runs(&d), 0);
         tokio::time::sleep(BACKOFF_MIN + Duration::from_millis(50)).await;
         assert_eq!(token(&vault.get().await.unwrap()), "Bearer t1");

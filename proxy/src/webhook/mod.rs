@@ -172,7 +172,8 @@ impl Webhooks {
         })?;
         let engine = self.live.load();
         let bad = |e: String| (Failure::bad_request(e), "bad_review");
-        let cluster_review = Review::read(&body).map_err(bad)?;
+        // The caller's answer says why, as text.
+        let cluster_review = Review::read(&body).map_err(|e| bad(e.to_string()))?;
         let kind = cluster_review.kind.name();
         self.metrics.webhook_request(&hook.name, kind);
         let for_app = engine
@@ -180,7 +181,7 @@ impl Webhooks {
             .map_err(|e| bad(format!("the {kind} can't be renamed: {e}")))?
             .map(Bytes::from)
             .unwrap_or(body);
-        let review = Review::read(&for_app).map_err(bad)?;
+        let review = Review::read(&for_app).map_err(|e| bad(e.to_string()))?;
         tracing::debug!(webhook = %hook.name, kind, uid = %review.uid, "webhooks: review");
 
         let path = match &query {

@@ -62,11 +62,38 @@ struct Gvk {
     kind: String,
 }
 
+/// Why a review (or the app's answer to one) can't be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    /// Not JSON of a review's shape.
+    #[error("not a JSON review: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// Another kind of document.
+    #[error("expected an AdmissionReview or ConversionReview, got `{api_version}` `{kind}`")]
+    Kind {
+        /// Its `apiVersion`.
+        api_version: String,
+        /// Its `kind`.
+        kind: String,
+    },
+    /// A review without `request`.
+    #[error("the review has no `request`")]
+    NoRequest,
+    /// A request without `uid`.
+    #[error("the review's request has no `uid`")]
+    NoUid,
+    /// An answer without `response`.
+    #[error("the answer has no `response`")]
+    NoResponse,
+    /// An answer to another review.
+    #[error("the answer's `response.uid` is not the review's")]
+    OtherUid,
+}
+
 impl Review {
     /// Reads a review; an error says why it isn't one (never quoting it).
-    pub fn read(body: &[u8]) -> Result<Review, String> {
-        let head: Head =
-            serde_json::from_slice(body).map_err(|e| format!("not a JSON review: {e}"))?;
+    pub fn read(body: &[u8]) -> Result<Review, ReviewError> {
+        let head: Head = serde_json::from_slice(body).map_err(ReviewError::NotJson)?;
         let kind = match (head.api_version.as_str(), head.kind.as_str()) {
             ("admission.k8s.io/v1" | "admission.k8s.io/v1beta1", "AdmissionReview") => {
                 ReviewKind::Admission
@@ -75,14 +102,15 @@ impl Review {
                 ReviewKind::Conversion
             }
             (v, k) => {
-                return Err(format!(
-                    "expected an AdmissionReview or ConversionReview, got `{v}` `{k}`"
-                ))
+                return Err(ReviewError::Kind {
+                    api_version: v.to_owned(),
+                    kind: k.to_owned(),
+                })
             }
         };
-        let request = head.request.ok_or("the review has no `request`")?;
+        let request = head.request.ok_or(ReviewError::NoRequest)?;
         if request.uid.is_empty() {
-            return Err("the review's request has no `uid`".into());
+            return Err(ReviewError::NoUid);
         }
         let target = match kind {
             ReviewKind::Admission => request.kind.map(|k| (k.group, k.kind)),
@@ -126,12 +154,11 @@ pub struct Answer {
 impl Answer {
     /// Reads the app's answer to `review`: it must be JSON with a
     /// `response` for the review's `uid`.
-    pub fn read(body: &[u8], review: &Review) -> Result<Answer, String> {
-        let head: AnswerHead =
-            serde_json::from_slice(body).map_err(|e| format!("not a JSON review: {e}"))?;
-        let r = head.response.ok_or("the answer has no `response`")?;
+    pub fn read(body: &[u8], review: &Review) -> Result<Answer, ReviewError> {
+        let head: AnswerHead = serde_json::from_slice(body).map_err(ReviewError::NotJson)?;
+        let r = head.response.ok_or(ReviewError::NoResponse)?;
         if r.uid != review.uid {
-            return Err("the answer's `response.uid` is not the review's".into());
+            return Err(ReviewError::OtherUid);
         }
         let refused = match review.kind {
             ReviewKind::Admission => r.allowed != Some(true),

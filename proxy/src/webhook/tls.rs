@@ -20,6 +20,29 @@ use crate::net::issued_cert::IssuedCert;
 use crate::net::serving_cert::ReloadingCert;
 use crate::net::tls::Identity;
 
+/// Why the webhook listener's TLS configuration can't be built.
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookTlsError {
+    /// The crypto provider refused the protocol versions.
+    #[error("{0}")]
+    Versions(#[source] rustls::Error),
+    /// The client CA bundle is unusable.
+    #[error("webhooks.clientCaFile: {0}")]
+    ClientCa(#[source] crate::front::tls::FrontTlsError),
+    /// rustls refused the verifier over the client CA bundle.
+    #[error("webhooks.clientCaFile: {0}")]
+    Verifier(#[source] rustls::server::VerifierBuilderError),
+    /// The generated serving certificate is not PEM.
+    #[error("webhook serving certificate: {0}")]
+    CertificatePem(#[source] rustls::pki_types::pem::Error),
+    /// The generated serving key is not PEM.
+    #[error("webhook serving key: {0}")]
+    KeyPem(#[source] rustls::pki_types::pem::Error),
+    /// The serving certificate and key don't make an identity.
+    #[error("webhook serving certificate: {0}")]
+    Certificate(#[source] rustls::Error),
+}
+
 /// The serving certificate: files (re-read when they change) or generated.
 pub enum Serving {
     /// From `certFile`/`keyFile`.
@@ -36,17 +59,17 @@ pub enum Serving {
 pub fn server_config(
     serving: Serving,
     client_ca_pem: Option<&[u8]>,
-) -> Result<Arc<ServerConfig>, String> {
+) -> Result<Arc<ServerConfig>, WebhookTlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?;
+        .map_err(WebhookTlsError::Versions)?;
     let builder = match client_ca_pem {
         Some(pem) => {
-            let roots = client_ca_roots(pem).map_err(|e| format!("webhooks.clientCaFile: {e}"))?;
+            let roots = client_ca_roots(pem).map_err(WebhookTlsError::ClientCa)?;
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
                 .build()
-                .map_err(|e| format!("webhooks.clientCaFile: {e}"))?;
+                .map_err(WebhookTlsError::Verifier)?;
             builder.with_client_cert_verifier(verifier)
         }
         None => builder.with_no_client_auth(),
@@ -58,12 +81,12 @@ pub fn server_config(
             let certs: Vec<CertificateDer<'static>> =
                 CertificateDer::pem_slice_iter(id.cert_pem.as_bytes())
                     .collect::<Result<_, _>>()
-                    .map_err(|e| format!("webhook serving certificate: {e}"))?;
+                    .map_err(WebhookTlsError::CertificatePem)?;
             let key = PrivateKeyDer::from_pem_slice(id.key_pem.as_bytes())
-                .map_err(|e| format!("webhook serving key: {e}"))?;
+                .map_err(WebhookTlsError::KeyPem)?;
             builder
                 .with_single_cert(certs, key)
-                .map_err(|e| format!("webhook serving certificate: {e}"))?
+                .map_err(WebhookTlsError::Certificate)?
         }
     };
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];

@@ -728,7 +728,7 @@ fn config_map(name: &str, ns: Option<&str>, config: &str) -> Json {
 
 fn serving_secret(name: &str, ns: Option<&str>) -> Result<Json, InjectError> {
     use base64::Engine as _;
-    let id = crate::net::tls::generate().map_err(InjectError)?;
+    let id = crate::net::tls::generate().map_err(|e| InjectError(e.to_string()))?;
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     Ok(
         json!({"apiVersion": "v1", "kind": "Secret", "metadata": metadata(name, ns), "type": "Opaque",

@@ -9,13 +9,14 @@
 //! there"; neither is fixed by sending the same request again.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderValue, Method, StatusCode};
 use serde_json::Value as Json;
 
-use crate::upstream::own_client::OwnClient;
+use crate::upstream::own_client::{OwnClient, OwnClientError};
 
 /// How many times one request is sent at most.
 pub const ATTEMPTS: u32 = 8;
@@ -35,7 +36,32 @@ pub enum CallError {
         message: String,
     },
     /// No answer, even after retries.
-    Transport(String),
+    Transport(TransportError),
+}
+
+/// Why a call got no usable answer. `Clone` (as [`CallError`]): the sources
+/// are shared.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum TransportError {
+    /// The request got no answer.
+    #[error(transparent)]
+    Client(Arc<OwnClientError>),
+    /// A list's page is not a list.
+    #[error("GET {path}: not a list: {source}")]
+    NotAList {
+        /// The page's path.
+        path: String,
+        /// The parser's complaint.
+        source: Arc<serde_json::Error>,
+    },
+    /// An answer is not JSON.
+    #[error("{path}: the answer is not JSON: {source}")]
+    NotJson {
+        /// The path.
+        path: String,
+        /// The parser's complaint.
+        source: Arc<serde_json::Error>,
+    },
 }
 
 impl CallError {
@@ -73,6 +99,15 @@ impl std::fmt::Display for CallError {
                 }
             }
             CallError::Transport(e) => write!(f, "no answer: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for CallError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CallError::Status { .. } => None,
+            CallError::Transport(e) => Some(e),
         }
     }
 }
@@ -141,8 +176,12 @@ impl Api {
                 );
             }
             let b = self.call(Method::GET, &p, accept, None).await?;
-            let (items, next) = list_page(&b)
-                .map_err(|e| CallError::Transport(format!("GET {p}: not a list: {e}")))?;
+            let (items, next) = list_page(&b).map_err(|e| {
+                CallError::Transport(TransportError::NotAList {
+                    path: p.clone(),
+                    source: Arc::new(e),
+                })
+            })?;
             out.extend(items);
             match next {
                 Some(c) => cont = Some(c),
@@ -245,7 +284,10 @@ impl Api {
                         .map(|s| Duration::from_secs(s.min(10)));
                     (e, after)
                 }
-                Err(e) => (CallError::Transport(e), None),
+                Err(e) => (
+                    CallError::Transport(TransportError::Client(Arc::new(e))),
+                    None,
+                ),
             };
             if attempt >= ATTEMPTS {
                 return Err(err);
@@ -290,8 +332,12 @@ fn status_error(status: StatusCode, body: &[u8]) -> CallError {
 }
 
 fn parse(path: &str, b: &[u8]) -> Result<Json, CallError> {
-    serde_json::from_slice(b)
-        .map_err(|e| CallError::Transport(format!("{path}: the answer is not JSON: {e}")))
+    serde_json::from_slice(b).map_err(|e| {
+        CallError::Transport(TransportError::NotJson {
+            path: path.to_owned(),
+            source: Arc::new(e),
+        })
+    })
 }
 
 /// One page of a list: its items and the `continue` token of the next

@@ -72,14 +72,64 @@ struct Reference {
     path: Option<String>,
 }
 
+/// Why a migration stopped before it could say what was left.
+#[derive(Debug, thiserror::Error)]
+pub enum MigrateError {
+    /// Nothing is renamed.
+    #[error("--from and --to are both the identity: there is nothing to move")]
+    Identity,
+    /// The cluster the settings name.
+    #[error(transparent)]
+    Upstream(#[from] crate::upstream::from_settings::FromSettingsError),
+    /// The async runtime.
+    #[error("starting the runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The CRDs could not be listed.
+    #[error("listing CRDs: {0}")]
+    ListCrds(#[source] CallError),
+    /// A kind's objects could not be listed.
+    #[error("listing {label}: {source}")]
+    List {
+        /// The kind.
+        label: String,
+        /// Why.
+        source: CallError,
+    },
+    /// A listed object is not JSON.
+    #[error("listing {label}: {source}")]
+    Item {
+        /// The kind.
+        label: String,
+        /// The parser's complaint.
+        source: serde_json::Error,
+    },
+    /// A listed object has no name or uid.
+    #[error("listing {0}: an item without a name or uid")]
+    Unnamed(String),
+    /// A target collection could not be listed.
+    #[error("listing the targets {path}: {source}")]
+    ListTargets {
+        /// The collection.
+        path: String,
+        /// Why.
+        source: CallError,
+    },
+    /// A listed target is not JSON.
+    #[error("listing the targets {0}: an item is not JSON")]
+    TargetNotJson(String),
+    /// The cluster's discovery.
+    #[error("discovery: {0}")]
+    Discovery(#[source] CallError),
+}
+
 /// Runs a migration. `Ok(true)`: everything moved (or, in a dry run, the
 /// plan can be carried out); `Ok(false)`: something was left, as printed.
-pub fn run(opts: Options) -> Result<bool, String> {
+pub fn run(opts: Options) -> Result<bool, MigrateError> {
     let settings = opts
         .to
         .as_ref()
         .or(opts.from.as_ref())
-        .ok_or("--from and --to are both the identity: there is nothing to move")?;
+        .ok_or(MigrateError::Identity)?;
     let (upstream, _) = Upstream::from_settings(
         settings,
         &crate::upstream::from_settings::Target {
@@ -93,7 +143,7 @@ pub fn run(opts: Options) -> Result<bool, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("starting the runtime: {e}"))?;
+        .map_err(MigrateError::Runtime)?;
     println!("cluster: {}", upstream.describe());
     let api = Api::new(OwnClient::new(Arc::new(upstream)));
     let sides = Sides {
@@ -170,7 +220,7 @@ impl<'a> Migration<'a> {
         }
     }
 
-    async fn run(mut self) -> Result<bool, String> {
+    async fn run(mut self) -> Result<bool, MigrateError> {
         let crds: Vec<Crd> = self
             .api
             .list(
@@ -178,7 +228,7 @@ impl<'a> Migration<'a> {
                 false,
             )
             .await
-            .map_err(|e| format!("listing CRDs: {e}"))?
+            .map_err(MigrateError::ListCrds)?
             .iter()
             .filter_map(|raw| plan::Crd::parse(&serde_json::from_str(raw.get()).ok()?))
             .collect();
@@ -238,7 +288,7 @@ impl<'a> Migration<'a> {
         }
     }
 
-    async fn list_sources(&mut self) -> Result<(), String> {
+    async fn list_sources(&mut self) -> Result<(), MigrateError> {
         for (i, k) in self.kinds.iter().enumerate() {
             if k.target.is_err() {
                 continue;
@@ -248,16 +298,19 @@ impl<'a> Migration<'a> {
                 .api
                 .list(&path, false)
                 .await
-                .map_err(|e| format!("listing {}: {e}", k.label()))?;
+                .map_err(|source| MigrateError::List {
+                    label: k.label(),
+                    source,
+                })?;
             for raw in items {
-                let obj: Json = serde_json::from_str(raw.get())
-                    .map_err(|e| format!("listing {}: {e}", k.label()))?;
+                let obj: Json =
+                    serde_json::from_str(raw.get()).map_err(|source| MigrateError::Item {
+                        label: k.label(),
+                        source,
+                    })?;
                 let s = |key| plan::meta_str(&obj, key).map(str::to_owned);
                 let (Some(uid), Some(name)) = (s("uid"), s("name")) else {
-                    return Err(format!(
-                        "listing {}: an item without a name or uid",
-                        k.label()
-                    ));
+                    return Err(MigrateError::Unnamed(k.label()));
                 };
                 self.sources.push(Source {
                     kind: i,
@@ -285,7 +338,7 @@ impl<'a> Migration<'a> {
     /// source whose target name is taken already, whether that target was
     /// made from it (an earlier run, resumed) or is someone else's (the
     /// move would leave both alone): the plan shows both.
-    async fn find_existing_targets(&mut self) -> Result<(), String> {
+    async fn find_existing_targets(&mut self) -> Result<(), MigrateError> {
         for (i, k) in self.kinds.iter().enumerate() {
             let Ok(target) = &k.target else { continue };
             if !self.sources.iter().any(|s| s.kind == i) {
@@ -295,12 +348,12 @@ impl<'a> Migration<'a> {
             let items = match self.api.list(&path, true).await {
                 Ok(items) => items,
                 Err(e) if e.is_not_found() => continue,
-                Err(e) => return Err(format!("listing the targets {path}: {e}")),
+                Err(source) => return Err(MigrateError::ListTargets { path, source }),
             };
             let mut taken: HashMap<(Option<String>, String), Json> = HashMap::new();
             for raw in items {
                 let Ok(o) = serde_json::from_str::<Json>(raw.get()) else {
-                    return Err(format!("listing the targets {path}: an item is not JSON"));
+                    return Err(MigrateError::TargetNotJson(path));
                 };
                 let ns = plan::meta_str(&o, "namespace").map(str::to_owned);
                 let name = plan::meta_str(&o, "name").unwrap_or("").to_owned();
@@ -322,7 +375,7 @@ impl<'a> Migration<'a> {
     /// in each namespace holding a source object, and across the cluster
     /// when a source is cluster-scoped, and keeps the objects whose
     /// ownerReferences name a source's uid.
-    async fn scan_dependents(&mut self) -> Result<(), String> {
+    async fn scan_dependents(&mut self) -> Result<(), MigrateError> {
         if self.sources.is_empty() {
             return Ok(());
         }
@@ -332,7 +385,7 @@ impl<'a> Migration<'a> {
             .api
             .get("/apis")
             .await
-            .map_err(|e| format!("discovery: {e}"))?;
+            .map_err(MigrateError::Discovery)?;
         for g in groups
             .get("groups")
             .and_then(Json::as_array)

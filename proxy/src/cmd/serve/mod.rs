@@ -40,11 +40,126 @@ pub struct Options {
     pub config: Option<PathBuf>,
 }
 
+/// Why `regroup serve` could not start (or stopped at once).
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The upstream the settings name.
+    #[error(transparent)]
+    Upstream(#[from] crate::upstream::from_settings::FromSettingsError),
+    /// The plain-HTTP listener beyond loopback.
+    #[error("--listen {0}: the plain-HTTP listener must be on loopback (127.0.0.1 or [::1])")]
+    NotLoopback(SocketAddr),
+    /// The async runtime.
+    #[error("starting the runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The SIGHUP handler.
+    #[error("installing the SIGHUP handler: {0}")]
+    Sighup(#[source] std::io::Error),
+    /// A listener's port.
+    #[error("listening on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The bound listener's own address.
+    #[error("{0}")]
+    LocalAddr(#[source] std::io::Error),
+    /// A file the configuration names (`what`: its setting).
+    #[error("{what} {}: {source}", path.display())]
+    Read {
+        /// The setting naming it.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The generated CA could not be written.
+    #[error("writing the generated CA to {}: {source}", path.display())]
+    WriteCa {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `listeners.tls` without a certificate source.
+    #[error("listeners.tls needs certFile/keyFile or generatedCaFile")]
+    TlsSource,
+    /// The TLS listener's certificate files.
+    #[error(transparent)]
+    CertFiles(#[from] crate::net::serving_cert::CertFilesError),
+    /// A generated identity or its server configuration.
+    #[error(transparent)]
+    Tls(#[from] crate::net::tls::TlsError),
+    /// The request-header ConfigMap could not be read.
+    #[error(transparent)]
+    Follow(#[from] crate::front::ca_follower::FollowError),
+    /// The cluster's request-header settings.
+    #[error(transparent)]
+    AuthConfig(#[from] crate::front::auth::AuthConfigError),
+    /// Neither `fromCluster` nor `clientCaFile`.
+    #[error("front.requestHeader.clientCaFile is required")]
+    NoClientCaFile,
+    /// The front's TLS configuration.
+    #[error(transparent)]
+    FrontTls(#[from] crate::front::tls::FrontTlsError),
+    /// Publish mode.
+    #[error(transparent)]
+    Publish(#[from] crate::publish::PublishError),
+    /// The front's backend.
+    #[error("front.backend: {0}")]
+    FrontBackend(#[source] crate::upstream::UpstreamError),
+    /// A webhook's backend URL.
+    #[error("webhooks.hooks {name}: backend: {source}")]
+    HookUrl {
+        /// The hook.
+        name: String,
+        /// Why.
+        source: http::uri::InvalidUri,
+    },
+    /// A webhook's backend client.
+    #[error("webhooks.hooks {name}: backend: {source}")]
+    HookBackend {
+        /// The hook.
+        name: String,
+        /// Why.
+        source: crate::upstream::UpstreamError,
+    },
+    /// The webhook listener's TLS configuration.
+    #[error(transparent)]
+    WebhookTls(#[from] crate::webhook::tls::WebhookTlsError),
+}
+
+/// A file a setting names, read whole.
+fn read_named(what: &'static str, path: &std::path::Path) -> Result<Vec<u8>, StartError> {
+    std::fs::read(path).map_err(|source| StartError::Read {
+        what,
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// A text file a setting names, read whole.
+fn read_named_text(what: &'static str, path: &std::path::Path) -> Result<String, StartError> {
+    std::fs::read_to_string(path).map_err(|source| StartError::Read {
+        what,
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The error of binding `addr`.
+fn listen_error(addr: SocketAddr) -> impl FnOnce(std::io::Error) -> StartError {
+    move |source| StartError::Listen { addr, source }
+}
+
 /// The default plain-HTTP listener (kubectl proxy's port).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8001";
 
 /// Runs the proxy until SIGINT or SIGTERM.
-pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
+pub fn run(settings: Settings, opts: Options) -> Result<(), StartError> {
     init_logging(&settings);
     let settings = &settings;
     let (upstream, resolved) = Upstream::from_settings(
@@ -90,16 +205,14 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
         .or(settings.file.listeners.http)
         .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("valid default"));
     if !listen.ip().is_loopback() {
-        return Err(format!(
-            "--listen {listen}: the plain-HTTP listener must be on loopback (127.0.0.1 or [::1])"
-        ));
+        return Err(StartError::NotLoopback(listen));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .on_thread_park(crate::observe::log_writer::flush)
         .on_thread_stop(crate::observe::log_writer::flush)
         .build()
-        .map_err(|e| format!("starting the runtime: {e}"))?;
+        .map_err(StartError::Runtime)?;
     let grace = settings.limits.shutdown_grace_period;
     let budget = crate::body::budget::configure(&settings.limits);
     tracing::info!(
@@ -120,7 +233,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
         match reloader {
             Some(r) => {
                 tracing::info!("watching the configuration: it will be reloaded on SIGHUP and whenever the file changes");
-                let hup = reload::hangup()?;
+                let hup = reload::hangup().map_err(StartError::Sighup)?;
                 // The task lives as long as the runtime.
                 drop(tokio::spawn(reload::watch(r, hup)));
             }
@@ -167,9 +280,9 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
         }
         let listener = TcpListener::bind(listen)
             .await
-            .map_err(|e| format!("listening on {listen}: {e}"))?;
+            .map_err(listen_error(listen))?;
         tracing::info!(
-            listen = %listener.local_addr().map_err(|e| e.to_string())?,
+            listen = %listener.local_addr().map_err(StartError::LocalAddr)?,
             upstream = %upstream_desc,
             rules = settings.map.rules().len(),
             "regroup serving"
@@ -185,7 +298,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
         if let Some(addr) = settings.file.listeners.metrics {
             let l = TcpListener::bind(addr)
                 .await
-                .map_err(|e| format!("listening on {addr}: {e}"))?;
+                .map_err(listen_error(addr))?;
             tracing::info!(listen = %addr, "metrics on /metrics, health on /healthz, /livez, /readyz");
             let health = Health {
                 shutting_down: Some(lifecycle.flag()),
@@ -205,16 +318,18 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), String> {
                 (_, _, Some(ca_file)) => {
                     let id = crate::net::tls::generate()?;
                     let ca = id.ca_pem.as_deref().unwrap_or_default();
-                    std::fs::write(ca_file, ca)
-                        .map_err(|e| format!("writing the generated CA to {}: {e}", ca_file.display()))?;
+                    std::fs::write(ca_file, ca).map_err(|source| StartError::WriteCa {
+                        path: ca_file.clone(),
+                        source,
+                    })?;
                     tracing::info!(ca = %ca_file.display(), "generated a serving CA for the TLS listener");
                     crate::net::tls::server_config(&id)?
                 }
-                _ => return Err("listeners.tls needs certFile/keyFile or generatedCaFile".into()),
+                _ => return Err(StartError::TlsSource),
             };
             let l = TcpListener::bind(tls.listen)
                 .await
-                .map_err(|e| format!("listening on {}: {e}", tls.listen))?;
+                .map_err(listen_error(tls.listen))?;
             let access = if tls.listen.ip().is_loopback() {
                 loopback()
             } else {
@@ -330,9 +445,9 @@ pub fn preflight(settings: &Settings) -> Vec<String> {
     problems
 }
 
-fn ignore_sighup() -> Result<(), String> {
+fn ignore_sighup() -> Result<(), StartError> {
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
-        .map_err(|e| format!("installing the SIGHUP handler: {e}"))?;
+        .map_err(StartError::Sighup)?;
     tokio::spawn(async move {
         while hup.recv().await.is_some() {
             tracing::info!("SIGHUP: no configuration file to reload; ignored (still serving)");
@@ -358,7 +473,8 @@ fn upstream_check(
                     "GET /readyz did not answer within {}s",
                     limit.as_secs_f64()
                 )),
-                Ok(Err(e)) => Err(e),
+                // `/readyz` (observe/metrics.rs) takes the reason as text.
+                Ok(Err(e)) => Err(e.to_string()),
                 Ok(Ok(r)) if r.status().is_server_error() => {
                     Err(format!("GET /readyz answered {}", r.status()))
                 }
@@ -393,7 +509,7 @@ async fn start_front(
     front: &regroup_config::schema::Front,
     sidecar: &Proxy,
     listening: Serving,
-) -> Result<StartedFront, String> {
+) -> Result<StartedFront, StartError> {
     use crate::front::auth::{parse_extension_apiserver_authentication_json, RequestHeaderConfig};
     use crate::front::tls::{ClientCaSource, ReloadingConfig, ServingSource};
     use base64::Engine as _;
@@ -407,10 +523,7 @@ async fn start_front(
     let (serving, serving_ca) = match (&front.cert_file, &front.key_file) {
         (Some(cert), Some(key)) => {
             let ca = match &front.ca_file {
-                Some(p) => Some(
-                    std::fs::read_to_string(p)
-                        .map_err(|e| format!("front.caFile {}: {e}", p.display()))?,
-                ),
+                Some(p) => Some(read_named_text("front.caFile", p)?),
                 None => None,
             };
             (
@@ -444,7 +557,7 @@ async fn start_front(
         let file = rh
             .client_ca_file
             .clone()
-            .ok_or("front.requestHeader.clientCaFile is required")?;
+            .ok_or(StartError::NoClientCaFile)?;
         cfg.username_headers = rh.username_headers.clone();
         cfg.group_headers = rh.group_headers.clone();
         cfg.extra_headers_prefixes = rh.extra_headers_prefixes.clone();
@@ -456,8 +569,10 @@ async fn start_front(
     // The CA read from the cluster is checked as it was at start.
     let ready: Arc<dyn Fn() -> Result<(), String> + Send + Sync> = {
         let (serving, ca_source) = (serving.clone(), ca_source.clone());
+        // `/readyz` (observe/metrics.rs) takes the reason as text.
         Arc::new(move || {
             crate::front::ready::check(&serving, &ca_source, std::time::SystemTime::now())
+                .map_err(|e| e.to_string())
         })
     };
     let tls = Arc::new(ReloadingConfig::new(serving, ca_source)?);
@@ -481,7 +596,7 @@ async fn start_front(
     .with_metrics(listening.metrics.clone());
     let listener = TcpListener::bind(front.listen)
         .await
-        .map_err(|e| format!("listening on {}: {e}", front.listen))?;
+        .map_err(listen_error(front.listen))?;
     tracing::info!(listen = %front.listen, backend = %proxy.describe_backend(), "regroup serving the aggregated front");
     let task = tokio::spawn(crate::listen::stacks::serve_front(
         listener,
@@ -527,11 +642,9 @@ fn front_proxy(
     front: &regroup_config::schema::Front,
     client: &crate::net::tls::Identity,
     auth: Arc<std::sync::RwLock<crate::front::auth::RequestHeaderConfig>>,
-) -> Result<Proxy, String> {
+) -> Result<Proxy, StartError> {
     let backend_ca = match &front.backend_ca_file {
-        Some(p) => Some(
-            std::fs::read(p).map_err(|e| format!("front.backendCaFile {}: {e}", p.display()))?,
-        ),
+        Some(p) => Some(read_named("front.backendCaFile", p)?),
         None => None,
     };
     let backend = Upstream::backend(
@@ -546,7 +659,7 @@ fn front_proxy(
         },
         &settings.limits,
     )
-    .map_err(|e| format!("front.backend: {e}"))?;
+    .map_err(StartError::FrontBackend)?;
     if front.dangerous_insecure_backend {
         tracing::warn!(backend = %front.backend, "the app's certificate is NOT verified (dangerousInsecureBackend)");
     }
@@ -560,7 +673,7 @@ async fn start_webhooks(
     live: Live,
     w: &regroup_config::schema::Webhooks,
     listening: Serving,
-) -> Result<(tokio::task::JoinHandle<()>, Option<WebhookRegistration>), String> {
+) -> Result<(tokio::task::JoinHandle<()>, Option<WebhookRegistration>), StartError> {
     use crate::hooks::registrations::{ca_bundle, Fronted};
     use crate::webhook::{tls, Hook, Webhooks};
     let (serving, serving_ca) = match (&w.cert_file, &w.key_file, &w.issue_from) {
@@ -578,10 +691,7 @@ async fn start_webhooks(
         }
         (Some(c), Some(k), None) => {
             let ca = match &w.ca_file {
-                Some(p) => Some(
-                    std::fs::read_to_string(p)
-                        .map_err(|e| format!("webhooks.caFile {}: {e}", p.display()))?,
-                ),
+                Some(p) => Some(read_named_text("webhooks.caFile", p)?),
                 None => None,
             };
             (
@@ -622,25 +732,21 @@ async fn start_webhooks(
         _ => None,
     };
     let client_ca = match &w.client_ca_file {
-        Some(p) => Some(
-            std::fs::read(p).map_err(|e| format!("webhooks.clientCaFile {}: {e}", p.display()))?,
-        ),
+        Some(p) => Some(read_named("webhooks.clientCaFile", p)?),
         None => None,
     };
     let cfg = tls::server_config(serving, client_ca.as_deref())?;
     let backend_ca = match &w.backend_ca_file {
-        Some(p) => Some(
-            std::fs::read(p).map_err(|e| format!("webhooks.backendCaFile {}: {e}", p.display()))?,
-        ),
+        Some(p) => Some(read_named("webhooks.backendCaFile", p)?),
         None => None,
     };
     let mut hooks = Vec::new();
     for h in &w.hooks {
         let h = &h.value;
-        let url: http::Uri = h
-            .backend
-            .parse()
-            .map_err(|e| format!("webhooks.hooks {}: backend: {e}", h.name))?;
+        let url: http::Uri = h.backend.parse().map_err(|source| StartError::HookUrl {
+            name: h.name.clone(),
+            source,
+        })?;
         let origin = format!(
             "{}://{}",
             url.scheme_str().unwrap_or("https"),
@@ -655,7 +761,10 @@ async fn start_webhooks(
             },
             &settings.limits,
         )
-        .map_err(|e| format!("webhooks.hooks {}: backend: {e}", h.name))?;
+        .map_err(|source| StartError::HookBackend {
+            name: h.name.clone(),
+            source,
+        })?;
         hooks.push(Hook {
             name: h.name.clone(),
             path: h.served_path(),
@@ -674,7 +783,7 @@ async fn start_webhooks(
     }
     let listener = TcpListener::bind(w.listen)
         .await
-        .map_err(|e| format!("listening on {}: {e}", w.listen))?;
+        .map_err(listen_error(w.listen))?;
     tracing::info!(
         listen = %w.listen,
         webhooks = hooks.len(),

@@ -110,13 +110,14 @@ impl Reloader {
     }
 
     /// Reads, validates and (if valid) puts the file in force.
-    pub fn reload(&mut self, why: &str) -> Result<(), String> {
+    pub fn reload(&mut self, why: &str) -> Result<(), ReloadError> {
         self.stamp = stamp(&self.path);
         let result = std::fs::read_to_string(&self.path)
-            .map_err(|e| format!("cannot read {}: {e}", self.path.display()))
-            .and_then(|text| {
-                regroup_config::load(&text).map_err(|e| e.to_string().replace('\n', "; "))
-            });
+            .map_err(|source| ReloadError::Read {
+                path: self.path.clone(),
+                source,
+            })
+            .and_then(|text| regroup_config::load(&text).map_err(ReloadError::Config));
         let settings = match result {
             Ok(s) => s,
             Err(e) => {
@@ -158,6 +159,23 @@ impl Reloader {
     }
 }
 
+/// Why the configuration file was not reloaded (the one in force stays).
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    /// The file can't be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not a valid configuration (its lines joined by `; `: one
+    /// log line).
+    #[error("{}", .0.to_string().replace('\n', "; "))]
+    Config(#[source] regroup_config::ConfigError),
+}
+
 /// SIGHUP, installed now (before it is first awaited: a SIGHUP that came
 /// in between would otherwise end the process, its default action).
 #[cfg(unix)]
@@ -167,11 +185,10 @@ pub type Hangup = tokio::signal::unix::Signal;
 pub type Hangup = ();
 
 /// Installs the SIGHUP handler (must run inside the runtime).
-pub fn hangup() -> Result<Hangup, String> {
+pub fn hangup() -> Result<Hangup, std::io::Error> {
     #[cfg(unix)]
     {
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
-            .map_err(|e| format!("installing the SIGHUP handler: {e}"))
     }
     #[cfg(not(unix))]
     Ok(())

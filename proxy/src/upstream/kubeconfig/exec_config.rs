@@ -6,40 +6,29 @@ use std::path::Path;
 use base64::Engine as _;
 
 use super::schema::{Cluster, RawExec};
-use super::{ExecConfig, InteractiveMode, Resolved};
+use super::{ExecConfig, InteractiveMode, Problem, Resolved, EXEC_V1, EXEC_V1BETA1};
 
 pub(super) fn exec_config(
     x: &RawExec,
     base: &Path,
     resolved: &Resolved,
     cluster: &Cluster,
-) -> Result<ExecConfig, String> {
-    const V1: &str = "client.authentication.k8s.io/v1";
-    const V1BETA1: &str = "client.authentication.k8s.io/v1beta1";
-    if x.api_version != V1 && x.api_version != V1BETA1 {
-        return Err(format!(
-            "exec: apiVersion `{}` is not supported (use {V1} or {V1BETA1})",
-            x.api_version
-        ));
+) -> Result<ExecConfig, Problem> {
+    if x.api_version != EXEC_V1 && x.api_version != EXEC_V1BETA1 {
+        return Err(Problem::ExecApiVersion(x.api_version.clone()));
     }
     if x.command.is_empty() {
-        return Err("exec: no command".into());
+        return Err(Problem::ExecNoCommand);
     }
     let interactive_mode = match x.interactive_mode.as_deref() {
         None | Some("") => InteractiveMode::IfAvailable,
         Some("Never") => InteractiveMode::Never,
         Some("IfAvailable") => InteractiveMode::IfAvailable,
-        Some("Always") => {
-            return Err(format!(
-                "exec: `{}` has interactiveMode Always, but regroup never has a terminal; \
-                 use a plugin mode that needs no input",
-                x.command
-            ))
-        }
-        Some(m) => return Err(format!("exec: unknown interactiveMode `{m}`")),
+        Some("Always") => return Err(Problem::ExecInteractiveAlways(x.command.clone())),
+        Some(m) => return Err(Problem::ExecUnknownInteractiveMode(m.to_owned())),
     };
-    if x.api_version == V1 && x.interactive_mode.is_none() {
-        return Err("exec: interactiveMode is required for client.authentication.k8s.io/v1".into());
+    if x.api_version == EXEC_V1 && x.interactive_mode.is_none() {
+        return Err(Problem::ExecNoInteractiveMode);
     }
     // client-go: a command with a path separator is relative to the
     // kubeconfig's directory; a bare name is looked up in PATH.

@@ -22,13 +22,116 @@ use schema::*;
 
 /// Why a kubeconfig can't be used.
 #[derive(Debug, thiserror::Error)]
-#[error("kubeconfig {path}: {message}")]
+#[error("kubeconfig {path}: {problem}")]
 pub struct KubeconfigError {
     /// The file.
     pub path: String,
     /// What is wrong.
-    pub message: String,
+    #[source]
+    pub problem: Problem,
 }
+
+/// What is wrong with a kubeconfig (its file named by [`KubeconfigError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum Problem {
+    /// The kubeconfig itself can't be read.
+    #[error("{0}")]
+    Read(#[source] std::io::Error),
+    /// Not YAML of a kubeconfig's shape (boxed: the parser's error is
+    /// large, and every kubeconfig result carries the room for it).
+    #[error("{0}")]
+    Parse(#[from] Box<serde_saphyr::Error>),
+    /// No file of a `KUBECONFIG` list exists.
+    #[error("none of these files exists")]
+    NoFile,
+    /// Neither `current-context` nor `--context`.
+    #[error("no current-context and no context given")]
+    NoContext,
+    /// The context named is in no file.
+    #[error("context `{0}` not found")]
+    ContextNotFound(String),
+    /// The context's cluster is in no file.
+    #[error("cluster `{0}` not found")]
+    ClusterNotFound(String),
+    /// A file the kubeconfig names (CA, client certificate or key).
+    #[error("{}: {source}", path.display())]
+    ReadNamed {
+        /// The file named.
+        path: PathBuf,
+        /// Why it can't be read.
+        source: std::io::Error,
+    },
+    /// A `*-data` field that is not base64.
+    #[error("{field}: {source}")]
+    Base64 {
+        /// The field.
+        field: &'static str,
+        /// The decoder's complaint.
+        source: base64::DecodeError,
+    },
+    /// The cluster has an empty `server`.
+    #[error("cluster `{0}` has no server")]
+    NoServer(String),
+    /// `auth-provider`, gone from kubectl: the message names its successor.
+    #[error(
+        "user `{user}` uses auth-provider `{provider}`, which kubectl itself no longer runs \
+         (removed in 1.26); use the exec plugin that replaces it: {}",
+        auth_provider_successor(.provider)
+    )]
+    AuthProvider {
+        /// The kubeconfig user.
+        user: String,
+        /// The provider's name.
+        provider: String,
+    },
+    /// `token-file` for `tokenFile`.
+    #[error("user `{0}` has `token-file`, which kubectl ignores; the field is `tokenFile`")]
+    MisspeltTokenFile(String),
+    /// A client certificate without its key, or a key without it.
+    #[error("a client certificate needs both certificate and key")]
+    HalfClientCertificate,
+    /// `as-groups`, `as-uid` or `as-user-extra` without `as`.
+    #[error("user `{0}`: as-groups, as-uid or as-user-extra need `as` (the user to impersonate)")]
+    ImpersonationWithoutUser(String),
+    /// The user's `exec` section.
+    #[error(
+        "exec: apiVersion `{0}` is not supported \
+         (use client.authentication.k8s.io/v1 or client.authentication.k8s.io/v1beta1)"
+    )]
+    ExecApiVersion(String),
+    /// `exec` without a command.
+    #[error("exec: no command")]
+    ExecNoCommand,
+    /// `interactiveMode: Always`: regroup has no terminal.
+    #[error(
+        "exec: `{0}` has interactiveMode Always, but regroup never has a terminal; \
+         use a plugin mode that needs no input"
+    )]
+    ExecInteractiveAlways(String),
+    /// An `interactiveMode` client-go doesn't know.
+    #[error("exec: unknown interactiveMode `{0}`")]
+    ExecUnknownInteractiveMode(String),
+    /// `v1` requires `interactiveMode`.
+    #[error("exec: interactiveMode is required for client.authentication.k8s.io/v1")]
+    ExecNoInteractiveMode,
+    /// In-cluster: an environment variable the kubelet sets is missing.
+    #[error("{0} is not set")]
+    NotSet(&'static str),
+}
+
+/// The exec plugin that replaces an `auth-provider`.
+fn auth_provider_successor(provider: &str) -> &'static str {
+    match provider {
+        "gcp" => "gke-gcloud-auth-plugin (exec: {command: gke-gcloud-auth-plugin})",
+        "azure" => "kubelogin (exec: {command: kubelogin, args: [get-token, ...]})",
+        "oidc" => "kubelogin / kubectl oidc-login (exec: {command: kubectl, args: [oidc-login, get-token, ...]})",
+        _ => "the provider's client-go credential plugin (user.exec)",
+    }
+}
+
+/// The exec credential versions regroup speaks.
+pub(super) const EXEC_V1: &str = "client.authentication.k8s.io/v1";
+pub(super) const EXEC_V1BETA1: &str = "client.authentication.k8s.io/v1beta1";
 
 /// Impersonation from the kubeconfig user's `as`, `as-uid`, `as-groups`,
 /// `as-user-extra`: sent as `Impersonate-*` headers with regroup's own
@@ -149,35 +252,35 @@ pub fn load_merged(paths: &[PathBuf], context: Option<&str>) -> Result<Resolved,
     if files.is_empty() {
         return Err(KubeconfigError {
             path: label,
-            message: "none of these files exists".into(),
+            problem: Problem::NoFile,
         });
     }
     resolve(&files, &label, context)
 }
 
 fn read_file(path: &Path) -> Result<Loaded, KubeconfigError> {
-    let err = |message: String| KubeconfigError {
+    let err = |problem: Problem| KubeconfigError {
         path: path.display().to_string(),
-        message,
+        problem,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-    let file = parse(&text).map_err(err)?;
+    let text = std::fs::read_to_string(path).map_err(|e| err(Problem::Read(e)))?;
+    let file = parse(&text).map_err(|e| err(e.into()))?;
     let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
     Ok(Loaded { base, file })
 }
 
 /// A kubeconfig's text read into its schema (an empty file is an empty
 /// kubeconfig, as for kubectl).
-fn parse(text: &str) -> Result<File, String> {
+fn parse(text: &str) -> Result<File, Box<serde_saphyr::Error>> {
     if text.trim().is_empty() {
         return Ok(File::default());
     }
-    serde_saphyr::from_str(text).map_err(|e| e.to_string())
+    serde_saphyr::from_str(text).map_err(Box::new)
 }
 
 /// [`parse`] alone, for the fuzzer: the part of reading a kubeconfig that
 /// takes untrusted bytes (resolving reads the files it names).
-pub fn parse_text(text: &str) -> Result<(), String> {
+pub fn parse_text(text: &str) -> Result<(), Box<serde_saphyr::Error>> {
     parse(text).map(drop)
 }
 
@@ -186,9 +289,9 @@ fn resolve(
     label: &str,
     context: Option<&str>,
 ) -> Result<Resolved, KubeconfigError> {
-    let err = |message: String| KubeconfigError {
+    let err = |problem: Problem| KubeconfigError {
         path: label.to_owned(),
-        message,
+        problem,
     };
     let current = files
         .iter()
@@ -197,13 +300,13 @@ fn resolve(
         .unwrap_or("");
     let ctx_name = context.filter(|c| !c.is_empty()).unwrap_or(current);
     if ctx_name.is_empty() {
-        return Err(err("no current-context and no context given".into()));
+        return Err(err(Problem::NoContext));
     }
     // First file to name an entry wins.
     let ctx = files
         .iter()
         .find_map(|f| f.file.contexts.iter().find(|c| c.name == ctx_name))
-        .ok_or_else(|| err(format!("context `{ctx_name}` not found")))?;
+        .ok_or_else(|| err(Problem::ContextNotFound(ctx_name.to_owned())))?;
     let ctx = &ctx.context;
     let (cluster_base, cluster) = files
         .iter()
@@ -214,7 +317,7 @@ fn resolve(
                 .find(|c| c.name == ctx.cluster)
                 .map(|c| (&f.base, &c.cluster))
         })
-        .ok_or_else(|| err(format!("cluster `{}` not found", ctx.cluster)))?;
+        .ok_or_else(|| err(Problem::ClusterNotFound(ctx.cluster.clone())))?;
     let user = files.iter().find_map(|f| {
         f.file
             .users
@@ -231,16 +334,21 @@ fn resolve(
         }
     };
     let read = |p: &Path| -> Result<Vec<u8>, KubeconfigError> {
-        std::fs::read(p).map_err(|e| err(format!("{}: {e}", p.display())))
+        std::fs::read(p).map_err(|source| {
+            err(Problem::ReadNamed {
+                path: p.to_path_buf(),
+                source,
+            })
+        })
     };
-    let decode = |field: &str, d: &str| -> Result<Vec<u8>, KubeconfigError> {
+    let decode = |field: &'static str, d: &str| -> Result<Vec<u8>, KubeconfigError> {
         base64::engine::general_purpose::STANDARD
             .decode(d.trim())
-            .map_err(|e| err(format!("{field}: {e}")))
+            .map_err(|source| err(Problem::Base64 { field, source }))
     };
     let c = cluster;
     if c.server.is_empty() {
-        return Err(err(format!("cluster `{}` has no server", ctx.cluster)));
+        return Err(err(Problem::NoServer(ctx.cluster.clone())));
     }
     let ca_file = match (&c.certificate_authority_data, &c.certificate_authority) {
         (None, Some(p)) => Some(abs(cluster_base, p)),
@@ -266,22 +374,13 @@ fn resolve(
     };
     let user_name = &ctx.user;
     if let Some(p) = &u.auth_provider {
-        return Err(err(format!(
-            "user `{user_name}` uses auth-provider `{}`, which kubectl itself no longer runs \
-             (removed in 1.26); use the exec plugin that replaces it: {}",
-            p.name,
-            match p.name.as_str() {
-                "gcp" => "gke-gcloud-auth-plugin (exec: {command: gke-gcloud-auth-plugin})",
-                "azure" => "kubelogin (exec: {command: kubelogin, args: [get-token, ...]})",
-                "oidc" => "kubelogin / kubectl oidc-login (exec: {command: kubectl, args: [oidc-login, get-token, ...]})",
-                _ => "the provider's client-go credential plugin (user.exec)",
-            }
-        )));
+        return Err(err(Problem::AuthProvider {
+            user: user_name.clone(),
+            provider: p.name.clone(),
+        }));
     }
     if u.misspelt_token_file.is_some() && u.token_file.is_none() {
-        return Err(err(format!(
-            "user `{user_name}` has `token-file`, which kubectl ignores; the field is `tokenFile`"
-        )));
+        return Err(err(Problem::MisspeltTokenFile(user_name.clone())));
     }
     out.token = u.token.clone().filter(|t| !t.is_empty());
     out.token_file = u.token_file.as_ref().map(|p| abs(user_base, p));
@@ -298,11 +397,7 @@ fn resolve(
     out.client_cert = match (cert, key) {
         (Some(c), Some(k)) => Some((c, k)),
         (None, None) => None,
-        _ => {
-            return Err(err(
-                "a client certificate needs both certificate and key".into()
-            ))
-        }
+        _ => return Err(err(Problem::HalfClientCertificate)),
     };
     if let (None, None, Some(c), Some(k)) = (
         &u.client_certificate_data,
@@ -328,9 +423,7 @@ fn resolve(
         }
         _ if !groups.is_empty() || !extra.is_empty() || u.impersonate_uid.is_some() => {
             // client-go: "requested impersonation is not supported".
-            return Err(err(format!(
-                "user `{user_name}`: as-groups, as-uid or as-user-extra need `as` (the user to impersonate)"
-            )));
+            return Err(err(Problem::ImpersonationWithoutUser(user_name.clone())));
         }
         _ => {}
     }
@@ -354,21 +447,26 @@ pub fn in_cluster() -> Result<Resolved, KubeconfigError> {
 /// app's volume at the standard path, or a test on one machine. The token
 /// and CA files are re-read when they change (kubelet rotates them).
 pub fn in_cluster_at(dir: &Path) -> Result<Resolved, KubeconfigError> {
-    let err = |message: String| KubeconfigError {
+    let err = |problem: Problem| KubeconfigError {
         path: "in-cluster".into(),
-        message,
+        problem,
     };
     let host = std::env::var("KUBERNETES_SERVICE_HOST")
-        .map_err(|_| err("KUBERNETES_SERVICE_HOST is not set".into()))?;
+        .map_err(|_| err(Problem::NotSet("KUBERNETES_SERVICE_HOST")))?;
     let port = std::env::var("KUBERNETES_SERVICE_PORT")
-        .map_err(|_| err("KUBERNETES_SERVICE_PORT is not set".into()))?;
+        .map_err(|_| err(Problem::NotSet("KUBERNETES_SERVICE_PORT")))?;
     let host = if host.contains(':') {
         format!("[{host}]")
     } else {
         host
     };
     let ca_path = dir.join("ca.crt");
-    let ca = std::fs::read(&ca_path).map_err(|e| err(format!("{}: {e}", ca_path.display())))?;
+    let ca = std::fs::read(&ca_path).map_err(|source| {
+        err(Problem::ReadNamed {
+            path: ca_path.clone(),
+            source,
+        })
+    })?;
     Ok(Resolved {
         server: format!("https://{host}:{port}"),
         ca_pem: Some(ca),

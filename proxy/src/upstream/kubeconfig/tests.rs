@@ -142,7 +142,7 @@ fn in_cluster_at_reads_the_given_directory() {
             assert_eq!(r.token_file, Some(dir.join("token")));
             assert_eq!(r.ca_pem.as_deref(), Some(&b"CA"[..]));
         }
-        Err(e) => assert!(e.message.contains("KUBERNETES_SERVICE"), "{e}"),
+        Err(e) => assert!(e.to_string().contains("KUBERNETES_SERVICE"), "{e}"),
     }
     std::fs::remove_dir_all(&dir).ok();
 }
