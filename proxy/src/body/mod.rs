@@ -377,9 +377,9 @@ impl<B: Received> Lines<B> {
 
     /// The next whole line; `None` at the end of the body (a partial last
     /// line is dropped: never half an event).
-    pub async fn next(&mut self) -> Result<Option<Bytes>, String> {
+    pub async fn next(&mut self) -> Result<Option<Bytes>, LinesError> {
         loop {
-            if let Some(line) = self.framer.next_frame().map_err(|e| e.to_string())? {
+            if let Some(line) = self.framer.next_frame()? {
                 return Ok(Some(line.slice(..line.len() - 1)));
             }
             match self.body.frame().await {
@@ -388,11 +388,22 @@ impl<B: Received> Lines<B> {
                         self.framer.push(&data);
                     }
                 }
-                Some(Err(e)) => return Err(e.to_string()),
+                Some(Err(e)) => return Err(LinesError::Read(e)),
                 None => return Ok(None),
             }
         }
     }
+}
+
+/// Why [`Lines`] stopped before the body's end.
+#[derive(Debug, thiserror::Error)]
+pub enum LinesError {
+    /// A line longer than the limit.
+    #[error(transparent)]
+    Frame(#[from] crate::rewrite::framing::FrameError),
+    /// The body could not be read.
+    #[error(transparent)]
+    Read(hyper::Error),
 }
 
 #[cfg(test)]

@@ -30,9 +30,9 @@ pub enum FollowError {
     /// The watch was answered with an error status.
     #[error("watch: {0}")]
     WatchStatus(http::StatusCode),
-    /// The watch's stream failed (the reader's message).
+    /// The watch's stream failed.
     #[error("watch: {0}")]
-    WatchRead(String),
+    WatchRead(#[source] crate::body::LinesError),
     /// A watch event is not JSON.
     #[error("watch event: {0}")]
     Event(#[source] serde_json::Error),

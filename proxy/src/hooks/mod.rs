@@ -156,7 +156,7 @@ pub(crate) trait Amend: Send + Sync {
         _patch: &mut Json,
         _info: &RequestInfo,
         _current: &Json,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, PatchRefused> {
         Ok(false)
     }
 
@@ -171,7 +171,7 @@ pub(crate) trait Amend: Send + Sync {
 /// A request or patch body as a JSON value: JSON (objects, merge and
 /// strategic-merge patches) or YAML (objects, server-side apply). `None`
 /// for other encodings (a JSON Patch is a list of operations).
-pub(crate) fn json_doc(media: MediaType, bytes: &[u8]) -> Result<Option<Json>, String> {
+pub(crate) fn json_doc(media: MediaType, bytes: &[u8]) -> Result<Option<Json>, DocError> {
     use crate::kube::PatchKind;
     match media {
         MediaType::Json
@@ -179,16 +179,45 @@ pub(crate) fn json_doc(media: MediaType, bytes: &[u8]) -> Result<Option<Json>, S
         | MediaType::Patch(PatchKind::Merge)
         | MediaType::Patch(PatchKind::StrategicMerge) => serde_json::from_slice(bytes)
             .map(Some)
-            .map_err(|e| format!("not JSON: {e}")),
+            .map_err(DocError::Json),
         MediaType::Yaml | MediaType::Patch(PatchKind::ApplyYaml) => {
-            let text =
-                std::str::from_utf8(bytes).map_err(|_| "YAML that is not UTF-8".to_owned())?;
+            let text = std::str::from_utf8(bytes).map_err(|_| DocError::NotUtf8)?;
+            // The parser's message may quote the body: not repeated.
             serde_saphyr::from_str(text)
                 .map(Some)
-                .map_err(|_| "not valid YAML".to_owned())
+                .map_err(|_| DocError::Yaml)
         }
         _ => Ok(None),
     }
+}
+
+/// Why a body could not be read as a JSON value ([`json_doc`]).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DocError {
+    #[error("not JSON: {0}")]
+    Json(serde_json::Error),
+    #[error("YAML that is not UTF-8")]
+    NotUtf8,
+    #[error("not valid YAML")]
+    Yaml,
+}
+
+/// Why a hook can't amend a patch ([`Amend::amend_patch`]): answered 422
+/// Invalid with this message.
+#[derive(Debug, thiserror::Error)]
+pub enum PatchRefused {
+    /// A patch of a fronted webhook's clientConfig that sets more than its
+    /// caBundle and less than all of it.
+    #[error(
+        "regroup fronts webhook {webhook:?}: a patch of its clientConfig may set \
+         caBundle alone or the whole clientConfig (url or service), not {field:?}"
+    )]
+    PartialClientConfig {
+        /// The webhook's key in the registration.
+        webhook: String,
+        /// The field set beside caBundle.
+        field: String,
+    },
 }
 
 /// A JSON document edited by `edit` (which says whether it changed);

@@ -106,6 +106,13 @@ fn with_handle<K: PartialEq + Clone, M>(
 /// (`build.rs`).
 pub const COMMIT: &str = env!("REGROUP_COMMIT");
 
+/// Why a readiness check failed: the check's own error, shown in
+/// `/readyz` by its `Display` (which names its causes).
+pub type CheckError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A readiness check's outcome.
+pub type Check = Result<(), CheckError>;
+
 /// regroup's counters: one per process, made by `regroup serve` and
 /// handed to every listener, stack and the health listener that encodes
 /// them.
@@ -589,22 +596,19 @@ pub struct Health {
     pub shutting_down: Option<Arc<AtomicBool>>,
     /// The upstream check.
     #[allow(clippy::type_complexity)]
-    pub upstream: Option<Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>>,
+    pub upstream: Option<Arc<dyn Fn() -> BoxFuture<'static, Check> + Send + Sync>>,
     /// The aggregated front's certificates (`front/ready.rs`), when there is a front.
     #[allow(clippy::type_complexity)]
-    pub front: Option<Arc<dyn Fn() -> Result<(), String> + Send + Sync>>,
+    pub front: Option<Arc<dyn Fn() -> Check + Send + Sync>>,
     /// Publish mode's central cluster, checked as the upstream is.
     #[allow(clippy::type_complexity)]
-    pub central: Option<Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>>,
+    pub central: Option<Arc<dyn Fn() -> BoxFuture<'static, Check> + Send + Sync>>,
 }
 
 impl Health {
     /// Every check regroup has, in order, with its result (`excluded`
     /// ones are not run).
-    pub async fn readyz(
-        &self,
-        excluded: &[String],
-    ) -> Vec<(&'static str, Option<Result<(), String>>)> {
+    pub async fn readyz(&self, excluded: &[String]) -> Vec<(&'static str, Option<Check>)> {
         let skip = |name: &str| excluded.iter().any(|e| e == name);
         let mut out = Vec::new();
         let shutdown = || match self
@@ -612,7 +616,7 @@ impl Health {
             .as_ref()
             .is_some_and(|s| s.load(Ordering::SeqCst))
         {
-            true => Err("shutting down".to_string()),
+            true => Err("shutting down".into()),
             false => Ok(()),
         };
         out.push(("shutdown", (!skip("shutdown")).then(shutdown)));
@@ -647,7 +651,7 @@ impl Health {
 /// caller is a probe or an operator who needs the root cause.
 fn health_answer(
     endpoint: &str,
-    checks: &[(&'static str, Option<Result<(), String>>)],
+    checks: &[(&'static str, Option<Check>)],
     excluded: &[String],
     verbose: bool,
 ) -> (StatusCode, String) {
@@ -808,7 +812,7 @@ mod tests {
         let h = Health {
             shutting_down: Some(down.clone()),
             upstream: Some(Arc::new(|| {
-                Box::pin(async { Err("GET /readyz: connection refused".to_string()) })
+                Box::pin(async { Err("GET /readyz: connection refused".into()) })
             })),
             front: Some(Arc::new(|| Ok(()))),
             central: None,

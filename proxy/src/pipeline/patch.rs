@@ -258,7 +258,7 @@ impl<'a> Run<'a> {
                     let mut patch = doc.clone();
                     self.amend
                         .amend_patch(&mut patch, &x.info, &Json::Null)
-                        .map_err(Failure::invalid)?;
+                        .map_err(|e| Failure::invalid(e.to_string()))?;
                     return Ok(Step::Then(self.patch(to_bytes(&patch))));
                 }
                 if !answer.status().is_success() {
@@ -269,7 +269,7 @@ impl<'a> Run<'a> {
                 if !self
                     .amend
                     .amend_patch(&mut patch, &x.info, &current)
-                    .map_err(Failure::invalid)?
+                    .map_err(|e| Failure::invalid(e.to_string()))?
                 {
                     let bytes = bytes.clone();
                     return Ok(Step::Then(self.patch(bytes)));

@@ -190,7 +190,7 @@ impl Amend for Published {
                     "published objects are written in JSON or YAML (custom resources have no protobuf or CBOR form here)",
                 ));
             }
-            _ => match json_doc(media, &bytes).map_err(Failure::bad_request)? {
+            _ => match json_doc(media, &bytes).map_err(|e| Failure::bad_request(e.to_string()))? {
                 Some(d) => d,
                 None => return Ok(bytes),
             },

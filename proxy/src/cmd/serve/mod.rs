@@ -18,7 +18,7 @@ use crate::hooks::registrations::WebhookRegistration;
 use crate::listen::access::Access;
 use crate::listen::lifecycle::Lifecycle;
 use crate::listen::lifecycle::Serving;
-use crate::observe::metrics::{Health, Metrics};
+use crate::observe::metrics::{Check, Health, Metrics};
 use crate::pipeline::live::Live;
 use crate::pipeline::proxy::Proxy;
 use crate::rewrite::{Catalog, Engine};
@@ -463,25 +463,32 @@ fn ignore_sighup() -> Result<(), StartError> {
 fn upstream_check(
     client: OwnClient,
     header_timeout: std::time::Duration,
-) -> Arc<dyn Fn() -> futures_util::future::BoxFuture<'static, Result<(), String>> + Send + Sync> {
+) -> Arc<dyn Fn() -> futures_util::future::BoxFuture<'static, Check> + Send + Sync> {
     let limit = header_timeout.min(std::time::Duration::from_secs(5));
     Arc::new(move || {
         let client = client.clone();
         Box::pin(async move {
             match tokio::time::timeout(limit, client.get("/readyz")).await {
-                Err(_) => Err(format!(
-                    "GET /readyz did not answer within {}s",
-                    limit.as_secs_f64()
-                )),
-                // `/readyz` (observe/metrics.rs) takes the reason as text.
-                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => Err(UpstreamNotReady::Timeout(limit.as_secs_f64()).into()),
+                Ok(Err(e)) => Err(UpstreamNotReady::Unreachable(e).into()),
                 Ok(Ok(r)) if r.status().is_server_error() => {
-                    Err(format!("GET /readyz answered {}", r.status()))
+                    Err(UpstreamNotReady::Status(r.status()).into())
                 }
                 Ok(Ok(_)) => Ok(()),
             }
         })
     })
+}
+
+/// Why an upstream is not ready, as `/readyz` says it.
+#[derive(Debug, thiserror::Error)]
+enum UpstreamNotReady {
+    #[error("GET /readyz did not answer within {0}s")]
+    Timeout(f64),
+    #[error(transparent)]
+    Unreachable(crate::upstream::own_client::OwnClientError),
+    #[error("GET /readyz answered {0}")]
+    Status(http::StatusCode),
 }
 
 /// The CN of the client certificate regroup presents to the app.
@@ -497,7 +504,7 @@ struct StartedFront {
     follow: Option<crate::front::ca_follower::Follower>,
     /// `/readyz`'s check of the front's certificates.
     #[allow(clippy::type_complexity)]
-    ready: Arc<dyn Fn() -> Result<(), String> + Send + Sync>,
+    ready: Arc<dyn Fn() -> Check + Send + Sync>,
     /// Publish mode: regroup's client of the central cluster (`/readyz`).
     central: Option<OwnClient>,
 }
@@ -567,12 +574,11 @@ async fn start_front(
         cfg.allowed_names = rh.allowed_names.clone();
     }
     // The CA read from the cluster is checked as it was at start.
-    let ready: Arc<dyn Fn() -> Result<(), String> + Send + Sync> = {
+    let ready: Arc<dyn Fn() -> Check + Send + Sync> = {
         let (serving, ca_source) = (serving.clone(), ca_source.clone());
-        // `/readyz` (observe/metrics.rs) takes the reason as text.
         Arc::new(move || {
             crate::front::ready::check(&serving, &ca_source, std::time::SystemTime::now())
-                .map_err(|e| e.to_string())
+                .map_err(Into::into)
         })
     };
     let tls = Arc::new(ReloadingConfig::new(serving, ca_source)?);

@@ -62,16 +62,17 @@ impl Amend for WebhookRegistration {
         media: MediaType,
         bytes: Bytes,
     ) -> Result<Bytes, Failure> {
-        let unreadable =
-            |e: String| Failure::bad_request(format!("the request body can't be read: {e}"));
+        let unreadable = |e: &dyn std::fmt::Display| {
+            Failure::bad_request(format!("the request body can't be read: {e}"))
+        };
         if media == MediaType::Protobuf {
             return Ok(self
                 .proto_to_cluster(&bytes, info)
-                .map_err(|e| unreadable(e.to_string()))?
+                .map_err(|e| unreadable(&e))?
                 .map(Bytes::from)
                 .unwrap_or(bytes));
         }
-        let Some(mut v) = json_doc(media, &bytes).map_err(unreadable)? else {
+        let Some(mut v) = json_doc(media, &bytes).map_err(|e| unreadable(&e))? else {
             return Ok(bytes);
         };
         if !self.to_cluster(&mut v, info) {
@@ -132,7 +133,7 @@ impl Amend for WebhookRegistration {
         patch: &mut Json,
         info: &RequestInfo,
         current: &Json,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, crate::hooks::PatchRefused> {
         WebhookRegistration::amend_patch(self, patch, info, current)
     }
 

@@ -24,6 +24,7 @@ use regroup_config::schema::{ReachAt, Registration, ServiceRef};
 use regroup_config::ObjectNames;
 use serde_json::{Map, Value as Json};
 
+use crate::hooks::PatchRefused;
 use crate::kube::RequestInfo;
 
 /// Where the app's own `clientConfig`s are kept on the cluster's object.
@@ -289,7 +290,7 @@ impl WebhookRegistration {
         patch: &mut Json,
         info: &RequestInfo,
         current: &Json,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, PatchRefused> {
         let Some(kind) = kind_of(info) else {
             return Ok(false);
         };
@@ -325,10 +326,10 @@ impl WebhookRegistration {
                 continue;
             };
             if let Some(other) = cc.keys().find(|k| *k != "caBundle") {
-                return Err(format!(
-                    "regroup fronts webhook {key:?}: a patch of its clientConfig may set \
-                     caBundle alone or the whole clientConfig (url or service), not {other:?}"
-                ));
+                return Err(PatchRefused::PartialClientConfig {
+                    webhook: key,
+                    field: other.clone(),
+                });
             }
             match &cc["caBundle"] {
                 Json::Null => app.remove("caBundle"),

@@ -250,7 +250,8 @@ fn a_partial_client_config_regroup_cant_keep_whole_is_refused() {
         "clientConfig": {"caBundle": "TkVX", "$patch": "replace"}}]});
     let e = r
         .amend_patch(&mut patch, &patch_info(), &stored)
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains(HOOK) && e.contains("$patch"), "{e}");
 }
 
