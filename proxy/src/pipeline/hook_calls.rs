@@ -1,16 +1,18 @@
 //! The hooks of one request: its stack's list (`hooks/`), asked once
 //! by the driver which of them look at the request. Every phase calls its
 //! hooks through here, in the list's order, each on what the one before it
-//! left; no step walks the list itself. The one exception is the patch a
-//! hook serves: `patch.rs` asks that hook, and only it, what to send.
+//! left; no step walks the list itself, and no step calls a hook: the
+//! patch a hook serves reaches it through [`PatchHook`], here too.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request};
 use hyper::body::Incoming;
+use json_patch::PatchOperation;
 use regroup_config::{Direction, GroupMap};
 use rustls::pki_types::CertificateDer;
+use serde_json::Value as Json;
 
 use crate::front::auth::Rejection;
 use crate::hooks::{Amend, Amendments};
@@ -77,8 +79,8 @@ impl Hooks {
     }
 
     /// The hook that serves the request's patch (`patch.rs`), if any.
-    pub(crate) fn patch(&self) -> Option<&dyn Amend> {
-        self.patch.as_deref()
+    pub(crate) fn patch(&self) -> Option<PatchHook<'_>> {
+        self.patch.as_deref().map(PatchHook)
     }
 
     /// A request body, renamed, through every hook.
@@ -123,5 +125,52 @@ impl Hooks {
             renamed = amended.or(renamed);
         }
         Ok(renamed)
+    }
+}
+
+/// The hook that serves a request's patch, as the patch step
+/// (`patch.rs`) asks it: what it keeps differently, and how a patch of it
+/// is amended.
+#[derive(Clone, Copy)]
+pub(crate) struct PatchHook<'a>(&'a dyn Amend);
+
+impl PatchHook<'_> {
+    /// What the hook keeps, for messages ("APIService").
+    pub(crate) fn noun(self) -> &'static str {
+        self.0.noun()
+    }
+
+    /// Whether a JSON Patch's operations reach what the hook keeps (then
+    /// it is read-modify-written).
+    pub(crate) fn rewrites_json_patch(self, ops: &[PatchOperation]) -> bool {
+        self.0.rewrites_json_patch(ops)
+    }
+
+    /// Whether a merge, strategic-merge or apply patch needs the current
+    /// object first.
+    pub(crate) fn patch_needs_current(self, patch: &mut Json) -> bool {
+        self.0.patch_needs_current(patch)
+    }
+
+    /// The object read, as the app sees it.
+    pub(crate) fn json_to_app(self, doc: &mut Json) -> bool {
+        self.0.json_to_app(doc)
+    }
+
+    /// The patched object back in the cluster's form.
+    pub(crate) fn patched_to_cluster(self, patched: &mut Json, info: &RequestInfo, map: &GroupMap) {
+        self.0.patched_to_cluster(patched, info, map)
+    }
+
+    /// A patch amended against the `current` object (422 when it can't be).
+    pub(crate) fn amend_patch(
+        self,
+        patch: &mut Json,
+        info: &RequestInfo,
+        current: &Json,
+    ) -> Result<bool, Failure> {
+        self.0
+            .amend_patch(patch, info, current)
+            .map_err(|e| Failure::invalid(e.to_string()))
     }
 }

@@ -1,19 +1,20 @@
-//! PATCHes of the objects an [`Amend`] keeps differently in the cluster
-//! and in the app's view (the app's own APIService for the front trust, a
-//! webhook registration): they can't always be forwarded as written. This
+//! PATCHes of the objects a hook keeps differently in the cluster and in
+//! the app's view (the app's own APIService for the front trust, a webhook
+//! registration; the hook asked through [`PatchHook`], the driver's): they
+//! can't always be forwarded as written. This
 //! step produces what goes upstream and leaves the sending and the
 //! renaming of the answer to the pipeline's one tail (`forward`).
 //!
-//! - A JSON Patch the amendment rewrites ([`Amend::rewrites_json_patch`])
+//! - A JSON Patch the amendment rewrites ([`PatchHook::rewrites_json_patch`])
 //!   is applied as kube-apiserver applies any patch, but on the app's view
 //!   of the object: GET the current object, show it as the app reads it
-//!   (app names, [`Amend::json_to_app`]), apply the patch, turn the
-//!   result back into the cluster's form ([`Amend::patched_to_cluster`]),
+//!   (app names, [`PatchHook::json_to_app`]), apply the patch, turn the
+//!   result back into the cluster's form ([`PatchHook::patched_to_cluster`]),
 //!   and PUT it with the resourceVersion that was read, again from the GET
 //!   on a conflict. Other JSON Patches go on renamed.
 //! - A merge, strategic-merge or apply patch that reaches what the
-//!   amendment keeps ([`Amend::patch_needs_current`]) is amended against
-//!   the current object ([`Amend::amend_patch`]) and sent with the
+//!   amendment keeps ([`PatchHook::patch_needs_current`]) is amended against
+//!   the current object ([`PatchHook::amend_patch`]) and sent with the
 //!   resourceVersion read as a precondition, read again on a conflict.
 //!
 //! The current object is read with the request's own credential.
@@ -27,8 +28,9 @@ use json_patch::PatchOperation;
 use serde_json::Value as Json;
 
 use super::exchange::{Exchange, Forward, Next, Outgoing, BODY_LIMIT};
+use super::hook_calls::PatchHook;
 use crate::body::{collect, full, Body};
-use crate::hooks::{json_doc, Amend};
+use crate::hooks::json_doc;
 use crate::kube::{MediaType, PatchKind, Wire};
 use crate::rewrite::Context;
 use crate::status::Failure;
@@ -66,7 +68,7 @@ pub(crate) enum Step {
 /// [`Run::start`] and [`Run::answered`] ask for through the one sender and
 /// hands each answer back, until the run says what goes on to the tail.
 pub(crate) struct Run<'a> {
-    amend: &'a dyn Amend,
+    amend: PatchHook<'a>,
     /// The caller's request as the steps before made it.
     uri: Uri,
     headers: HeaderMap,
@@ -111,7 +113,7 @@ impl<'a> Run<'a> {
     /// renames a patch that goes on in the cluster's names.
     pub(crate) fn start(
         fwd: &Forward,
-        amend: &'a dyn Amend,
+        amend: PatchHook<'a>,
         x: &Exchange,
         to: Outgoing,
         bytes: Bytes,
@@ -256,9 +258,7 @@ impl<'a> Run<'a> {
                     // An apply may create: nothing kept to merge with.
                     let _ = collect(answer.into_body(), BODY_LIMIT).await;
                     let mut patch = doc.clone();
-                    self.amend
-                        .amend_patch(&mut patch, &x.info, &Json::Null)
-                        .map_err(|e| Failure::invalid(e.to_string()))?;
+                    self.amend.amend_patch(&mut patch, &x.info, &Json::Null)?;
                     return Ok(Step::Then(self.patch(to_bytes(&patch))));
                 }
                 if !answer.status().is_success() {
@@ -266,11 +266,7 @@ impl<'a> Run<'a> {
                 }
                 let current = read_current(self.amend, answer).await?;
                 let mut patch = doc.clone();
-                if !self
-                    .amend
-                    .amend_patch(&mut patch, &x.info, &current)
-                    .map_err(|e| Failure::invalid(e.to_string()))?
-                {
+                if !self.amend.amend_patch(&mut patch, &x.info, &current)? {
                     let bytes = bytes.clone();
                     return Ok(Step::Then(self.patch(bytes)));
                 }
@@ -442,7 +438,7 @@ async fn app_view(
     x: &Exchange,
     resp: Response<ResponseBody>,
     kind: &str,
-    amend: &dyn Amend,
+    amend: PatchHook<'_>,
 ) -> Result<(Json, Option<String>), Failure> {
     let bytes = read_answer(amend, resp).await?;
     let cx = Context {
@@ -463,14 +459,14 @@ async fn app_view(
 
 /// The current object, as the cluster stores it (what the amendment
 /// keeps, and its resourceVersion, are all that is read).
-async fn read_current(amend: &dyn Amend, resp: Response<ResponseBody>) -> Result<Json, Failure> {
+async fn read_current(amend: PatchHook<'_>, resp: Response<ResponseBody>) -> Result<Json, Failure> {
     let bytes = read_answer(amend, resp).await?;
     as_object(amend, &bytes)
 }
 
 /// The answer to the read of the object to patch, whole (never encoded:
 /// the read asked for none).
-async fn read_answer(amend: &dyn Amend, resp: Response<ResponseBody>) -> Result<Bytes, Failure> {
+async fn read_answer(amend: PatchHook<'_>, resp: Response<ResponseBody>) -> Result<Bytes, Failure> {
     if resp.headers().contains_key(header::CONTENT_ENCODING) {
         return Err(unreadable(
             amend,
@@ -483,7 +479,7 @@ async fn read_answer(amend: &dyn Amend, resp: Response<ResponseBody>) -> Result<
 }
 
 /// The object read, which must be a JSON object.
-fn as_object(amend: &dyn Amend, bytes: &[u8]) -> Result<Json, Failure> {
+fn as_object(amend: PatchHook<'_>, bytes: &[u8]) -> Result<Json, Failure> {
     let doc: Json =
         serde_json::from_slice(bytes).map_err(|e| unreadable(amend, format!("not JSON: {e}")))?;
     if !doc.is_object() {
@@ -493,7 +489,7 @@ fn as_object(amend: &dyn Amend, bytes: &[u8]) -> Result<Json, Failure> {
 }
 
 /// The object to patch could not be read: the API server's fault (502).
-fn unreadable(amend: &dyn Amend, m: String) -> Failure {
+fn unreadable(amend: PatchHook<'_>, m: String) -> Failure {
     Failure::bad_gateway(format!("reading the {} to patch: {m}", amend.noun()))
 }
 
