@@ -25,6 +25,7 @@ use tokio::net::TcpListener;
 
 use crate::body::full;
 use crate::observe::labels::{self, snake_case};
+use crate::upstream::Tallies;
 
 type Labels = Vec<(String, String)>;
 
@@ -119,6 +120,8 @@ pub type Check = Result<(), CheckError>;
 pub struct Metrics {
     /// Which `Metrics` this is, for the threads' kept handles.
     id: u64,
+    /// The upstreams whose tallies the scrape sums.
+    upstreams: UpstreamTallies,
     registry: Registry,
     /// `process_*`: unprefixed, as every exporter names them.
     process: Registry,
@@ -167,75 +170,38 @@ impl prometheus_client::collector::Collector for EngineTallies {
 /// The h2 connections to the apiserver (and to the front's and webhooks'
 /// backends, built by the same client) closed because a ping went
 /// unanswered (`upstream/health.rs`), read at each scrape.
-#[derive(Debug)]
-struct UpstreamPingTimeouts;
+/// Every upstream's tallies (`upstream::Tallies`), summed at a scrape:
+/// credentials obtained and failed by source, h2 connections closed for an
+/// unanswered ping, connections by protocol, h2 streams open.
+#[derive(Debug, Clone, Default)]
+struct UpstreamTallies(Arc<std::sync::Mutex<Vec<Arc<Tallies>>>>);
 
-impl prometheus_client::collector::Collector for UpstreamPingTimeouts {
+impl UpstreamTallies {
+    fn all(&self) -> Vec<Arc<Tallies>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl prometheus_client::collector::Collector for UpstreamTallies {
     fn encode(
         &self,
         mut encoder: prometheus_client::encoding::DescriptorEncoder,
     ) -> Result<(), std::fmt::Error> {
         use prometheus_client::encoding::EncodeMetric;
         use prometheus_client::metrics::counter::ConstCounter;
-        let family = encoder.encode_descriptor(
-            "upstream_ping_timeouts",
-            "h2 connections to the apiserver (and to the front's and webhooks' backends) closed because a ping went unanswered (limits.upstreamPingTimeout)",
-            None,
-            prometheus_client::metrics::MetricType::Counter,
-        )?;
-        ConstCounter::new(crate::upstream::unanswered_ping_closes()).encode(family)
-    }
-}
-
-/// The upstream connections open, by protocol, and the h2 streams open on
-/// them (`upstream/pool.rs`, `streams.rs`), read at each scrape. Every
-/// upstream client counts: the apiserver's, the front's and webhooks'
-/// backends.
-#[derive(Debug)]
-struct UpstreamConnections;
-
-impl prometheus_client::collector::Collector for UpstreamConnections {
-    fn encode(
-        &self,
-        mut encoder: prometheus_client::encoding::DescriptorEncoder,
-    ) -> Result<(), std::fmt::Error> {
-        use prometheus_client::encoding::EncodeMetric;
         use prometheus_client::metrics::gauge::ConstGauge;
-        let gauge = |n: u64| ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX));
-        let (h1, h2) = crate::upstream::open_connections();
-        let mut family = encoder.encode_descriptor(
-            "upstream_connections",
-            "Connections open to the apiserver (and to the front's and webhooks' backends), by protocol (http1, h2)",
-            None,
-            prometheus_client::metrics::MetricType::Gauge,
-        )?;
-        for (protocol, n) in [("http1", h1), ("h2", h2)] {
-            let labels: Labels = vec![("protocol".into(), protocol.into())];
-            gauge(n).encode(family.encode_family(&labels)?)?;
+        let all = self.all();
+        // Credentials, by source over every upstream.
+        let mut by_source: Vec<(&'static str, u64, u64)> = Vec::new();
+        for (source, ok, failed) in all.iter().flat_map(|t| t.credentials()) {
+            match by_source.iter_mut().find(|(s, _, _)| *s == source) {
+                Some(e) => {
+                    e.1 += ok;
+                    e.2 += failed;
+                }
+                None => by_source.push((source, ok, failed)),
+            }
         }
-        let streams = gauge(crate::upstream::open_h2_streams() as u64);
-        streams.encode(encoder.encode_descriptor(
-            "upstream_h2_streams",
-            "Streams (requests in flight, open watches) open on the h2 connections to the upstreams",
-            None,
-            streams.metric_type(),
-        )?)
-    }
-}
-
-/// regroup's own upstream credential (`upstream/vault.rs`), read at each
-/// scrape: obtained and failed, by source.
-#[derive(Debug)]
-struct CredentialTallies;
-
-impl prometheus_client::collector::Collector for CredentialTallies {
-    fn encode(
-        &self,
-        mut encoder: prometheus_client::encoding::DescriptorEncoder,
-    ) -> Result<(), std::fmt::Error> {
-        use prometheus_client::encoding::EncodeMetric;
-        use prometheus_client::metrics::counter::ConstCounter;
-        let tallies = crate::upstream::vault::tallies();
         type Count = fn(&(&str, u64, u64)) -> u64;
         let families: [(&str, &str, Count); 2] = [
             (
@@ -256,17 +222,45 @@ impl prometheus_client::collector::Collector for CredentialTallies {
                 None,
                 prometheus_client::metrics::MetricType::Counter,
             )?;
-            for t in tallies.iter().filter(|t| count(t) > 0) {
+            for t in by_source.iter().filter(|t| count(t) > 0) {
                 let labels: Labels = vec![("source".into(), t.0.into())];
                 ConstCounter::new(count(t)).encode(family.encode_family(&labels)?)?;
             }
         }
-        Ok(())
+        let family = encoder.encode_descriptor(
+            "upstream_ping_timeouts",
+            "h2 connections to the apiserver (and to the front's and webhooks' backends) closed because a ping went unanswered (limits.upstreamPingTimeout)",
+            None,
+            prometheus_client::metrics::MetricType::Counter,
+        )?;
+        let pings: u64 = all.iter().map(|t| t.unanswered_ping_closes()).sum();
+        ConstCounter::new(pings).encode(family)?;
+        let gauge = |n: u64| ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX));
+        let (h1, h2) = all.iter().fold((0, 0), |(a, b), t| {
+            let (h1, h2) = t.open_connections();
+            (a + h1, b + h2)
+        });
+        let mut family = encoder.encode_descriptor(
+            "upstream_connections",
+            "Connections open to the apiserver (and to the front's and webhooks' backends), by protocol (http1, h2)",
+            None,
+            prometheus_client::metrics::MetricType::Gauge,
+        )?;
+        for (protocol, n) in [("http1", h1), ("h2", h2)] {
+            let labels: Labels = vec![("protocol".into(), protocol.into())];
+            gauge(n).encode(family.encode_family(&labels)?)?;
+        }
+        let open: usize = all.iter().map(|t| t.open_h2_streams()).sum();
+        let streams = gauge(open as u64);
+        streams.encode(encoder.encode_descriptor(
+            "upstream_h2_streams",
+            "Streams (requests in flight, open watches) open on the h2 connections to the upstreams",
+            None,
+            streams.metric_type(),
+        )?)
     }
 }
 
-/// The memory budget (`body/budget.rs`), read at each scrape: its size,
-/// the bytes held and the refusals by reason (every reason, from zero).
 #[derive(Debug)]
 struct MemoryBudget;
 
@@ -418,9 +412,8 @@ impl Metrics {
         );
         registry.register_collector(Box::new(EngineTallies));
         registry.register_collector(Box::new(MemoryBudget));
-        registry.register_collector(Box::new(CredentialTallies));
-        registry.register_collector(Box::new(UpstreamPingTimeouts));
-        registry.register_collector(Box::new(UpstreamConnections));
+        let upstreams = UpstreamTallies::default();
+        registry.register_collector(Box::new(upstreams.clone()));
         // The closed label sets, at zero from the start (`labels.rs`).
         let label = |k: &str, v: &str| (k.to_owned(), v.to_owned());
         for (listener, reason) in labels::error_series() {
@@ -450,6 +443,7 @@ impl Metrics {
         process.register_collector(Box::new(crate::observe::process_metrics::ProcessCollector));
         Metrics {
             id,
+            upstreams,
             webhook_requests,
             webhook_rejections,
             webhook_errors,
@@ -469,6 +463,15 @@ impl Metrics {
 }
 
 impl Metrics {
+    /// Counts `tallies`'s upstream (its connections, streams, pings and
+    /// credentials) from now on.
+    pub fn count_upstream(&self, tallies: Arc<Tallies>) {
+        let mut all = self.upstreams.0.lock().unwrap_or_else(|p| p.into_inner());
+        if !all.iter().any(|t| Arc::ptr_eq(t, &tallies)) {
+            all.push(tallies);
+        }
+    }
+
     /// A review received for the fronted webhook `webhook`.
     pub fn webhook_request(&self, webhook: &str, kind: &str) {
         self.webhook_requests

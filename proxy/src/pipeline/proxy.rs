@@ -149,8 +149,9 @@ impl Proxy {
     }
 
     /// The same stack counting into `metrics` (the process's, shared with
-    /// the listeners).
+    /// the listeners), its upstream's tallies with it.
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Proxy {
+        metrics.count_upstream(self.fwd.upstream.tallies().clone());
         self.fwd.metrics = metrics;
         self
     }

@@ -11,11 +11,12 @@
 //! out on an idle connection too, so a dead one is found before a request
 //! is sent on it.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use hyper::client::conn::http2;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
+
+use super::tallies::Tallies;
 
 /// The h2 connection's ping: after `read_idle` without a frame read, a
 /// ping; no answer within `timeout`, the connection is closed.
@@ -35,15 +36,6 @@ impl From<&regroup_config::Limits> for HealthCheck {
     }
 }
 
-/// h2 connections closed because a ping went unanswered, since start.
-static DROPPED: AtomicU64 = AtomicU64::new(0);
-
-/// How many h2 connections to the apiserver were closed because a ping
-/// went unanswered (for the metrics).
-pub fn unanswered_ping_closes() -> u64 {
-    DROPPED.load(Ordering::Relaxed)
-}
-
 impl HealthCheck {
     /// The h2 client builder, with the pings when they are on.
     pub(super) fn builder(&self) -> http2::Builder<TokioExecutor> {
@@ -59,9 +51,9 @@ impl HealthCheck {
 
     /// Logs why the h2 connection ended: a warning when its ping went
     /// unanswered (every request and watch on it ended with it).
-    pub(super) fn ended(&self, e: &hyper::Error) {
+    pub(super) fn ended(&self, e: &hyper::Error, tallies: &Tallies) {
         if self.read_idle.is_some() && e.is_timeout() {
-            DROPPED.fetch_add(1, Ordering::Relaxed);
+            tallies.ping_closed();
             tracing::warn!(
                 "upstream h2 connection closed: no answer to a ping within {}s after {}s \
                  without a frame from the apiserver (limits.upstreamPingTimeout, \

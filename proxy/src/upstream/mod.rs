@@ -12,6 +12,7 @@ mod response_deadline;
 pub mod sender;
 mod server_settings;
 mod streams;
+mod tallies;
 mod tls;
 pub mod vault;
 
@@ -31,15 +32,14 @@ pub use regroup_config::schema::Http2;
 use rustls::pki_types::ServerName;
 
 use dial::Dial;
-pub use health::{unanswered_ping_closes, HealthCheck};
+pub use health::HealthCheck;
 use impersonate::impersonation_headers;
 pub use kubeconfig::{Impersonate, Resolved};
-pub use pool::open_connections;
 pub use pool::ClientError;
 use pool::Pool;
 use response_deadline::Deadlines;
-pub use streams::open_h2_streams;
 pub use streams::ResponseBody;
+pub use tallies::Tallies;
 use tls::tls_config;
 pub use vault::{bearer, Credential, CredentialError, InvalidToken, Vault};
 
@@ -129,6 +129,8 @@ struct TlsParams {
     http2: Http2,
     /// The server URL, what the pools dial.
     server: Uri,
+    /// The upstream's tallies, kept when its clients are built again.
+    tallies: Arc<Tallies>,
 }
 
 /// The apiserver and how to reach it.
@@ -143,6 +145,8 @@ pub struct Upstream {
     /// The CA file, re-read when it changes: (path, last check, its stamp).
     ca_watch: Option<(PathBuf, Mutex<(Instant, crate::file_stamp::FileStamp)>)>,
     vault: Vault,
+    /// What it counts for the metrics (`Metrics::count_upstream`).
+    tallies: Arc<Tallies>,
     impersonate: Option<Vec<(HeaderName, HeaderValue)>>,
     description: String,
     /// Time from sending a request to its response headers, on a coarse
@@ -290,7 +294,13 @@ impl Upstream {
         } else {
             (vault::Source::None, "no credentials")
         };
-        let vault = Vault::new(source, r.client_cert_files.clone(), r.client_cert.clone());
+        let tallies = Arc::new(Tallies::default());
+        let vault = Vault::new(
+            source,
+            r.client_cert_files.clone(),
+            r.client_cert.clone(),
+            tallies.clone(),
+        );
         let impersonate = match &r.impersonate {
             Some(i) => Some(impersonation_headers(i).map_err(|e| err(e.into()))?),
             None => None,
@@ -326,7 +336,9 @@ impl Upstream {
             timeouts,
             http2,
             server: uri.clone(),
+            tallies: tallies.clone(),
         };
+        let params_tallies = tallies;
         let cert = vault
             .cached()
             .and_then(|c| c.client_cert.clone())
@@ -345,6 +357,7 @@ impl Upstream {
             rebuild: Mutex::new(()),
             params: Mutex::new(params),
             vault,
+            tallies: params_tallies,
             impersonate,
             description,
             response_deadlines: Deadlines::new(timeouts.response_header),
@@ -451,6 +464,11 @@ impl Upstream {
     /// The apiserver answered 401 to the credential of `generation`.
     pub fn invalidate(&self, generation: u64) {
         self.vault.invalidate(generation);
+    }
+
+    /// What this upstream counts for the metrics.
+    pub fn tallies(&self) -> &Arc<Tallies> {
+        &self.tallies
     }
 
     /// True when regroup's credential can be refreshed (a token file, an
@@ -658,6 +676,7 @@ fn build_clients(
             &p.server,
             upgrades,
             p.timeouts.health,
+            p.tallies.clone(),
             p.timeouts.max_streams_per_connection,
             p.timeouts.idle_connection,
         )?)

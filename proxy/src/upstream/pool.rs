@@ -40,7 +40,7 @@
 //!   safe requests whose connection closed after they were sent.
 
 use std::future::Future as _;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -56,6 +56,7 @@ use super::dial::Dial;
 use super::health::HealthCheck;
 use super::server_settings::SettingsSeen;
 use super::streams::{ResponseBody, StreamGuard, Streams};
+use super::tallies::{Counted, Tallies};
 use super::{Body, BoxError};
 
 /// Idle HTTP/1.1 connections kept at most; more are closed.
@@ -104,6 +105,8 @@ pub(super) struct Pool {
     upgrades: bool,
     /// The h2 connection's ping.
     health: HealthCheck,
+    /// The upstream's tallies (connections, streams, pings).
+    tallies: Arc<Tallies>,
     /// Streams regroup opens on one h2 connection at most
     /// (`limits.upstreamMaxStreamsPerConnection`).
     max_streams: usize,
@@ -194,37 +197,6 @@ impl State {
     }
 }
 
-/// HTTP/1.1 connections open to an upstream (every pool: the apiserver's,
-/// the front's and webhooks' backends), for the metrics.
-static OPEN_H1: AtomicU64 = AtomicU64::new(0);
-/// h2 connections open, likewise.
-static OPEN_H2: AtomicU64 = AtomicU64::new(0);
-
-/// Connections open to the upstreams now: (HTTP/1.1, h2).
-pub fn open_connections() -> (u64, u64) {
-    (
-        OPEN_H1.load(Ordering::Relaxed),
-        OPEN_H2.load(Ordering::Relaxed),
-    )
-}
-
-/// One open connection in its tally, from its handshake until its driver
-/// ends.
-struct Counted(&'static AtomicU64);
-
-impl Counted {
-    fn new(tally: &'static AtomicU64) -> Counted {
-        tally.fetch_add(1, Ordering::Relaxed);
-        Counted(tally)
-    }
-}
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 /// A connection taken from the pool.
 enum Taken {
     H1(http1::SendRequest<Body>),
@@ -256,6 +228,7 @@ impl Pool {
         dst: &Uri,
         upgrades: bool,
         health: HealthCheck,
+        tallies: Arc<Tallies>,
         max_streams: usize,
         idle: Duration,
     ) -> Result<Pool, PoolError> {
@@ -280,6 +253,7 @@ impl Pool {
             host,
             upgrades,
             health,
+            tallies,
             max_streams: max_streams.max(1),
             idle,
             state: Arc::default(),
@@ -443,8 +417,10 @@ impl Pool {
             let health = self.health;
             // No room for other requests until the server's limit is known.
             let streams = Streams::new(0);
+            self.tallies.streams_opened(&streams);
             let limit = streams.clone();
-            let counted = Counted::new(&OPEN_H2);
+            let counted = Counted::new(&self.tallies, true);
+            let tallies = self.tallies.clone();
             // Shared with the pool until the server's limit is read there;
             // locked by the driving task for each poll (uncontended).
             let conn = Arc::new(Mutex::new(Box::pin(conn)));
@@ -470,7 +446,7 @@ impl Pool {
                 })
                 .await;
                 if let Err(e) = ended {
-                    health.ended(&e);
+                    health.ended(&e, &tallies);
                 }
             });
             // This request's stream, counted whatever the limits say: the
@@ -497,7 +473,7 @@ impl Pool {
             return Ok(Taken::H2(send, Some(stream)));
         }
         let (send, conn) = http1::handshake(io).await.map_err(ClientError::Handshake)?;
-        let counted = Counted::new(&OPEN_H1);
+        let counted = Counted::new(&self.tallies, false);
         if self.upgrades {
             tokio::spawn(async move {
                 let _counted = counted;
@@ -648,6 +624,7 @@ mod tests {
             url,
             false,
             HealthCheck::from(&regroup_config::Limits::default()),
+            Default::default(),
             100,
             Duration::from_secs(90),
         )

@@ -15,7 +15,7 @@
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -32,42 +32,15 @@ pub(super) struct Streams {
     peer_max: AtomicUsize,
 }
 
-/// Every h2 connection's streams, for the metrics; entries of connections
-/// gone (and their last stream ended) are dropped at a scrape.
-static ALL: Mutex<Vec<Weak<Streams>>> = Mutex::new(Vec::new());
-
-/// Streams open now on every h2 connection to an upstream (the apiserver;
-/// the front's and webhooks' backends).
-pub fn open_h2_streams() -> usize {
-    let mut all = ALL.lock().unwrap_or_else(|p| p.into_inner());
-    let mut open = 0;
-    all.retain(|s| match s.upgrade() {
-        Some(s) => {
-            open += s.open();
-            true
-        }
-        None => false,
-    });
-    open
-}
-
 impl Streams {
     /// `peer_max`: the server's limit as known; 0, no room for any request
     /// but the first, until the server's SETTINGS are read
     /// (`server_settings.rs`).
     pub(super) fn new(peer_max: usize) -> Arc<Streams> {
-        let s = Arc::new(Streams {
+        Arc::new(Streams {
             open: AtomicUsize::new(0),
             peer_max: AtomicUsize::new(peer_max),
-        });
-        let mut all = ALL.lock().unwrap_or_else(|p| p.into_inner());
-        // Connections come and go without scrapes (none configured): the
-        // list is pruned here too, so it never outgrows the live ones much.
-        if all.len() >= 64 && all.len().is_power_of_two() {
-            all.retain(|w| w.strong_count() > 0);
-        }
-        all.push(Arc::downgrade(&s));
-        s
+        })
     }
 
     /// Streams open now.
@@ -190,12 +163,17 @@ mod tests {
 
     #[test]
     fn a_connections_first_stream_is_counted_before_any_limit_is_known() {
+        let tallies = crate::upstream::Tallies::default();
         let s = Streams::new(0);
+        tallies.streams_opened(&s);
         let first = s.take_first();
         assert_eq!(s.open(), 1);
         assert!(s.take(100).is_none(), "no room under a limit of 0");
-        assert!(open_h2_streams() >= 1);
+        assert_eq!(tallies.open_h2_streams(), 1);
         drop(first);
         assert_eq!(s.open(), 0);
+        assert_eq!(tallies.open_h2_streams(), 0);
+        drop(s);
+        assert_eq!(tallies.open_h2_streams(), 0, "a connection gone is dropped");
     }
 }

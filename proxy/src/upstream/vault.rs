@@ -11,7 +11,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwapOption;
@@ -19,6 +19,7 @@ use http::HeaderValue;
 
 use super::exec::{self, ExecOutput};
 use super::kubeconfig::ExecConfig;
+use super::tallies::Tallies;
 use crate::file_stamp::{file_stamp, FileStamp};
 
 /// A credential is refreshed this long before it expires, at most (less
@@ -141,15 +142,19 @@ pub struct Vault {
     refresh: tokio::sync::Mutex<Backoff>,
     generation: AtomicU64,
     epoch: Instant,
+    /// Where credentials obtained and failures are counted (the upstream's).
+    tallies: Arc<Tallies>,
 }
 
 impl Vault {
     /// A vault over `source`, with a client certificate from `cert_files`
-    /// (re-read when they change) or the fixed `cert`.
+    /// (re-read when they change) or the fixed `cert`, counting into
+    /// `tallies`.
     pub fn new(
         source: Source,
         cert_files: Option<(PathBuf, PathBuf)>,
         cert: Option<(Vec<u8>, Vec<u8>)>,
+        tallies: Arc<Tallies>,
     ) -> Vault {
         let v = Vault {
             source,
@@ -159,6 +164,7 @@ impl Vault {
             refresh: tokio::sync::Mutex::new(Backoff::default()),
             generation: AtomicU64::new(0),
             epoch: Instant::now(),
+            tallies,
         };
         // Sources that need no process are read at once, so a synchronous
         // caller (and the first request) finds them.
@@ -226,12 +232,12 @@ impl Vault {
                 let c = Arc::new(c);
                 self.current.store(Some(c.clone()));
                 *backoff = Backoff::default();
-                tally(label, true);
+                self.tallies.credential(label, true);
                 tracing::debug!(source = label, "obtained regroup's credential");
                 Ok(c)
             }
             Err(e) => {
-                tally(label, false);
+                self.tallies.credential(label, false);
                 backoff.failures += 1;
                 let wait = BACKOFF_MIN
                     .saturating_mul(1 << (backoff.failures - 1).min(10))
@@ -383,33 +389,6 @@ pub fn bearer(token: &str) -> Result<HeaderValue, InvalidToken> {
     Ok(v)
 }
 
-/// Credentials obtained and failures to obtain one, by source label:
-/// counted here, read by the metrics at each scrape (this layer knows
-/// nothing of how they are reported).
-static TALLY: Mutex<Vec<(&'static str, u64, u64)>> = Mutex::new(Vec::new());
-
-fn tally(source: &'static str, obtained: bool) {
-    let mut t = TALLY.lock().unwrap_or_else(|p| p.into_inner());
-    let i = match t.iter().position(|(s, _, _)| *s == source) {
-        Some(i) => i,
-        None => {
-            t.push((source, 0, 0));
-            t.len() - 1
-        }
-    };
-    if obtained {
-        t[i].1 += 1;
-    } else {
-        t[i].2 += 1;
-    }
-}
-
-/// By source: credentials obtained (exec plugin run, file read) and
-/// failures to obtain one, since start.
-pub fn tallies() -> Vec<(&'static str, u64, u64)> {
-    TALLY.lock().unwrap_or_else(|p| p.into_inner()).clone()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,7 +441,7 @@ printf '{{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCreden
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_hundred_concurrent_requests_run_the_plugin_once() {
         let d = dir("flight");
-        let vault = Arc::new(Vault::new(plugin(&d, 3600), None, None));
+        let vault = Arc::new(Vault::new(plugin(&d, 3600), None, None, Default::default()));
         let tasks: Vec<_> = (0..100)
             .map(|_| {
                 let v = vault.clone();
@@ -481,7 +460,7 @@ printf '{{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCreden
     #[tokio::test]
     async fn a_401_invalidates_once_however_many_requests_saw_it() {
         let d = dir("invalidate");
-        let vault = Vault::new(plugin(&d, 3600), None, None);
+        let vault = Vault::new(plugin(&d, 3600), None, None, Default::default());
         let c = vault.get().await.unwrap();
         // Two requests got 401 with generation 1: one refresh.
         vault.invalidate(c.generation);
@@ -496,7 +475,7 @@ printf '{{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCreden
     async fn a_credential_about_to_expire_is_refreshed_before() {
         let d = dir("expiry");
         // Expires in 2 s: refreshed when less than a fifth of that is left.
-        let vault = Vault::new(plugin(&d, 2), None, None);
+        let vault = Vault::new(plugin(&d, 2), None, None, Default::default());
         assert_eq!(token(&vault.get().await.unwrap()), "Bearer t1");
         tokio::time::sleep(Duration::from_millis(1800)).await;
         assert_eq!(token(&vault.get().await.unwrap()), "Bearer t2");
@@ -506,7 +485,7 @@ printf '{{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCreden
     async fn a_failing_plugin_is_retried_with_backoff_and_reports_stderr() {
         let d = dir("backoff");
         std::fs::write(d.join("fail"), "").unwrap();
-        let vault = Vault::new(plugin(&d, 3600), None, None);
+        let vault = Vault::new(plugin(&d, 3600), None, None, Default::default());
         let e = vault.get().await.err().unwrap();
         assert!(e.to_string().contains("no login: try again"), "{e}");
         // Within the backoff: the same error, no new run.
@@ -523,7 +502,7 @@ printf '{{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCreden
         let d = dir("tokenfile");
         let p = d.join("token");
         std::fs::write(&p, "one\n").unwrap();
-        let vault = Vault::new(Source::TokenFile(p.clone()), None, None);
+        let vault = Vault::new(Source::TokenFile(p.clone()), None, None, Default::default());
         assert_eq!(token(&vault.get().await.unwrap()), "Bearer one");
         std::fs::write(d.join("new"), "two").unwrap();
         std::fs::rename(d.join("new"), &p).unwrap(); // as kubelet swaps it

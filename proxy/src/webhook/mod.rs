@@ -77,8 +77,12 @@ impl Webhooks {
         }
     }
 
-    /// Counting into `metrics` (the process's).
+    /// Counting into `metrics` (the process's), the backends' tallies
+    /// with it.
     pub fn with_metrics(self, metrics: Arc<Metrics>) -> Webhooks {
+        for hook in &self.hooks {
+            metrics.count_upstream(hook.backend.tallies().clone());
+        }
         Webhooks { metrics, ..self }
     }
 
