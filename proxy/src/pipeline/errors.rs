@@ -7,7 +7,7 @@ use crate::upstream::SendError;
 
 /// An upstream request that failed: `504` when the upstream did not answer
 /// within `limits.upstreamResponseHeaderTimeout`, else `503`.
-pub(crate) fn upstream(fwd: &super::Forward, e: &SendError) -> Failure {
+pub(crate) fn upstream(fwd: &super::exchange::Forward, e: &SendError) -> Failure {
     let kind = if e.is_timeout() {
         "timeout"
     } else {
