@@ -118,12 +118,145 @@ impl Default for Options {
 
 /// Why manifests could not be injected.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct InjectError(pub String);
+pub enum InjectError {
+    /// The manifests could not be read, renamed or written back.
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    /// The configuration file is not YAML.
+    #[error("reading the configuration: {0}")]
+    ReadConfig(#[source] Box<serde_saphyr::Error>),
+    /// The sidecar's configuration could not be written.
+    #[error("writing the configuration: {0}")]
+    WriteConfig(#[source] serde_saphyr::SerializeError),
+    /// The sidecar's configuration, as written, does not load.
+    #[error("the sidecar's configuration is not valid:\n{0}")]
+    SidecarConfig(#[source] regroup_config::ConfigError),
+    /// The loopback listener's certificate could not be made.
+    #[error(transparent)]
+    Tls(#[from] crate::net::tls::TlsError),
+    /// Webhooks that can't go through regroup, without
+    /// `--skip-unwired-webhooks`: why, for each.
+    #[error(
+        "webhooks that can't be sent through regroup (kube-apiserver would call the app \
+         in the cluster's names):\n  {}\nwire them by hand (docs/deploy.md, \"the \
+         app's webhooks\") or pass --skip-unwired-webhooks to leave them as they are",
+        .0.join("\n  ")
+    )]
+    UnwiredWebhooks(Vec<String>),
+    /// A pod spec without `containers`.
+    #[error("the pod spec has no containers")]
+    NoContainers,
+    /// Containers of the pod declare ports regroup listens on.
+    #[error(
+        "port clash in the pod (its containers share one network): {}",
+        PortClash::join(.0)
+    )]
+    PortClashes(Vec<PortClash>),
+    /// A container that reaches the cluster around regroup, with `--strict`.
+    #[error("{0}; refused with --strict")]
+    Bypass(Bypass),
+    /// A field that must be a mapping is something else.
+    #[error("{0} is not a mapping")]
+    NotMapping(String),
+    /// A field that must be a list is something else.
+    #[error("{0} is not a list")]
+    NotList(&'static str),
+    /// An object of a wrapped kind without its pod spec (the path).
+    #[error("no {0} in it")]
+    NoPodSpec(String),
+    /// A webhook app's CA Secret is in another namespace than its pod's,
+    /// where no volume can mount it.
+    #[error(
+        "its CA Secret {secret} is in namespace {namespace}, not the pod's ({pod_namespace}): \
+         regroup can't mount it"
+    )]
+    CaSecretElsewhere {
+        /// The Secret.
+        secret: String,
+        /// Its namespace.
+        namespace: String,
+        /// The pod's.
+        pod_namespace: String,
+    },
+    /// Where in the input the error is: a document, an item of a list, an
+    /// object.
+    #[error("{at}: {source}")]
+    At {
+        /// `document N`, `items[I]` or `Kind name`.
+        at: String,
+        /// The error there.
+        source: Box<InjectError>,
+    },
+}
 
-impl From<RenderError> for InjectError {
-    fn from(e: RenderError) -> Self {
-        InjectError(e.0)
+impl InjectError {
+    /// This error, found at `at`.
+    fn at(self, at: impl Into<String>) -> Self {
+        InjectError::At {
+            at: at.into(),
+            source: Box::new(self),
+        }
+    }
+}
+
+/// A port of regroup's that a container of the pod declares (they share
+/// one network namespace).
+#[derive(Debug)]
+pub struct PortClash {
+    /// The container.
+    pub container: String,
+    /// The port.
+    pub port: u64,
+    /// What regroup listens on it for.
+    pub what: &'static str,
+    /// The flag that moves regroup's listener (none for the plain-HTTP one).
+    pub flag: &'static str,
+}
+
+impl PortClash {
+    fn join(clashes: &[PortClash]) -> String {
+        let each: Vec<String> = clashes.iter().map(PortClash::to_string).collect();
+        each.join("; ")
+    }
+}
+
+impl std::fmt::Display for PortClash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let PortClash {
+            container,
+            port,
+            what,
+            flag,
+        } = self;
+        write!(
+            f,
+            "container `{container}` declares containerPort {port}, which is regroup's {what}"
+        )?;
+        if !flag.is_empty() {
+            write!(f, " (pass {flag} with a free port)")?;
+        }
+        Ok(())
+    }
+}
+
+/// A container that may reach the cluster around regroup: a warning, or
+/// refused with `--strict`.
+#[derive(Debug)]
+pub struct Bypass {
+    /// The container.
+    pub container: String,
+    /// How: `sets KUBECONFIG`, or the flag it passes.
+    pub how: String,
+}
+
+impl std::fmt::Display for Bypass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "container `{}` {}: it may talk to the API server directly, under the original \
+             groups, bypassing regroup (remove it, or point it at regroup)",
+            self.container, self.how
+        )
     }
 }
 
@@ -161,7 +294,7 @@ pub fn inject_with_warnings(
     };
     for (i, doc) in docs.iter_mut().enumerate() {
         wrap_object(doc, &wrap, &mut namespaces, &mut warnings)
-            .map_err(|e| InjectError(format!("document {}: {e}", i + 1)))?;
+            .map_err(|e| e.at(format!("document {}", i + 1)))?;
     }
     wire_webhooks(&mut docs, config_text, opts, &derived, &mut warnings)?;
     let config_name = format!("{}-config", opts.prefix);
@@ -216,13 +349,8 @@ fn wire_webhooks(
         wired.push(w);
     }
     if !refused.is_empty() {
-        let list = refused.join("\n  ");
         if !opts.skip_unwired_webhooks {
-            return Err(InjectError(format!(
-                "webhooks that can't be sent through regroup (kube-apiserver would call the app \
-                 in the cluster's names):\n  {list}\nwire them by hand (docs/deploy.md, \"the \
-                 app's webhooks\") or pass --skip-unwired-webhooks to leave them as they are"
-            )));
+            return Err(InjectError::UnwiredWebhooks(refused));
         }
         for r in refused {
             warnings.push(format!(
@@ -301,7 +429,7 @@ fn wrap_object(
     wrap: &Wrap,
     namespaces: &mut Vec<Option<String>>,
     warnings: &mut Vec<String>,
-) -> Result<(), String> {
+) -> Result<(), InjectError> {
     let opts = wrap.opts;
     let kind = doc
         .get("kind")
@@ -312,7 +440,7 @@ fn wrap_object(
         if let Some(items) = doc.get_mut("items").and_then(Json::as_array_mut) {
             for (i, item) in items.iter_mut().enumerate() {
                 wrap_object(item, wrap, namespaces, warnings)
-                    .map_err(|e| format!("items[{i}]: {e}"))?;
+                    .map_err(|e| e.at(format!("items[{i}]")))?;
             }
         }
         return Ok(());
@@ -359,6 +487,25 @@ fn wrap_object(
         .pointer("/metadata/namespace")
         .and_then(Json::as_str)
         .map(str::to_string);
+    let at = format!("{kind} {name}");
+    let wrapped = wrap_template(doc, path, wrap, &mut |w| {
+        warnings.push(format!("{at}: {w}"))
+    });
+    wrapped.map_err(|e| e.at(at))?;
+    if !namespaces.contains(&ns) {
+        namespaces.push(ns);
+    }
+    Ok(())
+}
+
+/// Wraps the pod template at `path` (its spec's) in `doc` and marks it
+/// with the config's hash.
+fn wrap_template(
+    doc: &mut Json,
+    path: &[&str],
+    wrap: &Wrap,
+    warn: &mut dyn FnMut(String),
+) -> Result<(), InjectError> {
     // the pod template's metadata: next to its spec
     let meta_path: Vec<&str> = path[..path.len() - 1]
         .iter()
@@ -369,37 +516,31 @@ fn wrap_object(
     for key in path {
         spec = spec
             .get_mut(*key)
-            .ok_or_else(|| format!("{kind} {name}: no {} in it", path.join(".")))?;
+            .ok_or_else(|| InjectError::NoPodSpec(path.join(".")))?;
     }
     let spec = spec
         .as_object_mut()
-        .ok_or_else(|| format!("{kind} {name}: {} is not a mapping", path.join(".")))?;
-    let wrapped = wrap_pod_spec(spec, opts, &mut |w| {
-        warnings.push(format!("{kind} {name}: {w}"))
-    })
-    .map_err(|e| format!("{kind} {name}: {e}"))?;
-    if wrapped {
-        let mut meta = &mut *doc;
-        for key in &meta_path {
-            meta = meta
-                .as_object_mut()
-                .ok_or_else(|| format!("{kind} {name}: {key} is not a mapping"))?
-                .entry(key.to_string())
-                .or_insert_with(|| json!({}));
-        }
-        let annotations = meta
+        .ok_or_else(|| InjectError::NotMapping(path.join(".")))?;
+    if !wrap_pod_spec(spec, wrap.opts, warn)? {
+        return Ok(());
+    }
+    let mut meta = &mut *doc;
+    for key in &meta_path {
+        meta = meta
             .as_object_mut()
-            .ok_or_else(|| format!("{kind} {name}: metadata is not a mapping"))?
-            .entry("annotations")
+            .ok_or_else(|| InjectError::NotMapping(key.to_string()))?
+            .entry(key.to_string())
             .or_insert_with(|| json!({}));
-        annotations
-            .as_object_mut()
-            .ok_or_else(|| format!("{kind} {name}: annotations is not a mapping"))?
-            .insert("regroup.dev/config-hash".into(), json!(wrap.config_hash));
     }
-    if !namespaces.contains(&ns) {
-        namespaces.push(ns);
-    }
+    let annotations = meta
+        .as_object_mut()
+        .ok_or_else(|| InjectError::NotMapping("metadata".into()))?
+        .entry("annotations")
+        .or_insert_with(|| json!({}));
+    annotations
+        .as_object_mut()
+        .ok_or_else(|| InjectError::NotMapping("annotations".into()))?
+        .insert("regroup.dev/config-hash".into(), json!(wrap.config_hash));
     Ok(())
 }
 
@@ -436,7 +577,7 @@ fn all_containers(spec: &Map<String, Json>) -> Vec<(&str, &Map<String, Json>)> {
 
 /// A port of regroup's that a container of the pod declares (they share
 /// one network namespace): an error saying which and what to pass.
-fn port_clashes(spec: &Map<String, Json>, opts: &Options) -> Result<(), String> {
+fn port_clashes(spec: &Map<String, Json>, opts: &Options) -> Result<(), InjectError> {
     let mut clashes = Vec::new();
     for (name, c) in all_containers(spec) {
         let ports = c
@@ -447,14 +588,12 @@ fn port_clashes(spec: &Map<String, Json>, opts: &Options) -> Result<(), String> 
         for port in ports.filter_map(|p| p.get("containerPort").and_then(Json::as_u64)) {
             for (ours, what, flag) in regroup_ports(opts) {
                 if u64::from(ours) == port {
-                    let fix = if flag.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (pass {flag} with a free port)")
-                    };
-                    clashes.push(format!(
-                        "container `{name}` declares containerPort {port}, which is regroup's {what}{fix}"
-                    ));
+                    clashes.push(PortClash {
+                        container: name.to_owned(),
+                        port,
+                        what,
+                        flag,
+                    });
                 }
             }
         }
@@ -462,10 +601,7 @@ fn port_clashes(spec: &Map<String, Json>, opts: &Options) -> Result<(), String> 
     if clashes.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "port clash in the pod (its containers share one network): {}",
-            clashes.join("; ")
-        ))
+        Err(InjectError::PortClashes(clashes))
     }
 }
 
@@ -503,24 +639,24 @@ fn wrap_pod_spec(
     spec: &mut Map<String, Json>,
     opts: &Options,
     warn: &mut dyn FnMut(String),
-) -> Result<bool, String> {
+) -> Result<bool, InjectError> {
     if has_regroup(spec) {
         return Ok(false); // already wrapped
     }
     if spec.get("containers").and_then(Json::as_array).is_none() {
-        return Err("the pod spec has no containers".into());
+        return Err(InjectError::NoContainers);
     }
     port_clashes(spec, opts)?;
     for (name, c) in all_containers(spec) {
-        for b in bypasses(c) {
-            let msg = format!(
-                "container `{name}` {b}: it may talk to the API server directly, under the \
-                 original groups, bypassing regroup (remove it, or point it at regroup)"
-            );
+        for how in bypasses(c) {
+            let bypass = Bypass {
+                container: name.to_owned(),
+                how,
+            };
             if opts.strict {
-                return Err(format!("{msg}; refused with --strict"));
+                return Err(InjectError::Bypass(bypass));
             }
-            warn(msg);
+            warn(bypass.to_string());
         }
     }
     // The app's containers, and its init containers when regroup starts
@@ -534,7 +670,9 @@ fn wrap_pod_spec(
         }
     }
     for c in app {
-        let c = c.as_object_mut().ok_or("a container is not a mapping")?;
+        let c = c
+            .as_object_mut()
+            .ok_or_else(|| InjectError::NotMapping("a container".into()))?;
         let mut env = app_container_env(opts);
         if let Some(Json::Array(old)) = c.remove("env") {
             env.extend(old.into_iter().filter(|e| {
@@ -559,7 +697,7 @@ fn wrap_pod_spec(
             .entry("initContainers")
             .or_insert_with(|| Json::Array(Vec::new()));
         init.as_array_mut()
-            .ok_or("initContainers is not a list")?
+            .ok_or(InjectError::NotList("initContainers"))?
             .insert(0, sidecar);
     } else {
         spec.get_mut("containers")
@@ -572,7 +710,7 @@ fn wrap_pod_spec(
         .entry("volumes")
         .or_insert_with(|| Json::Array(Vec::new()))
         .as_array_mut()
-        .ok_or("volumes is not a list")?;
+        .ok_or(InjectError::NotList("volumes"))?;
     // The pod's own volumes of those names (an earlier injection's) go.
     let ours = pod_volumes(opts);
     let name = |v: &Json| v.get("name").cloned();
@@ -602,8 +740,8 @@ fn sidecar_config_with(
     webhooks: Option<Json>,
 ) -> Result<String, InjectError> {
     let shared = &derived.shared;
-    let file: Json = serde_saphyr::from_str(config_text)
-        .map_err(|e| InjectError(format!("reading the configuration: {e}")))?;
+    let file: Json =
+        serde_saphyr::from_str(config_text).map_err(|e| InjectError::ReadConfig(Box::new(e)))?;
     let mut out = Map::new();
     // Everything that decides what is renamed goes along: the sidecar must
     // rename exactly as the manifests were rendered.
@@ -706,10 +844,8 @@ fn sidecar_config_with(
     if let Some(w) = webhooks {
         out.insert("webhooks".into(), w);
     }
-    let text = serde_saphyr::to_string(&Json::Object(out))
-        .map_err(|e| InjectError(format!("writing the configuration: {e}")))?;
-    regroup_config::load(&text)
-        .map_err(|e| InjectError(format!("the sidecar's configuration is not valid:\n{e}")))?;
+    let text = serde_saphyr::to_string(&Json::Object(out)).map_err(InjectError::WriteConfig)?;
+    regroup_config::load(&text).map_err(InjectError::SidecarConfig)?;
     Ok(text)
 }
 
@@ -728,7 +864,7 @@ fn config_map(name: &str, ns: Option<&str>, config: &str) -> Json {
 
 fn serving_secret(name: &str, ns: Option<&str>) -> Result<Json, InjectError> {
     use base64::Engine as _;
-    let id = crate::net::tls::generate().map_err(|e| InjectError(e.to_string()))?;
+    let id = crate::net::tls::generate()?;
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     Ok(
         json!({"apiVersion": "v1", "kind": "Secret", "metadata": metadata(name, ns), "type": "Opaque",

@@ -23,6 +23,7 @@
 
 use serde_json::{json, Value as Json};
 
+use super::InjectError;
 use crate::render::each_object as each;
 
 /// Where regroup mounts the app's serving certificate (or its CA).
@@ -236,7 +237,7 @@ pub fn plan(docs: &[Json], listen_port: u16) -> (Vec<Wiring>, Vec<String>) {
                 dns_names: service_names(&svc_name, &ns),
             },
             (None, Err(e)) => {
-                refused.push(why(e));
+                refused.push(why(e.to_string()));
                 continue;
             }
             (None, Ok(None)) => {
@@ -347,7 +348,7 @@ fn serving_cert_volume(spec: &Json, container: &Json) -> Option<String> {
 /// `--dynamic-serving-ca-secret-namespace`), in the container's command and
 /// args. A Secret volume can only be of the pod's own namespace: another
 /// namespace is refused.
-fn dynamic_ca_secret(container: &Json, ns: &str) -> Result<Option<String>, String> {
+fn dynamic_ca_secret(container: &Json, ns: &str) -> Result<Option<String>, InjectError> {
     let words: Vec<&str> = ["command", "args"]
         .iter()
         .filter_map(|k| container.get(*k).and_then(Json::as_array))
@@ -371,10 +372,11 @@ fn dynamic_ca_secret(container: &Json, ns: &str) -> Result<Option<String>, Strin
     };
     match flag("dynamic-serving-ca-secret-namespace") {
         // `$(POD_NAMESPACE)`, the kubelet's expansion of the pod's own.
-        Some(n) if n != ns && !n.starts_with("$(") => Err(format!(
-            "its CA Secret {secret} is in namespace {n}, not the pod's ({ns}): regroup can't \
-             mount it"
-        )),
+        Some(n) if n != ns && !n.starts_with("$(") => Err(InjectError::CaSecretElsewhere {
+            secret,
+            namespace: n,
+            pod_namespace: ns.to_owned(),
+        }),
         _ => Ok(Some(secret)),
     }
 }

@@ -184,6 +184,14 @@ enum Outcome {
     Failed(String),
 }
 
+/// A target that exists before the move, by what made it.
+enum Existing {
+    /// Its source, in an earlier run: the move resumes.
+    Ours,
+    /// Someone else: its [`MIGRATED_FROM`] annotation's value, or `absent`.
+    Theirs(String),
+}
+
 struct Migration<'a> {
     api: &'a Api,
     sides: Sides<'a>,
@@ -194,10 +202,8 @@ struct Migration<'a> {
     dependents: RefCell<BTreeMap<String, Vec<Dependent>>>,
     /// Kinds the scan could not list: (collection, why).
     unscanned: Vec<(String, String)>,
-    /// Targets that already exist, by source uid: `Ok` made from that
-    /// source (an earlier run), `Err` made by someone else (its
-    /// annotation's value, or `absent`).
-    existing: HashMap<String, Result<(), String>>,
+    /// Targets that already exist, by source uid.
+    existing: HashMap<String, Existing>,
     /// source uid → (target apiVersion, target uid), as moved.
     moved: RefCell<HashMap<String, (String, String)>>,
     /// Dependents re-pointed in this run: (path, label).
@@ -362,8 +368,11 @@ impl<'a> Migration<'a> {
             for s in self.sources.iter().filter(|s| s.kind == i) {
                 let key = (s.namespace.clone(), s.name.clone());
                 if let Some(t) = taken.get(&key) {
-                    let r = plan::made_from(t, &s.uid).map_err(str::to_owned);
-                    self.existing.insert(s.uid.clone(), r);
+                    let made = match plan::made_from(t, &s.uid) {
+                        Ok(()) => Existing::Ours,
+                        Err(from) => Existing::Theirs(from.to_owned()),
+                    };
+                    self.existing.insert(s.uid.clone(), made);
                 }
             }
         }
@@ -640,8 +649,10 @@ impl<'a> Migration<'a> {
                     line.push_str(", with status");
                 }
                 match self.existing.get(&s.uid) {
-                    Some(Ok(())) => line.push_str(", target made by an earlier run (resumed)"),
-                    Some(Err(from)) => {
+                    Some(Existing::Ours) => {
+                        line.push_str(", target made by an earlier run (resumed)")
+                    }
+                    Some(Existing::Theirs(from)) => {
                         ok = false;
                         line.push_str(&format!(
                             ", TARGET EXISTS and was not made from this object ({MIGRATED_FROM}: {from}): neither will be touched"
@@ -785,7 +796,7 @@ impl<'a> Migration<'a> {
         let terminating = src.pointer("/metadata/deletionTimestamp").is_some();
         let converted = match self.sides.convert(&bytes) {
             Ok(c) => c,
-            Err(e) => return Outcome::Failed(e),
+            Err(e) => return Outcome::Failed(e.to_string()),
         };
         // The target: made now, or found from an earlier run.
         let mut tgt = match self.api.get(&tgt_path).await {
@@ -1007,14 +1018,13 @@ impl<'a> Migration<'a> {
         println!("verification:");
         let mut ok = true;
         for (i, k) in self.kinds.iter().enumerate() {
-            let Ok(target) = &k.target else {
-                println!(
-                    "  {}: not moved ({})",
-                    k.label(),
-                    k.target.as_ref().err().unwrap()
-                );
-                ok = false;
-                continue;
+            let target = match &k.target {
+                Ok(target) => target,
+                Err(why) => {
+                    println!("  {}: not moved ({why})", k.label());
+                    ok = false;
+                    continue;
+                }
             };
             let planned = self.sources.iter().filter(|s| s.kind == i).count();
             let left = self

@@ -10,6 +10,7 @@ use serde_json::{json, Value as Json};
 use crate::kube::media::Wire;
 use crate::rewrite::Context;
 use crate::rewrite::Engine;
+use crate::rewrite::RewriteError;
 
 /// The annotation a target carries: the uid of the object it was made from.
 pub const MIGRATED_FROM: &str = "regroup.dev/migrated-from-uid";
@@ -28,6 +29,20 @@ pub fn finalizers(obj: &Json) -> (Vec<String>, Vec<String>) {
         .filter_map(Json::as_str)
         .map(str::to_owned)
         .partition(|f| !SYSTEM_FINALIZERS.contains(&f.as_str()))
+}
+
+/// Why an object can't be had under TO's names ([`Sides::convert`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ConvertError {
+    /// FROM's engine refused it.
+    #[error("renaming to the app's names: {0}")]
+    ToApp(#[source] RewriteError),
+    /// TO's engine refused it.
+    #[error("renaming to the target's names: {0}")]
+    ToTarget(#[source] RewriteError),
+    /// What the engines gave is not JSON.
+    #[error("not a JSON object: {0}")]
+    NotJson(#[from] serde_json::Error),
 }
 
 /// The two configurations: `None` is the identity (the original,
@@ -66,12 +81,12 @@ impl Sides<'_> {
     /// TO: the app's names through FROM's engine (`ToApp`), then the
     /// cluster's through TO's (`ToCluster`). Every catalogued place is
     /// renamed; every other byte stays as the apiserver sent it.
-    pub fn convert(&self, source: &[u8]) -> Result<Json, String> {
+    pub fn convert(&self, source: &[u8]) -> Result<Json, ConvertError> {
         let mut bytes = source.to_vec();
         if let Some(e) = self.from {
             if let Some(b) = e
                 .body(Direction::ToApp, Wire::Json, Context::default(), &bytes)
-                .map_err(|e| format!("renaming to the app's names: {e}"))?
+                .map_err(ConvertError::ToApp)?
             {
                 bytes = b;
             }
@@ -79,12 +94,12 @@ impl Sides<'_> {
         if let Some(e) = self.to {
             if let Some(b) = e
                 .body(Direction::ToCluster, Wire::Json, Context::default(), &bytes)
-                .map_err(|e| format!("renaming to the target's names: {e}"))?
+                .map_err(ConvertError::ToTarget)?
             {
                 bytes = b;
             }
         }
-        serde_json::from_slice(&bytes).map_err(|e| format!("not a JSON object: {e}"))
+        Ok(serde_json::from_slice(&bytes)?)
     }
 }
 
@@ -175,13 +190,49 @@ impl Crd {
     }
 }
 
+/// Why a kind can't move: its target CRD (`plural.target-group`) is not
+/// one its objects can be written to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetCrdError {
+    /// Not in the cluster.
+    #[error(
+        "the target CRD {0} does not exist: install it first (regroup render -c TO.yaml -f \
+         crds.yaml | kubectl apply -f -)"
+    )]
+    Missing(String),
+    /// Not yet served.
+    #[error("the target CRD {0} is not Established")]
+    NotEstablished(String),
+    /// Of another kind than the source's.
+    #[error("the target CRD {name} is of kind {kind}, not {source_kind}")]
+    OtherKind {
+        /// The target CRD.
+        name: String,
+        /// Its kind.
+        kind: String,
+        /// The source's.
+        source_kind: String,
+    },
+    /// Cluster-scoped where the source is namespaced, or the reverse.
+    #[error("the target CRD {0} has another scope")]
+    OtherScope(String),
+    /// Not serving the version the objects are read and written in.
+    #[error("the target CRD {name} does not serve {version}, the source's storage version")]
+    NotServed {
+        /// The target CRD.
+        name: String,
+        /// The source's storage version.
+        version: String,
+    },
+}
+
 /// One kind to move.
 #[derive(Debug, Clone)]
 pub struct KindPlan {
     pub source: Crd,
     pub target_group: String,
     /// The target CRD, checked; or why this kind can't move.
-    pub target: Result<Crd, String>,
+    pub target: Result<Crd, TargetCrdError>,
     /// The version objects are read and written in: the source's storage
     /// version (the target must serve it).
     pub version: String,
@@ -203,29 +254,27 @@ pub fn kinds(crds: &[Crd], sides: &Sides<'_>, only: &[String]) -> Vec<KindPlan> 
         .iter()
         .filter(|c| {
             only.is_empty()
-                || only.iter().any(|k| {
-                    k.eq_ignore_ascii_case(&c.kind) || *k == c.plural || *k == c.name
-                })
+                || only
+                    .iter()
+                    .any(|k| k.eq_ignore_ascii_case(&c.kind) || *k == c.plural || *k == c.name)
         })
         .filter_map(|c| {
             let target_group = sides.target_group(&c.group)?;
             let want = format!("{}.{target_group}", c.plural);
             let version = c.storage.clone();
             let target = match crds.iter().find(|t| t.name == want) {
-                None => Err(format!(
-                    "the target CRD {want} does not exist: install it first (regroup render -c TO.yaml -f crds.yaml | kubectl apply -f -)"
-                )),
-                Some(t) if !t.established => Err(format!("the target CRD {want} is not Established")),
-                Some(t) if t.kind != c.kind => Err(format!(
-                    "the target CRD {want} is of kind {}, not {}",
-                    t.kind, c.kind
-                )),
-                Some(t) if t.namespaced != c.namespaced => {
-                    Err(format!("the target CRD {want} has another scope"))
-                }
-                Some(t) if !t.served.contains(&version) => Err(format!(
-                    "the target CRD {want} does not serve {version}, the source's storage version"
-                )),
+                None => Err(TargetCrdError::Missing(want)),
+                Some(t) if !t.established => Err(TargetCrdError::NotEstablished(want)),
+                Some(t) if t.kind != c.kind => Err(TargetCrdError::OtherKind {
+                    name: want,
+                    kind: t.kind.clone(),
+                    source_kind: c.kind.clone(),
+                }),
+                Some(t) if t.namespaced != c.namespaced => Err(TargetCrdError::OtherScope(want)),
+                Some(t) if !t.served.contains(&version) => Err(TargetCrdError::NotServed {
+                    name: want,
+                    version: version.clone(),
+                }),
                 Some(t) => Ok(t.clone()),
             };
             Some(KindPlan {
@@ -662,10 +711,10 @@ pub fn made_from<'a>(target: &'a Json, source_uid: &str) -> Result<(), &'a str> 
 /// changes. Only the rules travel through the engines, in an object of the
 /// same kind without a name, so no other field (and no `names:` rule) can
 /// change: the object keeps its identity.
-pub fn renamed_references(sides: &Sides<'_>, current: &Json) -> Result<Option<Json>, String> {
+pub fn renamed_references(sides: &Sides<'_>, current: &Json) -> Result<Option<Json>, ConvertError> {
     let api_version = current.get("apiVersion").cloned().unwrap_or(Json::Null);
     let kind = current.get("kind").cloned().unwrap_or(Json::Null);
-    let convert = |rules: &Json| -> Result<Json, String> {
+    let convert = |rules: &Json| -> Result<Json, ConvertError> {
         let probe = serde_json::json!({"apiVersion": api_version, "kind": kind, "rules": rules});
         let out = sides.convert(probe.to_string().as_bytes())?;
         Ok(out.get("rules").cloned().unwrap_or(Json::Null))

@@ -121,6 +121,7 @@ fn kinds_are_checked_against_the_target_crd() {
             .target
             .clone()
             .unwrap_err()
+            .to_string()
     };
     assert!(why(std::slice::from_ref(&orig))
         .contains("foos.samplecontroller.team1.example.com does not exist"));
