@@ -23,6 +23,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
+use super::pem_file::{not_pem, read_text, FileError};
 use crate::file_stamp::{file_stamp as stamp, FileStamp as Stamp};
 use crate::net::serving_cert::CHECK_EVERY;
 
@@ -33,22 +34,9 @@ pub const LEAF_LIFE: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Why no leaf could be issued from the app's CA.
 #[derive(Debug, thiserror::Error)]
 pub enum IssueError {
-    /// A CA file can't be read.
-    #[error("{}: {source}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// A CA file is not PEM.
-    #[error("{}: {source}", path.display())]
-    Pem {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: rustls::pki_types::pem::Error,
-    },
+    /// A CA file can't be read, or is not PEM.
+    #[error(transparent)]
+    File(#[from] FileError),
     /// The CA certificate can't issue.
     #[error("{}: {source}", path.display())]
     Ca {
@@ -195,25 +183,15 @@ impl IssuedCert {
     }
 
     fn issue(&self) -> Result<Leaf, IssueError> {
-        let read = |p: &Path| {
-            std::fs::read_to_string(p).map_err(|source| IssueError::Read {
-                path: p.to_path_buf(),
-                source,
-            })
-        };
-        let pem = |p: &Path| {
-            let path = p.to_path_buf();
-            move |source| IssueError::Pem { path, source }
-        };
-        let (ca_pem, key_pem) = (read(&self.ca_cert)?, read(&self.ca_key)?);
+        let (ca_pem, key_pem) = (read_text(&self.ca_cert)?, read_text(&self.ca_key)?);
         let ca_der =
-            CertificateDer::from_pem_slice(ca_pem.as_bytes()).map_err(pem(&self.ca_cert))?;
+            CertificateDer::from_pem_slice(ca_pem.as_bytes()).map_err(not_pem(&self.ca_cert))?;
         let ca_end = checked_ca_end(&ca_der).map_err(|source| IssueError::Ca {
             path: self.ca_cert.clone(),
             source,
         })?;
         let key_der =
-            PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(pem(&self.ca_key))?;
+            PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(not_pem(&self.ca_key))?;
         let ca_key = KeyPair::try_from(&key_der).map_err(|source| IssueError::KeyKind {
             path: self.ca_key.clone(),
             source,

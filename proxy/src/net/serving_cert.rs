@@ -14,30 +14,18 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use rustls::ServerConfig;
 
+use super::pem_file::{not_pem, read, FileError};
+use crate::file_stamp::{file_stamp as stamp, FileStamp as Stamp};
+
 /// How often the files are checked for a change.
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);
-
-use crate::file_stamp::{file_stamp as stamp, FileStamp as Stamp};
 
 /// Why the certificate files can't be served.
 #[derive(Debug, thiserror::Error)]
 pub enum CertFilesError {
-    /// A file can't be read.
-    #[error("{}: {source}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// A file is not PEM.
-    #[error("{}: {source}", path.display())]
-    Pem {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: rustls::pki_types::pem::Error,
-    },
+    /// A file can't be read, or is not PEM.
+    #[error(transparent)]
+    File(#[from] FileError),
     /// The certificate file holds no certificate.
     #[error("{}: no PEM certificate found", path.display())]
     NoCertificate {
@@ -95,25 +83,15 @@ fn load(
     key: &Path,
     provider: &rustls::crypto::CryptoProvider,
 ) -> Result<Arc<CertifiedKey>, CertFilesError> {
-    let read = |p: &Path| {
-        std::fs::read(p).map_err(|source| CertFilesError::Read {
-            path: p.to_path_buf(),
-            source,
-        })
-    };
-    let pem = |p: &Path| {
-        let p = p.to_path_buf();
-        move |source| CertFilesError::Pem { path: p, source }
-    };
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&read(cert)?)
         .collect::<Result<_, _>>()
-        .map_err(pem(cert))?;
+        .map_err(not_pem(cert))?;
     if certs.is_empty() {
         return Err(CertFilesError::NoCertificate {
             path: cert.to_path_buf(),
         });
     }
-    let der = PrivateKeyDer::from_pem_slice(&read(key)?).map_err(pem(key))?;
+    let der = PrivateKeyDer::from_pem_slice(&read(key)?).map_err(not_pem(key))?;
     let signing = provider
         .key_provider
         .load_private_key(der)

@@ -2,7 +2,7 @@
 //! certificate generated at start for 127.0.0.1/localhost, the CA written
 //! where a projected service-account volume can carry it as `ca.crt`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use rcgen::{
@@ -12,17 +12,14 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::ServerConfig;
 
+use super::pem_file::{read_text, FileError};
+
 /// Why a TLS identity or server configuration can't be had.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
     /// A certificate or key file can't be read.
-    #[error("{}: {source}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    File(#[from] FileError),
     /// rcgen could not make the CA or the certificate.
     #[error("generating certificates: {0}")]
     Generate(#[from] rcgen::Error),
@@ -55,15 +52,9 @@ pub struct Identity {
 
 /// Reads a certificate and key from files.
 pub fn from_files(cert: &Path, key: &Path) -> Result<Identity, TlsError> {
-    let read = |p: &Path| {
-        std::fs::read_to_string(p).map_err(|source| TlsError::Read {
-            path: p.to_path_buf(),
-            source,
-        })
-    };
     Ok(Identity {
-        cert_pem: read(cert)?,
-        key_pem: read(key)?,
+        cert_pem: read_text(cert)?,
+        key_pem: read_text(key)?,
         ca_pem: None,
     })
 }
