@@ -84,7 +84,7 @@ pub(crate) async fn forward(
         let own = credentials::lend(fwd, &parts.headers, &mut out);
         (out, own)
     };
-    let (mut out, own) = head(&engine, upgrade);
+    let (out, own) = head(&engine, upgrade);
     if upgrade {
         let on_upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
         return upgrade::splice(fwd, parts.method, to.uri, out, body, on_upgrade).await;
@@ -106,20 +106,18 @@ pub(crate) async fn forward(
         renamed_path: to.path,
         hooks,
     };
+    let mut to = Outgoing {
+        method: x.method.clone(),
+        uri: to.uri,
+        headers: out,
+        own,
+    };
     // The request body of a served patch is held until the patch ends.
     let mut _held = None;
     // What goes upstream: a served patch may ask for reads and writes
     // first (`run`); every other request goes on as its body step made it.
     let (mut run, mut step) = match x.hooks.patch() {
         Some(amend) => {
-            let method = x.method.clone();
-            let (uri, headers) = (to.uri, out);
-            let mut to = Outgoing {
-                method,
-                uri,
-                headers,
-                own,
-            };
             let (bytes, held) = request_body::read_plain(fwd, &mut to.headers, body).await?;
             _held = Some(held);
             let renamed = |media, bytes| request_body::renamed(fwd, &x, media, bytes);
@@ -129,16 +127,8 @@ pub(crate) async fn forward(
             }
         }
         None => {
-            let body = request_body::towards_upstream(fwd, &x, &mut out, body).await?;
-            let method = x.method.clone();
-            let (uri, headers) = (to.uri, out);
-            let o = Outgoing {
-                method,
-                uri,
-                headers,
-                own,
-            };
-            (None, patch::Step::Then(Next::Send(o, body)))
+            let body = request_body::towards_upstream(fwd, &x, &mut to.headers, body).await?;
+            (None, patch::Step::Then(Next::Send(to, body)))
         }
     };
     // The one sender: each request the patch step asks for, its answer
