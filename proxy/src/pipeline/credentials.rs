@@ -13,21 +13,21 @@ use crate::status::Failure;
 use crate::upstream::sender::SendFailure;
 use crate::upstream::ResponseBody;
 
-/// Puts regroup's own credential in `out` unless the caller's own goes
-/// upstream. Returns whether regroup's own is used. The credential put
+/// Lends regroup's credential to `out` unless the caller's own goes
+/// upstream. Returns whether it was lent. The credential put
 /// here is the one in hand; [`send`] makes sure it is fresh (protocol
 /// upgrades go with this one).
 pub(crate) fn lend(fwd: &Forward, incoming: &HeaderMap, out: &mut HeaderMap) -> bool {
-    let own = !(fwd.pass_through_auth && incoming.contains_key(header::AUTHORIZATION));
-    if own {
-        fwd.upstream.lend_own(out);
+    let lent = !(fwd.pass_through_auth && incoming.contains_key(header::AUTHORIZATION));
+    if lent {
+        fwd.upstream.lend_credential(out);
     }
-    own
+    lent
 }
 
 /// Sends a request upstream through the one sender
 /// ([`Upstream::send_as`](crate::upstream::Upstream::send_as)): with
-/// regroup's own credential when `own`, fresh, a 401 retried once.
+/// regroup's credential when `lent`, fresh, a 401 retried once.
 /// `remake`: how the driver makes the headers of a bodyless read again.
 /// A request that got no answer is a `Status`: 503, or 504 on a timeout.
 pub(crate) async fn send(
@@ -36,7 +36,7 @@ pub(crate) async fn send(
     uri: Uri,
     headers: HeaderMap,
     body: Body,
-    own: bool,
+    lent: bool,
     remake: Option<&(dyn Fn() -> HeaderMap + Sync)>,
 ) -> Result<Response<ResponseBody>, Failure> {
     // Set part by part: the builder checks (and copies) what is already
@@ -46,7 +46,7 @@ pub(crate) async fn send(
     *r.uri_mut() = uri;
     *r.headers_mut() = headers;
     fwd.upstream
-        .send_as(own, r, remake)
+        .send_as(lent, r, remake)
         .await
         .map_err(|e| match e {
             SendFailure::Transport(e) => errors::upstream(fwd, &e),

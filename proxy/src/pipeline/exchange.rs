@@ -109,8 +109,9 @@ pub(crate) struct Outgoing {
     pub uri: Uri,
     /// Those forwarded, with the credential `credentials::lend` chose.
     pub headers: HeaderMap,
-    /// regroup's own credential (not the caller's).
-    pub own: bool,
+    /// Whether regroup lent its credential (the caller brought none, or
+    /// `passThrough` is off): then the sender keeps it fresh.
+    pub lent: bool,
 }
 
 /// What the body steps hand to the one tail: a request to send, or (a

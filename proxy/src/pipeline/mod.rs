@@ -81,10 +81,10 @@ pub(crate) async fn forward(
     // resend of a bodyless read (the body steps change no header of one).
     let head = |engine: &Engine, upgrade| {
         let mut out = headers::request(fwd, engine, &parts.headers, upgrade);
-        let own = credentials::lend(fwd, &parts.headers, &mut out);
-        (out, own)
+        let lent = credentials::lend(fwd, &parts.headers, &mut out);
+        (out, lent)
     };
-    let (out, own) = head(&engine, upgrade);
+    let (out, lent) = head(&engine, upgrade);
     if upgrade {
         let on_upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
         return upgrade::splice(fwd, parts.method, to.uri, out, body, on_upgrade).await;
@@ -110,7 +110,7 @@ pub(crate) async fn forward(
         method: x.method.clone(),
         uri: to.uri,
         headers: out,
-        own,
+        lent,
     };
     // The request body of a served patch is held until the patch ends.
     let mut _held = None;
@@ -142,7 +142,7 @@ pub(crate) async fn forward(
         let remake = || head(&x.engine, false).0;
         let remake: Option<&(dyn Fn() -> http::HeaderMap + Sync)> = last.then_some(&remake);
         let (uri, headers) = (o.uri, o.headers);
-        let answer = credentials::send(fwd, &o.method, uri, headers, body, o.own, remake).await?;
+        let answer = credentials::send(fwd, &o.method, uri, headers, body, o.lent, remake).await?;
         match run.as_mut().filter(|_| !last) {
             Some(run) => step = run.answered(fwd, &x, answer).await?,
             None => break answer,

@@ -72,7 +72,7 @@ pub(crate) struct Run<'a> {
     /// The caller's request as the steps before made it.
     uri: Uri,
     headers: HeaderMap,
-    own: bool,
+    lent: bool,
     /// The read of the current object, sent again on a conflict.
     get: (Uri, HeaderMap),
     mode: Mode,
@@ -120,7 +120,7 @@ impl<'a> Run<'a> {
         renamed: &dyn Fn(MediaType, Bytes) -> Result<Bytes, Failure>,
     ) -> Result<Started<'a>, Failure> {
         let Outgoing {
-            uri, headers, own, ..
+            uri, headers, lent, ..
         } = to;
         let media = MediaType::of(&headers);
         let bad_uri = |e: http::Error| Failure::bad_request(format!("invalid request URI: {e}"));
@@ -128,7 +128,7 @@ impl<'a> Run<'a> {
             let ops = parse(&bytes)?;
             if !amend.rewrites_json_patch(&ops) {
                 let bytes = renamed(media, bytes)?;
-                return Ok(Started::Then(patch_request(uri, headers, bytes, own)));
+                return Ok(Started::Then(patch_request(uri, headers, bytes, lent)));
             }
             let put_uri = match update_query(uri.query()) {
                 Some(q) => fwd.upstream.uri(&format!("{}?{q}", x.upstream_path())),
@@ -150,7 +150,7 @@ impl<'a> Run<'a> {
                 .map_err(|e| Failure::bad_request(format!("the patch can't be read: {e}")))?
                 .unwrap_or(Json::Null);
             if !amend.patch_needs_current(&mut doc) {
-                return Ok(Started::Then(patch_request(uri, headers, bytes, own)));
+                return Ok(Started::Then(patch_request(uri, headers, bytes, lent)));
             }
             Mode::AgainstCurrent { media, doc, bytes }
         };
@@ -162,7 +162,7 @@ impl<'a> Run<'a> {
             amend,
             uri,
             headers,
-            own,
+            lent,
             get: (get_uri, get_headers),
             mode,
             state: State::Reading,
@@ -179,7 +179,7 @@ impl<'a> Run<'a> {
                 method: Method::GET,
                 uri: self.get.0.clone(),
                 headers: self.get.1.clone(),
-                own: self.own,
+                lent: self.lent,
             },
             full(Bytes::new()),
         )
@@ -200,7 +200,7 @@ impl<'a> Run<'a> {
                 method,
                 uri,
                 headers: h,
-                own: self.own,
+                lent: self.lent,
             },
             full(bytes),
         )
@@ -279,12 +279,12 @@ impl<'a> Run<'a> {
 
     /// The caller's PATCH with `bytes`, for the tail.
     fn patch(&self, bytes: Bytes) -> Next {
-        patch_request(self.uri.clone(), self.headers.clone(), bytes, self.own)
+        patch_request(self.uri.clone(), self.headers.clone(), bytes, self.lent)
     }
 }
 
 /// The PATCH to send, with its length.
-fn patch_request(uri: Uri, mut headers: HeaderMap, bytes: Bytes, own: bool) -> Next {
+fn patch_request(uri: Uri, mut headers: HeaderMap, bytes: Bytes, lent: bool) -> Next {
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
     let method = Method::PATCH;
     Next::Send(
@@ -292,7 +292,7 @@ fn patch_request(uri: Uri, mut headers: HeaderMap, bytes: Bytes, own: bool) -> N
             method,
             uri,
             headers,
-            own,
+            lent,
         },
         full(bytes),
     )

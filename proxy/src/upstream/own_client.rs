@@ -183,7 +183,7 @@ impl OwnClient {
         }
         // regroup's own credential, through the one sender (fresh, a 401
         // retried once with a fresh one).
-        self.upstream.lend_own(req.headers_mut());
+        self.upstream.lend_credential(req.headers_mut());
         let resp = self
             .upstream
             .send_as(true, req, None)

@@ -3,14 +3,14 @@
 //! regroup's own reads and writes ([`OwnClient`](super::own_client::OwnClient):
 //! the front's followers, `regroup migrate`, publish mode) alike.
 //!
-//! With regroup's own credential ([`Upstream::lend_own`] put the one in
+//! With regroup's own credential ([`Upstream::lend_credential`] put the one in
 //! hand, with the kubeconfig's impersonation): the credential comes from
 //! the vault (`vault.rs`), fresh; a 401 invalidates it, a fresh one is
 //! fetched and the request sent once more when its body is still at hand
 //! (none, or a body of known length up to [`RETRY_BODY_LIMIT`]). A 401
 //! means the apiserver authenticated nothing, so no verb has had an effect
 //! and any may be sent again. A credential that can't change (a static
-//! token or basic auth, a fixed client certificate) is the one `lend_own`
+//! token or basic auth, a fixed client certificate) is the one `lend_credential`
 //! put in: sent without asking the vault again, never retried. With the
 //! caller's own token: sent as it came, never cached, never retried, never
 //! impersonating.
@@ -45,25 +45,25 @@ impl Upstream {
     /// Puts regroup's own credential in hand into `headers`, with the
     /// kubeconfig's impersonation; [`send_as`](Self::send_as) makes sure
     /// it is fresh (protocol upgrades go with this one).
-    pub fn lend_own(&self, headers: &mut HeaderMap) {
+    pub fn lend_credential(&self, headers: &mut HeaderMap) {
         if let Some(v) = self.authorization(false) {
             headers.insert(header::AUTHORIZATION, v);
         }
         self.impersonate(headers);
     }
 
-    /// Sends `req` upstream; `own`: with regroup's credential (see the
+    /// Sends `req` upstream; `lent`: with regroup's credential (see the
     /// module). `remake`: how the caller makes the headers of a bodyless
     /// read again, should a connection close on it before answering (made
     /// only then, not copied for every request); asked for only when the
     /// credential sent cannot change.
     pub async fn send_as(
         &self,
-        own: bool,
+        lent: bool,
         req: Request<Body>,
         remake: Option<&(dyn Fn() -> HeaderMap + Sync)>,
     ) -> Result<Response<ResponseBody>, SendFailure> {
-        if !own || self.credential_is_fixed() {
+        if !lent || self.credential_is_fixed() {
             // The caller's own, or regroup's that never changes: it is in
             // the headers, and a 401 would be answered the same again.
             let Some(remake) = remake else {
