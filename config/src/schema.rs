@@ -599,6 +599,69 @@ pub struct Publish {
     /// The connection Secrets copied from the central cluster.
     #[serde(default)]
     pub connection_secrets: ConnectionSecrets,
+    /// Whose credential requests act with in the central cluster: a
+    /// remote namespace's own Secret (its annotation), else this default.
+    #[serde(default)]
+    pub credentials: PublishCredentials,
+    /// Read-only federation: remote clusters read the central objects of
+    /// their target namespaces (every source's) and receive their
+    /// connection Secrets; every write is refused.
+    #[serde(default)]
+    pub read_only: bool,
+    /// Replicas of the remote side elect the one that copies connection
+    /// Secrets with this Lease, in the remote cluster.
+    #[serde(default)]
+    pub leader_election: LeaderElection,
+}
+
+/// `publish.credentials`.
+#[derive(Debug, Deserialize, Clone, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PublishCredentials {
+    /// The Secret (in the remote cluster) whose `kubeconfig` or `token`
+    /// every namespace without its own acts with; unset: regroup's own
+    /// central credential (`publish.central`).
+    #[serde(default)]
+    pub default_secret: Option<SecretName>,
+}
+
+/// A Secret by namespace and name.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SecretName {
+    pub namespace: String,
+    pub name: String,
+}
+
+/// `publish.leaderElection`: the Lease replicas elect the Secret copier
+/// with.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LeaderElection {
+    /// The Lease's namespace (unset: the namespace of the pod's service
+    /// account, else `default`).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The Lease's name (unset: derived from the publisher's id).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// How long a leader holds the Lease without renewing it.
+    #[serde(default = "fifteen")]
+    pub lease_seconds: u64,
+}
+
+impl Default for LeaderElection {
+    fn default() -> Self {
+        LeaderElection {
+            namespace: None,
+            name: None,
+            lease_seconds: fifteen(),
+        }
+    }
+}
+
+fn fifteen() -> u64 {
+    15
 }
 
 /// `publish.connectionSecrets`: which fields of a published object name a

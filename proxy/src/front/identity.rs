@@ -10,25 +10,26 @@ use crate::front::auth::{self, Identity, Rejection, RequestHeaderConfig};
 
 /// Authenticates the caller of `req` from the connection's verified client
 /// certificate chain (`peer`), leaving only the identity regroup vouches
-/// for in its headers.
+/// for in its headers: the identity, or `None` for a caller with a token
+/// and no certificate.
 pub(crate) fn authenticate<B>(
     cfg: &RequestHeaderConfig,
     peer: Option<&[CertificateDer<'static>]>,
     req: &mut Request<B>,
-) -> Result<(), Rejection> {
+) -> Result<Option<Identity>, Rejection> {
     let result = auth::authenticate(peer, req.headers(), cfg);
     auth::strip_identity_headers(req.headers_mut(), cfg);
     match result {
         Ok(id) => {
             set(req.headers_mut(), cfg, &id);
-            Ok(())
+            Ok(Some(id))
         }
         // No front-proxy certificate, but a token: the app delegates its
         // TokenReview itself; no identity headers go with it.
         Err(Rejection::NoClientCertificate)
             if req.headers().contains_key(header::AUTHORIZATION) =>
         {
-            Ok(())
+            Ok(None)
         }
         Err(r) => Err(r),
     }

@@ -1,17 +1,23 @@
 //! The one extension point for edits beyond renaming: an [`Amend`] looks
 //! at some requests (the objects it keeps differently in the cluster and
-//! in the app's view) and edits their request bodies, response bodies,
-//! watch events and patches. The pipeline carries a list of them
-//! ([`Amendments`]) and calls each hook once per body, in order, after the
-//! engine has renamed it.
+//! in the app's view) and takes part in them at fixed places of the
+//! request's way, its phases, in this order: on arrival ([`Amend::admit`]),
+//! before forwarding ([`Amend::route`]), the request body
+//! ([`Amend::request_body`]) or the patch it serves (`serves_patch` and the
+//! four after it), the response body or each watch event
+//! ([`Amend::response_body`], [`Amend::watch_event`]), and the answer
+//! last ([`Amend::answered`]). Every phase gets the request's one context
+//! ([`Ctx`], `pipeline/context.rs`): what a hook learns on the way in it
+//! keeps there for the way out. The phases are named by where they sit;
+//! the encodings (JSON, YAML, protobuf) are dispatched below them
+//! ([`to_app`]).
 //!
-//! Three implementations today: the front identity (`front_identity.rs`:
-//! the aggregator's callers authenticated, the front's one hook), the front
-//! trust (`front_trust/`: the app trusts regroup's front) and the webhook
-//! registrations (`registrations/`: the cluster calls the app's webhooks
-//! through regroup). The sidecar and the front are one driver over two
-//! lists of hooks. A new one is a type implementing [`Amend`] in a folder
-//! of its own here, pushed onto a stack's list in `cmd/serve/`.
+//! Four implementations: the front identity (`front_identity.rs`: the
+//! aggregator's callers authenticated, on the front and in publish mode),
+//! the front trust (`front_trust/`: the app trusts regroup's front), the
+//! webhook registrations (`registrations/`: the cluster calls the app's
+//! webhooks through regroup) and publish mode's (`publish/publisher.rs`).
+//! Every stack's list is composed in `pipeline/stacks.rs`.
 
 pub mod front_identity;
 pub mod front_trust;
@@ -20,61 +26,94 @@ pub mod registrations;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::{Method, Request};
+use futures_util::future::BoxFuture;
+use http::{Method, Request, Response};
 use hyper::body::Incoming;
 use json_patch::PatchOperation;
 use regroup_config::{Direction, GroupMap};
 use rustls::pki_types::CertificateDer;
 use serde_json::Value as Json;
 
+use crate::body::Body;
 use crate::front::auth::Rejection;
-use crate::kube::{MediaType, RequestInfo};
+use crate::kube::MediaType;
 use crate::rewrite::framing::Framing;
-use crate::rewrite::RewriteError;
+use crate::rewrite::{Engine, RewriteError};
 use crate::status::Failure;
+
+pub(crate) use crate::pipeline::context::Ctx;
 
 /// The amendments a stack applies, in order.
 pub(crate) type Amendments = Vec<Arc<dyn Amend>>;
 
+/// What a hook's [`Amend::route`] decided.
+pub(crate) enum Route {
+    /// The request goes on (its URI and headers as the hook left them).
+    Forward,
+    /// The hook answered it: nothing is forwarded.
+    Answered(Response<Body>),
+}
+
 /// What one amendment does to the requests it looks at. Every body hook
-/// gets bytes already renamed (towards the cluster for requests, towards
-/// the app for responses) and returns `None` (or the same bytes) when it
+/// gets bytes already renamed (towards the upstream for requests, towards
+/// the caller for responses) and returns `None` (or the same bytes) when it
 /// changes nothing.
 ///
-/// Every hook has a default that changes nothing, so an amendment writes
-/// only the hooks it needs.
+/// Every phase has a default that changes nothing, so an amendment writes
+/// only the phases it needs.
 pub(crate) trait Amend: Send + Sync {
     /// What is amended, in messages and logs.
     fn noun(&self) -> &'static str {
         "object"
     }
 
-    /// Admits the caller before anything of its request is read or
-    /// forwarded (the front's authentication, [`front_identity`]), from the
-    /// connection's verified client certificate chain (`peer`), leaving in
-    /// its headers only the identity regroup vouches for. `Ok(true)`: this
-    /// hook authenticates callers and admitted this one; `Ok(false)`: not
-    /// its concern (a stack whose hooks admit no one refuses a caller that
-    /// presented a certificate).
+    /// On arrival, before anything of the request is read or forwarded:
+    /// admits the caller (the front's authentication, [`front_identity`])
+    /// from the connection's verified client certificate chain (`peer`),
+    /// leaving in its headers only the identity regroup vouches for and
+    /// the identity in `ctx.who`. `Ok(true)`: this hook authenticates
+    /// callers and admitted this one; `Ok(false)`: not its concern (a stack
+    /// whose hooks admit no one refuses a caller that presented a
+    /// certificate).
     fn admit(
         &self,
+        _ctx: &mut Ctx,
         _req: &mut Request<Incoming>,
         _peer: Option<&[CertificateDer<'static>]>,
     ) -> Result<bool, Rejection> {
         Ok(false)
     }
 
-    /// Whether this request's objects are amended at all: the one place
-    /// that decides, so every other hook may assume it.
-    fn looks_at(&self, _info: &RequestInfo) -> bool {
+    /// Whether [`Amend::route`] is to be asked (most hooks never route:
+    /// asked without a future made).
+    fn routes(&self) -> bool {
         false
     }
 
-    /// A request body on its way to the cluster (create, update, a patch
-    /// that [`Amend::serves_patch`] does not take).
+    /// Before forwarding, after admission: the hook may answer the request
+    /// itself, or change where it goes (its URI, `ctx.upstream`), keeping
+    /// what it learned in `ctx.slots`. Asked of every hook whose
+    /// [`Amend::routes`] says so, in order, until one answers.
+    fn route<'a>(
+        &'a self,
+        _ctx: &'a mut Ctx,
+        _engine: &'a Arc<Engine>,
+        _req: &'a mut Request<Incoming>,
+    ) -> BoxFuture<'a, Result<Route, Failure>> {
+        Box::pin(std::future::ready(Ok(Route::Forward)))
+    }
+
+    /// Whether this request's objects are amended at all: the one place
+    /// that decides, so every other phase may assume it.
+    fn looks_at(&self, _ctx: &Ctx) -> bool {
+        false
+    }
+
+    /// A request body on its way upstream (create, update, a patch that
+    /// [`Amend::serves_patch`] does not take).
     fn request_body(
         &self,
-        _info: &RequestInfo,
+        _ctx: &mut Ctx,
         _map: &GroupMap,
         _media: MediaType,
         bytes: Bytes,
@@ -82,52 +121,12 @@ pub(crate) trait Amend: Send + Sync {
         Ok(bytes)
     }
 
-    /// A JSON document on its way to the app (an object, a list, a watch
-    /// event; the cluster's object of a read-modify-write): whether it
-    /// changed.
-    fn json_to_app(&self, _doc: &mut Json) -> bool {
-        false
-    }
-
-    /// A whole protobuf response body on its way to the app.
-    fn proto_body_to_app(&self, _body: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
-        Ok(None)
-    }
-
-    /// A protobuf watch event's content on its way to the app.
-    fn proto_event_to_app(&self, _event: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
-        Ok(None)
-    }
-
-    /// A whole response body on its way to the app.
-    fn response_body(
-        &self,
-        media: MediaType,
-        success: bool,
-        body: &[u8],
-    ) -> Result<Option<Vec<u8>>, RewriteError> {
-        match media {
-            MediaType::Json => Ok(edit_json(body, |v| self.json_to_app(v))),
-            // Errors are Status objects, whatever the body.
-            MediaType::Protobuf if success => self.proto_body_to_app(body),
-            _ => Ok(None),
-        }
-    }
-
-    /// One watch event's content on its way to the app.
-    fn watch_event(&self, framing: Framing, event: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
-        match framing {
-            Framing::Lines => Ok(edit_json(event, |v| self.json_to_app(v))),
-            Framing::LengthPrefixed => self.proto_event_to_app(event),
-        }
-    }
-
     /// Whether a PATCH (`media`: its content type) is served by the patch
     /// step (`pipeline/patch.rs`) for this amendment, rather than forwarded
     /// with its body amended.
     fn serves_patch(
         &self,
-        _info: &RequestInfo,
+        _ctx: &Ctx,
         _method: &Method,
         _media: MediaType,
         _map: &GroupMap,
@@ -145,7 +144,7 @@ pub(crate) trait Amend: Send + Sync {
 
     /// The patched object (renamed to the cluster's names) as the cluster
     /// stores it, for a read-modify-write.
-    fn patched_to_cluster(&self, _patched: &mut Json, _info: &RequestInfo, _map: &GroupMap) {}
+    fn patched_to_cluster(&self, _ctx: &Ctx, _patched: &mut Json, _map: &GroupMap) {}
 
     /// A merge, strategic-merge or apply patch (already in the cluster's
     /// names) amended against the `current` object in the cluster:
@@ -153,8 +152,8 @@ pub(crate) trait Amend: Send + Sync {
     /// [`Amend::serves_patch`] takes that are not JSON Patches.
     fn amend_patch(
         &self,
+        _ctx: &Ctx,
         _patch: &mut Json,
-        _info: &RequestInfo,
         _current: &Json,
     ) -> Result<bool, PatchRefused> {
         Ok(false)
@@ -165,6 +164,87 @@ pub(crate) trait Amend: Send + Sync {
     /// read first.
     fn patch_needs_current(&self, _patch: &mut Json) -> bool {
         false
+    }
+
+    /// A whole response body on its way to the caller (`success`: a 2xx;
+    /// errors are Status objects, whatever the body); also the object a
+    /// read-modify-write read, as the app is shown it.
+    fn response_body(
+        &self,
+        _ctx: &Ctx,
+        _media: MediaType,
+        _success: bool,
+        _body: &[u8],
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        Ok(None)
+    }
+
+    /// One watch event's content on its way to the caller.
+    fn watch_event(
+        &self,
+        _ctx: &Ctx,
+        _framing: Framing,
+        _event: &[u8],
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        Ok(None)
+    }
+
+    /// Whether [`Amend::answered`] is to be asked.
+    fn answers(&self, _ctx: &Ctx) -> bool {
+        false
+    }
+
+    /// The answer, last: its head and whole body in the caller's names,
+    /// after every body phase; the hook may replace it.
+    fn answered<'a>(
+        &'a self,
+        _ctx: &'a Ctx,
+        resp: Response<Body>,
+    ) -> BoxFuture<'a, Result<Response<Body>, Failure>> {
+        Box::pin(std::future::ready(Ok(resp)))
+    }
+}
+
+/// How a hook edits what goes to the app, by encoding: a JSON document
+/// (`json`, which says whether it changed) or protobuf bytes (`proto`). The
+/// encodings are dispatched here, below the phases.
+pub(crate) struct ToApp<J, P> {
+    pub json: J,
+    pub proto: P,
+}
+
+/// A response body through `edit`: JSON edited as a document, protobuf
+/// only when `success` (errors are Status objects), other forms untouched.
+pub(crate) fn to_app<J, P>(
+    media: MediaType,
+    success: bool,
+    body: &[u8],
+    edit: ToApp<J, P>,
+) -> Result<Option<Vec<u8>>, RewriteError>
+where
+    J: FnOnce(&mut Json) -> bool,
+    P: FnOnce(&[u8]) -> Result<Option<Vec<u8>>, RewriteError>,
+{
+    match media {
+        MediaType::Json => Ok(edit_json(body, edit.json)),
+        MediaType::Protobuf if success => (edit.proto)(body),
+        _ => Ok(None),
+    }
+}
+
+/// A watch event through `edit`, by the stream's framing.
+pub(crate) fn event_to_app<J, P>(
+    framing: Framing,
+    event: &[u8],
+    edit: ToApp<J, P>,
+) -> Result<Option<Vec<u8>>, RewriteError>
+where
+    J: FnOnce(&mut Json) -> bool,
+    P: FnOnce(&[u8]) -> Result<Option<Vec<u8>>, RewriteError>,
+{
+    match framing {
+        Framing::Lines => Ok(edit_json(event, edit.json)),
+        Framing::LengthPrefixed => (edit.proto)(event),
     }
 }
 

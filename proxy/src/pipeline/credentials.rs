@@ -1,29 +1,17 @@
-//! Whose credential goes upstream (the caller's own, or regroup's: the app
-//! sent none, or `passThrough` is off), and the pipeline's use of the one
-//! sender (`upstream/sender.rs`, where credentials are refreshed and a 401
-//! retried), its failures as `Status`es.
+//! The pipeline's use of the one sender (`upstream/sender.rs`, where
+//! credentials are refreshed and a 401 retried), its failures as
+//! `Status`es. Whose credential goes is decided with the head
+//! (`headers.rs`).
 
-use http::header::{self, HeaderMap};
-use http::{Method, Request, Response, Uri};
+use http::header::HeaderMap;
+use http::{Request, Response};
 
 use super::errors;
-use super::exchange::Forward;
+use super::exchange::{Forward, Outgoing};
 use crate::body::Body;
 use crate::status::Failure;
 use crate::upstream::sender::SendFailure;
-use crate::upstream::ResponseBody;
-
-/// Lends regroup's credential to `out` unless the caller's own goes
-/// upstream. Returns whether it was lent. The credential put
-/// here is the one in hand; [`send`] makes sure it is fresh (protocol
-/// upgrades go with this one).
-pub(crate) fn lend(fwd: &Forward, incoming: &HeaderMap, out: &mut HeaderMap) -> bool {
-    let lent = !(fwd.pass_through_auth && incoming.contains_key(header::AUTHORIZATION));
-    if lent {
-        fwd.upstream.lend_credential(out);
-    }
-    lent
-}
+use crate::upstream::{ResponseBody, Upstream};
 
 /// Sends a request upstream through the one sender
 /// ([`Upstream::send_as`](crate::upstream::Upstream::send_as)): with
@@ -32,21 +20,19 @@ pub(crate) fn lend(fwd: &Forward, incoming: &HeaderMap, out: &mut HeaderMap) -> 
 /// A request that got no answer is a `Status`: 503, or 504 on a timeout.
 pub(crate) async fn send(
     fwd: &Forward,
-    method: &Method,
-    uri: Uri,
-    headers: HeaderMap,
+    upstream: &Upstream,
+    to: Outgoing,
     body: Body,
-    lent: bool,
     remake: Option<&(dyn Fn() -> HeaderMap + Sync)>,
 ) -> Result<Response<ResponseBody>, Failure> {
     // Set part by part: the builder checks (and copies) what is already
     // a valid method and URI.
     let mut r = Request::new(body);
-    *r.method_mut() = method.clone();
-    *r.uri_mut() = uri;
-    *r.headers_mut() = headers;
-    fwd.upstream
-        .send_as(lent, r, remake)
+    *r.method_mut() = to.method;
+    *r.uri_mut() = to.uri;
+    *r.headers_mut() = to.headers;
+    upstream
+        .send_as(to.lent, r, remake)
         .await
         .map_err(|e| match e {
             SendFailure::Transport(e) => errors::upstream(fwd, &e),

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use http::header::HeaderMap;
 use http::response::Parts;
-use http::{Method, Response, Uri};
+use http::{Method, Uri};
 use regroup_config::limits::SPILL_KEEP_BYTES;
 use regroup_config::Direction;
 
-use crate::body::{spill_files, Body};
+use crate::body::spill_files;
 use crate::hooks::Amendments;
 use crate::kube::{MediaType, RequestInfo};
 use crate::rewrite::protobuf::spool::Spill;
@@ -68,6 +68,9 @@ pub(crate) struct Forward {
     pub dir: Direction,
     /// The caller's own `Authorization` goes upstream when it sent one.
     pub pass_through_auth: bool,
+    /// The caller's `Impersonate-*` headers go upstream (with its own
+    /// credential, or regroup's when its kubeconfig impersonates no one).
+    pub forwards_impersonation: bool,
     /// What the sidecar edits beyond renaming (the front trust, webhook
     /// registrations), in order.
     pub amendments: Amendments,
@@ -114,13 +117,6 @@ pub(crate) struct Outgoing {
     pub lent: bool,
 }
 
-/// What the body steps hand to the one tail: a request to send, or (a
-/// patch read-modify-written) the upstream's last answer already in hand.
-pub(crate) enum Next {
-    Send(Outgoing, Body),
-    Answered(Response<ResponseBody>),
-}
-
 /// One request on its way through the steps.
 pub(crate) struct Exchange {
     /// The engine loaded for this request, kept to its end.
@@ -135,6 +131,8 @@ pub(crate) struct Exchange {
     pub renamed_path: Option<String>,
     /// Its stack's hooks that look at it (the steps call them).
     pub hooks: super::hook_calls::Hooks,
+    /// Where it is sent (its context's choice, else its stack's upstream).
+    pub upstream: Arc<Upstream>,
 }
 
 impl Exchange {

@@ -8,6 +8,7 @@ use super::etag;
 use super::exchange::Forward;
 use crate::kube::media;
 use crate::rewrite::Engine;
+use crate::upstream::Upstream;
 
 /// Hop-by-hop headers, never forwarded (RFC 9110 7.6.1). As `HeaderName`s:
 /// comparing two is an enum compare for the standard ones, where comparing
@@ -49,14 +50,49 @@ pub(crate) fn is_upgrade(h: &HeaderMap) -> bool {
         })
 }
 
-/// The headers forwarded upstream. `Accept` loses the media types regroup
+/// The head of the request upstream: the headers forwarded and whose
+/// credential. `Accept` loses the media types regroup
 /// can't rename, so the upstream answers in one it can.
-pub(crate) fn request(
+///
+/// The one place that decides which of the caller's identity headers go
+/// on: `Authorization` (unless the stack passes the caller's own),
+/// `X-Remote-*` (only the front, which set them itself) and
+/// `Impersonate-*` (not in publish mode; not with regroup's credential
+/// when its kubeconfig impersonates: the upstream adds its own).
+/// Returns them with whether regroup's credential was lent (put in them:
+/// the caller brought none, or `passThrough` is off); the sender keeps a
+/// lent one fresh (protocol upgrades go with the one put here).
+pub(crate) fn head(
     fwd: &Forward,
+    upstream: &Upstream,
+    engine: &Engine,
+    incoming: &HeaderMap,
+    upgrade: bool,
+) -> (HeaderMap, bool) {
+    let lent = !(fwd.pass_through_auth && incoming.contains_key(header::AUTHORIZATION));
+    let mut h = request(
+        fwd,
+        upstream.impersonates() && lent,
+        engine,
+        incoming,
+        upgrade,
+    );
+    if lent {
+        upstream.lend_credential(&mut h);
+    }
+    (h, lent)
+}
+
+/// The caller's headers that go on; `impersonated`: regroup's kubeconfig
+/// impersonates with the credential lent.
+fn request(
+    fwd: &Forward,
+    impersonated: bool,
     engine: &Engine,
     incoming: &HeaderMap,
     upgrade: bool,
 ) -> HeaderMap {
+    let impersonation = fwd.forwards_impersonation && !impersonated;
     let mut h = HeaderMap::with_capacity(incoming.len());
     for (name, value) in incoming {
         let n = name.as_str();
@@ -67,6 +103,7 @@ pub(crate) fn request(
             || name == header::ACCEPT_ENCODING
             || (!fwd.pass_through_auth && name == header::AUTHORIZATION)
             || (!fwd.forwards_identity && n.starts_with("x-remote-"))
+            || (!impersonation && n.starts_with("impersonate-"))
         {
             continue;
         }

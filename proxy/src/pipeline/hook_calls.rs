@@ -1,39 +1,56 @@
-//! The hooks of one request: its stack's list (`hooks/`), asked once
-//! by the driver which of them look at the request. Every phase calls its
+//! The hooks of one request: its stack's list (`hooks/`), asked once by
+//! the driver which of them look at the request. Every phase calls its
 //! hooks through here, in the list's order, each on what the one before it
-//! left; no step walks the list itself, and no step calls a hook: the
-//! patch a hook serves reaches it through [`PatchHook`], here too.
+//! left, with the request's one context; no step walks the list itself.
+//! The hook serving a patch is handed to the patch step, which asks it
+//! what only it knows (`patch.rs`).
 
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::{HeaderMap, Method, Request};
+use http::{HeaderMap, Method, Request, Response};
 use hyper::body::Incoming;
-use json_patch::PatchOperation;
 use regroup_config::{Direction, GroupMap};
 use rustls::pki_types::CertificateDer;
-use serde_json::Value as Json;
 
+use super::context::Ctx;
+use crate::body::Body;
 use crate::front::auth::Rejection;
-use crate::hooks::{Amend, Amendments};
-use crate::kube::{MediaType, RequestInfo};
+use crate::hooks::{Amend, Amendments, Route};
+use crate::kube::MediaType;
 use crate::rewrite::framing::Framing;
-use crate::rewrite::RewriteError;
+use crate::rewrite::{Engine, RewriteError};
 use crate::status::Failure;
 
-/// Admits the caller of `req` through every hook of `list` (the front's
-/// identity), before anything of the request is read: whether one of them
-/// authenticates callers and admitted it.
+/// On arrival: admits the caller of `req` through every hook of `list`
+/// (the front's identity), before anything of the request is read:
+/// whether one of them authenticates callers and admitted it.
 pub(crate) fn admit(
     list: &[Arc<dyn Amend>],
+    ctx: &mut Ctx,
     req: &mut Request<Incoming>,
     peer: Option<&[CertificateDer<'static>]>,
 ) -> Result<bool, Rejection> {
     let mut admitted = false;
     for hook in list {
-        admitted |= hook.admit(req, peer)?;
+        admitted |= hook.admit(ctx, req, peer)?;
     }
     Ok(admitted)
+}
+
+/// Before forwarding: each hook that routes, in order, until one answers.
+pub(crate) async fn route(
+    list: &[Arc<dyn Amend>],
+    ctx: &mut Ctx,
+    engine: &Arc<Engine>,
+    req: &mut Request<Incoming>,
+) -> Result<Option<Response<Body>>, Failure> {
+    for hook in list.iter().filter(|h| h.routes()) {
+        if let Route::Answered(resp) = hook.route(ctx, engine, req).await? {
+            return Ok(Some(resp));
+        }
+    }
+    Ok(None)
 }
 
 /// The hooks one request goes through.
@@ -42,17 +59,19 @@ pub(crate) fn admit(
 pub(crate) struct Hooks {
     /// Those of the stack that look at this request, in order.
     looking: Amendments,
+    /// Those that want the answer last.
+    answering: Amendments,
     /// The stack's one that serves this request's patch, if any.
     patch: Option<Arc<dyn Amend>>,
 }
 
 impl Hooks {
-    /// The hooks of `list` for a request: those that look at `info`, and
-    /// the one that serves its patch (a PATCH whose forwarded `headers`
-    /// say its media type, renamed in `dir`).
+    /// The hooks of `list` for a request: those that look at it, and the
+    /// one that serves its patch (a PATCH whose forwarded `headers` say
+    /// its media type, renamed in `dir`).
     pub(crate) fn of(
         list: &[Arc<dyn Amend>],
-        info: &RequestInfo,
+        ctx: &Ctx,
         method: &Method,
         headers: &HeaderMap,
         map: &GroupMap,
@@ -61,16 +80,21 @@ impl Hooks {
         if list.is_empty() {
             return Hooks::default();
         }
-        let looking = list.iter().filter(|a| a.looks_at(info)).cloned().collect();
+        let looking: Amendments = list.iter().filter(|a| a.looks_at(ctx)).cloned().collect();
+        let answering = looking.iter().filter(|a| a.answers(ctx)).cloned().collect();
         let patch = if *method == Method::PATCH {
             let media = MediaType::of(headers);
             list.iter()
-                .find(|a| a.serves_patch(info, method, media, map, dir))
+                .find(|a| a.serves_patch(ctx, method, media, map, dir))
                 .cloned()
         } else {
             None
         };
-        Hooks { looking, patch }
+        Hooks {
+            looking,
+            answering,
+            patch,
+        }
     }
 
     /// True when no hook looks at the request (its list may stream).
@@ -79,20 +103,20 @@ impl Hooks {
     }
 
     /// The hook that serves the request's patch (`patch.rs`), if any.
-    pub(crate) fn patch(&self) -> Option<PatchHook<'_>> {
-        self.patch.as_deref().map(PatchHook)
+    pub(crate) fn patch_server(&self) -> Option<&dyn Amend> {
+        self.patch.as_deref()
     }
 
     /// A request body, renamed, through every hook.
     pub(crate) fn request_body(
         &self,
-        info: &RequestInfo,
+        ctx: &mut Ctx,
         map: &GroupMap,
         media: MediaType,
         mut bytes: Bytes,
     ) -> Result<Bytes, Failure> {
         for a in &self.looking {
-            bytes = a.request_body(info, map, media, bytes)?;
+            bytes = a.request_body(ctx, map, media, bytes)?;
         }
         Ok(bytes)
     }
@@ -101,13 +125,15 @@ impl Hooks {
     /// nothing) through every hook: the new body, if any changed it.
     pub(crate) fn response_body(
         &self,
+        ctx: &Ctx,
         media: MediaType,
         success: bool,
         bytes: &[u8],
         mut renamed: Option<Vec<u8>>,
     ) -> Result<Option<Vec<u8>>, RewriteError> {
         for a in &self.looking {
-            let amended = a.response_body(media, success, renamed.as_deref().unwrap_or(bytes))?;
+            let body = renamed.as_deref().unwrap_or(bytes);
+            let amended = a.response_body(ctx, media, success, body)?;
             renamed = amended.or(renamed);
         }
         Ok(renamed)
@@ -116,61 +142,27 @@ impl Hooks {
     /// One watch event, likewise.
     pub(crate) fn watch_event(
         &self,
+        ctx: &Ctx,
         framing: Framing,
         event: &[u8],
         mut renamed: Option<Vec<u8>>,
     ) -> Result<Option<Vec<u8>>, RewriteError> {
         for a in &self.looking {
-            let amended = a.watch_event(framing, renamed.as_deref().unwrap_or(event))?;
+            let amended = a.watch_event(ctx, framing, renamed.as_deref().unwrap_or(event))?;
             renamed = amended.or(renamed);
         }
         Ok(renamed)
     }
-}
 
-/// The hook that serves a request's patch, as the patch step
-/// (`patch.rs`) asks it: what it keeps differently, and how a patch of it
-/// is amended.
-#[derive(Clone, Copy)]
-pub(crate) struct PatchHook<'a>(&'a dyn Amend);
-
-impl PatchHook<'_> {
-    /// What the hook keeps, for messages ("APIService").
-    pub(crate) fn noun(self) -> &'static str {
-        self.0.noun()
-    }
-
-    /// Whether a JSON Patch's operations reach what the hook keeps (then
-    /// it is read-modify-written).
-    pub(crate) fn rewrites_json_patch(self, ops: &[PatchOperation]) -> bool {
-        self.0.rewrites_json_patch(ops)
-    }
-
-    /// Whether a merge, strategic-merge or apply patch needs the current
-    /// object first.
-    pub(crate) fn patch_needs_current(self, patch: &mut Json) -> bool {
-        self.0.patch_needs_current(patch)
-    }
-
-    /// The object read, as the app sees it.
-    pub(crate) fn json_to_app(self, doc: &mut Json) -> bool {
-        self.0.json_to_app(doc)
-    }
-
-    /// The patched object back in the cluster's form.
-    pub(crate) fn patched_to_cluster(self, patched: &mut Json, info: &RequestInfo, map: &GroupMap) {
-        self.0.patched_to_cluster(patched, info, map)
-    }
-
-    /// A patch amended against the `current` object (422 when it can't be).
-    pub(crate) fn amend_patch(
-        self,
-        patch: &mut Json,
-        info: &RequestInfo,
-        current: &Json,
-    ) -> Result<bool, Failure> {
-        self.0
-            .amend_patch(patch, info, current)
-            .map_err(|e| Failure::invalid(e.to_string()))
+    /// The answer, last, through every hook that wants it.
+    pub(crate) async fn answered(
+        &self,
+        ctx: &Ctx,
+        mut resp: Response<Body>,
+    ) -> Result<Response<Body>, Failure> {
+        for a in &self.answering {
+            resp = a.answered(ctx, resp).await?;
+        }
+        Ok(resp)
     }
 }

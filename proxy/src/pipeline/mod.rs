@@ -1,32 +1,34 @@
 //! The request pipeline every stack shares: one driver (`forward`) that
 //! calls the steps in order, each in its own file, over one exchange
-//! (`exchange.rs`), and is the only caller of the hooks (`hook_calls.rs`).
+//! (`exchange.rs`) and one context (`context.rs`: made when the request
+//! arrives, handed to every phase of every hook), and is the only caller
+//! of the hooks' phases (`hook_calls.rs`) but the patch's.
 //!
-//! 1. `target`: the shadowed group answers 404; the path and query renamed
+//! 1. `hook_calls::route`: before forwarding, a hook may answer the
+//!    request or change where it goes (publish mode).
+//! 2. `target`: the shadowed group answers 404; the path and query renamed
 //!    towards the upstream.
-//! 2. The head: `headers` (what is forwarded: hop-by-hop, identity and
-//!    regroup's ETag tags removed) and `credentials::lend` (whose
-//!    credential goes upstream), made by one closure the sender may call
-//!    again to resend a bodyless read.
-//! 3. `upgrade`: exec/attach/port-forward are spliced as bytes; done.
-//! 4. `patch`: a patch of an object a hook (`hooks/`) keeps differently in
-//!    the cluster and the app's view: read-modify-written, or amended
-//!    against the current object. The step asks for one request at a time
-//!    and never sends.
-//! 5. `request_body`: the body read within its limits and the memory
-//!    budget (gzip inflated by `gzip`, the one inflater), renamed by the
-//!    engine, then amended by the hooks.
-//! 6. `credentials::send`: the one call of the one sender
-//!    (`upstream/sender.rs`): each request the patch step asks for, its
-//!    answer handed back, then the tail's; a 401 retried once with a fresh
-//!    token.
-//! 7. `response`: `response_headers` renamed back, then the body by its
-//!    form (`openapi`, `watch`, `list`, `proto_list`, `whole`), amended.
+//! 3. The head: `headers` (what is forwarded: hop-by-hop, the caller's
+//!    identity headers and regroup's ETag tags removed, in one place) and
+//!    `credentials::lend` (whose credential goes upstream), made by one
+//!    closure the sender may call again to resend a bodyless read.
+//! 4. `upgrade`: exec/attach/port-forward are spliced as bytes; done.
+//! 5. Either `patch`: a patch of an object a hook keeps differently in the
+//!    cluster and the app's view, read, amended and written in one loop
+//!    with one retry policy; or `request_body`: the body read within its
+//!    limits and the memory budget (gzip inflated by `gzip`, the one
+//!    inflater), renamed by the engine, amended by the hooks, and sent
+//!    (`credentials::send`, the one sender: a 401 retried once with a fresh
+//!    token).
+//! 6. `response`: `response_headers` renamed back, then the body by its
+//!    form (`openapi`, `watch`, `list`, `proto_list`, `whole`), amended;
+//!    then the hooks' last look at the answer (`hook_calls::Hooks::answered`).
 //!
 //! Every failure is a [`Failure`]; `respond.rs` (the `Responder`) turns it
-//! into a `Status`, a metric and a log line, in one place. The stacks
-//! (`proxy.rs`) are this driver over a list of hooks each.
+//! into a `Status`, a metric and a log line, in one place. The stacks are
+//! composed in `stacks.rs`; `proxy.rs` serves a request on one.
 
+pub(crate) mod context;
 pub(crate) mod credentials;
 pub(crate) mod errors;
 pub(crate) mod etag;
@@ -44,6 +46,7 @@ pub(crate) mod request_body;
 pub(crate) mod respond;
 pub(crate) mod response;
 pub(crate) mod response_headers;
+pub mod stacks;
 pub(crate) mod target;
 pub(crate) mod upgrade;
 pub(crate) mod watch;
@@ -55,20 +58,26 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 
 use crate::body::Body;
-use crate::kube::RequestInfo;
 use crate::rewrite::Engine;
 use crate::status::{page_not_found, Failure};
+pub(crate) use context::Ctx;
 pub use exchange::BodyLimits;
-pub(crate) use exchange::{Exchange, Forward, Next, Outgoing};
+pub(crate) use exchange::{Exchange, Forward, Outgoing};
+use request_body::Taken;
 
-/// The pipeline: one request (`info`: what its URL addresses), caller to
-/// upstream and back.
+/// The pipeline: one request (`ctx`: its context, what its URL
+/// addresses), caller to upstream and back.
 pub(crate) async fn forward(
     fwd: &Forward,
     engine: Arc<Engine>,
-    req: Request<Incoming>,
-    info: Arc<RequestInfo>,
+    mut req: Request<Incoming>,
+    mut ctx: Ctx,
 ) -> Result<Response<Body>, Failure> {
+    // Before forwarding: a hook may answer, or change where it goes.
+    if let Some(answer) = hook_calls::route(&fwd.amendments, &mut ctx, &engine, &mut req).await? {
+        return Ok(answer);
+    }
+    let info = ctx.info.clone();
     target::refuse_shared_collection_delete(fwd, &engine, &info, req.method())?;
     let Some(to) = target::resolve(fwd, &engine, &info, req.uri())? else {
         // The caller named the other side's group: it doesn't exist here.
@@ -76,23 +85,21 @@ pub(crate) async fn forward(
     };
     let (mut parts, body) = req.into_parts();
     let upgrade = headers::is_upgrade(&parts.headers);
+    let upstream = ctx.upstream(&fwd.upstream).clone();
     // The head towards the upstream: what is forwarded, and whose
     // credential. Made here, and made again the same way for the sender's
     // resend of a bodyless read (the body steps change no header of one).
-    let head = |engine: &Engine, upgrade| {
-        let mut out = headers::request(fwd, engine, &parts.headers, upgrade);
-        let lent = credentials::lend(fwd, &parts.headers, &mut out);
-        (out, lent)
-    };
+    let head =
+        |engine: &Engine, upgrade| headers::head(fwd, &upstream, engine, &parts.headers, upgrade);
     let (out, lent) = head(&engine, upgrade);
     if upgrade {
         let on_upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
-        return upgrade::splice(fwd, parts.method, to.uri, out, body, on_upgrade).await;
+        return upgrade::splice(fwd, &upstream, parts.method, to.uri, out, body, on_upgrade).await;
     }
     // The hooks of this request, asked once; the steps call them.
     let hooks = hook_calls::Hooks::of(
         &fwd.amendments,
-        &info,
+        &ctx,
         &parts.method,
         &out,
         engine.map(),
@@ -105,6 +112,7 @@ pub(crate) async fn forward(
         caller_uri: parts.uri,
         renamed_path: to.path,
         hooks,
+        upstream: upstream.clone(),
     };
     let mut to = Outgoing {
         method: x.method.clone(),
@@ -112,41 +120,28 @@ pub(crate) async fn forward(
         headers: out,
         lent,
     };
-    // The request body of a served patch is held until the patch ends.
-    let mut _held = None;
-    // What goes upstream: a served patch may ask for reads and writes
-    // first (`run`); every other request goes on as its body step made it.
-    let (mut run, mut step) = match x.hooks.patch() {
-        Some(amend) => {
-            let (bytes, held) = request_body::read_plain(fwd, &mut to.headers, body).await?;
-            _held = Some(held);
-            let renamed = |media, bytes| request_body::renamed(fwd, &x, media, bytes);
-            match patch::Run::start(fwd, amend, &x, to, bytes, &renamed)? {
-                patch::Started::Then(next) => (None, patch::Step::Then(next)),
-                patch::Started::Asks(run, first) => (Some(run), first),
-            }
-        }
-        None => {
-            let body = request_body::towards_upstream(fwd, &x, &mut to.headers, body).await?;
-            (None, patch::Step::Then(Next::Send(to, body)))
-        }
-    };
-    // The one sender: each request the patch step asks for, its answer
-    // handed back, then the request for the tail.
-    let resp = loop {
-        let (o, body, last) = match step {
-            patch::Step::Ask(o, body) => (o, body, false),
-            patch::Step::Then(Next::Send(o, body)) => (o, body, true),
-            patch::Step::Then(Next::Answered(resp)) => break resp,
-        };
-        let remake = || head(&x.engine, false).0;
-        let remake: Option<&(dyn Fn() -> http::HeaderMap + Sync)> = last.then_some(&remake);
-        let (uri, headers) = (o.uri, o.headers);
-        let answer = credentials::send(fwd, &o.method, uri, headers, body, o.lent, remake).await?;
-        match run.as_mut().filter(|_| !last) {
-            Some(run) => step = run.answered(fwd, &x, answer).await?,
-            None => break answer,
+    // The sender's resend of a bodyless read makes its head again.
+    let remake = || head(&x.engine, false).0;
+    let remake: &(dyn Fn() -> http::HeaderMap + Sync) = &remake;
+    // The one sender: the request's upstream, its failures as Statuses.
+    let send = |o, body, again| credentials::send(fwd, &x.upstream, o, body, again);
+    let answer = match request_body::take(fwd, &x, &mut ctx, &mut to.headers, body).await? {
+        Taken::Body(body) => send(to, body, Some(remake)).await?,
+        // A patch a hook serves: read, amended, written, one loop; held
+        // until it ends.
+        Taken::Patch(bytes, _held) => {
+            let hook = x.hooks.patch_server().expect("taken for a hook's patch");
+            let rename = |media, bytes| request_body::renamed(fwd, &x, media, bytes);
+            let d = patch::Driver {
+                rename,
+                send: |o, body| send(o, body, None),
+                dir: fwd.dir,
+            };
+            patch::serve(&x, &ctx, hook, to, bytes, d).await?
         }
     };
-    response::towards_caller(fwd, &x, resp).await
+    // From here the context is read only, shared with a watch's stream.
+    let ctx = Arc::new(ctx);
+    let resp = response::towards_caller(fwd, &x, &ctx, answer).await?;
+    x.hooks.answered(&ctx, resp).await
 }

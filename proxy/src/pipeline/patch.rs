@@ -1,39 +1,42 @@
 //! PATCHes of the objects a hook keeps differently in the cluster and in
 //! the app's view (the app's own APIService for the front trust, a webhook
-//! registration; the hook asked through [`PatchHook`], the driver's): they
-//! can't always be forwarded as written. This
-//! step produces what goes upstream and leaves the sending and the
-//! renaming of the answer to the pipeline's one tail (`forward`).
+//! registration): they can't always be forwarded as written. The hook that
+//! serves the patch is asked what only it knows; everything else of the
+//! pipeline (renaming, the one sender, the answer's way back) is the
+//! driver's. One loop, one retry policy:
 //!
-//! - A JSON Patch the amendment rewrites ([`PatchHook::rewrites_json_patch`])
-//!   is applied as kube-apiserver applies any patch, but on the app's view
-//!   of the object: GET the current object, show it as the app reads it
-//!   (app names, [`PatchHook::json_to_app`]), apply the patch, turn the
-//!   result back into the cluster's form ([`PatchHook::patched_to_cluster`]),
-//!   and PUT it with the resourceVersion that was read, again from the GET
-//!   on a conflict. Other JSON Patches go on renamed.
-//! - A merge, strategic-merge or apply patch that reaches what the
-//!   amendment keeps ([`PatchHook::patch_needs_current`]) is amended against
-//!   the current object ([`PatchHook::amend_patch`]) and sent with the
-//!   resourceVersion read as a precondition, read again on a conflict.
+//! - A JSON Patch the hook rewrites ([`Amend::rewrites_json_patch`]) is
+//!   applied as kube-apiserver applies any patch, but on the app's view of
+//!   the object: GET the current object, show it as the app reads it (the
+//!   hook's [`Amend::response_body`]), apply the patch, turn the result back
+//!   into the cluster's form ([`Amend::patched_to_cluster`]) and PUT it with
+//!   the resourceVersion that was read. Other JSON Patches go on renamed.
+//! - A merge, strategic-merge or apply patch that reaches what the hook
+//!   keeps ([`Amend::patch_needs_current`]) is amended against the current
+//!   object ([`Amend::amend_patch`]) and sent with the resourceVersion read
+//!   as a precondition.
 //!
-//! The current object is read with the request's own credential.
+//! Either write that meets a conflict it did not ask for is read, amended
+//! and written again, up to [`ATTEMPTS`] times. The current object is read
+//! with the request's own credential.
+
+use std::future::Future;
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Response, StatusCode, Uri};
-
-use crate::upstream::ResponseBody;
 use json_patch::PatchOperation;
+use regroup_config::Direction;
 use serde_json::Value as Json;
 
-use super::exchange::{Exchange, Forward, Next, Outgoing, BODY_LIMIT};
-use super::hook_calls::PatchHook;
+use super::context::Ctx;
+use super::exchange::{Exchange, Outgoing, BODY_LIMIT};
 use crate::body::{collect, full, Body};
-use crate::hooks::json_doc;
+use crate::hooks::{json_doc, Amend};
 use crate::kube::{MediaType, PatchKind, Wire};
 use crate::rewrite::Context;
 use crate::status::Failure;
+use crate::upstream::ResponseBody;
 
 /// kube-apiserver's limit on the operations of one JSON Patch.
 const MAX_OPERATIONS: usize = 10_000;
@@ -46,42 +49,10 @@ const ATTEMPTS: usize = 5;
 /// `patchToUpdateOptions`).
 const UPDATE_PARAMETERS: &[&str] = &["dryRun", "fieldManager", "fieldValidation"];
 
-/// How a patch served by an amendment starts.
-pub(crate) enum Started<'a> {
+/// Which of the ways the patch is served.
+enum Plan {
     /// Forwarded as it now is (renamed): nothing to read first.
-    Then(Next),
-    /// A run that asks for this first.
-    Asks(Box<Run<'a>>, Step),
-}
-
-/// What a patch served by an amendment wants next.
-pub(crate) enum Step {
-    /// Send this through the pipeline's sender and hand the answer to
-    /// [`Run::answered`].
-    Ask(Outgoing, Body),
-    /// What goes on to the pipeline's tail.
-    Then(Next),
-}
-
-/// A patch an amendment serves (`Hooks::patch`), one request upstream at a time: it
-/// never sends anything itself. The driver (`forward`) sends what
-/// [`Run::start`] and [`Run::answered`] ask for through the one sender and
-/// hands each answer back, until the run says what goes on to the tail.
-pub(crate) struct Run<'a> {
-    amend: PatchHook<'a>,
-    /// The caller's request as the steps before made it.
-    uri: Uri,
-    headers: HeaderMap,
-    lent: bool,
-    /// The read of the current object, sent again on a conflict.
-    get: (Uri, HeaderMap),
-    mode: Mode,
-    state: State,
-    attempt: usize,
-}
-
-/// Which of the two ways the patch is served.
-enum Mode {
+    AsIs(Bytes),
     /// A JSON Patch applied to the app's view and written back whole with
     /// a PUT (its URI and headers).
     ReadModifyWrite {
@@ -97,205 +68,228 @@ enum Mode {
     },
 }
 
-/// What the answer handed to [`Run::answered`] is the answer to.
-enum State {
-    Reading,
-    /// The write; `may_retry`: nothing pinned the version read, so a 409
-    /// may be read again and retried.
-    Writing {
-        may_retry: bool,
-    },
+/// What one pass of the loop writes, given the object read.
+enum Write {
+    /// The request to send; `may_retry`: nothing pinned the version read,
+    /// so a conflict may be read again and retried.
+    Send(Outgoing, Bytes, bool),
+    /// The read's own answer goes to the app (not found, forbidden, ...).
+    Answer(Response<ResponseBody>),
 }
 
-impl<'a> Run<'a> {
-    /// Reads the patch (`bytes`, the whole request body, inflated) for
-    /// `amend`; `to` is the request as the steps before made it; `renamed`
-    /// renames a patch that goes on in the cluster's names.
-    pub(crate) fn start(
-        fwd: &Forward,
-        amend: PatchHook<'a>,
-        x: &Exchange,
-        to: Outgoing,
-        bytes: Bytes,
-        renamed: &dyn Fn(MediaType, Bytes) -> Result<Bytes, Failure>,
-    ) -> Result<Started<'a>, Failure> {
-        let Outgoing {
-            uri, headers, lent, ..
-        } = to;
-        let media = MediaType::of(&headers);
-        let bad_uri = |e: http::Error| Failure::bad_request(format!("invalid request URI: {e}"));
-        let mode = if media == MediaType::Patch(PatchKind::Json) {
-            let ops = parse(&bytes)?;
-            if !amend.rewrites_json_patch(&ops) {
-                let bytes = renamed(media, bytes)?;
-                return Ok(Started::Then(patch_request(uri, headers, bytes, lent)));
-            }
-            let put_uri = match update_query(uri.query()) {
-                Some(q) => fwd.upstream.uri(&format!("{}?{q}", x.upstream_path())),
-                None => fwd.upstream.uri(x.upstream_path()),
-            }
-            .map_err(bad_uri)?;
-            let mut put_headers = headers_without_body(&headers);
-            put_headers.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            Mode::ReadModifyWrite {
-                ops,
-                put: (put_uri, put_headers),
-            }
-        } else {
-            let bytes = renamed(media, bytes)?;
-            let mut doc = json_doc(media, &bytes)
-                .map_err(|e| Failure::bad_request(format!("the patch can't be read: {e}")))?
-                .unwrap_or(Json::Null);
-            if !amend.patch_needs_current(&mut doc) {
-                return Ok(Started::Then(patch_request(uri, headers, bytes, lent)));
-            }
-            Mode::AgainstCurrent { media, doc, bytes }
-        };
-        // The read of the current object: only a patch that needs it.
-        let get_uri = fwd.upstream.uri(x.upstream_path()).map_err(bad_uri)?;
-        let mut get_headers = headers_without_body(&headers);
-        get_headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-        let run = Run {
-            amend,
-            uri,
-            headers,
-            lent,
-            get: (get_uri, get_headers),
-            mode,
-            state: State::Reading,
-            attempt: 1,
-        };
-        let first = run.read();
-        Ok(Started::Asks(Box::new(run), first))
-    }
+/// What the patch step is given of the driver's: how a body is renamed
+/// towards the upstream (`rename`), the one sender (`send`), and the
+/// direction requests are renamed in.
+pub(crate) struct Driver<R, S> {
+    pub rename: R,
+    pub send: S,
+    pub dir: Direction,
+}
 
-    /// The read of the current object, with the request's own credential.
-    fn read(&self) -> Step {
-        Step::Ask(
-            Outgoing {
-                method: Method::GET,
-                uri: self.get.0.clone(),
-                headers: self.get.1.clone(),
-                lent: self.lent,
-            },
-            full(Bytes::new()),
-        )
+/// Serves a patch for `hook`: `to` is the request as the steps before made
+/// it, `bytes` the patch (whole, plain). Returns the upstream's last
+/// answer, for the driver's way back.
+pub(crate) async fn serve<R, S, F>(
+    x: &Exchange,
+    ctx: &Ctx,
+    hook: &dyn Amend,
+    to: Outgoing,
+    bytes: Bytes,
+    d: Driver<R, S>,
+) -> Result<Response<ResponseBody>, Failure>
+where
+    R: Fn(MediaType, Bytes) -> Result<Bytes, Failure>,
+    S: Fn(Outgoing, Body) -> F,
+    F: Future<Output = Result<Response<ResponseBody>, Failure>>,
+{
+    let media = MediaType::of(&to.headers);
+    let plan = plan(x, hook, &to, media, bytes, &d.rename)?;
+    if let Plan::AsIs(bytes) = plan {
+        let (o, b) = with_body(to, Method::PATCH, bytes);
+        return (d.send)(o, b).await;
     }
-
-    /// A write of `bytes`: the PUT of a read-modify-write, else the
-    /// amended PATCH.
-    fn write(&mut self, bytes: Bytes, may_retry: bool) -> Step {
-        self.state = State::Writing { may_retry };
-        let (method, uri, headers) = match &self.mode {
-            Mode::ReadModifyWrite { put, .. } => (Method::PUT, put.0.clone(), &put.1),
-            Mode::AgainstCurrent { .. } => (Method::PATCH, self.uri.clone(), &self.headers),
+    let get = read_of(x, &to)?;
+    let mut attempt = 1;
+    loop {
+        let read = (d.send)(get.clone_outgoing(), full(Bytes::new())).await?;
+        let (o, bytes, may_retry) = match write(x, ctx, hook, &plan, &to, read, d.dir).await? {
+            Write::Send(o, bytes, may_retry) => (o, bytes, may_retry),
+            Write::Answer(answer) => return Ok(answer),
         };
-        let mut h = headers.clone();
-        h.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-        Step::Ask(
-            Outgoing {
-                method,
-                uri,
-                headers: h,
-                lent: self.lent,
-            },
-            full(bytes),
-        )
-    }
-
-    /// The next step, given the upstream's answer to the last one asked.
-    pub(crate) async fn answered(
-        &mut self,
-        fwd: &Forward,
-        x: &Exchange,
-        answer: Response<ResponseBody>,
-    ) -> Result<Step, Failure> {
-        if let State::Writing { may_retry } = self.state {
-            if answer.status() == StatusCode::CONFLICT && may_retry && self.attempt < ATTEMPTS {
-                tracing::debug!(
-                    attempt = self.attempt,
-                    path = x.caller_path(),
-                    what = self.amend.noun(),
-                    "the object changed while it was patched; patching again"
-                );
-                let _ = collect(answer.into_body(), BODY_LIMIT).await;
-                self.attempt += 1;
-                self.state = State::Reading;
-                return Ok(self.read());
-            }
-            return Ok(Step::Then(Next::Answered(answer)));
+        let answer = (d.send)(o, full(bytes)).await?;
+        if answer.status() != StatusCode::CONFLICT || !may_retry || attempt >= ATTEMPTS {
+            return Ok(answer);
         }
-        match &self.mode {
-            Mode::ReadModifyWrite { ops, .. } => {
-                if !answer.status().is_success() {
-                    // Not found, forbidden, ...: the app sees the
-                    // upstream's answer, renamed as any.
-                    return Ok(Step::Then(Next::Answered(answer)));
-                }
-                let kind = x.kind().unwrap_or_default();
-                let (view, read_version) = app_view(fwd, x, answer, kind, self.amend).await?;
-                let mut patched = apply(view, ops)?;
-                let pinned = pin_resource_version(&mut patched, read_version.as_deref());
-                let api_version = x.info.api_version().unwrap_or_default();
-                let cx = Context {
-                    hint: Some((api_version.as_str(), kind)),
-                    addressed: None,
-                };
-                x.engine.value(fwd.dir, cx, &mut patched).map_err(|e| {
-                    Failure::bad_request(format!("the patched object can't be renamed: {e}"))
-                })?;
-                self.amend
-                    .patched_to_cluster(&mut patched, &x.info, x.engine.map());
-                Ok(self.write(to_bytes(&patched), !pinned))
-            }
-            Mode::AgainstCurrent { media, doc, bytes } => {
-                if answer.status() == StatusCode::NOT_FOUND
-                    && *media == MediaType::Patch(PatchKind::ApplyYaml)
-                {
-                    // An apply may create: nothing kept to merge with.
-                    let _ = collect(answer.into_body(), BODY_LIMIT).await;
-                    let mut patch = doc.clone();
-                    self.amend.amend_patch(&mut patch, &x.info, &Json::Null)?;
-                    return Ok(Step::Then(self.patch(to_bytes(&patch))));
-                }
-                if !answer.status().is_success() {
-                    return Ok(Step::Then(Next::Answered(answer)));
-                }
-                let current = read_current(self.amend, answer).await?;
-                let mut patch = doc.clone();
-                if !self.amend.amend_patch(&mut patch, &x.info, &current)? {
-                    let bytes = bytes.clone();
-                    return Ok(Step::Then(self.patch(bytes)));
-                }
-                let pinned =
-                    pin_precondition(&mut patch, current["metadata"]["resourceVersion"].as_str());
-                Ok(self.write(to_bytes(&patch), !pinned))
-            }
-        }
-    }
-
-    /// The caller's PATCH with `bytes`, for the tail.
-    fn patch(&self, bytes: Bytes) -> Next {
-        patch_request(self.uri.clone(), self.headers.clone(), bytes, self.lent)
+        tracing::debug!(
+            attempt,
+            path = x.caller_path(),
+            what = hook.noun(),
+            "the object changed while it was patched; patching again"
+        );
+        let _ = collect(answer.into_body(), BODY_LIMIT).await;
+        attempt += 1;
     }
 }
 
-/// The PATCH to send, with its length.
-fn patch_request(uri: Uri, mut headers: HeaderMap, bytes: Bytes, lent: bool) -> Next {
+/// How the patch (`bytes`, the whole body, inflated) is served.
+fn plan(
+    x: &Exchange,
+    hook: &dyn Amend,
+    to: &Outgoing,
+    media: MediaType,
+    bytes: Bytes,
+    rename: &dyn Fn(MediaType, Bytes) -> Result<Bytes, Failure>,
+) -> Result<Plan, Failure> {
+    let renamed = |bytes| rename(media, bytes);
+    if media == MediaType::Patch(PatchKind::Json) {
+        let ops = parse(&bytes)?;
+        if !hook.rewrites_json_patch(&ops) {
+            return renamed(bytes).map(Plan::AsIs);
+        }
+        let put_uri = match update_query(to.uri.query()) {
+            Some(q) => x.upstream.uri(&format!("{}?{q}", x.upstream_path())),
+            None => x.upstream.uri(x.upstream_path()),
+        }
+        .map_err(bad_uri)?;
+        let mut put_headers = headers_without_body(&to.headers);
+        put_headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        return Ok(Plan::ReadModifyWrite {
+            ops,
+            put: (put_uri, put_headers),
+        });
+    }
+    let bytes = renamed(bytes)?;
+    let mut doc = json_doc(media, &bytes)
+        .map_err(|e| Failure::bad_request(format!("the patch can't be read: {e}")))?
+        .unwrap_or(Json::Null);
+    if !hook.patch_needs_current(&mut doc) {
+        return Ok(Plan::AsIs(bytes));
+    }
+    Ok(Plan::AgainstCurrent { media, doc, bytes })
+}
+
+/// The read of the current object, with the request's own credential.
+fn read_of(x: &Exchange, to: &Outgoing) -> Result<Outgoing, Failure> {
+    let uri = x.upstream.uri(x.upstream_path()).map_err(bad_uri)?;
+    let mut headers = headers_without_body(&to.headers);
+    headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+    Ok(Outgoing {
+        method: Method::GET,
+        uri,
+        headers,
+        lent: to.lent,
+    })
+}
+
+/// What to write, given the answer to the read of the current object.
+async fn write(
+    x: &Exchange,
+    ctx: &Ctx,
+    hook: &dyn Amend,
+    plan: &Plan,
+    to: &Outgoing,
+    read: Response<ResponseBody>,
+    dir: Direction,
+) -> Result<Write, Failure> {
+    let status = read.status();
+    match plan {
+        Plan::AsIs(_) => unreachable!("a patch as is reads nothing"),
+        Plan::ReadModifyWrite { ops, put } => {
+            if !status.is_success() {
+                // Not found, forbidden, ...: the app sees the upstream's
+                // answer, renamed as any.
+                return Ok(Write::Answer(read));
+            }
+            let kind = x.kind().unwrap_or_default();
+            let current = read_object(hook, read).await?;
+            let (view, read_version) = app_view(x, ctx, hook, kind, &current, dir)?;
+            let mut patched = apply(view, ops)?;
+            let pinned = pin_resource_version(&mut patched, read_version.as_deref());
+            let api_version = x.info.api_version().unwrap_or_default();
+            let cx = Context {
+                hint: Some((api_version.as_str(), kind)),
+                addressed: None,
+            };
+            x.engine.value(dir, cx, &mut patched).map_err(|e| {
+                Failure::bad_request(format!("the patched object can't be renamed: {e}"))
+            })?;
+            hook.patched_to_cluster(ctx, &mut patched, x.engine.map());
+            let o = Outgoing {
+                method: Method::PUT,
+                uri: put.0.clone(),
+                headers: put.1.clone(),
+                lent: to.lent,
+            };
+            Ok(Write::Send(o, to_bytes(&patched), !pinned))
+        }
+        Plan::AgainstCurrent { media, doc, bytes } => {
+            let current = if status == StatusCode::NOT_FOUND
+                && *media == MediaType::Patch(PatchKind::ApplyYaml)
+            {
+                // An apply may create: nothing kept to merge with.
+                let _ = collect(read.into_body(), BODY_LIMIT).await;
+                Json::Null
+            } else if status.is_success() {
+                as_object(hook, &read_object(hook, read).await?)?
+            } else {
+                return Ok(Write::Answer(read));
+            };
+            let mut patch = doc.clone();
+            let amend = |e: crate::hooks::PatchRefused| Failure::invalid(e.to_string());
+            let changed = hook.amend_patch(ctx, &mut patch, &current).map_err(amend)?;
+            let (body, may_retry) = if current.is_null() {
+                (to_bytes(&patch), false)
+            } else if !changed {
+                (bytes.clone(), false)
+            } else {
+                let read = current["metadata"]["resourceVersion"].as_str();
+                let pinned = pin_precondition(&mut patch, read);
+                (to_bytes(&patch), !pinned)
+            };
+            let (o, body) = with_body_bytes(to, body);
+            Ok(Write::Send(o, body, may_retry))
+        }
+    }
+}
+
+/// The caller's request with `bytes` as its body and `method`.
+fn with_body(mut to: Outgoing, method: Method, bytes: Bytes) -> (Outgoing, Body) {
+    to.method = method;
+    to.headers
+        .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+    (to, full(bytes))
+}
+
+/// The caller's PATCH again, with `bytes` and their length.
+fn with_body_bytes(to: &Outgoing, bytes: Bytes) -> (Outgoing, Bytes) {
+    let mut headers = to.headers.clone();
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-    let method = Method::PATCH;
-    Next::Send(
+    let o = Outgoing {
+        method: Method::PATCH,
+        uri: to.uri.clone(),
+        headers,
+        lent: to.lent,
+    };
+    (o, bytes)
+}
+
+impl Outgoing {
+    /// The same request again (the read, on each pass).
+    fn clone_outgoing(&self) -> Outgoing {
         Outgoing {
-            method,
-            uri,
-            headers,
-            lent,
-        },
-        full(bytes),
-    )
+            method: self.method.clone(),
+            uri: self.uri.clone(),
+            headers: self.headers.clone(),
+            lent: self.lent,
+        }
+    }
+}
+
+fn bad_uri(e: http::Error) -> Failure {
+    Failure::bad_request(format!("invalid request URI: {e}"))
 }
 
 /// A patch as its content type reads it: JSON (YAML's subset for apply).
@@ -431,66 +425,62 @@ fn headers_without_body(headers: &HeaderMap) -> HeaderMap {
     h
 }
 
-/// The object as the app reads it (renamed, amended for the app), and the
-/// resourceVersion read.
-async fn app_view(
-    fwd: &Forward,
+/// The object as the app reads it (renamed, then shown by the hook as
+/// any answer), and the resourceVersion read.
+fn app_view(
     x: &Exchange,
-    resp: Response<ResponseBody>,
+    ctx: &Ctx,
+    hook: &dyn Amend,
     kind: &str,
-    amend: PatchHook<'_>,
+    bytes: &[u8],
+    dir: Direction,
 ) -> Result<(Json, Option<String>), Failure> {
-    let bytes = read_answer(amend, resp).await?;
     let cx = Context {
         hint: None,
         addressed: Some((x.info.group.as_str(), kind)),
     };
     let renamed = x
         .engine
-        .body(fwd.dir.flip(), Wire::Json, cx, &bytes)
-        .map_err(|e| unreadable(amend, e.to_string()))?;
-    let mut view = as_object(amend, renamed.as_deref().unwrap_or(&bytes))?;
-    amend.json_to_app(&mut view);
+        .body(dir.flip(), Wire::Json, cx, bytes)
+        .map_err(|e| unreadable(hook, e.to_string()))?;
+    let renamed = renamed.as_deref().unwrap_or(bytes);
+    let shown = hook
+        .response_body(ctx, MediaType::Json, true, renamed)
+        .map_err(|e| unreadable(hook, e.to_string()))?;
+    let view = as_object(hook, shown.as_deref().unwrap_or(renamed))?;
     let version = view["metadata"]["resourceVersion"]
         .as_str()
         .map(str::to_owned);
     Ok((view, version))
 }
 
-/// The current object, as the cluster stores it (what the amendment
-/// keeps, and its resourceVersion, are all that is read).
-async fn read_current(amend: PatchHook<'_>, resp: Response<ResponseBody>) -> Result<Json, Failure> {
-    let bytes = read_answer(amend, resp).await?;
-    as_object(amend, &bytes)
-}
-
 /// The answer to the read of the object to patch, whole (never encoded:
 /// the read asked for none).
-async fn read_answer(amend: PatchHook<'_>, resp: Response<ResponseBody>) -> Result<Bytes, Failure> {
+async fn read_object(hook: &dyn Amend, resp: Response<ResponseBody>) -> Result<Bytes, Failure> {
     if resp.headers().contains_key(header::CONTENT_ENCODING) {
         return Err(unreadable(
-            amend,
+            hook,
             "the API server's answer is encoded".into(),
         ));
     }
     collect(resp.into_body(), BODY_LIMIT)
         .await
-        .map_err(|e| unreadable(amend, e.to_string()))
+        .map_err(|e| unreadable(hook, e.to_string()))
 }
 
 /// The object read, which must be a JSON object.
-fn as_object(amend: PatchHook<'_>, bytes: &[u8]) -> Result<Json, Failure> {
+fn as_object(hook: &dyn Amend, bytes: &[u8]) -> Result<Json, Failure> {
     let doc: Json =
-        serde_json::from_slice(bytes).map_err(|e| unreadable(amend, format!("not JSON: {e}")))?;
+        serde_json::from_slice(bytes).map_err(|e| unreadable(hook, format!("not JSON: {e}")))?;
     if !doc.is_object() {
-        return Err(unreadable(amend, "not an object".into()));
+        return Err(unreadable(hook, "not an object".into()));
     }
     Ok(doc)
 }
 
 /// The object to patch could not be read: the API server's fault (502).
-fn unreadable(amend: PatchHook<'_>, m: String) -> Failure {
-    Failure::bad_gateway(format!("reading the {} to patch: {m}", amend.noun()))
+fn unreadable(hook: &dyn Amend, m: String) -> Failure {
+    Failure::bad_gateway(format!("reading the {} to patch: {m}", hook.noun()))
 }
 
 #[cfg(test)]

@@ -1,12 +1,14 @@
-//! The request body, renamed towards the upstream by the engine. Bodies
-//! that carry no group stream on untouched; encodings regroup can't rename
-//! are refused (the client falls back to JSON).
+//! The request body, renamed towards the upstream by the engine and
+//! amended by the hooks, or taken whole for the patch a hook serves.
+//! Bodies that carry no group stream on untouched; encodings regroup can't
+//! rename are refused (the client falls back to JSON).
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::Method;
 use hyper::body::Incoming;
 
+use super::context::Ctx;
 use super::exchange::{Exchange, Forward};
 use super::gzip;
 use crate::body::budget::{self, budget, Held, Reason};
@@ -23,36 +25,51 @@ fn carries_body(m: &Method) -> bool {
     )
 }
 
-/// Renames a request body; `headers` (those forwarded) get its new length.
-pub(crate) async fn towards_upstream(
+/// The request body as the next step takes it.
+pub(crate) enum Taken {
+    /// Renamed and amended, to send.
+    Body(Body),
+    /// Whole and plain (inflated), held until the patch a hook serves
+    /// ends (`patch.rs`).
+    Patch(Bytes, Held),
+}
+
+/// The request body: renamed and amended for sending, or whole for the
+/// patch a hook serves. Bodies that carry no group stream on untouched;
+/// `headers` (those forwarded) get the new length.
+pub(crate) async fn take(
     fwd: &Forward,
     x: &Exchange,
+    ctx: &mut Ctx,
     headers: &mut HeaderMap,
     body: Incoming,
-) -> Result<Body, Failure> {
-    if !(x.info.is_api && carries_body(&x.method)) {
-        return Ok(pass(body));
-    }
+) -> Result<Taken, Failure> {
+    let patch = x.hooks.patch_server().is_some();
     let media = MediaType::of(headers);
-    let wire = media.request_wire();
-    match wire {
-        Wire::Opaque => return Ok(pass(body)),
-        Wire::Unrenamable => {
-            return Err(Failure::unsupported(
-                "regroup can't rename this encoding (CBOR); send JSON, YAML or protobuf",
-            ))
+    if !patch {
+        if !(x.info.is_api && carries_body(&x.method)) {
+            return Ok(Taken::Body(pass(body)));
         }
-        _ => {}
+        match media.request_wire() {
+            Wire::Opaque => return Ok(Taken::Body(pass(body))),
+            Wire::Unrenamable => {
+                return Err(Failure::unsupported(
+                    "regroup can't rename this encoding (CBOR); send JSON, YAML or protobuf",
+                ))
+            }
+            _ => {}
+        }
     }
     let (bytes, mut held) = read_plain(fwd, headers, body).await?;
+    if patch {
+        return Ok(Taken::Patch(bytes, held));
+    }
     let bytes = renamed(fwd, x, media, bytes)?;
-    let bytes = x
-        .hooks
-        .request_body(&x.info, x.engine.map(), media, bytes)?;
+    let bytes = x.hooks.request_body(ctx, x.engine.map(), media, bytes)?;
     // What is sent is held until it is; the input is given back.
     held.shrink(bytes.len());
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-    Ok(holding(full(bytes), held))
+    Ok(Taken::Body(holding(full(bytes), held)))
 }
 
 /// A whole request body, as [`read_plain`] gave it, renamed by the engine.
@@ -113,7 +130,7 @@ async fn read(fwd: &Forward, body: Incoming) -> Result<(Bytes, Held), Failure> {
 /// encoding is refused (415), as nothing in it could be renamed. Renamed
 /// bytes go upstream uncompressed, so inflated they are within
 /// `maxRequestBodyBytes` too.
-pub(crate) async fn read_plain(
+async fn read_plain(
     fwd: &Forward,
     headers: &mut HeaderMap,
     body: Incoming,

@@ -4,6 +4,9 @@
 use http::header::{self, HeaderMap};
 use http::{Method, Response};
 
+use std::sync::Arc;
+
+use super::context::Ctx;
 use super::exchange::{Answer, Exchange, Forward};
 use super::{errors, etag, list, openapi, proto_list, response_headers, watch, whole};
 use crate::body::budget;
@@ -17,6 +20,7 @@ use crate::upstream::ResponseBody;
 pub(crate) async fn towards_caller(
     fwd: &Forward,
     x: &Exchange,
+    ctx: &Arc<Ctx>,
     resp: Response<ResponseBody>,
 ) -> Result<Response<Body>, Failure> {
     let (mut parts, body) = resp.into_parts();
@@ -66,7 +70,7 @@ pub(crate) async fn towards_caller(
         .await
         .map_err(|r| r.failure("a response to rename", true))?;
     if x.info.watch && success {
-        return watch::rename_events(fwd, x, answer, held);
+        return watch::rename_events(fwd, x, ctx.clone(), answer, held);
     }
     // `/apis` is read whole: the copy's groups are put first in it
     // (`whole::rename_whole`).
@@ -86,7 +90,7 @@ pub(crate) async fn towards_caller(
     }
     // Takes what it needs itself.
     drop(held);
-    whole::rename_whole(fwd, x, answer).await
+    whole::rename_whole(fwd, x, ctx, answer).await
 }
 
 /// What a response to rename takes from the memory budget to start: one

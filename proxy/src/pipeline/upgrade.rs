@@ -11,10 +11,12 @@ use super::exchange::Forward;
 use crate::body::Body;
 use crate::body::{full, pass};
 use crate::status::Failure;
+use crate::upstream::Upstream;
 
 /// Forwards the upgrade request; on `101` splices the two connections.
 pub(crate) async fn splice(
     fwd: &Forward,
+    upstream: &Upstream,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -27,8 +29,7 @@ pub(crate) async fn splice(
         .body(pass(body))
         .expect("parts are valid");
     *up.headers_mut() = headers;
-    let mut resp = fwd
-        .upstream
+    let mut resp = upstream
         .send_upgrade(up)
         .await
         .map_err(|e| errors::upstream(fwd, &e))?;

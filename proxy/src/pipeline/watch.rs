@@ -8,6 +8,7 @@ use bytes::Bytes;
 use http::header;
 use http::Response;
 
+use super::context::Ctx;
 use super::exchange::{Answer, Exchange, Forward};
 use crate::body::budget::Held;
 use crate::body::Body;
@@ -23,6 +24,7 @@ use crate::status::Failure;
 pub(crate) fn rename_events(
     fwd: &Forward,
     x: &Exchange,
+    ctx: Arc<Ctx>,
     answer: Answer,
     held: Held,
 ) -> Result<Response<Body>, Failure> {
@@ -67,7 +69,7 @@ pub(crate) fn rename_events(
                 return Ok(Rewritten::Dropped);
             }
             let out = engine.watch_event(dir, framing, cx, event)?;
-            let out = hooks.watch_event(framing, event, out)?;
+            let out = hooks.watch_event(&ctx, framing, event, out)?;
             Ok(out.map_or(Rewritten::Same, Rewritten::New))
         },
         move |e| match framing {

@@ -5,6 +5,7 @@ use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::Response;
 
+use super::context::Ctx;
 use super::exchange::{Answer, Exchange, Forward, BODY_LIMIT};
 use super::gzip;
 use crate::body::budget::{self, Reason};
@@ -17,6 +18,7 @@ use crate::status::Failure;
 pub(crate) async fn rename_whole(
     fwd: &Forward,
     x: &Exchange,
+    ctx: &Ctx,
     answer: Answer,
 ) -> Result<Response<Body>, Failure> {
     let (mut parts, media) = (answer.parts, answer.media);
@@ -72,7 +74,7 @@ pub(crate) async fn rename_whole(
         .map_err(bad)?;
     let mut out = x
         .hooks
-        .response_body(media, parts.status.is_success(), &bytes, out)
+        .response_body(ctx, media, parts.status.is_success(), &bytes, out)
         .map_err(bad)?;
     if dir == regroup_config::Direction::ToApp && x.is_discovery_root() && parts.status.is_success()
     {

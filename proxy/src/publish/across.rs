@@ -1,7 +1,8 @@
 //! A list or a watch across every remote namespace when they map to several
-//! central namespaces: one request per central namespace (regroup's
-//! central credential stays inside its namespaces, as docs/publish.md has
-//! its Role), the answers merged into one, in the remote names.
+//! central namespaces: one request per central namespace, each with the
+//! credential of a remote namespace that goes there (a credential stays
+//! inside its namespaces, as docs/publish.md has its Role), the answers
+//! merged into one, in the remote names.
 //!
 //! A merged list's resourceVersion is the lowest of its parts': a watch
 //! from it may see again what a part already held (an informer takes a
@@ -35,15 +36,14 @@ const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 /// Lists every path (one per central namespace) and answers one list (or
 /// Table) in the remote names and namespaces.
 pub(crate) async fn list(
-    central: &OwnClient,
     engine: &Engine,
     published: &Published,
-    paths: &[String],
+    paths: &[(OwnClient, String)],
     accept: HeaderValue,
 ) -> Result<Response<Body>, Failure> {
     let mut merged: Option<Json> = None;
     let mut lowest: Option<u64> = None;
-    for p in paths {
+    for (central, p) in paths {
         let (status, _, body) = central
             .request(Method::GET, p, accept.clone(), None)
             .await
@@ -89,14 +89,13 @@ pub(crate) async fn list(
 /// Watches every path (one per central namespace) as one watch, in the
 /// remote names and namespaces.
 pub(crate) async fn watch(
-    central: &OwnClient,
     engine: Arc<Engine>,
     published: Arc<Published>,
-    paths: &[String],
+    paths: &[(OwnClient, String)],
     accept: HeaderValue,
 ) -> Result<Response<Body>, Failure> {
     let mut parts = Vec::new();
-    for p in paths {
+    for (central, p) in paths {
         let resp = central
             .get_accepting(p, accept.clone())
             .await
@@ -258,7 +257,8 @@ mod tests {
             namespaces: None,
             uid: None,
             delete: false,
-            created: Mutex::new(None),
+            created: None,
+            shown_in: None,
         }
     }
 

@@ -1,20 +1,19 @@
-//! One published request's edits, as a pipeline hook: a body on its way to
-//! the central cluster is put in the target namespace, labelled with its
-//! source and bound to the object read (its `uid`); what comes back is put
-//! back in the remote namespace it came from.
-
-use std::sync::Mutex;
+//! One published request's edits, kept in its context by the publisher's
+//! hook (`publisher.rs`): a body on its way to the central cluster is put
+//! in the target namespace, labelled with its source and bound to the
+//! object read (its `uid`); what comes back is put back in the remote
+//! namespace it came from.
 
 use bytes::Bytes;
-use regroup_config::GroupMap;
 use serde_json::{json, Value as Json};
 
 use super::source::{self, Source, SOURCE_CLUSTER, SOURCE_NAMESPACE};
-use crate::hooks::{json_doc, Amend};
-use crate::kube::{MediaType, PatchKind, RequestInfo};
+use crate::hooks::json_doc;
+use crate::kube::{MediaType, PatchKind};
 use crate::status::Failure;
 
-/// What one request's hook knows.
+/// What the publisher learned of one request on its way in.
+#[derive(Clone)]
 pub(crate) struct Published {
     /// This cluster's id.
     pub cluster: String,
@@ -27,7 +26,10 @@ pub(crate) struct Published {
     /// A DELETE: a body-less one gets DeleteOptions carrying the uid.
     pub delete: bool,
     /// The name a create asked for (to explain an `AlreadyExists`).
-    pub created: Mutex<Option<String>>,
+    pub created: Option<String>,
+    /// Read-only federation: central namespace → the remote namespace its
+    /// objects are shown in (they carry no source of this cluster's).
+    pub shown_in: Option<Vec<(String, String)>>,
 }
 
 impl Published {
@@ -40,7 +42,7 @@ impl Published {
 
     /// An object (or a merge, strategic-merge or apply patch) for the
     /// central cluster.
-    fn object_to_central(&self, doc: &mut Json) {
+    fn object_to_central(&mut self, doc: &mut Json) {
         let (Some(source), Some((_, target))) = (self.source(), &self.namespaces) else {
             return;
         };
@@ -55,7 +57,7 @@ impl Published {
             meta["uid"] = uid.clone().into();
         }
         if let Some(name) = meta.get("name").and_then(Json::as_str) {
-            *self.created.lock().unwrap_or_else(|p| p.into_inner()) = Some(name.to_owned());
+            self.created = Some(name.to_owned());
         }
     }
 
@@ -104,7 +106,14 @@ impl Published {
 
     /// One object: its remote namespace is its source label's.
     fn object_to_remote(&self, obj: &mut Json) -> bool {
-        let Some(remote) = source::remote_namespace(obj).map(str::to_owned) else {
+        let remote = match &self.shown_in {
+            Some(shown) => {
+                let ns = obj["metadata"]["namespace"].as_str().unwrap_or_default();
+                shown.iter().find(|(t, _)| t == ns).map(|(_, r)| r.clone())
+            }
+            None => source::remote_namespace(obj).map(str::to_owned),
+        };
+        let Some(remote) = remote else {
             return false;
         };
         match obj["metadata"].get_mut("namespace") {
@@ -152,22 +161,10 @@ impl Published {
     }
 }
 
-impl Amend for Published {
-    fn noun(&self) -> &'static str {
-        "published object"
-    }
-
-    fn looks_at(&self, _info: &RequestInfo) -> bool {
-        true
-    }
-
-    fn request_body(
-        &self,
-        _info: &RequestInfo,
-        _map: &GroupMap,
-        media: MediaType,
-        bytes: Bytes,
-    ) -> Result<Bytes, Failure> {
+impl Published {
+    /// A request body on its way to the central cluster (the publisher's
+    /// request phase).
+    pub(crate) fn to_central(&mut self, media: MediaType, bytes: Bytes) -> Result<Bytes, Failure> {
         if bytes.is_empty() {
             return Ok(match (&self.uid, self.delete) {
                 (Some(uid), true) => serde_json::to_vec(&json!({
@@ -206,10 +203,6 @@ impl Amend for Published {
         // JSON is YAML: an apply patch or a YAML object goes on as JSON.
         Ok(serde_json::to_vec(&doc).expect("values serialize").into())
     }
-
-    fn json_to_app(&self, doc: &mut Json) -> bool {
-        self.to_remote(doc)
-    }
 }
 
 #[cfg(test)]
@@ -222,30 +215,21 @@ mod tests {
             namespaces: Some(("foo".into(), "bar".into())),
             uid: uid.map(str::to_owned),
             delete: false,
-            created: Mutex::new(None),
+            created: None,
+            shown_in: None,
         }
     }
 
-    fn info() -> RequestInfo {
-        RequestInfo::parse(
-            "/apis/database.acmeco.org/v1alpha1/namespaces/bar/things",
-            None,
-        )
-    }
-
-    fn body(p: &Published, media: MediaType, doc: &str) -> Json {
-        let map = GroupMap::new(vec![]).unwrap();
-        let out = p
-            .request_body(&info(), &map, media, Bytes::from(doc.to_owned()))
-            .unwrap();
+    fn body(p: &mut Published, media: MediaType, doc: &str) -> Json {
+        let out = p.to_central(media, Bytes::from(doc.to_owned())).unwrap();
         serde_json::from_slice(&out).unwrap()
     }
 
     #[test]
     fn a_create_goes_to_the_target_namespace_with_its_source() {
-        let p = published(None);
+        let mut p = published(None);
         let out = body(
-            &p,
+            &mut p,
             MediaType::Json,
             r#"{"apiVersion":"database.acmeco.org/v1alpha1","kind":"Thing","metadata":{"name":"sqldb","namespace":"foo","labels":{"app":"wp"}}}"#,
         );
@@ -254,14 +238,14 @@ mod tests {
         assert_eq!(out["metadata"]["labels"][SOURCE_NAMESPACE], "foo");
         assert_eq!(out["metadata"]["labels"][SOURCE_CLUSTER], "c1");
         assert!(out["metadata"].get("uid").is_none());
-        assert_eq!(p.created.lock().unwrap().as_deref(), Some("sqldb"));
+        assert_eq!(p.created.as_deref(), Some("sqldb"));
     }
 
     #[test]
     fn a_yaml_apply_goes_on_as_json_bound_to_the_object_read() {
-        let p = published(Some("u-1"));
+        let mut p = published(Some("u-1"));
         let out = body(
-            &p,
+            &mut p,
             MediaType::Patch(PatchKind::ApplyYaml),
             "apiVersion: database.acmeco.org/v1alpha1\nkind: Thing\nmetadata:\n  name: sqldb\n  namespace: foo\nspec:\n  storageGB: 20\n",
         );
@@ -272,9 +256,9 @@ mod tests {
 
     #[test]
     fn a_json_patch_keeps_the_labels_and_the_uid() {
-        let p = published(Some("u-1"));
+        let mut p = published(Some("u-1"));
         let out = body(
-            &p,
+            &mut p,
             MediaType::Patch(PatchKind::Json),
             r#"[{"op":"replace","path":"/metadata/labels","value":{}}]"#,
         );
@@ -289,9 +273,9 @@ mod tests {
 
     #[test]
     fn a_delete_is_bound_to_the_uid_read() {
-        let p = published(Some("u-1"));
+        let mut p = published(Some("u-1"));
         let out = body(
-            &p,
+            &mut p,
             MediaType::Json,
             r#"{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"}"#,
         );
@@ -301,15 +285,9 @@ mod tests {
 
     #[test]
     fn protobuf_writes_are_refused_not_passed() {
-        let p = published(None);
-        let map = GroupMap::new(vec![]).unwrap();
+        let mut p = published(None);
         let e = p
-            .request_body(
-                &info(),
-                &map,
-                MediaType::Protobuf,
-                Bytes::from_static(b"k8s\0"),
-            )
+            .to_central(MediaType::Protobuf, Bytes::from_static(b"k8s\0"))
             .unwrap_err();
         assert_eq!(e.code, http::StatusCode::UNSUPPORTED_MEDIA_TYPE);
     }
@@ -320,35 +298,35 @@ mod tests {
         let obj = |ns: &str, src: &str| json!({"metadata": {"name": "x", "namespace": ns, "labels": {SOURCE_NAMESPACE: src, SOURCE_CLUSTER: "c1"}}});
         let mut list =
             json!({"kind": "ThingList", "items": [obj("bar", "foo"), obj("bar", "baz")]});
-        assert!(p.json_to_app(&mut list));
+        assert!(p.to_remote(&mut list));
         assert_eq!(list["items"][0]["metadata"]["namespace"], "foo");
         assert_eq!(list["items"][1]["metadata"]["namespace"], "baz");
         let mut table =
             json!({"kind": "Table", "rows": [{"cells": [], "object": obj("bar", "foo")}]});
-        assert!(p.json_to_app(&mut table));
+        assert!(p.to_remote(&mut table));
         assert_eq!(table["rows"][0]["object"]["metadata"]["namespace"], "foo");
         let mut event = json!({"type": "MODIFIED", "object": obj("bar", "foo")});
-        assert!(p.json_to_app(&mut event));
+        assert!(p.to_remote(&mut event));
         assert_eq!(event["object"]["metadata"]["namespace"], "foo");
         let mut table_event = json!({"type": "ADDED", "object": {"kind": "Table", "rows": [{"object": obj("bar", "foo")}]}});
-        assert!(p.json_to_app(&mut table_event));
+        assert!(p.to_remote(&mut table_event));
         assert_eq!(
             table_event["object"]["rows"][0]["object"]["metadata"]["namespace"],
             "foo"
         );
         let mut status = json!({"kind": "Status", "message": "things \"x\" is forbidden: User \"u\" cannot get resource \"things\" in the namespace \"bar\""});
-        assert!(p.json_to_app(&mut status));
+        assert!(p.to_remote(&mut status));
         assert!(status["message"]
             .as_str()
             .unwrap()
             .ends_with("in the namespace \"foo\""));
         let mut admission = json!({"kind": "Status", "reason": "Forbidden", "message": "admission webhook \"v.example.com\" denied the request in the namespace \"bar\""});
-        assert!(p.json_to_app(&mut admission));
+        assert!(p.to_remote(&mut admission));
         assert_eq!(
             admission["message"],
             "admission webhook \"v.example.com\" denied the request in the namespace \"foo\""
         );
         let mut unlabelled = json!({"metadata": {"name": "x", "namespace": "bar"}});
-        assert!(!p.json_to_app(&mut unlabelled));
+        assert!(!p.to_remote(&mut unlabelled));
     }
 }

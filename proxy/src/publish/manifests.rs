@@ -605,6 +605,16 @@ fn remote_rbac(opts: &Options) -> Vec<Json> {
         {"apiGroups": [""], "resources": ["secrets"],
          "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
     ]);
+    // The Lease its replicas elect the Secret copier with (lease.rs).
+    let mut lease_role = object(
+        "rbac.authorization.k8s.io/v1",
+        "Role",
+        meta(&format!("{name}-lease"), Some(ns), opts),
+    );
+    lease_role["rules"] = json!([
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+         "verbs": ["get", "create", "update"]},
+    ]);
     vec![
         binding(
             "ClusterRoleBinding",
@@ -630,6 +640,14 @@ fn remote_rbac(opts: &Options) -> Vec<Json> {
             meta(name, None, opts),
             "ClusterRole",
             name,
+            sa_subject(ns, opts),
+        ),
+        lease_role,
+        binding(
+            "RoleBinding",
+            meta(&format!("{name}-lease"), Some(ns), opts),
+            "Role",
+            &format!("{name}-lease"),
             sa_subject(ns, opts),
         ),
     ]

@@ -9,7 +9,9 @@
 pub(crate) mod across;
 pub(crate) mod amend;
 pub(crate) mod authorize;
+pub(crate) mod credentials;
 pub(crate) mod filter;
+pub(crate) mod lease;
 pub mod manifests;
 pub(crate) mod namespaces;
 pub mod publisher;
@@ -21,7 +23,6 @@ use std::time::Duration;
 
 use regroup_config::Settings;
 
-use crate::observe::metrics::Metrics;
 use crate::pipeline::exchange::BodyLimits;
 use crate::upstream::own_client::OwnClient;
 use crate::upstream::Upstream;
@@ -30,11 +31,9 @@ use publisher::{PublishSettings, Publisher};
 
 /// What publish mode's start hands the front.
 pub struct Published {
-    /// What answers the front's authenticated callers.
-    pub service: Arc<dyn crate::pipeline::proxy::Authenticated>,
-    /// The central cluster's client (the front's backend).
-    pub backend: Arc<Upstream>,
-    /// regroup's own reads of it (`/readyz`).
+    /// The hook of the publish stack (`pipeline/stacks.rs`).
+    pub publisher: Arc<Publisher>,
+    /// regroup's own reads of the central cluster (`/readyz`).
     pub central: OwnClient,
 }
 
@@ -46,14 +45,12 @@ pub fn start<'a>(
     p: &'a regroup_config::schema::Publish,
     remote: OwnClient,
     limits: BodyLimits,
-    metrics: Arc<Metrics>,
 ) -> futures_util::future::BoxFuture<'a, Result<Published, PublishError>> {
     Box::pin(async move {
-        let publisher = started(settings, p, remote, limits, metrics).await?;
+        let publisher = started(settings, p, remote, limits).await?;
         Ok(Published {
-            backend: publisher.central().clone(),
             central: publisher.central_reads().clone(),
-            service: publisher,
+            publisher,
         })
     })
 }
@@ -65,9 +62,26 @@ async fn started(
     p: &regroup_config::schema::Publish,
     remote: OwnClient,
     limits: BodyLimits,
-    metrics: Arc<Metrics>,
 ) -> Result<Arc<Publisher>, PublishError> {
     let central = Arc::new(Upstream::central(settings).ok_or(PublishError::NotConfigured)??);
+    let resolved = crate::upstream::from_settings::resolve_section(
+        &p.central,
+        &crate::upstream::from_settings::Target::default(),
+    )
+    .map_err(|e| PublishError::Central(e.into()))?;
+    let credentials = Arc::new(credentials::Credentials::new(
+        remote.clone(),
+        central.clone(),
+        resolved,
+        (&settings.limits).into(),
+        p.credentials
+            .default_secret
+            .as_ref()
+            .map(|s| credentials::SecretRef {
+                namespace: s.namespace.clone(),
+                name: s.name.clone(),
+            }),
+    ));
     let cluster = match &p.cluster_id {
         Some(id) => id.clone(),
         None => cluster_id(&remote).await?,
@@ -84,8 +98,33 @@ async fn started(
         "publishing the central cluster's groups"
     );
     if !p.connection_secrets.fields.is_empty() {
+        let id = secrets::publisher_id(
+            central.authority().as_str(),
+            &p.groups,
+            &format!("{:?} {}", p.target_namespace, p.match_namespaces),
+        );
+        // One replica at a time copies (a Lease in this cluster).
+        let (lead, leading) = tokio::sync::watch::channel(false);
+        let le = &p.leader_election;
+        let elector = lease::Elector {
+            remote: remote.clone(),
+            namespace: le
+                .namespace
+                .clone()
+                .or_else(own_namespace)
+                .unwrap_or_else(|| "default".into()),
+            name: le
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("regroup-publish-{}", &id[..id.len().min(16)])),
+            identity: identity(),
+            duration: Duration::from_secs(le.lease_seconds.max(3)),
+        };
+        drop(tokio::spawn(elector.run(lead)));
         let puller = secrets::Puller {
             central: OwnClient::new(central.clone()),
+            credentials: credentials.clone(),
+            read_only: p.read_only,
             remote: remote.clone(),
             namespaces: namespaces.clone(),
             cluster: cluster.clone(),
@@ -93,14 +132,10 @@ async fn started(
             fields: p.connection_secrets.fields.clone(),
             every: Duration::from_secs(p.connection_secrets.resync_seconds),
             require_owner: p.connection_secrets.require_owner,
-            id: secrets::publisher_id(
-                central.authority().as_str(),
-                &p.groups,
-                &format!("{:?} {}", p.target_namespace, p.match_namespaces),
-            ),
+            id,
         };
         // Lives as long as the process.
-        drop(tokio::spawn(puller.run()));
+        drop(tokio::spawn(puller.run(leading)));
     }
     Ok(Arc::new(Publisher::new(PublishSettings {
         central,
@@ -109,8 +144,29 @@ async fn started(
         cluster,
         groups: p.groups.clone(),
         limits,
-        metrics,
+        credentials,
+        read_only: p.read_only,
     })))
+}
+
+/// The pod's namespace, from its service account (the Lease's default).
+fn own_namespace() -> Option<String> {
+    std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
+/// This replica's identity in the Lease: its pod's name (`HOSTNAME`), and
+/// a random part so a restarted container is a new holder.
+fn identity() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "regroup".into());
+    // Randomly keyed for each process.
+    let r = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    format!("{host}_{:08x}", r as u32)
 }
 
 /// This cluster's default id: the uid of its `kube-system` Namespace.

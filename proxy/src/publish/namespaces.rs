@@ -1,6 +1,7 @@
 //! Which central namespace a remote namespace's objects go to: the remote
 //! Namespace's annotation, else its namesake (`matchNamespaces`), else
-//! `targetNamespace`. The remote Namespaces are read with regroup's remote
+//! `targetNamespace`; and which Secret its requests act with centrally
+//! (`credentials.rs`). The remote Namespaces are read with regroup's remote
 //! credential and kept a few seconds.
 
 use std::collections::HashMap;
@@ -9,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
+use super::credentials::{AGENT_CREDENTIALS_ANNOTATION, CREDENTIALS_ANNOTATION};
 use crate::status::Failure;
 use crate::upstream::own_client::OwnClient;
 
@@ -24,9 +26,42 @@ pub(crate) struct Namespaces {
     remote: OwnClient,
     default: Option<String>,
     matching: bool,
-    /// Remote namespace → its annotation (`None`: the Namespace has none;
-    /// absent: not read, or read too long ago).
-    read: Mutex<HashMap<String, (Instant, Option<String>)>>,
+    /// Remote namespace → its annotations (absent: not read, or read too
+    /// long ago).
+    read: Mutex<HashMap<String, (Instant, Annotations)>>,
+}
+
+/// What a remote Namespace's annotations say of publishing.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Annotations {
+    /// Its central namespace.
+    pub target: Option<String>,
+    /// The Secret (in it) its requests act with centrally.
+    pub credentials: Option<String>,
+}
+
+impl Annotations {
+    fn of(ns: &Json) -> Annotations {
+        let a = &ns["metadata"]["annotations"];
+        let get = |k: &str| {
+            a[k].as_str()
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+        };
+        Annotations {
+            target: get(TARGET_ANNOTATION),
+            credentials: get(CREDENTIALS_ANNOTATION).or_else(|| get(AGENT_CREDENTIALS_ANNOTATION)),
+        }
+    }
+}
+
+/// One remote namespace and where it goes.
+pub(crate) struct Mapped {
+    pub remote: String,
+    pub target: String,
+    /// Its credentials annotation.
+    pub credentials: Option<String>,
 }
 
 impl Namespaces {
@@ -43,7 +78,7 @@ impl Namespaces {
     /// remote Namespace does not exist (as kube-apiserver answers a
     /// request in a namespace that doesn't).
     pub async fn target(&self, ns: &str) -> Result<String, Failure> {
-        let annotation = self.annotation(ns).await?;
+        let annotation = self.annotations(ns).await?.target;
         target_of(
             ns,
             annotation.as_deref(),
@@ -57,15 +92,19 @@ impl Namespaces {
         })
     }
 
-    /// The central namespaces of every remote namespace (a request across
-    /// all namespaces): one, or several.
-    pub async fn every_target(&self) -> Result<Vec<String>, Failure> {
+    /// The credentials annotation of remote namespace `ns`.
+    pub async fn credentials(&self, ns: &str) -> Result<Option<String>, Failure> {
+        Ok(self.annotations(ns).await?.credentials)
+    }
+
+    /// Every remote namespace that has a central one.
+    pub async fn every_namespace(&self) -> Result<Vec<Mapped>, Failure> {
         let list = self
             .remote
             .get_json("/api/v1/namespaces")
             .await
             .map_err(|e| Failure::unavailable(format!("reading this cluster's namespaces: {e}")))?;
-        let mut out: Vec<String> = Vec::new();
+        let mut out = Vec::new();
         for ns in list["items"]
             .as_array()
             .map(Vec::as_slice)
@@ -74,18 +113,26 @@ impl Namespaces {
             let Some(name) = ns["metadata"]["name"].as_str() else {
                 continue;
             };
-            let a = ns["metadata"]["annotations"][TARGET_ANNOTATION].as_str();
-            self.remember(name, a.map(str::to_owned));
-            if let Some(t) = target_of(name, a, self.default.as_deref(), self.matching) {
-                if !out.contains(&t) {
-                    out.push(t);
-                }
+            let a = Annotations::of(ns);
+            self.remember(name, a.clone());
+            let target = target_of(
+                name,
+                a.target.as_deref(),
+                self.default.as_deref(),
+                self.matching,
+            );
+            if let Some(target) = target {
+                out.push(Mapped {
+                    remote: name.to_owned(),
+                    target,
+                    credentials: a.credentials,
+                });
             }
         }
         Ok(out)
     }
 
-    async fn annotation(&self, ns: &str) -> Result<Option<String>, Failure> {
+    async fn annotations(&self, ns: &str) -> Result<Annotations, Failure> {
         if let Some((at, a)) = self.lock().get(ns) {
             if at.elapsed() < FRESH {
                 return Ok(a.clone());
@@ -112,19 +159,17 @@ impl Namespaces {
         }
         let doc: Json = serde_json::from_slice(&body)
             .map_err(|_| Failure::bad_gateway(format!("namespace {ns:?}: not JSON")))?;
-        let a = doc["metadata"]["annotations"][TARGET_ANNOTATION]
-            .as_str()
-            .map(str::to_owned);
+        let a = Annotations::of(&doc);
         self.remember(ns, a.clone());
         Ok(a)
     }
 
-    fn remember(&self, ns: &str, annotation: Option<String>) {
+    fn remember(&self, ns: &str, annotations: Annotations) {
         self.lock()
-            .insert(ns.to_owned(), (Instant::now(), annotation));
+            .insert(ns.to_owned(), (Instant::now(), annotations));
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Option<String>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Annotations)>> {
         self.read.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

@@ -1,31 +1,39 @@
-//! One request of the remote cluster's aggregator, published: authorized
-//! by the remote cluster, its namespace mapped, its name checked against
-//! the other sources, then sent through the pipeline to the central
-//! cluster (with the per-request hook of `amend.rs`) and, for discovery
-//! and OpenAPI, cut down to the published groups on its way back.
+//! Publish mode's hook, made once for the process: a request of the
+//! remote cluster's aggregator is, before forwarding ([`Amend::route`]),
+//! authorized by the remote cluster, its namespace mapped, its name checked
+//! against the other sources and its URL pointed at the central one; its
+//! body put in the central namespace on the way (`amend.rs`, kept in the
+//! request's context); what comes back put in the remote namespaces, and
+//! last ([`Amend::answered`]) a read checked against its source, a refused
+//! create explained, discovery and OpenAPI cut down to the published
+//! groups.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Uri};
 use hyper::body::Incoming;
-use regroup_config::Direction;
+use regroup_config::{Direction, GroupMap};
 use serde_json::Value as Json;
 
 use super::across;
 use super::amend::Published;
 use super::authorize::{self, Attributes};
+use super::credentials::{Credentials, SecretRef};
 use super::filter;
 use super::namespaces::Namespaces;
 use super::source::{self, Holder, Source};
 use crate::body::{collect, full, Body};
 use crate::front::auth::Identity;
-use crate::kube::RequestInfo;
+use crate::hooks::{edit_json, Amend, Ctx, Route};
+use crate::kube::{MediaType, RequestInfo};
 use crate::pipeline;
-use crate::pipeline::exchange::{BodyLimits, Forward};
-use crate::pipeline::proxy::Authenticated;
-use crate::rewrite::Engine;
+use crate::pipeline::exchange::BodyLimits;
+use crate::rewrite::framing::Framing;
+use crate::rewrite::{Engine, RewriteError};
 use crate::status::{page_not_found, Failure};
 use crate::upstream::own_client::OwnClient;
 use crate::upstream::Upstream;
@@ -43,9 +51,34 @@ pub struct Publisher {
     /// The published groups, in the central cluster's names.
     groups: Vec<String>,
     limits: BodyLimits,
-    metrics: Arc<crate::observe::metrics::Metrics>,
+    /// Each remote namespace's central credential.
+    credentials: Arc<Credentials>,
+    /// Read-only federation: reads only, of every source's objects.
+    read_only: bool,
     /// Central `group/version` → resource → namespaced, from discovery.
     scopes: Mutex<HashMap<String, HashMap<String, bool>>>,
+}
+
+/// What the publisher keeps of one request in its context, for the way
+/// back: its edits, and what is checked of the answer last.
+#[derive(Clone)]
+struct Asked {
+    /// The request in the remote cluster's names, as the caller sent it.
+    remote: Arc<RequestInfo>,
+    /// The engine it was routed with (the published groups' names).
+    engine: Arc<Engine>,
+    /// The body and answer edits.
+    published: Published,
+    /// The central client of the request's credential (regroup's reads
+    /// for it).
+    reads: OwnClient,
+    /// A read checked on its answer: shown only when this source holds it.
+    read_check: Option<Source>,
+    /// A create, whose conflict is explained (the central group, version
+    /// and resource).
+    create: Option<(String, String, String)>,
+    /// A discovery or OpenAPI document cut down to the published groups.
+    document: Option<Document>,
 }
 
 /// What publish mode is configured with.
@@ -56,8 +89,8 @@ pub(crate) struct PublishSettings {
     pub cluster: String,
     pub groups: Vec<String>,
     pub limits: BodyLimits,
-    /// The process's metrics (the front's requests to the central cluster).
-    pub metrics: Arc<crate::observe::metrics::Metrics>,
+    pub credentials: Arc<Credentials>,
+    pub read_only: bool,
 }
 
 impl Publisher {
@@ -70,7 +103,8 @@ impl Publisher {
             cluster: s.cluster,
             groups: s.groups,
             limits: s.limits,
-            metrics: s.metrics,
+            credentials: s.credentials,
+            read_only: s.read_only,
             scopes: Mutex::new(HashMap::new()),
         }
     }
@@ -83,6 +117,11 @@ impl Publisher {
     /// regroup's own client of the central cluster.
     pub fn central_reads(&self) -> &OwnClient {
         &self.central_reads
+    }
+
+    /// The body limits of its stack.
+    pub fn limits(&self) -> &BodyLimits {
+        &self.limits
     }
 
     /// This cluster's id.
@@ -104,21 +143,30 @@ impl Publisher {
         self.groups.contains(&central)
     }
 
-    async fn resource(
+    /// Routes a request for a published resource.
+    async fn route_resource(
         &self,
-        engine: Arc<Engine>,
-        mut req: Request<Incoming>,
-        info: &RequestInfo,
+        ctx: &mut Ctx,
+        engine: &Arc<Engine>,
+        req: &mut Request<Incoming>,
         who: &Identity,
-    ) -> Result<Response<Body>, Failure> {
-        if !self.published(&engine, &info.group) {
-            return Ok(page_not_found());
+    ) -> Result<Route, Failure> {
+        let info = ctx.info.clone();
+        if !self.published(engine, &info.group) {
+            return Ok(Route::Answered(page_not_found()));
         }
         let (version, resource) = (
             info.version.as_deref().unwrap_or_default(),
             info.resource.as_deref().unwrap_or_default(),
         );
         let verb = info.verb(req.method().as_str());
+        let reads_only = matches!(verb, "get" | "list" | "watch");
+        if self.read_only && !reads_only {
+            return Err(Failure::forbidden(format!(
+                "{resource}.{} are read-only here (publish.readOnly): {verb} them in the central cluster",
+                info.group
+            )));
+        }
         self.reviews
             .review(
                 who,
@@ -144,20 +192,27 @@ impl Publisher {
             namespaces: None,
             uid: None,
             delete: req.method() == Method::DELETE,
-            created: Mutex::new(None),
+            created: None,
+            shown_in: None,
         };
         let mut selector = None;
         let mut read_check = None;
+        let mut reads = self.central_reads.clone();
         let mut path = req.uri().path().to_owned();
         match (namespaced, info.namespace.as_deref()) {
             // The central cluster's own cluster-scoped objects: read-only.
             (false, _) => {
-                if !matches!(verb, "get" | "list" | "watch") {
+                if !reads_only {
                     return Err(Failure::forbidden(format!(
                         "{resource}.{} are the central cluster's, read-only here",
                         info.group
                     )));
                 }
+                ctx.upstream = Some(
+                    self.credentials
+                        .client(self.default_secret().as_ref())
+                        .await?,
+                );
             }
             (true, None) => {
                 if !matches!(verb, "list" | "watch") {
@@ -165,10 +220,28 @@ impl Publisher {
                         "{verb} of {resource} needs a namespace"
                     )));
                 }
-                selector = Some(source::cluster_selector(&self.cluster));
-                let targets = self.namespaces.every_target().await?;
-                if let [only] = targets.as_slice() {
+                if !self.read_only {
+                    selector = Some(source::cluster_selector(&self.cluster));
+                }
+                let mapped = self.namespaces.every_namespace().await?;
+                // Each central namespace once, read with the credential of
+                // the first remote namespace that goes there.
+                let mut targets: Vec<(String, Option<SecretRef>)> = Vec::new();
+                for m in &mapped {
+                    if !targets.iter().any(|(t, _)| *t == m.target) {
+                        let secret = self
+                            .credentials
+                            .secret_of(&m.remote, m.credentials.as_deref());
+                        targets.push((m.target.clone(), secret));
+                    }
+                }
+                if self.read_only {
+                    let shown = mapped.iter().map(|m| (m.target.clone(), m.remote.clone()));
+                    published.shown_in = Some(shown.collect());
+                }
+                if let [(only, secret)] = targets.as_slice() {
                     path = with_namespace(&path, resource, only);
+                    ctx.upstream = Some(self.credentials.client(secret.as_ref()).await?);
                 } else if targets.len() > 1 {
                     let query = with_selector(
                         req.uri().query(),
@@ -179,16 +252,16 @@ impl Publisher {
                     let query =
                         crate::url_rename::rewrite_query(&query, engine.map(), Direction::ToApp)
                             .unwrap_or(query);
-                    let paths: Vec<String> = targets
-                        .iter()
-                        .map(|t| {
-                            format!(
-                                "{}/namespaces/{t}/{resource}?{}",
-                                group_version_path(&central_group, version),
-                                without_paging(&query)
-                            )
-                        })
-                        .collect();
+                    let mut paths = Vec::new();
+                    for (t, secret) in &targets {
+                        let client = self.credentials.client(secret.as_ref()).await?;
+                        let path = format!(
+                            "{}/namespaces/{t}/{resource}?{}",
+                            group_version_path(&central_group, version),
+                            without_paging(&query)
+                        );
+                        paths.push((OwnClient::new(client), path));
+                    }
                     let published = Arc::new(published);
                     // The caller's own (a Table for kubectl), made JSON above.
                     let accept = req
@@ -196,15 +269,23 @@ impl Publisher {
                         .get(header::ACCEPT)
                         .cloned()
                         .unwrap_or(HeaderValue::from_static("application/json"));
-                    return if verb == "watch" {
-                        across::watch(&self.central_reads, engine, published, &paths, accept).await
+                    let engine = engine.clone();
+                    let answer = if verb == "watch" {
+                        across::watch(engine, published, &paths, accept).await
                     } else {
-                        across::list(&self.central_reads, &engine, &published, &paths, accept).await
+                        across::list(&engine, &published, &paths, accept).await
                     };
+                    return answer.map(Route::Answered);
                 }
             }
             (true, Some(remote_ns)) => {
                 let target = self.namespaces.target(remote_ns).await?;
+                // The request acts centrally with its namespace's credential.
+                let named = self.namespaces.credentials(remote_ns).await?;
+                let secret = self.credentials.secret_of(remote_ns, named.as_deref());
+                let client = self.credentials.client(secret.as_ref()).await?;
+                ctx.upstream = Some(client.clone());
+                reads = OwnClient::new(client);
                 let source = Source {
                     namespace: remote_ns.to_owned(),
                     cluster: self.cluster.clone(),
@@ -216,12 +297,24 @@ impl Publisher {
                         .uri()
                         .query()
                         .is_some_and(|q| q.contains("includeObject=None"));
-                if let Some(name) = info.name.as_deref().filter(|_| !checked_on_answer) {
+                if self.read_only {
+                    // Every source's objects are read here, none written.
+                    published.shown_in = Some(vec![(target.clone(), remote_ns.to_owned())]);
+                } else if let Some(name) = info.name.as_deref().filter(|_| !checked_on_answer) {
                     let central_path = format!(
                         "{}/namespaces/{target}/{resource}/{name}",
                         group_version_path(&central_group, version)
                     );
-                    published.uid = self.held_by(&central_path, &source, info, verb).await?;
+                    let held = self.held_by(&reads, &central_path, &source, &info, verb);
+                    published.uid = held.await?;
+                    if published.uid.is_none() && is_apply(req) {
+                        // Creating by apply: `force` has nothing to force
+                        // on a create, and without it an object another
+                        // source made in the meantime conflicts on the
+                        // source labels instead of being taken over
+                        // (docs/publish.md, "The apply window").
+                        unforce(req)?;
+                    }
                 } else if checked_on_answer {
                     read_check = Some(source.clone());
                 } else if verb != "create" {
@@ -237,47 +330,57 @@ impl Publisher {
             (None, None) => None,
         };
         *req.uri_mut() = rebuilt(&path, query.as_deref())?;
-        let central_info = Arc::new(RequestInfo::parse(req.uri().path(), req.uri().query()));
-        let published = Arc::new(published);
-        let method = req.method().clone();
-        let fwd = self.forward(published.clone());
-        let resp = pipeline::forward(&fwd, engine, req, central_info).await?;
-        if let Some(source) = read_check.filter(|_| resp.status().is_success()) {
-            return held_read(resp, &source, info).await;
-        }
-        if method == Method::POST && resp.status() == StatusCode::CONFLICT {
-            return self
-                .explain_conflict(resp, &published, info, &central_group, version, resource)
-                .await;
-        }
-        Ok(resp)
+        let create = (req.method() == Method::POST)
+            .then(|| (central_group, version.to_owned(), resource.to_owned()));
+        self.routed(ctx, engine, req, published, reads, read_check, create, None);
+        Ok(Route::Forward)
     }
 
-    /// The pipeline to the central cluster with this request's hook.
-    fn forward(&self, published: Arc<Published>) -> Forward {
-        Forward {
-            upstream: self.central.clone(),
-            dir: Direction::ToApp,
-            pass_through_auth: false,
-            amendments: vec![published],
-            listener: "front",
-            forwards_identity: false,
-            limits: self.limits.clone(),
-            metrics: self.metrics.clone(),
-        }
+    /// The default credentials Secret (regroup's own credential when none).
+    fn default_secret(&self) -> Option<SecretRef> {
+        self.credentials.secret_of("", None)
+    }
+
+    /// Keeps what was learned of a routed request in its context, and
+    /// what its URL now addresses (the central names).
+    #[allow(clippy::too_many_arguments)]
+    fn routed(
+        &self,
+        ctx: &mut Ctx,
+        engine: &Arc<Engine>,
+        req: &Request<Incoming>,
+        published: Published,
+        reads: OwnClient,
+        read_check: Option<Source>,
+        create: Option<(String, String, String)>,
+        document: Option<Document>,
+    ) {
+        let remote = std::mem::replace(
+            &mut ctx.info,
+            Arc::new(RequestInfo::parse(req.uri().path(), req.uri().query())),
+        );
+        ctx.slots.insert(Asked {
+            remote,
+            engine: engine.clone(),
+            published,
+            reads,
+            read_check,
+            create,
+            document,
+        });
     }
 
     /// Reads the central object a request names: its uid when this source
     /// holds it, `None` when there is none; a refusal when another does.
     async fn held_by(
         &self,
+        reads: &OwnClient,
         central_path: &str,
         source: &Source,
         info: &RequestInfo,
         verb: &str,
     ) -> Result<Option<String>, Failure> {
-        let (status, _, body) = self
-            .central_reads
+        let (status, _, body) = reads
             .request(
                 Method::GET,
                 central_path,
@@ -291,7 +394,7 @@ impl Publisher {
         }
         if !status.is_success() {
             let message = format!(
-                "the central cluster refused regroup's read of this object ({status}): regroup's central credential needs get in the target namespace"
+                "the central cluster refused regroup's read of this object ({status}): the namespace's central credential needs get in the target namespace"
             );
             return Err(match status {
                 StatusCode::FORBIDDEN => Failure::forbidden(message),
@@ -326,17 +429,12 @@ impl Publisher {
         &self,
         resp: Response<Body>,
         published: &Published,
+        reads: &OwnClient,
         info: &RequestInfo,
-        central_group: &str,
-        version: &str,
-        resource: &str,
+        (central_group, version, resource): (&str, &str, &str),
     ) -> Result<Response<Body>, Failure> {
-        let name = published
-            .created
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let (Some(name), Some((remote_ns, target))) = (name, &published.namespaces) else {
+        let (Some(name), Some((remote_ns, target))) = (&published.created, &published.namespaces)
+        else {
             return Ok(resp);
         };
         let path = format!(
@@ -347,7 +445,7 @@ impl Publisher {
             namespace: remote_ns.clone(),
             cluster: self.cluster.clone(),
         };
-        let Ok(obj) = self.central_reads.get_json(&path).await else {
+        let Ok(obj) = reads.get_json(&path).await else {
             return Ok(resp);
         };
         if source.holder(&obj) == Holder::Us {
@@ -405,49 +503,64 @@ impl Publisher {
     }
 
     /// Discovery, OpenAPI and the rest: authorized as a path, JSON only,
-    /// cut down to the published groups.
-    async fn non_resource(
+    /// cut down to the published groups on the way back.
+    async fn route_non_resource(
         &self,
-        engine: Arc<Engine>,
-        mut req: Request<Incoming>,
-        info: &RequestInfo,
+        ctx: &mut Ctx,
+        engine: &Arc<Engine>,
+        req: &mut Request<Incoming>,
         who: &Identity,
-    ) -> Result<Response<Body>, Failure> {
+    ) -> Result<Route, Failure> {
         let path = req.uri().path().to_owned();
         self.reviews
             .review(
                 who,
                 &Attributes::NonResource {
-                    verb: info.verb(req.method().as_str()),
+                    verb: ctx.info.verb(req.method().as_str()),
                     path: &path,
                 },
             )
             .await?;
         let doc = Document::of(&path);
         if let Some(g) = doc.group(&path) {
-            if !self.published(&engine, g) {
-                return Ok(page_not_found());
+            if !self.published(engine, g) {
+                return Ok(Route::Answered(page_not_found()));
             }
         }
         if doc.is_filtered() {
             json_answers(req.headers_mut())?;
             req.headers_mut().remove(header::ACCEPT_ENCODING);
         }
-        let central_info = Arc::new(RequestInfo::parse(req.uri().path(), req.uri().query()));
-        let published = Arc::new(Published {
+        let published = Published {
             cluster: self.cluster.clone(),
             namespaces: None,
             uid: None,
             delete: false,
-            created: Mutex::new(None),
-        });
-        let engine_for_keep = engine.clone();
-        let fwd = self.forward(published);
-        let resp = pipeline::forward(&fwd, engine, req, central_info).await?;
-        if !doc.is_filtered() || !resp.status().is_success() {
+            created: None,
+            shown_in: None,
+        };
+        let client = self
+            .credentials
+            .client(self.default_secret().as_ref())
+            .await?;
+        ctx.upstream = Some(client.clone());
+        let document = doc.is_filtered().then_some(doc);
+        let reads = OwnClient::new(client);
+        self.routed(ctx, engine, req, published, reads, None, None, document);
+        Ok(Route::Forward)
+    }
+
+    /// A discovery or OpenAPI document cut down to the published groups.
+    async fn cut(
+        &self,
+        doc: Document,
+        engine: &Engine,
+        resp: Response<Body>,
+    ) -> Result<Response<Body>, Failure> {
+        if !resp.status().is_success() {
             return Ok(resp);
         }
-        let keep = |g: &str| self.published(&engine_for_keep, g);
+        let keep = |g: &str| self.published(engine, g);
         let (mut parts, body) = resp.into_parts();
         let bytes = whole(body).await.map_err(|e| {
             Failure::bad_gateway(format!("reading the central cluster's {}: {e}", doc.noun()))
@@ -466,19 +579,47 @@ impl Publisher {
             .insert(header::CONTENT_LENGTH, HeaderValue::from(cut.len()));
         Ok(Response::from_parts(parts, full(cut)))
     }
+
+    /// The answer, last: what the request asked to be checked of it.
+    async fn answer(&self, asked: &Asked, resp: Response<Body>) -> Result<Response<Body>, Failure> {
+        if let Some(doc) = asked.document {
+            return self.cut(doc, &asked.engine, resp).await;
+        }
+        if let Some(source) = asked
+            .read_check
+            .as_ref()
+            .filter(|_| resp.status().is_success())
+        {
+            return held_read(resp, source, &asked.remote).await;
+        }
+        match &asked.create {
+            Some((group, version, resource)) if resp.status() == StatusCode::CONFLICT => {
+                let what = (group.as_str(), version.as_str(), resource.as_str());
+                self.explain_conflict(resp, &asked.published, &asked.reads, &asked.remote, what)
+                    .await
+            }
+            _ => Ok(resp),
+        }
+    }
 }
 
-impl Authenticated for Publisher {
-    /// One request from `who` (authenticated by the front).
-    fn answer<'a>(
+impl Amend for Publisher {
+    fn noun(&self) -> &'static str {
+        "published object"
+    }
+
+    fn routes(&self) -> bool {
+        true
+    }
+
+    /// Authorized by the remote cluster, its namespace mapped, its name
+    /// checked, its URL the central one; or answered here.
+    fn route<'a>(
         &'a self,
-        engine: Arc<Engine>,
-        req: Request<Incoming>,
-        info: &'a RequestInfo,
-        who: &'a Identity,
-    ) -> std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<Response<Body>, Failure>> + Send + 'a>,
-    > {
+        ctx: &'a mut Ctx,
+        engine: &'a Arc<Engine>,
+        req: &'a mut Request<Incoming>,
+    ) -> BoxFuture<'a, Result<Route, Failure>> {
         Box::pin(async move {
             if pipeline::headers::is_upgrade(req.headers()) {
                 // A spliced stream could not be edited (namespaces, labels).
@@ -486,10 +627,83 @@ impl Authenticated for Publisher {
                     "protocol upgrades (exec, attach, port-forward) are not published",
                 ));
             }
-            if info.is_api && info.resource.is_some() {
-                self.resource(engine, req, info, who).await
+            // The front identity admitted the caller before.
+            let who = ctx
+                .who
+                .clone()
+                .ok_or_else(|| Failure::unauthorized("no authenticated caller"))?;
+            if ctx.info.is_api && ctx.info.resource.is_some() {
+                self.route_resource(ctx, engine, req, &who).await
             } else {
-                self.non_resource(engine, req, info, who).await
+                self.route_non_resource(ctx, engine, req, &who).await
+            }
+        })
+    }
+
+    fn looks_at(&self, ctx: &Ctx) -> bool {
+        ctx.slots.get::<Asked>().is_some()
+    }
+
+    fn request_body(
+        &self,
+        ctx: &mut Ctx,
+        _map: &GroupMap,
+        media: MediaType,
+        bytes: Bytes,
+    ) -> Result<Bytes, Failure> {
+        match ctx.slots.get_mut::<Asked>() {
+            Some(asked) => asked.published.to_central(media, bytes),
+            None => Ok(bytes),
+        }
+    }
+
+    fn response_body(
+        &self,
+        ctx: &Ctx,
+        media: MediaType,
+        _success: bool,
+        body: &[u8],
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        let Some(asked) = ctx.slots.get::<Asked>() else {
+            return Ok(None);
+        };
+        // Only JSON is asked of the central cluster.
+        Ok(match media {
+            MediaType::Json => edit_json(body, |doc| asked.published.to_remote(doc)),
+            _ => None,
+        })
+    }
+
+    fn watch_event(
+        &self,
+        ctx: &Ctx,
+        framing: Framing,
+        event: &[u8],
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        let Some(asked) = ctx.slots.get::<Asked>() else {
+            return Ok(None);
+        };
+        Ok(match framing {
+            Framing::Lines => edit_json(event, |doc| asked.published.to_remote(doc)),
+            Framing::LengthPrefixed => None,
+        })
+    }
+
+    fn answers(&self, ctx: &Ctx) -> bool {
+        ctx.slots
+            .get::<Asked>()
+            .is_some_and(|a| a.document.is_some() || a.read_check.is_some() || a.create.is_some())
+    }
+
+    fn answered<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        resp: Response<Body>,
+    ) -> BoxFuture<'a, Result<Response<Body>, Failure>> {
+        Box::pin(async move {
+            match ctx.slots.get::<Asked>() {
+                Some(asked) => self.answer(asked, resp).await,
+                None => Ok(resp),
             }
         })
     }
@@ -536,7 +750,7 @@ fn whole(
 }
 
 /// The non-resource documents publish mode treats apart.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Document {
     /// `/apis`: cut down to the published groups.
     Root,
@@ -722,6 +936,32 @@ fn without_paging(query: &str) -> String {
         }
     }
     out.finish()
+}
+
+/// A server-side apply (a PATCH of `application/apply-patch+yaml`).
+fn is_apply(req: &Request<Incoming>) -> bool {
+    req.method() == Method::PATCH
+        && req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.starts_with("application/apply-patch"))
+}
+
+/// The request without `force` in its query.
+fn unforce(req: &mut Request<Incoming>) -> Result<(), Failure> {
+    let Some(q) = req.uri().query().filter(|q| q.contains("force")) else {
+        return Ok(());
+    };
+    let mut out = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in form_urlencoded::parse(q.as_bytes()) {
+        if k != "force" {
+            out.append_pair(&k, &v);
+        }
+    }
+    let uri = rebuilt(req.uri().path(), Some(&out.finish()))?;
+    *req.uri_mut() = uri;
+    Ok(())
 }
 
 fn rebuilt(path: &str, query: Option<&str>) -> Result<Uri, Failure> {

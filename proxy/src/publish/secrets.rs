@@ -13,6 +13,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Method, StatusCode};
 use serde_json::{json, Value as Json};
 
+use super::credentials::{Credentials, SecretRef};
 use super::namespaces::Namespaces;
 use super::source;
 use crate::upstream::own_client::{OwnClient, OwnClientError};
@@ -26,6 +27,9 @@ pub enum SecretsError {
     /// The target namespaces could not be listed (the failure's message).
     #[error("{0}")]
     Namespaces(String),
+    /// A remote namespace's central credential can't be used.
+    #[error("{0}")]
+    Credential(String),
     /// The central Secret could not be read.
     #[error("reading it centrally: {0}")]
     ReadCentral(StatusCode),
@@ -59,7 +63,14 @@ pub(crate) const COPY_OF: &str = "regroup.dev/connection-secret-of";
 
 /// What the puller reads and writes.
 pub(crate) struct Puller {
+    /// Discovery of the published groups.
     pub central: OwnClient,
+    /// Each remote namespace's central credential.
+    pub credentials: Arc<Credentials>,
+    /// Read-only federation: every object of a target namespace, whatever
+    /// its source, has its Secrets copied into each remote namespace that
+    /// maps there.
+    pub read_only: bool,
     pub remote: OwnClient,
     pub namespaces: Arc<Namespaces>,
     pub cluster: String,
@@ -81,15 +92,22 @@ struct Origin {
     namespace: String,
     of: String,
     uid: String,
+    /// The credential the remote namespace acts with centrally.
+    via: Option<SecretRef>,
 }
 
 /// A copy that should exist: remote namespace and name → where from.
 type Wanted = BTreeMap<(String, String), Origin>;
 
 impl Puller {
-    /// Runs for the life of the process.
-    pub async fn run(self) {
+    /// Runs for the life of the process; passes only while `leading`
+    /// says this replica holds the Lease.
+    pub async fn run(self, leading: tokio::sync::watch::Receiver<bool>) {
         loop {
+            if !*leading.borrow() {
+                tokio::time::sleep(self.every).await;
+                continue;
+            }
             match self.pass().await {
                 Ok((copied, deleted)) if copied + deleted > 0 => {
                     tracing::info!(copied, deleted, "connection secrets brought in line");
@@ -118,31 +136,44 @@ impl Puller {
         Ok((copied, deleted))
     }
 
-    /// Every copy this cluster's published objects ask for.
+    /// Every copy this cluster's published objects ask for: each remote
+    /// namespace's objects (read-only: every object of its target
+    /// namespace), listed with its own central credential.
     async fn wanted(&self) -> Result<Wanted, SecretsError> {
         let mut wanted = Wanted::new();
-        let targets = self
+        let mapped = self
             .namespaces
-            .every_target()
+            .every_namespace()
             .await
             .map_err(|f| SecretsError::Namespaces(f.message))?;
         let selector = source::cluster_selector(&self.cluster);
         for (gv, resource) in self.resources().await? {
-            for t in &targets {
-                let path = format!(
-                    "/apis/{gv}/namespaces/{t}/{resource}?labelSelector={}",
-                    enc(&selector)
-                );
-                let list = self.central.get_json(&path).await?;
+            for m in &mapped {
+                let via = self
+                    .credentials
+                    .secret_of(&m.remote, m.credentials.as_deref());
+                let client = self
+                    .credentials
+                    .client(via.as_ref())
+                    .await
+                    .map_err(|f| SecretsError::Credential(f.message))?;
+                let t = &m.target;
+                let path = if self.read_only {
+                    format!("/apis/{gv}/namespaces/{t}/{resource}")
+                } else {
+                    format!(
+                        "/apis/{gv}/namespaces/{t}/{resource}?labelSelector={}",
+                        enc(&selector)
+                    )
+                };
+                let list = OwnClient::new(client).get_json(&path).await?;
                 for obj in list["items"]
                     .as_array()
                     .map(Vec::as_slice)
                     .unwrap_or_default()
                 {
-                    let (Some(remote_ns), Some(name)) = (
-                        source::remote_namespace(obj),
-                        obj["metadata"]["name"].as_str(),
-                    ) else {
+                    let ours = self.read_only || source::remote_namespace(obj) == Some(&m.remote);
+                    let Some(name) = obj["metadata"]["name"].as_str().filter(|_| ours) else {
                         continue;
                     };
                     let from = Origin {
@@ -155,10 +186,11 @@ impl Puller {
                             .as_str()
                             .unwrap_or_default()
                             .to_owned(),
+                        via: via.clone(),
                     };
                     for f in &self.fields {
                         if let Some(secret) = at_path(obj, f) {
-                            wanted.insert((remote_ns.to_owned(), secret.to_owned()), from.clone());
+                            wanted.insert((m.remote.clone(), secret.to_owned()), from.clone());
                         }
                     }
                 }
@@ -203,8 +235,12 @@ impl Puller {
     async fn copy(&self, ns: &str, name: &str, from: &Origin) -> Result<bool, SecretsError> {
         let of = from.of.as_str();
         let path = format!("/api/v1/namespaces/{}/secrets/{name}", from.namespace);
-        let (status, _, body) = self
-            .central
+        let client = self
+            .credentials
+            .client(from.via.as_ref())
+            .await
+            .map_err(|f| SecretsError::Credential(f.message))?;
+        let (status, _, body) = OwnClient::new(client)
             .request(Method::GET, &path, json_accept(), None)
             .await?;
         if status == StatusCode::NOT_FOUND {

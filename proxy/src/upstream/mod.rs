@@ -482,21 +482,20 @@ impl Upstream {
         self.vault.label()
     }
 
+    /// Whether the kubeconfig impersonates (`as`, ...): then the caller's
+    /// own `Impersonate-*` never go with regroup's credential (the
+    /// pipeline's headers step leaves them out).
+    pub fn impersonates(&self) -> bool {
+        self.impersonate.is_some()
+    }
+
     /// Puts the kubeconfig's impersonation (`as`, `as-groups`, ...) in
-    /// `headers`, replacing any `Impersonate-*` there. Only with regroup's
-    /// own credential.
+    /// `headers`, which hold none of the caller's (see
+    /// [`Upstream::impersonates`]). Only with regroup's own credential.
     pub fn impersonate(&self, headers: &mut HeaderMap) {
         let Some(imp) = &self.impersonate else {
             return;
         };
-        let theirs: Vec<HeaderName> = headers
-            .keys()
-            .filter(|k| k.as_str().starts_with("impersonate-"))
-            .cloned()
-            .collect();
-        for k in theirs {
-            headers.remove(k);
-        }
         for (k, v) in imp {
             headers.append(k.clone(), v.clone());
         }

@@ -1,7 +1,7 @@
 use super::*;
 
 #[test]
-fn impersonation_replaces_the_apps_headers_as_client_go_sends_them() {
+fn impersonation_is_added_as_client_go_sends_it() {
     let mut extra = std::collections::BTreeMap::new();
     extra.insert(
         "scopes.example.com/Key x".to_string(),
@@ -22,12 +22,10 @@ fn impersonation_replaces_the_apps_headers_as_client_go_sends_them() {
         false,
     )
     .unwrap();
+    // The caller's own Impersonate-* never reach here with regroup's
+    // credential: the pipeline's headers step leaves them out.
+    assert!(up.impersonates());
     let mut h = HeaderMap::new();
-    h.insert("impersonate-user", HeaderValue::from_static("root"));
-    h.insert(
-        "impersonate-group",
-        HeaderValue::from_static("system:masters"),
-    );
     h.insert("accept", HeaderValue::from_static("application/json"));
     up.impersonate(&mut h);
     let all = |n: &str| -> Vec<&str> { h.get_all(n).iter().map(|v| v.to_str().unwrap()).collect() };

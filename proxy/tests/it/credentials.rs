@@ -242,6 +242,26 @@ async fn a_rotated_token_is_refreshed_and_the_request_retried_once() {
     }
     assert_eq!(runs(&dir), 2);
 
+    // The app asks to impersonate with regroup's credential: its own
+    // Impersonate-* never go, the kubeconfig's do.
+    state.lock().unwrap().seen.clear();
+    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .build_http::<Full<Bytes>>();
+    let req = Request::builder()
+        .uri(format!(
+            "{base}/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos"
+        ))
+        .header("impersonate-user", "root")
+        .header("impersonate-group", "system:masters")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    assert_eq!(client.request(req).await.unwrap().status(), StatusCode::OK);
+    {
+        let s = state.lock().unwrap();
+        assert_eq!(s.seen.len(), 1);
+        assert_eq!(s.seen[0].2.as_deref(), Some("jane"));
+    }
+
     // A credential the apiserver never takes: retried once, then the 401.
     state.lock().unwrap().token = "three".into();
     state.lock().unwrap().seen.clear();

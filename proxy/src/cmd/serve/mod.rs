@@ -140,29 +140,35 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), StartError> {
             drop(tokio::spawn(keep_credential(upstream.clone())));
         }
         let mut servers = Vec::new();
-        let mut sidecar = Proxy::sidecar(live.clone(), upstream, settings.file.credentials.pass_through)
-            .with_limits((&settings.limits).into())
-            .with_metrics(metrics.clone());
+        // regroup's own reads of the cluster (the front's trust, publish mode).
+        let remote = OwnClient::new(upstream.clone());
+        let (mut trust, mut registration) = (None, None);
         let mut follow = None;
         let mut front_ready = None;
         let mut central = None;
         if let Some(front) = &settings.file.front {
-            let started = start_front(settings, live.clone(), front, &sidecar, serving.clone()).await?;
+            let started = start_front(settings, live.clone(), front, &remote, serving.clone()).await?;
             servers.push(started.task);
-            if let Some(t) = started.trust {
-                sidecar = sidecar.with_trust(t);
-            }
+            trust = started.trust;
             follow = started.follow;
             front_ready = Some(started.ready);
             central = started.central;
         }
         if let Some(w) = &settings.file.webhooks {
-            let (task, registration) = start_webhooks(settings, live.clone(), w, serving.clone()).await?;
+            let (task, r) = start_webhooks(settings, live.clone(), w, serving.clone()).await?;
             servers.push(task);
-            if let Some(r) = registration {
-                sidecar = sidecar.with_registration(r);
-            }
+            registration = r;
         }
+        // The sidecar, composed once its hooks are known (`pipeline/stacks.rs`).
+        let sidecar = Proxy::sidecar_with(
+            live.clone(),
+            upstream,
+            settings.file.credentials.pass_through,
+            trust,
+            registration,
+        )
+        .with_limits((&settings.limits).into())
+        .with_metrics(metrics.clone());
         let proxy = Arc::new(sidecar);
         if let Some(follower) = follow {
             servers.push(tokio::spawn(crate::front::ca_follower::follow(proxy.own_client(), follower)));
@@ -403,7 +409,7 @@ async fn start_front(
     settings: &Settings,
     live: Live,
     front: &regroup_config::schema::Front,
-    sidecar: &Proxy,
+    remote: &OwnClient,
     listening: Serving,
 ) -> Result<StartedFront, StartError> {
     use crate::front::auth::{parse_extension_apiserver_authentication_json, RequestHeaderConfig};
@@ -443,8 +449,7 @@ async fn start_front(
     let mut cfg = RequestHeaderConfig::default();
     let mut from_cluster_data = None;
     let ca_source = if rh.from_cluster {
-        let data =
-            crate::front::ca_follower::read_authentication_configmap(&sidecar.own_client()).await?;
+        let data = crate::front::ca_follower::read_authentication_configmap(remote).await?;
         let (ca, from_cluster) = parse_extension_apiserver_authentication_json(&data)?;
         cfg = from_cluster;
         from_cluster_data = Some(data);
@@ -475,16 +480,11 @@ async fn start_front(
     let mut central = None;
     let proxy = match &settings.file.publish {
         Some(p) => {
-            let published = crate::publish::start(
-                settings,
-                p,
-                sidecar.own_client(),
-                (&settings.limits).into(),
-                listening.metrics.clone(),
-            )
-            .await?;
+            let published =
+                crate::publish::start(settings, p, remote.clone(), (&settings.limits).into())
+                    .await?;
             central = Some(published.central);
-            Proxy::publish(live, published.service, published.backend, auth.clone())
+            Proxy::publish(live, published.publisher, auth.clone())
         }
         None => front_proxy(settings, live, front, &client, auth.clone())?,
     }

@@ -10,8 +10,9 @@ use regroup_config::{Direction, Form, GroupMap};
 use serde_json::Value as Json;
 
 use super::FrontTrust;
-use crate::hooks::Amend;
+use crate::hooks::{event_to_app, to_app, Amend, Ctx, ToApp};
 use crate::kube::{MediaType, PatchKind, RequestInfo};
+use crate::rewrite::framing::Framing;
 use crate::rewrite::RewriteError;
 use crate::status::Failure;
 
@@ -54,19 +55,20 @@ impl Amend for FrontTrust {
         "APIService"
     }
 
-    fn looks_at(&self, info: &RequestInfo) -> bool {
-        relevant(info)
+    fn looks_at(&self, ctx: &Ctx) -> bool {
+        relevant(&ctx.info)
     }
 
     /// JSON Patches never get here: those of the app's APIService are
     /// served by the patch step; others have no object to amend.
     fn request_body(
         &self,
-        info: &RequestInfo,
+        ctx: &mut Ctx,
         map: &GroupMap,
         media: MediaType,
         bytes: Bytes,
     ) -> Result<Bytes, Failure> {
+        let info = &ctx.info;
         if media == MediaType::Patch(PatchKind::Json) {
             return Ok(bytes);
         }
@@ -97,27 +99,42 @@ impl Amend for FrontTrust {
         ))
     }
 
-    fn json_to_app(&self, doc: &mut Json) -> bool {
-        self.to_app(doc)
+    fn response_body(
+        &self,
+        _ctx: &Ctx,
+        media: MediaType,
+        success: bool,
+        body: &[u8],
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        let edit = ToApp {
+            json: |doc: &mut Json| self.to_app(doc),
+            proto: |body: &[u8]| self.proto_to_app(body),
+        };
+        to_app(media, success, body, edit)
     }
 
-    fn proto_body_to_app(&self, body: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
-        self.proto_to_app(body)
-    }
-
-    fn proto_event_to_app(&self, event: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
-        self.proto_watch_event_to_app(event)
+    fn watch_event(
+        &self,
+        _ctx: &Ctx,
+        framing: Framing,
+        event: &[u8],
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        let edit = ToApp {
+            json: |doc: &mut Json| self.to_app(doc),
+            proto: |event: &[u8]| self.proto_watch_event_to_app(event),
+        };
+        event_to_app(framing, event, edit)
     }
 
     fn serves_patch(
         &self,
-        info: &RequestInfo,
+        ctx: &Ctx,
         method: &Method,
         media: MediaType,
         map: &GroupMap,
         dir: Direction,
     ) -> bool {
-        applies(info, method, media, map, dir)
+        applies(&ctx.info, method, media, map, dir)
     }
 
     /// Every JSON Patch it serves: the app's `caBundle` is not the
@@ -126,7 +143,7 @@ impl Amend for FrontTrust {
         true
     }
 
-    fn patched_to_cluster(&self, patched: &mut Json, _info: &RequestInfo, map: &GroupMap) {
+    fn patched_to_cluster(&self, _ctx: &Ctx, patched: &mut Json, map: &GroupMap) {
         self.to_cluster(patched, map, None);
     }
 

@@ -12,8 +12,9 @@ use regroup_config::{Direction, GroupMap};
 use serde_json::Value as Json;
 
 use super::{client_configs_mut, relevant, WebhookRegistration};
-use crate::hooks::{json_doc, Amend};
-use crate::kube::{MediaType, PatchKind, RequestInfo};
+use crate::hooks::{event_to_app, json_doc, to_app, Amend, Ctx, ToApp};
+use crate::kube::{MediaType, PatchKind};
+use crate::rewrite::framing::Framing;
 use crate::rewrite::RewriteError;
 use crate::status::Failure;
 
@@ -49,19 +50,20 @@ impl Amend for WebhookRegistration {
         "webhook registration"
     }
 
-    fn looks_at(&self, info: &RequestInfo) -> bool {
-        relevant(info)
+    fn looks_at(&self, ctx: &Ctx) -> bool {
+        relevant(&ctx.info)
     }
 
     /// A whole object (create, update) in JSON, YAML or protobuf, or a
     /// patch the patch step does not take.
     fn request_body(
         &self,
-        info: &RequestInfo,
+        ctx: &mut Ctx,
         _map: &GroupMap,
         media: MediaType,
         bytes: Bytes,
     ) -> Result<Bytes, Failure> {
+        let info = &ctx.info;
         let unreadable = |e: &dyn std::fmt::Display| {
             Failure::bad_request(format!("the request body can't be read: {e}"))
         };
@@ -84,27 +86,44 @@ impl Amend for WebhookRegistration {
         ))
     }
 
-    fn json_to_app(&self, doc: &mut Json) -> bool {
-        self.to_app(doc)
+    /// Objects read are shown as the app wrote them.
+    fn response_body(
+        &self,
+        _ctx: &Ctx,
+        media: MediaType,
+        success: bool,
+        body: &[u8],
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        let edit = ToApp {
+            json: |doc: &mut Json| self.to_app(doc),
+            proto: |body: &[u8]| self.proto_to_app(body),
+        };
+        to_app(media, success, body, edit)
     }
 
-    fn proto_body_to_app(&self, body: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
-        self.proto_to_app(body)
-    }
-
-    fn proto_event_to_app(&self, event: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
-        self.proto_watch_event_to_app(event)
+    fn watch_event(
+        &self,
+        _ctx: &Ctx,
+        framing: Framing,
+        event: &[u8],
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        let edit = ToApp {
+            json: |doc: &mut Json| self.to_app(doc),
+            proto: |event: &[u8]| self.proto_watch_event_to_app(event),
+        };
+        event_to_app(framing, event, edit)
     }
 
     /// A patch of a named registration, in a form the patch step serves.
     fn serves_patch(
         &self,
-        info: &RequestInfo,
+        ctx: &Ctx,
         method: &Method,
         media: MediaType,
         _map: &GroupMap,
         _dir: Direction,
     ) -> bool {
+        let info = &ctx.info;
         *method == Method::PATCH
             && info.is_api
             && relevant(info)
@@ -124,17 +143,17 @@ impl Amend for WebhookRegistration {
         ops.iter().any(touches_client_configs)
     }
 
-    fn patched_to_cluster(&self, patched: &mut Json, info: &RequestInfo, _map: &GroupMap) {
-        self.to_cluster(patched, info);
+    fn patched_to_cluster(&self, ctx: &Ctx, patched: &mut Json, _map: &GroupMap) {
+        self.to_cluster(patched, &ctx.info);
     }
 
     fn amend_patch(
         &self,
+        ctx: &Ctx,
         patch: &mut Json,
-        info: &RequestInfo,
         current: &Json,
     ) -> Result<bool, crate::hooks::PatchRefused> {
-        WebhookRegistration::amend_patch(self, patch, info, current)
+        WebhookRegistration::amend_patch(self, patch, &ctx.info, current)
     }
 
     fn patch_needs_current(&self, patch: &mut Json) -> bool {

@@ -278,6 +278,20 @@ fn parse(text: &str) -> Result<File, Box<serde_saphyr::Error>> {
     serde_saphyr::from_str(text).map_err(Box::new)
 }
 
+/// A kubeconfig given as text (a Secret's `kubeconfig` key), named
+/// `label` in errors; relative paths in it would start from `/`.
+pub fn load_text(text: &str, label: &str) -> Result<Resolved, KubeconfigError> {
+    let file = parse(text).map_err(|e| KubeconfigError {
+        path: label.to_owned(),
+        problem: e.into(),
+    })?;
+    let loaded = Loaded {
+        base: PathBuf::from("/"),
+        file,
+    };
+    resolve(&[loaded], label, None)
+}
+
 /// [`parse`] alone, for the fuzzer: the part of reading a kubeconfig that
 /// takes untrusted bytes (resolving reads the files it names).
 pub fn parse_text(text: &str) -> Result<(), Box<serde_saphyr::Error>> {
