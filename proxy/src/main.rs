@@ -228,6 +228,12 @@ enum Command {
         /// cluster's discovery.
         #[arg(long, value_delimiter = ',', value_name = "GROUP/VERSION,...")]
         versions: Vec<String>,
+        /// Central target namespaces that get a credential of their own
+        /// (a ServiceAccount, its token Secret, a Role and RoleBinding, and
+        /// how to hold the token in the remote namespace's Secret):
+        /// docs/publish.md, "Credentials per namespace".
+        #[arg(long, value_delimiter = ',', value_name = "NAMESPACE,...")]
+        per_namespace_credentials: Vec<String>,
     },
 }
 
@@ -355,6 +361,7 @@ fn main() -> ExitCode {
         image,
         name,
         versions,
+        per_namespace_credentials,
     } = cli.command
     {
         let defaults = regroup::publish::manifests::Options::default();
@@ -363,6 +370,7 @@ fn main() -> ExitCode {
             namespace,
             image: image.unwrap_or(defaults.image),
             versions,
+            credential_namespaces: per_namespace_credentials,
         };
         return publish_manifests(&config, &opts);
     }

@@ -282,7 +282,7 @@ mod tests {
         );
         let exec = kubeconfig(
             "https://central.example:6443",
-            "{exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh}}",
+            "{exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh, interactiveMode: Never}}",
         );
         assert_eq!(
             from_secret(&json!({"data": {"kubeconfig": b64(&exec)}}), &central()).unwrap_err(),

@@ -55,6 +55,8 @@ pub struct Options {
     /// `GROUP/VERSION`s to publish, central names; empty: ask the central
     /// cluster.
     pub versions: Vec<String>,
+    /// Central target namespaces that get a credential of their own.
+    pub credential_namespaces: Vec<String>,
 }
 
 impl Default for Options {
@@ -65,6 +67,7 @@ impl Default for Options {
             // The image `regroup inject` uses: the one this binary ships in.
             image: crate::IMAGE.to_string(),
             versions: Vec::new(),
+            credential_namespaces: Vec::new(),
         }
     }
 }
@@ -400,7 +403,32 @@ fn central(publish: &regroup_config::schema::Publish, opts: &Options) -> Vec<Par
         parts.push(Part::Doc(central_role(target, &publish.groups, opts)));
         parts.push(Part::Doc(central_binding(target, home, opts)));
     }
+    for ns in &opts.credential_namespaces {
+        parts.extend(namespace_credential(ns, &publish.groups, opts));
+    }
     parts
+}
+
+/// A central namespace's own credential: a ServiceAccount there, its token,
+/// and rights in that namespace only; then how a remote namespace holds it
+/// (docs/publish.md, "Credentials per namespace").
+fn namespace_credential(ns: &str, groups: &[String], opts: &Options) -> Vec<Part> {
+    let token = format!("{}-token", opts.name);
+    let secret = format!("{}-{ns}", opts.name);
+    vec![
+        comment(&format!("The credential of central namespace {ns}: its requests act as {ns}/{}.", opts.name)),
+        Part::Doc(namespace(ns, opts)),
+        Part::Doc(service_account(ns, opts)),
+        Part::Doc(token_secret(ns, &token, opts)),
+        Part::Doc(central_role(ns, groups, opts)),
+        Part::Doc(central_binding(ns, ns, opts)),
+        comment(&format!(
+            "In the remote cluster, for each remote namespace REMOTE that goes to {ns}:\n\n  \
+             kubectl --context central -n {ns} get secret {token} -o jsonpath='{{.data.token}}' | base64 -d > token\n  \
+             kubectl -n REMOTE create secret generic {secret} --from-file=token\n  \
+             kubectl annotate namespace REMOTE regroup.dev/publish-target-namespace={ns} regroup.dev/publish-credentials-secret={secret}"
+        )),
+    ]
 }
 
 /// Reading the published groups' cluster-scoped resources (the central
@@ -878,6 +906,32 @@ logging: {level: debug}
     }
 
     #[test]
+    fn a_namespace_of_its_own_credential_gets_its_account_token_and_role() {
+        let mut opts = versions();
+        opts.credential_namespaces = vec!["team-a".into()];
+        let out = generate(CONFIG, &opts).unwrap();
+        let (central, remote) = sections(&out);
+        let ids = ids(&central);
+        for want in [
+            "Namespace team-a",
+            "ServiceAccount team-a/regroup-publish",
+            "Secret team-a/regroup-publish-token",
+            "Role team-a/regroup-publish",
+            "RoleBinding team-a/regroup-publish",
+        ] {
+            assert!(ids.iter().any(|i| i == want), "{want} in {ids:?}");
+        }
+        let rb = central
+            .iter()
+            .find(|d| d["kind"] == "RoleBinding" && d["metadata"]["namespace"] == "team-a")
+            .unwrap();
+        assert_eq!(rb["subjects"][0]["namespace"], "team-a");
+        assert!(out.contains("regroup.dev/publish-credentials-secret=regroup-publish-team-a"));
+        let lease = find(&remote, "Role", "regroup-publish-lease");
+        assert_eq!(lease["rules"][0]["resources"], json!(["leases"]));
+    }
+
+    #[test]
     fn each_section_has_its_objects() {
         let out = generate(CONFIG, &versions()).unwrap();
         assert!(out.starts_with(&format!("{CENTRAL_HEADER}\n")));
@@ -903,6 +957,8 @@ logging: {level: debug}
                 "RoleBinding kube-system/regroup-publish:extension-apiserver-authentication-reader",
                 "ClusterRole regroup-publish",
                 "ClusterRoleBinding regroup-publish",
+                "Role regroup/regroup-publish-lease",
+                "RoleBinding regroup/regroup-publish-lease",
                 "Secret regroup/regroup-publish-front-tls",
                 "ConfigMap regroup/regroup-publish-config",
                 "Deployment regroup/regroup-publish",
