@@ -29,7 +29,7 @@ const QUERY_VALUE: &AsciiSet = &CONTROLS
 /// kinds listed in `names:`. As the catalog says.
 fn name_form(info: &RequestInfo, map: &GroupMap) -> Option<Form> {
     let resource = info.resource.as_deref()?;
-    crate::rewrite::Catalog::name_form_of_resource(map, &info.group, resource)
+    crate::rewrite::catalog::Catalog::name_form_of_resource(map, &info.group, resource)
 }
 
 /// Rewrites a raw request path: the group of `/apis/{group}/...` and
