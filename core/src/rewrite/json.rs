@@ -645,7 +645,7 @@ pub(crate) fn check_generate_name(
         {
             n.generate_name_to_cluster(value)
                 .map(drop)
-                .map_err(RewriteError::Names)
+                .map_err(|e| RewriteError::Names(e.to_string()))
         }
         _ => Ok(()),
     }
