@@ -6,15 +6,27 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use serde::{Deserialize, Deserializer};
 
+/// A listen address in none of the accepted forms; the message says which
+/// they are.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{text}` is not a listen address: write HOST:PORT (`127.0.0.1:8001`, `[::1]:8001`, \
+     `0.0.0.0:9090`), `:PORT` ({default_host}) or `localhost:PORT`"
+)]
+pub struct ListenAddrError {
+    /// The address as written.
+    text: String,
+    /// Where `:PORT` listens.
+    default_host: IpAddr,
+}
+
 /// Parses `s`; `:PORT` listens on `default_host`, `localhost:PORT` on
 /// 127.0.0.1. The error says which forms are accepted.
-pub fn parse_listen(s: &str, default_host: IpAddr) -> Result<SocketAddr, String> {
+pub fn parse_listen(s: &str, default_host: IpAddr) -> Result<SocketAddr, ListenAddrError> {
     let t = s.trim();
-    let bad = || {
-        format!(
-            "`{s}` is not a listen address: write HOST:PORT (`127.0.0.1:8001`, `[::1]:8001`, \
-             `0.0.0.0:9090`), `:PORT` ({default_host}) or `localhost:PORT`"
-        )
+    let bad = || ListenAddrError {
+        text: s.to_owned(),
+        default_host,
     };
     if let Ok(a) = t.parse::<SocketAddr>() {
         return Ok(a);
@@ -80,7 +92,7 @@ mod tests {
             "10.0.0.1:80"
         );
         for bad in ["18003", "example.com:80", ":http", "localhost", ":99999"] {
-            let e = parse_listen(bad, lo).unwrap_err();
+            let e = parse_listen(bad, lo).unwrap_err().to_string();
             assert!(
                 e.contains("`:PORT`") && e.contains("localhost:PORT"),
                 "{bad}: {e}"

@@ -26,14 +26,39 @@ pub struct Literal {
     pub value: String,
 }
 
+/// Why an expression's string literals can't be found. The expression
+/// itself is never quoted: it is the user's data and must not reach a log.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CelError {
+    /// CEL's parser refused it; only where (the parser's message quotes
+    /// the expression).
+    #[error("not a CEL expression (parse error at line {line}, column {column})")]
+    Parse {
+        /// The line of the parser's first error.
+        line: isize,
+        /// Its column.
+        column: isize,
+    },
+    /// The parser placed a literal past the expression's end or inside a
+    /// character.
+    #[error("a string literal at {0} is outside the expression")]
+    Outside(usize),
+    /// The parser placed a literal where the bytes are no string token.
+    #[error("the parser placed a string literal at {start}..{end}, where there is none")]
+    NoLiteral {
+        /// First byte.
+        start: usize,
+        /// One past the last.
+        end: usize,
+    },
+}
+
 /// Every string literal of `src`, in source order. An error says why
 /// `src` is not CEL.
-pub fn string_literals(src: &str) -> Result<Vec<Literal>, String> {
+pub fn string_literals(src: &str) -> Result<Vec<Literal>, CelError> {
     let (expr, info) = Parser::new().parse_with_source_info(src).map_err(|e| {
-        // Only where: the parser's message quotes the expression, which
-        // is the user's data and must not reach a log.
-        let (line, col) = e.errors.first().map_or((0, 0), |e| e.pos);
-        format!("not a CEL expression (parse error at line {line}, column {col})")
+        let (line, column) = e.errors.first().map_or((0, 0), |e| e.pos);
+        CelError::Parse { line, column }
     })?;
     let mut found = Vec::new();
     walk(&expr, &mut |id, value| {
@@ -46,12 +71,10 @@ pub fn string_literals(src: &str) -> Result<Vec<Literal>, String> {
     for (s, stop, value) in found {
         let e = stop + 1;
         if e > src.len() || !src.is_char_boundary(s) || !src.is_char_boundary(e) {
-            return Err(format!("a string literal at {s} is outside the expression"));
+            return Err(CelError::Outside(s));
         }
         if split_token(&src[s..e]).is_none() {
-            return Err(format!(
-                "the parser placed a string literal at {s}..{e}, where there is none"
-            ));
+            return Err(CelError::NoLiteral { start: s, end: e });
         }
         // Macros (`has`, `all`, `exists`) may copy a literal: once each.
         if !out.iter().any(|l| l.start == s) {
@@ -150,7 +173,7 @@ fn requote(tok: &str, value: &str) -> String {
 pub fn rename_literals(
     src: &str,
     rename: impl Fn(&str) -> Option<String>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, CelError> {
     let mut out = String::with_capacity(src.len() + 32);
     let mut at = 0;
     for l in string_literals(src)? {

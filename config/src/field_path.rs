@@ -16,6 +16,47 @@ pub enum Step {
     Each,
 }
 
+/// Why a field path can't be parsed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FieldPathError {
+    /// Nothing was written.
+    #[error("path is empty")]
+    Empty,
+    /// A `.`, `[]` or the end where a name belongs.
+    #[error("path `{0}` has an empty field name")]
+    EmptyName(String),
+    /// A `["` without its `"]`.
+    #[error("path `{0}`: unterminated `[\"`")]
+    Unterminated(String),
+    /// A name right after a name or a `["name"]`.
+    #[error("path `{path}`: expected `.`, `[]` or `[\"` before `{rest}`")]
+    Separator {
+        /// The path.
+        path: String,
+        /// What follows where a separator belongs.
+        rest: String,
+    },
+    /// A name holding `]`, or a bracket that can't start one.
+    #[error(
+        "path `{path}`: `{rest}` is not a field name (only `[]`, meaning every element, \
+         or `[\"name\"]` may follow a name)"
+    )]
+    NotAName {
+        /// The path.
+        path: String,
+        /// What stands where a name belongs.
+        rest: String,
+    },
+    /// A bracket after a name that is neither `[]` nor `["`.
+    #[error("path `{path}`: only `[]` (every element) or `[\"name\"]` may follow `{name}`")]
+    Bracket {
+        /// The path.
+        path: String,
+        /// The name the bracket follows.
+        name: String,
+    },
+}
+
 /// A parsed field path.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct FieldPath {
@@ -31,9 +72,9 @@ impl FieldPath {
     /// assert_eq!(p.steps(), &[Step::Key("rules".into()), Step::Each,
     ///                         Step::Key("apiGroups".into()), Step::Each]);
     /// ```
-    pub fn parse(s: &str) -> Result<FieldPath, String> {
+    pub fn parse(s: &str) -> Result<FieldPath, FieldPathError> {
         if s.is_empty() {
-            return Err("path is empty".into());
+            return Err(FieldPathError::Empty);
         }
         let mut steps = Vec::new();
         let mut rest = s;
@@ -41,55 +82,57 @@ impl FieldPath {
         while !rest.is_empty() {
             if let Some(r) = rest.strip_prefix("[]") {
                 if expect_name {
-                    return Err(format!("path `{s}` has an empty field name"));
+                    return Err(FieldPathError::EmptyName(s.to_owned()));
                 }
                 steps.push(Step::Each);
                 rest = r;
             } else if let Some(r) = rest.strip_prefix("[\"") {
                 let end = r
                     .find("\"]")
-                    .ok_or_else(|| format!("path `{s}`: unterminated `[\"`"))?;
+                    .ok_or_else(|| FieldPathError::Unterminated(s.to_owned()))?;
                 if end == 0 {
-                    return Err(format!("path `{s}` has an empty field name"));
+                    return Err(FieldPathError::EmptyName(s.to_owned()));
                 }
                 steps.push(Step::Key(r[..end].to_owned()));
                 rest = &r[end + 2..];
                 expect_name = false;
             } else if let Some(r) = rest.strip_prefix('.') {
                 if expect_name {
-                    return Err(format!("path `{s}` has an empty field name"));
+                    return Err(FieldPathError::EmptyName(s.to_owned()));
                 }
                 rest = r;
                 expect_name = true;
                 if rest.is_empty() || rest.starts_with('[') && !rest.starts_with("[\"") {
-                    return Err(format!("path `{s}` has an empty field name"));
+                    return Err(FieldPathError::EmptyName(s.to_owned()));
                 }
             } else {
                 if !expect_name {
-                    return Err(format!(
-                        "path `{s}`: expected `.`, `[]` or `[\"` before `{rest}`"
-                    ));
+                    return Err(FieldPathError::Separator {
+                        path: s.to_owned(),
+                        rest: rest.to_owned(),
+                    });
                 }
                 let end = rest.find(['.', '[']).unwrap_or(rest.len());
                 let name = &rest[..end];
                 if name.is_empty() || name.contains(']') {
-                    return Err(format!(
-                        "path `{s}`: `{rest}` is not a field name (only `[]`, meaning every element, \
-                         or `[\"name\"]` may follow a name)"
-                    ));
+                    return Err(FieldPathError::NotAName {
+                        path: s.to_owned(),
+                        rest: rest.to_owned(),
+                    });
                 }
                 steps.push(Step::Key(name.to_owned()));
                 rest = &rest[end..];
                 expect_name = false;
                 if rest.starts_with('[') && !rest.starts_with("[]") && !rest.starts_with("[\"") {
-                    return Err(format!(
-                        "path `{s}`: only `[]` (every element) or `[\"name\"]` may follow `{name}`"
-                    ));
+                    return Err(FieldPathError::Bracket {
+                        path: s.to_owned(),
+                        name: name.to_owned(),
+                    });
                 }
             }
         }
         if expect_name {
-            return Err(format!("path `{s}` has an empty field name"));
+            return Err(FieldPathError::EmptyName(s.to_owned()));
         }
         Ok(FieldPath { steps })
     }

@@ -231,7 +231,11 @@ impl GroupMap {
     /// [`map_literal`](Self::map_literal). `Ok(None)`: unchanged (an
     /// expression naming nothing mapped is not even parsed). An error says
     /// why an expression that names something mapped is not CEL.
-    pub fn map_cel(&self, expr: &str, dir: Direction) -> Result<Option<String>, String> {
+    pub fn map_cel(
+        &self,
+        expr: &str,
+        dir: Direction,
+    ) -> Result<Option<String>, crate::cel::CelError> {
         if !self.needles(dir).iter().any(|n| expr.contains(n)) {
             return Ok(None);
         }
@@ -282,7 +286,7 @@ impl GroupMap {
         &self,
         selector: &str,
         dir: Direction,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<String>, crate::label_selector::LabelSelectorError> {
         match &self.metadata {
             Some(m) => crate::metadata::map_label_selector(selector, m, dir),
             None => Ok(None),

@@ -9,6 +9,25 @@
 //! with spaces allowed between tokens. Values of `>` and `<` are numbers,
 //! never renamed.
 
+/// Why a label selector can't be parsed (or, empty, is refused where it
+/// would select every object).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LabelSelectorError {
+    /// Empty where a selector is written to select some objects.
+    #[error("an empty label selector selects every object; omit it instead")]
+    Empty,
+    /// Something else than the grammar wants, at a byte.
+    #[error("label selector `{selector}`: {expected} at byte {at}")]
+    Unexpected {
+        /// The selector as written.
+        selector: String,
+        /// What the grammar wants there (`a key expected`).
+        expected: &'static str,
+        /// Where, in bytes.
+        at: usize,
+    },
+}
+
 /// One token and where it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Tok<'a> {
@@ -24,7 +43,7 @@ fn is_special(c: u8) -> bool {
     matches!(c, b'!' | b'=' | b'(' | b')' | b',' | b'<' | b'>') || c.is_ascii_whitespace()
 }
 
-fn tokens(s: &str) -> Result<Vec<(Tok<'_>, usize, usize)>, String> {
+fn tokens(s: &str) -> Vec<(Tok<'_>, usize, usize)> {
     let b = s.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -77,7 +96,7 @@ fn tokens(s: &str) -> Result<Vec<(Tok<'_>, usize, usize)>, String> {
         };
         out.push((tok, start, i));
     }
-    Ok(out)
+    out
 }
 
 /// The parts of one requirement that name something renamable.
@@ -92,12 +111,15 @@ pub(crate) struct Requirement {
     pub(crate) values: Vec<(usize, usize)>,
 }
 
-pub(crate) fn parse(s: &str) -> Result<Vec<Requirement>, String> {
-    let toks = tokens(s)?;
+pub(crate) fn parse(s: &str) -> Result<Vec<Requirement>, LabelSelectorError> {
+    let toks = tokens(s);
     let mut reqs = Vec::new();
     let mut i = 0;
-    let err =
-        |what: &str, at: usize| -> String { format!("label selector `{s}`: {what} at byte {at}") };
+    let err = |expected: &'static str, at: usize| LabelSelectorError::Unexpected {
+        selector: s.to_owned(),
+        expected,
+        at,
+    };
     let at = |i: usize| toks.get(i).map_or(s.len(), |t| t.1);
     loop {
         let negated = matches!(toks.get(i), Some((Tok::Not, ..)));
@@ -182,9 +204,9 @@ pub struct LabelSelector {
 
 impl LabelSelector {
     /// Parses `text`; the error says where it can't be parsed.
-    pub fn parse(text: &str) -> Result<LabelSelector, String> {
+    pub fn parse(text: &str) -> Result<LabelSelector, LabelSelectorError> {
         if text.trim().is_empty() {
-            return Err("an empty label selector selects every object; omit it instead".into());
+            return Err(LabelSelectorError::Empty);
         }
         Ok(LabelSelector {
             requirements: parse(text)?,

@@ -222,23 +222,32 @@ impl Limits {
     }
 }
 
+/// Why a duration can't be parsed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Not numbers with units.
+    #[error(
+        "`{0}` is not a duration (numbers with units, as Go writes them: `32s`, `1.5s`, \
+         `500ms`, `1m30s`, `2h`)"
+    )]
+    NotADuration(String),
+    /// A `-` before it: no limit can be negative.
+    #[error("`{0}`: a negative duration")]
+    Negative(String),
+}
+
 /// Parses a duration as Go's `time.ParseDuration` does: a sequence of
 /// decimal numbers, each with an optional fraction and a unit (`ns`, `us`,
 /// `µs`, `ms`, `s`, `m`, `h`): `32s`, `1.5s`, `1m30s`, `300ms`, `2h45m`,
 /// and `0`. Negative durations are refused (no limit can be negative).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let bad = || {
-        format!(
-            "`{s}` is not a duration (numbers with units, as Go writes them: `32s`, `1.5s`, \
-             `500ms`, `1m30s`, `2h`)"
-        )
-    };
+pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
+    let bad = || DurationError::NotADuration(s.to_owned());
     let mut rest = s.trim();
     if let Some(r) = rest.strip_prefix('+') {
         rest = r;
     }
     if rest.starts_with('-') {
-        return Err(format!("`{s}`: a negative duration"));
+        return Err(DurationError::Negative(s.to_owned()));
     }
     if rest == "0" {
         return Ok(Duration::ZERO);
@@ -337,8 +346,14 @@ mod tests {
         ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
-        assert!(parse_duration("-1s").unwrap_err().contains("negative"));
-        assert!(parse_duration("3x").unwrap_err().contains("`1.5s`"));
+        assert!(parse_duration("-1s")
+            .unwrap_err()
+            .to_string()
+            .contains("negative"));
+        assert!(parse_duration("3x")
+            .unwrap_err()
+            .to_string()
+            .contains("`1.5s`"));
     }
 
     #[test]

@@ -267,7 +267,26 @@ fn short_names(file: &ConfigFile, problems: &mut Vec<String>) -> Option<ShortNam
         .ok()
 }
 
-fn rule_from_spec(s: &RuleSpec) -> Result<MapRule, String> {
+/// Why a rule's keys make no rule.
+#[derive(Debug, thiserror::Error)]
+enum RuleShapeError {
+    #[error("`from` needs a `to`")]
+    FromWithoutTo,
+    #[error("`to` needs a `from`")]
+    ToWithoutFrom,
+    #[error("`fromSuffix` needs a `toSuffix`")]
+    FromSuffixWithoutToSuffix,
+    #[error("`toSuffix` needs a `fromSuffix`")]
+    ToSuffixWithoutFromSuffix,
+    #[error("a rule needs `from`/`to` or `fromSuffix`/`toSuffix`")]
+    Neither,
+    #[error(
+        "a rule is either exact (`from`/`to`) or a suffix rule (`fromSuffix`/`toSuffix`), not both"
+    )]
+    Both,
+}
+
+fn rule_from_spec(s: &RuleSpec) -> Result<MapRule, RuleShapeError> {
     let reference_keys = s.reference_keys.unwrap_or(true);
     let rule = match (&s.from, &s.to, &s.from_suffix, &s.to_suffix) {
         (Some(from), Some(to), None, None) => Rule::Exact {
@@ -278,19 +297,12 @@ fn rule_from_spec(s: &RuleSpec) -> Result<MapRule, String> {
             from: from.clone(),
             to: to.clone(),
         },
-        (Some(_), None, None, None) => return Err("`from` needs a `to`".into()),
-        (None, Some(_), None, None) => return Err("`to` needs a `from`".into()),
-        (None, None, Some(_), None) => return Err("`fromSuffix` needs a `toSuffix`".into()),
-        (None, None, None, Some(_)) => return Err("`toSuffix` needs a `fromSuffix`".into()),
-        (None, None, None, None) => {
-            return Err("a rule needs `from`/`to` or `fromSuffix`/`toSuffix`".into())
-        }
-        _ => {
-            return Err(
-                "a rule is either exact (`from`/`to`) or a suffix rule (`fromSuffix`/`toSuffix`), not both"
-                    .into(),
-            )
-        }
+        (Some(_), None, None, None) => return Err(RuleShapeError::FromWithoutTo),
+        (None, Some(_), None, None) => return Err(RuleShapeError::ToWithoutFrom),
+        (None, None, Some(_), None) => return Err(RuleShapeError::FromSuffixWithoutToSuffix),
+        (None, None, None, Some(_)) => return Err(RuleShapeError::ToSuffixWithoutFromSuffix),
+        (None, None, None, None) => return Err(RuleShapeError::Neither),
+        _ => return Err(RuleShapeError::Both),
     };
     Ok(MapRule {
         rule,

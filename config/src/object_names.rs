@@ -274,6 +274,17 @@ pub enum Affix {
     Suffix(String),
 }
 
+/// An app's `generateName` where the copy's mark is a suffix: the cluster
+/// appends random characters after it, so the name would not end in the
+/// suffix. Holds the `generateName`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`metadata.generateName` can't be used with `names.suffix`: the cluster appends \
+     random characters after it, so the name would not end in the suffix \
+     (use `names.prefix`, or give the object a name; generateName `{0}`)"
+)]
+pub struct GenerateNameWithSuffix(pub String);
+
 /// The validated `names:` section.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObjectNames {
@@ -715,17 +726,16 @@ impl ObjectNames {
     /// The cluster's `generateName` for the app's: a prefix can lead it,
     /// a suffix can't follow the random part the apiserver appends
     /// (`Err`: say so to the app).
-    pub fn generate_name_to_cluster(&self, generate_name: &str) -> Result<String, String> {
+    pub fn generate_name_to_cluster(
+        &self,
+        generate_name: &str,
+    ) -> Result<String, GenerateNameWithSuffix> {
         match &self.affix {
             Affix::Prefix(p) if self.idempotent && generate_name.starts_with(p.as_str()) => {
                 Ok(generate_name.to_owned())
             }
             Affix::Prefix(p) => Ok(format!("{p}{generate_name}")),
-            Affix::Suffix(_) => Err(format!(
-                "`metadata.generateName` can't be used with `names.suffix`: the cluster appends \
-                 random characters after it, so the name would not end in the suffix \
-                 (use `names.prefix`, or give the object a name; generateName `{generate_name}`)"
-            )),
+            Affix::Suffix(_) => Err(GenerateNameWithSuffix(generate_name.to_owned())),
         }
     }
 

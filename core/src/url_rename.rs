@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, CONTROLS};
 
 pub use crate::kube::request::RequestInfo;
+use regroup_config::label_selector::LabelSelectorError;
 use regroup_config::{Direction, Form, GroupMap};
 
 /// Characters escaped when a rewritten query value is re-encoded.
@@ -29,7 +30,7 @@ const QUERY_VALUE: &AsciiSet = &CONTROLS
 /// kinds listed in `names:`. As the catalog says.
 fn name_form(info: &RequestInfo, map: &GroupMap) -> Option<Form> {
     let resource = info.resource.as_deref()?;
-    crate::rewrite::Catalog::name_form_of_resource(map, &info.group, resource)
+    crate::rewrite::catalog::Catalog::name_form_of_resource(map, &info.group, resource)
 }
 
 /// Rewrites a raw request path: the group of `/apis/{group}/...` and
@@ -168,6 +169,17 @@ pub fn rewrite_query_for(
     changed.then(|| parts.join("&"))
 }
 
+/// Why a `labelSelector` that must be renamed can't be.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LabelSelectorQueryError {
+    /// Its percent-decoded bytes are not UTF-8.
+    #[error("labelSelector is not UTF-8: {0}")]
+    NotUtf8(#[from] std::str::Utf8Error),
+    /// It can't be parsed.
+    #[error(transparent)]
+    Selector(#[from] LabelSelectorError),
+}
+
 /// Rewrites the keys and values of a `labelSelector` by the metadata rules
 /// (list, watch, deletecollection). `Ok(None)`: unchanged, the raw query
 /// goes on byte for byte (always so without `metadata:` rules). An error
@@ -176,7 +188,7 @@ pub fn rewrite_label_selector(
     query: &str,
     map: &GroupMap,
     dir: Direction,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, LabelSelectorQueryError> {
     if map.metadata().is_none() || !query.contains("labelSelector=") {
         return Ok(None);
     }
@@ -188,9 +200,7 @@ pub fn rewrite_label_selector(
             continue;
         };
         let plus = raw.replace('+', " ");
-        let value = percent_decode_str(&plus)
-            .decode_utf8()
-            .map_err(|e| format!("labelSelector is not UTF-8: {e}"))?;
+        let value = percent_decode_str(&plus).decode_utf8()?;
         match map.map_label_selector(&value, dir)? {
             Some(v) => {
                 changed = true;

@@ -596,12 +596,12 @@ fn load_config(path: &Path) -> Result<Settings, String> {
 }
 
 /// Listen addresses: `:PORT` on loopback.
-fn loopback_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+fn loopback_addr(s: &str) -> Result<std::net::SocketAddr, regroup_config::addr::ListenAddrError> {
     regroup_config::addr::parse_listen(s, std::net::Ipv4Addr::LOCALHOST.into())
 }
 
 /// Listen addresses: `:PORT` on every interface.
-fn any_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+fn any_addr(s: &str) -> Result<std::net::SocketAddr, regroup_config::addr::ListenAddrError> {
     regroup_config::addr::parse_listen(s, std::net::Ipv4Addr::UNSPECIFIED.into())
 }
 

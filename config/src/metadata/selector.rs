@@ -2,7 +2,7 @@
 //! requirement's key and values, every other byte kept (the grammar is
 //! `label_selector`'s).
 
-use crate::label_selector::parse;
+use crate::label_selector::{parse, LabelSelectorError};
 use crate::metadata::MetadataMap;
 use crate::rule::Direction;
 
@@ -13,7 +13,7 @@ pub fn map_label_selector(
     selector: &str,
     map: &MetadataMap,
     dir: Direction,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, LabelSelectorError> {
     if selector.trim().is_empty() {
         return Ok(None);
     }

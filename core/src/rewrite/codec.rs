@@ -3,9 +3,12 @@
 //! form (`kube::Wire`); the engine picks it and passes the direction by
 //! choosing the codec built for it.
 
+use super::error::RewriteError;
+use super::json::{json_patch, JsonRewriter};
 use super::openapi::OpenApiRewriter;
 use super::openapi_proto::OpenApiProtoRewriter;
-use super::{json_patch, yaml, JsonRewriter, ProtoRewriter, RewriteError};
+use super::protobuf::ProtoRewriter;
+use super::yaml;
 
 /// What a body is about, beyond its bytes.
 #[derive(Clone, Copy, Debug, Default)]

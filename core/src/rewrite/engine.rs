@@ -6,12 +6,15 @@
 
 use regroup_config::{Direction, GroupMap};
 
+use super::catalog::Catalog;
 use super::codec::{self, Codec, Context};
+use super::error::RewriteError;
+use super::json::JsonRewriter;
+use super::list_stream;
 use super::names::NameIndex;
 use super::openapi::OpenApiRewriter;
 use super::openapi_proto::OpenApiProtoRewriter;
-use super::{list_stream, protobuf};
-use super::{Catalog, JsonRewriter, ProtoRewriter, RewriteError};
+use super::protobuf::{self, ProtoRewriter};
 use crate::kube::Wire;
 use crate::rewrite::framing::Framing;
 

@@ -59,7 +59,7 @@ pub struct JsonRewriter<'a> {
 
 impl<'a> JsonRewriter<'a> {
     /// A rewriter for `dir`, for this crate's tests: otherwise the
-    /// [`Engine`](super::Engine) builds them.
+    /// [`Engine`](super::engine::Engine) builds them.
     #[cfg(test)]
     pub(crate) fn new(map: &'a GroupMap, catalog: &'a Catalog, dir: Direction) -> Self {
         Self::with_index(map, catalog, dir, NameIndex::new(map))
@@ -104,7 +104,7 @@ impl<'a> JsonRewriter<'a> {
     /// kind (including lists, tables, watch events, Status and discovery
     /// documents). `Ok(None)`: nothing to rename; forward `input` as is.
     /// For this crate's tests; bodies are renamed through the
-    /// [`Engine`](super::Engine).
+    /// [`Engine`](super::engine::Engine).
     #[cfg(test)]
     pub(crate) fn rewrite_bytes(&self, input: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
         self.bytes(input, None, None)
@@ -645,7 +645,7 @@ pub(crate) fn check_generate_name(
         {
             n.generate_name_to_cluster(value)
                 .map(drop)
-                .map_err(RewriteError::Names)
+                .map_err(|e| RewriteError::Names(e.to_string()))
         }
         _ => Ok(()),
     }
@@ -737,6 +737,7 @@ fn item_hint<'a>(list: &'a TypeOf<'_>) -> Option<TypeOf<'a>> {
 
 mod embedded;
 mod encoded_patch;
+pub(crate) mod json_patch;
 mod metadata;
 mod place_tree;
 mod precheck;

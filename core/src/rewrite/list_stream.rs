@@ -92,7 +92,7 @@ pub struct ListStream {
 }
 
 impl ListStream {
-    /// A stream; `addressed` as for [`Context::addressed`](crate::rewrite::Context::addressed);
+    /// A stream; `addressed` as for [`Context::addressed`](crate::rewrite::codec::Context::addressed);
     /// `limit` bounds what is ever buffered (one element, or a whole
     /// non-list body).
     pub fn new(addressed: Option<(String, &'static str)>, limit: usize) -> Self {

@@ -9,7 +9,6 @@ pub mod engine;
 pub(crate) mod error;
 pub mod framing;
 pub(crate) mod json;
-pub(crate) mod json_patch;
 pub mod list_stream;
 pub(crate) mod names;
 mod needles;
@@ -21,6 +20,9 @@ pub mod tally;
 pub(crate) mod yaml;
 mod yaml_edit;
 
+// The names the crate's users reach as `rewrite::...`. Inside the crate,
+// modules import from the module that defines a name, never through these:
+// this file stands above every module it declares.
 pub use catalog::Catalog;
 pub use codec::Codec;
 pub use codec::Context;

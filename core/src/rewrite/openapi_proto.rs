@@ -41,9 +41,9 @@
 
 use regroup_config::{Direction, GroupMap};
 
+use super::error::RewriteError;
 use super::names::NameIndex;
 use super::protobuf::wire::{put_varint, Field, Fields, LEN};
-use super::RewriteError;
 
 /// How deeply messages may nest before the input is refused (schemas nest
 /// through properties, items and allOf; Kubernetes' go a few levels deep).

@@ -5,8 +5,9 @@
 
 use serde_json::Value as Json;
 
+use super::error::RewriteError;
+use super::json::JsonRewriter;
 use super::yaml_edit::{apply, changed_strings, documents, edits};
-use super::{JsonRewriter, RewriteError};
 
 fn malformed(what: &str, e: impl std::fmt::Display) -> RewriteError {
     RewriteError::Malformed(format!("{what}: {e}"))
@@ -16,7 +17,7 @@ fn malformed(what: &str, e: impl std::fmt::Display) -> RewriteError {
 /// renamed; forward the bytes as they are. A document whose renaming can't
 /// be written in place (a value its scalar style can't hold, an entry
 /// dropped) is written anew, as YAML. Outside this crate, through
-/// [`Engine::body`](super::Engine::body) with `Wire::Yaml`.
+/// [`Engine::body`](super::engine::Engine::body) with `Wire::Yaml`.
 pub(crate) fn rewrite(
     rw: &JsonRewriter<'_>,
     bytes: &[u8],

@@ -8,7 +8,7 @@
 use granit_parser::{Event, Parser, ScalarStyle};
 use serde_json::Value as Json;
 
-use super::RewriteError;
+use super::error::RewriteError;
 
 /// One step of a path into a document.
 #[derive(Clone, Debug, PartialEq, Eq)]

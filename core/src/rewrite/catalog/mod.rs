@@ -130,7 +130,7 @@ pub enum Slot {
     /// A base64 string holding a JSON Patch (RFC 6902) of the object a
     /// review is about (an AdmissionReview's `response.patch`): each
     /// operation's value is renamed as the part of an object of that kind
-    /// it lands in (`rewrite/json_patch.rs`). The kind is the caller's
+    /// it lands in (`rewrite/json/json_patch.rs`). The kind is the caller's
     /// `addressed` (the review's `request.kind`, which the answer doesn't
     /// repeat); without it, only the places every object has apply.
     /// base64 hides names from the byte search, so this place is visited

@@ -8,9 +8,8 @@ use crate::rewrite::raw::Raw;
 use base64::Engine as _;
 use regroup_config::Direction;
 
-use super::JsonRewriter;
+use super::{json_patch, JsonRewriter};
 use crate::rewrite::error::RewriteError;
-use crate::rewrite::json_patch;
 use crate::rewrite::raw::{quote, string, Walk};
 
 impl JsonRewriter<'_> {

@@ -255,7 +255,7 @@ impl JsonRewriter<'_> {
             Form::LabelSelector => self
                 .map
                 .map_label_selector(value, self.dir)
-                .map_err(RewriteError::Malformed),
+                .map_err(|e| RewriteError::Malformed(e.to_string())),
             Form::Cel => self
                 .map
                 .map_cel(value, self.dir)

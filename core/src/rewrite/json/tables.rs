@@ -30,7 +30,7 @@ impl JsonRewriter<'_> {
 
     /// [`hides`](Self::hides) for a response to a request that addressed
     /// objects of `group`/`kind` (app names), as for
-    /// [`Context::addressed`](crate::rewrite::Context::addressed).
+    /// [`Context::addressed`](crate::rewrite::codec::Context::addressed).
     pub fn hides_addressed(
         &self,
         doc: &[u8],

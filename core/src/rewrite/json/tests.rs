@@ -642,7 +642,7 @@ fn last_applied_configuration_in_yaml_and_json_patch() {
                 "value": applied_foo(g)}])
         .to_string()
     };
-    let out = crate::rewrite::json_patch::rewrite(
+    let out = super::json_patch::rewrite(
         &rw,
         patch(APP).as_bytes(),
         &format!("{APP}/v1alpha1"),

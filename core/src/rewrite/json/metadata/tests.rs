@@ -233,7 +233,7 @@ fn json_patch_paths_name_keys_too() {
         ])
         .to_string()
     };
-    let out = crate::rewrite::json_patch::rewrite(
+    let out = crate::rewrite::json::json_patch::rewrite(
         &rw,
         ops("kopf.zalando.org/x").as_bytes(),
         "v1",

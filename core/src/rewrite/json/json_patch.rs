@@ -3,7 +3,8 @@
 
 use serde_json::Value as Json;
 
-use super::{JsonRewriter, RewriteError};
+use super::JsonRewriter;
+use crate::rewrite::error::RewriteError;
 
 /// Renames each operation of a JSON Patch: the `value` is placed at its
 /// `path` in an otherwise empty object of the addressed kind, renamed there
