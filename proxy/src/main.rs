@@ -400,7 +400,7 @@ fn run(command: Command) -> Result<(), String> {
             }
             let mut texts = Vec::new();
             for f in &files {
-                for (name, text) in read_named_inputs(f)? {
+                for (name, text) in read_named_inputs(f).map_err(|e| e.to_string())? {
                     for w in
                         regroup::render::warnings(&text, &settings).map_err(|e| named(&name, e))?
                     {
@@ -459,7 +459,7 @@ fn run(command: Command) -> Result<(), String> {
             let mut inputs = Vec::new();
             let mut warned = Vec::new();
             for f in &files {
-                for (name, text) in read_named_inputs(f)? {
+                for (name, text) in read_named_inputs(f).map_err(|e| e.to_string())? {
                     // Each file parsed on its own first: an error names it
                     // and its own line.
                     let ws =
@@ -527,7 +527,7 @@ fn run(command: Command) -> Result<(), String> {
                 .map_err(|e| format!("cannot read config {}: {e}", config.display()))?;
             let mut input = String::new();
             for f in &files {
-                for (name, text) in read_named_inputs(f)? {
+                for (name, text) in read_named_inputs(f).map_err(|e| e.to_string())? {
                     // Each file read on its own first, so that an error
                     // names it and its own line, not the joined input's.
                     regroup::render::warnings(&text, &settings).map_err(|e| named(&name, e))?;
@@ -614,17 +614,32 @@ fn named(name: &str, e: impl std::fmt::Display) -> String {
     format!("{name}: {e}")
 }
 
+/// Why an input file (or standard input, or a directory) can't be read.
+#[derive(Debug, thiserror::Error)]
+enum InputError {
+    #[error("cannot read standard input: {0}")]
+    Stdin(#[source] std::io::Error),
+    #[error("cannot read {file}: {source}")]
+    File {
+        file: String,
+        source: std::io::Error,
+    },
+}
+
 /// A file, `-`, or a directory's `*.yaml`, `*.yml` and `*.json` files (in
 /// name order, not recursive), each with the name errors give it (`-`:
 /// standard input).
-fn read_named_inputs(file: &str) -> Result<Vec<(String, String)>, String> {
+fn read_named_inputs(file: &str) -> Result<Vec<(String, String)>, InputError> {
     let path = Path::new(file);
     if file == "-" || !path.is_dir() {
         let name = if file == "-" { "<stdin>" } else { file };
         return Ok(vec![(name.to_owned(), read_input(file)?)]);
     }
     let mut names: Vec<PathBuf> = std::fs::read_dir(path)
-        .map_err(|e| format!("cannot read {file}: {e}"))?
+        .map_err(|source| InputError::File {
+            file: file.to_owned(),
+            source,
+        })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.is_file()
@@ -642,14 +657,17 @@ fn read_named_inputs(file: &str) -> Result<Vec<(String, String)>, String> {
         .collect()
 }
 
-fn read_input(file: &str) -> Result<String, String> {
+fn read_input(file: &str) -> Result<String, InputError> {
     if file == "-" {
         let mut s = String::new();
         std::io::stdin()
             .read_to_string(&mut s)
-            .map_err(|e| format!("cannot read standard input: {e}"))?;
+            .map_err(InputError::Stdin)?;
         Ok(s)
     } else {
-        std::fs::read_to_string(file).map_err(|e| format!("cannot read {file}: {e}"))
+        std::fs::read_to_string(file).map_err(|source| InputError::File {
+            file: file.to_owned(),
+            source,
+        })
     }
 }

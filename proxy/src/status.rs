@@ -6,6 +6,8 @@ use http::{header, HeaderValue, Response, StatusCode};
 use crate::body::budget::{refused, Refusal};
 use crate::body::full;
 use crate::body::Body;
+use crate::kube::status::watch_error_line;
+use crate::rewrite::framing::Framing;
 
 /// Every `Status.reason` a [`Failure`] below carries: the metrics register
 /// `regroup_errors_total` at zero for each (`observe/labels.rs`, whose test
@@ -117,6 +119,21 @@ impl Failure {
     /// The `Status` object's JSON.
     pub fn status_json(&self) -> String {
         crate::kube::status::failure_json(self.code.as_u16(), self.reason, &self.message)
+    }
+
+    /// What a watch this failure ends sends last: a JSON watch's `ERROR`
+    /// event carrying the `Status` (one line); nothing for a protobuf
+    /// watch, which has no error frame a client reads as such (the stream
+    /// just ends).
+    pub fn watch_error_event(&self, framing: Framing) -> Bytes {
+        match framing {
+            Framing::Lines => Bytes::from(watch_error_line(
+                self.code.as_u16(),
+                self.reason,
+                &self.message,
+            )),
+            Framing::LengthPrefixed => Bytes::new(),
+        }
     }
 
     /// The HTTP response.

@@ -330,17 +330,11 @@ where
                                     f.message
                                 );
                                 st.failed = true;
-                                return match framing {
-                                    Framing::Lines => {
-                                        let last = crate::kube::status::watch_error_line(
-                                            f.code.as_u16(),
-                                            f.reason,
-                                            &f.message,
-                                        );
-                                        Some((Ok(Frame::data(Bytes::from(last))), st))
-                                    }
-                                    Framing::LengthPrefixed => None,
-                                };
+                                let last = f.watch_error_event(framing);
+                                if last.is_empty() {
+                                    return None;
+                                }
+                                return Some((Ok(Frame::data(last)), st));
                             }
                             st.framer.push(&data);
                         }

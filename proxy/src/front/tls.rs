@@ -21,56 +21,37 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::PrivateKeyDer;
 use rustls::server::danger::ClientCertVerifier;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
 
+use crate::net::pem_file::{self, FileError};
 use crate::net::tls::{Identity, TlsError};
+use crate::net::tls_error::{certificates, TlsPartError};
 
 /// Why the front's TLS configuration can't be built. Never quotes the CA
 /// bundle or a certificate.
 #[derive(Debug, thiserror::Error)]
 pub enum FrontTlsError {
-    /// The request-header CA bundle is not PEM.
-    #[error("request-header CA bundle: {0}")]
-    CaPem(#[source] rustls::pki_types::pem::Error),
-    /// The request-header CA bundle holds no certificate.
-    #[error("request-header CA bundle: no PEM certificate found")]
-    NoCa,
+    /// The request-header CA bundle (not PEM, holding no certificate,
+    /// refused as a verifier's roots), the serving certificate or key
+    /// can't be used, or the crypto provider refused the protocol versions.
+    #[error(transparent)]
+    Part(#[from] TlsPartError),
     /// No certificate of the bundle is usable as a trust anchor.
-    #[error("request-header CA bundle: none of its {0} certificate(s) is usable as a CA")]
+    #[error("{CA_BUNDLE}: none of its {0} certificate(s) is usable as a CA")]
     NoUsableCa(usize),
-    /// rustls refused the verifier over the bundle.
-    #[error("request-header CA bundle: {0}")]
-    Verifier(#[source] rustls::server::VerifierBuilderError),
     /// The request-header CA file can't be read.
-    #[error("{}: {source}", path.display())]
-    ReadCa {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The serving certificate is not PEM.
-    #[error("front serving certificate: {0}")]
-    CertificatePem(#[source] rustls::pki_types::pem::Error),
-    /// The serving certificate holds no certificate.
-    #[error("front serving certificate: no PEM certificate found")]
-    NoCertificate,
-    /// The serving key is not PEM.
-    #[error("front serving key: {0}")]
-    KeyPem(#[source] rustls::pki_types::pem::Error),
-    /// The crypto provider refused the protocol versions.
-    #[error("{0}")]
-    Versions(#[source] rustls::Error),
-    /// The serving certificate and key don't make an identity.
-    #[error("front serving certificate: {0}")]
-    Certificate(#[source] rustls::Error),
+    #[error(transparent)]
+    ReadCa(#[from] FileError),
     /// The serving certificate or key file can't be read.
     #[error(transparent)]
     Files(#[from] TlsError),
 }
+
+const CA_BUNDLE: &str = "request-header CA bundle";
+const SERVING_CERT: &str = "front serving certificate";
 
 /// How often, at most, [`ReloadingConfig::current`] looks at the files.
 pub const DEFAULT_RELOAD_INTERVAL: Duration = Duration::from_secs(5);
@@ -87,12 +68,7 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 /// skipped (and logged as a count), and a bundle with no usable one is an
 /// error. Errors never quote the bundle.
 pub fn client_ca_roots(client_ca_pem: &[u8]) -> Result<RootCertStore, FrontTlsError> {
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(client_ca_pem)
-        .collect::<Result<_, _>>()
-        .map_err(FrontTlsError::CaPem)?;
-    if certs.is_empty() {
-        return Err(FrontTlsError::NoCa);
-    }
+    let certs = certificates(client_ca_pem, CA_BUNDLE)?;
     let mut roots = RootCertStore::empty();
     let (added, ignored) = roots.add_parsable_certificates(certs);
     if added == 0 {
@@ -113,10 +89,11 @@ pub fn client_ca_roots(client_ca_pem: &[u8]) -> Result<RootCertStore, FrontTlsEr
 /// handshake (they get 401 from the handler).
 pub fn client_verifier(client_ca_pem: &[u8]) -> Result<Arc<dyn ClientCertVerifier>, FrontTlsError> {
     let roots = client_ca_roots(client_ca_pem)?;
-    WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
+    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
         .allow_unauthenticated()
         .build()
-        .map_err(FrontTlsError::Verifier)
+        .map_err(TlsPartError::verifier(CA_BUNDLE))?;
+    Ok(verifier)
 }
 
 /// A rustls server configuration for the front: `serving` as the server's
@@ -134,21 +111,17 @@ fn build(
     key_pem: &str,
     client_ca_pem: &[u8],
 ) -> Result<Arc<ServerConfig>, FrontTlsError> {
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
-        .collect::<Result<_, _>>()
-        .map_err(FrontTlsError::CertificatePem)?;
-    if certs.is_empty() {
-        return Err(FrontTlsError::NoCertificate);
-    }
-    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(FrontTlsError::KeyPem)?;
+    let certs = certificates(cert_pem.as_bytes(), SERVING_CERT)?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes())
+        .map_err(TlsPartError::pem("front serving key"))?;
     let verifier = client_verifier(client_ca_pem)?;
     let mut cfg = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(FrontTlsError::Versions)?
+        .map_err(TlsPartError::versions)?
         .with_client_cert_verifier(verifier)
         // Also checks that the key is the certificate's.
         .with_single_cert(certs, key)
-        .map_err(FrontTlsError::Certificate)?;
+        .map_err(TlsPartError::refused(SERVING_CERT))?;
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(cfg))
 }
@@ -366,10 +339,7 @@ fn load(
     let ca_file;
     let ca: &[u8] = match client_ca {
         ClientCaSource::File(p) => {
-            ca_file = std::fs::read(p).map_err(|source| FrontTlsError::ReadCa {
-                path: p.clone(),
-                source,
-            })?;
+            ca_file = pem_file::read(p)?;
             &ca_file
         }
         ClientCaSource::Pem(pem) => pem,

@@ -15,6 +15,7 @@ use rustls::sign::CertifiedKey;
 use rustls::ServerConfig;
 
 use super::pem_file::{not_pem, read, FileError};
+use super::tls_error::TlsPartError;
 use crate::file_stamp::{file_stamp as stamp, FileStamp as Stamp};
 
 /// How often the files are checked for a change.
@@ -51,8 +52,8 @@ pub enum CertFilesError {
         source: rustls::Error,
     },
     /// The crypto provider refused the protocol versions.
-    #[error("{0}")]
-    Versions(#[source] rustls::Error),
+    #[error(transparent)]
+    Versions(#[from] TlsPartError),
 }
 
 struct State {
@@ -153,7 +154,7 @@ impl ReloadingCert {
     pub fn server_config(self: Arc<Self>) -> Result<Arc<ServerConfig>, CertFilesError> {
         let mut cfg = ServerConfig::builder_with_provider(self.provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(CertFilesError::Versions)?
+            .map_err(TlsPartError::versions)?
             .with_no_client_auth()
             .with_cert_resolver(self);
         cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];

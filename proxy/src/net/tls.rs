@@ -9,10 +9,11 @@ use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
 };
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::PrivateKeyDer;
 use rustls::ServerConfig;
 
 use super::pem_file::{read_text, FileError};
+use super::tls_error::{certificates, TlsPartError};
 
 /// Why a TLS identity or server configuration can't be had.
 #[derive(Debug, thiserror::Error)]
@@ -23,21 +24,10 @@ pub enum TlsError {
     /// rcgen could not make the CA or the certificate.
     #[error("generating certificates: {0}")]
     Generate(#[from] rcgen::Error),
-    /// The serving certificate is not PEM.
-    #[error("serving certificate: {0}")]
-    CertificatePem(#[source] rustls::pki_types::pem::Error),
-    /// The serving certificate holds no certificate.
-    #[error("serving certificate: no PEM certificate found")]
-    NoCertificate,
-    /// The serving key is not PEM.
-    #[error("serving key: {0}")]
-    KeyPem(#[source] rustls::pki_types::pem::Error),
-    /// The crypto provider refused the protocol versions.
-    #[error("{0}")]
-    Versions(#[source] rustls::Error),
-    /// The certificate and key don't make an identity.
-    #[error("serving certificate: {0}")]
-    Certificate(#[source] rustls::Error),
+    /// The serving certificate or key can't be used, or the crypto
+    /// provider refused the protocol versions.
+    #[error(transparent)]
+    Part(#[from] TlsPartError),
 }
 
 /// A certificate chain and its key, PEM.
@@ -113,21 +103,16 @@ pub fn generate_for(
 
 /// A rustls server configuration offering h2 and http/1.1.
 pub fn server_config(id: &Identity) -> Result<Arc<ServerConfig>, TlsError> {
-    let certs: Vec<CertificateDer<'static>> =
-        CertificateDer::pem_slice_iter(id.cert_pem.as_bytes())
-            .collect::<Result<_, _>>()
-            .map_err(TlsError::CertificatePem)?;
-    if certs.is_empty() {
-        return Err(TlsError::NoCertificate);
-    }
-    let key = PrivateKeyDer::from_pem_slice(id.key_pem.as_bytes()).map_err(TlsError::KeyPem)?;
+    let certs = certificates(id.cert_pem.as_bytes(), "serving certificate")?;
+    let key = PrivateKeyDer::from_pem_slice(id.key_pem.as_bytes())
+        .map_err(TlsPartError::pem("serving key"))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut cfg = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(TlsError::Versions)?
+        .map_err(TlsPartError::versions)?
         .with_no_client_auth()
         .with_single_cert(certs, key)
-        .map_err(TlsError::Certificate)?;
+        .map_err(TlsPartError::refused("serving certificate"))?;
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(cfg))
 }

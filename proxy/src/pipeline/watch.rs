@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use http::header;
 use http::Response;
 
@@ -13,7 +12,6 @@ use super::exchange::{Answer, Exchange, Forward};
 use crate::body::budget::Held;
 use crate::body::Body;
 use crate::body::{rewrite_frames, Rewritten};
-use crate::kube::status::watch_error_line;
 use crate::kube::MediaType;
 use crate::observe::metrics::Metrics;
 use crate::rewrite::framing::Framing;
@@ -72,15 +70,11 @@ pub(crate) fn rename_events(
             let out = hooks.watch_event(&ctx, framing, event, out)?;
             Ok(out.map_or(Rewritten::Same, Rewritten::New))
         },
-        move |e| match framing {
-            Framing::Lines => Bytes::from(watch_error_line(
-                502,
-                "InternalError",
-                &format!("a watch event from the API server can't be renamed: {e}"),
-            )),
-            // A protobuf watch has no error frame a client reads as such:
-            // the stream just ends.
-            Framing::LengthPrefixed => Bytes::new(),
+        move |e| {
+            Failure::bad_gateway(format!(
+                "a watch event from the API server can't be renamed: {e}"
+            ))
+            .watch_error_event(framing)
         },
     );
     Ok(Response::from_parts(parts, body))

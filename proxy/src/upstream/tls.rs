@@ -12,32 +12,15 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 use super::Resolved;
+use crate::net::tls_error::TlsPartError;
 
-/// Why the TLS client configuration can't be built.
-#[derive(Debug, thiserror::Error)]
-pub enum ClientTlsError {
-    /// The crypto provider refused the protocol versions.
-    #[error("{0}")]
-    Versions(#[source] rustls::Error),
-    /// The CA bundle is not PEM.
-    #[error("certificate authority: {0}")]
-    CaPem(#[source] rustls::pki_types::pem::Error),
-    /// A CA certificate is not usable as a root.
-    #[error("certificate authority: {0}")]
-    CaCertificate(#[source] rustls::Error),
-    /// The CA bundle holds no certificate.
-    #[error("certificate authority: no PEM certificate found")]
-    NoCaCertificate,
-    /// The client certificate is not PEM.
-    #[error("client certificate: {0}")]
-    ClientCertificatePem(#[source] rustls::pki_types::pem::Error),
-    /// The client key is not PEM.
-    #[error("client key: {0}")]
-    ClientKey(#[source] rustls::pki_types::pem::Error),
-    /// The client certificate and key don't make an identity.
-    #[error("client certificate: {0}")]
-    ClientCertificate(#[source] rustls::Error),
-}
+/// Why the TLS client configuration can't be built: its parts are the
+/// `certificate authority` (not PEM, holding no certificate, one not
+/// usable as a root), the `client certificate` and the `client key`.
+pub type ClientTlsError = TlsPartError;
+
+const CA: &str = "certificate authority";
+const CLIENT_CERT: &str = "client certificate";
 
 pub(super) fn tls_config(
     r: &Resolved,
@@ -47,7 +30,7 @@ pub(super) fn tls_config(
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(ClientTlsError::Versions)?;
+        .map_err(TlsPartError::versions)?;
     let builder = if insecure {
         builder
             .dangerous()
@@ -56,11 +39,11 @@ pub(super) fn tls_config(
         let mut roots = RootCertStore::empty();
         if let Some(pem) = &r.ca_pem {
             for cert in CertificateDer::pem_slice_iter(pem) {
-                let cert = cert.map_err(ClientTlsError::CaPem)?;
-                roots.add(cert).map_err(ClientTlsError::CaCertificate)?;
+                let cert = cert.map_err(TlsPartError::pem(CA))?;
+                roots.add(cert).map_err(TlsPartError::refused(CA))?;
             }
             if roots.is_empty() {
-                return Err(ClientTlsError::NoCaCertificate);
+                return Err(TlsPartError::NoCertificate { part: CA });
             }
         } else {
             // No CA given: the system's roots, as kubectl does. The image is
@@ -74,11 +57,12 @@ pub(super) fn tls_config(
         Some((cert, key)) => {
             let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert)
                 .collect::<Result<_, _>>()
-                .map_err(ClientTlsError::ClientCertificatePem)?;
-            let key = PrivateKeyDer::from_pem_slice(key).map_err(ClientTlsError::ClientKey)?;
+                .map_err(TlsPartError::pem(CLIENT_CERT))?;
+            let key =
+                PrivateKeyDer::from_pem_slice(key).map_err(TlsPartError::pem("client key"))?;
             builder
                 .with_client_auth_cert(certs, key)
-                .map_err(ClientTlsError::ClientCertificate)
+                .map_err(TlsPartError::refused(CLIENT_CERT))
         }
         None => Ok(builder.with_no_client_auth()),
     }

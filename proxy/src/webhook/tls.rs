@@ -19,29 +19,23 @@ use crate::front::tls::client_ca_roots;
 use crate::net::issued_cert::IssuedCert;
 use crate::net::serving_cert::ReloadingCert;
 use crate::net::tls::Identity;
+use crate::net::tls_error::TlsPartError;
 
 /// Why the webhook listener's TLS configuration can't be built.
 #[derive(Debug, thiserror::Error)]
 pub enum WebhookTlsError {
-    /// The crypto provider refused the protocol versions.
-    #[error("{0}")]
-    Versions(#[source] rustls::Error),
     /// The client CA bundle is unusable.
-    #[error("webhooks.clientCaFile: {0}")]
+    #[error("{CLIENT_CA}: {0}")]
     ClientCa(#[source] crate::front::tls::FrontTlsError),
-    /// rustls refused the verifier over the client CA bundle.
-    #[error("webhooks.clientCaFile: {0}")]
-    Verifier(#[source] rustls::server::VerifierBuilderError),
-    /// The generated serving certificate is not PEM.
-    #[error("webhook serving certificate: {0}")]
-    CertificatePem(#[source] rustls::pki_types::pem::Error),
-    /// The generated serving key is not PEM.
-    #[error("webhook serving key: {0}")]
-    KeyPem(#[source] rustls::pki_types::pem::Error),
-    /// The serving certificate and key don't make an identity.
-    #[error("webhook serving certificate: {0}")]
-    Certificate(#[source] rustls::Error),
+    /// rustls refused the verifier over the client CA bundle, the
+    /// generated serving certificate or key can't be used, or the crypto
+    /// provider refused the protocol versions.
+    #[error(transparent)]
+    Part(#[from] TlsPartError),
 }
+
+const CLIENT_CA: &str = "webhooks.clientCaFile";
+const SERVING_CERT: &str = "webhook serving certificate";
 
 /// The serving certificate: files (re-read when they change) or generated.
 pub enum Serving {
@@ -63,13 +57,13 @@ pub fn server_config(
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(WebhookTlsError::Versions)?;
+        .map_err(TlsPartError::versions)?;
     let builder = match client_ca_pem {
         Some(pem) => {
             let roots = client_ca_roots(pem).map_err(WebhookTlsError::ClientCa)?;
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
                 .build()
-                .map_err(WebhookTlsError::Verifier)?;
+                .map_err(TlsPartError::verifier(CLIENT_CA))?;
             builder.with_client_cert_verifier(verifier)
         }
         None => builder.with_no_client_auth(),
@@ -81,12 +75,12 @@ pub fn server_config(
             let certs: Vec<CertificateDer<'static>> =
                 CertificateDer::pem_slice_iter(id.cert_pem.as_bytes())
                     .collect::<Result<_, _>>()
-                    .map_err(WebhookTlsError::CertificatePem)?;
+                    .map_err(TlsPartError::pem(SERVING_CERT))?;
             let key = PrivateKeyDer::from_pem_slice(id.key_pem.as_bytes())
-                .map_err(WebhookTlsError::KeyPem)?;
+                .map_err(TlsPartError::pem("webhook serving key"))?;
             builder
                 .with_single_cert(certs, key)
-                .map_err(WebhookTlsError::Certificate)?
+                .map_err(TlsPartError::refused(SERVING_CERT))?
         }
     };
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
