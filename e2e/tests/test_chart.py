@@ -627,10 +627,19 @@ def test_publish_mode(case, regroup_bin, tmp_path):
     bindings = {b["roleRef"]["name"]: b for b in by_kind(objs, "ClusterRoleBinding")}
     assert set(bindings) == {role["metadata"]["name"], "system:auth-delegator"}
     assert all(b["subjects"] == sa for b in bindings.values())
-    (reader,) = by_kind(objs, "RoleBinding")
+    role_bindings = by_kind(objs, "RoleBinding")
+    assert len(role_bindings) == 2, [(b["metadata"], b["roleRef"]) for b in role_bindings]
+    lease_binding = next(b for b in role_bindings if b["roleRef"]["name"].endswith("-lease"))
+    reader = next(b for b in role_bindings if b is not lease_binding)
     assert reader["metadata"]["namespace"] == "kube-system"
     assert reader["roleRef"]["name"] == "extension-apiserver-authentication-reader" and reader["subjects"] == sa
-    assert not by_kind(objs, "Role")
+    # The Lease the replicas elect the Secret copier with, in the release's namespace.
+    (lease,) = by_kind(objs, "Role")
+    assert lease["rules"] == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                               "verbs": ["get", "create", "update"]}]
+    assert lease_binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                        "name": lease["metadata"]["name"]}
+    assert lease_binding["subjects"] == sa
 
 
 def test_publish_mode_options(regroup_bin, tmp_path):

@@ -164,7 +164,11 @@ impl Published {
 impl Published {
     /// A request body on its way to the central cluster (the publisher's
     /// request phase).
-    pub(crate) fn to_central(&mut self, media: MediaType, bytes: Bytes) -> Result<Bytes, Failure> {
+    pub(crate) fn body_for_central(
+        &mut self,
+        media: MediaType,
+        bytes: Bytes,
+    ) -> Result<Bytes, Failure> {
         if bytes.is_empty() {
             return Ok(match (&self.uid, self.delete) {
                 (Some(uid), true) => serde_json::to_vec(&json!({
@@ -221,7 +225,9 @@ mod tests {
     }
 
     fn body(p: &mut Published, media: MediaType, doc: &str) -> Json {
-        let out = p.to_central(media, Bytes::from(doc.to_owned())).unwrap();
+        let out = p
+            .body_for_central(media, Bytes::from(doc.to_owned()))
+            .unwrap();
         serde_json::from_slice(&out).unwrap()
     }
 
@@ -287,7 +293,7 @@ mod tests {
     fn protobuf_writes_are_refused_not_passed() {
         let mut p = published(None);
         let e = p
-            .to_central(MediaType::Protobuf, Bytes::from_static(b"k8s\0"))
+            .body_for_central(MediaType::Protobuf, Bytes::from_static(b"k8s\0"))
             .unwrap_err();
         assert_eq!(e.code, http::StatusCode::UNSUPPORTED_MEDIA_TYPE);
     }

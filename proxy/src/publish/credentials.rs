@@ -147,7 +147,7 @@ impl Credentials {
         }
         let resolved = from_secret(&doc, &self.central)
             .map_err(|why| Failure::forbidden(format!("the {what} can't be used: {why}")))?;
-        let upstream = Upstream::with_timeouts(&resolved, false, self.timeouts.clone())
+        let upstream = Upstream::with_timeouts(&resolved, false, self.timeouts)
             .map_err(|e| Failure::forbidden(format!("the {what} can't be used: {e}")))?;
         let upstream = Arc::new(upstream);
         tracing::info!(secret = %what, "central credential read");

@@ -68,7 +68,7 @@ async fn started(
         &p.central,
         &crate::upstream::from_settings::Target::default(),
     )
-    .map_err(|e| PublishError::Central(e.into()))?;
+    .map_err(PublishError::Central)?;
     let credentials = Arc::new(credentials::Credentials::new(
         remote.clone(),
         central.clone(),

@@ -652,7 +652,7 @@ impl Amend for Publisher {
         bytes: Bytes,
     ) -> Result<Bytes, Failure> {
         match ctx.slots.get_mut::<Asked>() {
-            Some(asked) => asked.published.to_central(media, bytes),
+            Some(asked) => asked.published.body_for_central(media, bytes),
             None => Ok(bytes),
         }
     }
