@@ -111,11 +111,11 @@ impl Elector {
         if status == StatusCode::FORBIDDEN {
             // Deployed before the Lease: one replica copies as before, but
             // two would both copy. Said at every round.
-            return Err(format!(
-                "regroup may not read the Lease {}/{} (403): copying without election; give its ServiceAccount get, create and update on leases there (`regroup publish-manifests` prints the Role)",
-                self.namespace, self.name
-            ))
-            .or(Ok(true));
+            tracing::warn!(
+                lease = %format!("{}/{}", self.namespace, self.name),
+                "regroup may not read its Lease (403): copying without election; give its ServiceAccount get, create and update on leases there (`regroup publish-manifests` prints the Role)"
+            );
+            return Ok(true);
         }
         if !status.is_success() {
             return Err(format!("reading the Lease: {status}"));
