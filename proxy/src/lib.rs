@@ -21,6 +21,7 @@ pub mod observe;
 pub mod pipeline;
 pub mod publish;
 pub mod render;
+pub mod stacks;
 pub mod status;
 pub mod upstream;
 pub mod webhook;

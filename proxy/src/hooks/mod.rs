@@ -7,7 +7,7 @@
 //! four after it), the response body or each watch event
 //! ([`Amend::response_body`], [`Amend::watch_event`]), and the answer
 //! last ([`Amend::answered`]). Every phase gets the request's one context
-//! ([`Ctx`], `pipeline/context.rs`): what a hook learns on the way in it
+//! ([`Ctx`], `context.rs`): what a hook learns on the way in it
 //! keeps there for the way out. The phases are named by where they sit;
 //! the encodings (JSON, YAML, protobuf) are dispatched below them
 //! ([`to_app`]).
@@ -17,7 +17,7 @@
 //! the front trust (`front_trust/`: the app trusts regroup's front), the
 //! webhook registrations (`registrations/`: the cluster calls the app's
 //! webhooks through regroup) and publish mode's (`publish/publisher.rs`).
-//! Every stack's list is composed in `pipeline/stacks.rs`.
+//! Every stack's list is composed in `stacks.rs`.
 
 pub mod front_identity;
 pub mod front_trust;
@@ -41,7 +41,9 @@ use crate::rewrite::framing::Framing;
 use crate::rewrite::{Engine, RewriteError};
 use crate::status::Failure;
 
-pub(crate) use crate::pipeline::context::Ctx;
+pub(crate) mod context;
+
+pub(crate) use context::Ctx;
 
 /// The amendments a stack applies, in order.
 pub(crate) type Amendments = Vec<Arc<dyn Amend>>;

@@ -13,7 +13,7 @@ use hyper::body::Incoming;
 use regroup_config::{Direction, GroupMap};
 use rustls::pki_types::CertificateDer;
 
-use super::context::Ctx;
+use crate::hooks::Ctx;
 use crate::body::Body;
 use crate::front::auth::Rejection;
 use crate::hooks::{Amend, Amendments, Route};

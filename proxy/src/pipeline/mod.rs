@@ -1,6 +1,6 @@
 //! The request pipeline every stack shares: one driver (`forward`) that
 //! calls the steps in order, each in its own file, over one exchange
-//! (`exchange.rs`) and one context (`context.rs`: made when the request
+//! (`exchange.rs`) and one context (`hooks/context.rs`: made when the request
 //! arrives, handed to every phase of every hook), and is the only caller
 //! of the hooks' phases (`hook_calls.rs`) but the patch's.
 //!
@@ -26,9 +26,8 @@
 //!
 //! Every failure is a [`Failure`]; `respond.rs` (the `Responder`) turns it
 //! into a `Status`, a metric and a log line, in one place. The stacks are
-//! composed in `stacks.rs`; `proxy.rs` serves a request on one.
+//! composed in `stacks.rs` (above `pipeline/` and `publish/`); `proxy.rs` serves a request on one.
 
-pub(crate) mod context;
 pub(crate) mod credentials;
 pub(crate) mod errors;
 pub(crate) mod etag;
@@ -46,7 +45,6 @@ pub(crate) mod request_body;
 pub(crate) mod respond;
 pub(crate) mod response;
 pub(crate) mod response_headers;
-pub mod stacks;
 pub(crate) mod target;
 pub(crate) mod upgrade;
 pub(crate) mod watch;
@@ -60,7 +58,7 @@ use hyper::body::Incoming;
 use crate::body::Body;
 use crate::rewrite::Engine;
 use crate::status::{page_not_found, Failure};
-pub(crate) use context::Ctx;
+pub(crate) use crate::hooks::Ctx;
 pub use exchange::BodyLimits;
 pub(crate) use exchange::{Exchange, Forward, Outgoing};
 use request_body::Taken;

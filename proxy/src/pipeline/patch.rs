@@ -29,7 +29,7 @@ use json_patch::PatchOperation;
 use regroup_config::Direction;
 use serde_json::Value as Json;
 
-use super::context::Ctx;
+use crate::hooks::Ctx;
 use super::exchange::{Exchange, Outgoing, BODY_LIMIT};
 use crate::body::{collect, full, Body};
 use crate::hooks::{json_doc, Amend};

@@ -15,7 +15,7 @@ use crate::body::Body;
 use crate::kube::RequestInfo;
 use crate::observe::metrics::Metrics;
 use crate::pipeline;
-use crate::pipeline::context::Ctx;
+use crate::hooks::Ctx;
 use crate::pipeline::exchange::Forward;
 use crate::pipeline::live::Live;
 use crate::status::Failure;

@@ -8,7 +8,7 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::Method;
 use hyper::body::Incoming;
 
-use super::context::Ctx;
+use crate::hooks::Ctx;
 use super::exchange::{Exchange, Forward};
 use super::gzip;
 use crate::body::budget::{self, budget, Held, Reason};

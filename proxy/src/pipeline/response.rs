@@ -6,7 +6,7 @@ use http::{Method, Response};
 
 use std::sync::Arc;
 
-use super::context::Ctx;
+use crate::hooks::Ctx;
 use super::exchange::{Answer, Exchange, Forward};
 use super::{errors, etag, list, openapi, proto_list, response_headers, watch, whole};
 use crate::body::budget;

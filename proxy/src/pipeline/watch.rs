@@ -7,7 +7,7 @@ use std::sync::Arc;
 use http::header;
 use http::Response;
 
-use super::context::Ctx;
+use crate::hooks::Ctx;
 use super::exchange::{Answer, Exchange, Forward};
 use crate::body::budget::Held;
 use crate::body::Body;

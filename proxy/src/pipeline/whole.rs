@@ -5,7 +5,7 @@ use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::Response;
 
-use super::context::Ctx;
+use crate::hooks::Ctx;
 use super::exchange::{Answer, Exchange, Forward, BODY_LIMIT};
 use super::gzip;
 use crate::body::budget::{self, Reason};

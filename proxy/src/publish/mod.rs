@@ -31,7 +31,7 @@ use publisher::{PublishSettings, Publisher};
 
 /// What publish mode's start hands the front.
 pub struct Published {
-    /// The hook of the publish stack (`pipeline/stacks.rs`).
+    /// The hook of the publish stack (`stacks.rs`).
     pub publisher: Arc<Publisher>,
     /// regroup's own reads of the central cluster (`/readyz`).
     pub central: OwnClient,

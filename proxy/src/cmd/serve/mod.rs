@@ -159,7 +159,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), StartError> {
             servers.push(task);
             registration = r;
         }
-        // The sidecar, composed once its hooks are known (`pipeline/stacks.rs`).
+        // The sidecar, composed once its hooks are known (`stacks.rs`).
         let sidecar = Proxy::sidecar_with(
             live.clone(),
             upstream,

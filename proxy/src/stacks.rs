@@ -21,9 +21,9 @@ use std::sync::{Arc, RwLock};
 
 use regroup_config::Direction;
 
-use super::exchange::{BodyLimits, Forward};
-use super::live::Live;
-use super::proxy::Proxy;
+use crate::pipeline::exchange::{BodyLimits, Forward};
+use crate::pipeline::live::Live;
+use crate::pipeline::proxy::Proxy;
 use crate::front::auth::RequestHeaderConfig;
 use crate::hooks::front_identity::FrontIdentity;
 use crate::hooks::front_trust::FrontTrust;

@@ -1,5 +1,5 @@
 //! The context of one request: made by the stack when the request arrives,
-//! owned by the driver (`mod.rs`), handed to every phase of every hook
+//! owned by the driver (`pipeline/mod.rs`), handed to every phase of every hook
 //! (`hooks/`). What a hook learns on the way in (who the caller is, where
 //! the request goes, what it asked for) it keeps here for the way out, in
 //! a slot of its own type: no hook needs a lock or a stack of its own per
