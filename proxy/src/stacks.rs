@@ -21,15 +21,15 @@ use std::sync::{Arc, RwLock};
 
 use regroup_config::Direction;
 
-use crate::pipeline::exchange::{BodyLimits, Forward};
-use crate::pipeline::live::Live;
-use crate::pipeline::proxy::Proxy;
 use crate::front::auth::RequestHeaderConfig;
 use crate::hooks::front_identity::FrontIdentity;
 use crate::hooks::front_trust::FrontTrust;
 use crate::hooks::registrations::WebhookRegistration;
 use crate::hooks::Amend;
 use crate::observe::metrics::Metrics;
+use crate::pipeline::exchange::{BodyLimits, Forward};
+use crate::pipeline::live::Live;
+use crate::pipeline::proxy::Proxy;
 use crate::publish::publisher::Publisher;
 use crate::upstream::Upstream;
 

@@ -13,9 +13,9 @@ use hyper::body::Incoming;
 use regroup_config::{Direction, GroupMap};
 use rustls::pki_types::CertificateDer;
 
-use crate::hooks::Ctx;
 use crate::body::Body;
 use crate::front::auth::Rejection;
+use crate::hooks::Ctx;
 use crate::hooks::{Amend, Amendments, Route};
 use crate::kube::MediaType;
 use crate::rewrite::framing::Framing;

@@ -56,9 +56,9 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 
 use crate::body::Body;
+pub(crate) use crate::hooks::Ctx;
 use crate::rewrite::Engine;
 use crate::status::{page_not_found, Failure};
-pub(crate) use crate::hooks::Ctx;
 pub use exchange::BodyLimits;
 pub(crate) use exchange::{Exchange, Forward, Outgoing};
 use request_body::Taken;
@@ -123,13 +123,14 @@ pub(crate) async fn forward(
     let remake: &(dyn Fn() -> http::HeaderMap + Sync) = &remake;
     // The one sender: the request's upstream, its failures as Statuses.
     let send = |o, body, again| credentials::send(fwd, &x.upstream, o, body, again);
+    // How the patch step renames a body (the engine's, as any request's).
+    let rename = |media, bytes| request_body::renamed(fwd, &x, media, bytes);
     let answer = match request_body::take(fwd, &x, &mut ctx, &mut to.headers, body).await? {
         Taken::Body(body) => send(to, body, Some(remake)).await?,
         // A patch a hook serves: read, amended, written, one loop; held
         // until it ends.
         Taken::Patch(bytes, _held) => {
             let hook = x.hooks.patch_server().expect("taken for a hook's patch");
-            let rename = |media, bytes| request_body::renamed(fwd, &x, media, bytes);
             let d = patch::Driver {
                 rename,
                 send: |o, body| send(o, body, None),

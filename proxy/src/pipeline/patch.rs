@@ -29,9 +29,9 @@ use json_patch::PatchOperation;
 use regroup_config::Direction;
 use serde_json::Value as Json;
 
-use crate::hooks::Ctx;
 use super::exchange::{Exchange, Outgoing, BODY_LIMIT};
 use crate::body::{collect, full, Body};
+use crate::hooks::Ctx;
 use crate::hooks::{json_doc, Amend};
 use crate::kube::{MediaType, PatchKind, Wire};
 use crate::rewrite::Context;

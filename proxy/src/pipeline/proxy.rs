@@ -12,10 +12,10 @@ use hyper::body::Incoming;
 use rustls::pki_types::CertificateDer;
 
 use crate::body::Body;
+use crate::hooks::Ctx;
 use crate::kube::RequestInfo;
 use crate::observe::metrics::Metrics;
 use crate::pipeline;
-use crate::hooks::Ctx;
 use crate::pipeline::exchange::Forward;
 use crate::pipeline::live::Live;
 use crate::status::Failure;

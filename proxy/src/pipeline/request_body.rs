@@ -8,12 +8,12 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::Method;
 use hyper::body::Incoming;
 
-use crate::hooks::Ctx;
 use super::exchange::{Exchange, Forward};
 use super::gzip;
 use crate::body::budget::{self, budget, Held, Reason};
 use crate::body::Body;
 use crate::body::{collect_held, full, holding, pass, HeldCollectError};
+use crate::hooks::Ctx;
 use crate::kube::{MediaType, Wire};
 use crate::rewrite::{Context, RewriteError};
 use crate::status::Failure;

@@ -6,12 +6,12 @@ use http::{Method, Response};
 
 use std::sync::Arc;
 
-use crate::hooks::Ctx;
 use super::exchange::{Answer, Exchange, Forward};
 use super::{errors, etag, list, openapi, proto_list, response_headers, watch, whole};
 use crate::body::budget;
 use crate::body::pass;
 use crate::body::Body;
+use crate::hooks::Ctx;
 use crate::kube::{media, MediaType, Wire};
 use crate::status::Failure;
 use crate::upstream::ResponseBody;

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use http::header;
 use http::Response;
 
-use crate::hooks::Ctx;
 use super::exchange::{Answer, Exchange, Forward};
 use crate::body::budget::Held;
 use crate::body::Body;
 use crate::body::{rewrite_frames, Rewritten};
+use crate::hooks::Ctx;
 use crate::kube::MediaType;
 use crate::observe::metrics::Metrics;
 use crate::rewrite::framing::Framing;

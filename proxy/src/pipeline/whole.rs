@@ -5,12 +5,12 @@ use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::Response;
 
-use crate::hooks::Ctx;
 use super::exchange::{Answer, Exchange, Forward, BODY_LIMIT};
 use super::gzip;
 use crate::body::budget::{self, Reason};
 use crate::body::Body;
 use crate::body::{collect_held, full, holding, HeldCollectError};
+use crate::hooks::Ctx;
 use crate::rewrite::{Context, RewriteError};
 use crate::status::Failure;
 
