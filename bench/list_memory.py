@@ -21,6 +21,14 @@ JSON list's through the same binary and against the first binary's for the
 same list. Every answer is checked (the item
 count, no unrenamed name left) and the binaries' answers must be
 byte-identical. Nothing is asserted about the numbers: they are printed.
+
+The baseline, in the same run: a second nginx as a plain reverse proxy
+(`proxy_pass`, buffering off: it streams as regroup does) passing the same
+bytes to the same client; each row's time is also given against it.
+Then a watch stream: the captured Foo watch event (243-watch-foo-json)
+repeated --watch-events times as one JSON-lines answer to a `?watch=1`
+GET, renamed event by event; events a second through regroup and through
+the nginx proxy, and their ratio (regroup's CPU time for it too: one CPU).
 """
 
 import argparse
@@ -41,6 +49,8 @@ PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 CLUSTER = b"samplecontroller.team1.example.com"
 APP = b"samplecontroller.k8s.io"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
+WATCH_PATH = "/apis/samplecontroller.team1.example.com/v1alpha1/namespaces/renamed/foos"
+WATCH_APP_PATH = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/renamed/foos"
 
 children = []
 
@@ -170,11 +180,55 @@ http {{
     }}
     location = /_protobuf {{ internal; default_type {PROTOBUF}; alias {files['protobuf']}; }}
     location = /_json {{ internal; default_type application/json; alias {files['json']}; }}
+    location = {WATCH_PATH} {{ default_type application/json; alias {files['watch']}; }}
   }}
 }}
 """
         )
     return conf
+
+
+def nginx_proxy_conf(tmp, port, upstream_port):
+    """nginx as a plain reverse proxy in front of the upstream: the floor."""
+    user = "user root;\n" if os.geteuid() == 0 else ""
+    conf = os.path.join(tmp, "proxy.conf")
+    with open(conf, "w") as f:
+        f.write(
+            f"""{user}daemon off;
+worker_processes 1;
+pid {tmp}/proxy.pid;
+error_log {tmp}/proxy.error.log warn;
+events {{ worker_connections 64; }}
+http {{
+  access_log off;
+  client_body_temp_path {tmp}/pb; proxy_temp_path {tmp}/pp; fastcgi_temp_path {tmp}/pf;
+  uwsgi_temp_path {tmp}/pu; scgi_temp_path {tmp}/ps;
+  server {{
+    listen 127.0.0.1:{port};
+    location / {{
+      proxy_pass http://127.0.0.1:{upstream_port};
+      proxy_http_version 1.1;
+      proxy_buffering off;
+    }}
+  }}
+}}
+"""
+        )
+    return conf
+
+
+def watch_stream(count):
+    """The captured Foo watch event repeated `count` times, JSON lines."""
+    with open(os.path.join(CASES, "243-watch-foo-json/response.body"), "rb") as f:
+        first = f.read().split(b"\n")[0]
+    return (first + b"\n") * count
+
+
+def cpu_seconds(pid):
+    """User and system CPU time of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def kubeconfig(tmp, port):
@@ -192,11 +246,11 @@ users: [{{name: u, user: {{token: bench}}}}]
     return path
 
 
-def get(port, accept):
+def get(port, accept, path=PATH):
     """GETs the list; returns (status, size, sha256, count of each name, seconds)."""
     t0 = time.time()
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-    c.request("GET", PATH, headers={"Accept": accept})
+    c.request("GET", path, headers={"Accept": accept})
     r = c.getresponse()
     h = hashlib.sha256()
     size, app, cluster, carry = 0, 0, 0, b""
@@ -242,6 +296,8 @@ def main():
         help="another regroup binary measured in the same run (e.g. before=/tmp/regroup-old)",
     )
     ap.add_argument("--nginx", default=shutil.which("nginx") or "/usr/sbin/nginx")
+    ap.add_argument("--watch-events", type=int, default=200_000,
+                    help="events of the watch-stream row")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--budget-bytes", type=int, default=None,
                     help="limits.memoryBudgetBytes for every binary (main f57a74f, which held a protobuf "
@@ -265,8 +321,13 @@ def main():
             with open(files[enc], "wb") as f:
                 f.write(body)
             del body
+        files["watch"] = os.path.join(tmp, "watch.json")
+        with open(files["watch"], "wb") as f:
+            f.write(watch_stream(args.watch_events))
         up_port = free_port()
         up = start("upstream", [args.nginx, "-c", nginx_conf(tmp, up_port, files), "-p", tmp], tmp)
+        px_port = free_port()
+        px = start("nginx-proxy", [args.nginx, "-c", nginx_proxy_conf(tmp, px_port, up_port), "-p", tmp], tmp)
         kc = kubeconfig(tmp, up_port)
         cfg = os.path.join(tmp, "regroup.yaml")
         with open(cfg, "w") as f:
@@ -274,8 +335,16 @@ def main():
             if args.budget_bytes:
                 f.write(f"limits:\n  memoryBudgetBytes: {args.budget_bytes}\n")
         time.sleep(0.5)
-        if up.poll() is not None:
+        if up.poll() is not None or px.poll() is not None:
             sys.exit("nginx did not start (log in the work directory)")
+        # The floor: the same bytes through a plain reverse proxy, same client.
+        floor = {}
+        for enc, accept in [("json", "application/json"), ("protobuf", PROTOBUF)]:
+            status, n, _, _, cluster, secs = get(px_port, accept)
+            if status != 200 or cluster < counts[enc]:
+                sys.exit(f"nginx proxy: HTTP {status}, {cluster} names (log in {tmp})")
+            floor[enc] = secs
+            print(f"  {enc} through nginx: {secs:.2f} s", file=sys.stderr)
         print(
             f"lists of {args.size_mb} MiB: JSON {counts['json']} items, "
             f"protobuf {counts['protobuf']} items; {os.cpu_count()} CPUs",
@@ -308,12 +377,38 @@ def main():
         for r in rows:
             first.setdefault(r["enc"], r["peak"])
         print("| list | answer | idle RSS | peak RSS | peak x JSON list (same binary) "
-              "| peak x first binary (same list) | time |")
-        print("|---|---|---|---|---|---|---|")
+              "| peak x first binary (same list) | time | time x nginx proxy |")
+        print("|---|---|---|---|---|---|---|---|")
         for r in rows:
             print(f"| {r['name']} | {r['size']:.0f} MiB | {r['idle']:.1f} MB | {r['peak']:.1f} MB "
                   f"| {r['peak'] / json_peak[r['label']]:.2f} "
-                  f"| {r['peak'] / first[r['enc']]:.2f} | {r['secs']:.1f} s |")
+                  f"| {r['peak'] / first[r['enc']]:.2f} | {r['secs']:.2f} s "
+                  f"| {r['secs'] / floor[r['enc']]:.2f} |")
+        for enc in ("json", "protobuf"):
+            print(f"| {enc} list [nginx proxy] | | | | | | {floor[enc]:.2f} s | 1.00 |")
+        # The watch stream: events renamed a second, one connection.
+        query = "?watch=1"
+        status, _, _, _, cluster, direct = get(px_port, "application/json", WATCH_PATH + query)
+        if status != 200 or cluster < args.watch_events:
+            sys.exit(f"nginx proxy watch: HTTP {status}")
+        print()
+        print("| watch stream | events | time | events/s | CPU | x nginx proxy |")
+        print("|---|---|---|---|---|---|")
+        for label, binary in binaries:
+            port = free_port()
+            p = start("regroup-watch" + label.strip(" []"), [binary, "serve", "-c", cfg, "--kubeconfig", kc,
+                                                            "--listen", f"127.0.0.1:{port}"], tmp)
+            wait_ready(port, p)
+            cpu0 = cpu_seconds(p.pid)
+            status, _, _, app, cluster, secs = get(port, "application/json", WATCH_APP_PATH + query)
+            cpu = cpu_seconds(p.pid) - cpu0
+            stop(p)
+            if status != 200 or cluster != 0 or app < args.watch_events:
+                sys.exit(f"watch{label}: HTTP {status}, {cluster} unrenamed, {app} renamed")
+            print(f"| regroup{label} | {args.watch_events} | {secs:.2f} s "
+                  f"| {args.watch_events / secs:,.0f} | {cpu:.2f} s | {secs / direct:.2f} |")
+        print(f"| nginx proxy | {args.watch_events} | {direct:.2f} s "
+              f"| {args.watch_events / direct:,.0f} | | 1.00 |")
     finally:
         for p in children:
             stop(p)

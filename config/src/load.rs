@@ -494,6 +494,23 @@ fn check_publish(p: &crate::schema::Publish, has_front: bool, problems: &mut Vec
     if p.connection_secrets.resync_seconds == 0 {
         problems.push("publish.connectionSecrets.resyncSeconds must be at least 1".into());
     }
+    if let Some(s) = &p.credentials.default_secret {
+        let dns = |v: &str| {
+            !v.is_empty()
+                && v.len() <= 253
+                && v.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.".contains(&b))
+        };
+        if !dns(&s.namespace) || !dns(&s.name) {
+            problems.push(format!(
+                "publish.credentials.defaultSecret: `{}/{}` is not a Secret's namespace and name",
+                s.namespace, s.name
+            ));
+        }
+    }
+    if p.leader_election.lease_seconds < 3 {
+        problems.push("publish.leaderElection.leaseSeconds must be at least 3".into());
+    }
 }
 
 fn check_webhooks(w: &crate::schema::Webhooks, problems: &mut Vec<String>) {

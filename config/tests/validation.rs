@@ -1155,3 +1155,36 @@ fn short_name_prefix_problems_name_the_line_of_names() {
     // Without it nothing is renamed.
     assert!(accepted(base).map.short_names().is_none());
 }
+
+/// A valid publish-mode configuration, with `extra` under `publish:`.
+fn publish_yaml(extra: &str) -> String {
+    format!(
+        "front:\n  listen: 0.0.0.0:9443\n  requestHeader: {{fromCluster: true}}\npublish:\n  central: {{kubeconfig: /etc/central}}\n  groups: [database.acmeco.org]\n  targetNamespace: bar\n{extra}"
+    )
+}
+
+#[test]
+fn publish_credentials_read_only_and_the_lease_are_accepted() {
+    let s = accepted(&publish_yaml(
+        "  credentials:\n    defaultSecret: {namespace: regroup, name: agent1-creds}\n  readOnly: true\n  leaderElection: {namespace: regroup, name: copier, leaseSeconds: 20}\n",
+    ));
+    let p = s.file.publish.as_ref().unwrap();
+    let d = p.credentials.default_secret.as_ref().unwrap();
+    assert_eq!((d.namespace.as_str(), d.name.as_str()), ("regroup", "agent1-creds"));
+    assert!(p.read_only);
+    assert_eq!(p.leader_election.lease_seconds, 20);
+    let defaults = accepted(&publish_yaml(""));
+    let p = defaults.file.publish.as_ref().unwrap();
+    assert!(p.credentials.default_secret.is_none() && !p.read_only);
+    assert_eq!(p.leader_election.lease_seconds, 15);
+}
+
+#[test]
+fn a_default_secret_that_is_not_a_name_and_a_short_lease_are_refused() {
+    let m = only_problem(&publish_yaml(
+        "  credentials:\n    defaultSecret: {namespace: Regroup, name: a/b}\n",
+    ));
+    assert_mentions(&m, &["publish.credentials.defaultSecret", "Regroup/a/b"]);
+    let m = only_problem(&publish_yaml("  leaderElection: {leaseSeconds: 1}\n"));
+    assert_mentions(&m, &["publish.leaderElection.leaseSeconds", "at least 3"]);
+}
