@@ -17,6 +17,7 @@ import sys
 import tarfile
 
 import pytest
+import yaml
 
 from e2e_support import REPO
 from image_archive_check import Bad, verify
@@ -140,6 +141,18 @@ def test_checker_catches_a_broken_archive(tmp_path):
 def tar_files(path):
     with tarfile.open(path) as tar:
         return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+def test_defaults_name_the_archive():
+    """The archive's default tag is regroup:VERSION; the chart's default
+    image is regroup:appVersion and inject's regroup:CARGO_PKG_VERSION
+    (proxy/src/lib.rs): one version for all three."""
+    chart = yaml.safe_load((REPO / "charts" / "regroup" / "Chart.yaml").read_text())
+    values = yaml.safe_load((REPO / "charts" / "regroup" / "values.yaml").read_text())
+    assert chart["appVersion"] == crate_version()
+    assert values["regroup"]["image"] == {"repository": "regroup", "tag": "", "pullPolicy": "IfNotPresent"}
+    lib = (REPO / "proxy" / "src" / "lib.rs").read_text()
+    assert 'pub const IMAGE: &str = concat!("regroup:", env!("CARGO_PKG_VERSION"));' in lib
 
 
 @pytest.mark.skipif(not shutil.which("skopeo"), reason="skopeo is not installed (CI installs it: .ci/run)")
