@@ -129,7 +129,8 @@ def diagnose(kubectl, selector=None):
     events and the regroup containers' last lines."""
     sel = ["-l", selector] if selector else []
     out = [kubectl.run("get", "pods", "-o", "wide", *sel, check=False).stdout]
-    for pod in kubectl.json("get", "pods", *sel)["items"]:
+    listed = kubectl.run("get", "pods", "-o", "json", *sel, check=False)
+    for pod in json.loads(listed.stdout)["items"] if listed.returncode == 0 else []:
         st = pod.get("status", {})
         for c in st.get("initContainerStatuses", []) + st.get("containerStatuses", []):
             out.append(f"{pod['metadata']['name']}/{c['name']}: ready={c.get('ready')} "
