@@ -34,6 +34,10 @@ RUN REGROUP_COMMIT="$REGROUP_COMMIT" RUSTFLAGS="-C target-feature=+crt-static" \
  && cp target/*/dist/regroup /regroup
 
 FROM scratch
+# User and group 65532 by name too: the kubelet gives the runtime only the
+# uid of USER (a pod without runAsGroup), and the group comes from
+# /etc/passwd (0 without one).
+COPY dist/passwd dist/group /etc/
 COPY --from=build /regroup /regroup
 USER 65532:65532
 ENTRYPOINT ["/regroup"]

@@ -2,7 +2,8 @@
 # regroup's image, with no container daemon and no registry: builds the
 # static binary as the Dockerfile does (glibc with crt-static, `--profile
 # dist`: fat LTO, one codegen unit) and makes it into an image archive with
-# dist/image-archive.py (one layer holding /regroup; user 65532:65532,
+# dist/image-archive.py (one layer: /regroup, /etc/passwd and /etc/group
+# naming user and group 65532; user 65532:65532,
 # entrypoint /regroup, tagged regroup:VERSION, the chart's and `regroup
 # inject`'s default image). Load it where the pods run:
 #

@@ -5,7 +5,8 @@ no container daemon and no registry (Python 3 standard library only).
     dist/image-archive.py target/x86_64-unknown-linux-gnu/dist/regroup
 
 writes target/regroup-image-VERSION-ARCH.tar, the image the Dockerfile
-builds (one static binary FROM scratch), tagged regroup:VERSION: the name
+builds (one static binary FROM scratch, and /etc/passwd and /etc/group
+naming its user 65532), tagged regroup:VERSION: the name
 the chart's and `regroup inject`'s defaults use. `dist/build-image.sh`
 builds the binary as the Dockerfile does and runs this. The archive is two
 formats in one tar, so every loader takes it:
@@ -121,10 +122,17 @@ def add(tar, name, data=None, mode=0o644, mtime=0):
 
 
 def layer(binary, mtime):
-    """The one layer: /regroup, mode 0755, owned by 0:0 (as the Dockerfile's
-    COPY into scratch gives it). Returns (uncompressed tar, gzip of it)."""
+    """The one layer, as the Dockerfile's COPYs into scratch give it, all
+    owned by 0:0: /regroup (0755) and dist/passwd and dist/group as
+    /etc/passwd and /etc/group (0644), which name user and group 65532. The
+    kubelet passes a runtime only the uid of the image's user (a pod with
+    no runAsGroup), and the runtime takes the group from /etc/passwd: 0
+    without one. Returns (uncompressed tar, gzip of it)."""
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        add(tar, "etc/", mode=0o755, mtime=mtime)
+        for name in ("group", "passwd"):
+            add(tar, f"etc/{name}", (REPO / "dist" / name).read_bytes(), mtime=mtime)
         add(tar, "regroup", binary, mode=0o755, mtime=mtime)
     gz = io.BytesIO()
     with gzip.GzipFile(filename="", fileobj=gz, mode="wb", mtime=0, compresslevel=9) as f:

@@ -9,7 +9,8 @@
 #  2. The archive: the same binary gives the same bytes again; skopeo reads
 #     it as an OCI archive and as a Docker archive, by the names the chart
 #     and inject default to, with user 65532:65532; its one layer holds
-#     /regroup alone (0755, root's); unpacked, the image's entrypoint runs
+#     /regroup (0755, root's) and /etc/passwd and /etc/group naming user
+#     and group 65532; unpacked, the image's entrypoint runs
 #     `--version` as the image's user on a read-only root (a read-only bind
 #     mount in a mount namespace of its own) and names this version and
 #     commit. Without skopeo (`apt-get install skopeo`; .ci/run installs
@@ -156,9 +157,11 @@ else
   [ "$(field "$DIR/config.json" config User)" = 65532:65532 ] || fail_image "User is not 65532:65532"
   PASSED=$((PASSED + 1))
 fi
-CONTENTS="$(cd "$ROOTFS" && find . -mindepth 1 -printf '%P %m %U:%G\n')"
-[ "$CONTENTS" = "regroup 755 0:0" ] || fail_image "the layer holds (path mode uid:gid) $CONTENTS, not /regroup 755 0:0 alone"
-echo "static-selfcheck: the layer holds: $CONTENTS"
+CONTENTS="$(cd "$ROOTFS" && find . -mindepth 1 -printf '%P %m %U:%G\n' | sort | paste -sd, -)"
+[ "$CONTENTS" = "etc 755 0:0,etc/group 644 0:0,etc/passwd 644 0:0,regroup 755 0:0" ] \
+  || fail_image "the layer holds (path mode uid:gid) $CONTENTS, not /regroup, /etc/passwd and /etc/group alone"
+grep -qx 'nonroot:x:65532:65532:[^:]*:[^:]*:[^:]*' "$ROOTFS/etc/passwd" || fail_image "/etc/passwd names no user 65532, group 65532"
+echo "static-selfcheck: the layer holds: $CONTENTS; user 65532 in /etc/passwd: $(grep :65532: "$ROOTFS/etc/passwd")"
 PASSED=$((PASSED + 1))
 
 # Run as the image says (its user, its entrypoint) on the root read-only:

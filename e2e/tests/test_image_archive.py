@@ -1,7 +1,8 @@
 """dist/image-archive.py with a tiny fake binary (no build, no daemon, no
 cluster): the archive is an OCI layout and a `docker save`-style archive
 naming the same blobs, every digest matches its blob, the config is the
-Dockerfile's (user, entrypoint, command), the layer holds /regroup alone,
+Dockerfile's (user, entrypoint, command, files), the layer holds /regroup
+and the /etc/passwd and /etc/group naming user 65532,
 and the same binary and arguments give the same bytes. With skopeo on PATH
 (CI installs it), skopeo reads it both ways too. e2e/static-selfcheck.sh
 does the same with the real static binary and runs it from the unpacked
@@ -61,10 +62,21 @@ def test_archive_is_the_dockerfiles_image(tmp_path):
     assert c["Cmd"] == json.loads(dockerfile_instruction("CMD")) == ["serve", "--help"]
     assert c["Labels"]["org.opencontainers.image.version"] == version
     assert c["Labels"]["org.opencontainers.image.revision"] == "0123abc"
-    # One file, /regroup: the binary itself, 0755, root's, at the epoch.
-    assert image["layer_entries"] == [("regroup", tarfile.REGTYPE, 0o755, 0, 0, 0)]
+    # /regroup, the binary itself, 0755, and /etc/passwd and /etc/group, all root's, at the epoch: the
+    # files the Dockerfile COPYs into scratch.
+    assert image["layer_entries"] == [("etc", tarfile.DIRTYPE, 0o755, 0, 0, 0),
+                                      ("etc/group", tarfile.REGTYPE, 0o644, 0, 0, 0),
+                                      ("etc/passwd", tarfile.REGTYPE, 0o644, 0, 0, 0),
+                                      ("regroup", tarfile.REGTYPE, 0o755, 0, 0, 0)]
+    assert "COPY dist/passwd dist/group /etc/" in (REPO / "Dockerfile").read_text().splitlines()
     with tarfile.open(fileobj=io.BytesIO(image["layer"])) as tar:
         assert tar.extractfile("regroup").read() == FAKE
+        passwd = tar.extractfile("etc/passwd").read().decode()
+        group = tar.extractfile("etc/group").read().decode()
+    # The user the kubelet names by uid alone gets group 65532 from here, not 0.
+    assert [line for line in passwd.splitlines() if ":65532:" in line] == [
+        "nonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin"]
+    assert "nonroot:x:65532:" in group.splitlines()
 
 
 def test_same_binary_same_bytes(tmp_path):
