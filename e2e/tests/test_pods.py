@@ -25,7 +25,10 @@ What runs:
     only the imported image can run), `runAsNonRoot` with no `runAsUser`
     (the kubelet runs it only because the image's user is a numeric
     non-root one), `readOnlyRootFilesystem`, no capabilities: it completes,
-    printing the archive's version and commit, from the archive's image.
+    printing the archive's version and commit, from the archive's image,
+    as uid and gid 65532 where the kubelet reports the process's identity
+    (`status.containerStatuses[].user`, 1.31+: without the image's
+    /etc/passwd the group was 0).
   - the chart, with no image values (its default, regroup:appVersion, is
     the archive's tag), installed twice in one namespace around the same
     controller image, each copy under its own groups
