@@ -4,7 +4,14 @@
 # compiled into it, webpki-roots). e2e/static-selfcheck.sh checks that
 # this binary starts and serves in an empty root.
 #
-#   docker build -t regroup:dev --build-arg REGROUP_COMMIT=$(git rev-parse HEAD) .
+#   docker build -t regroup:0.1.0 --build-arg REGROUP_COMMIT=$(git rev-parse HEAD) .
+#
+# (regroup:VERSION is what the chart, `regroup inject` and `regroup
+# publish-manifests` default to.) The same image without a container
+# daemon: dist/build-image.sh builds this binary the same way and makes it
+# into an image archive (dist/image-archive.py: this user, entrypoint and
+# command) to load with `kind load image-archive`, `ctr images import` or
+# `docker load` (docs/deploy.md, "Image").
 #
 # (`.git` is not in the build context: the commit `regroup --version` and
 # `regroup_build_info` name comes from REGROUP_COMMIT, else `unknown`.)
@@ -27,6 +34,10 @@ RUN REGROUP_COMMIT="$REGROUP_COMMIT" RUSTFLAGS="-C target-feature=+crt-static" \
  && cp target/*/dist/regroup /regroup
 
 FROM scratch
+# User and group 65532 by name too: the kubelet gives the runtime only the
+# uid of USER (a pod without runAsGroup), and the group comes from
+# /etc/passwd (0 without one).
+COPY dist/passwd dist/group /etc/
 COPY --from=build /regroup /regroup
 USER 65532:65532
 ENTRYPOINT ["/regroup"]

@@ -90,7 +90,8 @@ def merge(a, b):
     return out
 
 
-# No regroup image is published: the chart requires one (README "Image").
+# An image set in values (the default, regroup:appVersion, is checked by
+# test_default_image_is_the_archives).
 IMAGE = {"regroup": {"image": {"repository": "regroup", "tag": "dev"}}}
 
 
@@ -487,10 +488,11 @@ def test_renamed_manifests_from_regroup_render(regroup_bin, tmp_path):
 
 
 def test_refuses_incomplete_values(tmp_path):
-    # The image first: none is published, the message says how to build and load one.
-    p = helm("template", "t", CHART, values={"rules": RULES, "app": APP}, tmp=tmp_path, check=False)
+    # An emptied image repository: the message says what the default is and how to load it.
+    p = helm("template", "t", CHART, values={"rules": RULES, "app": APP, "regroup": {"image": {"repository": ""}}},
+             tmp=tmp_path, check=False)
     assert p.returncode != 0, p.stdout
-    for message in ["regroup.image.repository is required", "docker build -t regroup:dev", "kind load"]:
+    for message in ["regroup.image.repository is empty", "dist/build-image.sh", "kind load image-archive"]:
         assert message in p.stderr, p.stderr
     for values, message in [({"rules": RULES}, "app.containers is required"),
                             ({"app": APP, "rules": []}, "rules is required"),
@@ -723,6 +725,44 @@ def inject(regroup_bin, rules_file, text, *args):
                        text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     return [d for d in yaml.safe_load_all(p.stdout) if d]
+
+
+def test_default_image_is_the_archives(regroup_bin, tmp_path):
+    """With no image given, the chart (sidecar and publish modes), `regroup
+    inject` and `regroup publish-manifests` all name regroup:VERSION, pulled
+    IfNotPresent: the tag dist/image-archive.py gives the archive of this
+    version (test_image_archive.py), so a loaded archive is used as it is."""
+    version = subprocess.run([regroup_bin, "--version"], capture_output=True, text=True, timeout=30,
+                             check=True).stdout.split()[1]
+    image = f"regroup:{version}"
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["appVersion"] == version
+    sidecar_values = {"rules": RULES, "app": APP, "rbac": RBAC}
+    for values in (sidecar_values, merge(PUBLISH, {})):
+        spec = one(template(values, tmp_path), "Deployment")["spec"]["template"]["spec"]
+        (regroup,) = [c for c in spec.get("initContainers", []) + spec["containers"] if c["name"] == "regroup"]
+        assert (regroup["image"], regroup["imagePullPolicy"]) == (image, "IfNotPresent"), values
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text(yaml.safe_dump({"rules": RULES}))
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "app"},
+                  "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+                      "metadata": {"labels": {"a": "b"}}, "spec": {"containers": APP["containers"]}}}}
+    spec = one(inject(regroup_bin, rules_file, yaml.safe_dump(deployment)), "Deployment")["spec"]["template"]["spec"]
+    (regroup,) = [c for c in spec["initContainers"] if c["name"] == "regroup"]
+    assert (regroup["image"], regroup["imagePullPolicy"]) == (image, "IfNotPresent")
+    # publish-manifests (no pull policy: a tag other than latest is IfNotPresent by Kubernetes' default).
+    publish = tmp_path / "publish.yaml"
+    publish.write_text(yaml.safe_dump({
+        "front": {"listen": "0.0.0.0:9443", "generatedDnsNames": ["regroup-publish.regroup.svc"],
+                  "requestHeader": {"fromCluster": True}},
+        "publish": {"central": {"kubeconfig": "/etc/regroup/central/kubeconfig"},
+                    "groups": ["database.acmeco.org"], "targetNamespace": "bar"}}))
+    p = subprocess.run([regroup_bin, "publish-manifests", "-c", str(publish), "--versions",
+                        "database.acmeco.org/v1alpha1"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    (regroup,) = one([d for d in yaml.safe_load_all(p.stdout) if d], "Deployment")["spec"]["template"]["spec"][
+        "containers"]
+    assert regroup["image"] == image and regroup.get("imagePullPolicy", "IfNotPresent") == "IfNotPresent"
 
 
 def test_chart_and_inject_build_the_same_sidecar(regroup_bin, tmp_path):

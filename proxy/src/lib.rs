@@ -29,5 +29,8 @@ pub mod webhook;
 pub use regroup_core::{kube, rewrite, url_rename};
 
 /// regroup's image, as the manifests `inject` and `publish-manifests` write
-/// name it unless told otherwise.
-pub const IMAGE: &str = concat!("ghcr.io/regroup-dev/regroup:", env!("CARGO_PKG_VERSION"));
+/// name it unless told otherwise: the name `dist/build-image.sh` gives the
+/// image archive it makes (`regroup:VERSION`, loaded onto the nodes with
+/// `kind load image-archive`, `ctr images import` or `docker load`), and the
+/// chart's default (`regroup.image`: repository `regroup`, tag appVersion).
+pub const IMAGE: &str = concat!("regroup:", env!("CARGO_PKG_VERSION"));

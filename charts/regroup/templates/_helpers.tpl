@@ -231,9 +231,10 @@ users:
     user: {}
 {{- end }}
 
-{{/* regroup's image: required, since none is published (values.yaml). */}}
+{{/* regroup's image: by default regroup:appVersion, the name of the archive
+dist/build-image.sh makes (values.yaml). */}}
 {{- define "regroup.image" -}}
-{{- $repo := required "regroup.image.repository is required: no regroup image is published yet. Build it from the repository's Dockerfile (docker build -t regroup:dev --build-arg REGROUP_COMMIT=$(git rev-parse HEAD) .), load it (kind load docker-image regroup:dev) or push it to your registry, then set regroup.image.repository and regroup.image.tag (see charts/regroup/README.md, \"Image\")" .Values.regroup.image.repository -}}
+{{- $repo := required "regroup.image.repository is empty: leave it unset for regroup (the image archive dist/build-image.sh makes, loaded onto the nodes with kind load image-archive, ctr -n k8s.io images import or docker load; see charts/regroup/README.md, \"Image\") or name the repository you pushed it to" .Values.regroup.image.repository -}}
 {{ $repo }}:{{ .Values.regroup.image.tag | default .Chart.AppVersion }}
 {{- end }}
 

@@ -1,0 +1,426 @@
+"""regroup's image in real pods on a real node (issue #54): the archive
+dist/build-image.sh makes, imported onto the node, run as a pod, and the
+chart installed twice around an unmodified controller.
+
+Real-cluster mode only; each requirement missing skips, saying which:
+
+  REGROUP_E2E_KUBECONFIG       a cluster (admin rights) with a Ready node
+  REGROUP_E2E_IMAGE_ARCHIVE    the image archive (dist/build-image.sh's,
+                               tagged regroup:VERSION, the chart's default)
+  REGROUP_E2E_IMPORT_IMAGE     a command that imports an archive onto every
+                               node that may run the pods, given the
+                               archive's path as its last argument (`kind
+                               load image-archive --name NAME`, or a script
+                               running `ctr -n k8s.io images import` there)
+  REGROUP_E2E_CONTROLLER_IMAGE (the two-copies tests) an unmodified
+                               k8s.io/sample-controller image on the nodes
+                               or pullable by them; its entrypoint runs the
+                               controller (extra arguments:
+                               REGROUP_E2E_CONTROLLER_ARGS, split as a shell
+                               would; an archive of it to import first:
+                               REGROUP_E2E_CONTROLLER_ARCHIVE)
+
+What runs:
+  - regroup's image as a pod: `--version` with `imagePullPolicy: Never` (so
+    only the imported image can run), `runAsNonRoot` with no `runAsUser`
+    (the kubelet runs it only because the image's user is a numeric
+    non-root one), `readOnlyRootFilesystem`, no capabilities: it completes,
+    printing the archive's version and commit, from the archive's image,
+    as uid and gid 65532 where the kubelet reports the process's identity
+    (`status.containerStatuses[].user`, 1.31+: without the image's
+    /etc/passwd the group was 0).
+  - the chart, with no image values (its default, regroup:appVersion, is
+    the archive's tag), installed twice in one namespace around the same
+    controller image, each copy under its own groups
+    (samplecontroller.rgRUNa/b.example.com, CRDs `regroup render`ed from
+    e2e/manifests/crd-foos.yaml with `replicas` allowed to be 0 so that the
+    controller's Deployments start no pods): both pods Ready, regroup a
+    native sidecar; each copy's Foo gets its Deployment, controlled by that
+    Foo (uid), and its status written; with one copy scaled to zero, a Foo
+    made in its group gets no Deployment while the other copy's new Foo
+    gets one, and once it is back its Foo is reconciled.
+  - recovery: the regroup container alone restarted by the kubelet (its
+    image changed in place to the same image under its full name: the
+    kubelet restarts a native sidecar whose definition changed), the app
+    container left running; then the pod deleted. Each time the pod is
+    Ready again and the app reconciles again (a Deployment it owns,
+    deleted, comes back).
+
+Everything is made in a namespace of the run's and cluster-scoped objects
+named by the run; all are deleted at the end."""
+import json
+import os
+import shlex
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from e2e_support import E2E, REPO, Kubectl, poll
+from image_archive_check import Bad, verify
+
+KUBECONFIG = os.environ.get("REGROUP_E2E_KUBECONFIG")
+pytestmark = pytest.mark.skipif(
+    not KUBECONFIG, reason="real pods need a real cluster: REGROUP_E2E_KUBECONFIG is not set")
+
+HELM = Path(os.environ.get("REGROUP_E2E_HELM") or E2E / ".bin" / "helm")
+CHART = REPO / "charts" / "regroup"
+RUN = uuid.uuid4().hex[:6]
+NS = f"regroup-e2e-pods-{RUN}"
+ORIG = "samplecontroller.k8s.io"
+GROUPS = {"a": f"samplecontroller.rg{RUN}a.example.com", "b": f"samplecontroller.rg{RUN}b.example.com"}
+READY_WAIT = 240  # seconds: an image imported, a pod scheduled, started and Ready
+RECONCILE_WAIT = 120  # seconds: a controller's informers re-listed through a restarted regroup, its queue retried
+
+
+def require_env(name, why):
+    value = os.environ.get(name)
+    if not value:
+        pytest.skip(f"{name} is not set: {why}")
+    return value
+
+
+def run(argv, timeout=600, what=None):
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        pytest.fail(f"{what or ' '.join(map(str, argv))} failed ({p.returncode}):\n{p.stdout[-3000:]}\n"
+                    f"{p.stderr[-3000:]}")
+    return p.stdout
+
+
+def import_archive(path):
+    command = shlex.split(os.environ["REGROUP_E2E_IMPORT_IMAGE"])
+    run([*command, str(path)], what=f"REGROUP_E2E_IMPORT_IMAGE ({' '.join(command)}) {path}")
+
+
+@pytest.fixture(scope="module")
+def kubectl(tmp_path_factory):
+    return Kubectl(KUBECONFIG, tmp_path_factory.mktemp("pods-cache"), NS)
+
+
+@pytest.fixture(scope="module")
+def image(kubectl):
+    """The archive, checked (image_archive_check) and imported onto the
+    node(s); returns what it holds (tag, digests, config)."""
+    archive = require_env("REGROUP_E2E_IMAGE_ARCHIVE", "the regroup image archive to run (dist/build-image.sh)")
+    require_env("REGROUP_E2E_IMPORT_IMAGE", "a command that imports an image archive onto the nodes")
+    nodes = kubectl.json("get", "nodes")["items"]
+    ready = [n["metadata"]["name"] for n in nodes
+             if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))]
+    if not ready:
+        pytest.skip(f"the cluster has no Ready node (nodes: {[n['metadata']['name'] for n in nodes] or 'none'})")
+    try:
+        held = verify(archive)
+    except (Bad, OSError) as e:
+        pytest.fail(f"REGROUP_E2E_IMAGE_ARCHIVE {archive}: {e}")
+    import_archive(archive)
+    return held
+
+
+@pytest.fixture(scope="module")
+def namespace(kubectl):
+    kubectl("create", "namespace", NS)
+    yield NS
+    kubectl.run("delete", "namespace", NS, "--ignore-not-found", "--wait=false", check=False)
+
+
+def diagnose(kubectl, selector=None):
+    """What a failing wait shows: the pods, their containers' states, recent
+    events and the regroup containers' last lines."""
+    sel = ["-l", selector] if selector else []
+    out = [kubectl.run("get", "pods", "-o", "wide", *sel, check=False).stdout]
+    listed = kubectl.run("get", "pods", "-o", "json", *sel, check=False)
+    for pod in json.loads(listed.stdout)["items"] if listed.returncode == 0 else []:
+        st = pod.get("status", {})
+        for c in st.get("initContainerStatuses", []) + st.get("containerStatuses", []):
+            out.append(f"{pod['metadata']['name']}/{c['name']}: ready={c.get('ready')} "
+                       f"restarts={c.get('restartCount')} state={json.dumps(c.get('state'))}")
+        if any(c["name"] == "regroup" for c in pod["spec"].get("initContainers", []) + pod["spec"]["containers"]):
+            out.append(kubectl.run("logs", pod["metadata"]["name"], "-c", "regroup", "--tail", "20",
+                                   check=False).stdout)
+    out.append(kubectl.run("get", "events", "--sort-by=.lastTimestamp", check=False).stdout[-3000:])
+    return "\n".join(out)
+
+
+def wait(kubectl, what, check, timeout, selector=None):
+    return poll(check, timeout, 2, lambda: f"timed out after {timeout}s waiting for {what}\n"
+                                           f"{diagnose(kubectl, selector)}")
+
+
+def condition(obj, kind):
+    return any(c["type"] == kind and c["status"] == "True" for c in obj.get("status", {}).get("conditions", []))
+
+
+# --- regroup's image, alone -------------------------------------------------------------------------------------
+
+
+def test_image_runs_as_a_pod(kubectl, image, namespace):
+    """`regroup --version` in a pod from the imported image: non-root by the
+    image's own user, read-only root filesystem, no capabilities, no pull."""
+    labels = image["config"]["config"]["Labels"]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "regroup-version", "namespace": namespace},
+           "spec": {"restartPolicy": "Never", "automountServiceAccountToken": False,
+                    "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [{"name": "regroup", "image": image["tag"], "imagePullPolicy": "Never",
+                                    "args": ["--version"],
+                                    "securityContext": {"readOnlyRootFilesystem": True,
+                                                        "allowPrivilegeEscalation": False,
+                                                        "capabilities": {"drop": ["ALL"]}}}]}}
+    kubectl("apply", "-f", "-", input=json.dumps(pod))
+
+    def finished():
+        p = kubectl.json("get", "pod", "regroup-version")
+        return p if p["status"].get("phase") in ("Succeeded", "Failed") else None
+    done = wait(kubectl, "pod regroup-version to finish", finished, READY_WAIT)
+    (status,) = done["status"]["containerStatuses"]
+    logs = kubectl("logs", "regroup-version").strip()
+    assert done["status"]["phase"] == "Succeeded", f"{json.dumps(status)}\n{logs}\n{diagnose(kubectl)}"
+    assert status["state"]["terminated"]["exitCode"] == 0
+    assert logs == (f"regroup {labels['org.opencontainers.image.version']} "
+                    f"(commit {labels['org.opencontainers.image.revision']})")
+    # The archive's image ran: the runtime names it by its manifest (repo
+    # digest) or its config (image id) digest.
+    assert image["manifest_digest"] in status["imageID"] or image["config_digest"] in status["imageID"], \
+        (status["imageID"], image["manifest_digest"], image["config_digest"])
+    # Kubernetes 1.31+ reports the process's identity when the runtime does (SupplementalGroupsPolicy).
+    if status.get("user", {}).get("linux"):
+        assert (status["user"]["linux"]["uid"], status["user"]["linux"]["gid"]) == (65532, 65532)
+    spec = done["spec"]["containers"][0]
+    assert spec["securityContext"]["readOnlyRootFilesystem"] is True and "runAsUser" not in spec["securityContext"]
+
+
+# --- the chart, twice, around an unmodified controller ------------------------------------------------------------
+
+
+class Copies:
+    """The two releases: kubectl, the Foos made, helpers to read them."""
+
+    def __init__(self, kubectl, regroup_bin):
+        self.kubectl, self.regroup_bin = kubectl, regroup_bin
+
+    def foo(self, copy, name, deployment):
+        """A Foo made straight on the cluster, in the copy's group; returns its uid."""
+        obj = {"apiVersion": f"{GROUPS[copy]}/v1alpha1", "kind": "Foo",
+               "metadata": {"name": name, "namespace": NS},
+               "spec": {"deploymentName": deployment, "replicas": 0}}
+        return json.loads(self.kubectl("create", "-f", "-", "-o", "json", input=json.dumps(obj)))["metadata"]["uid"]
+
+    def deployment(self, name):
+        p = self.kubectl.run("get", "deployment", name, "-o", "json", check=False)
+        return json.loads(p.stdout) if p.returncode == 0 else None
+
+    def owned(self, name, copy, uid):
+        """The Deployment `name` once it exists, checked to be controlled by the copy's Foo `uid`."""
+        d = self.deployment(name)
+        if not d:
+            return None
+        (ref,) = d["metadata"].get("ownerReferences", [None])
+        assert ref and (ref["apiVersion"], ref["kind"], ref["uid"], ref.get("controller")) == \
+            (f"{GROUPS[copy]}/v1alpha1", "Foo", uid, True), f"{name}: {d['metadata']}"
+        return d
+
+    def wait_owned(self, name, copy, uid, timeout=RECONCILE_WAIT):
+        return wait(self.kubectl, f"Deployment {name}, controlled by copy {copy}'s Foo",
+                    lambda: self.owned(name, copy, uid), timeout, f"app.kubernetes.io/instance=rg-{copy}")
+
+    def pods(self, copy):
+        items = self.kubectl.json("get", "pods", "-l", f"app.kubernetes.io/instance=rg-{copy}")["items"]
+        return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+    def ready_pod(self, copy):
+        def one_ready():
+            pods = self.pods(copy)
+            return pods[0] if len(pods) == 1 and condition(pods[0], "Ready") else None
+        return wait(self.kubectl, f"copy {copy}'s pod Ready", one_ready, READY_WAIT,
+                    f"app.kubernetes.io/instance=rg-{copy}")
+
+
+def crd_for(regroup_bin, copy, tmp):
+    """e2e/manifests/crd-foos.yaml renamed into the copy's group, `replicas`
+    allowed to be 0 (the controller's Deployments then start no pod)."""
+    rules = tmp / f"rules-{copy}.yaml"
+    rules.write_text(yaml.safe_dump({"rules": [{"from": ORIG, "to": GROUPS[copy]}]}))
+    out = run([regroup_bin, "render", "-c", str(rules), "-f", str(E2E / "manifests" / "crd-foos.yaml")])
+    (crd,) = [d for d in yaml.safe_load_all(out) if d]
+    for version in crd["spec"]["versions"]:
+        version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["replicas"]["minimum"] = 0
+    return crd
+
+
+def values_for(copy, controller):
+    container = {"name": "controller", "image": controller, "imagePullPolicy": "IfNotPresent",
+                 "securityContext": {"runAsNonRoot": True, "runAsUser": 65532, "readOnlyRootFilesystem": True,
+                                     "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}
+    args = shlex.split(os.environ.get("REGROUP_E2E_CONTROLLER_ARGS", ""))
+    if args:
+        container["args"] = args
+    return {"rules": [{"from": ORIG, "to": GROUPS[copy]}],
+            "app": {"containers": [container]},
+            # What sample-controller needs, in the app's names (the chart renames the group).
+            "rbac": {"rules": [
+                {"apiGroups": [ORIG], "resources": ["foos"], "verbs": ["get", "list", "watch", "update"]},
+                {"apiGroups": [ORIG], "resources": ["foos/status"], "verbs": ["update"]},
+                {"apiGroups": ["apps"], "resources": ["deployments"],
+                 "verbs": ["get", "list", "watch", "create", "update", "delete"]},
+                {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]}]}}
+
+
+@pytest.fixture(scope="module")
+def controller(image):
+    """The unmodified controller's image, imported first when given as an archive."""
+    name = require_env("REGROUP_E2E_CONTROLLER_IMAGE",
+                       "an unmodified sample-controller image (k8s.io/sample-controller) to run twice")
+    if os.environ.get("REGROUP_E2E_CONTROLLER_ARCHIVE"):
+        import_archive(os.environ["REGROUP_E2E_CONTROLLER_ARCHIVE"])
+    return name
+
+
+@pytest.fixture(scope="module")
+def copies(kubectl, image, controller, namespace, regroup_bin, tmp_path_factory):
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    if image["tag"] != f"regroup:{chart['appVersion']}":
+        pytest.fail(f"the archive is tagged {image['tag']} but the chart defaults to regroup:{chart['appVersion']}: "
+                    "make the archive from this checkout (dist/build-image.sh)")
+    tmp = tmp_path_factory.mktemp("pods-chart")
+    env = dict(os.environ, HELM_CONFIG_HOME=str(tmp / "helm-config"), HELM_CACHE_HOME=str(tmp / "helm-cache"),
+               HELM_DATA_HOME=str(tmp / "helm-data"))
+    crds = [crd_for(regroup_bin, copy, tmp) for copy in GROUPS]
+    installed = []
+    try:
+        kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": crds}))
+        for crd in crds:
+            kubectl("wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}", "--timeout=60s",
+                    timeout=90)
+        for copy in GROUPS:
+            path = tmp / f"values-{copy}.yaml"
+            path.write_text(yaml.safe_dump(values_for(copy, controller)))
+            p = subprocess.run([str(HELM), "install", f"rg-{copy}", str(CHART), "-n", NS, "--kubeconfig", KUBECONFIG,
+                                "-f", str(path)], capture_output=True, text=True, timeout=300, env=env)
+            if p.returncode != 0:
+                pytest.fail(f"helm install rg-{copy} failed:\n{p.stdout}\n{p.stderr}")
+            installed.append(copy)
+        c = Copies(kubectl, regroup_bin)
+        for copy in GROUPS:
+            c.ready_pod(copy)
+        yield c
+    finally:
+        for copy in installed:
+            subprocess.run([str(HELM), "uninstall", f"rg-{copy}", "-n", NS, "--kubeconfig", KUBECONFIG],
+                           capture_output=True, text=True, timeout=300, env=env)
+        kubectl.run("delete", "-f", "-", "--ignore-not-found", "--wait=false", check=False,
+                    input=json.dumps({"apiVersion": "v1", "kind": "List", "items": crds}))
+
+
+def test_two_copies_ready_with_regroup_as_native_sidecar(copies):
+    """Both releases' pods Ready, from the chart's default image (the
+    archive's), regroup a native sidecar running as the image's user with a
+    read-only root."""
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    for copy in GROUPS:
+        template = copies.kubectl.json("get", "deployment", f"rg-{copy}-regroup")["spec"]["template"]
+        (regroup,) = [c for c in template["spec"]["initContainers"] if c["name"] == "regroup"]
+        assert regroup["image"] == f"regroup:{chart['appVersion']}"
+        assert regroup["imagePullPolicy"] == "IfNotPresent"
+        assert regroup["restartPolicy"] == "Always"
+        sc = regroup["securityContext"]
+        assert sc["runAsNonRoot"] is True and sc["readOnlyRootFilesystem"] is True
+        pod = copies.ready_pod(copy)
+        statuses = {s["name"]: s for s in pod["status"]["initContainerStatuses"] + pod["status"]["containerStatuses"]}
+        assert statuses["regroup"]["ready"] and statuses["regroup"]["started"]
+        assert statuses["controller"]["ready"]
+
+
+def test_each_copy_reconciles_its_own_foo(copies):
+    uids = {copy: copies.foo(copy, f"foo-{copy}", f"dep-{copy}") for copy in GROUPS}
+    for copy in GROUPS:
+        copies.wait_owned(f"dep-{copy}", copy, uids[copy])
+
+    def status_written(copy):
+        foo = copies.kubectl.json("get", f"foos.{GROUPS[copy]}", f"foo-{copy}")
+        return "availableReplicas" in foo.get("status", {})
+    for copy in GROUPS:
+        wait(copies.kubectl, f"copy {copy}'s Foo status", lambda: status_written(copy), RECONCILE_WAIT)
+    # Each Foo's one Deployment, controlled by it alone.
+    by_foo = {d["metadata"]["name"]: [r["uid"] for r in d["metadata"].get("ownerReferences", [])]
+              for d in copies.kubectl.json("get", "deployments")["items"]
+              if d["metadata"]["name"].startswith("dep-")}
+    assert by_foo == {"dep-a": [uids["a"]], "dep-b": [uids["b"]]}
+
+
+def scale(copies, copy, replicas):
+    copies.kubectl("scale", f"deployment/rg-{copy}-regroup", f"--replicas={replicas}")
+
+
+def test_a_copy_does_not_reconcile_the_others(copies):
+    """Copy b stopped: its new Foo gets no Deployment while copy a's new Foo
+    gets one (copy a sees only its own group); copy b back: its Foo is reconciled."""
+    scale(copies, "b", 0)
+    try:
+        wait(copies.kubectl, "copy b's pod gone", lambda: not copies.pods("b"), READY_WAIT)
+        uid_b = copies.foo("b", "late-b", "late-dep-b")
+        uid_a = copies.foo("a", "late-a", "late-dep-a")
+        copies.wait_owned("late-dep-a", "a", uid_a)
+        time.sleep(10)  # past copy a's reconcile of its own Foo, made after b's
+        assert copies.deployment("late-dep-b") is None, "copy a reconciled copy b's Foo"
+    finally:
+        scale(copies, "b", 1)
+    copies.ready_pod("b")
+    copies.wait_owned("late-dep-b", "b", uid_b)
+
+
+def restart_ids(pod):
+    st = pod["status"]
+    return {s["name"]: (s.get("containerID"), s["restartCount"])
+            for s in st.get("initContainerStatuses", []) + st["containerStatuses"]}
+
+
+def reconciles_again(copies, copy, name):
+    """A Deployment the copy's app controls, deleted, comes back (a new uid, the same owner)."""
+    before = copies.deployment(name)
+    assert before, f"{name} is missing before the check"
+    owner = before["metadata"]["ownerReferences"][0]["uid"]
+    copies.kubectl("delete", "deployment", name, "--wait=true", timeout=90)
+    again = copies.wait_owned(name, copy, owner)
+    assert again["metadata"]["uid"] != before["metadata"]["uid"]
+
+
+def test_regroup_container_restarted_app_recovers(copies):
+    """The kubelet restarts the regroup container alone (its image changed in
+    place to the same image's full name: a native sidecar whose definition
+    changed is restarted); the app container keeps running, the pod is
+    Ready again and the app reconciles through the new regroup."""
+    uid = copies.foo("a", "restart-a", "restart-dep-a")
+    copies.wait_owned("restart-dep-a", "a", uid)
+    pod = copies.ready_pod("a")
+    name = pod["metadata"]["name"]
+    before = restart_ids(pod)
+    index = [c["name"] for c in pod["spec"]["initContainers"]].index("regroup")
+    image = pod["spec"]["initContainers"][index]["image"]
+    full = image if "/" in image else f"docker.io/library/{image}"
+    assert full != image, f"{image} is already a full name: nothing to change it to"
+    copies.kubectl("patch", "pod", name, "--type=json",
+                   "-p", json.dumps([{"op": "replace", "path": f"/spec/initContainers/{index}/image", "value": full}]))
+
+    def restarted():
+        p = copies.kubectl.json("get", "pod", name)
+        ids = restart_ids(p)
+        return p if ids["regroup"][0] != before["regroup"][0] and condition(p, "Ready") else None
+    after = restart_ids(wait(copies.kubectl, f"{name}'s regroup container restarted and the pod Ready", restarted,
+                             READY_WAIT, "app.kubernetes.io/instance=rg-a"))
+    assert after["regroup"][1] > before["regroup"][1], (before, after)
+    assert after["controller"] == before["controller"], f"the app container was restarted too: {before} {after}"
+    reconciles_again(copies, "a", "restart-dep-a")
+
+
+def test_pod_deleted_app_recovers(copies):
+    """Copy a's pod deleted: its replacement is Ready and the app reconciles again."""
+    uid = copies.foo("a", "deleted-a", "deleted-dep-a")
+    copies.wait_owned("deleted-dep-a", "a", uid)
+    old = copies.ready_pod("a")["metadata"]["name"]
+    copies.kubectl("delete", "pod", old, "--wait=true", timeout=120)
+    new = copies.ready_pod("a")
+    assert new["metadata"]["name"] != old
+    reconciles_again(copies, "a", "deleted-dep-a")
