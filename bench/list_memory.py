@@ -195,6 +195,7 @@ def nginx_proxy_conf(tmp, port, upstream_port):
     with open(conf, "w") as f:
         f.write(
             f"""{user}daemon off;
+master_process off;
 worker_processes 1;
 pid {tmp}/proxy.pid;
 error_log {tmp}/proxy.error.log warn;
@@ -338,9 +339,11 @@ def main():
         if up.poll() is not None or px.poll() is not None:
             sys.exit("nginx did not start (log in the work directory)")
         # The floor: the same bytes through a plain reverse proxy, same client.
-        floor = {}
+        floor, floor_cpu = {}, {}
         for enc, accept in [("json", "application/json"), ("protobuf", PROTOBUF)]:
+            cpu0 = cpu_seconds(px.pid)
             status, n, _, _, cluster, secs = get(px_port, accept)
+            floor_cpu[enc] = cpu_seconds(px.pid) - cpu0
             if status != 200 or cluster < counts[enc]:
                 sys.exit(f"nginx proxy: HTTP {status}, {cluster} names (log in {tmp})")
             floor[enc] = secs
@@ -359,7 +362,9 @@ def main():
                                 "--listen", f"127.0.0.1:{port}"], tmp)
                 wait_ready(port, p)
                 idle = status_kb(p.pid, "VmRSS")
+                cpu0 = cpu_seconds(p.pid)
                 status, n, digest, app, cluster, secs = get(port, accept)
+                cpu = cpu_seconds(p.pid) - cpu0
                 peak = status_kb(p.pid, "VmHWM")
                 stop(p)
                 if status != 200:
@@ -370,22 +375,24 @@ def main():
                     sys.exit(f"{tag}: the answer differs from the first binary's")
                 rows.append({"name": f"{enc} list{label}", "enc": enc, "label": label,
                              "idle": idle / 1024, "peak": peak / 1024, "size": n / 2**20,
-                             "secs": secs})
+                             "secs": secs, "cpu": cpu})
                 print(f"  {enc}{label}: peak {peak / 1024:.1f} MB", file=sys.stderr)
         json_peak = {r["label"]: r["peak"] for r in rows if r["enc"] == "json"}
         first = {}
         for r in rows:
             first.setdefault(r["enc"], r["peak"])
         print("| list | answer | idle RSS | peak RSS | peak x JSON list (same binary) "
-              "| peak x first binary (same list) | time | time x nginx proxy |")
-        print("|---|---|---|---|---|---|---|---|")
+              "| peak x first binary (same list) | time | time x nginx proxy | CPU | CPU x nginx proxy |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             print(f"| {r['name']} | {r['size']:.0f} MiB | {r['idle']:.1f} MB | {r['peak']:.1f} MB "
                   f"| {r['peak'] / json_peak[r['label']]:.2f} "
                   f"| {r['peak'] / first[r['enc']]:.2f} | {r['secs']:.2f} s "
-                  f"| {r['secs'] / floor[r['enc']]:.2f} |")
+                  f"| {r['secs'] / floor[r['enc']]:.2f} | {r['cpu']:.2f} s "
+                  f"| {r['cpu'] / max(floor_cpu[r['enc']], 0.01):.1f} |")
         for enc in ("json", "protobuf"):
-            print(f"| {enc} list [nginx proxy] | | | | | | {floor[enc]:.2f} s | 1.00 |")
+            print(f"| {enc} list [nginx proxy] | | | | | | {floor[enc]:.2f} s | 1.00 "
+                  f"| {floor_cpu[enc]:.2f} s | 1.0 |")
         # The watch stream: events renamed a second, one connection.
         query = "?watch=1"
         status, _, _, _, cluster, direct = get(px_port, "application/json", WATCH_PATH + query)
