@@ -1170,7 +1170,10 @@ fn publish_credentials_read_only_and_the_lease_are_accepted() {
     ));
     let p = s.file.publish.as_ref().unwrap();
     let d = p.credentials.default_secret.as_ref().unwrap();
-    assert_eq!((d.namespace.as_str(), d.name.as_str()), ("regroup", "agent1-creds"));
+    assert_eq!(
+        (d.namespace.as_str(), d.name.as_str()),
+        ("regroup", "agent1-creds")
+    );
     assert!(p.read_only);
     assert_eq!(p.leader_election.lease_seconds, 20);
     let defaults = accepted(&publish_yaml(""));
