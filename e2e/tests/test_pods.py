@@ -48,11 +48,16 @@ What runs:
 
 Everything is made in a namespace of the run's and cluster-scoped objects
 named by the run; all are deleted at the end."""
+import base64
 import json
 import os
+import re
 import shlex
+import ssl
 import subprocess
 import time
+import urllib.error
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -72,6 +77,9 @@ RUN = uuid.uuid4().hex[:6]
 NS = f"regroup-e2e-pods-{RUN}"
 ORIG = "samplecontroller.k8s.io"
 GROUPS = {"a": f"samplecontroller.rg{RUN}a.example.com", "b": f"samplecontroller.rg{RUN}b.example.com"}
+# The single releases' groups (credentials, start and stop order): not among the two copies.
+SINGLE = {"t": f"samplecontroller.rg{RUN}t.example.com", "s": f"samplecontroller.rg{RUN}s.example.com"}
+ALL_GROUPS = {**GROUPS, **SINGLE}
 READY_WAIT = 240  # seconds: an image imported, a pod scheduled, started and Ready
 RECONCILE_WAIT = 120  # seconds: a controller's informers re-listed through a restarted regroup, its queue retried
 
@@ -203,7 +211,7 @@ class Copies:
 
     def foo(self, copy, name, deployment):
         """A Foo made straight on the cluster, in the copy's group; returns its uid."""
-        obj = {"apiVersion": f"{GROUPS[copy]}/v1alpha1", "kind": "Foo",
+        obj = {"apiVersion": f"{ALL_GROUPS[copy]}/v1alpha1", "kind": "Foo",
                "metadata": {"name": name, "namespace": NS},
                "spec": {"deploymentName": deployment, "replicas": 0}}
         return json.loads(self.kubectl("create", "-f", "-", "-o", "json", input=json.dumps(obj)))["metadata"]["uid"]
@@ -219,7 +227,7 @@ class Copies:
             return None
         (ref,) = d["metadata"].get("ownerReferences", [None])
         assert ref and (ref["apiVersion"], ref["kind"], ref["uid"], ref.get("controller")) == \
-            (f"{GROUPS[copy]}/v1alpha1", "Foo", uid, True), f"{name}: {d['metadata']}"
+            (f"{ALL_GROUPS[copy]}/v1alpha1", "Foo", uid, True), f"{name}: {d['metadata']}"
         return d
 
     def wait_owned(self, name, copy, uid, timeout=RECONCILE_WAIT):
@@ -242,7 +250,7 @@ def crd_for(regroup_bin, copy, tmp):
     """e2e/manifests/crd-foos.yaml renamed into the copy's group, `replicas`
     allowed to be 0 (the controller's Deployments then start no pod)."""
     rules = tmp / f"rules-{copy}.yaml"
-    rules.write_text(yaml.safe_dump({"rules": [{"from": ORIG, "to": GROUPS[copy]}]}))
+    rules.write_text(yaml.safe_dump({"rules": [{"from": ORIG, "to": ALL_GROUPS[copy]}]}))
     out = run([regroup_bin, "render", "-c", str(rules), "-f", str(E2E / "manifests" / "crd-foos.yaml")])
     (crd,) = [d for d in yaml.safe_load_all(out) if d]
     for version in crd["spec"]["versions"]:
@@ -257,7 +265,7 @@ def values_for(copy, controller):
     args = shlex.split(os.environ.get("REGROUP_E2E_CONTROLLER_ARGS", ""))
     if args:
         container["args"] = args
-    return {"rules": [{"from": ORIG, "to": GROUPS[copy]}],
+    return {"rules": [{"from": ORIG, "to": ALL_GROUPS[copy]}],
             "app": {"containers": [container]},
             # What sample-controller needs, in the app's names (the chart renames the group).
             "rbac": {"rules": [
@@ -424,3 +432,172 @@ def test_pod_deleted_app_recovers(copies):
     new = copies.ready_pod("a")
     assert new["metadata"]["name"] != old
     reconciles_again(copies, "a", "deleted-dep-a")
+
+
+# --- one release at a time: regroup's credential files, start and stop order ------------------------------------
+
+
+def helm_env(tmp):
+    return dict(os.environ, HELM_CONFIG_HOME=str(tmp / "helm-config"), HELM_CACHE_HOME=str(tmp / "helm-cache"),
+                HELM_DATA_HOME=str(tmp / "helm-data"))
+
+
+class Singles:
+    """Releases installed one per test (rg-t, rg-s), each around the
+    controller under its own group (SINGLE), all uninstalled at the end."""
+
+    def __init__(self, kubectl, regroup_bin, controller, tmp):
+        self.kubectl, self.regroup_bin, self.controller, self.tmp = kubectl, regroup_bin, controller, tmp
+        self.env, self.installed, self.crds = helm_env(tmp), [], []
+        self.copies = Copies(kubectl, regroup_bin)
+
+    def install(self, copy, app_args=(), **values):
+        """The CRD in the copy's group, then the chart with values_for's values
+        updated by `values` (top-level keys; `app` merged one level down), the
+        controller given `app_args` too."""
+        crd = crd_for(self.regroup_bin, copy, self.tmp)
+        self.crds.append(crd)
+        self.kubectl("apply", "-f", "-", input=json.dumps(crd))
+        self.kubectl("wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}", "--timeout=60s",
+                     timeout=90)
+        v = values_for(copy, self.controller)
+        container = v["app"]["containers"][0]
+        container["args"] = [*container.get("args", []), *app_args]
+        for key, value in values.items():
+            v[key] = {**v[key], **value} if key == "app" else value
+        path = self.tmp / f"values-{copy}.yaml"
+        path.write_text(yaml.safe_dump(v))
+        run([str(HELM), "install", f"rg-{copy}", str(CHART), "-n", NS, "--kubeconfig", KUBECONFIG, "-f", str(path)],
+            timeout=300, what=f"helm install rg-{copy}")
+        self.installed.append(copy)
+
+    def close(self):
+        for copy in self.installed:
+            subprocess.run([str(HELM), "uninstall", f"rg-{copy}", "-n", NS, "--kubeconfig", KUBECONFIG],
+                           capture_output=True, text=True, timeout=300, env=self.env)
+        if self.crds:
+            self.kubectl.run("delete", "-f", "-", "--ignore-not-found", "--wait=false", check=False,
+                             input=json.dumps({"apiVersion": "v1", "kind": "List", "items": self.crds}))
+
+
+@pytest.fixture(scope="module")
+def singles(kubectl, image, controller, namespace, regroup_bin, tmp_path_factory):
+    s = Singles(kubectl, regroup_bin, controller, tmp_path_factory.mktemp("pods-singles"))
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def metrics(kubectl, pod, name, **labels):
+    """The sum of the series `name` with these labels in regroup's /metrics,
+    read through the apiserver's pod proxy (the chart's metrics port)."""
+    text = kubectl("get", "--raw", f"/api/v1/namespaces/{NS}/pods/{pod}:9090/proxy/metrics")
+    total = 0.0
+    for line in text.splitlines():
+        m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})?\s+(\S+)", line)
+        if m and m.group(1) == name:
+            have = dict(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"', m.group(3) or ""))
+            if all(have.get(k) == v for k, v in labels.items()):
+                total += float(m.group(4))
+    return total
+
+
+def status_with_token(kubectl, path, token):
+    """The status the cluster (the admin kubeconfig's server and CA) answers
+    to a GET of `path` with this bearer token alone."""
+    cluster = json.loads(kubectl("config", "view", "--raw", "--minify", "--flatten", "-o", "json"))
+    cluster = cluster["clusters"][0]["cluster"]
+    ctx = ssl.create_default_context()
+    if cluster.get("certificate-authority-data"):
+        ctx.load_verify_locations(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+    if cluster.get("insecure-skip-tls-verify"):
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    req = urllib.request.Request(cluster["server"].rstrip("/") + path, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_regroup_rereads_its_token_swapped_by_the_kubelet(singles):
+    """regroup's own credential as the kubelet lays it out and replaces it:
+    release rg-t in kubeconfig mode (the app holds no token; every request
+    it makes goes out with regroup's), regroup's service-account directory
+    a Secret volume holding `token`, `ca.crt` and `namespace`, which the
+    kubelet writes, and rewrites, the way it writes a projected
+    service-account volume (its atomic writer: a timestamped directory and
+    the `..data` symlink swapped to it). The token is a TokenRequest token
+    bound to a Secret (deleting that Secret revokes it). The test puts a
+    second token into the volume's Secret: once the kubelet has swapped
+    `..data`, regroup re-reads the file (`regroup_credential_refreshes_total
+    {source="token_file"}`); the first token is then revoked (the cluster
+    answers it 401) and the app keeps reconciling through regroup, with no
+    401 from the cluster passed to it and neither container restarted.
+
+    Not a projected token rotated by the kubelet itself: the shortest
+    `expirationSeconds` the apiserver accepts is 600 s, rotated at 80 % of
+    its lifetime (8 minutes)."""
+    k, c = singles.kubectl, singles.copies
+    # The ServiceAccount's tokens, each bound to a Secret of its own.
+    def token(n):
+        k("create", "secret", "generic", f"rg-t-bound-{n}")
+        return k("create", "token", "rg-t-regroup", "--bound-object-kind=Secret", f"--bound-object-name=rg-t-bound-{n}",
+                 "--duration=10m").strip()
+
+    def credentials(tok):
+        return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "rg-t-credentials", "namespace": NS},
+                "stringData": {"token": tok, "ca.crt": ca, "namespace": NS}}
+    ca = k.json("get", "configmap", "kube-root-ca.crt")["data"]["ca.crt"]
+    # Installed with no pod; its regroup's service-account volume then replaced by the Secret's, and one pod started.
+    # sample-controller reads no KUBECONFIG variable, only its --kubeconfig (the chart's file, named by the variable).
+    singles.install("t", app_args=["--kubeconfig=$(KUBECONFIG)"], mode="kubeconfig", app={"replicas": 0})
+    assert k.json("get", "deployment", "rg-t-regroup")["spec"]["template"]["spec"]["serviceAccountName"] == "rg-t-regroup"
+    first = token(1)
+    k("apply", "-f", "-", input=json.dumps(credentials(first)))
+    volumes = k.json("get", "deployment", "rg-t-regroup")["spec"]["template"]["spec"]["volumes"]
+    index = [v["name"] for v in volumes].index("regroup-upstream-sa")
+    assert "projected" in volumes[index], volumes[index]
+    k("patch", "deployment", "rg-t-regroup", "--type=json", "-p", json.dumps([
+        {"op": "replace", "path": f"/spec/template/spec/volumes/{index}",
+         "value": {"name": "regroup-upstream-sa", "secret": {"secretName": "rg-t-credentials", "defaultMode": 0o444}}},
+        {"op": "replace", "path": "/spec/replicas", "value": 1}]))
+    pod = c.ready_pod("t")
+    name = pod["metadata"]["name"]
+    assert [v for v in pod["spec"]["volumes"] if v["name"] == "regroup-upstream-sa"][0]["secret"]["secretName"] == \
+        "rg-t-credentials"
+    uid = c.foo("t", "token-1", "token-dep-1")
+    c.wait_owned("token-dep-1", "t", uid)
+    before = restart_ids(pod)
+    read = metrics(k, name, "regroup_credential_refreshes_total", source="token_file")
+    # (The read at start is not counted: the series appears with the first re-read.)
+    refused = metrics(k, name, "regroup_requests_total", code="401")
+
+    # The second token into the volume: the kubelet swaps `..data`; each Foo made meanwhile sends the app's
+    # requests through regroup, which checks the file's stamp before using it.
+    second = token(2)
+    k("apply", "-f", "-", input=json.dumps(credentials(second)))
+    made = []
+
+    def reread():
+        if metrics(k, name, "regroup_credential_refreshes_total", source="token_file") > read:
+            return True
+        made.append(c.foo("t", f"swap-{len(made)}", f"swap-dep-{len(made)}"))
+        return False
+    wait(k, "regroup to re-read its token file after the kubelet's swap", reread, 180,
+         "app.kubernetes.io/instance=rg-t")
+    # The first token revoked: the cluster refuses it ...
+    k("delete", "secret", "rg-t-bound-1")
+    path = f"/apis/{ALL_GROUPS['t']}/v1alpha1/namespaces/{NS}/foos"
+    wait(k, "the cluster to refuse the first token", lambda: status_with_token(k, path, first) == 401, 60)
+    assert status_with_token(k, path, second) == 200
+    # ... and the app keeps working through regroup: a new Foo reconciled, a Deployment it owns deleted comes back.
+    uid = c.foo("t", "token-2", "token-dep-2")
+    c.wait_owned("token-dep-2", "t", uid)
+    reconciles_again(c, "t", "token-dep-1")
+    assert metrics(k, name, "regroup_requests_total", code="401") == refused, "the cluster refused regroup's token"
+    after = k.json("get", "pod", name)
+    assert restart_ids(after) == before, "a container restarted"
+    logs = k("logs", name, "-c", "regroup")
+    assert first not in logs and second not in logs, "a token in regroup's log"
