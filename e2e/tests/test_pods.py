@@ -49,6 +49,7 @@ What runs:
 Everything is made in a namespace of the run's and cluster-scoped objects
 named by the run; all are deleted at the end."""
 import base64
+import datetime
 import json
 import os
 import re
@@ -601,3 +602,111 @@ def test_regroup_rereads_its_token_swapped_by_the_kubelet(singles):
     assert restart_ids(after) == before, "a container restarted"
     logs = k("logs", name, "-c", "regroup")
     assert first not in logs and second not in logs, "a token in regroup's log"
+
+
+def stamped(text):
+    """`kubectl logs --timestamps` lines as (the runtime's time of the line, the line)."""
+    out = []
+    for line in text.splitlines():
+        ts, _, rest = line.partition(" ")
+        out.append((instant(ts), rest))
+    return out
+
+
+def instant(ts):
+    """An RFC 3339 time (nanoseconds or none) as a datetime, to the microsecond."""
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z", ts)
+    assert m, ts
+    return datetime.datetime.fromisoformat(m.group(1) + "." + (m.group(2) or "0")[:6].ljust(6, "0") + "+00:00")
+
+
+def request_lines(log):
+    """regroup's request log lines (JSON, target regroup::request) as (time, fields)."""
+    out = []
+    for t, line in log:
+        if '"regroup::request"' in line:
+            out.append((t, json.loads(line)["fields"]))
+    return out
+
+
+def klog_errors(log):
+    """The app's klog lines of severity E or F (`E1204 17:03:36.661724 ...`)."""
+    return [line for _, line in log if re.match(r"^[EF]\d{4} ", line)]
+
+
+def test_app_starts_after_regroup_serves_and_stops_before_it(singles):
+    """Release rg-s, the chart as it is (in-cluster mode, regroup a native
+    sidecar). Start: regroup logs "regroup serving" before the app's first
+    log line, its container started no later than the app's, and neither
+    restarted (the app never ran without regroup). Stop: the pod deleted,
+    the app's container finishes first (exit 0) and regroup's after it
+    (exit 0; finish times from the pod's last status, the watch's DELETED
+    event); regroup begins its shutdown only after the app's last log line,
+    and logs the app's last requests (its watches, ended by the app) after
+    the app began stopping; no E or F line in the app's log while it
+    stops, and before that none but 409 Conflicts on a Foo's update (the
+    controller's stale informer copy, retried, as without regroup)."""
+    k, c = singles.kubectl, singles.copies
+    singles.install("s")
+    pod = c.ready_pod("s")
+    name = pod["metadata"]["name"]
+    uid = c.foo("s", "order-1", "order-dep-1")
+    c.wait_owned("order-dep-1", "s", uid)
+    pod = k.json("get", "pod", name)
+    st = {s["name"]: s for s in pod["status"]["initContainerStatuses"] + pod["status"]["containerStatuses"]}
+    assert st["regroup"]["restartCount"] == 0 and st["controller"]["restartCount"] == 0, restart_ids(pod)
+    assert instant(st["regroup"]["state"]["running"]["startedAt"]) <= \
+        instant(st["controller"]["state"]["running"]["startedAt"])
+    regroup_log = stamped(k("logs", name, "-c", "regroup", "--timestamps"))
+    app_log = stamped(k("logs", name, "-c", "controller", "--timestamps"))
+    (serving,) = [t for t, line in regroup_log if '"message":"regroup serving' in line and '"listen":"127.0.0.1:8001"'
+                  not in line][:1] or [None]
+    assert serving and app_log, f"regroup:\n{regroup_log[:10]}\napp:\n{app_log[:10]}"
+    assert serving < app_log[0][0], (serving, app_log[0])
+
+    # Stop: the pod's states through a watch (its DELETED event holds the last status), both logs followed to the end.
+    watch = subprocess.Popen(k.argv("get", "pod", name, "--watch", "--output-watch-events", "-o", "json"),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    follow = {n: subprocess.Popen(k.argv("logs", name, "-c", n, "--timestamps", "-f"), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for n in ("regroup", "controller")}
+    try:
+        time.sleep(2)
+        k("delete", "pod", name, "--wait=true", timeout=120)
+        logs = {n: p.communicate(timeout=60)[0] for n, p in follow.items()}
+        time.sleep(3)  # the watch's last events
+    finally:
+        for p in (watch, *follow.values()):
+            if p.poll() is None:
+                p.terminate()
+        out, err = watch.communicate(timeout=30)
+    events, dec, i = [], json.JSONDecoder(), 0
+    while i < len(out):
+        if out[i].isspace():
+            i += 1
+            continue
+        e, i = dec.raw_decode(out, i)
+        events.append(e)
+    # The last status the kubelet wrote (the DELETED event's, when the watch got it before it stopped).
+    assert events and events[-1]["object"]["metadata"].get("deletionTimestamp"), \
+        f"{[e['type'] for e in events]}\n{err}"
+    last = events[-1]["object"]["status"]
+    done = {s["name"]: s["state"].get("terminated") for s in last["initContainerStatuses"] + last["containerStatuses"]}
+    assert done["controller"] and done["regroup"], json.dumps(last, indent=1)
+    assert done["controller"]["exitCode"] == 0, done
+    assert done["regroup"]["exitCode"] == 0, done
+    assert instant(done["regroup"]["finishedAt"]) >= instant(done["controller"]["finishedAt"]), done
+    regroup_log, app_log = stamped(logs["regroup"]), stamped(logs["controller"])
+    (stopping,) = [t for t, line in regroup_log if '"message":"shutting down' in line]
+    assert stopping >= app_log[-1][0], (stopping, app_log[-1])
+    # The app's last requests went through regroup: lines regroup logged between the app's first shutdown line
+    # and its own shutdown.
+    app_stops = [t for t, line in app_log if "Shutting down" in line]
+    assert app_stops, app_log[-10:]
+    last_requests = [f for t, f in request_lines(regroup_log) if app_stops[0] <= t <= stopping]
+    assert last_requests, f"regroup logged no request of the app after {app_stops[0]}:\n{regroup_log[-15:]}"
+    # No error line while stopping; before it, none but optimistic-concurrency conflicts (sample-controller updates a
+    # Foo's status from its informer's copy, which a second update event can find stale: 409, retried at once, as
+    # straight on a cluster).
+    assert klog_errors([(t, line) for t, line in app_log if t >= app_stops[0]]) == []
+    errors = [line for line in klog_errors(app_log) if "the object has been modified" not in line]
+    assert errors == [], errors
