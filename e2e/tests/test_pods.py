@@ -50,6 +50,7 @@ Everything is made in a namespace of the run's and cluster-scoped objects
 named by the run; all are deleted at the end."""
 import base64
 import datetime
+import ipaddress
 import json
 import os
 import re
@@ -58,6 +59,7 @@ import ssl
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from pathlib import Path
@@ -710,3 +712,172 @@ def test_app_starts_after_regroup_serves_and_stops_before_it(singles):
     assert klog_errors([(t, line) for t, line in app_log if t >= app_stops[0]]) == []
     errors = [line for line in klog_errors(app_log) if "the object has been modified" not in line]
     assert errors == [], errors
+
+
+# --- publish mode's remote side as deployed, two replicas --------------------------------------------------------
+
+CENTRAL_KUBECONFIG = os.environ.get("REGROUP_E2E_CENTRAL_KUBECONFIG")
+PUB_GROUP, PUB_VERSION = "database.acmeco.org", "v1alpha1"
+PUB_RESOURCE, PUB_KIND = f"mysqlinstancerequirements.{PUB_GROUP}", "MySQLInstanceRequirement"
+
+
+def central_server_for_pods(central):
+    """The URL pods of the remote cluster reach the central apiserver at:
+    REGROUP_E2E_CENTRAL_SERVER_FOR_PODS, else the central kubeconfig's
+    server unless it is a loopback address (skipped then, saying so)."""
+    given = os.environ.get("REGROUP_E2E_CENTRAL_SERVER_FOR_PODS")
+    if given:
+        return given
+    server = json.loads(central("config", "view", "--raw", "--minify", "-o", "json"))["clusters"][0]["cluster"]["server"]
+    host = urllib.parse.urlsplit(server).hostname
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if loopback:
+        pytest.skip(f"the central apiserver is at {server}, a loopback address pods can't reach; set "
+                    "REGROUP_E2E_CENTRAL_SERVER_FOR_PODS to an https URL they reach it at (its serving certificate "
+                    "must name that host)")
+    return server
+
+
+def by_namespace(k, verb, docs, *args, check=True):
+    """`kubectl VERB -f -` of docs, one call per namespace they name (the
+    helper's `-n` would refuse any other), cluster-scoped ones with the first."""
+    groups = {}
+    for d in docs:
+        groups.setdefault(d["metadata"].get("namespace") or k.namespace, []).append(d)
+    for ns, items in groups.items():
+        k.run(verb, "-n", ns, "-f", "-", *args, check=check,
+              input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+
+
+def test_publish_remote_side_two_replicas(kubectl, image, namespace, regroup_bin, tmp_path):
+    """`regroup publish-manifests` applied as docs/publish.md ("Deploying")
+    says, the Deployment at 2 replicas: the central section on the central
+    cluster (REGROUP_E2E_CENTRAL_KUBECONFIG), its token made into the
+    central kubeconfig Secret (at REGROUP_E2E_CENTRAL_SERVER_FOR_PODS, or
+    the kubeconfig's server if not loopback), the remote section on this
+    cluster. Both pods running, the Lease held by one of them and renewed;
+    both pods Ready and behind the Service, the APIService Available, the
+    group served through the remote cluster, the same holder; an object
+    applied remotely created centrally, the Secret it owns there copied
+    into its remote namespace once (its resourceVersion unchanged over
+    several resync rounds: the other replica does not write it too)."""
+    if not CENTRAL_KUBECONFIG:
+        pytest.skip("REGROUP_E2E_CENTRAL_KUBECONFIG is not set: publish mode needs a central cluster")
+    name, target, source = f"rg-pub-{RUN}", f"rg-pods-pub-{RUN}", f"{NS}-src"
+    central = Kubectl(CENTRAL_KUBECONFIG, tmp_path / "central-cache", target)
+    server = central_server_for_pods(central)
+    remote = Kubectl(KUBECONFIG, tmp_path / "remote-cache", namespace)
+    apiservice = f"{PUB_VERSION}.{PUB_GROUP}"
+    if remote.run("get", "apiservice", apiservice, check=False).returncode == 0:
+        pytest.skip(f"the remote cluster already has the APIService {apiservice} (another publisher's): not replaced")
+    config = tmp_path / "publish.yaml"
+    config.write_text(yaml.safe_dump({
+        "upstream": {"inCluster": True},
+        "front": {"listen": "0.0.0.0:9443", "requestHeader": {"fromCluster": True}},
+        "publish": {"central": {"kubeconfig": CENTRAL_KUBECONFIG}, "groups": [PUB_GROUP], "targetNamespace": target,
+                    "connectionSecrets": {"resyncSeconds": 1}}}))
+    made_crd = central.run("get", f"crd/{PUB_RESOURCE}", check=False).returncode != 0
+    remote_docs, central_docs = [], []
+    try:
+        if made_crd:
+            central("apply", "-f", E2E / "manifests" / "publish-crd.yaml")
+        central("wait", "--for=condition=Established", f"crd/{PUB_RESOURCE}", "--timeout=60s", timeout=90)
+        out = run([regroup_bin, "publish-manifests", "-c", str(config), "--namespace", namespace, "--name", name])
+        head, _, tail = out.partition("# ---- remote cluster ----")
+        central_docs = [d for d in yaml.safe_load_all(head) if d]
+        remote_docs = [d for d in yaml.safe_load_all(tail) if d and d["kind"] != "Namespace"]
+        for d in remote_docs:
+            if d["kind"] == "Deployment":
+                d["spec"]["replicas"] = 2
+                selector = ",".join(f"{k}={v}" for k, v in d["spec"]["selector"]["matchLabels"].items())
+                (container,) = d["spec"]["template"]["spec"]["containers"]
+                container["imagePullPolicy"] = "Never"  # the imported archive, never a registry
+                central_mount = [m for m in container["volumeMounts"] if m["mountPath"] == "/etc/regroup/central"][0]
+                (volume,) = [v for v in d["spec"]["template"]["spec"]["volumes"] if v["name"] == central_mount["name"]]
+                central_secret = volume["secret"]["secretName"]
+        by_namespace(central, "apply", central_docs)
+        # The central kubeconfig from the token Secret, as the central section's comment says, at the pods' address.
+        token_secret = [d for d in central_docs if d["kind"] == "Secret"][0]["metadata"]["name"]
+        data = wait(central, f"the central token Secret {token_secret} filled in",
+                    lambda: central.json("get", "secret", token_secret, "-n", target).get("data", {}).get("token")
+                    and central.json("get", "secret", token_secret, "-n", target)["data"], 60)
+        kc = {"apiVersion": "v1", "kind": "Config", "current-context": "central",
+              "clusters": [{"name": "central", "cluster": {"server": server,
+                                                           "certificate-authority-data": data["ca.crt"]}}],
+              "users": [{"name": name, "user": {"token": base64.b64decode(data["token"]).decode()}}],
+              "contexts": [{"name": "central", "context": {"cluster": "central", "user": name, "namespace": target}}]}
+        remote("create", "secret", "generic", central_secret, "--from-file=kubeconfig=/dev/stdin",
+               input=yaml.safe_dump(kc))
+        by_namespace(remote, "apply", remote_docs)
+
+        # Two pods; the Lease held by one of them, and kept (before the central cluster is needed: the copier's
+        # election is in the remote cluster).
+        def two_pods():
+            items = [p for p in remote.json("get", "pods", "-l", selector)["items"]
+                     if not p["metadata"].get("deletionTimestamp")]
+            return items if len(items) == 2 and all(p.get("status", {}).get("podIP") for p in items) else None
+        pods = wait(remote, f"{name}'s two pods", two_pods, READY_WAIT, selector)
+        names = {p["metadata"]["name"] for p in pods}
+
+        def held():
+            leases = [l for l in remote.json("get", "leases")["items"]
+                      if any(n in (l["spec"].get("holderIdentity") or "") for n in names)]
+            return leases[0] if len(leases) == 1 else None
+        lease = wait(remote, "a Lease held by one of the pods", held, 60)
+        holder = lease["spec"]["holderIdentity"]
+        assert sum(n in holder for n in names) == 1, (holder, names)
+        time.sleep(2 * lease["spec"].get("leaseDurationSeconds", 15) / 3 + 1)
+        again = remote.json("get", "lease", lease["metadata"]["name"])
+        assert again["spec"]["holderIdentity"] == holder and \
+            again["spec"]["renewTime"] != lease["spec"]["renewTime"], (lease["spec"], again["spec"])
+
+        # Available behind its Service, the group served through the remote cluster.
+        remote("wait", "--for=condition=Available", f"deployment/{name}", f"--timeout={READY_WAIT}s",
+               timeout=READY_WAIT + 30)
+        pods = two_pods()
+        assert pods and all(condition(p, "Ready") for p in pods), [p["metadata"]["name"] for p in pods or []]
+        assert {p["metadata"]["name"] for p in pods} == names, "a pod was replaced"
+        ips = sorted(p["status"]["podIP"] for p in pods)
+        wait(remote, f"the Service {name}'s endpoints: both pods", lambda: sorted(
+            a for s in remote.json("get", "endpointslices", "-l", f"kubernetes.io/service-name={name}")["items"]
+            for e in s.get("endpoints") or [] if (e.get("conditions") or {}).get("ready") for a in e["addresses"])
+            == ips, 60)
+        wait(remote, f"the APIService {apiservice} Available",
+             lambda: condition(remote.json("get", "apiservice", apiservice), "Available"), 120)
+        wait(remote, f"{PUB_GROUP} served through the remote cluster",
+             lambda: remote.run("get", "--raw", f"/apis/{PUB_GROUP}/{PUB_VERSION}", check=False).returncode == 0, 60)
+        assert remote.json("get", "lease", lease["metadata"]["name"])["spec"]["holderIdentity"] == holder
+
+        # An object applied remotely, created centrally; the Secret it owns there copied once.
+        remote("create", "namespace", source)
+        remote("apply", "-n", source, "-f", "-", input=json.dumps({
+            "apiVersion": f"{PUB_GROUP}/{PUB_VERSION}", "kind": PUB_KIND,
+            "metadata": {"name": "sqldb", "namespace": source},
+            "spec": {"version": "5.7", "storageGB": 20, "writeConnectionSecretToRef": {"name": "sql-creds"}}}))
+        owner = central.json("get", PUB_RESOURCE, "sqldb", "-n", target)
+        central("apply", "-n", target, "-f", "-", input=json.dumps({
+            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": "sql-creds", "namespace": target, "ownerReferences": [{
+                "apiVersion": f"{PUB_GROUP}/{PUB_VERSION}", "kind": PUB_KIND, "name": "sqldb",
+                "uid": owner["metadata"]["uid"], "controller": True}]},
+            "stringData": {"username": "admin", "password": "s3cret"}}))
+
+        def copied():
+            got = remote.run("get", "secret", "sql-creds", "-n", source, "-o", "json", check=False)
+            return json.loads(got.stdout) if got.returncode == 0 else None
+        copy = wait(remote, "the connection Secret copied into the remote namespace", copied, 60)
+        assert base64.b64decode(copy["data"]["password"]) == b"s3cret"
+        time.sleep(6)  # six resync rounds of the holder; a second copier would write it again
+        assert copied()["metadata"]["resourceVersion"] == copy["metadata"]["resourceVersion"]
+        assert remote.json("get", "lease", lease["metadata"]["name"])["spec"]["holderIdentity"] == holder
+    finally:
+        # The source namespace first, while the front still serves it (its objects are deleted through it).
+        remote.run("delete", "namespace", source, "--ignore-not-found", "--timeout=60s", check=False, timeout=90)
+        if remote_docs:
+            by_namespace(remote, "delete", remote_docs, "--ignore-not-found", "--wait=false", check=False)
+        central.run("delete", "namespace", target, "--ignore-not-found", "--wait=false", check=False)
+        if made_crd:
+            central.run("delete", f"crd/{PUB_RESOURCE}", "--ignore-not-found", "--wait=false", check=False)
