@@ -19,6 +19,10 @@ Real-cluster mode only; each requirement missing skips, saying which:
                                REGROUP_E2E_CONTROLLER_ARGS, split as a shell
                                would; an archive of it to import first:
                                REGROUP_E2E_CONTROLLER_ARCHIVE)
+  REGROUP_E2E_CENTRAL_KUBECONFIG (the publish-mode test) a central cluster;
+                               REGROUP_E2E_CENTRAL_SERVER_FOR_PODS the URL
+                               the pods reach its apiserver at (default: the
+                               kubeconfig's server; a loopback one skips)
 
 What runs:
   - regroup's image as a pod: `--version` with `imagePullPolicy: Never` (so
@@ -45,6 +49,11 @@ What runs:
     container left running; then the pod deleted. Each time the pod is
     Ready again and the app reconciles again (a Deployment it owns,
     deleted, comes back).
+  - regroup's own token re-read when the kubelet swaps its volume's
+    `..data` (a Secret volume holding a bound token, replaced, the old one
+    revoked); the app starting after regroup serves and stopping before it
+    (logs, container times); publish-manifests' remote side at 2 replicas
+    (Lease, Service, APIService, a connection Secret copied once).
 
 Everything is made in a namespace of the run's and cluster-scoped objects
 named by the run; all are deleted at the end."""
@@ -556,7 +565,8 @@ def test_regroup_rereads_its_token_swapped_by_the_kubelet(singles):
     # Installed with no pod; its regroup's service-account volume then replaced by the Secret's, and one pod started.
     # sample-controller reads no KUBECONFIG variable, only its --kubeconfig (the chart's file, named by the variable).
     singles.install("t", app_args=["--kubeconfig=$(KUBECONFIG)"], mode="kubeconfig", app={"replicas": 0})
-    assert k.json("get", "deployment", "rg-t-regroup")["spec"]["template"]["spec"]["serviceAccountName"] == "rg-t-regroup"
+    template = k.json("get", "deployment", "rg-t-regroup")["spec"]["template"]
+    assert template["spec"]["serviceAccountName"] == "rg-t-regroup"
     first = token(1)
     k("apply", "-f", "-", input=json.dumps(credentials(first)))
     volumes = k.json("get", "deployment", "rg-t-regroup")["spec"]["template"]["spec"]["volumes"]
@@ -728,7 +738,8 @@ def central_server_for_pods(central):
     given = os.environ.get("REGROUP_E2E_CENTRAL_SERVER_FOR_PODS")
     if given:
         return given
-    server = json.loads(central("config", "view", "--raw", "--minify", "-o", "json"))["clusters"][0]["cluster"]["server"]
+    view = json.loads(central("config", "view", "--raw", "--minify", "-o", "json"))
+    server = view["clusters"][0]["cluster"]["server"]
     host = urllib.parse.urlsplit(server).hostname
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
