@@ -90,7 +90,7 @@ NS = f"regroup-e2e-pods-{RUN}"
 ORIG = "samplecontroller.k8s.io"
 GROUPS = {"a": f"samplecontroller.rg{RUN}a.example.com", "b": f"samplecontroller.rg{RUN}b.example.com"}
 # The single releases' groups (credentials, start and stop order): not among the two copies.
-SINGLE = {"t": f"samplecontroller.rg{RUN}t.example.com", "s": f"samplecontroller.rg{RUN}s.example.com"}
+SINGLE = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "tsr"}
 ALL_GROUPS = {**GROUPS, **SINGLE}
 READY_WAIT = 240  # seconds: an image imported, a pod scheduled, started and Ready
 RECONCILE_WAIT = 120  # seconds: a controller's informers re-listed through a restarted regroup, its queue retried
@@ -614,6 +614,55 @@ def test_regroup_rereads_its_token_swapped_by_the_kubelet(singles):
     assert restart_ids(after) == before, "a container restarted"
     logs = k("logs", name, "-c", "regroup")
     assert first not in logs and second not in logs, "a token in regroup's log"
+
+
+@pytest.mark.skipif(not os.environ.get("REGROUP_E2E_SLOW"),
+                    reason="about 12 minutes (a 600 s projected token renewed by the kubelet at 80 %, then expired): "
+                           "set REGROUP_E2E_SLOW=1")
+def test_regroup_follows_the_kubelets_own_token_rotation(singles):
+    """The kubelet's own rotation, no Secret in between: release rg-r in
+    kubeconfig mode (every request with regroup's token), regroup's
+    projected service-account token at the shortest `expirationSeconds`
+    the apiserver allows (600). The kubelet renews it at 80 % of its life
+    and swaps `..data`: regroup re-reads it (the refresh counter rises
+    while Foos made every 20 s send the app's requests through it); once
+    the first token has expired (its pod's start + 600 s + the apiserver's
+    one-minute leeway), the app still reconciles, with no 401 passed to it
+    and no restart."""
+    k, c = singles.kubectl, singles.copies
+    singles.install("r", app_args=["--kubeconfig=$(KUBECONFIG)"], mode="kubeconfig", app={"replicas": 0})
+    volumes = k.json("get", "deployment", "rg-r-regroup")["spec"]["template"]["spec"]["volumes"]
+    index = [v["name"] for v in volumes].index("regroup-upstream-sa")
+    (source,) = [i for i, src in enumerate(volumes[index]["projected"]["sources"]) if "serviceAccountToken" in src]
+    path = f"/spec/template/spec/volumes/{index}/projected/sources/{source}/serviceAccountToken/expirationSeconds"
+    k("patch", "deployment", "rg-r-regroup", "--type=json", "-p", json.dumps([
+        {"op": "replace", "path": path, "value": 600},
+        {"op": "replace", "path": "/spec/replicas", "value": 1}]))
+    pod = c.ready_pod("r")
+    name = pod["metadata"]["name"]
+    uid = c.foo("r", "rotate-0", "rotate-dep-0")
+    c.wait_owned("rotate-dep-0", "r", uid)
+    before = restart_ids(pod)
+    read = metrics(k, name, "regroup_credential_refreshes_total", source="token_file")
+    refused = metrics(k, name, "regroup_requests_total", code="401")
+    made = []
+
+    def reread():
+        if metrics(k, name, "regroup_credential_refreshes_total", source="token_file") > read:
+            return True
+        made.append(c.foo("r", f"rotate-{len(made) + 1}", f"rotate-dep-{len(made) + 1}"))
+        return False
+    poll(reread, 660, 20, lambda: f"regroup did not re-read its projected token within 660 s\n{diagnose(k)}")
+    expired = instant(pod["status"]["startTime"]) + datetime.timedelta(seconds=600 + 75)
+    left = (expired - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+    if left > 0:
+        time.sleep(left)
+    uid = c.foo("r", "rotate-after", "rotate-dep-after")
+    c.wait_owned("rotate-dep-after", "r", uid)
+    for i, u in enumerate(made, 1):
+        c.wait_owned(f"rotate-dep-{i}", "r", u)
+    assert metrics(k, name, "regroup_requests_total", code="401") == refused, "the cluster refused regroup's token"
+    assert restart_ids(k.json("get", "pod", name)) == before, "a container restarted"
 
 
 def stamped(text):
