@@ -8,13 +8,14 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderValue, Method, StatusCode};
 use serde_json::{json, Value as Json};
 
 use super::credentials::{Credentials, SecretRef};
+use super::lease;
 use super::namespaces::Namespaces;
 use super::source;
 use crate::upstream::own_client::{OwnClient, OwnClientError};
@@ -43,6 +44,10 @@ pub enum SecretsError {
     /// The remote copy is not JSON (never quoted).
     #[error("remote Secret is not JSON")]
     RemoteNotJson,
+    /// The Lease ran out during the pass (this replica was paused or cut
+    /// off): another replica may copy now.
+    #[error("not written: this replica no longer holds the Lease")]
+    NotLeading,
     /// A write was refused.
     #[error("{method} {path}: {status}")]
     Write {
@@ -84,6 +89,8 @@ pub(crate) struct Puller {
     pub require_owner: bool,
     /// This publisher's id: [`COPY_LABEL`]'s value on its copies.
     pub id: String,
+    /// Until when this replica holds the Lease (`lease.rs`).
+    pub leading: tokio::sync::watch::Receiver<Option<Instant>>,
 }
 
 /// Where a wanted copy comes from: the central namespace, the object
@@ -105,11 +112,11 @@ type Wanted = BTreeMap<(String, String), Origin>;
 type Unread = HashSet<String>;
 
 impl Puller {
-    /// Runs for the life of the process; passes only while `leading`
-    /// says this replica holds the Lease.
-    pub async fn run(self, leading: tokio::sync::watch::Receiver<bool>) {
+    /// Runs for the life of the process; passes only while this replica
+    /// holds the Lease.
+    pub async fn run(self) {
         loop {
-            if !*leading.borrow() {
+            if !self.leads() {
                 tokio::time::sleep(self.every).await;
                 continue;
             }
@@ -118,10 +125,21 @@ impl Puller {
                     tracing::info!(copied, deleted, "connection secrets brought in line");
                 }
                 Ok(_) => {}
+                Err(SecretsError::NotLeading) => {
+                    tracing::info!(
+                        "connection secrets: pass stopped, this replica no longer holds the Lease"
+                    )
+                }
                 Err(e) => tracing::warn!("connection secrets: {e} (nothing deleted this pass)"),
             }
             tokio::time::sleep(self.every).await;
         }
+    }
+
+    /// Whether this replica holds the Lease now: checked before a pass
+    /// and before each write.
+    fn leads(&self) -> bool {
+        lease::holds(*self.leading.borrow(), Instant::now())
     }
 
     /// One pass: how many copies were written and deleted.
@@ -322,6 +340,9 @@ impl Puller {
     }
 
     async fn write(&self, method: Method, path: &str, doc: &Json) -> Result<(), SecretsError> {
+        if !self.leads() {
+            return Err(SecretsError::NotLeading);
+        }
         let body = Bytes::from(serde_json::to_vec(doc).expect("values serialize"));
         let (status, _, _) = self
             .remote
@@ -358,6 +379,9 @@ impl Puller {
             .await?;
         let mut deleted = 0;
         for (s, ns, name) in unwanted(&list, wanted, unread) {
+            if !self.leads() {
+                return Err(SecretsError::NotLeading);
+            }
             // Bound to the copy listed: a Secret made since is not deleted.
             let uid = s["metadata"]["uid"].as_str().unwrap_or_default();
             let opts =
