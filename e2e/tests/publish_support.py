@@ -198,7 +198,8 @@ def kubeconfig_text(central_kc, ns, token):
     central server with this token."""
     cluster = server_of(central_kc)
     return json.dumps({"apiVersion": "v1", "kind": "Config", "current-context": "c",
-                       "clusters": [{"name": "c", "cluster": cluster}], "users": [{"name": "u", "user": {"token": token}}],
+                       "clusters": [{"name": "c", "cluster": cluster}],
+                       "users": [{"name": "u", "user": {"token": token}}],
                        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u", "namespace": ns}}]})
 
 
