@@ -110,7 +110,10 @@ def pub(workdir, regroup_bin, request):
         p.cluster_id = p.remote.json("get", "namespace", "kube-system")["metadata"]["uid"]
         p.host = front_host(p.remote, standin=not REAL)
         ca = front_certificate(p.dir, p.svc_ns, p.host)
-        front = Front(regroup_bin, p.dir, "regroup", remote_kc, publish_section(agent_kc, p.target),
+        # The copier's Lease in the Service's namespace, which goes at the end
+        # (its default, the pod's namespace, is `default` outside a pod).
+        publish = publish_section(agent_kc, p.target, leaderElection={"namespace": p.svc_ns})
+        front = Front(regroup_bin, p.dir, "regroup", remote_kc, publish,
                       listen_host="0.0.0.0" if REAL else "127.0.0.1")
         procs.append(front.proc)
         p.port, p.metrics_port = front.port, front.metrics_port
