@@ -1951,6 +1951,16 @@ class Handler(BaseHTTPRequestHandler):
                 return 200, {"kind": r.kind["kind"] + "List", "apiVersion": gv(r.group, r.version),
                              "metadata": {"resourceVersion": rv}, "items": items}
             accepted(accept)  # writes answer JSON
+            if m == "DELETE" and not r.name and r.kind.get("crd"):
+                # deletecollection of a custom resource (what the namespace
+                # controller sends): what the selector matches goes; the
+                # answer is the list of what was deleted.
+                sel = selector(q)
+                gone = [(k, o) for k, o in sorted(st.objs.items()) if matches(k, o, r, sel)]
+                for key, obj in gone if not dry else []:
+                    st.commit("DELETED", key, copy(obj))
+                return 200, {"kind": r.kind["kind"] + "List", "apiVersion": gv(r.group, r.version),
+                             "metadata": {"resourceVersion": str(st.rv)}, "items": [as_version(o, r) for _, o in gone]}
             if m == "DELETE" and r.name and not r.sub:
                 if cur is None:
                     raise not_found(r.group, r.plural, r.name)

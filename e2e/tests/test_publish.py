@@ -25,7 +25,6 @@ import json
 import os
 import re
 import ssl
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -33,96 +32,32 @@ import uuid
 
 import pytest
 
-from conftest import LOGS, start_standin
-from e2e_support import DIRECT, E2E, Kubectl, Stream, free_port, stop, wait_for, wait_port, write_kubeconfig
+from e2e_support import Kubectl, Stream, stop, wait_for
+from publish_support import (COPY_LABEL, COPY_OF, GROUP, KIND, PLURAL, PUBLISH_SKIPS, REAL, RESOURCE,
+                             SECRET, SOURCE_CLUSTER, SOURCE_NS, TARGET_ANNOTATION, VERSION, CENTRAL_KUBECONFIG, Front,
+                             binding, delete_namespaces, ensure_crd, front_certificate, front_host, grant, namespace,
+                             publish_section, register_front, remote_secret, requirement, role,
+                             service_account_kubeconfig, start_central_standin, start_remote_standin,
+                             wait_for_aggregator)
+from publish_support import set_ready as set_status
+from publish_support import write_connection_secret as write_owned_secret
 
-REAL = bool(os.environ.get("REGROUP_E2E_KUBECONFIG"))
-CENTRAL_KUBECONFIG = os.environ.get("REGROUP_E2E_CENTRAL_KUBECONFIG")
-GROUP, VERSION = "database.acmeco.org", "v1alpha1"
-PLURAL, KIND = "mysqlinstancerequirements", "MySQLInstanceRequirement"
-RESOURCE = f"{PLURAL}.{GROUP}"
-CRD = f"customresourcedefinition/{RESOURCE}"
-APISERVICE = f"{VERSION}.{GROUP}"
-SERVICE = "regroup-publish"
-SOURCE_NS, SOURCE_CLUSTER = "regroup.dev/source-namespace", "regroup.dev/source-cluster"
-TARGET_ANNOTATION = "regroup.dev/publish-target-namespace"
-COPY_LABEL, COPY_OF = "regroup.dev/connection-secret", "regroup.dev/connection-secret-of"
-SECRET = "sql-creds"
 STALE_UID = "00000000-0000-4000-8000-000000000001"
 
-pytestmark = [
-    pytest.mark.skipif(DIRECT, reason="REGROUP_E2E_DIRECT: no regroup, so no publish mode"),
-    pytest.mark.skipif(REAL and not CENTRAL_KUBECONFIG,
-                       reason="publish mode needs a second, central cluster: REGROUP_E2E_KUBECONFIG is the remote "
-                              "one; set REGROUP_E2E_CENTRAL_KUBECONFIG to the central cluster's admin kubeconfig"),
-]
+pytestmark = PUBLISH_SKIPS
 
 
 class Pub:
     """The two clusters, regroup, and this run's names."""
 
 
-def role(name, ns, rules):
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": name, "namespace": ns},
-            "rules": rules}
-
-
-def binding(name, ns, subject):
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": name, "namespace": ns}, "subjects": [subject],
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}}
-
-
 def grant_agent(p, ns):
     """The central Role `regroup publish-manifests` prints, in `ns`, for the agent's service account."""
-    p.central("apply", "-n", ns, "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [
-        role("rg-publish-agent", ns, [{"apiGroups": [GROUP], "resources": ["*"], "verbs": ["*"]},
-                                     {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}]),
-        binding("rg-publish-agent", ns, {"kind": "ServiceAccount", "name": p.agent, "namespace": p.target})]}))
-
-
-def requirement(ns, name="sqldb", storage=20, labels=None):
-    md = dict({"name": name, "namespace": ns}, **({"labels": labels} if labels else {}))
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND, "metadata": md,
-            "spec": {"version": "5.7", "storageGB": storage, "writeConnectionSecretToRef": {"name": SECRET}}}
-
-
-def namespace(name, annotations=None):
-    md = dict({"name": name}, **({"annotations": annotations} if annotations else {}))
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": md}
-
-
-def delete_namespaces(kubectl, names):
-    """Deletes namespaces and waits for them (60 s at most). One that is still
-    Terminating after 10 s without a condition (no namespace controller: a
-    cluster without kube-controller-manager, where nothing removes the
-    `kubernetes` finalizer) is finalized, its objects having been deleted."""
-    kubectl.run("delete", "namespace", *names, "--ignore-not-found", "--wait=false", check=False)
-    start, left = time.monotonic(), list(names)
-    while left and time.monotonic() < start + 60:
-        time.sleep(1)
-        for n in list(left):
-            got = kubectl.run("get", "namespace", n, "-o", "json", check=False)
-            if got.returncode != 0:
-                left.remove(n)
-                continue
-            ns = json.loads(got.stdout)
-            if time.monotonic() > start + 10 and not (ns.get("status") or {}).get("conditions"):
-                ns["spec"]["finalizers"] = []
-                kubectl.run("replace", "--raw", f"/api/v1/namespaces/{n}/finalize", "-f", "-",
-                            input=json.dumps(ns), check=False)
-
-
-def server_of(kubeconfig):
-    """The cluster entry (server, CA) of a kubeconfig's current context."""
-    out = subprocess.run([str(E2E / ".bin" / "kubectl"), "--kubeconfig", str(kubeconfig), "config", "view", "--minify",
-                          "--raw", "-o", "json"], capture_output=True, text=True, timeout=30, check=True).stdout
-    return json.loads(out)["clusters"][0]["cluster"]
+    grant(p.central, ns, "rg-publish-agent", p.target, p.agent)
 
 
 @pytest.fixture(scope="module")
 def pub(workdir, regroup_bin, request):
-    from pki import issue, new_ca
     p = Pub()
     p.dir = workdir / "publish"
     p.dir.mkdir(exist_ok=True)
@@ -143,17 +78,10 @@ def pub(workdir, regroup_bin, request):
             p.logs = []
         else:
             request.getfixturevalue("front_proxy_pki")
-            hide = {"REGROUP_STANDIN_HIDE_ORIG": "1"}  # a cluster without the captures' leftover group
-            proc, port, p.remote_log = start_standin(
-                workdir, "publish-remote", "--seed-namespace", "", "--rbac", "--requestheader-ca",
-                workdir / "front-proxy-ca.crt", "--proxy-client-cert", workdir / "front-proxy-client.crt",
-                "--proxy-client-key", workdir / "front-proxy-client.key", env=hide)
+            proc, remote_kc, p.remote_log = start_remote_standin(workdir, "publish-remote")
             procs.append(proc)
-            remote_kc = write_kubeconfig(p.dir / "remote.kubeconfig", f"http://127.0.0.1:{port}", "default")
-            proc, port, p.central_log = start_standin(workdir, "publish-central", "--seed-namespace", "", "--rbac",
-                                                      "--custom-resources", env=hide)
+            proc, central_kc, p.central_log = start_central_standin(workdir, "publish-central")
             procs.append(proc)
-            central_kc = write_kubeconfig(p.dir / "central.kubeconfig", f"http://127.0.0.1:{port}", "default")
             p.target, p.target2, p.agent = "bar", "bar2", "agent1"
             p.foo, p.other, p.elsewhere, p.svc_ns = "foo", "other", "elsewhere", "regroup"
             p.logs = [p.remote_log, p.central_log]
@@ -163,21 +91,16 @@ def pub(workdir, regroup_bin, request):
         p.central = Kubectl(central_kc, p.dir / "cache-central", p.target, p.logs)
 
         # ---- central: the CRD (kept when it was there), the target namespaces, the agent and its Role
-        p.made_crd = p.central.run("get", CRD, check=False).returncode != 0
-        if p.made_crd:
-            p.central("apply", "-f", E2E / "manifests" / "publish-crd.yaml")
-            undo["crd"] = lambda: p.central.run("delete", CRD, "--ignore-not-found", "--wait=false", check=False)
-        p.central("wait", "--for=condition=Established", CRD, "--timeout=60s", timeout=90)
+        drop_crd = ensure_crd(p.central)
+        if drop_crd:
+            undo["crd"] = drop_crd
         undo["central"] = lambda: cleanup_central(p)
         p.central("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [
             namespace(p.target), namespace(p.target2),
             {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": p.agent, "namespace": p.target}}]}))
         grant_agent(p, p.target)
-        token = p.central("create", "token", p.agent, "-n", p.target, "--duration=2h").strip()
-        agent_kc = p.dir / "central-agent.kubeconfig"
-        cluster = server_of(central_kc)
-        write_kubeconfig(agent_kc, cluster["server"], p.target, {"token": token},
-                         {k: v for k, v in cluster.items() if k != "server"})
+        agent_kc, _ = service_account_kubeconfig(p.central, central_kc, p.dir / "central-agent.kubeconfig", p.target,
+                                                 p.agent)
 
         # ---- remote: namespaces; regroup's serving certificate and configuration
         undo["remote"] = lambda: delete_namespaces(p.remote, [p.foo, p.other, p.elsewhere])
@@ -185,63 +108,19 @@ def pub(workdir, regroup_bin, request):
         p.remote("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [
             namespace(n) for n in (p.foo, p.other, p.svc_ns)]}))
         p.cluster_id = p.remote.json("get", "namespace", "kube-system")["metadata"]["uid"]
-        if REAL:
-            from test_front import reachable_address
-            p.host = reachable_address(p.remote)
-        else:
-            p.host = "127.0.0.1"
-        p.port, http_port, p.metrics_port = free_port(), free_port(), free_port()
-        ca = new_ca("e2e-publish-front-ca")
-        ca.write(p.dir, "front-ca")
-        issue(ca, SERVICE, dns=[f"{SERVICE}.{p.svc_ns}.svc"], ips=[p.host]).write(p.dir, "front")
-        config = p.dir / "regroup.yaml"
-        config.write_text(f"""upstream: {{kubeconfig: {remote_kc}}}
-listeners:
-  http: 127.0.0.1:{http_port}
-  metrics: 127.0.0.1:{p.metrics_port}
-front:
-  listen: {"0.0.0.0" if REAL else "127.0.0.1"}:{p.port}
-  certFile: {p.dir / "front.crt"}
-  keyFile: {p.dir / "front.key"}
-  caFile: {p.dir / "front-ca.crt"}
-  requestHeader: {{fromCluster: true}}
-publish:
-  central: {{kubeconfig: {agent_kc}}}
-  groups: [{GROUP}]
-  targetNamespace: {p.target}
-  connectionSecrets: {{resyncSeconds: 1}}
-""")
-        regroup = subprocess.Popen([regroup_bin, "serve", "-c", str(config)], stdout=open(p.regroup_log, "w"),
-                                   stderr=subprocess.STDOUT)
-        procs.append(regroup)
-        LOGS.append(("regroup publishing", p.regroup_log))
-        wait_port(http_port, regroup, 30, "regroup serve (publish, sidecar)", p.regroup_log)
-        wait_port(p.port, regroup, 30, "regroup serve (publish, front)", p.regroup_log)
+        p.host = front_host(p.remote, standin=not REAL)
+        ca = front_certificate(p.dir, p.svc_ns, p.host)
+        # The copier's Lease in the Service's namespace, which goes at the end
+        # (its default, the pod's namespace, is `default` outside a pod).
+        publish = publish_section(agent_kc, p.target, leaderElection={"namespace": p.svc_ns})
+        front = Front(regroup_bin, p.dir, "regroup", remote_kc, publish,
+                      listen_host="0.0.0.0" if REAL else "127.0.0.1")
+        procs.append(front.proc)
+        p.port, p.metrics_port = front.port, front.metrics_port
 
         # ---- remote: the Service and Endpoints the APIService names, and the APIService
-        p.remote("apply", "-n", p.svc_ns, "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [
-            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": SERVICE, "namespace": p.svc_ns},
-             "spec": {"ports": [{"name": "https", "port": 443, "targetPort": p.port}]}},
-            {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": SERVICE, "namespace": p.svc_ns},
-             "subsets": [{"addresses": [{"ip": p.host}], "ports": [{"name": "https", "port": p.port}]}]}]}))
-        spec = {"group": GROUP, "version": VERSION, "groupPriorityMinimum": 1000, "versionPriority": 15,
-                "caBundle": base64.b64encode(ca.cert_pem).decode(),
-                "service": {"namespace": p.svc_ns, "name": SERVICE, "port": 443}}
-        found = p.remote.run("get", "apiservice", APISERVICE, "-o", "json", check=False)
-        if found.returncode == 0:  # someone else's: pointed at this run's front, and back at the end
-            saved = json.loads(found.stdout)["spec"]
-            restore = dict(saved, caBundle=saved.get("caBundle"), insecureSkipTLSVerify=saved.get(
-                "insecureSkipTLSVerify"))
-            undo["apiservice"] = lambda: p.remote.run("patch", "apiservice", APISERVICE, "--type=merge", "-p",
-                                                      json.dumps({"spec": restore}), check=False)
-            p.remote("patch", "apiservice", APISERVICE, "--type=merge", "-p", json.dumps({"spec": spec}))
-        else:
-            undo["apiservice"] = lambda: p.remote.run("delete", "apiservice", APISERVICE, "--ignore-not-found",
-                                                      check=False)
-            p.remote("create", "-f", "-", input=json.dumps({
-                "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": APISERVICE},
-                "spec": spec}))
-        wait_for_aggregator(p)
+        undo["apiservice"] = register_front(p.remote, p.svc_ns, p.host, p.port, ca)
+        wait_for_aggregator(p.remote, f"{p.host}:{p.port}")
         yield p
     finally:
         for step in ("remote", "apiservice", "service", "central", "crd"):
@@ -262,25 +141,6 @@ def cleanup_central(p):
     delete_namespaces(p.central, [p.target, p.target2])
 
 
-def wait_for_aggregator(p, timeout=90):
-    """Until the remote cluster serves the group through the front (a real
-    aggregator first checks availability, which takes seconds)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = p.remote.run("get", "--raw", f"/apis/{GROUP}/{VERSION}", check=False)
-        # ... and lists it in discovery, which a real aggregator updates
-        # a moment after it first proxies to the front.
-        if got.returncode == 0 and PLURAL in p.remote.run("api-resources", f"--api-group={GROUP}",
-                                                          check=False).stdout:
-            return
-        if time.monotonic() > deadline:
-            status = p.remote.run("get", "apiservice", APISERVICE, "-o", "jsonpath={.status.conditions}",
-                                  check=False).stdout
-            pytest.fail(f"the remote cluster did not reach the front ({p.host}:{p.port}) within {timeout}s: "
-                        f"{got.stderr}\nAPIService conditions: {status}{p.remote.log_tails()}")
-        time.sleep(1)
-
-
 @pytest.fixture(scope="module")
 def sqldb(pub):
     """The requirement `sqldb` applied in the remote namespace foo: kubectl's output."""
@@ -293,8 +153,7 @@ def central_sqldb(p):
 
 def set_ready(p, value, name="sqldb"):
     """What the central cluster's controller does: writes the status."""
-    p.central("patch", RESOURCE, name, "-n", p.target, "--subresource=status", "--type=merge", "-p",
-              json.dumps({"status": {"ready": value}}))
+    set_status(p.central, p.target, name, value)
 
 
 # ---- discovery and OpenAPI ----------------------------------------------------------------
@@ -465,21 +324,13 @@ def test_regroup_asks_the_remote_cluster_itself(pub, sqldb, workdir):
 # ---- connection Secrets ----------------------------------------------------------------------
 
 def remote_copy(p, ns=None):
-    got = p.remote.run("get", "secret", SECRET, "-n", ns or p.foo, "-o", "json", check=False)
-    return json.loads(got.stdout) if got.returncode == 0 else None
+    return remote_secret(p.remote, ns or p.foo)
 
 
 def write_connection_secret(p, password="s3cret"):
     """What the central cluster's controller does (Crossplane): the Secret
     the object names, owned by it."""
-    owner = central_sqldb(p)
-    p.central("apply", "-n", p.target, "-f", "-", input=json.dumps({
-        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-        "metadata": {"name": SECRET, "namespace": p.target, "ownerReferences": [{
-            "apiVersion": f"{GROUP}/{VERSION}", "kind": KIND, "name": "sqldb", "uid": owner["metadata"]["uid"],
-            "controller": True}]},
-        "data": {k: base64.b64encode(v.encode()).decode() for k, v in (("username", "admin"), ("password", password))}}))
-    return p.central.json("get", "secret", SECRET, "-n", p.target)
+    return write_owned_secret(p.central, p.target, central_sqldb(p), password=password)
 
 
 def test_the_connection_secret_is_copied_into_the_remote_namespace(pub, sqldb):

@@ -1,8 +1,9 @@
 //! A list or a watch across every remote namespace when they map to several
 //! central namespaces: one request per central namespace, each with the
 //! credential of a remote namespace that goes there (a credential stays
-//! inside its namespaces, as docs/publish.md has its Role), the answers
-//! merged into one, in the remote names.
+//! inside its namespaces, as docs/publish.md has its Role; one the central
+//! cluster refuses, `401` or `403`, gives way to the next remote
+//! namespace's), the answers merged into one, in the remote names.
 //!
 //! A merged list's resourceVersion is the lowest of its parts': a watch
 //! from it may see again what a part already held (an informer takes a
@@ -33,21 +34,43 @@ const EVENT_LIMIT: usize = 16 << 20;
 /// The annotation of a watch-list's last initial bookmark.
 const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 
+/// A path and the central clients that may read it, in order: each is
+/// tried when the ones before it were refused.
+pub(crate) type Part = (Vec<OwnClient>, String);
+
+/// Whether a part's answer says its credential may not: the next one is
+/// tried.
+fn refused(status: StatusCode) -> bool {
+    matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
+}
+
 /// Lists every path (one per central namespace) and answers one list (or
 /// Table) in the remote names and namespaces.
 pub(crate) async fn list(
     engine: &Engine,
     published: &Published,
-    paths: &[(OwnClient, String)],
+    paths: &[Part],
     accept: HeaderValue,
 ) -> Result<Response<Body>, Failure> {
     let mut merged: Option<Json> = None;
     let mut lowest: Option<u64> = None;
-    for (central, p) in paths {
-        let (status, _, body) = central
-            .request(Method::GET, p, accept.clone(), None)
-            .await
-            .map_err(|e| Failure::unavailable(format!("listing in the central cluster: {e}")))?;
+    for (clients, p) in paths {
+        let mut answered = None;
+        for (i, central) in clients.iter().enumerate() {
+            let (status, _, body) = central
+                .request(Method::GET, p, accept.clone(), None)
+                .await
+                .map_err(|e| {
+                    Failure::unavailable(format!("listing in the central cluster: {e}"))
+                })?;
+            answered = Some((status, body));
+            if !(refused(status) && i + 1 < clients.len()) {
+                break;
+            }
+        }
+        let Some((status, body)) = answered else {
+            continue;
+        };
         if !status.is_success() {
             return answer(status, engine, published, &body);
         }
@@ -91,15 +114,28 @@ pub(crate) async fn list(
 pub(crate) async fn watch(
     engine: Arc<Engine>,
     published: Arc<Published>,
-    paths: &[(OwnClient, String)],
+    paths: &[Part],
     accept: HeaderValue,
 ) -> Result<Response<Body>, Failure> {
     let mut parts = Vec::new();
-    for (central, p) in paths {
-        let resp = central
-            .get_accepting(p, accept.clone())
-            .await
-            .map_err(|e| Failure::unavailable(format!("watching in the central cluster: {e}")))?;
+    for (clients, p) in paths {
+        let mut answered = None;
+        for (i, central) in clients.iter().enumerate() {
+            let resp = central
+                .get_accepting(p, accept.clone())
+                .await
+                .map_err(|e| {
+                    Failure::unavailable(format!("watching in the central cluster: {e}"))
+                })?;
+            let next = refused(resp.status()) && i + 1 < clients.len();
+            answered = Some(resp);
+            if !next {
+                break;
+            }
+        }
+        let Some(resp) = answered else {
+            continue;
+        };
         if !resp.status().is_success() {
             let status = resp.status();
             let body = resp

@@ -3,10 +3,13 @@
 //! cluster, as Kubernetes controllers elect their leader. The holder renews
 //! the Lease every third of its duration; another replica takes it once it
 //! has not been renewed for its whole duration. Every write names the
-//! resourceVersion read, so two replicas never both win. The front itself
-//! answers from every replica.
+//! resourceVersion read, so two replicas never both win. A holder acts as
+//! one only until its last renewal is two thirds of the duration old, on
+//! its own clock: one paused or cut off longer than that (another may
+//! take the Lease at the whole duration) copies nothing more until it has
+//! read the Lease again. The front itself answers from every replica.
 
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use http::{HeaderValue, Method, StatusCode};
 use serde_json::{json, Value as Json};
@@ -32,6 +35,17 @@ pub(crate) struct Held {
     pub duration: Duration,
 }
 
+/// Until when a replica whose renewal (or take-over) was sent at `sent`
+/// acts as the holder: a round (`every`) before another may take it.
+pub(crate) fn held_until(sent: Instant, duration: Duration, every: Duration) -> Instant {
+    sent + duration.saturating_sub(every)
+}
+
+/// Whether the Lease, held until `until` (`None`: not held), is held `now`.
+pub(crate) fn holds(until: Option<Instant>, now: Instant) -> bool {
+    until.is_some_and(|u| now < u)
+}
+
 /// Whether `me` may take (or keep) a Lease `held` as read `now`.
 pub(crate) fn may_take(held: &Held, me: &str, now: SystemTime) -> bool {
     match (&held.holder, held.renewed) {
@@ -43,11 +57,12 @@ pub(crate) fn may_take(held: &Held, me: &str, now: SystemTime) -> bool {
 }
 
 impl Elector {
-    /// Runs for the life of the process, saying on `leading` whether this
-    /// replica holds the Lease.
-    pub(crate) async fn run(self, leading: tokio::sync::watch::Sender<bool>) {
+    /// Runs for the life of the process, saying on `leading` until when
+    /// this replica holds the Lease (`None`: it does not).
+    pub(crate) async fn run(self, leading: tokio::sync::watch::Sender<Option<Instant>>) {
         let every = (self.duration / 3).max(Duration::from_secs(1));
         loop {
+            let sent = Instant::now();
             let now_leading = match self.try_hold().await {
                 Ok(held) => held,
                 Err(why) => {
@@ -56,7 +71,7 @@ impl Elector {
                     false
                 }
             };
-            if *leading.borrow() != now_leading {
+            if leading.borrow().is_some() != now_leading {
                 tracing::info!(
                     lease = %format!("{}/{}", self.namespace, self.name),
                     identity = %self.identity,
@@ -64,7 +79,8 @@ impl Elector {
                     "connection Secret copier leadership"
                 );
             }
-            let _ = leading.send(now_leading);
+            let until = now_leading.then(|| held_until(sent, self.duration, every));
+            let _ = leading.send(until);
             tokio::time::sleep(every).await;
         }
     }
@@ -193,6 +209,20 @@ mod tests {
         assert!(!may_take(&held(Some("b"), Some(14)), "a", now));
         assert!(may_take(&held(Some("b"), Some(15)), "a", now));
         assert!(may_take(&held(Some("b"), None), "a", now));
+    }
+
+    #[test]
+    fn a_holder_stops_a_round_before_another_may_take_over() {
+        let sent = Instant::now();
+        let (d, every) = (Duration::from_secs(3), Duration::from_secs(1));
+        let until = held_until(sent, d, every);
+        assert_eq!(until, sent + Duration::from_secs(2));
+        assert!(holds(Some(until), sent));
+        assert!(holds(Some(until), until - Duration::from_millis(1)));
+        // Paused past it (SIGSTOP, a partition): not the holder, whatever it last heard.
+        assert!(!holds(Some(until), until));
+        assert!(!holds(Some(until), sent + d));
+        assert!(!holds(None, sent));
     }
 
     #[test]

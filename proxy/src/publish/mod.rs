@@ -104,7 +104,7 @@ async fn started(
             &format!("{:?} {}", p.target_namespace, p.match_namespaces),
         );
         // One replica at a time copies (a Lease in this cluster).
-        let (lead, leading) = tokio::sync::watch::channel(false);
+        let (lead, leading) = tokio::sync::watch::channel(None);
         let le = &p.leader_election;
         let elector = lease::Elector {
             remote: remote.clone(),
@@ -133,9 +133,10 @@ async fn started(
             every: Duration::from_secs(p.connection_secrets.resync_seconds),
             require_owner: p.connection_secrets.require_owner,
             id,
+            leading,
         };
         // Lives as long as the process.
-        drop(tokio::spawn(puller.run(leading)));
+        drop(tokio::spawn(puller.run()));
     }
     Ok(Arc::new(Publisher::new(PublishSettings {
         central,

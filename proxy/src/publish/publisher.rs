@@ -225,23 +225,22 @@ impl Publisher {
                 }
                 let mapped = self.namespaces.every_namespace().await?;
                 // Each central namespace once, read with the credential of
-                // the first remote namespace that goes there.
-                let mut targets: Vec<(String, Option<SecretRef>)> = Vec::new();
-                for m in &mapped {
-                    if !targets.iter().any(|(t, _)| *t == m.target) {
-                        let secret = self
-                            .credentials
-                            .secret_of(&m.remote, m.credentials.as_deref());
-                        targets.push((m.target.clone(), secret));
-                    }
-                }
+                // a remote namespace that goes there: the first that can be
+                // used (one namespace's missing Secret, or a credential the
+                // central cluster refuses, is that namespace's trouble).
+                let targets = by_target(mapped.iter().map(|m| {
+                    let secret = self
+                        .credentials
+                        .secret_of(&m.remote, m.credentials.as_deref());
+                    (m.target.clone(), secret)
+                }));
                 if self.read_only {
                     let shown = mapped.iter().map(|m| (m.target.clone(), m.remote.clone()));
                     published.shown_in = Some(shown.collect());
                 }
-                if let [(only, secret)] = targets.as_slice() {
+                if let [(only, secrets)] = targets.as_slice() {
                     path = with_namespace(&path, resource, only);
-                    ctx.upstream = Some(self.credentials.client(secret.as_ref()).await?);
+                    ctx.upstream = Some(self.usable(secrets).await?.remove(0));
                 } else if targets.len() > 1 {
                     let query = with_selector(
                         req.uri().query(),
@@ -253,14 +252,14 @@ impl Publisher {
                         crate::url_rename::rewrite_query(&query, engine.map(), Direction::ToApp)
                             .unwrap_or(query);
                     let mut paths = Vec::new();
-                    for (t, secret) in &targets {
-                        let client = self.credentials.client(secret.as_ref()).await?;
+                    for (t, secrets) in &targets {
+                        let clients = self.usable(secrets).await?;
                         let path = format!(
                             "{}/namespaces/{t}/{resource}?{}",
                             group_version_path(&central_group, version),
                             without_paging(&query)
                         );
-                        paths.push((OwnClient::new(client), path));
+                        paths.push((clients.into_iter().map(OwnClient::new).collect(), path));
                     }
                     let published = Arc::new(published);
                     // The caller's own (a Table for kubectl), made JSON above.
@@ -334,6 +333,31 @@ impl Publisher {
             .then(|| (central_group, version.to_owned(), resource.to_owned()));
         self.routed(ctx, engine, req, published, reads, read_check, create, None);
         Ok(Route::Forward)
+    }
+
+    /// The central clients of the credentials `secrets` (in order) that
+    /// can be used, at least one: a Secret missing or unusable is passed
+    /// over, and when none can be used the first one's refusal is the
+    /// answer.
+    async fn usable(&self, secrets: &[Option<SecretRef>]) -> Result<Vec<Arc<Upstream>>, Failure> {
+        let mut out = Vec::new();
+        let mut refused = None;
+        for secret in secrets {
+            match self.credentials.client(secret.as_ref()).await {
+                Ok(client) => out.push(client),
+                Err(f) => {
+                    tracing::debug!(
+                        "a list across namespaces passes over a credential: {}",
+                        f.message
+                    );
+                    refused.get_or_insert(f);
+                }
+            }
+        }
+        match refused {
+            Some(f) if out.is_empty() => Err(f),
+            _ => Ok(out),
+        }
     }
 
     /// The default credentials Secret (regroup's own credential when none).
@@ -832,6 +856,23 @@ fn json_answers(h: &mut http::HeaderMap) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Each central namespace once, in the order first met, with the
+/// credentials (Secrets; `None`: regroup's own) of the remote namespaces
+/// that go there, each once, in order.
+fn by_target(
+    pairs: impl Iterator<Item = (String, Option<SecretRef>)>,
+) -> Vec<(String, Vec<Option<SecretRef>>)> {
+    let mut out: Vec<(String, Vec<Option<SecretRef>>)> = Vec::new();
+    for (target, secret) in pairs {
+        match out.iter_mut().find(|(t, _)| *t == target) {
+            Some((_, secrets)) if !secrets.contains(&secret) => secrets.push(secret),
+            Some(_) => {}
+            None => out.push((target, vec![secret])),
+        }
+    }
+    out
+}
+
 /// `/apis/{group}/{version}` (`/api/{version}` for the core group).
 fn group_version_path(group: &str, version: &str) -> String {
     if group.is_empty() {
@@ -1003,6 +1044,39 @@ mod tests {
         assert_eq!(ask(&mut h, "*/*").unwrap(), "application/json");
         let e = ask(&mut h, "application/vnd.kubernetes.protobuf").unwrap_err();
         assert_eq!(e.code, StatusCode::NOT_ACCEPTABLE);
+    }
+
+    #[test]
+    fn a_central_namespace_is_read_with_any_credential_that_goes_there() {
+        let secret = |ns: &str, name: &str| {
+            Some(SecretRef {
+                namespace: ns.into(),
+                name: name.into(),
+            })
+        };
+        let pairs = vec![
+            ("home".to_owned(), None),
+            ("ns-b".to_owned(), secret("mixed", "borrowed")),
+            ("ns-a".to_owned(), secret("nosecret", "gone")),
+            ("home".to_owned(), None),
+            ("ns-a".to_owned(), secret("team-a", "creds")),
+            ("ns-b".to_owned(), secret("team-b", "creds")),
+            ("ns-a".to_owned(), secret("team-a", "creds")),
+        ];
+        assert_eq!(
+            by_target(pairs.into_iter()),
+            vec![
+                ("home".to_owned(), vec![None]),
+                (
+                    "ns-b".to_owned(),
+                    vec![secret("mixed", "borrowed"), secret("team-b", "creds")]
+                ),
+                (
+                    "ns-a".to_owned(),
+                    vec![secret("nosecret", "gone"), secret("team-a", "creds")]
+                ),
+            ]
+        );
     }
 
     #[test]

@@ -2,18 +2,20 @@
 //! this cluster are listed centrally, the Secret each names (the
 //! configured field paths) is read in its central namespace and written
 //! into the object's remote namespace; a copy whose object is gone, or no
-//! longer names it, is deleted. A pass that could not read everything
-//! deletes nothing: a copy is never lost to a failed read.
+//! longer names it, is deleted. A remote namespace whose objects could not
+//! be read (its credential, the central cluster) keeps its copies and
+//! stops no other namespace's: a copy is never lost to a failed read.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderValue, Method, StatusCode};
 use serde_json::{json, Value as Json};
 
 use super::credentials::{Credentials, SecretRef};
+use super::lease;
 use super::namespaces::Namespaces;
 use super::source;
 use crate::upstream::own_client::{OwnClient, OwnClientError};
@@ -42,6 +44,10 @@ pub enum SecretsError {
     /// The remote copy is not JSON (never quoted).
     #[error("remote Secret is not JSON")]
     RemoteNotJson,
+    /// The Lease ran out during the pass (this replica was paused or cut
+    /// off): another replica may copy now.
+    #[error("not written: this replica no longer holds the Lease")]
+    NotLeading,
     /// A write was refused.
     #[error("{method} {path}: {status}")]
     Write {
@@ -83,6 +89,8 @@ pub(crate) struct Puller {
     pub require_owner: bool,
     /// This publisher's id: [`COPY_LABEL`]'s value on its copies.
     pub id: String,
+    /// Until when this replica holds the Lease (`lease.rs`).
+    pub leading: tokio::sync::watch::Receiver<Option<Instant>>,
 }
 
 /// Where a wanted copy comes from: the central namespace, the object
@@ -99,12 +107,16 @@ struct Origin {
 /// A copy that should exist: remote namespace and name → where from.
 type Wanted = BTreeMap<(String, String), Origin>;
 
+/// The remote namespaces whose objects a pass could not read: their
+/// copies are left as they are.
+type Unread = HashSet<String>;
+
 impl Puller {
-    /// Runs for the life of the process; passes only while `leading`
-    /// says this replica holds the Lease.
-    pub async fn run(self, leading: tokio::sync::watch::Receiver<bool>) {
+    /// Runs for the life of the process; passes only while this replica
+    /// holds the Lease.
+    pub async fn run(self) {
         loop {
-            if !*leading.borrow() {
+            if !self.leads() {
                 tokio::time::sleep(self.every).await;
                 continue;
             }
@@ -113,15 +125,26 @@ impl Puller {
                     tracing::info!(copied, deleted, "connection secrets brought in line");
                 }
                 Ok(_) => {}
+                Err(SecretsError::NotLeading) => {
+                    tracing::info!(
+                        "connection secrets: pass stopped, this replica no longer holds the Lease"
+                    )
+                }
                 Err(e) => tracing::warn!("connection secrets: {e} (nothing deleted this pass)"),
             }
             tokio::time::sleep(self.every).await;
         }
     }
 
+    /// Whether this replica holds the Lease now: checked before a pass
+    /// and before each write.
+    fn leads(&self) -> bool {
+        lease::holds(*self.leading.borrow(), Instant::now())
+    }
+
     /// One pass: how many copies were written and deleted.
     pub async fn pass(&self) -> Result<(usize, usize), SecretsError> {
-        let wanted = self.wanted().await?;
+        let (wanted, unread) = self.wanted().await?;
         let mut copied = 0;
         for ((ns, name), from) in &wanted {
             match self.copy(ns, name, from).await {
@@ -132,15 +155,19 @@ impl Puller {
                 }
             }
         }
-        let deleted = self.delete_unwanted(&wanted).await?;
+        let deleted = self.delete_unwanted(&wanted, &unread).await?;
         Ok((copied, deleted))
     }
 
     /// Every copy this cluster's published objects ask for: each remote
     /// namespace's objects (read-only: every object of its target
-    /// namespace), listed with its own central credential.
-    async fn wanted(&self) -> Result<Wanted, SecretsError> {
+    /// namespace), listed with its own central credential; and the remote
+    /// namespaces that could not be listed (a Secret missing, a credential
+    /// the central cluster refuses: that namespace's trouble, said here,
+    /// never another's).
+    async fn wanted(&self) -> Result<(Wanted, Unread), SecretsError> {
         let mut wanted = Wanted::new();
+        let mut unread = Unread::new();
         let mapped = self
             .namespaces
             .every_namespace()
@@ -149,14 +176,20 @@ impl Puller {
         let selector = source::cluster_selector(&self.cluster);
         for (gv, resource) in self.resources().await? {
             for m in &mapped {
+                if unread.contains(&m.remote) {
+                    continue;
+                }
                 let via = self
                     .credentials
                     .secret_of(&m.remote, m.credentials.as_deref());
-                let client = self
-                    .credentials
-                    .client(via.as_ref())
-                    .await
-                    .map_err(|f| SecretsError::Credential(f.message))?;
+                let client = match self.credentials.client(via.as_ref()).await {
+                    Ok(c) => c,
+                    Err(f) => {
+                        tracing::warn!(namespace = %m.remote, "connection secrets not read (copies kept): {}", f.message);
+                        unread.insert(m.remote.clone());
+                        continue;
+                    }
+                };
                 let t = &m.target;
                 let path = if self.read_only {
                     format!("/apis/{gv}/namespaces/{t}/{resource}")
@@ -166,7 +199,14 @@ impl Puller {
                         enc(&selector)
                     )
                 };
-                let list = OwnClient::new(client).get_json(&path).await?;
+                let list = match OwnClient::new(client).get_json(&path).await {
+                    Ok(list) => list,
+                    Err(e) => {
+                        tracing::warn!(namespace = %m.remote, "connection secrets not read (copies kept): {e}");
+                        unread.insert(m.remote.clone());
+                        continue;
+                    }
+                };
                 for obj in list["items"]
                     .as_array()
                     .map(Vec::as_slice)
@@ -196,7 +236,7 @@ impl Puller {
                 }
             }
         }
-        Ok(wanted)
+        Ok((wanted, unread))
     }
 
     /// The published resources (`group/version`, plural) that can be listed,
@@ -300,6 +340,9 @@ impl Puller {
     }
 
     async fn write(&self, method: Method, path: &str, doc: &Json) -> Result<(), SecretsError> {
+        if !self.leads() {
+            return Err(SecretsError::NotLeading);
+        }
         let body = Bytes::from(serde_json::to_vec(doc).expect("values serialize"));
         let (status, _, _) = self
             .remote
@@ -322,7 +365,11 @@ impl Puller {
     }
 
     /// Deletes the copies no published object names any more.
-    async fn delete_unwanted(&self, wanted: &Wanted) -> Result<usize, SecretsError> {
+    async fn delete_unwanted(
+        &self,
+        wanted: &Wanted,
+        unread: &Unread,
+    ) -> Result<usize, SecretsError> {
         let list = self
             .remote
             .get_json(&format!(
@@ -330,24 +377,10 @@ impl Puller {
                 enc(&format!("{COPY_LABEL}={}", self.id))
             ))
             .await?;
-        let keep: HashSet<(&str, &str)> = wanted
-            .keys()
-            .map(|(a, b)| (a.as_str(), b.as_str()))
-            .collect();
         let mut deleted = 0;
-        for s in list["items"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-        {
-            let (Some(ns), Some(name)) = (
-                s["metadata"]["namespace"].as_str(),
-                s["metadata"]["name"].as_str(),
-            ) else {
-                continue;
-            };
-            if keep.contains(&(ns, name)) {
-                continue;
+        for (s, ns, name) in unwanted(&list, wanted, unread) {
+            if !self.leads() {
+                return Err(SecretsError::NotLeading);
             }
             // Bound to the copy listed: a Secret made since is not deleted.
             let uid = s["metadata"]["uid"].as_str().unwrap_or_default();
@@ -373,6 +406,30 @@ impl Puller {
         }
         Ok(deleted)
     }
+}
+
+/// The copies listed (`copies`, a SecretList) that no wanted copy is, in
+/// namespaces whose objects were read: (the copy, its namespace, its name).
+fn unwanted<'a>(
+    copies: &'a Json,
+    wanted: &Wanted,
+    unread: &Unread,
+) -> Vec<(&'a Json, &'a str, &'a str)> {
+    let keep: HashSet<(&str, &str)> = wanted
+        .keys()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    copies["items"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|s| {
+            let ns = s["metadata"]["namespace"].as_str()?;
+            let name = s["metadata"]["name"].as_str()?;
+            (!keep.contains(&(ns, name)) && !unread.contains(ns)).then_some((s, ns, name))
+        })
+        .collect()
 }
 
 fn json_accept() -> HeaderValue {
@@ -417,8 +474,30 @@ pub(crate) fn at_path<'a>(obj: &'a Json, path: &str) -> Option<&'a str> {
 
 #[cfg(test)]
 mod tests {
-    use super::{at_path, owned_by, publisher_id};
+    use super::{at_path, owned_by, publisher_id, unwanted, Origin, Unread, Wanted};
     use serde_json::json;
+
+    #[test]
+    fn copies_of_a_namespace_that_could_not_be_read_are_kept() {
+        let copy = |ns: &str, name: &str| json!({"metadata": {"namespace": ns, "name": name}});
+        let copies = json!({"items": [copy("a", "s1"), copy("a", "gone"), copy("b", "s2"), copy("c", "s3")]});
+        let origin = Origin {
+            namespace: "bar".into(),
+            of: "things.g.io/x".into(),
+            uid: "u".into(),
+            via: None,
+        };
+        let wanted: Wanted = [(("a".to_owned(), "s1".to_owned()), origin)].into();
+        // b's objects could not be listed (its credential): its copy stays;
+        // a's and c's were read: what they no longer name goes.
+        let unread: Unread = ["b".to_owned()].into();
+        let gone: Vec<(&str, &str)> = unwanted(&copies, &wanted, &unread)
+            .into_iter()
+            .map(|(_, ns, name)| (ns, name))
+            .collect();
+        assert_eq!(gone, [("a", "gone"), ("c", "s3")]);
+        assert_eq!(unwanted(&json!({}), &wanted, &unread).len(), 0);
+    }
 
     #[test]
     fn a_publishers_id_depends_on_its_central_cluster_groups_and_targets() {
