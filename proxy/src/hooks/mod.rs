@@ -207,46 +207,43 @@ pub(crate) trait Amend: Send + Sync {
     }
 }
 
-/// How a hook edits what goes to the app, by encoding: a JSON document
-/// (`json`, which says whether it changed) or protobuf bytes (`proto`). The
-/// encodings are dispatched here, below the phases.
-pub(crate) struct ToApp<J, P> {
-    pub json: J,
-    pub proto: P,
+/// A hook that shows the objects it keeps to the app in every encoding
+/// (the front trust, the webhook registrations): the encodings are
+/// dispatched below the phases, by [`to_app`] and [`event_to_app`].
+pub(crate) trait ShownToApp {
+    /// A JSON document as the app sees it: whether it changed.
+    fn json_to_app(&self, doc: &mut Json) -> bool;
+    /// A whole protobuf body.
+    fn proto_to_app(&self, body: &[u8]) -> Result<Option<Vec<u8>>, RewriteError>;
+    /// A protobuf watch event's content.
+    fn proto_event_to_app(&self, event: &[u8]) -> Result<Option<Vec<u8>>, RewriteError>;
 }
 
-/// A response body through `edit`: JSON edited as a document, protobuf
-/// only when `success` (errors are Status objects), other forms untouched.
-pub(crate) fn to_app<J, P>(
+/// A response body as `hook` shows it: JSON edited as a document,
+/// protobuf only when `success` (errors are Status objects), other forms
+/// untouched.
+pub(crate) fn to_app(
+    hook: &impl ShownToApp,
     media: MediaType,
     success: bool,
     body: &[u8],
-    edit: ToApp<J, P>,
-) -> Result<Option<Vec<u8>>, RewriteError>
-where
-    J: FnOnce(&mut Json) -> bool,
-    P: FnOnce(&[u8]) -> Result<Option<Vec<u8>>, RewriteError>,
-{
+) -> Result<Option<Vec<u8>>, RewriteError> {
     match media {
-        MediaType::Json => Ok(edit_json(body, edit.json)),
-        MediaType::Protobuf if success => (edit.proto)(body),
+        MediaType::Json => Ok(edit_json(body, |d| hook.json_to_app(d))),
+        MediaType::Protobuf if success => hook.proto_to_app(body),
         _ => Ok(None),
     }
 }
 
-/// A watch event through `edit`, by the stream's framing.
-pub(crate) fn event_to_app<J, P>(
+/// A watch event as `hook` shows it, by the stream's framing.
+pub(crate) fn event_to_app(
+    hook: &impl ShownToApp,
     framing: Framing,
     event: &[u8],
-    edit: ToApp<J, P>,
-) -> Result<Option<Vec<u8>>, RewriteError>
-where
-    J: FnOnce(&mut Json) -> bool,
-    P: FnOnce(&[u8]) -> Result<Option<Vec<u8>>, RewriteError>,
-{
+) -> Result<Option<Vec<u8>>, RewriteError> {
     match framing {
-        Framing::Lines => Ok(edit_json(event, edit.json)),
-        Framing::LengthPrefixed => (edit.proto)(event),
+        Framing::Lines => Ok(edit_json(event, |d| hook.json_to_app(d))),
+        Framing::LengthPrefixed => hook.proto_event_to_app(event),
     }
 }
 

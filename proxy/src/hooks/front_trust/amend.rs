@@ -10,7 +10,7 @@ use regroup_config::{Direction, Form, GroupMap};
 use serde_json::Value as Json;
 
 use super::FrontTrust;
-use crate::hooks::{event_to_app, to_app, Amend, Ctx, ToApp};
+use crate::hooks::{event_to_app, to_app, Amend, Ctx, ShownToApp};
 use crate::kube::{MediaType, PatchKind, RequestInfo};
 use crate::rewrite::framing::Framing;
 use crate::rewrite::RewriteError;
@@ -106,11 +106,7 @@ impl Amend for FrontTrust {
         success: bool,
         body: &[u8],
     ) -> Result<Option<Vec<u8>>, RewriteError> {
-        let edit = ToApp {
-            json: |doc: &mut Json| self.to_app(doc),
-            proto: |body: &[u8]| self.proto_to_app(body),
-        };
-        to_app(media, success, body, edit)
+        to_app(self, media, success, body)
     }
 
     fn watch_event(
@@ -119,11 +115,7 @@ impl Amend for FrontTrust {
         framing: Framing,
         event: &[u8],
     ) -> Result<Option<Vec<u8>>, RewriteError> {
-        let edit = ToApp {
-            json: |doc: &mut Json| self.to_app(doc),
-            proto: |event: &[u8]| self.proto_watch_event_to_app(event),
-        };
-        event_to_app(framing, event, edit)
+        event_to_app(self, framing, event)
     }
 
     fn serves_patch(
@@ -149,6 +141,20 @@ impl Amend for FrontTrust {
 
     // `amend_patch` and `patch_needs_current`: never asked, it serves JSON
     // Patches only (the defaults).
+}
+
+impl ShownToApp for FrontTrust {
+    fn json_to_app(&self, doc: &mut Json) -> bool {
+        self.to_app(doc)
+    }
+
+    fn proto_to_app(&self, body: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
+        FrontTrust::proto_to_app(self, body)
+    }
+
+    fn proto_event_to_app(&self, event: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
+        self.proto_watch_event_to_app(event)
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use regroup_config::{Direction, GroupMap};
 use serde_json::Value as Json;
 
 use super::{client_configs_mut, relevant, WebhookRegistration};
-use crate::hooks::{event_to_app, json_doc, to_app, Amend, Ctx, ToApp};
+use crate::hooks::{event_to_app, json_doc, to_app, Amend, Ctx, ShownToApp};
 use crate::kube::{MediaType, PatchKind};
 use crate::rewrite::framing::Framing;
 use crate::rewrite::RewriteError;
@@ -94,11 +94,7 @@ impl Amend for WebhookRegistration {
         success: bool,
         body: &[u8],
     ) -> Result<Option<Vec<u8>>, RewriteError> {
-        let edit = ToApp {
-            json: |doc: &mut Json| self.to_app(doc),
-            proto: |body: &[u8]| self.proto_to_app(body),
-        };
-        to_app(media, success, body, edit)
+        to_app(self, media, success, body)
     }
 
     fn watch_event(
@@ -107,11 +103,7 @@ impl Amend for WebhookRegistration {
         framing: Framing,
         event: &[u8],
     ) -> Result<Option<Vec<u8>>, RewriteError> {
-        let edit = ToApp {
-            json: |doc: &mut Json| self.to_app(doc),
-            proto: |event: &[u8]| self.proto_watch_event_to_app(event),
-        };
-        event_to_app(framing, event, edit)
+        event_to_app(self, framing, event)
     }
 
     /// A patch of a named registration, in a form the patch step serves.
@@ -158,6 +150,20 @@ impl Amend for WebhookRegistration {
 
     fn patch_needs_current(&self, patch: &mut Json) -> bool {
         !client_configs_mut(patch).is_empty()
+    }
+}
+
+impl ShownToApp for WebhookRegistration {
+    fn json_to_app(&self, doc: &mut Json) -> bool {
+        self.to_app(doc)
+    }
+
+    fn proto_to_app(&self, body: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
+        WebhookRegistration::proto_to_app(self, body)
+    }
+
+    fn proto_event_to_app(&self, event: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
+        self.proto_watch_event_to_app(event)
     }
 }
 
