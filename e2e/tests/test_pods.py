@@ -91,7 +91,9 @@ ORIG = "samplecontroller.k8s.io"
 GROUPS = {"a": f"samplecontroller.rg{RUN}a.example.com", "b": f"samplecontroller.rg{RUN}b.example.com"}
 # The single releases' groups (credentials, start and stop order): not among the two copies.
 SINGLE = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "tsr"}
-ALL_GROUPS = {**GROUPS, **SINGLE}
+# The two copies `regroup inject` wraps (an operator's own manifests, not the chart).
+INJECTED = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "ij"}
+ALL_GROUPS = {**GROUPS, **SINGLE, **INJECTED}
 READY_WAIT = 240  # seconds: an image imported, a pod scheduled, started and Ready
 RECONCILE_WAIT = 120  # seconds: a controller's informers re-listed through a restarted regroup, its queue retried
 
@@ -941,3 +943,226 @@ def test_publish_remote_side_two_replicas(kubectl, image, namespace, regroup_bin
         central.run("delete", "namespace", target, "--ignore-not-found", "--wait=false", check=False)
         if made_crd:
             central.run("delete", f"crd/{PUB_RESOURCE}", "--ignore-not-found", "--wait=false", check=False)
+
+
+# --- an operator's own manifests, wrapped with `regroup inject`, twice ------------------------------------------
+
+# An operator in the shape charts have: its controller Deployment (the unmodified sample-controller as the
+# manager, declaring kubebuilder's webhook port and mounting the Secret cert-manager would write), the
+# Service its ValidatingWebhookConfiguration names, its CRD, its RBAC, and a leader-election Role and
+# RoleBinding in kube-system naming a Lease, with fixed names as charts give them (@REL@: the release's
+# prefix, as a chart's fullname; the kube-system objects and the registration keep the same names in
+# both copies: `inject` marks them per copy).
+OPERATOR = """\
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: @REL@-controller, namespace: @NS@}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: @NS@-@REL@-manager}
+rules:
+  - {apiGroups: [samplecontroller.k8s.io], resources: [foos], verbs: [get, list, watch, update]}
+  - {apiGroups: [samplecontroller.k8s.io], resources: [foos/status], verbs: [update]}
+  - {apiGroups: [apps], resources: [deployments], verbs: [get, list, watch, create, update, delete]}
+  - {apiGroups: [""], resources: [events], verbs: [create, patch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: @NS@-@REL@-manager}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: @NS@-@REL@-manager}
+subjects: [{kind: ServiceAccount, name: @REL@-controller, namespace: @NS@}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: foo-operator-leader-election, namespace: kube-system}
+rules:
+  - {apiGroups: [coordination.k8s.io], resources: [leases], resourceNames: [foo-operator-lock],
+     verbs: [get, update, patch]}
+  - {apiGroups: [coordination.k8s.io], resources: [leases], verbs: [create]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: foo-operator-leader-election, namespace: kube-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: foo-operator-leader-election}
+subjects: [{kind: ServiceAccount, name: @REL@-controller, namespace: @NS@}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: @REL@-controller, namespace: @NS@}
+spec:
+  selector: {matchLabels: {app: @REL@}}
+  template:
+    metadata: {labels: {app: @REL@}}
+    spec:
+      serviceAccountName: @REL@-controller
+      securityContext: {runAsNonRoot: true, runAsUser: 65532}
+      containers:
+        - name: manager
+          image: @IMAGE@
+          imagePullPolicy: IfNotPresent
+          @ARGS@
+          securityContext: {readOnlyRootFilesystem: true, allowPrivilegeEscalation: false,
+                            capabilities: {drop: [ALL]}}
+          ports: [{name: webhook-server, containerPort: 9443, protocol: TCP}]
+          volumeMounts: [{name: cert, mountPath: /tmp/k8s-webhook-server/serving-certs, readOnly: true}]
+      volumes: [{name: cert, secret: {secretName: @REL@-webhook-server-cert}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: @REL@-webhook-service, namespace: @NS@}
+spec:
+  selector: {app: @REL@}
+  ports: [{port: 443, targetPort: webhook-server, protocol: TCP}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: @NS@-validating-webhook-configuration}
+webhooks:
+  - name: vfoo.samplecontroller.k8s.io
+    admissionReviewVersions: [v1]
+    sideEffects: None
+    failurePolicy: Fail
+    timeoutSeconds: 10
+    objectSelector: {matchLabels: {e2e.regroup.dev/pods-webhook: @REL@}}
+    clientConfig:
+      caBundle: @CABUNDLE@
+      service: {name: @REL@-webhook-service, namespace: @NS@, path: /validate}
+    rules:
+      - {apiGroups: [samplecontroller.k8s.io], apiVersions: [v1alpha1], operations: [CREATE, UPDATE],
+         resources: [foos]}
+"""
+
+
+class Injected:
+    """The two copies `regroup inject` made of OPERATOR (releases op-i, op-j)."""
+
+    def __init__(self, kubectl, regroup_bin):
+        self.kubectl, self.copies = kubectl, Copies(kubectl, regroup_bin)
+        self.docs = {}  # copy -> inject's output documents
+
+    def pod(self, copy):
+        def one_ready():
+            items = [p for p in self.kubectl.json("get", "pods", "-l", f"app=op-{copy}")["items"]
+                     if not p["metadata"].get("deletionTimestamp")]
+            return items[0] if len(items) == 1 and condition(items[0], "Ready") else None
+        return wait(self.kubectl, f"injected copy {copy}'s pod Ready", one_ready, READY_WAIT, f"app=op-{copy}")
+
+    def of(self, copy, kind, namespace=None):
+        return [d for d in self.docs[copy] if d["kind"] == kind
+                and (namespace is None or d["metadata"].get("namespace") == namespace)]
+
+
+@pytest.fixture(scope="module")
+def injected(kubectl, image, controller, namespace, regroup_bin, tmp_path_factory):
+    from pki import issue, new_ca
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    if image["tag"] != f"regroup:{chart['appVersion']}":
+        pytest.fail(f"the archive is tagged {image['tag']} but inject defaults to regroup:{chart['appVersion']}")
+    tmp = tmp_path_factory.mktemp("pods-inject")
+    inj = Injected(kubectl, regroup_bin)
+    args = shlex.split(os.environ.get("REGROUP_E2E_CONTROLLER_ARGS", ""))
+    try:
+        for copy in INJECTED:
+            rel = f"op-{copy}"
+            # The Secret cert-manager would write (its CA what cainjector puts into the caBundle).
+            ca = new_ca(f"e2e-pods-{rel}-webhook-ca")
+            svc = f"{rel}-webhook-service.{NS}.svc"
+            crt, key = issue(ca, svc, dns=[svc, f"{svc}.cluster.local"]).write(tmp, f"{rel}-tls")
+            kubectl("create", "secret", "generic", f"{rel}-webhook-server-cert", f"--from-file=tls.crt={crt}",
+                    f"--from-file=tls.key={key}", f"--from-literal=ca.crt={ca.cert_pem.decode()}")
+            text = (OPERATOR.replace("@REL@", rel).replace("@NS@", NS).replace("@IMAGE@", controller)
+                    .replace("@ARGS@", f"args: {json.dumps(args)}" if args else "")
+                    .replace("@CABUNDLE@", base64.b64encode(ca.cert_pem).decode()))
+            manifest = tmp / f"{rel}.yaml"
+            manifest.write_text(text)
+            # The CRD (e2e/manifests/crd-foos.yaml, `replicas` allowed to be 0) among the operator's manifests.
+            crd = yaml.safe_load((E2E / "manifests" / "crd-foos.yaml").read_text())
+            for version in crd["spec"]["versions"]:
+                version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["replicas"]["minimum"] = 0
+            (tmp / "crd-foos.yaml").write_text(yaml.safe_dump(crd))
+            rules = tmp / f"rules-{copy}.yaml"
+            rules.write_text(yaml.safe_dump({"rules": [{"from": ORIG, "to": INJECTED[copy]}]}))
+            out = run([regroup_bin, "inject", "-c", str(rules), "-f", str(manifest), "-f", str(tmp / "crd-foos.yaml"),
+                       "--prefix", f"{rel}-regroup"], what=f"regroup inject ({rel})")
+            inj.docs[copy] = [d for d in yaml.safe_load_all(out) if d]
+            by_namespace(kubectl, "apply", inj.docs[copy])
+            (crd,) = inj.of(copy, "CustomResourceDefinition")
+            kubectl("wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}", "--timeout=60s",
+                    timeout=90)
+        for copy in INJECTED:
+            inj.pod(copy)
+        yield inj
+    finally:
+        for docs in inj.docs.values():
+            # The namespace's objects go with it; kube-system's and the cluster-scoped ones here.
+            outside = [d for d in docs if d["metadata"].get("namespace") in (None, "kube-system")]
+            by_namespace(kubectl, "delete", outside, "--ignore-not-found", "--wait=false", check=False)
+
+
+def test_inject_two_copies_ready_and_each_reconciles_its_own_foo(injected):
+    """Both injected copies' pods Ready, regroup a native sidecar; each
+    copy's Foo (no webhook label) gets its Deployment, controlled by it."""
+    for copy in INJECTED:
+        pod = injected.pod(copy)
+        (sidecar,) = [c for c in pod["spec"].get("initContainers", []) if c["name"] == "regroup"]
+        assert sidecar.get("restartPolicy") == "Always", sidecar
+        assert [c["name"] for c in pod["spec"]["containers"]] == ["manager"]
+    uids = {copy: injected.copies.foo(copy, f"inj-{copy}", f"inj-{copy}-dep") for copy in INJECTED}
+    for copy, uid in uids.items():
+        wait(injected.kubectl, f"Deployment inj-{copy}-dep, controlled by injected copy {copy}'s Foo",
+             lambda: injected.copies.owned(f"inj-{copy}-dep", copy, uid), RECONCILE_WAIT, f"app=op-{copy}")
+
+
+def test_inject_webhook_calls_reach_regroup_through_the_service(injected):
+    """kube-apiserver calls each copy's validating webhook (a labelled Foo,
+    server-side dry run) through the Service inject retargeted to regroup's
+    webhook listener in the pod: regroup's `regroup_webhook_requests_total`
+    for that hook rises in that copy's pod only. sample-controller serves no
+    webhook, so regroup's forward to 127.0.0.1:9443 fails and, with
+    `failurePolicy: Fail`, the Foo is refused naming the webhook: what is
+    shown is the path apiserver → Service → regroup, not an app's answer."""
+    pods = {copy: injected.pod(copy)["metadata"]["name"] for copy in INJECTED}
+
+    def received(copy):
+        return metrics(injected.kubectl, pods[copy], "regroup_webhook_requests_total", webhook="validate")
+    for copy in INJECTED:
+        before = {c: received(c) for c in INJECTED}
+        foo = {"apiVersion": f"{INJECTED[copy]}/v1alpha1", "kind": "Foo",
+               "metadata": {"name": f"hooked-{copy}", "namespace": NS,
+                            "labels": {"e2e.regroup.dev/pods-webhook": f"op-{copy}"}},
+               "spec": {"deploymentName": f"hooked-{copy}", "replicas": 0}}
+        p = injected.kubectl.run("create", "--dry-run=server", "-f", "-", input=json.dumps(foo), check=False)
+        assert p.returncode != 0 and "vfoo.samplecontroller.k8s.io" in p.stderr, (p.stdout, p.stderr)
+        after = wait(injected.kubectl, f"copy {copy}'s regroup counting the review",
+                     lambda: (lambda a: a if a[copy] > before[copy] else None)({c: received(c) for c in INJECTED}),
+                     30, f"app=op-{copy}")
+        others = [c for c in INJECTED if c != copy]
+        assert all(after[c] == before[c] for c in others), (copy, before, after)
+
+
+def test_inject_marks_kube_system_leader_election_per_copy(injected):
+    """The leader-election Role and RoleBinding OPERATOR puts into
+    kube-system under one name are two pairs in the cluster, each copy's
+    with its own name, its Role naming its own Lease (the name regroup maps
+    the app's Lease to, in its ConfigMap), its binding its own ServiceAccount;
+    the registrations are two too."""
+    roles, leases = {}, {}
+    for copy in INJECTED:
+        (role,) = injected.of(copy, "Role", "kube-system")
+        (binding,) = injected.of(copy, "RoleBinding", "kube-system")
+        got = injected.kubectl.json("get", "role", role["metadata"]["name"], "-n", "kube-system")
+        names = [n for r in got["rules"] for n in r.get("resourceNames", [])]
+        assert len(names) == 1 and names[0] != "foo-operator-lock" and names[0].endswith("foo-operator-lock"), got
+        prefix = names[0][:-len("foo-operator-lock")]
+        assert got["metadata"]["name"] == f"{prefix}foo-operator-leader-election"
+        b = injected.kubectl.json("get", "rolebinding", binding["metadata"]["name"], "-n", "kube-system")
+        assert b["roleRef"]["name"] == got["metadata"]["name"]
+        assert b["subjects"] == [{"kind": "ServiceAccount", "name": f"op-{copy}-controller", "namespace": NS}]
+        (cm,) = [d for d in injected.of(copy, "ConfigMap", NS)
+                 if d["metadata"]["name"].endswith(f"-op-{copy}-controller")]
+        assert yaml.safe_load(cm["data"]["config.yaml"])["names"]["prefix"] == prefix
+        (vwc,) = injected.of(copy, "ValidatingWebhookConfiguration")
+        injected.kubectl("get", "validatingwebhookconfiguration", vwc["metadata"]["name"])
+        roles[copy], leases[copy] = got["metadata"]["name"], names[0]
+    assert len(set(roles.values())) == len(set(leases.values())) == len(INJECTED), (roles, leases)
