@@ -78,6 +78,7 @@ import yaml
 
 from e2e_support import E2E, REPO, Kubectl, poll
 from image_archive_check import Bad, verify
+from pki import issue, new_ca
 
 KUBECONFIG = os.environ.get("REGROUP_E2E_KUBECONFIG")
 pytestmark = pytest.mark.skipif(
@@ -93,7 +94,9 @@ GROUPS = {"a": f"samplecontroller.rg{RUN}a.example.com", "b": f"samplecontroller
 SINGLE = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "tsr"}
 # The two copies `regroup inject` wraps (an operator's own manifests, not the chart).
 INJECTED = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "ij"}
-ALL_GROUPS = {**GROUPS, **SINGLE, **INJECTED}
+POST_RENDERED = {"h": f"samplecontroller.rg{RUN}h.example.com"}  # the same as a chart, Helm 4's post-renderer plugin
+ALL_GROUPS = {**GROUPS, **SINGLE, **INJECTED, **POST_RENDERED}
+PLUGIN = REPO / "charts" / "plugins" / "regroup-inject"
 READY_WAIT = 240  # seconds: an image imported, a pod scheduled, started and Ready
 RECONCILE_WAIT = 120  # seconds: a controller's informers re-listed through a restarted regroup, its queue retried
 
@@ -1034,6 +1037,30 @@ webhooks:
 """
 
 
+def operator_for(kubectl, rel, controller, tmp, ns=NS, name=None):
+    """OPERATOR for release `rel` (`rel` and `ns` may be Helm template
+    expressions) and the Secret cert-manager would write for it, made in the
+    namespace (its CA is what cainjector would put into the caBundle)."""
+    name = name or rel
+    ca = new_ca(f"e2e-pods-{name}-webhook-ca")
+    svc = f"{name}-webhook-service.{NS}.svc"
+    crt, key = issue(ca, svc, dns=[svc, f"{svc}.cluster.local"]).write(tmp, f"{name}-tls")
+    kubectl("create", "secret", "generic", f"{name}-webhook-server-cert", f"--from-file=tls.crt={crt}",
+            f"--from-file=tls.key={key}", f"--from-literal=ca.crt={ca.cert_pem.decode()}")
+    args = shlex.split(os.environ.get("REGROUP_E2E_CONTROLLER_ARGS", ""))
+    return (OPERATOR.replace("@REL@", rel).replace("@NS@", ns).replace("@IMAGE@", controller)
+            .replace("@ARGS@", f"args: {json.dumps(args)}" if args else "")
+            .replace("@CABUNDLE@", base64.b64encode(ca.cert_pem).decode()))
+
+
+def crd_min0():
+    """e2e/manifests/crd-foos.yaml, `replicas` allowed to be 0, in the app's group."""
+    crd = yaml.safe_load((E2E / "manifests" / "crd-foos.yaml").read_text())
+    for version in crd["spec"]["versions"]:
+        version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["replicas"]["minimum"] = 0
+    return crd
+
+
 class Injected:
     """The two copies `regroup inject` made of OPERATOR (releases op-i, op-j)."""
 
@@ -1055,32 +1082,18 @@ class Injected:
 
 @pytest.fixture(scope="module")
 def injected(kubectl, image, controller, namespace, regroup_bin, tmp_path_factory):
-    from pki import issue, new_ca
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     if image["tag"] != f"regroup:{chart['appVersion']}":
         pytest.fail(f"the archive is tagged {image['tag']} but inject defaults to regroup:{chart['appVersion']}")
     tmp = tmp_path_factory.mktemp("pods-inject")
     inj = Injected(kubectl, regroup_bin)
-    args = shlex.split(os.environ.get("REGROUP_E2E_CONTROLLER_ARGS", ""))
     try:
         for copy in INJECTED:
             rel = f"op-{copy}"
-            # The Secret cert-manager would write (its CA what cainjector puts into the caBundle).
-            ca = new_ca(f"e2e-pods-{rel}-webhook-ca")
-            svc = f"{rel}-webhook-service.{NS}.svc"
-            crt, key = issue(ca, svc, dns=[svc, f"{svc}.cluster.local"]).write(tmp, f"{rel}-tls")
-            kubectl("create", "secret", "generic", f"{rel}-webhook-server-cert", f"--from-file=tls.crt={crt}",
-                    f"--from-file=tls.key={key}", f"--from-literal=ca.crt={ca.cert_pem.decode()}")
-            text = (OPERATOR.replace("@REL@", rel).replace("@NS@", NS).replace("@IMAGE@", controller)
-                    .replace("@ARGS@", f"args: {json.dumps(args)}" if args else "")
-                    .replace("@CABUNDLE@", base64.b64encode(ca.cert_pem).decode()))
+            text = operator_for(kubectl, rel, controller, tmp)
             manifest = tmp / f"{rel}.yaml"
             manifest.write_text(text)
-            # The CRD (e2e/manifests/crd-foos.yaml, `replicas` allowed to be 0) among the operator's manifests.
-            crd = yaml.safe_load((E2E / "manifests" / "crd-foos.yaml").read_text())
-            for version in crd["spec"]["versions"]:
-                version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["replicas"]["minimum"] = 0
-            (tmp / "crd-foos.yaml").write_text(yaml.safe_dump(crd))
+            (tmp / "crd-foos.yaml").write_text(yaml.safe_dump(crd_min0()))
             rules = tmp / f"rules-{copy}.yaml"
             rules.write_text(yaml.safe_dump({"rules": [{"from": ORIG, "to": INJECTED[copy]}]}))
             out = run([regroup_bin, "inject", "-c", str(rules), "-f", str(manifest), "-f", str(tmp / "crd-foos.yaml"),
@@ -1122,22 +1135,28 @@ def test_inject_webhook_calls_reach_regroup_through_the_service(injected):
     webhook, so regroup's forward to 127.0.0.1:9443 fails and, with
     `failurePolicy: Fail`, the Foo is refused naming the webhook: what is
     shown is the path apiserver → Service → regroup, not an app's answer."""
-    pods = {copy: injected.pod(copy)["metadata"]["name"] for copy in INJECTED}
+    webhook_calls_reach_regroup(injected, INJECTED)
+
+
+def webhook_calls_reach_regroup(injected, copies):
+    """For each of `copies`, a labelled Foo in its group dry-run created:
+    refused naming the webhook, and that copy's regroup alone counting it."""
+    pods = {copy: injected.pod(copy)["metadata"]["name"] for copy in copies}
 
     def received(copy):
         return metrics(injected.kubectl, pods[copy], "regroup_webhook_requests_total", webhook="validate")
-    for copy in INJECTED:
-        before = {c: received(c) for c in INJECTED}
-        foo = {"apiVersion": f"{INJECTED[copy]}/v1alpha1", "kind": "Foo",
+    for copy in copies:
+        before = {c: received(c) for c in copies}
+        foo = {"apiVersion": f"{ALL_GROUPS[copy]}/v1alpha1", "kind": "Foo",
                "metadata": {"name": f"hooked-{copy}", "namespace": NS,
                             "labels": {"e2e.regroup.dev/pods-webhook": f"op-{copy}"}},
                "spec": {"deploymentName": f"hooked-{copy}", "replicas": 0}}
         p = injected.kubectl.run("create", "--dry-run=server", "-f", "-", input=json.dumps(foo), check=False)
         assert p.returncode != 0 and "vfoo.samplecontroller.k8s.io" in p.stderr, (p.stdout, p.stderr)
         after = wait(injected.kubectl, f"copy {copy}'s regroup counting the review",
-                     lambda: (lambda a: a if a[copy] > before[copy] else None)({c: received(c) for c in INJECTED}),
+                     lambda: (lambda a: a if a[copy] > before[copy] else None)({c: received(c) for c in copies}),
                      30, f"app=op-{copy}")
-        others = [c for c in INJECTED if c != copy]
+        others = [c for c in copies if c != copy]
         assert all(after[c] == before[c] for c in others), (copy, before, after)
 
 
@@ -1166,3 +1185,57 @@ def test_inject_marks_kube_system_leader_election_per_copy(injected):
         injected.kubectl("get", "validatingwebhookconfiguration", vwc["metadata"]["name"])
         roles[copy], leases[copy] = got["metadata"]["name"], names[0]
     assert len(set(roles.values())) == len(set(leases.values())) == len(INJECTED), (roles, leases)
+
+
+@pytest.fixture(scope="module")
+def post_rendered(injected, kubectl, controller, regroup_bin, tmp_path_factory):
+    """OPERATOR as a chart of its own (its names from the release, the CRD
+    among its templates: Helm post-renders templates, not `crds/`),
+    installed as release op-h with Helm 4's `--post-renderer regroup-inject`
+    (the plugin charts/plugins/regroup-inject, installed into a Helm home of
+    the test's, running REGROUP_BIN)."""
+    tmp = tmp_path_factory.mktemp("pods-post-render")
+    chart = tmp / "foo-operator"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: foo-operator\nversion: 0.1.0\nappVersion: v1.36.2\n")
+    text = operator_for(kubectl, "{{ .Release.Name }}", controller, tmp, ns="{{ .Release.Namespace }}", name="op-h")
+    (chart / "templates" / "operator.yaml").write_text(text + "---\n" + yaml.safe_dump(crd_min0()))
+    env = dict(helm_env(tmp), REGROUP_BIN=str(regroup_bin), REGROUP_INJECT_ERROR_FILE=str(tmp / "inject-error"))
+    p = subprocess.run([str(HELM), "plugin", "install", str(PLUGIN)], capture_output=True, text=True, env=env,
+                       timeout=60)
+    if p.returncode != 0:
+        pytest.fail(f"helm plugin install {PLUGIN} failed:\n{p.stderr}")
+    rules = tmp / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"rules": [{"from": ORIG, "to": POST_RENDERED["h"]}]}))
+    argv = [str(HELM), "install", "op-h", str(chart), "-n", NS, "--kubeconfig", KUBECONFIG,
+            "--post-renderer", "regroup-inject", "--post-renderer-args=-c", f"--post-renderer-args={rules}",
+            "--post-renderer-args=--prefix", "--post-renderer-args=op-h-regroup"]
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+        if p.returncode != 0:
+            err = (tmp / "inject-error").read_text() if (tmp / "inject-error").exists() else ""
+            pytest.fail(f"helm install op-h --post-renderer regroup-inject failed:\n{p.stdout}\n{p.stderr}\n{err}")
+        manifest = run([str(HELM), "get", "manifest", "op-h", "-n", NS, "--kubeconfig", KUBECONFIG], timeout=60)
+        injected.docs["h"] = [d for d in yaml.safe_load_all(manifest) if d]
+        injected.pod("h")
+        yield injected
+    finally:
+        subprocess.run([str(HELM), "uninstall", "op-h", "-n", NS, "--kubeconfig", KUBECONFIG],
+                       capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_post_renderer_plugin_copy_ready_reconciles_and_its_webhook_reaches_regroup(post_rendered):
+    """The release post-rendered by the Helm 4 plugin: its pod Ready with
+    regroup a native sidecar, its Foo reconciled, kube-apiserver's call to
+    its webhook counted by its regroup alone (not by inject's two copies),
+    its kube-system Role and Lease its own."""
+    pod = post_rendered.pod("h")
+    (sidecar,) = [c for c in pod["spec"].get("initContainers", []) if c["name"] == "regroup"]
+    assert sidecar.get("restartPolicy") == "Always", sidecar
+    uid = post_rendered.copies.foo("h", "inj-h", "inj-h-dep")
+    wait(post_rendered.kubectl, "Deployment inj-h-dep, controlled by the post-rendered copy's Foo",
+         lambda: post_rendered.copies.owned("inj-h-dep", "h", uid), RECONCILE_WAIT, "app=op-h")
+    webhook_calls_reach_regroup(post_rendered, ["h", *INJECTED])
+    roles = {c: post_rendered.of(c, "Role", "kube-system")[0]["metadata"]["name"] for c in ["h", *INJECTED]}
+    assert len(set(roles.values())) == 3 and all(r.endswith("foo-operator-leader-election") for r in roles.values())
+    post_rendered.kubectl("get", "role", roles["h"], "-n", "kube-system")
