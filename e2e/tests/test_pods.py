@@ -54,6 +54,12 @@ What runs:
     revoked); the app starting after regroup serves and stopping before it
     (logs, container times); publish-manifests' remote side at 2 replicas
     (Lease, Service, APIService, a connection Secret copied once).
+  - an operator's own manifests (OPERATOR: controller Deployment, webhook
+    Service and ValidatingWebhookConfiguration, CRD, kube-system
+    leader-election Role/RoleBinding) wrapped with `regroup inject` twice
+    and once as a chart with Helm 4's `--post-renderer regroup-inject`:
+    pods Ready, Foos reconciled, kube-apiserver's webhook calls counted by
+    each copy's regroup alone, the kube-system names per copy.
 
 Everything is made in a namespace of the run's and cluster-scoped objects
 named by the run; all are deleted at the end."""
@@ -1134,7 +1140,9 @@ def test_inject_webhook_calls_reach_regroup_through_the_service(injected):
     for that hook rises in that copy's pod only. sample-controller serves no
     webhook, so regroup's forward to 127.0.0.1:9443 fails and, with
     `failurePolicy: Fail`, the Foo is refused naming the webhook: what is
-    shown is the path apiserver → Service → regroup, not an app's answer."""
+    shown is the path apiserver → Service → regroup (TLS with the app's
+    certificate, the caBundle's CA; regroup's own error message comes
+    back), not an app's answer."""
     webhook_calls_reach_regroup(injected, INJECTED)
 
 
@@ -1152,7 +1160,9 @@ def webhook_calls_reach_regroup(injected, copies):
                             "labels": {"e2e.regroup.dev/pods-webhook": f"op-{copy}"}},
                "spec": {"deploymentName": f"hooked-{copy}", "replicas": 0}}
         p = injected.kubectl.run("create", "--dry-run=server", "-f", "-", input=json.dumps(foo), check=False)
-        assert p.returncode != 0 and "vfoo.samplecontroller.k8s.io" in p.stderr, (p.stdout, p.stderr)
+        # regroup's own answer (its forward to the app's 127.0.0.1:9443 found nothing), passed on by kube-apiserver.
+        assert p.returncode != 0 and 'failed calling webhook "vfoo.samplecontroller.k8s.io"' in p.stderr \
+            and "the app's webhook can't be reached" in p.stderr, (p.stdout, p.stderr)
         after = wait(injected.kubectl, f"copy {copy}'s regroup counting the review",
                      lambda: (lambda a: a if a[copy] > before[copy] else None)({c: received(c) for c in copies}),
                      30, f"app=op-{copy}")
