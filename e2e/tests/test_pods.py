@@ -1249,3 +1249,87 @@ def test_post_renderer_plugin_copy_ready_reconciles_and_its_webhook_reaches_regr
     roles = {c: post_rendered.of(c, "Role", "kube-system")[0]["metadata"]["name"] for c in ["h", *INJECTED]}
     assert len(set(roles.values())) == 3 and all(r.endswith("foo-operator-leader-election") for r in roles.values())
     post_rendered.kubectl("get", "role", roles["h"], "-n", "kube-system")
+
+
+# --- the aggregated front as a pod --------------------------------------------------------------------------------
+
+FRONT_GROUP = f"wardle.rg{RUN}f.example.com"
+SAMPLE_APISERVER = "realk8s.local/sample-apiserver:v1.36.2"
+ETCD = "realk8s.local/etcd:v3.6.14"
+
+
+def front_values():
+    """charts/regroup/examples/front.yaml with the node's images (REGROUP_E2E_APISERVER_IMAGE,
+    REGROUP_E2E_ETCD_IMAGE) and the run's group."""
+    v = yaml.safe_load((CHART / "examples" / "front.yaml").read_text())
+    v["rules"] = [{"from": "wardle.example.com", "to": FRONT_GROUP}]
+    api, etcd = v["app"]["containers"]
+    api.update(image=os.environ.get("REGROUP_E2E_APISERVER_IMAGE", SAMPLE_APISERVER), imagePullPolicy="IfNotPresent",
+               args=[*api["args"], "--cert-dir=/tmp/certs"])
+    etcd.update(image=os.environ.get("REGROUP_E2E_ETCD_IMAGE", ETCD), imagePullPolicy="IfNotPresent",
+                args=["--data-dir=/tmp/etcd", "--listen-client-urls=http://127.0.0.1:2379",
+                      "--advertise-client-urls=http://127.0.0.1:2379", "--listen-peer-urls=http://127.0.0.1:2380",
+                      "--initial-advertise-peer-urls=http://127.0.0.1:2380",
+                      "--initial-cluster=default=http://127.0.0.1:2380"])
+    etcd.pop("command", None)
+    # What sample-apiserver 1.36 also lists (the example's rules are 1.31's): namespaces, admission policies.
+    v["rbac"]["rules"] += [
+        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["admissionregistration.k8s.io"],
+         "resources": ["mutatingadmissionpolicies", "mutatingadmissionpolicybindings"],
+         "verbs": ["get", "list", "watch"]}]
+    return v
+
+
+def test_front_as_a_pod_serves_flunders_through_the_aggregator(kubectl, image, namespace, tmp_path):
+    """The chart in front mode (examples/front.yaml's shape, the app's
+    readinessProbe kept): sample-apiserver and etcd behind regroup's front in
+    one pod, the APIService for the renamed group pointing at the chart's
+    ClusterIP Service: Available; a Flunder created, listed and watched
+    through the real aggregator under the renamed group."""
+    env = helm_env(tmp_path)
+    values = tmp_path / "values-f.yaml"
+    values.write_text(yaml.safe_dump(front_values()))
+    apiservice = f"v1alpha1.{FRONT_GROUP}"
+    try:
+        run([str(HELM), "install", "rg-f", str(CHART), "-n", NS, "--kubeconfig", KUBECONFIG, "-f", str(values)],
+            timeout=300, what="helm install rg-f (front)")
+
+        def ready():
+            pods = [p for p in kubectl.json("get", "pods", "-l", "app.kubernetes.io/instance=rg-f")["items"]
+                    if not p["metadata"].get("deletionTimestamp")]
+            return pods[0] if len(pods) == 1 and condition(pods[0], "Ready") else None
+        wait(kubectl, "the front's pod Ready", ready, READY_WAIT, "app.kubernetes.io/instance=rg-f")
+        svc = wait(kubectl, f"APIService {apiservice} Available",
+                   lambda: (lambda a: a if condition(a, "Available") else None)(
+                       kubectl.json("get", "apiservice", apiservice)), 120, "app.kubernetes.io/instance=rg-f")
+        assert svc["spec"]["service"]["namespace"] == NS, svc["spec"]
+        assert kubectl.json("get", "service", svc["spec"]["service"]["name"])["spec"]["type"] == "ClusterIP"
+        watcher = subprocess.Popen(kubectl.argv("get", f"flunders.{FRONT_GROUP}", "--watch", "-o", "name",
+                                                "--request-timeout=60s"),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(2)
+            for name in ("one", "two"):
+                kubectl("create", "-f", "-", input=json.dumps({
+                    "apiVersion": f"{FRONT_GROUP}/v1alpha1", "kind": "Flunder",
+                    "metadata": {"name": name, "namespace": NS}, "spec": {}}))
+            listed = kubectl.json("get", f"flunders.{FRONT_GROUP}")
+            assert sorted(i["metadata"]["name"] for i in listed["items"]) == ["one", "two"]
+            assert {i["apiVersion"] for i in listed["items"]} == {f"{FRONT_GROUP}/v1alpha1"}
+            seen = []
+            deadline = time.monotonic() + 30
+            while len(set(seen)) < 2 and time.monotonic() < deadline:
+                line = watcher.stdout.readline()
+                if not line:
+                    break
+                seen.append(line.strip())
+            assert {s.split("/")[-1] for s in seen} >= {"one", "two"}, (seen, watcher.stderr.read()
+                                                                         if watcher.poll() is not None else "")
+        finally:
+            watcher.kill()
+            watcher.wait()
+    finally:
+        kubectl.run("delete", f"flunders.{FRONT_GROUP}", "--all", "--ignore-not-found", "--wait=false", check=False)
+        subprocess.run([str(HELM), "uninstall", "rg-f", "-n", NS, "--kubeconfig", KUBECONFIG],
+                       capture_output=True, text=True, timeout=300, env=env)
