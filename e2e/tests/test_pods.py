@@ -60,6 +60,11 @@ What runs:
     and once as a chart with Helm 4's `--post-renderer regroup-inject`:
     pods Ready, Foos reconciled, kube-apiserver's webhook calls counted by
     each copy's regroup alone, the kube-system names per copy.
+  - the aggregated front as a pod (examples/front.yaml's values, the app's
+    readinessProbe; REGROUP_E2E_APISERVER_IMAGE, REGROUP_E2E_ETCD_IMAGE,
+    default the test bed's realk8s.local images): the APIService Available
+    on the chart's ClusterIP Service, Flunders created, listed and watched
+    through the real aggregator.
 
 Everything is made in a namespace of the run's and cluster-scoped objects
 named by the run; all are deleted at the end."""
