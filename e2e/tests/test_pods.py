@@ -395,7 +395,9 @@ def test_a_copy_does_not_reconcile_the_others(copies):
     gets one (copy a sees only its own group); copy b back: its Foo is reconciled."""
     scale(copies, "b", 0)
     try:
-        wait(copies.kubectl, "copy b's pod gone", lambda: not copies.pods("b"), READY_WAIT)
+        # Gone, not only terminating: a terminating pod's app still reconciles until it is stopped.
+        wait(copies.kubectl, "copy b's pod gone", lambda: not copies.kubectl.json(
+            "get", "pods", "-l", "app.kubernetes.io/instance=rg-b")["items"], READY_WAIT)
         uid_b = copies.foo("b", "late-b", "late-dep-b")
         uid_a = copies.foo("a", "late-a", "late-dep-a")
         copies.wait_owned("late-dep-a", "a", uid_a)
