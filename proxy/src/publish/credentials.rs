@@ -108,14 +108,9 @@ impl Credentials {
             secret.namespace, secret.name
         );
         let what = format!("credentials Secret {}/{}", secret.namespace, secret.name);
-        let (status, _, body) = self
+        let (status, body) = self
             .remote
-            .request(
-                http::Method::GET,
-                &path,
-                http::HeaderValue::from_static("application/json"),
-                None,
-            )
+            .read(&path)
             .await
             .map_err(|e| Failure::unavailable(format!("reading the {what}: {e}")))?;
         match status {

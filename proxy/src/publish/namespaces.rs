@@ -139,14 +139,9 @@ impl Namespaces {
             }
         }
         let path = format!("/api/v1/namespaces/{ns}");
-        let (status, _, body) = self
+        let (status, body) = self
             .remote
-            .request(
-                http::Method::GET,
-                &path,
-                http::HeaderValue::from_static("application/json"),
-                None,
-            )
+            .read(&path)
             .await
             .map_err(|e| Failure::unavailable(format!("reading namespace {ns:?}: {e}")))?;
         if status == http::StatusCode::NOT_FOUND {

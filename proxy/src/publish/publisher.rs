@@ -404,13 +404,8 @@ impl Publisher {
         info: &RequestInfo,
         verb: &str,
     ) -> Result<Option<String>, Failure> {
-        let (status, _, body) = reads
-            .request(
-                Method::GET,
-                central_path,
-                HeaderValue::from_static("application/json"),
-                None,
-            )
+        let (status, body) = reads
+            .read(central_path)
             .await
             .map_err(|e| Failure::unavailable(format!("reading the central object: {e}")))?;
         if status == StatusCode::NOT_FOUND {

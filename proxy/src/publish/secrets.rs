@@ -280,9 +280,7 @@ impl Puller {
             .client(from.via.as_ref())
             .await
             .map_err(|f| SecretsError::Credential(f.message))?;
-        let (status, _, body) = OwnClient::new(client)
-            .request(Method::GET, &path, json_accept(), None)
-            .await?;
+        let (status, body) = OwnClient::new(client).read(&path).await?;
         if status == StatusCode::NOT_FOUND {
             // Not written yet by the central controller.
             return Ok(false);
@@ -309,10 +307,7 @@ impl Puller {
             "data": central["data"].clone(),
         });
         let to = format!("/api/v1/namespaces/{ns}/secrets/{name}");
-        let (status, _, body) = self
-            .remote
-            .request(Method::GET, &to, json_accept(), None)
-            .await?;
+        let (status, body) = self.remote.read(&to).await?;
         if status == StatusCode::NOT_FOUND {
             let create = format!("/api/v1/namespaces/{ns}/secrets");
             return self

@@ -138,6 +138,15 @@ impl OwnClient {
         self.send(http::Method::GET, path, accept, None).await
     }
 
+    /// A GET asking for JSON: the answer's status and whole body, whatever
+    /// the status (the caller says what a 404 or 403 means). An `Err` is a
+    /// request that got no answer.
+    pub async fn read(&self, path: &str) -> Result<(http::StatusCode, Bytes), OwnClientError> {
+        let accept = HeaderValue::from_static("application/json");
+        let (status, _, body) = self.request(http::Method::GET, path, accept, None).await?;
+        Ok((status, body))
+    }
+
     /// Any request (`regroup migrate`'s writes): `body` with its content
     /// type, `accept` as given; the answer's status, headers and whole body
     /// (at most 16 MiB). An `Err` is a request that got no answer.
