@@ -23,6 +23,23 @@ pub fn validates_as_serde_json(text: &str) -> bool {
         "serde_json: {want}, reader: {plain:?}, {text:.80}"
     );
     assert_eq!(recorded.is_ok(), want, "recording: {text:.80}");
+    // The wide reader (where this CPU has AVX2) and the word-at-a-time one
+    // read the same tape, and refuse alike.
+    let narrow = validate::read_narrow::<true>(text);
+    match (&recorded, &narrow) {
+        (Ok(a), Ok(b)) => assert!(a == b, "tapes differ: {text:.80}"),
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{text:.80}"),
+        _ => panic!(
+            "wide {:?}, narrow {:?}: {text:.80}",
+            recorded.is_ok(),
+            narrow.is_ok()
+        ),
+    }
+    assert_eq!(
+        validate::read_narrow::<false>(text).is_ok(),
+        want,
+        "narrow, not recording: {text:.80}"
+    );
     want
 }
 

@@ -16,7 +16,7 @@ fn broken() -> RewriteError {
 
 /// One entry of a container: its key's range (quotes included; `(0, 0)`
 /// in arrays) and its value's.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Entry {
     pub key: (u32, u32),
     pub value: (u32, u32),
@@ -25,7 +25,7 @@ pub(crate) struct Entry {
 /// One container: its first byte, its entries' range in
 /// [`Tape::entries`], and whether a member name of it has an escape (the
 /// names are then decoded when it is listed).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Container {
     pub start: u32,
     pub first: u32,
@@ -34,6 +34,7 @@ pub(crate) struct Container {
 }
 
 /// Every container of one document.
+#[derive(PartialEq, Eq)]
 pub(crate) struct Tape {
     /// Each container's entries, contiguous and in order.
     pub(crate) entries: Vec<Entry>,

@@ -425,3 +425,34 @@ fn the_walk_knows_whether_a_string_of_the_input_has_an_escape() {
         assert!(Walk::new(text).escapes, "not read: not known");
     }
 }
+
+/// Strings' ends are found 32 bytes a step where the CPU has AVX2, eight
+/// otherwise: every special byte (an escape, a bad escape, a raw control
+/// byte, a quote, a multi-byte character, a DEL) at every offset of strings
+/// up to 100 bytes, as a key and as a value, near the text's end too, read
+/// as serde_json reads it and the same by both readers.
+#[test]
+fn specials_at_every_offset_of_long_strings() {
+    let specials = [
+        "\\\"", "\\\\", "\\u00e9", "\\x", "\\u12", "\u{1}", "\t", "\u{1f}", "\"", "é", "\u{7f}",
+        "€",
+    ];
+    let mut accepted = 0;
+    for len in 0..100 {
+        for at in 0..=len {
+            for s in specials {
+                let text: String = "a".repeat(at) + s + &"b".repeat(len - at);
+                for doc in [
+                    format!("{{\"{text}\":1}}"),
+                    format!("[\"{text}\"]"),
+                    format!("{{\"k\":\"{text}\",\"z\":[true]}}"),
+                    format!("\"{text}\""),
+                ] {
+                    accepted += usize::from(reference::validates_as_serde_json(&doc));
+                }
+            }
+        }
+    }
+    // Most are JSON; the bad escapes, raw control bytes and bare quotes not.
+    assert!(accepted > 5000 * 4, "{accepted}");
+}
