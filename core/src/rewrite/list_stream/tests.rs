@@ -78,13 +78,18 @@ fn odd_shapes_stream_or_fall_back_to_whole() {
         format!(r#"{{"kind":"Foo","apiVersion":"{av}","items":[1, "{av}", null,true]}}"#),
         // not an object at all
         format!(r#"["{av}"]"#),
+        // brackets, quotes and backslashes inside items' strings; a
+        // string ending in an escaped backslash; nested arrays
+        format!(
+            r#"{{"kind":"FooList","apiVersion":"{av}","items":[{{"apiVersion":"{av}","a":"]}},[{{\"","b":"x\\","c":[[1,{{"d":"}}"}}],[]],"e":"\\\""}},{{"apiVersion":"{av}"}} , [ "]" ] ]}}"#
+        ),
     ];
     for input in cases {
         let whole = rw
             .rewrite_bytes(input.as_bytes())
             .unwrap()
             .unwrap_or_else(|| input.as_bytes().to_vec());
-        for chunk in [1, 3, 1000] {
+        for chunk in [1, 2, 3, 5, 8, 13, 1000] {
             let streamed = rewrite_in_chunks(&rw, input.as_bytes(), chunk).unwrap();
             assert_eq!(
                 String::from_utf8_lossy(&streamed),
