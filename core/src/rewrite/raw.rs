@@ -89,7 +89,9 @@ impl<'i> Walk<'i> {
             // A walk is started only where a mapped name shows: it
             // usually edits, and a few edits fit without regrowing.
             edits: Vec::with_capacity(8),
-            found: Vec::new(),
+            // Likewise the places found in an object (grown from empty,
+            // −300 instructions a rename of the Foo).
+            found: Vec::with_capacity(8),
             tape: None,
             levels: ByOffset::default(),
             whole_tape_max: WHOLE_TAPE_MAX,
