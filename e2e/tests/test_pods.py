@@ -923,8 +923,10 @@ def test_config_map_changed_reloaded_in_place_then_rolled_by_an_upgrade(singles)
     counts it; regroup logs that `logging` takes effect only at restart and
     writes no debug line; no container restarted, the pod template and its
     checksum annotation unchanged. Then `helm upgrade` with the rule to
-    group e: the checksum annotation changes, the Deployment rolls (a new
-    pod, the old one gone) and the new pod lists group e's Foo."""
+    group e: Helm 4 (server-side apply) refuses it, the ConfigMap's
+    config.yaml now kubectl-patch's; with `--force-conflicts` the checksum
+    annotation changes, the Deployment rolls (a new pod, the old one gone)
+    and the new pod lists group e's Foo."""
     k, c = singles.kubectl, singles.copies
     for copy in "de":
         crd = crd_for(singles.regroup_bin, copy, singles.tmp)
@@ -986,9 +988,14 @@ def test_config_map_changed_reloaded_in_place_then_rolled_by_an_upgrade(singles)
         values["rules"] = [{"from": ORIG, "to": RELOAD["e"]}]
         path = singles.tmp / "values-c-upgrade.yaml"
         path.write_text(yaml.safe_dump(values))
+        # Helm 4 applies server-side: the hand edit made kubectl-patch an owner of the ConfigMap's config.yaml, so a
+        # plain upgrade is refused (a conflict naming it) and the chart's values win only with --force-conflicts.
+        upgrade = [str(HELM), "upgrade", "rg-c", str(CHART), "-n", NS, "--kubeconfig", KUBECONFIG, "-f", str(path)]
+        refused = subprocess.run(upgrade, capture_output=True, text=True, timeout=300)
+        assert refused.returncode != 0 and "conflict" in refused.stderr and "kubectl-patch" in refused.stderr, \
+            (refused.returncode, refused.stderr[-2000:])
         t0 = time.monotonic()
-        run([str(HELM), "upgrade", "rg-c", str(CHART), "-n", NS, "--kubeconfig", KUBECONFIG, "-f", str(path)],
-            timeout=300, what="helm upgrade rg-c")
+        run([*upgrade, "--force-conflicts"], timeout=300, what="helm upgrade rg-c --force-conflicts")
         upgraded = k.json("get", "deployment", "rg-c-regroup")["spec"]["template"]
         assert upgraded["metadata"]["annotations"]["checksum/regroup-config"] != checksum
 
