@@ -53,7 +53,12 @@ What runs:
     `..data` (a Secret volume holding a bound token, replaced, the old one
     revoked); the app starting after regroup serves and stopping before it
     (logs, container times); publish-manifests' remote side at 2 replicas
-    (Lease, Service, APIService, a connection Secret copied once).
+    (Lease, Service, APIService, a connection Secret copied once; the pod
+    serving a client's watch deleted, the client watching again through
+    the other with nothing lost); the configuration ConfigMap edited in
+    place (reloaded by the running regroup) and changed by `helm upgrade`
+    (rolled); a pod's readiness following its upstream (a Service whose
+    EndpointSlice the test deletes and makes again).
   - an operator's own manifests (OPERATOR: controller Deployment, webhook
     Service and ValidatingWebhookConfiguration, CRD, kube-system
     leader-election Role/RoleBinding) wrapped with `regroup inject` twice
