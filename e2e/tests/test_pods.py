@@ -1073,7 +1073,13 @@ def test_publish_remote_side_two_replicas(kubectl, image, namespace, regroup_bin
     group served through the remote cluster, the same holder; an object
     applied remotely created centrally, the Secret it owns there copied
     into its remote namespace once (its resourceVersion unchanged over
-    several resync rounds: the other replica does not write it too)."""
+    several resync rounds: the other replica does not write it too). Then
+    the pod serving a client's watch (through the remote cluster) deleted
+    while objects are made: the client watches again from its last
+    resourceVersion through the other replica and gets every event once,
+    in order, no 410 Gone. The Lease's holder deleted too when that was
+    not it: the Lease taken over by a live pod, which copies a second
+    connection Secret, once."""
     if not CENTRAL_KUBECONFIG:
         pytest.skip("REGROUP_E2E_CENTRAL_KUBECONFIG is not set: publish mode needs a central cluster")
     name, target, source = f"rg-pub-{RUN}", f"rg-pods-pub-{RUN}", f"{NS}-src"
@@ -1243,6 +1249,16 @@ def test_publish_remote_side_two_replicas(kubectl, image, namespace, regroup_bin
             return h if any(n in h for n in live) else None
         new_holder = wait(remote, "the Lease held by a live pod", live_holder, 90, selector)
         assert (victim not in holder) or (other in new_holder), (holder, new_holder)
+        handed = "the deleted pod's"
+        if victim not in holder:
+            # The watch's pod did not hold the Lease: its holder deleted too, so that the hand-over is seen each run.
+            (holder_pod,) = [n for n in names if n in holder]
+            remote("delete", "pod", holder_pod, "--wait=false")
+            new_holder = wait(remote, f"the Lease taken over from {holder_pod} by another live pod",
+                              lambda: (lambda h: h if h and holder_pod not in h else None)(live_holder()), 120,
+                              selector)
+            handed = f"{holder_pod}'s, deleted next"
+        print(f"publish: the Lease ({handed}) now held by {new_holder}")
         owner = central.json("get", PUB_RESOURCE, "w4", "-n", target)
         central("apply", "-n", target, "-f", "-", input=json.dumps({
             "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
