@@ -53,7 +53,12 @@ What runs:
     `..data` (a Secret volume holding a bound token, replaced, the old one
     revoked); the app starting after regroup serves and stopping before it
     (logs, container times); publish-manifests' remote side at 2 replicas
-    (Lease, Service, APIService, a connection Secret copied once).
+    (Lease, Service, APIService, a connection Secret copied once; the pod
+    serving a client's watch deleted, the client watching again through
+    the other with nothing lost); the configuration ConfigMap edited in
+    place (reloaded by the running regroup) and changed by `helm upgrade`
+    (rolled); a pod's readiness following its upstream (a Service whose
+    EndpointSlice the test deletes and makes again).
   - an operator's own manifests (OPERATOR: controller Deployment, webhook
     Service and ValidatingWebhookConfiguration, CRD, kube-system
     leader-election Role/RoleBinding) wrapped with `regroup inject` twice
@@ -70,13 +75,16 @@ Everything is made in a namespace of the run's and cluster-scoped objects
 named by the run; all are deleted at the end."""
 import base64
 import datetime
+import http.client
 import ipaddress
 import json
 import os
 import re
+import select
 import shlex
 import ssl
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -106,7 +114,9 @@ SINGLE = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "tsr"}
 # The two copies `regroup inject` wraps (an operator's own manifests, not the chart).
 INJECTED = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "ij"}
 POST_RENDERED = {"h": f"samplecontroller.rg{RUN}h.example.com"}  # the same as a chart, Helm 4's post-renderer plugin
-ALL_GROUPS = {**GROUPS, **SINGLE, **INJECTED, **POST_RENDERED}
+# The release whose configuration changes: its group, then the ConfigMap's (edited in place), then the upgrade's.
+RELOAD = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "cde"}
+ALL_GROUPS = {**GROUPS, **SINGLE, **INJECTED, **POST_RENDERED, **RELOAD}
 PLUGIN = REPO / "charts" / "plugins" / "regroup-inject"
 READY_WAIT = 240  # seconds: an image imported, a pod scheduled, started and Ready
 RECONCILE_WAIT = 120  # seconds: a controller's informers re-listed through a restarted regroup, its queue retried
@@ -551,6 +561,78 @@ def status_with_token(kubectl, path, token):
         return e.code
 
 
+def api_client(kubectl, tmp):
+    """The kubeconfig's server, an SSL context trusting its CA and holding
+    its client certificate (written to `tmp`, owner-only), and its token as
+    headers: for requests kubectl can't make (a watch read event by event,
+    an error status's body)."""
+    view = json.loads(kubectl("config", "view", "--raw", "--minify", "--flatten", "-o", "json"))
+    cluster, user = view["clusters"][0]["cluster"], view["users"][0]["user"]
+    ctx = ssl.create_default_context()
+    if cluster.get("certificate-authority-data"):
+        ctx.load_verify_locations(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+    if cluster.get("insecure-skip-tls-verify"):
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    if user.get("client-certificate-data"):
+        files = []
+        for key in ("client-certificate-data", "client-key-data"):
+            path = tmp / f"api-client-{key}"
+            path.touch(mode=0o600)
+            path.write_bytes(base64.b64decode(user[key]))
+            files.append(path)
+        ctx.load_cert_chain(*files)
+    headers = {"Authorization": f"Bearer {user['token']}"} if user.get("token") else {}
+    return cluster["server"].rstrip("/"), ctx, headers
+
+
+def api_get(client, path, timeout=15):
+    """(status, body) of a GET through the cluster, an error status's too."""
+    server, ctx, headers = client
+    try:
+        with urllib.request.urlopen(urllib.request.Request(server + path, headers=headers), timeout=timeout,
+                                    context=ctx) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+
+
+class Watcher(threading.Thread):
+    """A client watching `path` as client-go's reflector does: from a
+    resourceVersion, and whenever a stream ends, again from the last one it
+    got (a failed attempt retried after half a second). Records every
+    event's type and name, the streams opened, the ERROR events (a 410 Gone
+    means events were lost) and the failed attempts."""
+
+    def __init__(self, client, path, rv):
+        super().__init__(daemon=True)
+        self.client, self.path, self.rv = client, path, rv
+        self.events, self.errors, self.failures, self.streams = [], [], [], 0
+        self.stopped = threading.Event()
+
+    def run(self):
+        server, ctx, headers = self.client
+        while not self.stopped.is_set():
+            url = f"{server}{self.path}?watch=1&resourceVersion={self.rv}&timeoutSeconds=600"
+            try:
+                with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=660,
+                                            context=ctx) as r:
+                    self.streams += 1
+                    for line in r:
+                        event = json.loads(line)
+                        if event["type"] == "ERROR":
+                            self.errors.append(event["object"])
+                            self.stopped.set()  # a reflector would list again: this client stops, saying so
+                            break
+                        self.events.append((event["type"], event["object"]["metadata"]["name"]))
+                        self.rv = event["object"]["metadata"]["resourceVersion"]
+            except (OSError, ValueError, http.client.HTTPException) as e:
+                self.failures.append(f"{type(e).__name__}: {str(e)[:200]}")
+                self.stopped.wait(0.5)
+
+    def added(self):
+        return [name for kind, name in self.events if kind == "ADDED"]
+
+
 def test_regroup_rereads_its_token_swapped_by_the_kubelet(singles):
     """regroup's own credential as the kubelet lays it out and replaces it:
     release rg-t in kubeconfig mode (the app holds no token; every request
@@ -791,6 +873,156 @@ def test_app_starts_after_regroup_serves_and_stops_before_it(singles):
     assert errors == [], errors
 
 
+class PortForward:
+    """`kubectl port-forward` to a pod's port (which may be bound to the
+    pod's loopback only): `local` is the port on this host's 127.0.0.1."""
+
+    def __init__(self, kubectl, pod, port):
+        self.proc = subprocess.Popen(kubectl.argv("port-forward", f"pod/{pod}", f":{port}"), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 30)
+        line = self.proc.stdout.readline() if ready else ""
+        m = re.search(r"127\.0\.0\.1:(\d+) ->", line)
+        if not m:
+            self.close()
+            pytest.fail(f"kubectl port-forward pod/{pod} :{port}: {line!r} {self.proc.stderr.read()[-2000:]}")
+        self.local = int(m.group(1))
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def foos_through(forward):
+    """The names of the Foos regroup's plain listener lists in the app's
+    group (samplecontroller.k8s.io), with regroup's own credential."""
+    url = f"http://127.0.0.1:{forward.local}/apis/{ORIG}/v1alpha1/namespaces/{NS}/foos"
+    try:
+        with urllib.request.urlopen(url, timeout=15) as r:
+            return sorted(i["metadata"]["name"] for i in json.load(r)["items"])
+    except (OSError, ValueError) as e:
+        return f"{type(e).__name__}: {str(e)[:200]}"
+
+
+def json_lines(text):
+    """regroup's JSON log lines, as dicts (other lines left out)."""
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            pass
+    return out
+
+
+def test_config_map_changed_reloaded_in_place_then_rolled_by_an_upgrade(singles):
+    """What docs/config.md ("Reloading") and docs/deploy.md ("Upgrading")
+    say regroup and the chart do when the configuration changes, in a pod.
+    Release rg-c, its rule the app's group -> group c. Its ConfigMap edited
+    in place (`kubectl patch`, no rollout): the rule now to group d, and
+    `logging.level` debug. The kubelet updates the mounted file and regroup
+    reloads it in the same container: a list in the app's group through
+    regroup's listener (port-forwarded to the pod's loopback) shows group
+    d's Foo instead of group c's; `regroup_config_reloads_total{result="ok"}`
+    counts it; regroup logs that `logging` takes effect only at restart and
+    writes no debug line; no container restarted, the pod template and its
+    checksum annotation unchanged. Then `helm upgrade` with the rule to
+    group e: Helm 4 (server-side apply) refuses it, the ConfigMap's
+    config.yaml now kubectl-patch's; with `--force-conflicts` the checksum
+    annotation changes, the Deployment rolls (a new pod, the old one gone)
+    and the new pod lists group e's Foo."""
+    k, c = singles.kubectl, singles.copies
+    for copy in "de":
+        crd = crd_for(singles.regroup_bin, copy, singles.tmp)
+        singles.crds.append(crd)
+        k("apply", "-f", "-", input=json.dumps(crd))
+        k("wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}", "--timeout=60s", timeout=90)
+    singles.install("c")
+    # regroup's own credential (the release's ServiceAccount) may list group d's Foos too: the chart grants group c.
+    grant = [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": f"{NS}-rg-c-d"},
+              "rules": [{"apiGroups": [RELOAD["d"]], "resources": ["foos"], "verbs": ["get", "list", "watch"]}]},
+             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+              "metadata": {"name": f"{NS}-rg-c-d"},
+              "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{NS}-rg-c-d"},
+              "subjects": [{"kind": "ServiceAccount", "name": "rg-c-regroup", "namespace": NS}]}]
+    k("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": grant}))
+    forward = None
+    try:
+        for copy in "cde":
+            c.foo(copy, f"cm-{copy}", f"cm-dep-{copy}")
+        pod = c.ready_pod("c")
+        name = pod["metadata"]["name"]
+        before = restart_ids(pod)
+        template = k.json("get", "deployment", "rg-c-regroup")["spec"]["template"]
+        checksum = template["metadata"]["annotations"]["checksum/regroup-config"]
+        forward = PortForward(k, name, 8001)
+        assert foos_through(forward) == ["cm-c"]
+
+        # The ConfigMap edited in place.
+        cm = k.json("get", "configmap", "rg-c-regroup-config")
+        config = yaml.safe_load(cm["data"]["config.yaml"])
+        assert [r["to"] for r in config["rules"]] == [RELOAD["c"]], config["rules"]
+        assert config["logging"]["level"] == "info", config["logging"]
+        config["rules"][0]["to"] = RELOAD["d"]
+        config["logging"]["level"] = "debug"
+        k("patch", "configmap", "rg-c-regroup-config", "--type=merge",
+          "-p", json.dumps({"data": {"config.yaml": yaml.safe_dump(config)}}))
+        t0 = time.monotonic()
+        wait(k, "regroup to list group d's Foo after the ConfigMap's change", lambda: foos_through(forward) ==
+             ["cm-d"], 240, "app.kubernetes.io/instance=rg-c")
+        took = time.monotonic() - t0
+        assert metrics(k, name, "regroup_config_reloads_total", result="ok") >= 1
+        assert metrics(k, name, "regroup_config_reloads_total", result="failed") == 0
+        assert restart_ids(k.json("get", "pod", name)) == before, "a container restarted"
+        assert k.json("get", "deployment", "rg-c-regroup")["spec"]["template"] == template, "the pod template changed"
+        lines = json_lines(k("logs", name, "-c", "regroup"))
+        reloaded = [line for line in lines if line.get("fields", {}).get("message", "").startswith(
+            "configuration reloaded")]
+        restart = [line["fields"].get("sections", "") for line in lines
+                   if "take effect only at restart" in line.get("fields", {}).get("message", "")]
+        assert reloaded, lines[-10:]
+        assert any("logging" in sections for sections in restart), restart
+        assert not [line for line in lines if line.get("level") in ("DEBUG", "TRACE")], "the log level changed"
+        forward.close()
+        forward = None
+        print(f"config: ConfigMap edit in force in pod {name} after {took:.0f}s, no restart")
+
+        # The upgrade: a new checksum, a new pod.
+        values = values_for("c", singles.controller)
+        values["rules"] = [{"from": ORIG, "to": RELOAD["e"]}]
+        path = singles.tmp / "values-c-upgrade.yaml"
+        path.write_text(yaml.safe_dump(values))
+        # Helm 4 applies server-side: the hand edit made kubectl-patch an owner of the ConfigMap's config.yaml, so a
+        # plain upgrade is refused (a conflict naming it) and the chart's values win only with --force-conflicts.
+        upgrade = [str(HELM), "upgrade", "rg-c", str(CHART), "-n", NS, "--kubeconfig", KUBECONFIG, "-f", str(path)]
+        refused = subprocess.run(upgrade, capture_output=True, text=True, timeout=300)
+        assert refused.returncode != 0 and "conflict" in refused.stderr and "kubectl-patch" in refused.stderr, \
+            (refused.returncode, refused.stderr[-2000:])
+        t0 = time.monotonic()
+        run([*upgrade, "--force-conflicts"], timeout=300, what="helm upgrade rg-c --force-conflicts")
+        upgraded = k.json("get", "deployment", "rg-c-regroup")["spec"]["template"]
+        assert upgraded["metadata"]["annotations"]["checksum/regroup-config"] != checksum
+
+        def rolled():
+            pods = c.pods("c")
+            ok = len(pods) == 1 and pods[0]["metadata"]["name"] != name and condition(pods[0], "Ready")
+            return pods[0] if ok and k.run("get", "pod", name, check=False).returncode != 0 else None
+        new = wait(k, "the Deployment rolled: a new pod Ready, the old one gone", rolled, READY_WAIT,
+                   "app.kubernetes.io/instance=rg-c")
+        took = time.monotonic() - t0
+        assert new["metadata"]["annotations"]["checksum/regroup-config"] == \
+            upgraded["metadata"]["annotations"]["checksum/regroup-config"]
+        forward = PortForward(k, new["metadata"]["name"], 8001)
+        assert foos_through(forward) == ["cm-e"]
+        print(f"config: helm upgrade rolled {name} -> {new['metadata']['name']} in {took:.0f}s")
+    finally:
+        if forward:
+            forward.close()
+        k.run("delete", "-f", "-", "--ignore-not-found", "--wait=false", check=False,
+              input=json.dumps({"apiVersion": "v1", "kind": "List", "items": grant}))
+
+
 # --- publish mode's remote side as deployed, two replicas --------------------------------------------------------
 
 CENTRAL_KUBECONFIG = os.environ.get("REGROUP_E2E_CENTRAL_KUBECONFIG")
@@ -841,7 +1073,13 @@ def test_publish_remote_side_two_replicas(kubectl, image, namespace, regroup_bin
     group served through the remote cluster, the same holder; an object
     applied remotely created centrally, the Secret it owns there copied
     into its remote namespace once (its resourceVersion unchanged over
-    several resync rounds: the other replica does not write it too)."""
+    several resync rounds: the other replica does not write it too). Then
+    the pod serving a client's watch (through the remote cluster) deleted
+    while objects are made: the client watches again from its last
+    resourceVersion through the other replica and gets every event once,
+    in order, no 410 Gone. The Lease's holder deleted too when that was
+    not it: the Lease taken over by a live pod, which copies a second
+    connection Secret, once."""
     if not CENTRAL_KUBECONFIG:
         pytest.skip("REGROUP_E2E_CENTRAL_KUBECONFIG is not set: publish mode needs a central cluster")
     name, target, source = f"rg-pub-{RUN}", f"rg-pods-pub-{RUN}", f"{NS}-src"
@@ -951,6 +1189,91 @@ def test_publish_remote_side_two_replicas(kubectl, image, namespace, regroup_bin
         time.sleep(6)  # six resync rounds of the holder; a second copier would write it again
         assert copied()["metadata"]["resourceVersion"] == copy["metadata"]["resourceVersion"]
         assert remote.json("get", "lease", lease["metadata"]["name"])["spec"]["holderIdentity"] == holder
+
+        # A replica deleted mid-watch: a client watching through the remote cluster (its aggregator, the Service)
+        # is served by one pod; that pod deleted, its stream ends, the client watches again from its last
+        # resourceVersion through the other replica and gets every object made meanwhile, each once, in order.
+        base = f"/apis/{PUB_GROUP}/{PUB_VERSION}/namespaces/{source}/mysqlinstancerequirements"
+        listed = json.loads(remote("get", "--raw", base))
+        assert [i["metadata"]["name"] for i in listed["items"]] == ["sqldb"], listed["items"]
+
+        def make(obj):
+            remote("apply", "-n", source, "-f", "-", input=json.dumps({
+                "apiVersion": f"{PUB_GROUP}/{PUB_VERSION}", "kind": PUB_KIND,
+                "metadata": {"name": obj, "namespace": source},
+                "spec": {"version": "5.7", "storageGB": 20, "writeConnectionSecretToRef": {"name": f"{obj}-creds"}}}))
+
+        def open_watches():
+            return {n: metrics(remote, n, "regroup_open_watches") for n in names}
+        # The cluster's own controllers (garbage collector, quota) watch the group too: the pod serving this
+        # client's watch is the one whose open watches rose by one when it started.
+        before_watch = open_watches()
+        watcher = Watcher(api_client(remote, tmp_path), base, listed["metadata"]["resourceVersion"])
+        watcher.start()
+        try:
+            make("w1")
+            wait(remote, "the watch's ADDED w1", lambda: "w1" in watcher.added(), 60)
+
+            def serving():
+                now = open_watches()
+                rose = [n for n in names if now[n] == before_watch[n] + 1]
+                return rose[0] if len(rose) == 1 and sum(now.values()) == sum(before_watch.values()) + 1 else None
+            victim = wait(remote, "the one pod serving the watch", serving, 30)
+            other = (names - {victim}).pop()
+            streams, t0 = watcher.streams, time.monotonic()
+            remote("delete", "pod", victim, "--wait=false")
+            made = ["w2", "w3"]
+            for obj in made:  # while it stops
+                make(obj)
+            wait(remote, f"{victim} gone", lambda: remote.run("get", "pod", victim, check=False).returncode != 0,
+                 120)
+            make("w4")
+            wait(remote, "the watch's ADDED w2, w3, w4",
+                 lambda: {"w2", "w3", "w4"} <= set(watcher.added()) or watcher.stopped.is_set(), 90)
+            resumed = time.monotonic() - t0
+            assert watcher.errors == [], watcher.errors  # no 410 Gone: nothing had to be listed again
+            assert watcher.added() == ["w1", "w2", "w3", "w4"], watcher.events
+            assert watcher.streams > streams, "the deleted pod's stream did not end: it was not serving the watch"
+            assert remote.run("get", "pod", other, check=False).returncode == 0, f"{other} is gone too"
+        finally:
+            watcher.stopped.set()
+        print(f"publish: {victim} deleted mid-watch; streams {watcher.streams}, failed attempts "
+              f"{len(watcher.failures)} ({watcher.failures[:3]}), w2..w4 seen after {resumed:.1f}s")
+
+        # The copier after the deletion: the Lease held by a live pod (the other one, if the deleted pod held it),
+        # a second connection Secret copied, once.
+        def live_holder():
+            h = remote.json("get", "lease", lease["metadata"]["name"])["spec"].get("holderIdentity") or ""
+            live = {p["metadata"]["name"] for p in remote.json("get", "pods", "-l", selector)["items"]
+                    if not p["metadata"].get("deletionTimestamp")}
+            return h if any(n in h for n in live) else None
+        new_holder = wait(remote, "the Lease held by a live pod", live_holder, 90, selector)
+        assert (victim not in holder) or (other in new_holder), (holder, new_holder)
+        handed = "the deleted pod's"
+        if victim not in holder:
+            # The watch's pod did not hold the Lease: its holder deleted too, so that the hand-over is seen each run.
+            (holder_pod,) = [n for n in names if n in holder]
+            remote("delete", "pod", holder_pod, "--wait=false")
+            new_holder = wait(remote, f"the Lease taken over from {holder_pod} by another live pod",
+                              lambda: (lambda h: h if h and holder_pod not in h else None)(live_holder()), 120,
+                              selector)
+            handed = f"{holder_pod}'s, deleted next"
+        print(f"publish: the Lease ({handed}) now held by {new_holder}")
+        owner = central.json("get", PUB_RESOURCE, "w4", "-n", target)
+        central("apply", "-n", target, "-f", "-", input=json.dumps({
+            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": "w4-creds", "namespace": target, "ownerReferences": [{
+                "apiVersion": f"{PUB_GROUP}/{PUB_VERSION}", "kind": PUB_KIND, "name": "w4",
+                "uid": owner["metadata"]["uid"], "controller": True}]},
+            "stringData": {"username": "admin", "password": "s3cret-4"}}))
+
+        def copied4():
+            got = remote.run("get", "secret", "w4-creds", "-n", source, "-o", "json", check=False)
+            return json.loads(got.stdout) if got.returncode == 0 else None
+        copy4 = wait(remote, "the second connection Secret copied", copied4, 60)
+        assert base64.b64decode(copy4["data"]["password"]) == b"s3cret-4"
+        time.sleep(6)
+        assert copied4()["metadata"]["resourceVersion"] == copy4["metadata"]["resourceVersion"]
     finally:
         # The source namespace first, while the front still serves it (its objects are deleted through it).
         remote.run("delete", "namespace", source, "--ignore-not-found", "--timeout=60s", check=False, timeout=90)
@@ -1340,3 +1663,101 @@ def test_front_as_a_pod_serves_flunders_through_the_aggregator(kubectl, image, n
         kubectl.run("delete", f"flunders.{FRONT_GROUP}", "--all", "--ignore-not-found", "--wait=false", check=False)
         subprocess.run([str(HELM), "uninstall", "rg-f", "-n", NS, "--kubeconfig", KUBECONFIG],
                        capture_output=True, text=True, timeout=300, env=env)
+
+
+# --- readiness follows the upstream ------------------------------------------------------------------------------
+
+
+def test_readiness_follows_the_upstream(kubectl, image, namespace, tmp_path):
+    """A regroup pod (the image, `regroup serve`, the chart's readinessProbe:
+    GET /readyz on the metrics port) whose upstream is a Service the test
+    controls: a ClusterIP Service without a selector, its EndpointSlice
+    naming the cluster's own apiserver (the `kubernetes` Service's
+    endpoints), reached with the pod's service-account token, the cluster's
+    CA and the name on the apiserver's certificate (`tls-server-name:
+    kubernetes.default.svc`). Ready; the EndpointSlice deleted (the upstream
+    unreachable: kube-proxy rejects new connections to the Service): the
+    pod's Ready condition goes False and its /readyz says `[-]upstream
+    failed`; the EndpointSlice made again: Ready again, /readyz 200. The
+    container is never restarted (its /livez is the process).
+
+    An established connection keeps its NAT entry when a Service loses its
+    endpoints (kube-proxy flushes TCP conntrack entries only for UDP), so
+    regroup's idle upstream connections are closed after 1 s
+    (`limits.upstreamIdleConnectionTimeout`): each check then opens a new
+    one through the Service, as it would after a real outage had broken the
+    old one."""
+    k = kubectl
+    name, svc = "rg-ready", "rg-ready-upstream"
+    default = Kubectl(KUBECONFIG, tmp_path / "default-cache", "default")
+    (apiserver,) = default.json("get", "endpointslices", "-l", "kubernetes.io/service-name=kubernetes")["items"]
+    (port,) = apiserver["ports"]
+    slice_ = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+              "metadata": {"name": f"{svc}-1", "namespace": NS, "labels": {"kubernetes.io/service-name": svc}},
+              "addressType": apiserver["addressType"],
+              "ports": [{"name": "https", "port": port["port"], "protocol": "TCP"}],
+              "endpoints": [{"addresses": e["addresses"], "conditions": {"ready": True}}
+                            for e in apiserver["endpoints"]]}
+    k("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc, "namespace": NS},
+         "spec": {"type": "ClusterIP", "ports": [{"name": "https", "port": 443, "protocol": "TCP"}]}}, slice_]}))
+    cluster_ip = k.json("get", "service", svc)["spec"]["clusterIP"]
+    sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+    kubeconfig = {"apiVersion": "v1", "kind": "Config", "current-context": "upstream",
+                  "clusters": [{"name": "upstream", "cluster": {
+                      "server": f"https://[{cluster_ip}]:443" if ":" in cluster_ip else f"https://{cluster_ip}:443",
+                      "certificate-authority": f"{sa}/ca.crt", "tls-server-name": "kubernetes.default.svc"}}],
+                  "users": [{"name": "sa", "user": {"tokenFile": f"{sa}/token"}}],
+                  "contexts": [{"name": "upstream", "context": {"cluster": "upstream", "user": "sa"}}]}
+    config = {"rules": [{"from": ORIG, "to": f"samplecontroller.rg{RUN}u.example.com"}],
+              "listeners": {"http": "127.0.0.1:8001", "metrics": "0.0.0.0:9090"},
+              "upstream": {"kubeconfig": "/etc/regroup/kubeconfig"},
+              "logging": {"format": "json"},
+              "limits": {"upstreamIdleConnectionTimeout": "1s"}}
+    k("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": NS},
+        "data": {"config.yaml": yaml.safe_dump(config), "kubeconfig": yaml.safe_dump(kubeconfig)}}))
+    probe = {"httpGet": {"path": "/readyz", "port": 9090}, "periodSeconds": 2, "failureThreshold": 1,
+             "timeoutSeconds": 6}
+    k("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS},
+        "spec": {"securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                 "containers": [{"name": "regroup", "image": image["tag"], "imagePullPolicy": "Never",
+                                 "args": ["serve", "-c", "/etc/regroup/config.yaml"],
+                                 "ports": [{"name": "metrics", "containerPort": 9090}],
+                                 "readinessProbe": probe,
+                                 "livenessProbe": {"httpGet": {"path": "/livez", "port": 9090}, "periodSeconds": 2},
+                                 "volumeMounts": [{"name": "config", "mountPath": "/etc/regroup", "readOnly": True}],
+                                 "securityContext": {"readOnlyRootFilesystem": True,
+                                                     "allowPrivilegeEscalation": False,
+                                                     "capabilities": {"drop": ["ALL"]}}}],
+                 "volumes": [{"name": "config", "configMap": {"name": name}}]}}))
+    client = api_client(k, tmp_path)
+    readyz = f"/api/v1/namespaces/{NS}/pods/{name}:9090/proxy/readyz?verbose"
+
+    def ready(want):
+        def check():
+            p = k.json("get", "pod", name)
+            return p if condition(p, "Ready") == want and p["status"].get("containerStatuses") else None
+        return check
+    pod = wait(k, f"pod {name} Ready", ready(True), READY_WAIT)
+    restarts = pod["status"]["containerStatuses"][0]["restartCount"]
+    assert api_get(client, readyz)[0] == 200
+    flips = []
+    for round_ in (1, 2):
+        k("delete", "endpointslice", slice_["metadata"]["name"])
+        t0 = time.monotonic()
+        wait(k, f"pod {name} not Ready with its upstream's endpoints gone", ready(False), 90)
+        down = time.monotonic() - t0
+        status, body = api_get(client, readyz)
+        assert status == 503 and "[-]upstream failed" in body, (status, body)
+        k("apply", "-f", "-", input=json.dumps(slice_))
+        t0 = time.monotonic()
+        pod = wait(k, f"pod {name} Ready again with its upstream back", ready(True), 90)
+        up = time.monotonic() - t0
+        assert api_get(client, readyz)[0] == 200
+        flips.append((round(down, 1), round(up, 1)))
+    assert pod["status"]["containerStatuses"][0]["restartCount"] == restarts, "the container was restarted"
+    log = k("logs", name)
+    assert "Bearer" not in log
+    print(f"readiness: (not ready after, ready again after) seconds per round: {flips}")
