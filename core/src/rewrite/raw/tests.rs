@@ -456,3 +456,18 @@ fn specials_at_every_offset_of_long_strings() {
     // Most are JSON; the bad escapes, raw control bytes and bare quotes not.
     assert!(accepted > 5000 * 4, "{accepted}");
 }
+
+/// The reader chosen at run time is the one the CPU allows, when the run
+/// says which to expect: `e2e/cpu-baseline-check.sh` runs these tests on
+/// qemu's Nehalem (no AVX2) with `REGROUP_EXPECT_WIDE=0` and on its Haswell
+/// with `1`.
+#[test]
+fn the_reader_chosen_is_the_one_this_cpu_allows() {
+    match std::env::var("REGROUP_EXPECT_WIDE").as_deref() {
+        Ok("0") => assert!(!validate::wide_supported(), "AVX2 found"),
+        Ok("1") => assert!(validate::wide_supported(), "no AVX2 found"),
+        _ => {
+            eprintln!("skipped: REGROUP_EXPECT_WIDE is not set (e2e/cpu-baseline-check.sh sets it)")
+        }
+    }
+}

@@ -61,6 +61,15 @@ pub(crate) fn read<const RECORD: bool>(text: &str) -> Result<Tape, RewriteError>
     read.or_else(|Refused| refusal(text))
 }
 
+/// Whether [`read`] takes the wide reader on this CPU.
+#[cfg(test)]
+pub(crate) fn wide_supported() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return wide::supported();
+    #[cfg(not(target_arch = "x86_64"))]
+    return false;
+}
+
 /// [`read`] a word at a time, as on a CPU without AVX2: the reference the
 /// wide reader is tested against.
 pub(crate) fn read_narrow<const RECORD: bool>(text: &str) -> Result<Tape, RewriteError> {
