@@ -83,7 +83,7 @@ fn refusal(text: &str) -> Result<Tape, RewriteError> {
     Err(malformed(format!("nested deeper than {MAX_DEPTH} levels")))
 }
 
-#[inline]
+#[inline(always)]
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while let Some(c) = b.get(i) {
         if !matches!(c, b' ' | b'\n' | b'\t' | b'\r') {
@@ -209,7 +209,7 @@ fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8]) -> Result<Tape, Refused>
 /// Closes the innermost container at its closer `b[i]`: its entries go
 /// to the tape, and it becomes an entry of its parent. Returns one past
 /// the closer.
-#[inline]
+#[inline(always)]
 fn close<const RECORD: bool>(
     i: usize,
     stack: &mut Vec<Open>,
@@ -397,7 +397,7 @@ mod wide {
 }
 
 /// One past the number at `b[i]`: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
-#[inline]
+#[inline(always)]
 fn number_end(b: &[u8], i: usize) -> Result<usize, Refused> {
     let digits = |mut j: usize| {
         while b.get(j).is_some_and(u8::is_ascii_digit) {
