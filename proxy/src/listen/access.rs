@@ -152,7 +152,8 @@ fn printable(s: &str) -> String {
         .collect()
 }
 
-/// Serves one request through `next` (the proxy) after the checks.
+/// Serves one request through `next` (the proxy) after the checks; `next`
+/// gets when the request arrived (one clock read a request).
 pub async fn serve<F, Fut>(
     access: &Access,
     conn: Arc<ConnState>,
@@ -161,7 +162,7 @@ pub async fn serve<F, Fut>(
     next: F,
 ) -> Response<Tracked>
 where
-    F: FnOnce(Request<hyper::body::Incoming>) -> Fut,
+    F: FnOnce(Request<hyper::body::Incoming>, Instant) -> Fut,
     Fut: std::future::Future<Output = Response<Body>>,
 {
     let token = InFlight::new(conn);
@@ -181,7 +182,7 @@ where
     // (pipeline/errors.rs); the webhook listener's are reviews the API
     // server sends, each a `create`.
     let review = access.listener == "webhooks";
-    let resp = next(req).await;
+    let resp = next(req, started).await;
     if review {
         token
             .metrics()

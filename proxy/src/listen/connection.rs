@@ -104,7 +104,7 @@ pub async fn serve<I, H, Fut>(
     handler: H,
 ) where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-    H: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    H: Fn(Request<Incoming>, std::time::Instant) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Response<Body>> + Send + 'static,
 {
     let limits = &serving.limits;

@@ -33,10 +33,7 @@ pub async fn serve_sidecar(
     accept_loop(listener, serving, access.listener, move |stream, peer, watchdog| {
         let (proxy, acceptor, serving, access) =
             (proxy.clone(), acceptor.clone(), s.clone(), access.clone());
-        let handler = move |req: Request<Incoming>| {
-            let proxy = proxy.clone();
-            async move { proxy.handle(req).await.unwrap_or_else(|e| match e {}) }
-        };
+        let handler = move |req: Request<Incoming>, started| proxy.clone().serve(req, None, started);
         async move {
             let timeout = serving.limits.header_read_timeout;
             match acceptor {
@@ -97,14 +94,8 @@ pub async fn serve_front(
                 .1
                 .peer_certificates()
                 .map(|c| Arc::new(c.iter().map(|c| c.clone().into_owned()).collect()));
-            let handler = move |req: Request<Incoming>| {
-                let (proxy, certs) = (proxy.clone(), certs.clone());
-                async move {
-                    proxy
-                        .handle_with_peer(req, certs)
-                        .await
-                        .unwrap_or_else(|e| match e {})
-                }
+            let handler = move |req: Request<Incoming>, started| {
+                proxy.clone().serve(req, certs.clone(), started)
             };
             let io = TokioIo::new(tls);
             connection::serve(io, protocol, peer, &serving, &watchdog, access, handler).await

@@ -44,7 +44,7 @@ pub async fn serve_webhooks(
                 else {
                     return;
                 };
-                let handler = move |req: Request<Incoming>| {
+                let handler = move |req: Request<Incoming>, _started| {
                     let webhooks = webhooks.clone();
                     async move { webhooks.handle(req).await }
                 };

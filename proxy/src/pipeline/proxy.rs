@@ -50,7 +50,7 @@ impl Proxy {
         self: Arc<Self>,
         req: Request<Incoming>,
     ) -> Result<Response<Body>, Infallible> {
-        self.handle_with_peer(req, None).await
+        Ok(self.serve(req, None, Instant::now()).await)
     }
 
     /// Serves one request whose connection presented the verified client
@@ -58,10 +58,21 @@ impl Proxy {
     /// or not a TLS listener with client certificates).
     pub async fn handle_with_peer(
         self: Arc<Self>,
-        mut req: Request<Incoming>,
+        req: Request<Incoming>,
         peer: Option<Arc<Vec<CertificateDer<'static>>>>,
     ) -> Result<Response<Body>, Infallible> {
-        let started = Instant::now();
+        Ok(self.serve(req, peer, Instant::now()).await)
+    }
+
+    /// [`Proxy::handle_with_peer`] for a request that arrived at `started`
+    /// (the listener's checks read the clock once for both): what the
+    /// listeners call, directly, with no `async` layer between.
+    pub(crate) async fn serve(
+        self: Arc<Self>,
+        mut req: Request<Incoming>,
+        peer: Option<Arc<Vec<CertificateDer<'static>>>>,
+        started: Instant,
+    ) -> Response<Body> {
         // Shares the request's bytes: no copy of the path.
         let uri = req.uri().clone();
         let info = Arc::new(RequestInfo::parse(uri.path(), uri.query()));
@@ -74,25 +85,24 @@ impl Proxy {
             peer.as_deref().map(Vec::as_slice),
         ) {
             Ok(admitted) => admitted,
-            Err(r) => return Ok(refused(&self.fwd, &req, started, &r)),
+            Err(r) => return refused(&self.fwd, &req, started, &r),
         };
         if peer.is_some() && !admitted {
             let f = Failure::unavailable("not a front listener");
-            return Ok(self.fwd.responder().refused_at_access(
+            return self.fwd.responder().refused_at_access(
                 req.method(),
                 req.uri().path(),
                 req.uri().query(),
                 started,
                 "not_a_front_listener",
                 f,
-            ));
+            );
         }
         let method = req.method().clone();
         let result = pipeline::forward(&self.fwd, self.live.load(), req, ctx).await;
-        Ok(self
-            .fwd
+        self.fwd
             .responder()
-            .answer(&method, uri.path(), &info, started, result))
+            .answer(&method, uri.path(), &info, started, result)
     }
 }
 
