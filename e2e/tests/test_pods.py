@@ -19,6 +19,9 @@ Real-cluster mode only; each requirement missing skips, saying which:
                                REGROUP_E2E_CONTROLLER_ARGS, split as a shell
                                would; an archive of it to import first:
                                REGROUP_E2E_CONTROLLER_ARCHIVE)
+  REGROUP_E2E_SCHEDULER_IMAGE  (the leader-election test) an unmodified
+                               kube-scheduler image on the nodes, its
+                               entrypoint the binary
   REGROUP_E2E_CENTRAL_KUBECONFIG (the publish-mode test) a central cluster;
                                REGROUP_E2E_CENTRAL_SERVER_FOR_PODS the URL
                                the pods reach its apiserver at (default: the
@@ -65,6 +68,12 @@ What runs:
     and once as a chart with Helm 4's `--post-renderer regroup-inject`:
     pods Ready, Foos reconciled, kube-apiserver's webhook calls counted by
     each copy's regroup alone, the kube-system names per copy.
+  - a leader-electing app, kube-scheduler as an operator would ship it
+    (in-cluster config, a KubeSchedulerConfiguration electing on a Lease in
+    kube-system, its one profile a scheduler name no pod uses; kube-system
+    Role/RoleBindings under fixed names), wrapped with `regroup inject`
+    twice: both pods Ready, two Leases in kube-system, each named with its
+    copy's mark, held by its own copy's pod and renewed.
   - the aggregated front as a pod (examples/front.yaml's values, the app's
     readinessProbe; REGROUP_E2E_APISERVER_IMAGE, REGROUP_E2E_ETCD_IMAGE,
     default the test bed's realk8s.local images): the APIService Available
@@ -1579,6 +1588,202 @@ def test_post_renderer_plugin_copy_ready_reconciles_and_its_webhook_reaches_regr
     roles = {c: post_rendered.of(c, "Role", "kube-system")[0]["metadata"]["name"] for c in ["h", *INJECTED]}
     assert len(set(roles.values())) == 3 and all(r.endswith("foo-operator-leader-election") for r in roles.values())
     post_rendered.kubectl("get", "role", roles["h"], "-n", "kube-system")
+
+
+# --- a leader-electing app injected twice: kube-scheduler, each copy its own Lease in kube-system ---------------
+
+# kube-scheduler (unmodified, v1.36.2's static binary as an image: REGROUP_E2E_SCHEDULER_IMAGE) as an operator
+# ships it: its Deployment (in-cluster config, so through regroup once injected; a KubeSchedulerConfiguration in a
+# ConfigMap electing a leader on the Lease kube-system/SCHED_LEASE, its one profile a scheduler name no pod uses,
+# so it schedules nothing), the cluster's own ClusterRoles bound to its ServiceAccount (system:kube-scheduler,
+# system:volume-scheduler: kept names), and in kube-system the leader-election Role and RoleBinding naming that
+# Lease and a RoleBinding to extension-apiserver-authentication-reader (its delegated authentication), each under
+# the same name in both copies.
+SCHED_LEASE = "regroup-e2e-scheduler"
+SCHEDULED = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "kl"}  # its rules only mark the copy
+ALL_GROUPS.update(SCHEDULED)
+SCHEDULER_OPERATOR = """\
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: @REL@-scheduler, namespace: @NS@}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: @NS@-@REL@-scheduler}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:kube-scheduler"}
+subjects: [{kind: ServiceAccount, name: @REL@-scheduler, namespace: @NS@}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: @NS@-@REL@-volume-scheduler}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:volume-scheduler"}
+subjects: [{kind: ServiceAccount, name: @REL@-scheduler, namespace: @NS@}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: regroup-e2e-scheduler-leader-election, namespace: kube-system}
+rules:
+  - {apiGroups: [coordination.k8s.io], resources: [leases], resourceNames: [@LEASE@], verbs: [get, update, patch]}
+  - {apiGroups: [coordination.k8s.io], resources: [leases], verbs: [create]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: regroup-e2e-scheduler-leader-election, namespace: kube-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: regroup-e2e-scheduler-leader-election}
+subjects: [{kind: ServiceAccount, name: @REL@-scheduler, namespace: @NS@}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: regroup-e2e-scheduler-auth-reader, namespace: kube-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}
+subjects: [{kind: ServiceAccount, name: @REL@-scheduler, namespace: @NS@}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: @REL@-scheduler-config, namespace: @NS@}
+data:
+  config.yaml: |
+    apiVersion: kubescheduler.config.k8s.io/v1
+    kind: KubeSchedulerConfiguration
+    leaderElection:
+      leaderElect: true
+      resourceLock: leases
+      resourceNamespace: kube-system
+      resourceName: @LEASE@
+      leaseDuration: 15s
+      renewDeadline: 10s
+      retryPeriod: 2s
+    profiles:
+      - schedulerName: regroup-test-none
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: @REL@-scheduler, namespace: @NS@}
+spec:
+  selector: {matchLabels: {app: @REL@}}
+  template:
+    metadata: {labels: {app: @REL@}}
+    spec:
+      serviceAccountName: @REL@-scheduler
+      securityContext: {runAsNonRoot: true, runAsUser: 65532}
+      containers:
+        - name: kube-scheduler
+          image: @IMAGE@
+          imagePullPolicy: IfNotPresent
+          args: [--config=/etc/kube-scheduler/config.yaml, --v=2]
+          readinessProbe:
+            httpGet: {path: /readyz, port: 10259, scheme: HTTPS}
+            periodSeconds: 2
+          securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+          volumeMounts: [{name: config, mountPath: /etc/kube-scheduler, readOnly: true}]
+      volumes: [{name: config, configMap: {name: @REL@-scheduler-config}}]
+"""
+
+
+@pytest.fixture(scope="module")
+def scheduled(kubectl, image, namespace, regroup_bin, tmp_path_factory):
+    """SCHEDULER_OPERATOR wrapped by `regroup inject` twice (releases sch-k,
+    sch-l, each its own rules), applied; yields (kubectl, copy -> inject's
+    documents)."""
+    sched_image = require_env("REGROUP_E2E_SCHEDULER_IMAGE",
+                              "an unmodified kube-scheduler image (its entrypoint the binary) to inject twice")
+    tmp = tmp_path_factory.mktemp("pods-scheduler")
+    docs = {}
+    try:
+        for copy in SCHEDULED:
+            rel = f"sch-{copy}"
+            manifest = tmp / f"{rel}.yaml"
+            manifest.write_text(SCHEDULER_OPERATOR.replace("@REL@", rel).replace("@NS@", NS)
+                                .replace("@IMAGE@", sched_image).replace("@LEASE@", SCHED_LEASE))
+            rules = tmp / f"rules-{copy}.yaml"
+            rules.write_text(yaml.safe_dump({"rules": [{"from": ORIG, "to": SCHEDULED[copy]}]}))
+            out = run([regroup_bin, "inject", "-c", str(rules), "-f", str(manifest), "--prefix", f"{rel}-regroup"],
+                      what=f"regroup inject ({rel})")
+            docs[copy] = [d for d in yaml.safe_load_all(out) if d]
+            by_namespace(kubectl, "apply", docs[copy])
+        yield kubectl, docs
+    finally:
+        for copy, ds in docs.items():
+            outside = [d for d in ds if d["metadata"].get("namespace") in (None, "kube-system")]
+            by_namespace(kubectl, "delete", outside, "--ignore-not-found", "--wait=false", check=False)
+        system = Kubectl(KUBECONFIG, tmp / "kube-system-cache", "kube-system")
+        for lease in system.json("get", "leases")["items"]:
+            if lease["metadata"]["name"].endswith(SCHED_LEASE):
+                system.run("delete", "lease", lease["metadata"]["name"], "--ignore-not-found", check=False)
+
+
+def test_inject_leader_electing_app_each_copy_takes_and_renews_its_own_lease(scheduled, tmp_path):
+    """kube-scheduler, unmodified, injected twice: both pods Ready (regroup
+    a native sidecar; the scheduler's own /readyz, its informers synced
+    through regroup); in kube-system two Leases, one per copy, each named
+    with its copy's mark over the app's fixed name (the mark in that copy's
+    sidecar configuration), each held by its own copy's pod
+    (holderIdentity: the pod's host name, then `_` and an id) and renewed
+    (renewTime advancing over several retry periods, the holder the
+    same); no Lease under the app's own name (neither copy wrote through
+    unmarked), the cluster's real scheduler's Lease still its own."""
+    k, docs = scheduled
+    system = Kubectl(KUBECONFIG, tmp_path / "kube-system-cache", "kube-system")
+    pods, marks = {}, {}
+    for copy in SCHEDULED:
+        def one_ready():
+            items = [p for p in k.json("get", "pods", "-l", f"app=sch-{copy}")["items"]
+                     if not p["metadata"].get("deletionTimestamp")]
+            return items[0] if len(items) == 1 and condition(items[0], "Ready") else None
+        pod = wait(k, f"scheduler copy {copy}'s pod Ready", one_ready, READY_WAIT, f"app=sch-{copy}")
+        (sidecar,) = [c for c in pod["spec"].get("initContainers", []) if c["name"] == "regroup"]
+        assert sidecar.get("restartPolicy") == "Always", sidecar
+        pods[copy] = pod["metadata"]["name"]
+        (cm,) = [d for d in docs[copy] if d["kind"] == "ConfigMap" and d["metadata"]["name"] == f"sch-{copy}-regroup-config"]
+        names = yaml.safe_load(cm["data"]["config.yaml"])["names"]
+        assert SCHED_LEASE in names["namespaced"]["names"], names
+        marks[copy] = names["prefix"]
+    assert len(set(marks.values())) == 2, marks
+
+    def leases():
+        return {l["metadata"]["name"]: l for l in system.json("get", "leases")["items"]
+                if l["metadata"]["name"].endswith(SCHED_LEASE)}
+
+    def both_held():
+        got = leases()
+        held = {c: got.get(marks[c] + SCHED_LEASE) for c in SCHEDULED}
+        ok = all(l and (l["spec"].get("holderIdentity") or "").startswith(pods[c] + "_") for c, l in held.items())
+        return held if ok else None
+    t0 = time.monotonic()
+    first = wait(k, "each copy's Lease held by its own pod", both_held, 120, "app in (sch-k, sch-l)")
+    took = time.monotonic() - t0
+    assert sorted(leases()) == sorted(marks[c] + SCHED_LEASE for c in SCHEDULED), sorted(leases())
+    time.sleep(3 * 2 + 1)  # past three retry periods (2 s): the leader renews each one
+    again = both_held()
+    assert again, leases()
+    for c in SCHEDULED:
+        assert again[c]["spec"]["holderIdentity"] == first[c]["spec"]["holderIdentity"], (first[c], again[c])
+        assert instant_micro(again[c]["spec"]["renewTime"]) > instant_micro(first[c]["spec"]["renewTime"]), \
+            (c, first[c]["spec"], again[c]["spec"])
+    real = system.run("get", "lease", "kube-scheduler", "-o", "json", check=False)
+    if real.returncode == 0:
+        holder = json.loads(real.stdout)["spec"].get("holderIdentity") or ""
+        assert not any(p in holder for p in pods.values()), holder
+    for c in SCHEDULED:
+        log = k("logs", pods[c], "-c", "kube-scheduler")
+        # The app names its own Lease; regroup marked it on the way to the cluster.
+        assert f'"Successfully acquired lease" lock="kube-system/{SCHED_LEASE}"' in log, log[-3000:]
+        # No error but the test bed's build's start-up line (its OpenShift-patched options, inert without
+        # --openshift-config: "The manifest file is empty, ignoring.").
+        errors = [line for line in klog_errors(stamped_plain(log)) if "The manifest file is empty" not in line]
+        assert errors == [], errors
+    print(f"scheduler: Leases {sorted(leases())} held by {[again[c]['spec']['holderIdentity'] for c in SCHEDULED]}"
+          f" ({took:.0f}s after both pods Ready), renewed")
+
+
+def stamped_plain(text):
+    """Log lines without the runtime's times, as klog_errors takes them."""
+    return [(None, line) for line in text.splitlines()]
+
+
+def instant_micro(ts):
+    """A Lease's MicroTime (RFC 3339 with microseconds) as a datetime."""
+    return datetime.datetime.fromisoformat(ts.replace("Z", "+00:00"))
 
 
 # --- the aggregated front as a pod --------------------------------------------------------------------------------
