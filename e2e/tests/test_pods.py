@@ -62,6 +62,9 @@ What runs:
     place (reloaded by the running regroup) and changed by `helm upgrade`
     (rolled); a pod's readiness following its upstream (a Service whose
     EndpointSlice the test deletes and makes again).
+  - a rolling update (`kubectl rollout restart` of a release): the old
+    pod stops as a deleted one does (app first, its last requests through
+    regroup, no error line), the new pod reconciles.
   - an operator's own manifests (OPERATOR: controller Deployment, webhook
     Service and ValidatingWebhookConfiguration, CRD, kube-system
     leader-election Role/RoleBinding) wrapped with `regroup inject` twice
@@ -119,7 +122,7 @@ NS = f"regroup-e2e-pods-{RUN}"
 ORIG = "samplecontroller.k8s.io"
 GROUPS = {"a": f"samplecontroller.rg{RUN}a.example.com", "b": f"samplecontroller.rg{RUN}b.example.com"}
 # The single releases' groups (credentials, start and stop order): not among the two copies.
-SINGLE = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "tsr"}
+SINGLE = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "tsro"}
 # The two copies `regroup inject` wraps (an operator's own manifests, not the chart).
 INJECTED = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "ij"}
 POST_RENDERED = {"h": f"samplecontroller.rg{RUN}h.example.com"}  # the same as a chart, Helm 4's post-renderer plugin
@@ -834,14 +837,26 @@ def test_app_starts_after_regroup_serves_and_stops_before_it(singles):
     assert serving and app_log, f"regroup:\n{regroup_log[:10]}\napp:\n{app_log[:10]}"
     assert serving < app_log[0][0], (serving, app_log[0])
 
-    # Stop: the pod's states through a watch (its DELETED event holds the last status), both logs followed to the end.
+    stopped_in_order(k, name, lambda: k("delete", "pod", name, "--wait=true", timeout=120))
+
+
+def stopped_in_order(k, name, stop):
+    """Pod `name` (the chart's, sample-controller as its app) stopped by
+    `stop()`, which returns once the pod is gone: its states followed
+    through a watch (its DELETED event holds the last status), both
+    containers' logs to the end. The app's container finished first
+    (exit 0), regroup's after it (exit 0); regroup began its shutdown after
+    the app's last log line and logged requests of the app between the
+    app's first "Shutting down" line and that; no E or F line in the app's
+    log while stopping, none before but 409 Conflicts. Returns the app's
+    requests regroup logged while it stopped."""
     watch = subprocess.Popen(k.argv("get", "pod", name, "--watch", "--output-watch-events", "-o", "json"),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     follow = {n: subprocess.Popen(k.argv("logs", name, "-c", n, "--timestamps", "-f"), stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for n in ("regroup", "controller")}
     try:
         time.sleep(2)
-        k("delete", "pod", name, "--wait=true", timeout=120)
+        stop()
         logs = {n: p.communicate(timeout=60)[0] for n, p in follow.items()}
         time.sleep(3)  # the watch's last events
     finally:
@@ -880,6 +895,40 @@ def test_app_starts_after_regroup_serves_and_stops_before_it(singles):
     assert klog_errors([(t, line) for t, line in app_log if t >= app_stops[0]]) == []
     errors = [line for line in klog_errors(app_log) if "the object has been modified" not in line]
     assert errors == [], errors
+    return last_requests
+
+
+def test_rolling_update_old_pod_stops_in_order_new_pod_reconciles(singles):
+    """Release rg-o (the chart as it is: in-cluster mode, regroup a native
+    sidecar), its Deployment rolled by `kubectl rollout restart` (the
+    chart's RollingUpdate strategy: the new pod started and Ready before
+    the old one is stopped). The old pod stops as a deleted one does
+    (stopped_in_order): the app's container first, exit 0; regroup after
+    it, exit 0, having logged the app's last requests after the app began
+    stopping; no error line in the old app's log. The rollout completes,
+    one pod left, a new one, and it reconciles a new Foo and a Deployment
+    the old pod's app made, deleted."""
+    k, c = singles.kubectl, singles.copies
+    singles.install("o")
+    old = c.ready_pod("o")["metadata"]["name"]
+    uid = c.foo("o", "roll-1", "roll-dep-1")
+    c.wait_owned("roll-dep-1", "o", uid)
+    t0 = time.monotonic()
+
+    def rolled():
+        k("rollout", "restart", "deployment/rg-o-regroup")
+        k("wait", "--for=delete", f"pod/{old}", "--timeout=180s", timeout=200)
+    requests = stopped_in_order(k, old, rolled)
+    k("rollout", "status", "deployment/rg-o-regroup", "--timeout=180s", timeout=200)
+    took = time.monotonic() - t0
+    new = c.ready_pod("o")
+    assert new["metadata"]["name"] != old
+    assert "kubectl.kubernetes.io/restartedAt" in new["metadata"].get("annotations", {}), new["metadata"]
+    uid = c.foo("o", "roll-2", "roll-dep-2")
+    c.wait_owned("roll-dep-2", "o", uid)
+    reconciles_again(c, "o", "roll-dep-1")
+    print(f"rolling update: {old} -> {new['metadata']['name']} in {took:.0f}s; the old app's last requests "
+          f"through regroup while it stopped: {[(r.get('verb'), r.get('path'), r.get('status')) for r in requests]}")
 
 
 class PortForward:
