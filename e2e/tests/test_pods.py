@@ -22,6 +22,9 @@ Real-cluster mode only; each requirement missing skips, saying which:
   REGROUP_E2E_SCHEDULER_IMAGE  (the leader-election test) an unmodified
                                kube-scheduler image on the nodes, its
                                entrypoint the binary
+  REGROUP_E2E_KUBECTL_IMAGE    (the in-cluster token test) an image with
+                               kubectl at /kubectl, its entrypoint a process
+                               that keeps running (pause)
   REGROUP_E2E_CENTRAL_KUBECONFIG (the publish-mode test) a central cluster;
                                REGROUP_E2E_CENTRAL_SERVER_FOR_PODS the URL
                                the pods reach its apiserver at (default: the
@@ -65,6 +68,9 @@ What runs:
   - a rolling update (`kubectl rollout restart` of a release): the old
     pod stops as a deleted one does (app first, its last requests through
     regroup, no error line), the new pod reconciles.
+  - in-cluster mode's app token passed through: the app (kubectl, its
+    token another ServiceAccount's) seen by the apiserver as itself through
+    regroup's TLS port, as the pod's ServiceAccount through the plain one.
   - an operator's own manifests (OPERATOR: controller Deployment, webhook
     Service and ValidatingWebhookConfiguration, CRD, kube-system
     leader-election Role/RoleBinding) wrapped with `regroup inject` twice
@@ -122,7 +128,7 @@ NS = f"regroup-e2e-pods-{RUN}"
 ORIG = "samplecontroller.k8s.io"
 GROUPS = {"a": f"samplecontroller.rg{RUN}a.example.com", "b": f"samplecontroller.rg{RUN}b.example.com"}
 # The single releases' groups (credentials, start and stop order): not among the two copies.
-SINGLE = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "tsro"}
+SINGLE = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "tsrow"}
 # The two copies `regroup inject` wraps (an operator's own manifests, not the chart).
 INJECTED = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "ij"}
 POST_RENDERED = {"h": f"samplecontroller.rg{RUN}h.example.com"}  # the same as a chart, Helm 4's post-renderer plugin
@@ -929,6 +935,74 @@ def test_rolling_update_old_pod_stops_in_order_new_pod_reconciles(singles):
     reconciles_again(c, "o", "roll-dep-1")
     print(f"rolling update: {old} -> {new['metadata']['name']} in {took:.0f}s; the old app's last requests "
           f"through regroup while it stopped: {[(r.get('verb'), r.get('path'), r.get('status')) for r in requests]}")
+
+
+def test_in_cluster_mode_passes_the_apps_own_token_through(singles, tmp_path):
+    """docs/deploy.md, "2. in-cluster (way 2)": the API server sees the
+    app's identity, regroup passes its token through. Release rg-w
+    (in-cluster mode), its app a container of kubectl (an image of the
+    static binary, REGROUP_E2E_KUBECTL_IMAGE; its entrypoint a process
+    that waits) using its in-cluster configuration: regroup's loopback TLS
+    port and CA, the token at the standard path. That token is made not
+    the pod's: the app's service-account volume's token source replaced
+    by a Secret holding a token of another ServiceAccount, rg-w-app (the
+    chart's RBAC, a list of ConfigMaps, is granted to the pod's own
+    ServiceAccount, regroup's, only). From the app container:
+    `kubectl auth whoami` (a SelfSubjectReview, through regroup: its
+    request line says so) answers rg-w-app, and listing ConfigMaps is
+    refused naming rg-w-app; the same two through regroup's plain
+    loopback listener with no token (regroup adds its own) answer the
+    pod's ServiceAccount, bound to this pod, and the list is allowed."""
+    kubectl_image = require_env("REGROUP_E2E_KUBECTL_IMAGE",
+                                "an image with kubectl at /kubectl whose entrypoint keeps running (the app)")
+    k, c = singles.kubectl, singles.copies
+    app = {"name": "app", "image": kubectl_image, "imagePullPolicy": "IfNotPresent",
+           "env": [{"name": "HOME", "value": "/tmp"}],
+           "securityContext": {"runAsNonRoot": True, "runAsUser": 65532, "allowPrivilegeEscalation": False,
+                               "capabilities": {"drop": ["ALL"]}}}
+    singles.install("w", app={"containers": [app], "replicas": 0},
+                    rbac={"rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]})
+    k("create", "serviceaccount", "rg-w-app")
+    k("create", "secret", "generic", "rg-w-app-token",
+      f"--from-literal=token={k('create', 'token', 'rg-w-app', '--duration=1h').strip()}")
+    volumes = k.json("get", "deployment", "rg-w-regroup")["spec"]["template"]["spec"]["volumes"]
+    index = [v["name"] for v in volumes].index("regroup-app-sa")
+    (source,) = [i for i, src in enumerate(volumes[index]["projected"]["sources"]) if "serviceAccountToken" in src]
+    k("patch", "deployment", "rg-w-regroup", "--type=json", "-p", json.dumps([
+        {"op": "replace", "path": f"/spec/template/spec/volumes/{index}/projected/sources/{source}",
+         "value": {"secret": {"name": "rg-w-app-token", "items": [{"key": "token", "path": "token"}]}}},
+        {"op": "replace", "path": "/spec/replicas", "value": 1}]))
+    pod = c.ready_pod("w")
+    name = pod["metadata"]["name"]
+    env = {e["name"]: e.get("value") for e in [x for x in pod["spec"]["containers"] if x["name"] == "app"][0]["env"]}
+    assert env.get("KUBERNETES_SERVICE_HOST") == "127.0.0.1", env
+
+    def in_app(*args):
+        return k.run("exec", name, "-c", "app", "--", "/kubectl", *args, timeout=60, check=False)
+    through_tls = in_app("auth", "whoami", "-o", "json")
+    assert through_tls.returncode == 0, through_tls.stderr
+    user = json.loads(through_tls.stdout)["status"]["userInfo"]
+    assert user["username"] == f"system:serviceaccount:{NS}:rg-w-app", user
+    assert "authentication.kubernetes.io/pod-name" not in user.get("extra", {}), user  # not the pod's token
+    refused = in_app("get", "configmaps", "-o", "name")
+    assert refused.returncode != 0 and f'User "system:serviceaccount:{NS}:rg-w-app" cannot list resource '         '"configmaps"' in refused.stderr, (refused.stdout, refused.stderr)
+    # The same through regroup's plain listener, no token: regroup's own, the pod's.
+    plain = ("--server=http://127.0.0.1:8001",)
+    own = in_app(*plain, "auth", "whoami", "-o", "json")
+    assert own.returncode == 0, own.stderr
+    own_user = json.loads(own.stdout)["status"]["userInfo"]
+    assert own_user["username"] == f"system:serviceaccount:{NS}:rg-w-regroup", own_user
+    assert own_user["extra"]["authentication.kubernetes.io/pod-name"] == [name], own_user
+    listed = in_app(*plain, "get", "configmaps", "-o", "name")
+    assert listed.returncode == 0 and "configmap/rg-w-regroup-config" in listed.stdout, (listed.stdout, listed.stderr)
+    # Both reviews went through regroup (its request lines; both listeners log as the sidecar's).
+    lines = request_lines(stamped(k("logs", name, "-c", "regroup", "--timestamps")))
+    reviews = [(f["listener"], f["method"], f["status"]) for _, f in lines
+               if f["path"] == "/apis/authentication.k8s.io/v1/selfsubjectreviews"]
+    assert [s for _, _, s in reviews] == [201, 201], reviews
+    assert "Bearer" not in k("logs", name, "-c", "regroup")
+    print(f"in-cluster token: whoami through regroup's TLS port {user['username']}, through its plain listener "
+          f"{own_user['username']} (pod {name}); requests {reviews}")
 
 
 class PortForward:
