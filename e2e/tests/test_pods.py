@@ -822,7 +822,7 @@ def test_app_starts_after_regroup_serves_and_stops_before_it(singles):
     (exit 0; finish times from the pod's last status, the watch's DELETED
     event); regroup begins its shutdown only after the app's last log line,
     and logs the app's last requests (its watches, ended by the app) after
-    the app began stopping; no E or F line in the app's log while it
+    the pod's deletion; no E or F line in the app's log while it
     stops, and before that none but 409 Conflicts on a Foo's update (the
     controller's stale informer copy, retried, as without regroup)."""
     k, c = singles.kubectl, singles.copies
@@ -853,7 +853,7 @@ def stopped_in_order(k, name, stop):
     containers' logs to the end. The app's container finished first
     (exit 0), regroup's after it (exit 0); regroup began its shutdown after
     the app's last log line and logged requests of the app between the
-    app's first "Shutting down" line and that; no E or F line in the app's
+    pod's deletion and that, a watch the app ended among them; no E or F line in the app's
     log while stopping, none before but 409 Conflicts. Returns the app's
     requests regroup logged while it stopped."""
     watch = subprocess.Popen(k.argv("get", "pod", name, "--watch", "--output-watch-events", "-o", "json"),
@@ -889,12 +889,18 @@ def stopped_in_order(k, name, stop):
     regroup_log, app_log = stamped(logs["regroup"]), stamped(logs["controller"])
     (stopping,) = [t for t, line in regroup_log if '"message":"shutting down' in line]
     assert stopping >= app_log[-1][0], (stopping, app_log[-1])
-    # The app's last requests went through regroup: lines regroup logged between the app's first shutdown line
-    # and its own shutdown.
+    # The app's last requests went through regroup: lines regroup logged between the pod's deletion (its first
+    # deletionTimestamp less the grace period: whole seconds) and its own shutdown, among them a watch the app
+    # ended (its informers stopping: "end":"client"). Not from the app's first "Shutting down" line: the app
+    # cancels its watches and logs that line at once, either first (seen: its watches ended 1.9 ms before it).
     app_stops = [t for t, line in app_log if "Shutting down" in line]
     assert app_stops, app_log[-10:]
-    last_requests = [f for t, f in request_lines(regroup_log) if app_stops[0] <= t <= stopping]
-    assert last_requests, f"regroup logged no request of the app after {app_stops[0]}:\n{regroup_log[-15:]}"
+    # (The first event with a deletionTimestamp: the kubelet's final delete, grace 0, moves it to its own time.)
+    meta = [e["object"]["metadata"] for e in events if e["object"]["metadata"].get("deletionTimestamp")][0]
+    deleted = instant(meta["deletionTimestamp"]) - datetime.timedelta(seconds=meta["deletionGracePeriodSeconds"])
+    last_requests = [f for t, f in request_lines(regroup_log) if deleted <= t <= stopping]
+    assert [f for f in last_requests if f.get("end") == "client"], \
+        f"regroup logged no request the app ended after {deleted}:\n{regroup_log[-15:]}"
     # No error line while stopping; before it, none but optimistic-concurrency conflicts (sample-controller updates a
     # Foo's status from its informer's copy, which a second update event can find stale: 409, retried at once, as
     # straight on a cluster).
