@@ -991,7 +991,8 @@ def test_in_cluster_mode_passes_the_apps_own_token_through(singles, tmp_path):
     assert user["username"] == f"system:serviceaccount:{NS}:rg-w-app", user
     assert "authentication.kubernetes.io/pod-name" not in user.get("extra", {}), user  # not the pod's token
     refused = in_app("get", "configmaps", "-o", "name")
-    assert refused.returncode != 0 and f'User "system:serviceaccount:{NS}:rg-w-app" cannot list resource '         '"configmaps"' in refused.stderr, (refused.stdout, refused.stderr)
+    denied = f'User "system:serviceaccount:{NS}:rg-w-app" cannot list resource "configmaps"'
+    assert refused.returncode != 0 and denied in refused.stderr, (refused.stdout, refused.stderr)
     # The same through regroup's plain listener, no token: regroup's own, the pod's.
     plain = ("--server=http://127.0.0.1:8001",)
     own = in_app(*plain, "auth", "whoami", "-o", "json")
@@ -1863,7 +1864,8 @@ def test_inject_leader_electing_app_each_copy_takes_and_renews_its_own_lease(sch
         (sidecar,) = [c for c in pod["spec"].get("initContainers", []) if c["name"] == "regroup"]
         assert sidecar.get("restartPolicy") == "Always", sidecar
         pods[copy] = pod["metadata"]["name"]
-        (cm,) = [d for d in docs[copy] if d["kind"] == "ConfigMap" and d["metadata"]["name"] == f"sch-{copy}-regroup-config"]
+        (cm,) = [d for d in docs[copy]
+                 if d["kind"] == "ConfigMap" and d["metadata"]["name"] == f"sch-{copy}-regroup-config"]
         names = yaml.safe_load(cm["data"]["config.yaml"])["names"]
         assert SCHED_LEASE in names["namespaced"]["names"], names
         marks[copy] = names["prefix"]
