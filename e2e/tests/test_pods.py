@@ -19,6 +19,12 @@ Real-cluster mode only; each requirement missing skips, saying which:
                                REGROUP_E2E_CONTROLLER_ARGS, split as a shell
                                would; an archive of it to import first:
                                REGROUP_E2E_CONTROLLER_ARCHIVE)
+  REGROUP_E2E_SCHEDULER_IMAGE  (the leader-election test) an unmodified
+                               kube-scheduler image on the nodes, its
+                               entrypoint the binary
+  REGROUP_E2E_KUBECTL_IMAGE    (the in-cluster token test) an image with
+                               kubectl at /kubectl, its entrypoint a process
+                               that keeps running (pause)
   REGROUP_E2E_CENTRAL_KUBECONFIG (the publish-mode test) a central cluster;
                                REGROUP_E2E_CENTRAL_SERVER_FOR_PODS the URL
                                the pods reach its apiserver at (default: the
@@ -59,12 +65,24 @@ What runs:
     place (reloaded by the running regroup) and changed by `helm upgrade`
     (rolled); a pod's readiness following its upstream (a Service whose
     EndpointSlice the test deletes and makes again).
+  - a rolling update (`kubectl rollout restart` of a release): the old
+    pod stops as a deleted one does (app first, its last requests through
+    regroup, no error line), the new pod reconciles.
+  - in-cluster mode's app token passed through: the app (kubectl, its
+    token another ServiceAccount's) seen by the apiserver as itself through
+    regroup's TLS port, as the pod's ServiceAccount through the plain one.
   - an operator's own manifests (OPERATOR: controller Deployment, webhook
     Service and ValidatingWebhookConfiguration, CRD, kube-system
     leader-election Role/RoleBinding) wrapped with `regroup inject` twice
     and once as a chart with Helm 4's `--post-renderer regroup-inject`:
     pods Ready, Foos reconciled, kube-apiserver's webhook calls counted by
     each copy's regroup alone, the kube-system names per copy.
+  - a leader-electing app, kube-scheduler as an operator would ship it
+    (in-cluster config, a KubeSchedulerConfiguration electing on a Lease in
+    kube-system, its one profile a scheduler name no pod uses; kube-system
+    Role/RoleBindings under fixed names), wrapped with `regroup inject`
+    twice: both pods Ready, two Leases in kube-system, each named with its
+    copy's mark, held by its own copy's pod and renewed.
   - the aggregated front as a pod (examples/front.yaml's values, the app's
     readinessProbe; REGROUP_E2E_APISERVER_IMAGE, REGROUP_E2E_ETCD_IMAGE,
     default the test bed's realk8s.local images): the APIService Available
@@ -110,7 +128,7 @@ NS = f"regroup-e2e-pods-{RUN}"
 ORIG = "samplecontroller.k8s.io"
 GROUPS = {"a": f"samplecontroller.rg{RUN}a.example.com", "b": f"samplecontroller.rg{RUN}b.example.com"}
 # The single releases' groups (credentials, start and stop order): not among the two copies.
-SINGLE = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "tsr"}
+SINGLE = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "tsrow"}
 # The two copies `regroup inject` wraps (an operator's own manifests, not the chart).
 INJECTED = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "ij"}
 POST_RENDERED = {"h": f"samplecontroller.rg{RUN}h.example.com"}  # the same as a chart, Helm 4's post-renderer plugin
@@ -804,7 +822,7 @@ def test_app_starts_after_regroup_serves_and_stops_before_it(singles):
     (exit 0; finish times from the pod's last status, the watch's DELETED
     event); regroup begins its shutdown only after the app's last log line,
     and logs the app's last requests (its watches, ended by the app) after
-    the app began stopping; no E or F line in the app's log while it
+    the pod's deletion; no E or F line in the app's log while it
     stops, and before that none but 409 Conflicts on a Foo's update (the
     controller's stale informer copy, retried, as without regroup)."""
     k, c = singles.kubectl, singles.copies
@@ -825,14 +843,26 @@ def test_app_starts_after_regroup_serves_and_stops_before_it(singles):
     assert serving and app_log, f"regroup:\n{regroup_log[:10]}\napp:\n{app_log[:10]}"
     assert serving < app_log[0][0], (serving, app_log[0])
 
-    # Stop: the pod's states through a watch (its DELETED event holds the last status), both logs followed to the end.
+    stopped_in_order(k, name, lambda: k("delete", "pod", name, "--wait=true", timeout=120))
+
+
+def stopped_in_order(k, name, stop):
+    """Pod `name` (the chart's, sample-controller as its app) stopped by
+    `stop()`, which returns once the pod is gone: its states followed
+    through a watch (its DELETED event holds the last status), both
+    containers' logs to the end. The app's container finished first
+    (exit 0), regroup's after it (exit 0); regroup began its shutdown after
+    the app's last log line and logged requests of the app between the
+    pod's deletion and that, a watch the app ended among them; no E or F line in the app's
+    log while stopping, none before but 409 Conflicts. Returns the app's
+    requests regroup logged while it stopped."""
     watch = subprocess.Popen(k.argv("get", "pod", name, "--watch", "--output-watch-events", "-o", "json"),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     follow = {n: subprocess.Popen(k.argv("logs", name, "-c", n, "--timestamps", "-f"), stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for n in ("regroup", "controller")}
     try:
         time.sleep(2)
-        k("delete", "pod", name, "--wait=true", timeout=120)
+        stop()
         logs = {n: p.communicate(timeout=60)[0] for n, p in follow.items()}
         time.sleep(3)  # the watch's last events
     finally:
@@ -859,18 +889,127 @@ def test_app_starts_after_regroup_serves_and_stops_before_it(singles):
     regroup_log, app_log = stamped(logs["regroup"]), stamped(logs["controller"])
     (stopping,) = [t for t, line in regroup_log if '"message":"shutting down' in line]
     assert stopping >= app_log[-1][0], (stopping, app_log[-1])
-    # The app's last requests went through regroup: lines regroup logged between the app's first shutdown line
-    # and its own shutdown.
+    # The app's last requests went through regroup: lines regroup logged between the pod's deletion (its first
+    # deletionTimestamp less the grace period: whole seconds) and its own shutdown, among them a watch the app
+    # ended (its informers stopping: "end":"client"). Not from the app's first "Shutting down" line: the app
+    # cancels its watches and logs that line at once, either first (seen: its watches ended 1.9 ms before it).
     app_stops = [t for t, line in app_log if "Shutting down" in line]
     assert app_stops, app_log[-10:]
-    last_requests = [f for t, f in request_lines(regroup_log) if app_stops[0] <= t <= stopping]
-    assert last_requests, f"regroup logged no request of the app after {app_stops[0]}:\n{regroup_log[-15:]}"
+    # (The first event with a deletionTimestamp: the kubelet's final delete, grace 0, moves it to its own time.)
+    meta = [e["object"]["metadata"] for e in events if e["object"]["metadata"].get("deletionTimestamp")][0]
+    deleted = instant(meta["deletionTimestamp"]) - datetime.timedelta(seconds=meta["deletionGracePeriodSeconds"])
+    last_requests = [f for t, f in request_lines(regroup_log) if deleted <= t <= stopping]
+    assert [f for f in last_requests if f.get("end") == "client"], \
+        f"regroup logged no request the app ended after {deleted}:\n{regroup_log[-15:]}"
     # No error line while stopping; before it, none but optimistic-concurrency conflicts (sample-controller updates a
     # Foo's status from its informer's copy, which a second update event can find stale: 409, retried at once, as
     # straight on a cluster).
     assert klog_errors([(t, line) for t, line in app_log if t >= app_stops[0]]) == []
     errors = [line for line in klog_errors(app_log) if "the object has been modified" not in line]
     assert errors == [], errors
+    return last_requests
+
+
+def test_rolling_update_old_pod_stops_in_order_new_pod_reconciles(singles):
+    """Release rg-o (the chart as it is: in-cluster mode, regroup a native
+    sidecar), its Deployment rolled by `kubectl rollout restart` (the
+    chart's RollingUpdate strategy: the new pod started and Ready before
+    the old one is stopped). The old pod stops as a deleted one does
+    (stopped_in_order): the app's container first, exit 0; regroup after
+    it, exit 0, having logged the app's last requests after the app began
+    stopping; no error line in the old app's log. The rollout completes,
+    one pod left, a new one, and it reconciles a new Foo and a Deployment
+    the old pod's app made, deleted."""
+    k, c = singles.kubectl, singles.copies
+    singles.install("o")
+    old = c.ready_pod("o")["metadata"]["name"]
+    uid = c.foo("o", "roll-1", "roll-dep-1")
+    c.wait_owned("roll-dep-1", "o", uid)
+    t0 = time.monotonic()
+
+    def rolled():
+        k("rollout", "restart", "deployment/rg-o-regroup")
+        k("wait", "--for=delete", f"pod/{old}", "--timeout=180s", timeout=200)
+    requests = stopped_in_order(k, old, rolled)
+    k("rollout", "status", "deployment/rg-o-regroup", "--timeout=180s", timeout=200)
+    took = time.monotonic() - t0
+    new = c.ready_pod("o")
+    assert new["metadata"]["name"] != old
+    assert "kubectl.kubernetes.io/restartedAt" in new["metadata"].get("annotations", {}), new["metadata"]
+    uid = c.foo("o", "roll-2", "roll-dep-2")
+    c.wait_owned("roll-dep-2", "o", uid)
+    reconciles_again(c, "o", "roll-dep-1")
+    print(f"rolling update: {old} -> {new['metadata']['name']} in {took:.0f}s; the old app's last requests "
+          f"through regroup while it stopped: {[(r.get('verb'), r.get('path'), r.get('status')) for r in requests]}")
+
+
+def test_in_cluster_mode_passes_the_apps_own_token_through(singles, tmp_path):
+    """docs/deploy.md, "2. in-cluster (way 2)": the API server sees the
+    app's identity, regroup passes its token through. Release rg-w
+    (in-cluster mode), its app a container of kubectl (an image of the
+    static binary, REGROUP_E2E_KUBECTL_IMAGE; its entrypoint a process
+    that waits) using its in-cluster configuration: regroup's loopback TLS
+    port and CA, the token at the standard path. That token is made not
+    the pod's: the app's service-account volume's token source replaced
+    by a Secret holding a token of another ServiceAccount, rg-w-app (the
+    chart's RBAC, a list of ConfigMaps, is granted to the pod's own
+    ServiceAccount, regroup's, only). From the app container:
+    `kubectl auth whoami` (a SelfSubjectReview, through regroup: its
+    request line says so) answers rg-w-app, and listing ConfigMaps is
+    refused naming rg-w-app; the same two through regroup's plain
+    loopback listener with no token (regroup adds its own) answer the
+    pod's ServiceAccount, bound to this pod, and the list is allowed."""
+    kubectl_image = require_env("REGROUP_E2E_KUBECTL_IMAGE",
+                                "an image with kubectl at /kubectl whose entrypoint keeps running (the app)")
+    k, c = singles.kubectl, singles.copies
+    app = {"name": "app", "image": kubectl_image, "imagePullPolicy": "IfNotPresent",
+           "env": [{"name": "HOME", "value": "/tmp"}],
+           "securityContext": {"runAsNonRoot": True, "runAsUser": 65532, "allowPrivilegeEscalation": False,
+                               "capabilities": {"drop": ["ALL"]}}}
+    singles.install("w", app={"containers": [app], "replicas": 0},
+                    rbac={"rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]})
+    k("create", "serviceaccount", "rg-w-app")
+    k("create", "secret", "generic", "rg-w-app-token",
+      f"--from-literal=token={k('create', 'token', 'rg-w-app', '--duration=1h').strip()}")
+    volumes = k.json("get", "deployment", "rg-w-regroup")["spec"]["template"]["spec"]["volumes"]
+    index = [v["name"] for v in volumes].index("regroup-app-sa")
+    (source,) = [i for i, src in enumerate(volumes[index]["projected"]["sources"]) if "serviceAccountToken" in src]
+    k("patch", "deployment", "rg-w-regroup", "--type=json", "-p", json.dumps([
+        {"op": "replace", "path": f"/spec/template/spec/volumes/{index}/projected/sources/{source}",
+         "value": {"secret": {"name": "rg-w-app-token", "items": [{"key": "token", "path": "token"}]}}},
+        {"op": "replace", "path": "/spec/replicas", "value": 1}]))
+    pod = c.ready_pod("w")
+    name = pod["metadata"]["name"]
+    env = {e["name"]: e.get("value") for e in [x for x in pod["spec"]["containers"] if x["name"] == "app"][0]["env"]}
+    assert env.get("KUBERNETES_SERVICE_HOST") == "127.0.0.1", env
+
+    def in_app(*args):
+        return k.run("exec", name, "-c", "app", "--", "/kubectl", *args, timeout=60, check=False)
+    through_tls = in_app("auth", "whoami", "-o", "json")
+    assert through_tls.returncode == 0, through_tls.stderr
+    user = json.loads(through_tls.stdout)["status"]["userInfo"]
+    assert user["username"] == f"system:serviceaccount:{NS}:rg-w-app", user
+    assert "authentication.kubernetes.io/pod-name" not in user.get("extra", {}), user  # not the pod's token
+    refused = in_app("get", "configmaps", "-o", "name")
+    denied = f'User "system:serviceaccount:{NS}:rg-w-app" cannot list resource "configmaps"'
+    assert refused.returncode != 0 and denied in refused.stderr, (refused.stdout, refused.stderr)
+    # The same through regroup's plain listener, no token: regroup's own, the pod's.
+    plain = ("--server=http://127.0.0.1:8001",)
+    own = in_app(*plain, "auth", "whoami", "-o", "json")
+    assert own.returncode == 0, own.stderr
+    own_user = json.loads(own.stdout)["status"]["userInfo"]
+    assert own_user["username"] == f"system:serviceaccount:{NS}:rg-w-regroup", own_user
+    assert own_user["extra"]["authentication.kubernetes.io/pod-name"] == [name], own_user
+    listed = in_app(*plain, "get", "configmaps", "-o", "name")
+    assert listed.returncode == 0 and "configmap/rg-w-regroup-config" in listed.stdout, (listed.stdout, listed.stderr)
+    # Both reviews went through regroup (its request lines; both listeners log as the sidecar's).
+    lines = request_lines(stamped(k("logs", name, "-c", "regroup", "--timestamps")))
+    reviews = [(f["listener"], f["method"], f["status"]) for _, f in lines
+               if f["path"] == "/apis/authentication.k8s.io/v1/selfsubjectreviews"]
+    assert [s for _, _, s in reviews] == [201, 201], reviews
+    assert "Bearer" not in k("logs", name, "-c", "regroup")
+    print(f"in-cluster token: whoami through regroup's TLS port {user['username']}, through its plain listener "
+          f"{own_user['username']} (pod {name}); requests {reviews}")
 
 
 class PortForward:
@@ -1579,6 +1718,203 @@ def test_post_renderer_plugin_copy_ready_reconciles_and_its_webhook_reaches_regr
     roles = {c: post_rendered.of(c, "Role", "kube-system")[0]["metadata"]["name"] for c in ["h", *INJECTED]}
     assert len(set(roles.values())) == 3 and all(r.endswith("foo-operator-leader-election") for r in roles.values())
     post_rendered.kubectl("get", "role", roles["h"], "-n", "kube-system")
+
+
+# --- a leader-electing app injected twice: kube-scheduler, each copy its own Lease in kube-system ---------------
+
+# kube-scheduler (unmodified, v1.36.2's static binary as an image: REGROUP_E2E_SCHEDULER_IMAGE) as an operator
+# ships it: its Deployment (in-cluster config, so through regroup once injected; a KubeSchedulerConfiguration in a
+# ConfigMap electing a leader on the Lease kube-system/SCHED_LEASE, its one profile a scheduler name no pod uses,
+# so it schedules nothing), the cluster's own ClusterRoles bound to its ServiceAccount (system:kube-scheduler,
+# system:volume-scheduler: kept names), and in kube-system the leader-election Role and RoleBinding naming that
+# Lease and a RoleBinding to extension-apiserver-authentication-reader (its delegated authentication), each under
+# the same name in both copies.
+SCHED_LEASE = "regroup-e2e-scheduler"
+SCHEDULED = {c: f"samplecontroller.rg{RUN}{c}.example.com" for c in "kl"}  # its rules only mark the copy
+ALL_GROUPS.update(SCHEDULED)
+SCHEDULER_OPERATOR = """\
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: @REL@-scheduler, namespace: @NS@}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: @NS@-@REL@-scheduler}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:kube-scheduler"}
+subjects: [{kind: ServiceAccount, name: @REL@-scheduler, namespace: @NS@}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: @NS@-@REL@-volume-scheduler}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:volume-scheduler"}
+subjects: [{kind: ServiceAccount, name: @REL@-scheduler, namespace: @NS@}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: regroup-e2e-scheduler-leader-election, namespace: kube-system}
+rules:
+  - {apiGroups: [coordination.k8s.io], resources: [leases], resourceNames: [@LEASE@], verbs: [get, update, patch]}
+  - {apiGroups: [coordination.k8s.io], resources: [leases], verbs: [create]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: regroup-e2e-scheduler-leader-election, namespace: kube-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: regroup-e2e-scheduler-leader-election}
+subjects: [{kind: ServiceAccount, name: @REL@-scheduler, namespace: @NS@}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: regroup-e2e-scheduler-auth-reader, namespace: kube-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}
+subjects: [{kind: ServiceAccount, name: @REL@-scheduler, namespace: @NS@}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: @REL@-scheduler-config, namespace: @NS@}
+data:
+  config.yaml: |
+    apiVersion: kubescheduler.config.k8s.io/v1
+    kind: KubeSchedulerConfiguration
+    leaderElection:
+      leaderElect: true
+      resourceLock: leases
+      resourceNamespace: kube-system
+      resourceName: @LEASE@
+      leaseDuration: 15s
+      renewDeadline: 10s
+      retryPeriod: 2s
+    profiles:
+      - schedulerName: regroup-test-none
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: @REL@-scheduler, namespace: @NS@}
+spec:
+  selector: {matchLabels: {app: @REL@}}
+  template:
+    metadata: {labels: {app: @REL@}}
+    spec:
+      serviceAccountName: @REL@-scheduler
+      securityContext: {runAsNonRoot: true, runAsUser: 65532}
+      containers:
+        - name: kube-scheduler
+          image: @IMAGE@
+          imagePullPolicy: IfNotPresent
+          args: [--config=/etc/kube-scheduler/config.yaml, --v=2]
+          readinessProbe:
+            httpGet: {path: /readyz, port: 10259, scheme: HTTPS}
+            periodSeconds: 2
+          securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+          volumeMounts: [{name: config, mountPath: /etc/kube-scheduler, readOnly: true}]
+      volumes: [{name: config, configMap: {name: @REL@-scheduler-config}}]
+"""
+
+
+@pytest.fixture(scope="module")
+def scheduled(kubectl, image, namespace, regroup_bin, tmp_path_factory):
+    """SCHEDULER_OPERATOR wrapped by `regroup inject` twice (releases sch-k,
+    sch-l, each its own rules), applied; yields (kubectl, copy -> inject's
+    documents)."""
+    sched_image = require_env("REGROUP_E2E_SCHEDULER_IMAGE",
+                              "an unmodified kube-scheduler image (its entrypoint the binary) to inject twice")
+    tmp = tmp_path_factory.mktemp("pods-scheduler")
+    docs = {}
+    try:
+        for copy in SCHEDULED:
+            rel = f"sch-{copy}"
+            manifest = tmp / f"{rel}.yaml"
+            manifest.write_text(SCHEDULER_OPERATOR.replace("@REL@", rel).replace("@NS@", NS)
+                                .replace("@IMAGE@", sched_image).replace("@LEASE@", SCHED_LEASE))
+            rules = tmp / f"rules-{copy}.yaml"
+            rules.write_text(yaml.safe_dump({"rules": [{"from": ORIG, "to": SCHEDULED[copy]}]}))
+            out = run([regroup_bin, "inject", "-c", str(rules), "-f", str(manifest), "--prefix", f"{rel}-regroup"],
+                      what=f"regroup inject ({rel})")
+            docs[copy] = [d for d in yaml.safe_load_all(out) if d]
+            by_namespace(kubectl, "apply", docs[copy])
+        yield kubectl, docs
+    finally:
+        for copy, ds in docs.items():
+            outside = [d for d in ds if d["metadata"].get("namespace") in (None, "kube-system")]
+            by_namespace(kubectl, "delete", outside, "--ignore-not-found", "--wait=false", check=False)
+        system = Kubectl(KUBECONFIG, tmp / "kube-system-cache", "kube-system")
+        for lease in system.json("get", "leases")["items"]:
+            if lease["metadata"]["name"].endswith(SCHED_LEASE):
+                system.run("delete", "lease", lease["metadata"]["name"], "--ignore-not-found", check=False)
+
+
+def test_inject_leader_electing_app_each_copy_takes_and_renews_its_own_lease(scheduled, tmp_path):
+    """kube-scheduler, unmodified, injected twice: both pods Ready (regroup
+    a native sidecar; the scheduler's own /readyz, its informers synced
+    through regroup); in kube-system two Leases, one per copy, each named
+    with its copy's mark over the app's fixed name (the mark in that copy's
+    sidecar configuration), each held by its own copy's pod
+    (holderIdentity: the pod's host name, then `_` and an id) and renewed
+    (renewTime advancing over several retry periods, the holder the
+    same); no Lease under the app's own name (neither copy wrote through
+    unmarked), the cluster's real scheduler's Lease still its own."""
+    k, docs = scheduled
+    system = Kubectl(KUBECONFIG, tmp_path / "kube-system-cache", "kube-system")
+    pods, marks = {}, {}
+    for copy in SCHEDULED:
+        def one_ready():
+            items = [p for p in k.json("get", "pods", "-l", f"app=sch-{copy}")["items"]
+                     if not p["metadata"].get("deletionTimestamp")]
+            return items[0] if len(items) == 1 and condition(items[0], "Ready") else None
+        pod = wait(k, f"scheduler copy {copy}'s pod Ready", one_ready, READY_WAIT, f"app=sch-{copy}")
+        (sidecar,) = [c for c in pod["spec"].get("initContainers", []) if c["name"] == "regroup"]
+        assert sidecar.get("restartPolicy") == "Always", sidecar
+        pods[copy] = pod["metadata"]["name"]
+        (cm,) = [d for d in docs[copy]
+                 if d["kind"] == "ConfigMap" and d["metadata"]["name"] == f"sch-{copy}-regroup-config"]
+        names = yaml.safe_load(cm["data"]["config.yaml"])["names"]
+        assert SCHED_LEASE in names["namespaced"]["names"], names
+        marks[copy] = names["prefix"]
+    assert len(set(marks.values())) == 2, marks
+
+    def leases():
+        return {l["metadata"]["name"]: l for l in system.json("get", "leases")["items"]
+                if l["metadata"]["name"].endswith(SCHED_LEASE)}
+
+    def both_held():
+        got = leases()
+        held = {c: got.get(marks[c] + SCHED_LEASE) for c in SCHEDULED}
+        ok = all(l and (l["spec"].get("holderIdentity") or "").startswith(pods[c] + "_") for c, l in held.items())
+        return held if ok else None
+    t0 = time.monotonic()
+    first = wait(k, "each copy's Lease held by its own pod", both_held, 120, "app in (sch-k, sch-l)")
+    took = time.monotonic() - t0
+    assert sorted(leases()) == sorted(marks[c] + SCHED_LEASE for c in SCHEDULED), sorted(leases())
+    time.sleep(3 * 2 + 1)  # past three retry periods (2 s): the leader renews each one
+    again = both_held()
+    assert again, leases()
+    for c in SCHEDULED:
+        assert again[c]["spec"]["holderIdentity"] == first[c]["spec"]["holderIdentity"], (first[c], again[c])
+        assert instant_micro(again[c]["spec"]["renewTime"]) > instant_micro(first[c]["spec"]["renewTime"]), \
+            (c, first[c]["spec"], again[c]["spec"])
+    real = system.run("get", "lease", "kube-scheduler", "-o", "json", check=False)
+    if real.returncode == 0:
+        holder = json.loads(real.stdout)["spec"].get("holderIdentity") or ""
+        assert not any(p in holder for p in pods.values()), holder
+    for c in SCHEDULED:
+        log = k("logs", pods[c], "-c", "kube-scheduler")
+        # The app names its own Lease; regroup marked it on the way to the cluster.
+        assert f'"Successfully acquired lease" lock="kube-system/{SCHED_LEASE}"' in log, log[-3000:]
+        # No error but the test bed's build's start-up line (its OpenShift-patched options, inert without
+        # --openshift-config: "The manifest file is empty, ignoring.").
+        errors = [line for line in klog_errors(stamped_plain(log)) if "The manifest file is empty" not in line]
+        assert errors == [], errors
+    print(f"scheduler: Leases {sorted(leases())} held by {[again[c]['spec']['holderIdentity'] for c in SCHEDULED]}"
+          f" ({took:.0f}s after both pods Ready), renewed")
+
+
+def stamped_plain(text):
+    """Log lines without the runtime's times, as klog_errors takes them."""
+    return [(None, line) for line in text.splitlines()]
+
+
+def instant_micro(ts):
+    """A Lease's MicroTime (RFC 3339 with microseconds) as a datetime."""
+    return datetime.datetime.fromisoformat(ts.replace("Z", "+00:00"))
 
 
 # --- the aggregated front as a pod --------------------------------------------------------------------------------
