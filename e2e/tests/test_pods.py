@@ -1312,21 +1312,27 @@ def test_publish_remote_side_two_replicas(kubectl, image, namespace, regroup_bin
             "apiVersion": f"{PUB_GROUP}/{PUB_VERSION}", "kind": PUB_KIND,
             "metadata": {"name": "sqldb", "namespace": source},
             "spec": {"version": "5.7", "storageGB": 20, "writeConnectionSecretToRef": {"name": "sql-creds"}}}))
-        owner = central.json("get", PUB_RESOURCE, "sqldb", "-n", target)
-        central("apply", "-n", target, "-f", "-", input=json.dumps({
-            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": {"name": "sql-creds", "namespace": target, "ownerReferences": [{
-                "apiVersion": f"{PUB_GROUP}/{PUB_VERSION}", "kind": PUB_KIND, "name": "sqldb",
-                "uid": owner["metadata"]["uid"], "controller": True}]},
-            "stringData": {"username": "admin", "password": "s3cret"}}))
+        def copied_once(owner_name, secret, password, what):
+            """The central Secret `secret` owned by `owner_name`, copied into the
+            remote namespace once: the same resourceVersion after six resync
+            rounds of the copier (a second copier would write it again)."""
+            owner = central.json("get", PUB_RESOURCE, owner_name, "-n", target)
+            central("apply", "-n", target, "-f", "-", input=json.dumps({
+                "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                "metadata": {"name": secret, "namespace": target, "ownerReferences": [{
+                    "apiVersion": f"{PUB_GROUP}/{PUB_VERSION}", "kind": PUB_KIND, "name": owner_name,
+                    "uid": owner["metadata"]["uid"], "controller": True}]},
+                "stringData": {"username": "admin", "password": password}}))
 
-        def copied():
-            got = remote.run("get", "secret", "sql-creds", "-n", source, "-o", "json", check=False)
-            return json.loads(got.stdout) if got.returncode == 0 else None
-        copy = wait(remote, "the connection Secret copied into the remote namespace", copied, 60)
-        assert base64.b64decode(copy["data"]["password"]) == b"s3cret"
-        time.sleep(6)  # six resync rounds of the holder; a second copier would write it again
-        assert copied()["metadata"]["resourceVersion"] == copy["metadata"]["resourceVersion"]
+            def copied():
+                got = remote.run("get", "secret", secret, "-n", source, "-o", "json", check=False)
+                return json.loads(got.stdout) if got.returncode == 0 else None
+            copy = wait(remote, what, copied, 60)
+            assert base64.b64decode(copy["data"]["password"]) == password.encode()
+            time.sleep(6)
+            assert copied()["metadata"]["resourceVersion"] == copy["metadata"]["resourceVersion"]
+
+        copied_once("sqldb", "sql-creds", "s3cret", "the connection Secret copied into the remote namespace")
         assert remote.json("get", "lease", lease["metadata"]["name"])["spec"]["holderIdentity"] == holder
 
         # A replica deleted mid-watch: a client watching through the remote cluster (its aggregator, the Service)
@@ -1398,21 +1404,7 @@ def test_publish_remote_side_two_replicas(kubectl, image, namespace, regroup_bin
                               selector)
             handed = f"{holder_pod}'s, deleted next"
         print(f"publish: the Lease ({handed}) now held by {new_holder}")
-        owner = central.json("get", PUB_RESOURCE, "w4", "-n", target)
-        central("apply", "-n", target, "-f", "-", input=json.dumps({
-            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": {"name": "w4-creds", "namespace": target, "ownerReferences": [{
-                "apiVersion": f"{PUB_GROUP}/{PUB_VERSION}", "kind": PUB_KIND, "name": "w4",
-                "uid": owner["metadata"]["uid"], "controller": True}]},
-            "stringData": {"username": "admin", "password": "s3cret-4"}}))
-
-        def copied4():
-            got = remote.run("get", "secret", "w4-creds", "-n", source, "-o", "json", check=False)
-            return json.loads(got.stdout) if got.returncode == 0 else None
-        copy4 = wait(remote, "the second connection Secret copied", copied4, 60)
-        assert base64.b64decode(copy4["data"]["password"]) == b"s3cret-4"
-        time.sleep(6)
-        assert copied4()["metadata"]["resourceVersion"] == copy4["metadata"]["resourceVersion"]
+        copied_once("w4", "w4-creds", "s3cret-4", "the second connection Secret copied")
     finally:
         # The source namespace first, while the front still serves it (its objects are deleted through it).
         remote.run("delete", "namespace", source, "--ignore-not-found", "--timeout=60s", check=False, timeout=90)
