@@ -18,6 +18,7 @@ pub mod reference;
 mod tape;
 mod validate;
 use tape::{Container, Tape};
+pub(crate) use validate::special;
 
 /// One replacement of `input[start..end]`.
 pub(crate) struct Edit {
