@@ -15,9 +15,10 @@ use super::error::{malformed, RewriteError};
 use super::needles::Needles;
 
 pub mod reference;
+pub(crate) mod spare;
 mod tape;
 mod validate;
-use tape::{Container, Tape};
+use tape::{Container, Entry, Tape};
 pub(crate) use validate::special;
 
 /// One replacement of `input[start..end]`.
@@ -73,9 +74,9 @@ impl<'i> Walk<'i> {
     pub fn parse(text: &'i str) -> Result<(Walk<'i>, Raw<'i>), RewriteError> {
         let mut walk = Walk::new(text);
         if text.len() <= walk.whole_tape_max {
-            let tape = validate::read::<true>(text)?;
+            let tape = whole_tape(text)?;
             walk.escapes = tape.escapes;
-            walk.tape = Some(Rc::new(tape));
+            walk.tape = Some(tape);
         } else {
             walk.escapes = validate::read::<false>(text)?.escapes;
         }
@@ -89,7 +90,7 @@ impl<'i> Walk<'i> {
             input,
             // A walk is started only where a mapped name shows: it
             // usually edits, and a few edits fit without regrowing.
-            edits: Vec::with_capacity(8),
+            edits: spare::edits(),
             // Likewise the places found in an object (grown from empty,
             // −300 instructions a rename of the Foo).
             found: Vec::with_capacity(8),
@@ -113,7 +114,6 @@ impl<'i> Walk<'i> {
         let keys = if c.escaped {
             let names = tape
                 .entries_of(c)
-                .iter()
                 .map(|e| {
                     let quoted = &input[e.key.0 as usize..e.key.1 as usize];
                     serde_json::from_str::<String>(quoted).map_err(malformed)
@@ -126,8 +126,7 @@ impl<'i> Walk<'i> {
         Ok(Some(Members {
             input,
             tape,
-            first: c.first as usize,
-            n: c.n as usize,
+            container: c,
             keys,
             escapes: self.escapes,
         }))
@@ -142,8 +141,7 @@ impl<'i> Walk<'i> {
         Ok(Some(Elements {
             input: self.input,
             tape,
-            first: c.first as usize,
-            n: c.n as usize,
+            container: c,
         }))
     }
 
@@ -154,7 +152,7 @@ impl<'i> Walk<'i> {
         let tape = if input.len() <= self.whole_tape_max {
             match &self.tape {
                 Some(t) => t,
-                None => self.tape.insert(Rc::new(validate::read::<true>(input)?)),
+                None => self.tape.insert(whole_tape(input)?),
             }
         } else {
             match self.levels.entry(at) {
@@ -337,6 +335,31 @@ impl<'i> Walk<'i> {
     }
 }
 
+impl Drop for Walk<'_> {
+    fn drop(&mut self) {
+        if let Some(tape) = self.tape.take() {
+            spare::keep_tape(tape);
+        }
+        spare::keep_edits(std::mem::take(&mut self.edits));
+        if let Some(found) = self.occurrences.take() {
+            spare::keep_occurrences(found);
+        }
+    }
+}
+
+/// The tape of every container of `text`, read into a kept one.
+fn whole_tape(text: &str) -> Result<Rc<Tape>, RewriteError> {
+    let mut tape = spare::tape();
+    let read = validate::read_into::<true>(text, Rc::make_mut(&mut tape));
+    match read {
+        Ok(()) => Ok(tape),
+        Err(e) => {
+            spare::keep_tape(tape);
+            Err(e)
+        }
+    }
+}
+
 /// The value of entry `e` of `input`'s tape.
 fn value<'i>(input: &'i str, e: &tape::Entry) -> Raw<'i> {
     Raw(&input[e.value.0 as usize..e.value.1 as usize])
@@ -349,8 +372,7 @@ fn value<'i>(input: &'i str, e: &tape::Entry) -> Raw<'i> {
 pub(crate) struct Members<'i> {
     input: &'i str,
     tape: Rc<Tape>,
-    first: usize,
-    n: usize,
+    container: Container,
     /// Every name decoded, when one of them has an escape.
     keys: Option<Rc<[String]>>,
     /// The walk's [`escapes`](Walk::escapes).
@@ -359,14 +381,14 @@ pub(crate) struct Members<'i> {
 
 impl<'i> Members<'i> {
     pub fn len(&self) -> usize {
-        self.n
+        self.container.n as usize
     }
 
     /// The value of the member `name`; with duplicate names the last
     /// wins, as in Go's decoder. Names are compared as bytes, and only the
     /// value found is sliced out of the input.
     pub fn get(&self, name: &str) -> Option<Raw<'i>> {
-        self.named(name).next_back()
+        self.named(name).last()
     }
 
     /// The values of the members named `name`, in order (more than one
@@ -376,33 +398,18 @@ impl<'i> Members<'i> {
         Named {
             members: self,
             name: name.as_bytes(),
-            front: self.first,
-            back: self.first + self.n,
+            chain: self.tape.entries_of(self.container).enumerate(),
         }
     }
 
-    /// Whether member `i` of the tape (an index into its entries) is named
-    /// `name`.
+    /// Whether `e`, member `i` (`0..len`), is named `name`.
     #[inline(always)]
-    fn is_named(&self, i: usize, name: &[u8]) -> bool {
-        let e = &self.tape.entries[i];
+    fn is_named(&self, i: usize, e: &Entry, name: &[u8]) -> bool {
         match &self.keys {
-            Some(keys) => keys[i - self.first].as_bytes() == name,
+            Some(keys) => keys.get(i).is_some_and(|k| k.as_bytes() == name),
             None => {
                 let (start, end) = (e.key.0 as usize + 1, e.key.1 as usize - 1);
                 end - start == name.len() && self.input.as_bytes().get(start..end) == Some(name)
-            }
-        }
-    }
-
-    /// The name of member `i` (`0..len`), decoded when it has an escape.
-    #[inline]
-    pub fn name_at(&self, i: usize) -> &[u8] {
-        match &self.keys {
-            Some(keys) => keys[i].as_bytes(),
-            None => {
-                let e = &self.tape.entries[self.first + i];
-                &self.input.as_bytes()[e.key.0 as usize + 1..e.key.1 as usize - 1]
             }
         }
     }
@@ -414,21 +421,31 @@ impl<'i> Members<'i> {
         plain_or_string(self.escapes, raw)
     }
 
-    /// The value of member `i` (`0..len`).
-    #[inline]
-    pub fn value_at(&self, i: usize) -> Option<Raw<'i>> {
-        (i < self.n).then(|| value(self.input, &self.tape.entries[self.first + i]))
-    }
-
-    /// Each member's name and value.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (Key<'_>, Raw<'i>)> + '_ {
+    /// Each member's name (as bytes, decoded when it has an escape) and
+    /// value.
+    pub fn names_and_values(&self) -> impl Iterator<Item = (&[u8], Raw<'i>)> + '_ {
         let input = self.input;
-        self.tape.entries[self.first..self.first + self.n]
-            .iter()
+        self.tape
+            .entries_of(self.container)
             .enumerate()
             .map(move |(i, e)| {
                 let name = match &self.keys {
-                    Some(keys) => keys[i].as_str(),
+                    Some(keys) => keys.get(i).map_or(&b""[..], |k| k.as_bytes()),
+                    None => &input.as_bytes()[e.key.0 as usize + 1..e.key.1 as usize - 1],
+                };
+                (name, value(input, e))
+            })
+    }
+
+    /// Each member's name and value.
+    pub fn iter(&self) -> impl Iterator<Item = (Key<'_>, Raw<'i>)> + '_ {
+        let input = self.input;
+        self.tape
+            .entries_of(self.container)
+            .enumerate()
+            .map(move |(i, e)| {
+                let name = match &self.keys {
+                    Some(keys) => keys.get(i).map_or("", |k| k.as_str()),
                     None => &input[e.key.0 as usize + 1..e.key.1 as usize - 1],
                 };
                 (Key(Cow::Borrowed(name)), value(input, e))
@@ -440,36 +457,18 @@ impl<'i> Members<'i> {
 pub(crate) struct Named<'s, 'i> {
     members: &'s Members<'i>,
     name: &'s [u8],
-    /// The tape entries not yet looked at: `front..back`.
-    front: usize,
-    back: usize,
+    /// The members not yet looked at, numbered.
+    chain: std::iter::Enumerate<tape::Chain<'s>>,
 }
 
 impl<'i> Iterator for Named<'_, 'i> {
     type Item = Raw<'i>;
 
     fn next(&mut self) -> Option<Raw<'i>> {
-        while self.front < self.back {
-            let i = self.front;
-            self.front += 1;
-            if self.members.is_named(i, self.name) {
-                return Some(value(self.members.input, &self.members.tape.entries[i]));
-            }
-        }
-        None
-    }
-}
-
-impl DoubleEndedIterator for Named<'_, '_> {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        while self.front < self.back {
-            self.back -= 1;
-            let i = self.back;
-            if self.members.is_named(i, self.name) {
-                return Some(value(self.members.input, &self.members.tape.entries[i]));
-            }
-        }
-        None
+        let (members, name) = (self.members, self.name);
+        self.chain
+            .find(|(i, e)| members.is_named(*i, e, name))
+            .map(|(_, e)| value(members.input, e))
     }
 }
 
@@ -478,27 +477,30 @@ impl DoubleEndedIterator for Named<'_, '_> {
 pub(crate) struct Elements<'i> {
     input: &'i str,
     tape: Rc<Tape>,
-    first: usize,
-    n: usize,
+    container: Container,
 }
 
 impl<'i> Elements<'i> {
     pub fn len(&self) -> usize {
-        self.n
+        self.container.n as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.n == 0
+        self.container.n == 0
     }
 
+    /// Element `i`: the chain is followed to it (a Table's cells, a few).
     pub fn get(&self, i: usize) -> Option<Raw<'i>> {
-        (i < self.n).then(|| value(self.input, &self.tape.entries[self.first + i]))
+        self.tape
+            .entries_of(self.container)
+            .nth(i)
+            .map(|e| value(self.input, e))
     }
 
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = Raw<'i>> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = Raw<'i>> + '_ {
         let input = self.input;
-        self.tape.entries[self.first..self.first + self.n]
-            .iter()
+        self.tape
+            .entries_of(self.container)
             .map(move |e| value(input, e))
     }
 }

@@ -65,11 +65,8 @@ impl JsonRewriter<'_> {
                 None => w.members(raw)?,
             };
             if let Some(ms) = ms {
-                for i in 0..ms.len() {
-                    let Some(c) = node.key_child(ms.name_at(i)) else {
-                        continue;
-                    };
-                    if let Some(v) = ms.value_at(i) {
+                for (name, v) in ms.names_and_values() {
+                    if let Some(c) = node.key_child(name) {
                         self.places_in(w, v, tree, c, hidden_ok, excluded, found, None)?;
                     }
                 }

@@ -87,7 +87,7 @@ impl Precheck {
     /// Searches `body`.
     pub fn scan(&self, body: &[u8]) -> Seen {
         let mut seen = Seen {
-            found: Vec::new(),
+            found: crate::rewrite::raw::spare::occurrences(),
             kinds: false,
             hides: false,
         };

@@ -1,5 +1,9 @@
 //! Every container's entries (key and value byte ranges) of a JSON
-//! document, so a walk never reads a level twice. Inputs up to
+//! document, so a walk never reads a level twice. Entries are kept in
+//! document order, each container's first, then its first child's
+//! subtree, and so on: the reader writes each once, as it meets it, and
+//! a container's entries are chained by [`Entry::next`] (an entry that is
+//! itself a container skips its subtree). Inputs up to
 //! [`WHOLE_TAPE_MAX`](super::WHOLE_TAPE_MAX) get theirs whole from the
 //! validating reader ([`validate`](super::validate)), in the pass that
 //! validates them; larger ones are validated without recording, then read
@@ -15,16 +19,18 @@ fn broken() -> RewriteError {
 }
 
 /// One entry of a container: its key's range (quotes included; `(0, 0)`
-/// in arrays) and its value's.
+/// in arrays), its value's, and where its container's next entry is in
+/// [`Tape::entries`] (past this entry's subtree).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Entry {
     pub key: (u32, u32),
     pub value: (u32, u32),
+    pub next: u32,
 }
 
-/// One container: its first byte, its entries' range in
-/// [`Tape::entries`], and whether a member name of it has an escape (the
-/// names are then decoded when it is listed).
+/// One container: its first byte, its first entry in [`Tape::entries`]
+/// and how many it has, and whether a member name of it has an escape
+/// (the names are then decoded when it is listed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Container {
     pub start: u32,
@@ -34,26 +40,16 @@ pub(crate) struct Container {
 }
 
 /// Every container of one document.
-#[derive(PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub(crate) struct Tape {
-    /// Each container's entries, contiguous and in order.
+    /// Every entry, in document order; a container's are chained by
+    /// [`Entry::next`] from its [`Container::first`].
     pub(crate) entries: Vec<Entry>,
     /// Each container, in the order they open: sorted by first byte.
     pub(super) containers: Vec<Container>,
     /// Whether a string of the document has an escape (set by the
     /// validating reader, for the whole document, recorded or not).
     pub(crate) escapes: bool,
-}
-
-/// A container being read: where it starts, where its entries start in
-/// the pending list, and the key it is the value of.
-struct Open {
-    start: usize,
-    object: bool,
-    mark: usize,
-    key: (u32, u32),
-    /// Its place in [`Tape::containers`].
-    index: usize,
 }
 
 const NO_KEY: (u32, u32) = (0, 0);
@@ -69,107 +65,94 @@ impl Tape {
 
     /// The entries of the container opening at byte `from` of validated
     /// `text`, its own level only (the walk reads each level it enters,
-    /// holding only those).
+    /// holding only those): they follow each other, each `next` the one
+    /// after it.
     pub(crate) fn level(text: &str, from: usize) -> Result<Tape, RewriteError> {
         let b = text.as_bytes();
         let pos = |i: usize| u32::try_from(i).map_err(|_| malformed("a JSON body over 4 GiB"));
         let mut tape = Tape::with_capacity(0, 1);
-        let mut stack: Vec<Open> = Vec::with_capacity(16);
-        // Entries of the containers still open (and recorded), innermost
-        // last.
-        let mut pending: Vec<Entry> = Vec::with_capacity(64);
-        // The key of the member whose value comes next, in an object.
+        // Containers open, the one at `from` the first.
+        let mut depth = 0usize;
+        let mut object = false;
+        // The key of the member whose value comes next, in the object.
         let mut key: Option<(u32, u32)> = None;
-        // Only the container's own level is recorded.
-        let records = |depth: usize| depth == 1;
+        // A value of the container that is itself one: where it opened,
+        // and its key.
+        let mut nested = (0usize, NO_KEY);
+        let mut escaped = false;
         let mut i = from;
         while i < b.len() {
-            match b[i] {
-                b' ' | b'\t' | b'\n' | b'\r' | b',' | b':' => i += 1,
+            let (start, end) = match b[i] {
+                b' ' | b'\t' | b'\n' | b'\r' | b',' | b':' => {
+                    i += 1;
+                    continue;
+                }
                 c @ (b'{' | b'[') => {
-                    stack.push(Open {
-                        start: i,
-                        object: c == b'{',
-                        mark: pending.len(),
-                        key: key.take().unwrap_or(NO_KEY),
-                        index: tape.containers.len(),
-                    });
-                    if records(stack.len()) {
+                    depth += 1;
+                    if depth == 1 {
+                        object = c == b'{';
                         tape.containers.push(Container {
                             start: pos(i)?,
                             first: 0,
                             n: 0,
                             escaped: false,
                         });
+                    } else if depth == 2 {
+                        nested = (i, key.take().unwrap_or(NO_KEY));
                     }
                     i += 1;
+                    continue;
                 }
                 b'}' | b']' => {
-                    let depth = stack.len();
-                    let open = stack.pop().ok_or_else(broken)?;
+                    depth = depth.checked_sub(1).ok_or_else(broken)?;
                     i += 1;
-                    if records(depth) {
-                        let first = tape.entries.len();
-                        tape.entries.extend(pending.drain(open.mark..));
-                        let n = tape.entries.len() - first;
-                        let escaped = open.object
-                            && tape.entries[first..].iter().any(|e| {
-                                text.as_bytes()[e.key.0 as usize..e.key.1 as usize].contains(&b'\\')
+                    match depth {
+                        0 => {
+                            let n = pos(tape.entries.len())?;
+                            let root = tape.containers.first_mut().ok_or_else(broken)?;
+                            root.n = n;
+                            root.escaped = object && escaped;
+                            return Ok(tape);
+                        }
+                        1 => {
+                            let next = pos(tape.entries.len() + 1)?;
+                            tape.entries.push(Entry {
+                                key: nested.1,
+                                value: (pos(nested.0)?, pos(i)?),
+                                next,
                             });
-                        tape.containers[open.index] = Container {
-                            start: pos(open.start)?,
-                            first: pos(first)?,
-                            n: pos(n)?,
-                            escaped,
-                        };
+                        }
+                        _ => {}
                     }
-                    if stack.is_empty() {
-                        return Ok(tape);
-                    }
-                    if records(stack.len()) {
-                        pending.push(Entry {
-                            key: open.key,
-                            value: (pos(open.start)?, pos(i)?),
-                        });
-                    }
+                    continue;
                 }
                 b'"' => {
                     let end = string_end(b, i)?;
-                    match stack.last() {
-                        Some(o) if o.object && key.is_none() => key = Some((pos(i)?, pos(end)?)),
-                        Some(_) => {
-                            let k = key.take().unwrap_or(NO_KEY);
-                            if records(stack.len()) {
-                                pending.push(Entry {
-                                    key: k,
-                                    value: (pos(i)?, pos(end)?),
-                                });
-                            }
-                        }
-                        None => {}
+                    if depth == 1 && object && key.is_none() {
+                        escaped |= b[i..end].contains(&b'\\');
+                        key = Some((pos(i)?, pos(end)?));
+                        i = end;
+                        continue;
                     }
-                    i = end;
+                    (i, end)
                 }
-                _ => {
-                    let end = scalar_end(b, i);
-                    let k = key.take().unwrap_or(NO_KEY);
-                    if records(stack.len()) {
-                        pending.push(Entry {
-                            key: k,
-                            value: (pos(i)?, pos(end)?),
-                        });
-                    }
-                    i = end;
-                }
+                _ => (i, scalar_end(b, i)),
+            };
+            i = end;
+            if depth == 1 {
+                let next = pos(tape.entries.len() + 1)?;
+                tape.entries.push(Entry {
+                    key: key.take().unwrap_or(NO_KEY),
+                    value: (pos(start)?, pos(end)?),
+                    next,
+                });
             }
         }
-        if !stack.is_empty() {
-            return Err(broken());
-        }
-        Ok(tape)
+        Err(broken())
     }
 
     /// The container whose first byte is at `at`.
+    #[inline]
     pub(crate) fn container(&self, at: usize) -> Result<Container, RewriteError> {
         let at = u32::try_from(at).map_err(|_| broken())?;
         let c = self
@@ -177,16 +160,49 @@ impl Tape {
             .binary_search_by_key(&at, |c| c.start)
             .map_err(|_| broken())?;
         let c = self.containers[c];
-        if self.entries.len() < (c.first + c.n) as usize {
+        if c.n > 0 && self.entries.len() <= c.first as usize {
             return Err(broken());
         }
         Ok(c)
     }
 
     /// The entries of container `c`, which [`container`](Self::container)
-    /// answered.
-    pub(crate) fn entries_of(&self, c: Container) -> &[Entry] {
-        &self.entries[c.first as usize..(c.first + c.n) as usize]
+    /// answered, in order.
+    pub(crate) fn entries_of(&self, c: Container) -> Chain<'_> {
+        Chain {
+            entries: &self.entries,
+            at: c.first as usize,
+            left: c.n as usize,
+        }
+    }
+}
+
+/// A container's entries, following [`Entry::next`]. Should a link not
+/// be where the reader put it, the chain ends early rather than index out
+/// of bounds.
+#[derive(Clone)]
+pub(crate) struct Chain<'t> {
+    entries: &'t [Entry],
+    at: usize,
+    left: usize,
+}
+
+impl<'t> Iterator for Chain<'t> {
+    type Item = &'t Entry;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'t Entry> {
+        if self.left == 0 {
+            return None;
+        }
+        let e = self.entries.get(self.at)?;
+        self.left -= 1;
+        self.at = e.next as usize;
+        Some(e)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.left))
     }
 }
 

@@ -471,3 +471,39 @@ fn the_reader_chosen_is_the_one_this_cpu_allows() {
         }
     }
 }
+
+#[test]
+fn a_kept_tape_is_read_afresh_by_the_next_walk_on_the_thread() {
+    // A large document, a refused one, a walk held while another is made,
+    // then small ones: each must read as serde_json does, whatever tape the
+    // thread kept from the walk before.
+    let big = format!(
+        "{{\"items\":[{}]}}",
+        (0..3000)
+            .map(|i| format!("{{\"a\":{i},\"b\":[\"x\",{{\"c\":null}}]}}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let small = r#"{"apiVersion":"v1","kind":"List","items":[{"a":[1,{"b":2}]},[3]]}"#;
+    for doc in [
+        big.as_str(),
+        small,
+        r#"{"a":[1,2}"#,
+        small,
+        "[[],[{}]]",
+        small,
+    ] {
+        match Raw::parse(doc) {
+            Ok(raw) => {
+                let (mut outer, root) = Walk::parse(doc).unwrap();
+                // A second walk while the first holds its tape.
+                let (mut inner, inner_root) = Walk::parse(small).unwrap();
+                assert!(reference::agree(&mut inner, inner_root) > 0);
+                drop(inner);
+                assert!(reference::agree(&mut outer, root) > 0);
+                assert!(agree_both_ways(doc, raw) > 0);
+            }
+            Err(_) => assert!(Walk::parse(doc).is_err()),
+        }
+    }
+}

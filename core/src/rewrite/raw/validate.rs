@@ -22,18 +22,20 @@ use super::tape::{Container, Entry, Tape};
 use super::MAX_DEPTH;
 use crate::rewrite::error::{malformed, RewriteError};
 
-/// A container being read: where it starts, whether it is an object,
-/// where its entries start in the pending list, the key it is the value
-/// of, and its place in the tape's container list.
+/// A container being read: whether it is an object, its place in the tape's container list
+/// and its own entry's (in its parent), and how many entries its parent
+/// had before it.
 struct Open {
-    start: u32,
     object: bool,
-    mark: u32,
-    key: (u32, u32),
     index: u32,
+    entry: u32,
+    parent_count: u32,
     /// Whether one of its member names has an escape.
     escaped: bool,
 }
+
+/// [`Open::entry`] of the outermost container, which is no entry.
+const NO_ENTRY: u32 = u32::MAX;
 
 const NO_KEY: (u32, u32) = (0, 0);
 
@@ -45,6 +47,16 @@ struct Refused;
 /// otherwise an empty one (large inputs, read level by level later, so
 /// memory follows what the walk visits).
 pub(crate) fn read<const RECORD: bool>(text: &str) -> Result<Tape, RewriteError> {
+    let mut tape = Tape::with_capacity(0, 0);
+    read_into::<RECORD>(text, &mut tape)?;
+    Ok(tape)
+}
+
+/// [`read`] into `tape`, whatever it held before, reusing its buffers.
+pub(crate) fn read_into<const RECORD: bool>(
+    text: &str,
+    tape: &mut Tape,
+) -> Result<(), RewriteError> {
     if RECORD && u32::try_from(text.len()).is_err() {
         return Err(malformed("a JSON body over 4 GiB"));
     }
@@ -52,12 +64,12 @@ pub(crate) fn read<const RECORD: bool>(text: &str) -> Result<Tape, RewriteError>
     #[cfg(target_arch = "x86_64")]
     let read = if wide::supported() {
         // SAFETY: `supported()` found AVX2.
-        unsafe { wide::scan::<RECORD>(b) }
+        unsafe { wide::scan::<RECORD>(b, tape) }
     } else {
-        scan::<RECORD, false>(b)
+        scan::<RECORD, false>(b, tape)
     };
     #[cfg(not(target_arch = "x86_64"))]
-    let read = scan::<RECORD, false>(b);
+    let read = scan::<RECORD, false>(b, tape);
     read.or_else(|Refused| refusal(text))
 }
 
@@ -73,12 +85,14 @@ pub(crate) fn wide_supported() -> bool {
 /// [`read`] a word at a time, as on a CPU without AVX2: the reference the
 /// wide reader is tested against.
 pub(crate) fn read_narrow<const RECORD: bool>(text: &str) -> Result<Tape, RewriteError> {
-    scan::<RECORD, false>(text.as_bytes()).or_else(|Refused| refusal(text))
+    let mut tape = Tape::with_capacity(0, 0);
+    scan::<RECORD, false>(text.as_bytes(), &mut tape).or_else(|Refused| refusal(text))?;
+    Ok(tape)
 }
 
 /// serde_json's reason for refusing `text`; the depth message when it
 /// accepts (the only thing this reader refuses that serde_json does not).
-fn refusal(text: &str) -> Result<Tape, RewriteError> {
+fn refusal(text: &str) -> Result<(), RewriteError> {
     serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(malformed)?;
     Err(malformed(format!("nested deeper than {MAX_DEPTH} levels")))
 }
@@ -97,15 +111,19 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
 /// The reader; `WIDE` finds strings' ends 32 bytes at a time (AVX2: only
 /// inside [`wide::scan`]), otherwise eight.
 #[inline(always)]
-fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8]) -> Result<Tape, Refused> {
-    let span = if RECORD { b.len() } else { 0 };
-    // Sizes from typical Kubernetes objects, to spare regrowing: the
-    // captured bodies have a median of 21 bytes an entry (p10 19) and 45
-    // a container (p10 36).
-    let mut tape = Tape::with_capacity(span / 16, span / 32 + 1);
+fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8], tape: &mut Tape) -> Result<(), Refused> {
+    tape.entries.clear();
+    tape.containers.clear();
+    if RECORD {
+        // Sizes from typical Kubernetes objects, to spare regrowing: the
+        // captured bodies have a median of 21 bytes an entry (p10 19) and
+        // 45 a container (p10 36).
+        tape.entries.reserve(b.len() / 16);
+        tape.containers.reserve(b.len() / 32 + 1);
+    }
     let mut stack: Vec<Open> = Vec::with_capacity(16);
-    // Entries of the containers still open, innermost last.
-    let mut pending: Vec<Entry> = Vec::with_capacity(if RECORD { 64 } else { 0 });
+    // How many entries the innermost open container has so far.
+    let mut count: u32 = 0;
     // The key of the member whose value comes next.
     let mut key = NO_KEY;
     // Whether any string has an escape (which could hide a name from a
@@ -122,18 +140,31 @@ fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8]) -> Result<Tape, Refused>
                     return Err(Refused);
                 }
                 let object = *c == b'{';
+                // Its own entry in its parent, written now (document
+                // order) and completed when it closes.
+                let entry = if RECORD && !stack.is_empty() {
+                    count += 1;
+                    tape.entries.push(Entry {
+                        key,
+                        value: (i as u32, 0),
+                        next: 0,
+                    });
+                    tape.entries.len() as u32 - 1
+                } else {
+                    NO_ENTRY
+                };
                 stack.push(Open {
-                    start: i as u32,
                     object,
-                    mark: pending.len() as u32,
-                    key,
                     index: tape.containers.len() as u32,
+                    entry,
+                    parent_count: count,
                     escaped: false,
                 });
+                count = 0;
                 if RECORD {
                     tape.containers.push(Container {
                         start: i as u32,
-                        first: 0,
+                        first: tape.entries.len() as u32,
                         n: 0,
                         escaped: false,
                     });
@@ -166,21 +197,24 @@ fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8]) -> Result<Tape, Refused>
         match end {
             Some(end) => {
                 if RECORD && !stack.is_empty() {
-                    pending.push(Entry {
+                    count += 1;
+                    let next = tape.entries.len() as u32 + 1;
+                    tape.entries.push(Entry {
                         key,
                         value: (start as u32, end as u32),
+                        next,
                     });
                 }
                 i = end;
             }
-            None => i = close::<RECORD>(i, &mut stack, &mut pending, &mut tape)?,
+            None => i = close::<RECORD>(i, &mut stack, &mut count, tape)?,
         }
         // After a value: a comma and the next one, or closers.
         loop {
             let Some(top) = stack.last() else {
                 return if skip_ws(b, i) == b.len() {
                     tape.escapes = escapes;
-                    Ok(tape)
+                    Ok(())
                 } else {
                     Err(Refused)
                 };
@@ -201,40 +235,37 @@ fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8]) -> Result<Tape, Refused>
                 Some(b']') if !object => {}
                 _ => return Err(Refused),
             }
-            i = close::<RECORD>(i, &mut stack, &mut pending, &mut tape)?;
+            i = close::<RECORD>(i, &mut stack, &mut count, tape)?;
         }
     }
 }
 
-/// Closes the innermost container at its closer `b[i]`: its entries go
-/// to the tape, and it becomes an entry of its parent. Returns one past
-/// the closer.
+/// Closes the innermost container at its closer `b[i]`: its entry
+/// count and escape go to the tape, and its own entry in its parent gets
+/// its end and the parent's next entry. Returns one past the closer.
 #[inline(always)]
 fn close<const RECORD: bool>(
     i: usize,
     stack: &mut Vec<Open>,
-    pending: &mut Vec<Entry>,
+    count: &mut u32,
     tape: &mut Tape,
 ) -> Result<usize, Refused> {
     let open = stack.pop().ok_or(Refused)?;
     let end = i + 1;
     if RECORD {
-        let first = tape.entries.len();
-        tape.entries.extend(pending.drain(open.mark as usize..));
-        let n = tape.entries.len() - first;
-        tape.containers[open.index as usize] = Container {
-            start: open.start,
-            first: first as u32,
-            n: n as u32,
-            escaped: open.escaped,
-        };
-        if !stack.is_empty() {
-            pending.push(Entry {
-                key: open.key,
-                value: (open.start, end as u32),
-            });
+        let after = tape.entries.len() as u32;
+        let c = tape
+            .containers
+            .get_mut(open.index as usize)
+            .ok_or(Refused)?;
+        c.n = *count;
+        c.escaped = open.escaped;
+        if let Some(e) = tape.entries.get_mut(open.entry as usize) {
+            e.value.1 = end as u32;
+            e.next = after;
         }
     }
+    *count = open.parent_count;
     Ok(end)
 }
 
@@ -358,8 +389,8 @@ mod wide {
     }
 
     #[target_feature(enable = "avx2,bmi1")]
-    pub(super) fn scan<const RECORD: bool>(b: &[u8]) -> Result<Tape, Refused> {
-        super::scan::<RECORD, true>(b)
+    pub(super) fn scan<const RECORD: bool>(b: &[u8], tape: &mut Tape) -> Result<(), Refused> {
+        super::scan::<RECORD, true>(b, tape)
     }
 
     /// [`super::special`] 32 bytes at a time while 32 remain. Called only

@@ -1,0 +1,83 @@
+//! The buffers of a finished walk, kept for the next walk on the same
+//! thread: a renamed body's walk would otherwise allocate and free its
+//! tape, its two lists, its edits and the pre-check's occurrences each
+//! time (a list renames item by item, so each item's walk did).
+//!
+//! Only buffers of an ordinary object's size are kept, so a thread holds
+//! a few kilobytes at most after a large body. A walk is made and
+//! dropped within one call on one thread (never across an `.await`), so
+//! a thread's buffers are never shared.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::tape::Tape;
+use super::Edit;
+
+/// The most tape entries (20 bytes each) and edits a kept buffer may hold
+/// room for: a 2 KiB Deployment needs ~100 entries, a 100 KiB CRD ~5,000.
+const KEEP_ENTRIES: usize = 8192;
+const KEEP_EDITS: usize = 256;
+
+struct Spare {
+    tape: Option<Rc<Tape>>,
+    edits: Vec<Edit>,
+    occurrences: Vec<(usize, usize)>,
+}
+
+thread_local! {
+    static SPARE: RefCell<Spare> = const {
+        RefCell::new(Spare {
+            tape: None,
+            edits: Vec::new(),
+            occurrences: Vec::new(),
+        })
+    };
+}
+
+/// A tape to read into: the thread's kept one, else a new empty one.
+pub(super) fn tape() -> Rc<Tape> {
+    SPARE
+        .with_borrow_mut(|s| s.tape.take())
+        .unwrap_or_else(|| Rc::new(Tape::with_capacity(0, 0)))
+}
+
+/// Keeps `tape` for the next walk when nothing else holds it and it is
+/// not large.
+pub(super) fn keep_tape(mut tape: Rc<Tape>) {
+    let small = Rc::get_mut(&mut tape).is_some_and(|t| {
+        t.entries.capacity() <= KEEP_ENTRIES && t.containers.capacity() <= KEEP_ENTRIES
+    });
+    if small {
+        SPARE.with_borrow_mut(|s| s.tape = Some(tape));
+    }
+}
+
+/// An empty list of edits, with room for a few.
+pub(super) fn edits() -> Vec<Edit> {
+    let kept = SPARE.with_borrow_mut(|s| std::mem::take(&mut s.edits));
+    if kept.capacity() == 0 {
+        Vec::with_capacity(8)
+    } else {
+        kept
+    }
+}
+
+pub(super) fn keep_edits(mut edits: Vec<Edit>) {
+    if edits.capacity() <= KEEP_EDITS {
+        edits.clear();
+        SPARE.with_borrow_mut(|s| s.edits = edits);
+    }
+}
+
+/// An empty list for the pre-check's occurrences of names.
+pub(crate) fn occurrences() -> Vec<(usize, usize)> {
+    SPARE.with_borrow_mut(|s| std::mem::take(&mut s.occurrences))
+}
+
+pub(super) fn keep_occurrences(mut found: Vec<(usize, usize)>) {
+    if found.capacity() <= KEEP_EDITS {
+        found.clear();
+        SPARE.with_borrow_mut(|s| s.occurrences = found);
+    }
+}
