@@ -617,6 +617,11 @@ impl<'a> JsonRewriter<'a> {
             return Ok(());
         }
         check_generate_name(self.map, form, &s, self.dir)?;
+        if let Some(text) = w.mapped_before(raw, form) {
+            let text = text.to_owned();
+            w.replace_mapped(raw, form, text);
+            return Ok(());
+        }
         let Some(mapped) = self.map.map(form, &s, self.dir) else {
             return Ok(());
         };
@@ -626,7 +631,7 @@ impl<'a> JsonRewriter<'a> {
                 to: mapped,
             });
         }
-        w.replace(raw, quote_owned(mapped));
+        w.replace_mapped(raw, form, quote_owned(mapped));
         Ok(())
     }
 }

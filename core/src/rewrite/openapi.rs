@@ -139,6 +139,7 @@ impl<'a> OpenApiRewriter<'a> {
                     start: s,
                     end: key_end,
                     text: quote(&new),
+                    form: None,
                 });
             }
             self.generic(w, v)?;

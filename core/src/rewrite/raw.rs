@@ -11,6 +11,8 @@
 use std::borrow::Cow;
 use std::rc::Rc;
 
+use regroup_config::Form;
+
 use super::error::{malformed, RewriteError};
 use super::needles::Needles;
 
@@ -21,11 +23,14 @@ mod validate;
 use tape::{Container, Entry, Tape};
 pub(crate) use validate::special;
 
-/// One replacement of `input[start..end]`.
+/// One replacement of `input[start..end]`; `form`: the form a string
+/// value was mapped in, when the edit is such a mapping (see
+/// [`Walk::mapped_before`]).
 pub(crate) struct Edit {
     pub start: usize,
     pub end: usize,
     pub text: String,
+    pub form: Option<Form>,
 }
 
 /// Maps keyed by a value's offset in the input. The keys come from regroup's
@@ -200,7 +205,39 @@ impl<'i> Walk<'i> {
             start,
             end: start + raw.get().len(),
             text,
+            form: None,
         });
+    }
+
+    /// Replaces the string value `raw` by `text`, its mapping in `form`.
+    pub fn replace_mapped(&mut self, raw: Raw<'_>, form: Form, text: String) {
+        let start = self.offset(raw);
+        self.edits.push(Edit {
+            start,
+            end: start + raw.get().len(),
+            text,
+            form: Some(form),
+        });
+    }
+
+    /// The text of one of the last few edits that mapped the same string
+    /// as `raw` in `form`: one walk maps with one rule set in one
+    /// direction, so the same string maps the same way again (an object's
+    /// `apiVersion` and its managed fields' repeat it). Only a few are
+    /// looked at; a miss costs only a second mapping.
+    pub fn mapped_before(&self, raw: Raw<'_>, form: Form) -> Option<&str> {
+        let text = raw.get().as_bytes();
+        let input = self.input.as_bytes();
+        self.edits
+            .iter()
+            .rev()
+            .take(8)
+            .find(|e| {
+                e.form == Some(form)
+                    && e.end - e.start == text.len()
+                    && input.get(e.start..e.end) == Some(text)
+            })
+            .map(|e| e.text.as_str())
     }
 
     /// True when one of the last few edits replaces exactly `raw`: the
@@ -221,7 +258,12 @@ impl<'i> Walk<'i> {
     /// Replaces `input[start..end]` (a member name, found by
     /// [`member_start`](Self::member_start) and [`string_end`](Self::string_end)).
     pub fn replace_range(&mut self, start: usize, end: usize, text: String) {
-        self.edits.push(Edit { start, end, text });
+        self.edits.push(Edit {
+            start,
+            end,
+            text,
+            form: None,
+        });
     }
 
     /// Deletes the entries of a container (`raw`, an array or an object)
@@ -261,6 +303,7 @@ impl<'i> Walk<'i> {
                 start,
                 end,
                 text: text.to_owned(),
+                form: None,
             });
         }
     }

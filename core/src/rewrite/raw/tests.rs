@@ -507,3 +507,21 @@ fn a_kept_tape_is_read_afresh_by_the_next_walk_on_the_thread() {
         }
     }
 }
+
+#[test]
+fn a_mapping_is_reused_only_for_the_same_text_in_the_same_form() {
+    let doc = r#"{"a":"g.io/v1","b":"g.io/v1","c":"g.io\/v1","d":"g.io"}"#;
+    let (mut w, root) = Walk::parse(doc).unwrap();
+    let ms = w.members(root).unwrap().unwrap();
+    let [a, b, c, d] = ["a", "b", "c", "d"].map(|k| ms.get(k).unwrap());
+    assert_eq!(w.mapped_before(b, Form::ApiVersion), None);
+    w.replace_mapped(a, Form::ApiVersion, r#""h.io/v1""#.to_owned());
+    assert_eq!(w.mapped_before(b, Form::ApiVersion), Some(r#""h.io/v1""#));
+    // Another form, other bytes (an escape), another string: mapped afresh.
+    assert_eq!(w.mapped_before(b, Form::Group), None);
+    assert_eq!(w.mapped_before(c, Form::ApiVersion), None);
+    assert_eq!(w.mapped_before(d, Form::ApiVersion), None);
+    // A plain replacement is no mapping.
+    w.replace(d, r#""x""#.to_owned());
+    assert_eq!(w.mapped_before(d, Form::ApiVersion), None);
+}
