@@ -19,19 +19,7 @@ use serde::Deserialize;
 
 use super::error::RewriteError;
 use super::json::{name_column, JsonRewriter};
-use super::raw::special;
-
-/// The bytes that change an element's scan inside a container, outside a
-/// string: a quote and the brackets.
-static NESTING: [bool; 256] = {
-    let mut t = [false; 256];
-    t[b'"' as usize] = true;
-    t[b'{' as usize] = true;
-    t[b'}' as usize] = true;
-    t[b'[' as usize] = true;
-    t[b']' as usize] = true;
-    t
-};
+use split::State;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -150,7 +138,7 @@ impl ListStream {
                     }
                     out.append(&mut self.sep);
                     match renamed {
-                        Element::Renamed(r) => out.extend_from_slice(&r),
+                        Element::Renamed(r, kept) => out.extend_from_slice(&r[kept]),
                         _ => out.extend_from_slice(&elem),
                     }
                     self.kept_any = true;
@@ -346,79 +334,15 @@ impl ListStream {
     /// Scans the element being read from `scanned` on: one past its last
     /// byte (a scalar ends before its delimiter, which is scanned again
     /// between elements), or `None` when the buffer ends first (the
-    /// state is kept for the next chunk). A run at a time: inside a string
-    /// to its next quote or backslash, inside a container to its next
-    /// quote or bracket; byte by byte the scan cost 18 instructions a
-    /// byte of a list (docs/performance.md).
+    /// state is kept for the next chunk). See `split.rs`.
     fn element_end(&mut self) -> Option<usize> {
-        let buf = &self.buf[..];
-        let mut i = self.scanned;
-        let (mut depth, mut in_string, mut escaped) = (self.depth, self.in_string, self.escaped);
-        let end = loop {
-            if in_string {
-                if escaped {
-                    if i >= buf.len() {
-                        break None;
-                    }
-                    escaped = false;
-                    i += 1;
-                }
-                // Inline, eight bytes a step: most strings are shorter
-                // than `memchr2`'s call and set-up.
-                let k = special::<false>(buf, i);
-                match buf.get(k) {
-                    Some(b'\\') => {
-                        escaped = true;
-                        i = k + 1;
-                    }
-                    Some(_) => {
-                        in_string = false;
-                        i = k + 1;
-                        if depth == 0 {
-                            break Some(i);
-                        }
-                    }
-                    None => {
-                        i = buf.len();
-                        break None;
-                    }
-                }
-                continue;
-            }
-            if depth > 0 {
-                match buf
-                    .get(i..)
-                    .unwrap_or_default()
-                    .iter()
-                    .position(|&c| NESTING[usize::from(c)])
-                {
-                    Some(k) => i += k,
-                    None => {
-                        i = buf.len();
-                        break None;
-                    }
-                }
-            }
-            let Some(&c) = buf.get(i) else {
-                break None;
-            };
-            match c {
-                b'"' => in_string = true,
-                b'{' | b'[' => depth += 1,
-                b',' | b']' if depth == 0 => break Some(i),
-                _ if depth == 0 && c.is_ascii_whitespace() => break Some(i),
-                b'}' | b']' => {
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 {
-                        break Some(i + 1);
-                    }
-                }
-                _ => {}
-            }
-            i += 1;
+        let mut state = State {
+            depth: self.depth,
+            in_string: self.in_string,
+            escaped: self.escaped,
         };
-        self.scanned = i;
-        (self.depth, self.in_string, self.escaped) = (depth, in_string, escaped);
+        let end = split::element_end(&self.buf, &mut self.scanned, &mut state);
+        (self.depth, self.in_string, self.escaped) = (state.depth, state.in_string, state.escaped);
         end
     }
 
@@ -444,11 +368,15 @@ impl ListStream {
         Ok(match rw.rewrite_bytes_with(&doc, Some(hint), addressed)? {
             // The only element deleted: `[]`.
             Some(r) if r.len() == open.len() + 2 => Element::Dropped,
-            Some(mut r) => {
-                r.truncate(r.len() - 2);
-                r.drain(..open.len());
-                Element::Renamed(r)
-            }
+            // Sliced where it is copied out, not moved here.
+            Some(r) => match r.len().checked_sub(2).filter(|end| *end >= open.len()) {
+                Some(end) => Element::Renamed(r, open.len()..end),
+                None => {
+                    return Err(RewriteError::Malformed(
+                        "a renamed item lost the object it was renamed in".into(),
+                    ))
+                }
+            },
             None => Element::Same,
         })
     }
@@ -458,8 +386,9 @@ impl ListStream {
 enum Element {
     /// Unchanged: its bytes pass as they came.
     Same,
-    /// Renamed to these bytes.
-    Renamed(Vec<u8>),
+    /// Renamed: these bytes, of which the range is the element (the rest
+    /// the object it was renamed in).
+    Renamed(Vec<u8>, std::ops::Range<usize>),
     /// Dropped (a hidden object), with its separating comma.
     Dropped,
 }
@@ -480,5 +409,6 @@ pub fn rewrite_in_chunks(
     Ok(out)
 }
 
+mod split;
 #[cfg(test)]
 mod tests;

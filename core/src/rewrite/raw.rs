@@ -21,7 +21,7 @@ pub(crate) mod spare;
 mod tape;
 mod validate;
 use tape::{Container, Entry, Tape};
-pub(crate) use validate::special;
+pub(crate) use validate::{special, wide_supported};
 
 /// One replacement of `input[start..end]`; `form`: the form a string
 /// value was mapped in, when the edit is such a mapping (see

@@ -73,8 +73,9 @@ pub(crate) fn read_into<const RECORD: bool>(
     read.or_else(|Refused| refusal(text))
 }
 
-/// Whether [`read`] takes the wide reader on this CPU.
-#[cfg(test)]
+/// Whether [`read`] takes the wide reader on this CPU (the list split
+/// asks too).
+#[inline]
 pub(crate) fn wide_supported() -> bool {
     #[cfg(target_arch = "x86_64")]
     return wide::supported();
