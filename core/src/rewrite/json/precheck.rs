@@ -87,12 +87,17 @@ impl Precheck {
     /// Searches `body`.
     pub fn scan(&self, body: &[u8]) -> Seen {
         let mut seen = Seen {
-            found: crate::rewrite::raw::spare::occurrences(),
+            found: Vec::new(),
             kinds: false,
             hides: false,
         };
         let sorted = self.needles.each(body, |id, start, end| {
             if id < self.names {
+                if seen.found.capacity() == 0 {
+                    // The thread's kept list, only once a name is found:
+                    // a body without one never looks.
+                    seen.found = crate::rewrite::raw::spare::occurrences();
+                }
                 seen.found.push((start, end));
             } else if id < self.kinds {
                 seen.kinds = true;
