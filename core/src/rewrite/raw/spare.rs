@@ -14,9 +14,12 @@ use std::rc::Rc;
 use super::tape::Tape;
 use super::Edit;
 
-/// The most tape entries (20 bytes each) and edits a kept buffer may hold
-/// room for: a 2 KiB Deployment needs ~100 entries, a 100 KiB CRD ~5,000.
-const KEEP_ENTRIES: usize = 8192;
+/// The most tape entries (20 bytes each; containers 16) and edits a kept
+/// buffer may hold room for: a 2 KiB Deployment needs ~130 entries and
+/// the reader reserves a sixteenth of the body's bytes, so bodies up to
+/// ~64 KiB reuse the kept tape, which holds at most ~150 KB a thread (the
+/// runtime's workers: one a core).
+const KEEP_ENTRIES: usize = 4096;
 const KEEP_EDITS: usize = 256;
 
 struct Spare {
