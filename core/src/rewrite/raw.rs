@@ -468,31 +468,40 @@ impl<'i> Members<'i> {
     /// value.
     pub fn names_and_values(&self) -> impl Iterator<Item = (&[u8], Raw<'i>)> + '_ {
         let input = self.input;
-        self.tape
-            .entries_of(self.container)
-            .enumerate()
-            .map(move |(i, e)| {
-                let name = match &self.keys {
-                    Some(keys) => keys.get(i).map_or(&b""[..], |k| k.as_bytes()),
-                    None => &input.as_bytes()[e.key.0 as usize + 1..e.key.1 as usize - 1],
-                };
-                (name, value(input, e))
-            })
+        self.entries()
+            .map(move |(i, e)| (self.name_bytes(i, e), value(input, e)))
     }
 
     /// Each member's name and value.
     pub fn iter(&self) -> impl Iterator<Item = (Key<'_>, Raw<'i>)> + '_ {
         let input = self.input;
-        self.tape
-            .entries_of(self.container)
-            .enumerate()
-            .map(move |(i, e)| {
-                let name = match &self.keys {
-                    Some(keys) => keys.get(i).map_or("", |k| k.as_str()),
-                    None => &input[e.key.0 as usize + 1..e.key.1 as usize - 1],
-                };
-                (Key(Cow::Borrowed(name)), value(input, e))
-            })
+        self.entries()
+            .map(move |(i, e)| (Key(Cow::Borrowed(self.name(i, e))), value(input, e)))
+    }
+
+    /// Each member's tape entry, numbered.
+    #[inline]
+    fn entries(&self) -> std::iter::Enumerate<tape::Chain<'_>> {
+        self.tape.entries_of(self.container).enumerate()
+    }
+
+    /// The name of member `i`, entry `e`: decoded when the object has a
+    /// name with an escape, else its text between the quotes.
+    #[inline(always)]
+    fn name<'s>(&'s self, i: usize, e: &Entry) -> &'s str {
+        match &self.keys {
+            Some(keys) => keys.get(i).map_or("", |k| k.as_str()),
+            None => &self.input[e.key.0 as usize + 1..e.key.1 as usize - 1],
+        }
+    }
+
+    /// [`name`](Self::name) as bytes, sliced without a character check.
+    #[inline(always)]
+    fn name_bytes<'s>(&'s self, i: usize, e: &Entry) -> &'s [u8] {
+        match &self.keys {
+            Some(keys) => keys.get(i).map_or(&b""[..], |k| k.as_bytes()),
+            None => &self.input.as_bytes()[e.key.0 as usize + 1..e.key.1 as usize - 1],
+        }
     }
 }
 
