@@ -699,17 +699,18 @@ pub(crate) fn requirement_form(key: &str) -> Option<Form> {
 /// The type of an object from its members, `hint` standing in for those it
 /// lacks; a watch event (`type` and `object`, no kind) is a `WatchEvent`.
 fn type_of<'t>(ms: &Members<'t>, hint: Option<&TypeOf<'t>>) -> Result<TypeOf<'t>, RewriteError> {
-    let str_of = |k: &str| -> Result<Option<Cow<'t, str>>, RewriteError> {
-        Ok(match member(ms, k) {
+    let str_of = |v: Option<Raw<'t>>| -> Result<Option<Cow<'t, str>>, RewriteError> {
+        Ok(match v {
             Some(v) => ms.string(v)?,
             None => None,
         })
     };
+    let (api_version, kind) = ms.get_two("apiVersion", "kind");
     let ty = TypeOf {
-        api_version: str_of("apiVersion")?
+        api_version: str_of(api_version)?
             .or_else(|| hint.map(|h| h.api_version.clone()))
             .unwrap_or_default(),
-        kind: str_of("kind")?
+        kind: str_of(kind)?
             .or_else(|| hint.map(|h| h.kind.clone()))
             .unwrap_or_default(),
     };

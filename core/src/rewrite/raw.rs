@@ -434,6 +434,20 @@ impl<'i> Members<'i> {
         self.named(name).last()
     }
 
+    /// [`get`](Self::get) of two names in one pass over the members.
+    pub fn get_two(&self, a: &str, b: &str) -> (Option<Raw<'i>>, Option<Raw<'i>>) {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        let mut found = (None, None);
+        for (i, e) in self.entries() {
+            if self.is_named(i, e, a) {
+                found.0 = Some(value(self.input, e));
+            } else if self.is_named(i, e, b) {
+                found.1 = Some(value(self.input, e));
+            }
+        }
+        found
+    }
+
     /// The values of the members named `name`, in order (more than one
     /// only with duplicate names). Names are compared as bytes, and only
     /// the values found are sliced out of the input.

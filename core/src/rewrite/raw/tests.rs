@@ -525,3 +525,20 @@ fn a_mapping_is_reused_only_for_the_same_text_in_the_same_form() {
     w.replace(d, r#""x""#.to_owned());
     assert_eq!(w.mapped_before(d, Form::ApiVersion), None);
 }
+
+#[test]
+fn get_two_answers_as_two_gets_the_last_duplicate_winning() {
+    for doc in [
+        r#"{"kind":"A","x":1,"apiVersion":"v1","kind":"B"}"#,
+        r#"{"apiVersion":"v1"}"#,
+        r#"{"k\u0069nd":"C","apiVersion":"v2","apiVersion":"v3"}"#,
+        r#"{}"#,
+    ] {
+        let (mut w, root) = Walk::parse(doc).unwrap();
+        let ms = w.members(root).unwrap().unwrap();
+        let (a, k) = ms.get_two("apiVersion", "kind");
+        let text = |r: Option<Raw<'_>>| r.map(|r| r.get().to_owned());
+        assert_eq!(text(a), text(ms.get("apiVersion")), "{doc}");
+        assert_eq!(text(k), text(ms.get("kind")), "{doc}");
+    }
+}
