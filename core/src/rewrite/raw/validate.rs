@@ -127,6 +127,9 @@ fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8], tape: &mut Tape) -> Resu
         tape.containers.reserve(b.len() / 32 + 1);
     }
     let mut stack: Vec<Open> = Vec::with_capacity(16);
+    // Whether the innermost open container is an object; `None` outside
+    // any (kept here, not read off the stack, after every value).
+    let mut top: Option<bool> = None;
     // How many entries the innermost open container has so far.
     let mut count: u32 = 0;
     // The key of the member whose value comes next.
@@ -147,7 +150,7 @@ fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8], tape: &mut Tape) -> Resu
                 let object = *c == b'{';
                 // Its own entry in its parent, written now (document
                 // order) and completed when it closes.
-                let entry = if RECORD && !stack.is_empty() {
+                let entry = if RECORD && top.is_some() {
                     count += 1;
                     tape.entries.push(Entry {
                         key,
@@ -165,6 +168,7 @@ fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8], tape: &mut Tape) -> Resu
                     parent_count: count,
                     escaped: false,
                 });
+                top = Some(object);
                 count = 0;
                 if RECORD {
                     tape.containers.push(Container {
@@ -201,7 +205,7 @@ fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8], tape: &mut Tape) -> Resu
         // A scalar ends at `end`, or an empty container's closer is at `i`.
         match end {
             Some(end) => {
-                if RECORD && !stack.is_empty() {
+                if RECORD && top.is_some() {
                     count += 1;
                     let next = tape.entries.len() as u32 + 1;
                     tape.entries.push(Entry {
@@ -212,11 +216,14 @@ fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8], tape: &mut Tape) -> Resu
                 }
                 i = end;
             }
-            None => i = close::<RECORD>(i, &mut stack, &mut count, tape)?,
+            None => {
+                i = close::<RECORD>(i, &mut stack, &mut count, tape)?;
+                top = stack.last().map(|o| o.object);
+            }
         }
         // After a value: a comma and the next one, or closers.
         loop {
-            let Some(top) = stack.last() else {
+            let Some(object) = top else {
                 return if skip_ws(b, i) == b.len() {
                     tape.escapes = escapes;
                     Ok(())
@@ -224,7 +231,6 @@ fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8], tape: &mut Tape) -> Resu
                     Err(Refused)
                 };
             };
-            let object = top.object;
             i = skip_ws(b, i);
             match b.get(i) {
                 Some(b',') => {
@@ -241,6 +247,7 @@ fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8], tape: &mut Tape) -> Resu
                 _ => return Err(Refused),
             }
             i = close::<RECORD>(i, &mut stack, &mut count, tape)?;
+            top = stack.last().map(|o| o.object);
         }
     }
 }
