@@ -254,8 +254,13 @@ pub fn is_watch(path: &str, query: Option<&str>) -> bool {
     if query.is_some_and(query_says_watch) {
         return true;
     }
-    // Only a path with a `watch` segment can be a legacy watch.
-    if !path.contains("/watch") {
+    // Only a path with a `watch` segment can be a legacy watch. Its `w`s
+    // found by `memchr` (most paths have none), where `contains` sets up
+    // a substring searcher on every request.
+    let b = path.as_bytes();
+    if !memchr::memchr_iter(b'w', b)
+        .any(|i| i > 0 && b[i - 1] == b'/' && b[i..].starts_with(b"watch"))
+    {
         return false;
     }
     let mut segs = segments(path);

@@ -116,19 +116,30 @@ pub fn host_allowed(value: &str, allowed: &[String]) -> bool {
     // Bytes, not `str` searches: a `Host` is a few bytes, read on every
     // request, where `contains`/`rsplit_once` set up a searcher each.
     let b = value.as_bytes();
-    if b.contains(&b'@') {
-        return false;
-    }
     let host = if let Some(v6) = value.strip_prefix('[') {
+        if b.contains(&b'@') {
+            return false;
+        }
         match v6.split_once(']') {
             Some((h, rest)) if rest.is_empty() || is_port(rest) => h,
             _ => return false,
         }
     } else {
-        match b.iter().rposition(|&c| c == b':') {
-            Some(i) if !b[..i].contains(&b':') && is_port_number(&value[i + 1..]) => &value[..i],
-            Some(_) => return false,
-            None => value,
+        // One pass: an `@` refuses, a single `:` ends the name.
+        let (mut colons, mut last) = (0, 0);
+        for (i, &c) in b.iter().enumerate() {
+            if c == b'@' {
+                return false;
+            }
+            if c == b':' {
+                colons += 1;
+                last = i;
+            }
+        }
+        match colons {
+            0 => value,
+            1 if is_port_number(&value[last + 1..]) => &value[..last],
+            _ => return false,
         }
     };
     allowed

@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use http::{Request, Response};
@@ -20,7 +21,7 @@ use tokio::net::TcpStream;
 
 use super::access::{self, Access};
 use super::in_flight::ConnState;
-use super::lifecycle::{self, Serving};
+use super::lifecycle::Serving;
 use super::watchdog::{Expiry, Watchdog};
 use crate::body::Body;
 
@@ -151,7 +152,10 @@ pub async fn serve<I, H, Fut>(
 }
 
 /// Polls `conn` to its end; at shutdown or the watchdog's first call, asks
-/// it to close gracefully; at the watchdog's second, drops it.
+/// it to close gracefully; at the watchdog's second, drops it. Both reach
+/// it through the connection's [`ConnSignal`](super::conn_signal::ConnSignal)
+/// (shutdown by the watchdog, which wakes each connection): a poll reads
+/// two atomics besides the connection.
 async fn drive<C>(
     conn: C,
     graceful_shutdown: impl Fn(Pin<&mut C>),
@@ -162,32 +166,38 @@ async fn drive<C>(
     C: Future<Output = Result<(), hyper::Error>>,
 {
     tokio::pin!(conn);
-    let mut shutdown = serving.lifecycle.subscribe();
+    let shutting_down = serving.lifecycle.flag();
     let mut closing = false;
-    loop {
-        tokio::select! {
-            r = conn.as_mut() => {
-                if let Err(e) = r {
-                    tracing::debug!(%peer, "connection ended: {e}");
-                }
-                return;
+    let mut expirations = 0;
+    std::future::poll_fn(|cx| loop {
+        if let Poll::Ready(r) = conn.as_mut().poll(cx) {
+            if let Err(e) = r {
+                tracing::debug!(%peer, "connection ended: {e}");
             }
-            _ = lifecycle::fired(&mut shutdown), if !closing => {
-                graceful_shutdown(conn.as_mut());
-                closing = true;
-            }
-            _ = state.expired.notified() => {
-                let why = Expiry::describe(state.expiry.load(Ordering::Relaxed));
-                if closing {
-                    tracing::debug!(%peer, "{why}: not closed gracefully, dropped");
-                    return;
-                }
-                tracing::debug!(%peer, "{why}");
-                graceful_shutdown(conn.as_mut());
-                closing = true;
-            }
+            return Poll::Ready(());
         }
-    }
+        // Registered before reading what woke it: no wake-up is lost.
+        state.signal.register(cx.waker());
+        if !closing && shutting_down.load(Ordering::SeqCst) {
+            graceful_shutdown(conn.as_mut());
+            closing = true;
+            continue;
+        }
+        let n = state.signal.expirations();
+        if n == expirations {
+            return Poll::Pending;
+        }
+        expirations = n;
+        let why = Expiry::describe(state.expiry.load(Ordering::Relaxed));
+        if closing {
+            tracing::debug!(%peer, "{why}: not closed gracefully, dropped");
+            return Poll::Ready(());
+        }
+        tracing::debug!(%peer, "{why}");
+        graceful_shutdown(conn.as_mut());
+        closing = true;
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -36,8 +36,8 @@ pub struct ConnState {
     /// Why the watchdog asked it to close ([`Expiry`] as a number).
     pub(crate) expiry: AtomicU8,
     /// Woken by the watchdog: once to close gracefully, again to drop the
-    /// connection if it has not closed by then.
-    pub(crate) expired: tokio::sync::Notify,
+    /// connection if it has not closed by then; and at shutdown.
+    pub(crate) signal: super::conn_signal::ConnSignal,
     /// The listener's metrics (requests in flight).
     pub(crate) metrics: Arc<Metrics>,
 }
@@ -59,7 +59,7 @@ impl ConnState {
             opened: now,
             http2,
             expiry: AtomicU8::new(0),
-            expired: tokio::sync::Notify::new(),
+            signal: Default::default(),
             metrics,
         }
     }

@@ -10,6 +10,7 @@
 
 pub mod access;
 pub mod coarse_clock;
+pub(crate) mod conn_signal;
 pub mod connection;
 pub mod in_flight;
 pub mod lifecycle;
@@ -46,7 +47,7 @@ pub(crate) async fn accept_loop<F, Fut>(
     let slots = Arc::new(Semaphore::new(max));
     serving.lifecycle.register(slots.clone(), max as u32);
     let mut shutdown = serving.lifecycle.subscribe();
-    let watchdog = Watchdog::start(&serving.limits);
+    let watchdog = Watchdog::start(&serving.limits, &serving.lifecycle);
     let mut at_limit = false;
     loop {
         if slots.available_permits() == 0 {

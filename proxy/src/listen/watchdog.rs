@@ -29,6 +29,7 @@ use regroup_config::Limits;
 
 use super::coarse_clock::tick;
 use super::in_flight::ConnState;
+use super::lifecycle::{fired, Lifecycle};
 
 /// Why a connection is asked to close.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,22 +84,42 @@ pub struct Watchdog {
 
 impl Watchdog {
     /// Starts sweeping (on the current tokio runtime) until the watchdog
-    /// and every connection it watches are gone.
-    pub fn start(limits: &Limits) -> Arc<Watchdog> {
+    /// and every connection it watches are gone; wakes every connection
+    /// when `lifecycle`'s shutdown begins (each then reads its flag).
+    pub fn start(limits: &Limits, lifecycle: &Lifecycle) -> Arc<Watchdog> {
         let w = Arc::new(Watchdog::new(limits));
         tick();
         let weak: Weak<Watchdog> = Arc::downgrade(&w);
         let period = w.period();
+        let mut shutdown = lifecycle.subscribe();
         tokio::spawn(async move {
             let mut interval = tokio::time::interval(period);
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut stopping = false;
             loop {
-                interval.tick().await;
-                let Some(w) = weak.upgrade() else { return };
-                w.sweep(tick());
+                tokio::select! {
+                    _ = interval.tick() => {
+                        let Some(w) = weak.upgrade() else { return };
+                        w.sweep(tick());
+                    }
+                    _ = fired(&mut shutdown), if !stopping => {
+                        let Some(w) = weak.upgrade() else { return };
+                        w.wake_all();
+                        stopping = true;
+                    }
+                }
             }
         });
         w
+    }
+
+    /// Wakes every connection (shutdown began). One watched after this
+    /// reads the flag at its first poll: the flag was set before.
+    fn wake_all(&self) {
+        let conns = self.conns.lock().unwrap_or_else(|p| p.into_inner());
+        for c in conns.iter() {
+            c.signal.wake();
+        }
     }
 
     fn new(limits: &Limits) -> Watchdog {
@@ -134,7 +155,7 @@ impl Watchdog {
             }
             if let Some(why) = expiry(c, now, self.rules) {
                 c.expiry.store(why as u8, Ordering::Relaxed);
-                c.expired.notify_one();
+                c.signal.expire();
             }
             true
         });
@@ -216,8 +237,8 @@ mod tests {
         assert!(c.idle_ms(now_ms() + 5) <= 5);
     }
 
-    #[tokio::test]
-    async fn the_sweep_wakes_expired_connections_and_forgets_closed_ones() {
+    #[test]
+    fn the_sweep_wakes_expired_connections_and_forgets_closed_ones() {
         let w = Watchdog::new(&Limits::default());
         let (old, fresh, gone) = (conn(false, 0), conn(false, 0), conn(false, 0));
         fresh.requests.store(1, Ordering::SeqCst);
@@ -231,9 +252,8 @@ mod tests {
             2,
             "the dropped one forgotten"
         );
-        tokio::time::timeout(Duration::from_secs(5), old.expired.notified())
-            .await
-            .expect("woken");
+        assert_eq!(old.signal.expirations(), 1, "woken");
+        assert_eq!(fresh.signal.expirations(), 0);
         assert_eq!(old.expiry.load(Ordering::SeqCst), Expiry::NoRequest as u8);
         assert_eq!(fresh.expiry.load(Ordering::SeqCst), 0);
     }

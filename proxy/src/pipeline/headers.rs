@@ -24,19 +24,23 @@ pub(crate) static HOP_BY_HOP: [HeaderName; 7] = [
 ];
 
 pub(crate) fn is_hop_by_hop(name: &HeaderName) -> bool {
-    // One match on the (always lowercase) name: the compiler switches on
-    // its length first, where comparing with each of the seven reads the
-    // custom names' bytes.
-    matches!(
-        name.as_str(),
-        "connection"
-            | "keep-alive"
-            | "proxy-connection"
-            | "te"
-            | "trailer"
-            | "transfer-encoding"
-            | "upgrade"
-    )
+    hop_by_hop_index(name.as_str()).is_some()
+}
+
+/// Where a (lowercase) name is in [`HOP_BY_HOP`], if it is there. One
+/// match: the compiler switches on the length first, where comparing
+/// with each of the seven reads the custom names' bytes.
+pub(crate) fn hop_by_hop_index(name: &str) -> Option<u8> {
+    Some(match name {
+        "connection" => 0,
+        "keep-alive" => 1,
+        "proxy-connection" => 2,
+        "te" => 3,
+        "trailer" => 4,
+        "transfer-encoding" => 5,
+        "upgrade" => 6,
+        _ => return None,
+    })
 }
 
 /// A protocol upgrade (`Connection: upgrade` and `Upgrade`).
@@ -136,8 +140,9 @@ mod tests {
 
     #[test]
     fn the_hop_by_hop_match_is_the_list() {
-        for n in &HOP_BY_HOP {
+        for (i, n) in HOP_BY_HOP.iter().enumerate() {
             assert!(is_hop_by_hop(n), "{n}");
+            assert_eq!(hop_by_hop_index(n.as_str()), Some(i as u8), "{n}");
         }
         for n in [
             "content-type",

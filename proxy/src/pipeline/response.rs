@@ -26,8 +26,8 @@ pub(crate) async fn towards_caller(
     let (mut parts, body) = resp.into_parts();
     let seen = Seen::of(&parts.headers);
     let media = seen.media;
-    if seen.hop_by_hop {
-        response_headers::strip_hop_by_hop(&mut parts.headers);
+    if seen.hop_by_hop != 0 {
+        response_headers::strip_hop_by_hop(&mut parts.headers, seen.hop_by_hop);
     }
     if seen.renamed {
         response_headers::rename_back(fwd, &x.engine, &mut parts.headers);
@@ -108,8 +108,8 @@ struct Seen {
     unrenamable: bool,
     /// The first `Content-Encoding` is gzip.
     gzip: bool,
-    /// A hop-by-hop header to remove.
-    hop_by_hop: bool,
+    /// The hop-by-hop headers to remove (bit `i`: `HOP_BY_HOP[i]`).
+    hop_by_hop: u8,
     /// A `Warning` or `Location` (names groups: renamed).
     renamed: bool,
     /// An `ETag` (tagged).
@@ -120,7 +120,7 @@ impl Seen {
     fn of(h: &HeaderMap) -> Seen {
         let mut content_type = None;
         let mut encoding = None;
-        let (mut hop_by_hop, mut renamed, mut etag) = (false, false, false);
+        let (mut hop_by_hop, mut renamed, mut etag) = (0, false, false);
         for (name, value) in h {
             if name == header::CONTENT_TYPE {
                 content_type.get_or_insert(value);
@@ -130,8 +130,8 @@ impl Seen {
                 renamed = true;
             } else if name == header::ETAG {
                 etag = true;
-            } else if super::headers::is_hop_by_hop(name) {
-                hop_by_hop = true;
+            } else if let Some(i) = super::headers::hop_by_hop_index(name.as_str()) {
+                hop_by_hop |= 1 << i;
             }
         }
         let content_type = content_type.map(|v| v.to_str());
@@ -183,7 +183,7 @@ mod tests {
                 media: MediaType::Json,
                 unrenamable: false,
                 gzip: false,
-                hop_by_hop: false,
+                hop_by_hop: 0,
                 renamed: false,
                 etag: false,
             }
@@ -200,9 +200,9 @@ mod tests {
             ("content-encoding", "br"),
         ]);
         assert_eq!(s.media, MediaType::Unspecified);
-        assert!(s.hop_by_hop && s.renamed && s.etag && s.gzip);
+        assert!(s.hop_by_hop == 1 && s.renamed && s.etag && s.gzip);
         assert!(seen(&[("location", "/apis/x")]).renamed);
-        assert!(seen(&[("transfer-encoding", "chunked")]).hop_by_hop);
+        assert_eq!(seen(&[("transfer-encoding", "chunked")]).hop_by_hop, 1 << 5);
         // The first Content-Encoding decides, as a lookup by name did.
         assert!(!seen(&[("content-encoding", "br"), ("content-encoding", "gzip")]).gzip);
     }

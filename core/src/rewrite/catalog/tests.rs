@@ -173,3 +173,19 @@ fn the_place_tree_holds_each_place_at_the_end_of_its_path() {
         }
     }
 }
+
+#[test]
+fn every_group_of_the_resource_kinds_is_matched() {
+    for (g, r, k) in RESOURCE_KINDS {
+        assert!(in_resource_kinds(g), "{g}");
+        let first = RESOURCE_KINDS
+            .iter()
+            .find(|(g2, r2, _)| g2 == g && r2 == r)
+            .map(|(_, _, k)| *k);
+        assert_eq!(Catalog::kind_for_resource(g, r), first, "{g}/{r}/{k}");
+    }
+    assert_eq!(
+        Catalog::kind_for_resource("samplecontroller.k8s.io", "foos"),
+        None
+    );
+}
