@@ -200,23 +200,21 @@ impl<'i> Walk<'i> {
     }
 
     pub fn replace(&mut self, raw: Raw<'_>, text: String) {
-        let start = self.offset(raw);
-        self.edits.push(Edit {
-            start,
-            end: start + raw.get().len(),
-            text,
-            form: None,
-        });
+        self.push_edit(raw, text, None);
     }
 
     /// Replaces the string value `raw` by `text`, its mapping in `form`.
     pub fn replace_mapped(&mut self, raw: Raw<'_>, form: Form, text: String) {
+        self.push_edit(raw, text, Some(form));
+    }
+
+    fn push_edit(&mut self, raw: Raw<'_>, text: String, form: Option<Form>) {
         let start = self.offset(raw);
         self.edits.push(Edit {
             start,
             end: start + raw.get().len(),
             text,
-            form: Some(form),
+            form,
         });
     }
 
@@ -455,7 +453,7 @@ impl<'i> Members<'i> {
         Named {
             members: self,
             name: name.as_bytes(),
-            chain: self.tape.entries_of(self.container).enumerate(),
+            chain: self.entries(),
         }
     }
 

@@ -22,9 +22,9 @@ use super::tape::{Container, Entry, Tape};
 use super::MAX_DEPTH;
 use crate::rewrite::error::{malformed, RewriteError};
 
-/// A container being read: whether it is an object, its place in the tape's container list
-/// and its own entry's (in its parent), and how many entries its parent
-/// had before it.
+/// A container being read: whether it is an object, its place in the
+/// tape's container list and its own entry's (in its parent), and how
+/// many entries its parent had before it.
 struct Open {
     object: bool,
     index: u32,
