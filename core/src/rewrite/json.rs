@@ -18,7 +18,7 @@ use serde_json::Value as Json;
 
 use super::catalog::{self, Catalog, RefMembers, Slot};
 use super::names::NameIndex;
-use super::raw::{member, plain_or_string, quote, quote_owned, string, Members, Walk};
+use super::raw::{member, plain_or_string, quote, string, Members, Walk};
 use precheck::Precheck;
 
 pub(crate) use super::error::malformed;
@@ -518,7 +518,7 @@ impl<'a> JsonRewriter<'a> {
                     return Ok(());
                 };
                 if let Some(mapped) = short_form(self.map, form, &s, self.dir)? {
-                    w.replace(raw, quote(&mapped));
+                    w.replace_quoted(raw, None, &mapped);
                 }
                 Ok(())
             }
@@ -601,7 +601,7 @@ impl<'a> JsonRewriter<'a> {
                 .member_start(v)
                 .ok_or_else(|| malformed("a member name not found before its value"))?;
             let end = w.string_end(start);
-            w.replace_range(start, end, quote(&mapped));
+            w.replace_range(start, end, &quote(&mapped));
         }
         Ok(())
     }
@@ -612,14 +612,13 @@ impl<'a> JsonRewriter<'a> {
         };
         if matches!(form, Form::MetadataKey | Form::LabelSelector | Form::Cel) {
             if let Some(mapped) = self.metadata_value(form, &s)? {
-                w.replace(raw, quote(&mapped));
+                w.replace_quoted(raw, None, &mapped);
             }
             return Ok(());
         }
         check_generate_name(self.map, form, &s, self.dir)?;
         if let Some(text) = w.mapped_before(raw, form) {
-            let text = text.to_owned();
-            w.replace_mapped(raw, form, text);
+            w.replace_again(raw, form, text);
             return Ok(());
         }
         let Some(mapped) = self.map.map(form, &s, self.dir) else {
@@ -631,7 +630,7 @@ impl<'a> JsonRewriter<'a> {
                 to: mapped,
             });
         }
-        w.replace_mapped(raw, form, quote_owned(mapped));
+        w.replace_quoted(raw, Some(form), &mapped);
         Ok(())
     }
 }

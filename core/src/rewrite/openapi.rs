@@ -135,12 +135,7 @@ impl<'a> OpenApiRewriter<'a> {
             }
             if let (Some(s), Some(new)) = (start, rename(self, key)) {
                 let key_end = w.string_end(s);
-                w.edits.push(super::raw::Edit {
-                    start: s,
-                    end: key_end,
-                    text: quote(&new),
-                    form: None,
-                });
+                w.replace_range(s, key_end, &quote(&new));
             }
             self.generic(w, v)?;
         }
@@ -166,7 +161,7 @@ impl<'a> OpenApiRewriter<'a> {
             keep.push(!drop);
             if !drop {
                 if let Some(m) = self.map.map_api_path(&p, self.dir) {
-                    w.replace(e, quote(&m));
+                    w.replace_quoted(e, None, &m);
                 }
             }
         }
@@ -186,7 +181,7 @@ impl<'a> OpenApiRewriter<'a> {
                     REF => {
                         if let Some(r) = string(c)? {
                             if let Some(m) = self.map_ref(&r) {
-                                w.replace(c, quote(&m));
+                                w.replace_quoted(c, None, &m);
                             }
                         }
                     }
@@ -203,7 +198,7 @@ impl<'a> OpenApiRewriter<'a> {
                                         if let Some(m) = string(gv)?
                                             .and_then(|g| self.map.map_group(&g, self.dir))
                                         {
-                                            w.replace(gv, quote(&m));
+                                            w.replace_quoted(gv, None, &m);
                                         }
                                     }
                                 }
@@ -221,7 +216,7 @@ impl<'a> OpenApiRewriter<'a> {
                                 url.insert_str(end, &self.hash_tag);
                             }
                             if url != u.as_ref() {
-                                w.replace(c, quote(&url));
+                                w.replace_quoted(c, None, &url);
                             }
                         }
                     }

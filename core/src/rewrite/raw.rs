@@ -23,13 +23,16 @@ mod validate;
 use tape::{Container, Entry, Tape};
 pub(crate) use validate::{special, wide_supported};
 
-/// One replacement of `input[start..end]`; `form`: the form a string
-/// value was mapped in, when the edit is such a mapping (see
-/// [`Walk::mapped_before`]).
+/// One replacement of `input[start..end]` by `texts[text.0..text.1]` of
+/// its walk (every edit's text is written into one buffer, [`Walk::texts`],
+/// so an edit allocates nothing and a repeated mapping shares its text);
+/// `form`: the form a string value was mapped in, when the edit is such a
+/// mapping (see [`Walk::mapped_before`]).
+#[derive(Clone, Copy)]
 pub(crate) struct Edit {
     pub start: usize,
     pub end: usize,
-    pub text: String,
+    pub text: (usize, usize),
     pub form: Option<Form>,
 }
 
@@ -44,7 +47,9 @@ type ByOffset<V> = foldhash::HashMap<usize, V>;
 /// so visiting one many times (places and the heuristic do) costs a lookup.
 pub(crate) struct Walk<'i> {
     pub input: &'i str,
-    pub edits: Vec<Edit>,
+    edits: Vec<Edit>,
+    /// The edits' replacement texts, one after another.
+    texts: String,
     /// Where an object's places end (see `JsonRewriter::places_in`): one
     /// buffer lent to each object in turn, instead of one per object.
     pub found: Vec<(usize, Raw<'i>)>,
@@ -96,9 +101,10 @@ impl<'i> Walk<'i> {
             // A walk is started only where a mapped name shows: it
             // usually edits, and a few edits fit without regrowing.
             edits: spare::edits(),
+            texts: spare::texts(),
             // Likewise the places found in an object (grown from empty,
             // −300 instructions a rename of the Foo).
-            found: Vec::with_capacity(8),
+            found: spare::found(),
             tape: None,
             levels: ByOffset::default(),
             whole_tape_max: WHOLE_TAPE_MAX,
@@ -199,16 +205,36 @@ impl<'i> Walk<'i> {
         raw.get().as_ptr() as usize - self.input.as_ptr() as usize
     }
 
-    pub fn replace(&mut self, raw: Raw<'_>, text: String) {
-        self.push_edit(raw, text, None);
+    /// Replaces the value `raw` by `text`.
+    pub fn replace(&mut self, raw: Raw<'_>, text: &str) {
+        let start = self.offset(raw);
+        self.replace_range(start, start + raw.get().len(), text);
     }
 
-    /// Replaces the string value `raw` by `text`, its mapping in `form`.
-    pub fn replace_mapped(&mut self, raw: Raw<'_>, form: Form, text: String) {
+    /// Replaces the string value `raw` by `mapped` (unquoted) as a JSON
+    /// string, `mapped` being its mapping in `form` (`None`: not a
+    /// mapping [`mapped_before`](Self::mapped_before) may reuse).
+    pub fn replace_quoted(&mut self, raw: Raw<'_>, form: Option<Form>, mapped: &str) {
+        let from = self.texts.len();
+        if needs_escape(mapped) {
+            self.texts
+                .push_str(&serde_json::to_string(mapped).expect("strings serialize"));
+        } else {
+            self.texts.push('"');
+            self.texts.push_str(mapped);
+            self.texts.push('"');
+        }
+        self.push_edit(raw, (from, self.texts.len()), form);
+    }
+
+    /// Replaces the string value `raw` by the text of an earlier edit
+    /// that mapped the same string in `form` (from
+    /// [`mapped_before`](Self::mapped_before)): the text is shared.
+    pub fn replace_again(&mut self, raw: Raw<'_>, form: Form, text: (usize, usize)) {
         self.push_edit(raw, text, Some(form));
     }
 
-    fn push_edit(&mut self, raw: Raw<'_>, text: String, form: Option<Form>) {
+    fn push_edit(&mut self, raw: Raw<'_>, text: (usize, usize), form: Option<Form>) {
         let start = self.offset(raw);
         self.edits.push(Edit {
             start,
@@ -219,11 +245,12 @@ impl<'i> Walk<'i> {
     }
 
     /// The text of one of the last few edits that mapped the same string
-    /// as `raw` in `form`: one walk maps with one rule set in one
-    /// direction, so the same string maps the same way again (an object's
-    /// `apiVersion` and its managed fields' repeat it). Only a few are
-    /// looked at; a miss costs only a second mapping.
-    pub fn mapped_before(&self, raw: Raw<'_>, form: Form) -> Option<&str> {
+    /// as `raw` in `form` (its place in [`texts`](Self::texts)): one walk
+    /// maps with one rule set in one direction, so the same string maps
+    /// the same way again (an object's `apiVersion` and its managed
+    /// fields' repeat it). Only a few are looked at; a miss costs only a
+    /// second mapping.
+    pub fn mapped_before(&self, raw: Raw<'_>, form: Form) -> Option<(usize, usize)> {
         let text = raw.get().as_bytes();
         let input = self.input.as_bytes();
         self.edits
@@ -235,7 +262,7 @@ impl<'i> Walk<'i> {
                     && e.end - e.start == text.len()
                     && input.get(e.start..e.end) == Some(text)
             })
-            .map(|e| e.text.as_str())
+            .map(|e| e.text)
     }
 
     /// True when one of the last few edits replaces exactly `raw`: the
@@ -255,11 +282,13 @@ impl<'i> Walk<'i> {
 
     /// Replaces `input[start..end]` (a member name, found by
     /// [`member_start`](Self::member_start) and [`string_end`](Self::string_end)).
-    pub fn replace_range(&mut self, start: usize, end: usize, text: String) {
+    pub fn replace_range(&mut self, start: usize, end: usize, text: &str) {
+        let from = self.texts.len();
+        self.texts.push_str(text);
         self.edits.push(Edit {
             start,
             end,
-            text,
+            text: (from, self.texts.len()),
             form: None,
         });
     }
@@ -297,12 +326,7 @@ impl<'i> Walk<'i> {
             _ => deletions.push((content.0, content.1, "")),
         }
         for (start, end, text) in deletions {
-            self.edits.push(Edit {
-                start,
-                end,
-                text: text.to_owned(),
-                form: None,
-            });
+            self.replace_range(start, end, text);
         }
     }
 
@@ -368,7 +392,7 @@ impl<'i> Walk<'i> {
                 continue;
             }
             out.push_str(&self.input[cursor..e.start]);
-            out.push_str(&e.text);
+            out.push_str(&self.texts[e.text.0..e.text.1]);
             cursor = e.end;
         }
         out.push_str(&self.input[cursor..]);
@@ -381,7 +405,11 @@ impl Drop for Walk<'_> {
         if let Some(tape) = self.tape.take() {
             spare::keep_tape(tape);
         }
-        spare::keep_edits(std::mem::take(&mut self.edits));
+        spare::keep_edits(
+            std::mem::take(&mut self.edits),
+            std::mem::take(&mut self.texts),
+            std::mem::take(&mut self.found),
+        );
         if let Some(found) = self.occurrences.take() {
             spare::keep_occurrences(found);
         }
@@ -664,16 +692,6 @@ pub(crate) fn quote(s: &str) -> String {
     out.push_str(s);
     out.push('"');
     out
-}
-
-/// [`quote`], reusing `s` (the mappers leave room for the two quotes).
-pub(crate) fn quote_owned(mut s: String) -> String {
-    if needs_escape(&s) {
-        return serde_json::to_string(&s).expect("strings serialize");
-    }
-    s.insert(0, '"');
-    s.push('"');
-    s
 }
 
 /// True when `s` holds a byte JSON escapes: a quote, a backslash or a

@@ -11,7 +11,7 @@ use regroup_config::Form;
 use super::{JsonRewriter, TypeOf};
 use crate::rewrite::catalog::Slot;
 use crate::rewrite::error::RewriteError;
-use crate::rewrite::raw::{quote, string, Walk};
+use crate::rewrite::raw::{string, Walk};
 use crate::rewrite::tally;
 
 impl JsonRewriter<'_> {
@@ -70,7 +70,7 @@ impl JsonRewriter<'_> {
             return Ok(());
         };
         if let Some(new_text) = self.rename_object_text(&text)? {
-            w.replace(raw, quote(&new_text));
+            w.replace_quoted(raw, None, &new_text);
         }
         Ok(())
     }
@@ -88,7 +88,7 @@ impl JsonRewriter<'_> {
         };
         let path = FieldPath::parse(inner).expect("catalog sub-paths are valid");
         if let Some(new_text) = self.rename_embedded(&text, &path, form)? {
-            w.replace(raw, quote(&new_text));
+            w.replace_quoted(raw, None, &new_text);
         }
         Ok(())
     }

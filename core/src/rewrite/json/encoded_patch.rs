@@ -10,7 +10,7 @@ use regroup_config::Direction;
 
 use super::{json_patch, JsonRewriter};
 use crate::rewrite::error::RewriteError;
-use crate::rewrite::raw::{quote, string, Walk};
+use crate::rewrite::raw::{string, Walk};
 
 impl JsonRewriter<'_> {
     /// Renames the base64 JSON Patch at `raw`, a patch of an object of the
@@ -44,7 +44,7 @@ impl JsonRewriter<'_> {
         };
         if let Some(renamed) = json_patch::rewrite(self, &patch, &api_version, kind)? {
             let encoded = base64::engine::general_purpose::STANDARD.encode(renamed);
-            w.replace(raw, quote(&encoded));
+            w.replace_quoted(raw, None, &encoded);
         }
         Ok(())
     }

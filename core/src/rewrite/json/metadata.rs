@@ -40,7 +40,7 @@ impl JsonRewriter<'_> {
             .member_start(v)
             .ok_or_else(|| super::malformed("a member name not found before its value"))?;
         let end = w.string_end(start);
-        w.replace_range(start, end, quote(to));
+        w.replace_range(start, end, &quote(to));
         Ok(())
     }
 
@@ -55,7 +55,7 @@ impl JsonRewriter<'_> {
         for (key, v) in ms.iter() {
             if let Some(value) = string(v)? {
                 if let Some(mapped) = meta.map_value(&key.0, &value, self.dir) {
-                    w.replace(v, quote(&mapped));
+                    w.replace_quoted(v, None, &mapped);
                 }
             }
             if let Some(mapped) = meta.map_key(&key.0, self.dir) {
@@ -112,14 +112,14 @@ impl JsonRewriter<'_> {
                 for e in es.iter() {
                     if let Some(v) = string(e)? {
                         if let Some(mapped) = meta.map_value(&name, &v, self.dir) {
-                            w.replace(e, quote(&mapped));
+                            w.replace_quoted(e, None, &mapped);
                         }
                     }
                 }
             }
         }
         if let Some(mapped) = meta.map_key(&name, self.dir) {
-            w.replace(k, quote(&checked_key(&name, mapped)?));
+            w.replace_quoted(k, None, &checked_key(&name, mapped)?);
         }
         Ok(())
     }

@@ -8,7 +8,7 @@ use crate::rewrite::raw::Raw;
 use super::JsonRewriter;
 use crate::rewrite::catalog::Catalog;
 use crate::rewrite::error::RewriteError;
-use crate::rewrite::raw::{quote_owned, Members, Walk};
+use crate::rewrite::raw::{Members, Walk};
 
 impl JsonRewriter<'_> {
     /// The heuristic: string values of keys named `apiGroup`/`apiVersion`
@@ -65,7 +65,7 @@ impl JsonRewriter<'_> {
                     _ => None,
                 };
                 match mapped {
-                    Some(m) => w.replace(child, quote_owned(m)),
+                    Some(m) => w.replace_quoted(child, None, &m),
                     // Only containers hold keys.
                     None if is_container(child) => {
                         self.reference_keys(w, child, kind, Some(k), depth + 1, embedded, None)?

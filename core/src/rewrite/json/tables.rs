@@ -299,7 +299,7 @@ impl JsonRewriter<'_> {
         if let Some(mapped) = self.map.map(form, name, self.dir) {
             let json =
                 serde_json::to_string(&format!("{kind}/{mapped}")).expect("strings serialize");
-            w.replace(cell, json);
+            w.replace(cell, &json);
         }
         Ok(())
     }

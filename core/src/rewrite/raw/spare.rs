@@ -1,7 +1,8 @@
 //! The buffers of a finished walk, kept for the next walk on the same
 //! thread: a renamed body's walk would otherwise allocate and free its
-//! tape, its two lists, its edits and the pre-check's occurrences each
-//! time (a list renames item by item, so each item's walk did).
+//! tape, its two lists, its edits and their texts, the places found in
+//! an object and the pre-check's occurrences each time (a list renames
+//! item by item, so each item's walk did).
 //!
 //! Only buffers of an ordinary object's size are kept, so a thread holds
 //! a few kilobytes at most after a large body. A walk is made and
@@ -12,7 +13,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::tape::Tape;
-use super::Edit;
+use super::{Edit, Raw};
 
 /// The most tape entries (20 bytes each; containers 16) and edits a kept
 /// buffer may hold room for: a 2 KiB Deployment needs ~130 entries and
@@ -21,10 +22,15 @@ use super::Edit;
 /// runtime's workers: one a core).
 const KEEP_ENTRIES: usize = 4096;
 const KEEP_EDITS: usize = 256;
+/// The most bytes of edit texts kept: 256 edits of a long group name.
+const KEEP_TEXTS: usize = 16 << 10;
 
 struct Spare {
     tape: Option<Rc<Tape>>,
     edits: Vec<Edit>,
+    texts: String,
+    /// Held without a lifetime: always empty when kept (see [`found`]).
+    found: Vec<(usize, Raw<'static>)>,
     occurrences: Vec<(usize, usize)>,
 }
 
@@ -33,6 +39,8 @@ thread_local! {
         RefCell::new(Spare {
             tape: None,
             edits: Vec::new(),
+            texts: String::new(),
+            found: Vec::new(),
             occurrences: Vec::new(),
         })
     };
@@ -66,11 +74,43 @@ pub(super) fn edits() -> Vec<Edit> {
     }
 }
 
-pub(super) fn keep_edits(mut edits: Vec<Edit>) {
-    if edits.capacity() <= KEEP_EDITS {
-        edits.clear();
-        SPARE.with_borrow_mut(|s| s.edits = edits);
+/// An empty buffer for the edits' texts.
+pub(super) fn texts() -> String {
+    SPARE.with_borrow_mut(|s| std::mem::take(&mut s.texts))
+}
+
+/// An empty list for the places found in an object, with room for a few.
+pub(super) fn found<'i>() -> Vec<(usize, Raw<'i>)> {
+    let kept = SPARE.with_borrow_mut(|s| std::mem::take(&mut s.found));
+    if kept.capacity() == 0 {
+        return Vec::with_capacity(8);
     }
+    // An empty list holds no value of any input: only its buffer is
+    // reused (`Raw` is a slice whatever its lifetime, so the layout is
+    // the same).
+    kept.into_iter().map(|_| unreachable!()).collect()
+}
+
+/// Keeps a finished walk's edits, their texts and its list of places.
+pub(super) fn keep_edits(
+    mut edits: Vec<Edit>,
+    mut texts: String,
+    mut found: Vec<(usize, Raw<'_>)>,
+) {
+    SPARE.with_borrow_mut(|s| {
+        if edits.capacity() <= KEEP_EDITS {
+            edits.clear();
+            s.edits = edits;
+        }
+        if texts.capacity() <= KEEP_TEXTS {
+            texts.clear();
+            s.texts = texts;
+        }
+        if found.capacity() <= KEEP_EDITS {
+            found.clear();
+            s.found = found.into_iter().map(|_| unreachable!()).collect();
+        }
+    });
 }
 
 /// An empty list for the pre-check's occurrences of names.

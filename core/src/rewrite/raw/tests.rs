@@ -384,8 +384,15 @@ mod generated {
 }
 
 mod quoting {
-    use super::super::{quote, quote_owned};
+    use super::super::{quote, Walk};
     use proptest::prelude::*;
+
+    /// `s` written by [`Walk::replace_quoted`] over a one-string document.
+    fn replaced(s: &str) -> String {
+        let (mut w, root) = Walk::parse("\"x\"").unwrap();
+        w.replace_quoted(root, None, s);
+        w.finish().unwrap()
+    }
 
     #[test]
     fn names_and_strings_needing_escapes_are_quoted_as_serde_json_quotes_them() {
@@ -399,7 +406,7 @@ mod quoting {
             "\u{7f}é",
         ] {
             assert_eq!(quote(s), serde_json::to_string(s).unwrap(), "{s:?}");
-            assert_eq!(quote_owned(s.to_owned()), quote(s), "{s:?}");
+            assert_eq!(replaced(s), quote(s), "{s:?}");
         }
     }
 
@@ -407,7 +414,7 @@ mod quoting {
         #[test]
         fn any_string_is_quoted_as_serde_json_quotes_it(s in any::<String>()) {
             prop_assert_eq!(quote(&s), serde_json::to_string(&s).unwrap());
-            prop_assert_eq!(quote_owned(s.clone()), quote(&s));
+            prop_assert_eq!(replaced(&s), quote(&s));
         }
     }
 }
@@ -515,14 +522,25 @@ fn a_mapping_is_reused_only_for_the_same_text_in_the_same_form() {
     let ms = w.members(root).unwrap().unwrap();
     let [a, b, c, d] = ["a", "b", "c", "d"].map(|k| ms.get(k).unwrap());
     assert_eq!(w.mapped_before(b, Form::ApiVersion), None);
-    w.replace_mapped(a, Form::ApiVersion, r#""h.io/v1""#.to_owned());
-    assert_eq!(w.mapped_before(b, Form::ApiVersion), Some(r#""h.io/v1""#));
+    w.replace_quoted(a, Some(Form::ApiVersion), "h.io/v1");
+    let text = w.mapped_before(b, Form::ApiVersion).unwrap();
+    // The earlier edit's text is shared, and the result has it twice.
+    w.replace_again(b, Form::ApiVersion, text);
+    assert_eq!(
+        w.finish().unwrap(),
+        r#"{"a":"h.io/v1","b":"h.io/v1","c":"g.io\/v1","d":"g.io"}"#
+    );
+    let (mut w, root) = Walk::parse(doc).unwrap();
+    let ms = w.members(root).unwrap().unwrap();
+    let [a, b, c, d] = ["a", "b", "c", "d"].map(|k| ms.get(k).unwrap());
+    w.replace_quoted(a, Some(Form::ApiVersion), "h.io/v1");
+    assert!(w.mapped_before(b, Form::ApiVersion).is_some());
     // Another form, other bytes (an escape), another string: mapped afresh.
     assert_eq!(w.mapped_before(b, Form::Group), None);
     assert_eq!(w.mapped_before(c, Form::ApiVersion), None);
     assert_eq!(w.mapped_before(d, Form::ApiVersion), None);
     // A plain replacement is no mapping.
-    w.replace(d, r#""x""#.to_owned());
+    w.replace(d, r#""x""#);
     assert_eq!(w.mapped_before(d, Form::ApiVersion), None);
 }
 

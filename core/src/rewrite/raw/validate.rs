@@ -18,6 +18,8 @@
 //! `false`, `null`; no trailing comma; nothing after the value but
 //! whitespace.
 
+use std::cell::Cell;
+
 use super::tape::{Container, Entry, Tape};
 use super::MAX_DEPTH;
 use crate::rewrite::error::{malformed, RewriteError};
@@ -61,16 +63,25 @@ pub(crate) fn read_into<const RECORD: bool>(
         return Err(malformed("a JSON body over 4 GiB"));
     }
     let b = text.as_bytes();
+    let mut stack = STACK.take();
     #[cfg(target_arch = "x86_64")]
     let read = if wide::supported() {
         // SAFETY: `supported()` found AVX2.
-        unsafe { wide::scan::<RECORD>(b, tape) }
+        unsafe { wide::scan::<RECORD>(b, tape, &mut stack) }
     } else {
-        scan::<RECORD, false>(b, tape)
+        scan::<RECORD, false>(b, tape, &mut stack)
     };
     #[cfg(not(target_arch = "x86_64"))]
-    let read = scan::<RECORD, false>(b, tape);
+    let read = scan::<RECORD, false>(b, tape, &mut stack);
+    STACK.set(stack);
     read.or_else(|Refused| refusal(text))
+}
+
+thread_local! {
+    /// The reader's stack of open containers, kept for the thread's next
+    /// read (at most [`MAX_DEPTH`] deep, a few KB): one allocation less
+    /// a body.
+    static STACK: Cell<Vec<Open>> = const { Cell::new(Vec::new()) };
 }
 
 /// Whether [`read`] takes the wide reader on this CPU (the list split
@@ -87,7 +98,8 @@ pub(crate) fn wide_supported() -> bool {
 /// wide reader is tested against.
 pub(crate) fn read_narrow<const RECORD: bool>(text: &str) -> Result<Tape, RewriteError> {
     let mut tape = Tape::with_capacity(0, 0);
-    scan::<RECORD, false>(text.as_bytes(), &mut tape).or_else(|Refused| refusal(text))?;
+    scan::<RECORD, false>(text.as_bytes(), &mut tape, &mut Vec::new())
+        .or_else(|Refused| refusal(text))?;
     Ok(tape)
 }
 
@@ -116,7 +128,11 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
 /// The reader; `WIDE` finds strings' ends 32 bytes at a time (AVX2: only
 /// inside [`wide::scan`]), otherwise eight.
 #[inline(always)]
-fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8], tape: &mut Tape) -> Result<(), Refused> {
+fn scan<const RECORD: bool, const WIDE: bool>(
+    b: &[u8],
+    tape: &mut Tape,
+    stack: &mut Vec<Open>,
+) -> Result<(), Refused> {
     tape.entries.clear();
     tape.containers.clear();
     if RECORD {
@@ -126,7 +142,8 @@ fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8], tape: &mut Tape) -> Resu
         tape.entries.reserve(b.len() / 16);
         tape.containers.reserve(b.len() / 32 + 1);
     }
-    let mut stack: Vec<Open> = Vec::with_capacity(16);
+    stack.clear();
+    stack.reserve(16);
     // Whether the innermost open container is an object; `None` outside
     // any (kept here, not read off the stack, after every value).
     let mut top: Option<bool> = None;
@@ -186,7 +203,7 @@ fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8], tape: &mut Tape) -> Resu
                     None
                 } else {
                     if object {
-                        i = member_key::<WIDE>(b, i, &mut key, &mut stack, &mut escapes)?;
+                        i = member_key::<WIDE>(b, i, &mut key, stack, &mut escapes)?;
                     }
                     continue 'value;
                 }
@@ -217,7 +234,7 @@ fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8], tape: &mut Tape) -> Resu
                 i = end;
             }
             None => {
-                i = close::<RECORD>(i, &mut stack, &mut count, tape)?;
+                i = close::<RECORD>(i, stack, &mut count, tape)?;
                 top = stack.last().map(|o| o.object);
             }
         }
@@ -236,7 +253,7 @@ fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8], tape: &mut Tape) -> Resu
                 Some(b',') => {
                     i = skip_ws(b, i + 1);
                     if object {
-                        i = member_key::<WIDE>(b, i, &mut key, &mut stack, &mut escapes)?;
+                        i = member_key::<WIDE>(b, i, &mut key, stack, &mut escapes)?;
                     } else {
                         key = NO_KEY;
                     }
@@ -246,7 +263,7 @@ fn scan<const RECORD: bool, const WIDE: bool>(b: &[u8], tape: &mut Tape) -> Resu
                 Some(b']') if !object => {}
                 _ => return Err(Refused),
             }
-            i = close::<RECORD>(i, &mut stack, &mut count, tape)?;
+            i = close::<RECORD>(i, stack, &mut count, tape)?;
             top = stack.last().map(|o| o.object);
         }
     }
@@ -394,15 +411,19 @@ pub(crate) fn special<const CONTROL: bool>(b: &[u8], mut j: usize) -> usize {
 mod wide {
     use std::arch::x86_64::*;
 
-    use super::{Refused, Tape};
+    use super::{Open, Refused, Tape};
 
     pub(super) fn supported() -> bool {
         std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("bmi1")
     }
 
     #[target_feature(enable = "avx2,bmi1")]
-    pub(super) fn scan<const RECORD: bool>(b: &[u8], tape: &mut Tape) -> Result<(), Refused> {
-        super::scan::<RECORD, true>(b, tape)
+    pub(super) fn scan<const RECORD: bool>(
+        b: &[u8],
+        tape: &mut Tape,
+        stack: &mut Vec<Open>,
+    ) -> Result<(), Refused> {
+        super::scan::<RECORD, true>(b, tape, stack)
     }
 
     /// [`super::special`] 32 bytes at a time while 32 remain. Called only
