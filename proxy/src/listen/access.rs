@@ -142,9 +142,11 @@ pub fn host_allowed(value: &str, allowed: &[String]) -> bool {
             _ => return false,
         }
     };
-    allowed
-        .iter()
-        .any(|a| a.len() == host.len() && a.eq_ignore_ascii_case(host))
+    // Most callers write the name as configured: one byte comparison
+    // before the case-insensitive one, which lowers each byte.
+    allowed.iter().any(|a| {
+        a.len() == host.len() && (a.as_bytes() == host.as_bytes() || a.eq_ignore_ascii_case(host))
+    })
 }
 
 fn is_port(s: &str) -> bool {

@@ -73,9 +73,11 @@ impl Proxy {
         peer: Option<Arc<Vec<CertificateDer<'static>>>>,
         started: Instant,
     ) -> Response<Body> {
-        // Shares the request's bytes: no copy of the path.
-        let uri = req.uri().clone();
-        let info = Arc::new(RequestInfo::parse(uri.path(), uri.query()));
+        // Shares the request's bytes: no copy of the path. Only the path
+        // and query are kept (what `Uri::path` reads), not the whole URI.
+        let pq = req.uri().path_and_query().cloned();
+        let (path, query) = pq.as_ref().map_or(("", None), |pq| (pq.path(), pq.query()));
+        let info = Arc::new(RequestInfo::parse(path, query));
         let mut ctx = Ctx::new(info.clone());
         // On arrival: the hooks that admit callers (the front's identity).
         let admitted = match pipeline::hook_calls::admit(
@@ -102,7 +104,7 @@ impl Proxy {
         let result = pipeline::forward(&self.fwd, self.live.load(), req, ctx).await;
         self.fwd
             .responder()
-            .answer(&method, uri.path(), &info, started, result)
+            .answer(&method, path, &info, started, result)
     }
 }
 

@@ -125,7 +125,11 @@ impl Precheck {
     pub fn has_escape(&self, body: &[u8]) -> bool {
         match &self.layout {
             Layout::Names => false,
-            Layout::All { escape } => escape.find(body).is_some(),
+            // Most bodies hold no backslash at all: one byte search (about
+            // half the instructions of the pair search) answers for them.
+            Layout::All { escape } => {
+                memchr::memchr(b'\\', body).is_some() && escape.find(body).is_some()
+            }
         }
     }
 
