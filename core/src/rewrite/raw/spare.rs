@@ -86,8 +86,9 @@ pub(super) fn found<'i>() -> Vec<(usize, Raw<'i>)> {
         return Vec::with_capacity(8);
     }
     // An empty list holds no value of any input: only its buffer is
-    // reused (`Raw` is a slice whatever its lifetime, so the layout is
-    // the same).
+    // reused. The collect from the list's own iterator into one of the
+    // same layout (`Raw` is a slice whatever its lifetime) keeps the
+    // buffer; were it not kept, the list would only start empty.
     kept.into_iter().map(|_| unreachable!()).collect()
 }
 
