@@ -280,6 +280,33 @@ impl<'i> Walk<'i> {
             .any(|e| e.start == start && e.end == end)
     }
 
+    /// How many edits are made so far: where an object's own begin, for
+    /// [`names_all_replaced`](Self::names_all_replaced).
+    pub fn edit_count(&self) -> usize {
+        self.edits.len()
+    }
+
+    /// True when every occurrence of a name inside `raw` lies inside an
+    /// edit made since edit `since`: nothing there is left to rename by a
+    /// string's value (a string holding an occurrence is either replaced
+    /// already or inside a replaced range, so another edit of it would be
+    /// a duplicate or nested one, which [`finish`](Self::finish) drops).
+    /// False when the occurrences are not known, or with
+    /// [`force`](Self::force) (a name no byte search finds).
+    pub fn names_all_replaced(&self, raw: Raw<'_>, since: usize) -> bool {
+        let (Some(found), false) = (&self.occurrences, self.force) else {
+            return false;
+        };
+        let start = self.offset(raw);
+        let end = start + raw.get().len();
+        let edits = self.edits.get(since..).unwrap_or_default();
+        let first = found.partition_point(|(s, _)| *s < start);
+        found[first..]
+            .iter()
+            .take_while(|(s, _)| *s < end)
+            .all(|&(s, e)| edits.iter().any(|x| x.start <= s && e <= x.end))
+    }
+
     /// Replaces `input[start..end]` (a member name, found by
     /// [`member_start`](Self::member_start) and [`string_end`](Self::string_end)).
     pub fn replace_range(&mut self, start: usize, end: usize, text: &str) {

@@ -560,3 +560,31 @@ fn get_two_answers_as_two_gets_the_last_duplicate_winning() {
         assert_eq!(text(k), text(ms.get("kind")), "{doc}");
     }
 }
+
+#[test]
+fn names_all_replaced_only_when_every_occurrence_is_inside_an_edit_since() {
+    let names = Needles::new(&["g.io"]);
+    let doc = r#"{"a":"g.io/v1","s":{"b":"g.io/v1"},"c":"x"}"#;
+    let (mut w, root) = Walk::parse(doc).unwrap();
+    // Occurrences not looked for yet: not known, so not all replaced.
+    assert!(!w.names_all_replaced(root, 0));
+    assert!(w.may_contain(&names, root));
+    let ms = w.members(root).unwrap().unwrap();
+    let [a, s, c] = ["a", "s", "c"].map(|k| ms.get(k).unwrap());
+    assert!(!w.names_all_replaced(root, 0));
+    w.replace_quoted(a, None, "h.io/v1");
+    // `s` still holds one.
+    assert!(!w.names_all_replaced(root, 0));
+    assert!(w.names_all_replaced(a, 0));
+    // Nothing inside `c`: vacuously true.
+    assert!(w.names_all_replaced(c, 0));
+    let since = w.edit_count();
+    // A range around the other occurrence (a deletion) covers it; edits
+    // before `since` do not count.
+    w.replace(s, "{}");
+    assert!(w.names_all_replaced(root, 0));
+    assert!(!w.names_all_replaced(root, since));
+    assert!(w.names_all_replaced(s, since));
+    w.force = true;
+    assert!(!w.names_all_replaced(root, 0));
+}
