@@ -501,6 +501,19 @@ impl<'i> Members<'i> {
         found
     }
 
+    /// [`get`](Self::get) of each of `names` in one pass over the members.
+    pub fn get_all<const N: usize>(&self, names: [&str; N]) -> [Option<Raw<'i>>; N] {
+        let mut found = [None; N];
+        for (i, e) in self.entries() {
+            for (slot, name) in found.iter_mut().zip(names) {
+                if self.is_named(i, e, name.as_bytes()) {
+                    *slot = Some(value(self.input, e));
+                }
+            }
+        }
+        found
+    }
+
     /// The values of the members named `name`, in order (more than one
     /// only with duplicate names). Names are compared as bytes, and only
     /// the values found are sliced out of the input.

@@ -558,6 +558,11 @@ fn get_two_answers_as_two_gets_the_last_duplicate_winning() {
         let text = |r: Option<Raw<'_>>| r.map(|r| r.get().to_owned());
         assert_eq!(text(a), text(ms.get("apiVersion")), "{doc}");
         assert_eq!(text(k), text(ms.get("kind")), "{doc}");
+        let names = ["kind", "x", "apiVersion", "kind", "absent"];
+        let all = ms.get_all(names);
+        for (got, name) in all.into_iter().zip(names) {
+            assert_eq!(text(got), text(ms.get(name)), "{doc} {name}");
+        }
     }
 }
 
