@@ -401,7 +401,10 @@ pub(crate) fn name_column<'a>(
 }
 
 /// An object's `metadata.name`.
-fn object_name<'i>(w: &mut Walk<'i>, ms: &Members<'i>) -> Result<Option<String>, RewriteError> {
+fn object_name<'i>(
+    w: &mut Walk<'i>,
+    ms: &Members<'i>,
+) -> Result<Option<Cow<'i, str>>, RewriteError> {
     let Some(meta) = member(ms, "metadata") else {
         return Ok(None);
     };
@@ -409,7 +412,9 @@ fn object_name<'i>(w: &mut Walk<'i>, ms: &Members<'i>) -> Result<Option<String>,
         return Ok(None);
     };
     Ok(match member(&mms, "name") {
-        Some(n) => string(n)?.map(Cow::into_owned),
+        // Borrowed unless it has an escape: read for every item of a
+        // list of a kind whose names carry a group.
+        Some(n) => mms.string(n)?,
         None => None,
     })
 }
