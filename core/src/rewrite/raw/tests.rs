@@ -75,6 +75,14 @@ fn invalid_json_is_refused_before_any_scan() {
     // Many brackets, none deep: accepted.
     let wide = format!("[{}[]]", "[],".repeat(10 * MAX_DEPTH));
     assert!(Raw::parse(&wide).is_ok());
+    // The innermost container empty (read without the stack): the same
+    // limit, recorded or not, wide or narrow.
+    let empty = |n: usize| "[".repeat(n) + &"]".repeat(n);
+    assert!(reference::validates_as_serde_json(&empty(MAX_DEPTH)));
+    assert!(!reference::validates_as_serde_json(&empty(MAX_DEPTH + 1)));
+    let objects = |n: usize| "{\"a\":".repeat(n - 1) + "{}" + &"}".repeat(n - 1);
+    assert!(reference::validates_as_serde_json(&objects(MAX_DEPTH)));
+    assert!(!reference::validates_as_serde_json(&objects(MAX_DEPTH + 1)));
 }
 
 #[test]

@@ -165,47 +165,64 @@ fn scan<const RECORD: bool, const WIDE: bool>(
                     return Err(Refused);
                 }
                 let object = *c == b'{';
-                // Its own entry in its parent, written now (document
-                // order) and completed when it closes.
-                let entry = if RECORD && top.is_some() {
-                    count += 1;
-                    tape.entries.push(Entry {
-                        key,
-                        value: (i as u32, 0),
-                        next: 0,
-                    });
-                    tape.entries.len() as u32 - 1
+                let close = if object { b'}' } else { b']' };
+                if b.get(i + 1) == Some(&close) {
+                    // Empty, as half a managed field's objects are: its
+                    // container written at once and its entry below, as a
+                    // scalar's, the tape as closing it would leave it,
+                    // without the stack (the Deployment: −1.4k instructions).
+                    if RECORD {
+                        tape.containers.push(Container {
+                            start: i as u32,
+                            first: tape.entries.len() as u32 + u32::from(top.is_some()),
+                            n: 0,
+                            escaped: false,
+                        });
+                    }
+                    Some(i + 2)
                 } else {
-                    NO_ENTRY
-                };
-                stack.push(Open {
-                    object,
-                    index: tape.containers.len() as u32,
-                    entry,
-                    parent_count: count,
-                    escaped: false,
-                });
-                top = Some(object);
-                count = 0;
-                if RECORD {
-                    tape.containers.push(Container {
-                        start: i as u32,
-                        first: tape.entries.len() as u32,
-                        n: 0,
+                    // Its own entry in its parent, written now (document
+                    // order) and completed when it closes.
+                    let entry = if RECORD && top.is_some() {
+                        count += 1;
+                        tape.entries.push(Entry {
+                            key,
+                            value: (i as u32, 0),
+                            next: 0,
+                        });
+                        tape.entries.len() as u32 - 1
+                    } else {
+                        NO_ENTRY
+                    };
+                    stack.push(Open {
+                        object,
+                        index: tape.containers.len() as u32,
+                        entry,
+                        parent_count: count,
                         escaped: false,
                     });
-                }
-                key = NO_KEY;
-                i = skip_ws(b, i + 1);
-                let close = if object { b'}' } else { b']' };
-                if b.get(i) == Some(&close) {
-                    // Empty: closed below, as any container.
-                    None
-                } else {
-                    if object {
-                        i = member_key::<WIDE>(b, i, &mut key, stack, &mut escapes)?;
+                    top = Some(object);
+                    count = 0;
+                    if RECORD {
+                        tape.containers.push(Container {
+                            start: i as u32,
+                            first: tape.entries.len() as u32,
+                            n: 0,
+                            escaped: false,
+                        });
                     }
-                    continue 'value;
+                    key = NO_KEY;
+                    i = skip_ws(b, i + 1);
+                    if b.get(i) == Some(&close) {
+                        // Empty with whitespace inside: closed below, as any
+                        // container.
+                        None
+                    } else {
+                        if object {
+                            i = member_key::<WIDE>(b, i, &mut key, stack, &mut escapes)?;
+                        }
+                        continue 'value;
+                    }
                 }
             }
             Some(b'"') => {
