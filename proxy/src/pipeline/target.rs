@@ -89,12 +89,15 @@ pub(crate) fn resolve(
         // Most requests keep their path and query: no new string to check.
         Some(pq) if unchanged => fwd.upstream.uri_of(pq).map_err(bad)?,
         _ => {
-            let mut pq = renamed.as_deref().unwrap_or(path).to_owned();
+            let path = renamed.as_deref().unwrap_or(path);
+            let q = query.as_deref().map_or(0, |q| q.len() + 1);
+            let mut pq = String::with_capacity(path.len() + q);
+            pq.push_str(path);
             if let Some(q) = &query {
                 pq.push('?');
                 pq.push_str(q);
             }
-            fwd.upstream.uri(&pq).map_err(bad)?
+            fwd.upstream.uri_owned(pq).map_err(bad)?
         }
     };
     Ok(Some(Target { uri, path: renamed }))

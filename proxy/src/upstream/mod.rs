@@ -371,11 +371,23 @@ impl Upstream {
 
     /// The upstream URI for a path and query.
     pub fn uri(&self, path_and_query: &str) -> Result<Uri, http::Error> {
-        Uri::builder()
-            .scheme(self.scheme.clone())
-            .authority(self.authority.clone())
-            .path_and_query(format!("{}{path_and_query}", self.prefix))
-            .build()
+        self.uri_owned(path_and_query.to_owned())
+    }
+
+    /// [`Upstream::uri`] for a path and query built for it (a renamed
+    /// one): with no server path prefix, the string becomes the URI's
+    /// without a copy (`format!` and the builder were ~550 instructions a
+    /// renamed request, callgrind).
+    pub fn uri_owned(&self, path_and_query: String) -> Result<Uri, http::Error> {
+        let pq = if self.prefix.is_empty() {
+            path_and_query
+        } else {
+            let mut pq = String::with_capacity(self.prefix.len() + path_and_query.len());
+            pq.push_str(&self.prefix);
+            pq.push_str(&path_and_query);
+            pq
+        };
+        self.with_path_and_query(http::uri::PathAndQuery::try_from(pq)?)
     }
 
     /// [`Upstream::uri`] for a path and query already checked (a request's
@@ -384,12 +396,17 @@ impl Upstream {
         if !self.prefix.is_empty() {
             return self.uri(path_and_query.as_str());
         }
+        self.with_path_and_query(path_and_query.clone())
+    }
+
+    #[inline]
+    fn with_path_and_query(&self, pq: http::uri::PathAndQuery) -> Result<Uri, http::Error> {
         // The parts set at once: the builder carries a `Result` through
         // each step (~250 instructions a request, callgrind).
         let mut parts = http::uri::Parts::default();
         parts.scheme = Some(self.scheme.clone());
         parts.authority = Some(self.authority.clone());
-        parts.path_and_query = Some(path_and_query.clone());
+        parts.path_and_query = Some(pq);
         Ok(Uri::from_parts(parts)?)
     }
 

@@ -78,3 +78,39 @@ fn each_http2_mode_is_named_in_the_description() {
     assert!(desc(Http2::Never).ends_with(", HTTP/1.1 only)"));
     assert!(desc(Http2::Watches).ends_with(", h2 for watches, logs and proxies only)"));
 }
+
+#[test]
+fn a_request_uri_keeps_the_server_urls_path_before_its_own() {
+    let upstream = |server: &str| {
+        Upstream::new(
+            &Resolved {
+                server: server.into(),
+                ..Resolved::default()
+            },
+            false,
+        )
+        .unwrap()
+    };
+    let pq = "/apis/samplecontroller.k8s.io/v1alpha1/foos?limit=5";
+    let bare = upstream("http://127.0.0.1:1");
+    let prefixed = upstream("https://example.test:6443/k8s/clusters/c1/");
+    for up in [&bare, &prefixed] {
+        // A renamed path arrives as a string built for it; the caller's
+        // own as an already parsed path: both give one URI.
+        let owned = up.uri_owned(pq.to_owned()).unwrap();
+        let parsed = up.uri_of(&pq.parse().unwrap()).unwrap();
+        assert_eq!(owned, parsed);
+        assert_eq!(up.uri(pq).unwrap(), owned);
+    }
+    assert_eq!(
+        bare.uri_owned(pq.to_owned()).unwrap().to_string(),
+        format!("http://127.0.0.1:1{pq}")
+    );
+    assert_eq!(
+        prefixed.uri_owned(pq.to_owned()).unwrap().to_string(),
+        format!("https://example.test:6443/k8s/clusters/c1{pq}")
+    );
+    // A string that is no path is refused, not sent.
+    assert!(bare.uri_owned("/a b".to_owned()).is_err());
+    assert!(prefixed.uri_owned("/a\u{7f}".to_owned()).is_err());
+}
