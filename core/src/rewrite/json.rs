@@ -35,10 +35,16 @@ struct TypeOf<'t> {
 
 impl TypeOf<'_> {
     fn group(&self) -> &str {
-        // A plain loop: `split_once` sets up a vectorized search that costs
-        // more than the few bytes before the `/`.
+        // Built-in groups are short (`apps/v1`): a plain loop; a CRD's
+        // (`samplecontroller.k8s.io/v1alpha1`) is found sooner by
+        // `memchr` (foo-rename −100 instructions, deploy-rename even).
         let v = &self.api_version;
-        v.bytes().position(|b| b == b'/').map_or("", |i| &v[..i])
+        let slash = if v.len() < 16 {
+            v.bytes().position(|b| b == b'/')
+        } else {
+            memchr::memchr(b'/', v.as_bytes())
+        };
+        slash.map_or("", |i| &v[..i])
     }
 }
 
