@@ -266,19 +266,19 @@ fn scan<const RECORD: bool, const WIDE: bool>(
                 };
             };
             i = skip_ws(b, i);
-            match b.get(i) {
-                Some(b',') => {
-                    i = skip_ws(b, i + 1);
-                    if object {
-                        i = member_key::<WIDE>(b, i, &mut key, stack, &mut escapes)?;
-                    } else {
-                        key = NO_KEY;
-                    }
-                    continue 'value;
+            let c = b.get(i).copied();
+            // A comma first: most values are followed by one.
+            if c == Some(b',') {
+                i = skip_ws(b, i + 1);
+                if object {
+                    i = member_key::<WIDE>(b, i, &mut key, stack, &mut escapes)?;
+                } else {
+                    key = NO_KEY;
                 }
-                Some(b'}') if object => {}
-                Some(b']') if !object => {}
-                _ => return Err(Refused),
+                continue 'value;
+            }
+            if c != Some(if object { b'}' } else { b']' }) {
+                return Err(Refused);
             }
             i = close::<RECORD>(i, stack, &mut count, tape)?;
             top = stack.last().map(|o| o.object);
