@@ -125,6 +125,20 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// The first byte at or after `b[i]` that is not whitespace, and where it
+/// is (`None` and `b.len()` at the end), read once.
+#[inline(always)]
+fn peek(b: &[u8], i: usize) -> (usize, Option<u8>) {
+    match b.get(i) {
+        Some(&c) if c > b' ' => (i, Some(c)),
+        None => (i, None),
+        Some(_) => {
+            let j = skip_ws(b, i);
+            (j, b.get(j).copied())
+        }
+    }
+}
+
 /// The reader; `WIDE` finds strings' ends 32 bytes at a time (AVX2: only
 /// inside [`wide::scan`]), otherwise eight.
 #[inline(always)]
@@ -337,8 +351,8 @@ fn member_key<const WIDE: bool>(
         }
     }
     *key = (i as u32, end as u32);
-    let colon = skip_ws(b, end);
-    if b.get(colon) != Some(&b':') {
+    let (colon, c) = peek(b, end);
+    if c != Some(b':') {
         return Err(Refused);
     }
     Ok(skip_ws(b, colon + 1))
