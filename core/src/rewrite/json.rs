@@ -35,16 +35,7 @@ struct TypeOf<'t> {
 
 impl TypeOf<'_> {
     fn group(&self) -> &str {
-        // Built-in groups are short (`apps/v1`): a plain loop; a CRD's
-        // (`samplecontroller.k8s.io/v1alpha1`) is found sooner by
-        // `memchr` (foo-rename −100 instructions, deploy-rename even).
-        let v = &self.api_version;
-        let slash = if v.len() < 16 {
-            v.bytes().position(|b| b == b'/')
-        } else {
-            memchr::memchr(b'/', v.as_bytes())
-        };
-        slash.map_or("", |i| &v[..i])
+        crate::kube::group_of(&self.api_version)
     }
 }
 
@@ -224,12 +215,7 @@ impl<'a> JsonRewriter<'a> {
         let Some(names) = self.map.object_names() else {
             return false;
         };
-        let group = |api_version: &str| {
-            api_version
-                .split_once('/')
-                .map_or("", |(g, _)| g)
-                .to_owned()
-        };
+        let group = |api_version: &str| crate::kube::group_of(api_version).to_owned();
         addressed.is_some_and(|(g, k)| names.involves_kind(g, k))
             || hint.is_some_and(|(a, k)| names.involves_kind(&group(a), k))
     }
@@ -509,7 +495,7 @@ impl<'a> JsonRewriter<'a> {
             return Ok(());
         };
         let g = match group_form {
-            Form::ApiVersion => g.split_once('/').map_or("", |(g, _)| g),
+            Form::ApiVersion => crate::kube::group_of(&g),
             _ => &g,
         };
         if self.map.rule_for(g, self.dir).is_none() {
@@ -598,7 +584,7 @@ impl<'a> JsonRewriter<'a> {
             return Ok(());
         };
         let group = match m.api_form {
-            Form::ApiVersion => api.split_once('/').map_or("", |(g, _)| g),
+            Form::ApiVersion => crate::kube::group_of(&api),
             _ => &api,
         };
         let app_group = match self.dir {

@@ -290,7 +290,7 @@ impl<'a> ProtoRewriter<'a> {
             api_version = text(last_len_field(unknown, tm.value_start, tm.end, 1)?);
             kind = text(last_len_field(unknown, tm.value_start, tm.end, 2)?);
         }
-        let group = api_version.split_once('/').map_or("", |(g, _)| g);
+        let group = crate::kube::group_of(api_version);
         let app_group = match self.dir {
             Direction::ToApp => self.map.map_group(group, Direction::ToApp),
             Direction::ToCluster => None,

@@ -190,7 +190,7 @@ impl ProtoRewriter<'_> {
             return Ok(false);
         };
         let group = match form {
-            Form::ApiVersion => text.split_once('/').map_or("", |(g, _)| g),
+            Form::ApiVersion => crate::kube::group_of(text),
             _ => text,
         };
         Ok(self.map.rule_for(group, self.dir).is_some())
@@ -396,7 +396,7 @@ impl ProtoRewriter<'_> {
     ) -> Result<isize, RewriteError> {
         self.reference(w, start, end, numbers, node, |api, kind| {
             let group = match api_form {
-                Form::ApiVersion => api.split_once('/').map_or("", |(g, _)| g),
+                Form::ApiVersion => crate::kube::group_of(api),
                 _ => api,
             };
             let app = match self.dir {
