@@ -63,6 +63,9 @@ pub(crate) struct Walk<'i> {
     levels: ByOffset<Rc<Tape>>,
     /// The largest input read whole into one tape.
     pub whole_tape_max: usize,
+    /// The whole tape's container found last: the walk mostly steps into
+    /// the one after it next (see [`Tape::container_after`]).
+    last_container: usize,
     /// Where the index's names occur in the input (every occurrence,
     /// overlapping ones too), sorted by start; found once, on the first
     /// [`may_contain`](Self::may_contain).
@@ -108,6 +111,7 @@ impl<'i> Walk<'i> {
             tape: None,
             levels: ByOffset::default(),
             whole_tape_max: WHOLE_TAPE_MAX,
+            last_container: usize::MAX,
             occurrences: None,
             force: false,
             escapes: true,
@@ -160,17 +164,19 @@ impl<'i> Walk<'i> {
     fn container(&mut self, raw: Raw<'i>) -> Result<(Rc<Tape>, Container), RewriteError> {
         let at = self.offset(raw);
         let input = self.input;
-        let tape = if input.len() <= self.whole_tape_max {
-            match &self.tape {
+        if input.len() <= self.whole_tape_max {
+            let tape = match &self.tape {
                 Some(t) => t,
                 None => self.tape.insert(whole_tape(input)?),
-            }
-        } else {
-            match self.levels.entry(at) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(Rc::new(Tape::level(input, at)?))
-                }
+            };
+            let (i, c) = tape.container_after(at, self.last_container)?;
+            self.last_container = i;
+            return Ok((tape.clone(), c));
+        }
+        let tape = match self.levels.entry(at) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(Rc::new(Tape::level(input, at)?))
             }
         };
         let c = tape.container(at)?;

@@ -154,16 +154,33 @@ impl Tape {
     /// The container whose first byte is at `at`.
     #[inline]
     pub(crate) fn container(&self, at: usize) -> Result<Container, RewriteError> {
+        Ok(self.container_after(at, usize::MAX)?.1)
+    }
+
+    /// [`container`](Self::container), and its index, trying first the one
+    /// after container `last` (`usize::MAX`: the first): a walk entering a
+    /// value's first container, or the next of a list, finds it at once
+    /// instead of by a binary search.
+    #[inline]
+    pub(crate) fn container_after(
+        &self,
+        at: usize,
+        last: usize,
+    ) -> Result<(usize, Container), RewriteError> {
         let at = u32::try_from(at).map_err(|_| broken())?;
-        let c = self
-            .containers
-            .binary_search_by_key(&at, |c| c.start)
-            .map_err(|_| broken())?;
-        let c = self.containers[c];
+        let next = last.wrapping_add(1);
+        let i = match self.containers.get(next) {
+            Some(c) if c.start == at => next,
+            _ => self
+                .containers
+                .binary_search_by_key(&at, |c| c.start)
+                .map_err(|_| broken())?,
+        };
+        let c = self.containers[i];
         if c.n > 0 && self.entries.len() <= c.first as usize {
             return Err(broken());
         }
-        Ok(c)
+        Ok((i, c))
     }
 
     /// The entries of container `c`, which [`container`](Self::container)

@@ -601,3 +601,26 @@ fn names_all_replaced_only_when_every_occurrence_is_inside_an_edit_since() {
     w.force = true;
     assert!(!w.names_all_replaced(root, 0));
 }
+
+#[test]
+fn a_container_is_found_whatever_the_last_one_found_was() {
+    let text = r#"{"a":{"b":[1,{"c":{}}]},"d":[],"e":{"f":2}}"#;
+    let tape = validate::read::<true>(text).unwrap();
+    let starts: Vec<usize> = text
+        .char_indices()
+        .filter(|(_, c)| matches!(c, '{' | '['))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(starts.len(), tape.containers.len());
+    for (want, &at) in starts.iter().enumerate() {
+        let by_search = tape.container(at).unwrap();
+        // Every hint, right (the one before), wrong, past the end or none.
+        for last in (0..=starts.len() + 1).chain([usize::MAX]) {
+            let (i, c) = tape.container_after(at, last).unwrap();
+            assert_eq!((i, c), (want, by_search), "container at {at}, last {last}");
+        }
+    }
+    // A byte where no container opens is an error, hinted or not.
+    assert!(tape.container_after(1, 0).is_err());
+    assert!(tape.container_after(1, usize::MAX).is_err());
+}
