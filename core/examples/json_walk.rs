@@ -84,7 +84,11 @@ fn main() {
         // Foo and ~300 on the Deployment, counted as the walk's before
         // session 28 (the walk is deterministic: the last output stands
         // for the others).
-        assert_eq!(out.as_ref().map(Vec::len), first_len, "every iteration renames the same");
+        assert_eq!(
+            out.as_ref().map(Vec::len),
+            first_len,
+            "every iteration renames the same"
+        );
         if i + 1 == n {
             assert_eq!(out, first, "every iteration renames the same");
         }

@@ -16,6 +16,7 @@ pub mod openapi;
 pub mod openapi_proto;
 pub mod protobuf;
 pub mod raw;
+mod same_bytes;
 pub mod tally;
 pub(crate) mod yaml;
 mod yaml_edit;

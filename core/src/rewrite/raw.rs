@@ -15,6 +15,7 @@ use regroup_config::Form;
 
 use super::error::{malformed, RewriteError};
 use super::needles::Needles;
+use super::same_bytes::same_bytes;
 
 pub mod reference;
 pub(crate) mod spare;
@@ -535,10 +536,15 @@ impl<'i> Members<'i> {
     #[inline(always)]
     fn is_named(&self, i: usize, e: &Entry, name: &[u8]) -> bool {
         match &self.keys {
-            Some(keys) => keys.get(i).is_some_and(|k| k.as_bytes() == name),
+            Some(keys) => keys.get(i).is_some_and(|k| same_bytes(k.as_bytes(), name)),
             None => {
                 let (start, end) = (e.key.0 as usize + 1, e.key.1 as usize - 1);
-                end - start == name.len() && self.input.as_bytes().get(start..end) == Some(name)
+                end - start == name.len()
+                    && self
+                        .input
+                        .as_bytes()
+                        .get(start..end)
+                        .is_some_and(|k| same_bytes(k, name))
             }
         }
     }

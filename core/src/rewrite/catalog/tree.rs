@@ -8,6 +8,7 @@
 use regroup_config::field_path::Step;
 
 use super::{is_metadata_slot, Place, Slot};
+use crate::rewrite::same_bytes::same_bytes;
 
 /// How a place decides whether to go into a value (see the JSON walk's
 /// `place`): most only where a mapped name shows in its bytes.
@@ -92,7 +93,7 @@ impl Node {
         }
         self.keys
             .iter()
-            .find(|(k, _)| **k == *name)
+            .find(|(k, _)| same_bytes(k, name))
             .map(|(_, c)| *c)
     }
 }
