@@ -170,6 +170,17 @@ impl<'i> Walk<'i> {
                 Some(t) => t,
                 None => self.tape.insert(whole_tape(input)?),
             };
+            if raw.get().len() == 2 {
+                // `{}` or `[]`, which the reader does not record (half a
+                // managed field's objects are empty).
+                let empty = Container {
+                    start: at as u32,
+                    first: 0,
+                    n: 0,
+                    escaped: false,
+                };
+                return Ok((tape.clone(), empty));
+            }
             let (i, c) = tape.container_after(at, self.last_container)?;
             self.last_container = i;
             return Ok((tape.clone(), c));

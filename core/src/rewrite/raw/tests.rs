@@ -606,9 +606,11 @@ fn names_all_replaced_only_when_every_occurrence_is_inside_an_edit_since() {
 fn a_container_is_found_whatever_the_last_one_found_was() {
     let text = r#"{"a":{"b":[1,{"c":{}}]},"d":[],"e":{"f":2}}"#;
     let tape = validate::read::<true>(text).unwrap();
+    // Empty ones (`{}`, `[]`) are not recorded: the walk knows them by
+    // their text.
     let starts: Vec<usize> = text
         .char_indices()
-        .filter(|(_, c)| matches!(c, '{' | '['))
+        .filter(|&(i, c)| matches!(c, '{' | '[') && !matches!(&text[i..i + 2], "{}" | "[]"))
         .map(|(i, _)| i)
         .collect();
     assert_eq!(starts.len(), tape.containers.len());
@@ -623,4 +625,15 @@ fn a_container_is_found_whatever_the_last_one_found_was() {
     // A byte where no container opens is an error, hinted or not.
     assert!(tape.container_after(1, 0).is_err());
     assert!(tape.container_after(1, usize::MAX).is_err());
+    // The walk still finds the empty ones, with nothing in them.
+    let (mut w, root) = Walk::parse(text).unwrap();
+    let ms = w.members(root).unwrap().unwrap();
+    let d = w.elements(ms.get("d").unwrap()).unwrap().unwrap();
+    assert_eq!(d.iter().count(), 0);
+    let a = w.members(ms.get("a").unwrap()).unwrap().unwrap();
+    let b = w.elements(a.get("b").unwrap()).unwrap().unwrap();
+    let inner = b.iter().nth(1).unwrap();
+    let c = w.members(inner).unwrap().unwrap().get("c").unwrap();
+    assert_eq!(w.members(c).unwrap().unwrap().iter().count(), 0);
+    assert!(w.elements(c).unwrap().is_none());
 }

@@ -181,18 +181,11 @@ fn scan<const RECORD: bool, const WIDE: bool>(
                 let object = *c == b'{';
                 let close = if object { b'}' } else { b']' };
                 if b.get(i + 1) == Some(&close) {
-                    // Empty, as half a managed field's objects are: its
-                    // container written at once and its entry below, as a
-                    // scalar's, the tape as closing it would leave it,
-                    // without the stack (the Deployment: −1.4k instructions).
-                    if RECORD {
-                        tape.containers.push(Container {
-                            start: i as u32,
-                            first: tape.entries.len() as u32 + u32::from(top.is_some()),
-                            n: 0,
-                            escaped: false,
-                        });
-                    }
+                    // Empty, as half a managed field's objects are: only
+                    // its entry, below, as a scalar's, without the stack
+                    // (the Deployment: −1.4k instructions), and no
+                    // container: the walk knows `{}` and `[]` by their
+                    // text (`Walk::container`).
                     Some(i + 2)
                 } else {
                     // Its own entry in its parent, written now (document
