@@ -171,15 +171,9 @@ impl<'i> Walk<'i> {
                 None => self.tape.insert(whole_tape(input)?),
             };
             if raw.get().len() == 2 {
-                // `{}` or `[]`, which the reader does not record (half a
-                // managed field's objects are empty).
-                let empty = Container {
-                    start: at as u32,
-                    first: 0,
-                    n: 0,
-                    escaped: false,
-                };
-                return Ok((tape.clone(), empty));
+                // `{}` or `[]` (half a managed field's objects are
+                // empty): nothing to look up.
+                return Ok((tape.clone(), Container::EMPTY));
             }
             let (i, c) = tape.container_after(at, self.last_container)?;
             self.last_container = i;
@@ -494,8 +488,9 @@ pub(crate) struct Members<'i> {
 }
 
 impl<'i> Members<'i> {
+    /// How many members (the chain followed: only for a capacity).
     pub fn len(&self) -> usize {
-        self.container.n as usize
+        self.entries().count()
     }
 
     /// The value of the member `name`; with duplicate names the last
@@ -636,12 +631,13 @@ pub(crate) struct Elements<'i> {
 }
 
 impl<'i> Elements<'i> {
+    /// How many elements (the chain followed: only for a capacity).
     pub fn len(&self) -> usize {
-        self.container.n as usize
+        self.tape.entries_of(self.container).count()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.container.n == 0
+        self.container.is_empty()
     }
 
     /// Element `i`: the chain is followed to it (a Table's cells, a few).

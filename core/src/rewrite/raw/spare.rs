@@ -15,7 +15,7 @@ use std::rc::Rc;
 use super::tape::Tape;
 use super::{Edit, Raw};
 
-/// The most tape entries (20 bytes each; containers 16) and edits a kept
+/// The most tape entries (20 bytes each) and edits a kept
 /// buffer may hold room for: a 2 KiB Deployment needs ~130 entries and
 /// the reader reserves a sixteenth of the body's bytes, so bodies up to
 /// ~64 KiB reuse the kept tape, which holds at most ~150 KB a thread (the
@@ -50,15 +50,13 @@ thread_local! {
 pub(super) fn tape() -> Rc<Tape> {
     SPARE
         .with_borrow_mut(|s| s.tape.take())
-        .unwrap_or_else(|| Rc::new(Tape::with_capacity(0, 0)))
+        .unwrap_or_else(|| Rc::new(Tape::with_capacity(0)))
 }
 
 /// Keeps `tape` for the next walk when nothing else holds it and it is
 /// not large.
 pub(super) fn keep_tape(mut tape: Rc<Tape>) {
-    let small = Rc::get_mut(&mut tape).is_some_and(|t| {
-        t.entries.capacity() <= KEEP_ENTRIES && t.containers.capacity() <= KEEP_ENTRIES
-    });
+    let small = Rc::get_mut(&mut tape).is_some_and(|t| t.entries.capacity() <= KEEP_ENTRIES);
     if small {
         SPARE.with_borrow_mut(|s| s.tape = Some(tape));
     }

@@ -3,7 +3,10 @@
 //! document order, each container's first, then its first child's
 //! subtree, and so on: the reader writes each once, as it meets it, and
 //! a container's entries are chained by [`Entry::next`] (an entry that is
-//! itself a container skips its subtree). Inputs up to
+//! itself a container skips its subtree). A container is its own entry in
+//! its parent: its members or elements are the entries after it, up to
+//! where its `next` points, so no list of containers is kept (the root,
+//! which is no entry, holds the whole tape). Inputs up to
 //! [`WHOLE_TAPE_MAX`](super::WHOLE_TAPE_MAX) get theirs whole from the
 //! validating reader ([`validate`](super::validate)), in the pass that
 //! validates them; larger ones are validated without recording, then read
@@ -20,7 +23,9 @@ fn broken() -> RewriteError {
 
 /// One entry of a container: its key's range (quotes included; `(0, 0)`
 /// in arrays), its value's, and where its container's next entry is in
-/// [`Tape::entries`] (past this entry's subtree).
+/// [`Tape::entries`] (past this entry's subtree), with [`ESCAPED_KEYS`]
+/// set when the value is an object one of whose member names has an
+/// escape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Entry {
     pub key: (u32, u32),
@@ -28,25 +33,54 @@ pub(crate) struct Entry {
     pub next: u32,
 }
 
-/// One container: its first byte, its first entry in [`Tape::entries`]
-/// and how many it has, and whether a member name of it has an escape
-/// (the names are then decoded when it is listed).
+/// The bit of [`Entry::next`] that says an object's member names need
+/// decoding; entries are fewer than 2^31 (a recorded tape's input is at
+/// most [`WHOLE_TAPE_MAX`](super::WHOLE_TAPE_MAX), a level's is refused
+/// past it).
+pub(crate) const ESCAPED_KEYS: u32 = 1 << 31;
+
+impl Entry {
+    /// Where the container's next entry is.
+    #[inline(always)]
+    pub fn next(&self) -> usize {
+        (self.next & !ESCAPED_KEYS) as usize
+    }
+}
+
+/// One container's entries: `first..end` of [`Tape::entries`], chained,
+/// and whether a member name of it has an escape (the names are then
+/// decoded when it is listed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Container {
-    pub start: u32,
     pub first: u32,
-    pub n: u32,
+    pub end: u32,
     pub escaped: bool,
+}
+
+impl Container {
+    /// `{}` or `[]`.
+    pub const EMPTY: Container = Container {
+        first: 0,
+        end: 0,
+        escaped: false,
+    };
+
+    /// Whether it has no entry.
+    pub fn is_empty(&self) -> bool {
+        self.end <= self.first
+    }
 }
 
 /// Every container of one document.
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) struct Tape {
-    /// Every entry, in document order; a container's are chained by
-    /// [`Entry::next`] from its [`Container::first`].
+    /// Every entry, in document order (so by where its value starts);
+    /// a container's are chained by [`Entry::next`].
     pub(crate) entries: Vec<Entry>,
-    /// Each container, in the order they open: sorted by first byte.
-    pub(super) containers: Vec<Container>,
+    /// Where the outermost container starts: it is no entry.
+    pub(crate) root_start: u32,
+    /// Whether a member name of the outermost container has an escape.
+    pub(crate) root_escaped: bool,
     /// Whether a string of the document has an escape (set by the
     /// validating reader, for the whole document, recorded or not).
     pub(crate) escapes: bool,
@@ -55,10 +89,11 @@ pub(crate) struct Tape {
 const NO_KEY: (u32, u32) = (0, 0);
 
 impl Tape {
-    pub(super) fn with_capacity(entries: usize, containers: usize) -> Tape {
+    pub(super) fn with_capacity(entries: usize) -> Tape {
         Tape {
             entries: Vec::with_capacity(entries),
-            containers: Vec::with_capacity(containers),
+            root_start: u32::MAX,
+            root_escaped: false,
             escapes: true,
         }
     }
@@ -70,7 +105,7 @@ impl Tape {
     pub(crate) fn level(text: &str, from: usize) -> Result<Tape, RewriteError> {
         let b = text.as_bytes();
         let pos = |i: usize| u32::try_from(i).map_err(|_| malformed("a JSON body over 4 GiB"));
-        let mut tape = Tape::with_capacity(0, 1);
+        let mut tape = Tape::with_capacity(0);
         // Containers open, the one at `from` the first.
         let mut depth = 0usize;
         let mut object = false;
@@ -80,6 +115,11 @@ impl Tape {
         // and its key.
         let mut nested = (0usize, NO_KEY);
         let mut escaped = false;
+        // The entry after the next one, checked to stay below the flag.
+        let after = |tape: &Tape| match u32::try_from(tape.entries.len() + 1) {
+            Ok(n) if n < ESCAPED_KEYS => Ok(n),
+            _ => Err(malformed("a JSON array or object of over 2^31 entries")),
+        };
         let mut i = from;
         while i < b.len() {
             let (start, end) = match b[i] {
@@ -91,12 +131,7 @@ impl Tape {
                     depth += 1;
                     if depth == 1 {
                         object = c == b'{';
-                        tape.containers.push(Container {
-                            start: pos(i)?,
-                            first: 0,
-                            n: 0,
-                            escaped: false,
-                        });
+                        tape.root_start = pos(i)?;
                     } else if depth == 2 {
                         nested = (i, key.take().unwrap_or(NO_KEY));
                     }
@@ -108,14 +143,11 @@ impl Tape {
                     i += 1;
                     match depth {
                         0 => {
-                            let n = pos(tape.entries.len())?;
-                            let root = tape.containers.first_mut().ok_or_else(broken)?;
-                            root.n = n;
-                            root.escaped = object && escaped;
+                            tape.root_escaped = object && escaped;
                             return Ok(tape);
                         }
                         1 => {
-                            let next = pos(tape.entries.len() + 1)?;
+                            let next = after(&tape)?;
                             tape.entries.push(Entry {
                                 key: nested.1,
                                 value: (pos(nested.0)?, pos(i)?),
@@ -140,7 +172,7 @@ impl Tape {
             };
             i = end;
             if depth == 1 {
-                let next = pos(tape.entries.len() + 1)?;
+                let next = after(&tape)?;
                 tape.entries.push(Entry {
                     key: key.take().unwrap_or(NO_KEY),
                     value: (pos(start)?, pos(end)?),
@@ -157,10 +189,12 @@ impl Tape {
         Ok(self.container_after(at, usize::MAX)?.1)
     }
 
-    /// [`container`](Self::container), and its index, trying first the one
-    /// after container `last` (`usize::MAX`: the first): a walk entering a
-    /// value's first container, or the next of a list, finds it at once
-    /// instead of by a binary search.
+    /// [`container`](Self::container), and the index of its entry
+    /// (`usize::MAX` for the outermost, which has none), trying first the
+    /// entry after entry `last` (`usize::MAX`: the first) and the one
+    /// after `last`'s subtree: a walk entering a value's first container,
+    /// or the next of a list, finds it at once instead of by a binary
+    /// search.
     #[inline]
     pub(crate) fn container_after(
         &self,
@@ -168,18 +202,41 @@ impl Tape {
         last: usize,
     ) -> Result<(usize, Container), RewriteError> {
         let at = u32::try_from(at).map_err(|_| broken())?;
+        if at == self.root_start {
+            let end = u32::try_from(self.entries.len()).map_err(|_| broken())?;
+            let root = Container {
+                first: 0,
+                end,
+                escaped: self.root_escaped,
+            };
+            return Ok((usize::MAX, root));
+        }
+        let starts_at = |i: usize| self.entries.get(i).is_some_and(|e| e.value.0 == at);
         let next = last.wrapping_add(1);
-        let i = match self.containers.get(next) {
-            Some(c) if c.start == at => next,
-            _ => self
-                .containers
-                .binary_search_by_key(&at, |c| c.start)
-                .map_err(|_| broken())?,
+        let i = if starts_at(next) {
+            next
+        } else if let Some(after) = self
+            .entries
+            .get(last)
+            .map(Entry::next)
+            .filter(|&a| starts_at(a))
+        {
+            after
+        } else {
+            self.entries
+                .binary_search_by_key(&at, |e| e.value.0)
+                .map_err(|_| broken())?
         };
-        let c = self.containers[i];
-        if c.n > 0 && self.entries.len() <= c.first as usize {
+        let e = self.entries[i];
+        let (first, end) = (i + 1, e.next());
+        if end < first || end > self.entries.len() {
             return Err(broken());
         }
+        let c = Container {
+            first: first as u32,
+            end: end as u32,
+            escaped: e.next & ESCAPED_KEYS != 0,
+        };
         Ok((i, c))
     }
 
@@ -189,19 +246,19 @@ impl Tape {
         Chain {
             entries: &self.entries,
             at: c.first as usize,
-            left: c.n as usize,
+            end: c.end as usize,
         }
     }
 }
 
 /// A container's entries, following [`Entry::next`]. Should a link not
-/// be where the reader put it, the chain ends early rather than index out
-/// of bounds.
+/// be where the reader put it (not past the entry it is in), the chain
+/// ends early rather than loop or index out of bounds.
 #[derive(Clone)]
 pub(crate) struct Chain<'t> {
     entries: &'t [Entry],
     at: usize,
-    left: usize,
+    end: usize,
 }
 
 impl<'t> Iterator for Chain<'t> {
@@ -209,17 +266,17 @@ impl<'t> Iterator for Chain<'t> {
 
     #[inline]
     fn next(&mut self) -> Option<&'t Entry> {
-        if self.left == 0 {
+        if self.at >= self.end {
             return None;
         }
         let e = self.entries.get(self.at)?;
-        self.left -= 1;
-        self.at = e.next as usize;
+        let next = e.next();
+        self.at = if next > self.at { next } else { self.end };
         Some(e)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (0, Some(self.left))
+        (0, Some(self.end.saturating_sub(self.at)))
     }
 }
 

@@ -606,21 +606,30 @@ fn names_all_replaced_only_when_every_occurrence_is_inside_an_edit_since() {
 fn a_container_is_found_whatever_the_last_one_found_was() {
     let text = r#"{"a":{"b":[1,{"c":{}}]},"d":[],"e":{"f":2}}"#;
     let tape = validate::read::<true>(text).unwrap();
-    // Empty ones (`{}`, `[]`) are not recorded: the walk knows them by
-    // their text.
     let starts: Vec<usize> = text
         .char_indices()
-        .filter(|&(i, c)| matches!(c, '{' | '[') && !matches!(&text[i..i + 2], "{}" | "[]"))
+        .filter(|&(_, c)| matches!(c, '{' | '['))
         .map(|(i, _)| i)
         .collect();
-    assert_eq!(starts.len(), tape.containers.len());
-    for (want, &at) in starts.iter().enumerate() {
-        let by_search = tape.container(at).unwrap();
-        // Every hint, right (the one before), wrong, past the end or none.
-        for last in (0..=starts.len() + 1).chain([usize::MAX]) {
-            let (i, c) = tape.container_after(at, last).unwrap();
-            assert_eq!((i, c), (want, by_search), "container at {at}, last {last}");
+    for &at in &starts {
+        let (want_i, want) = tape.container_after(at, usize::MAX).unwrap();
+        // Every hint, right (the entry before, the one whose subtree ends
+        // before it), wrong, past the end or none.
+        for last in (0..=tape.entries.len() + 1).chain([usize::MAX]) {
+            let got = tape.container_after(at, last).unwrap();
+            assert_eq!(got, (want_i, want), "container at {at}, last {last}");
         }
+        // Its entries are exactly its members or elements.
+        let inner = &text[at..];
+        let level: serde_json::Value = serde_json::Deserializer::from_str(inner)
+            .into_iter()
+            .next()
+            .unwrap()
+            .unwrap();
+        let n = level
+            .as_object()
+            .map_or_else(|| level.as_array().unwrap().len(), |o| o.len());
+        assert_eq!(tape.entries_of(want).count(), n, "container at {at}");
     }
     // A byte where no container opens is an error, hinted or not.
     assert!(tape.container_after(1, 0).is_err());

@@ -20,18 +20,15 @@
 
 use std::cell::Cell;
 
-use super::tape::{Container, Entry, Tape};
+use super::tape::{Entry, Tape, ESCAPED_KEYS};
 use super::MAX_DEPTH;
 use crate::rewrite::error::{malformed, RewriteError};
 
-/// A container being read: whether it is an object, its place in the
-/// tape's container list and its own entry's (in its parent), and how
-/// many entries its parent had before it.
+/// A container being read: whether it is an object, and its own entry
+/// (in its parent).
 struct Open {
     object: bool,
-    index: u32,
     entry: u32,
-    parent_count: u32,
     /// Whether one of its member names has an escape.
     escaped: bool,
 }
@@ -49,7 +46,7 @@ struct Refused;
 /// otherwise an empty one (large inputs, read level by level later, so
 /// memory follows what the walk visits).
 pub(crate) fn read<const RECORD: bool>(text: &str) -> Result<Tape, RewriteError> {
-    let mut tape = Tape::with_capacity(0, 0);
+    let mut tape = Tape::with_capacity(0);
     read_into::<RECORD>(text, &mut tape)?;
     Ok(tape)
 }
@@ -59,8 +56,10 @@ pub(crate) fn read_into<const RECORD: bool>(
     text: &str,
     tape: &mut Tape,
 ) -> Result<(), RewriteError> {
-    if RECORD && u32::try_from(text.len()).is_err() {
-        return Err(malformed("a JSON body over 4 GiB"));
+    // Positions are `u32`, and entries (fewer than the bytes) stay below
+    // the flag bit of `Entry::next`.
+    if RECORD && text.len() >= ESCAPED_KEYS as usize {
+        return Err(malformed("a JSON body over 2 GiB"));
     }
     let b = text.as_bytes();
     let mut stack = STACK.take();
@@ -97,7 +96,7 @@ pub(crate) fn wide_supported() -> bool {
 /// [`read`] a word at a time, as on a CPU without AVX2: the reference the
 /// wide reader is tested against.
 pub(crate) fn read_narrow<const RECORD: bool>(text: &str) -> Result<Tape, RewriteError> {
-    let mut tape = Tape::with_capacity(0, 0);
+    let mut tape = Tape::with_capacity(0);
     scan::<RECORD, false>(text.as_bytes(), &mut tape, &mut Vec::new())
         .or_else(|Refused| refusal(text))?;
     Ok(tape)
@@ -148,21 +147,18 @@ fn scan<const RECORD: bool, const WIDE: bool>(
     stack: &mut Vec<Open>,
 ) -> Result<(), Refused> {
     tape.entries.clear();
-    tape.containers.clear();
+    tape.root_start = u32::MAX;
+    tape.root_escaped = false;
     if RECORD {
         // Sizes from typical Kubernetes objects, to spare regrowing: the
-        // captured bodies have a median of 21 bytes an entry (p10 19) and
-        // 45 a container (p10 36).
+        // captured bodies have a median of 21 bytes an entry (p10 19).
         tape.entries.reserve(b.len() / 16);
-        tape.containers.reserve(b.len() / 32 + 1);
     }
     stack.clear();
     stack.reserve(16);
     // Whether the innermost open container is an object; `None` outside
     // any (kept here, not read off the stack, after every value).
     let mut top: Option<bool> = None;
-    // How many entries the innermost open container has so far.
-    let mut count: u32 = 0;
     // The key of the member whose value comes next.
     let mut key = NO_KEY;
     // Whether any string has an escape (which could hide a name from a
@@ -189,9 +185,9 @@ fn scan<const RECORD: bool, const WIDE: bool>(
                     Some(i + 2)
                 } else {
                     // Its own entry in its parent, written now (document
-                    // order) and completed when it closes.
+                    // order) and completed when it closes; its entries
+                    // follow it.
                     let entry = if RECORD && top.is_some() {
-                        count += 1;
                         tape.entries.push(Entry {
                             key,
                             value: (i as u32, 0),
@@ -199,25 +195,17 @@ fn scan<const RECORD: bool, const WIDE: bool>(
                         });
                         tape.entries.len() as u32 - 1
                     } else {
+                        if RECORD {
+                            tape.root_start = i as u32;
+                        }
                         NO_ENTRY
                     };
                     stack.push(Open {
                         object,
-                        index: tape.containers.len() as u32,
                         entry,
-                        parent_count: count,
                         escaped: false,
                     });
                     top = Some(object);
-                    count = 0;
-                    if RECORD {
-                        tape.containers.push(Container {
-                            start: i as u32,
-                            first: tape.entries.len() as u32,
-                            n: 0,
-                            escaped: false,
-                        });
-                    }
                     key = NO_KEY;
                     i = skip_ws(b, i + 1);
                     if b.get(i) == Some(&close) {
@@ -247,7 +235,6 @@ fn scan<const RECORD: bool, const WIDE: bool>(
         match end {
             Some(end) => {
                 if RECORD && top.is_some() {
-                    count += 1;
                     let next = tape.entries.len() as u32 + 1;
                     tape.entries.push(Entry {
                         key,
@@ -258,7 +245,7 @@ fn scan<const RECORD: bool, const WIDE: bool>(
                 i = end;
             }
             None => {
-                i = close::<RECORD>(i, stack, &mut count, tape)?;
+                i = close::<RECORD>(i, stack, tape)?;
                 top = stack.last().map(|o| o.object);
             }
         }
@@ -287,38 +274,34 @@ fn scan<const RECORD: bool, const WIDE: bool>(
             if c != Some(if object { b'}' } else { b']' }) {
                 return Err(Refused);
             }
-            i = close::<RECORD>(i, stack, &mut count, tape)?;
+            i = close::<RECORD>(i, stack, tape)?;
             top = stack.last().map(|o| o.object);
         }
     }
 }
 
-/// Closes the innermost container at its closer `b[i]`: its entry
-/// count and escape go to the tape, and its own entry in its parent gets
-/// its end and the parent's next entry. Returns one past the closer.
+/// Closes the innermost container at its closer `b[i]`: its own entry in
+/// its parent gets its end, the parent's next entry (its own end) and
+/// whether a member name had an escape; the outermost container's escape
+/// goes to the tape. Returns one past the closer.
 #[inline(always)]
 fn close<const RECORD: bool>(
     i: usize,
     stack: &mut Vec<Open>,
-    count: &mut u32,
     tape: &mut Tape,
 ) -> Result<usize, Refused> {
     let open = stack.pop().ok_or(Refused)?;
     let end = i + 1;
     if RECORD {
         let after = tape.entries.len() as u32;
-        let c = tape
-            .containers
-            .get_mut(open.index as usize)
-            .ok_or(Refused)?;
-        c.n = *count;
-        c.escaped = open.escaped;
-        if let Some(e) = tape.entries.get_mut(open.entry as usize) {
-            e.value.1 = end as u32;
-            e.next = after;
+        match tape.entries.get_mut(open.entry as usize) {
+            Some(e) => {
+                e.value.1 = end as u32;
+                e.next = after | if open.escaped { ESCAPED_KEYS } else { 0 };
+            }
+            None => tape.root_escaped = open.escaped,
         }
     }
-    *count = open.parent_count;
     Ok(end)
 }
 
