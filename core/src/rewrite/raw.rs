@@ -94,7 +94,7 @@ impl<'i> Walk<'i> {
         } else {
             walk.escapes = validate::read::<false>(text)?.escapes;
         }
-        Ok((walk, Raw(trim_json(text))))
+        Ok((walk, Raw::outside(trim_json(text))))
     }
 
     /// A walk over `input`, which [`Raw::parse`] has validated; its
@@ -130,7 +130,7 @@ impl<'i> Walk<'i> {
         let keys = if c.escaped {
             let names = tape
                 .entries_of(c)
-                .map(|e| {
+                .map(|(_, e)| {
                     let quoted = &input[e.key.0 as usize..e.key.1 as usize];
                     serde_json::from_str::<String>(quoted).map_err(malformed)
                 })
@@ -174,6 +174,11 @@ impl<'i> Walk<'i> {
                 // `{}` or `[]` (half a managed field's objects are
                 // empty): nothing to look up.
                 return Ok((tape.clone(), Container::EMPTY));
+            }
+            // A value handed out by this tape knows its entry.
+            if let Some(c) = tape.container_of_entry(raw.entry as usize, at) {
+                self.last_container = raw.entry as usize;
+                return Ok((tape.clone(), c));
             }
             let (i, c) = tape.container_after(at, self.last_container)?;
             self.last_container = i;
@@ -469,8 +474,11 @@ fn whole_tape(text: &str) -> Result<Rc<Tape>, RewriteError> {
 }
 
 /// The value of entry `e` of `input`'s tape.
-fn value<'i>(input: &'i str, e: &tape::Entry) -> Raw<'i> {
-    Raw(&input[e.value.0 as usize..e.value.1 as usize])
+fn value<'i>(input: &'i str, (i, e): (usize, &tape::Entry)) -> Raw<'i> {
+    Raw {
+        text: &input[e.value.0 as usize..e.value.1 as usize],
+        entry: i as u32,
+    }
 }
 
 /// An object's members, in order: a view of the walk's tape (cloning it
@@ -504,11 +512,11 @@ impl<'i> Members<'i> {
     pub fn get_two(&self, a: &str, b: &str) -> (Option<Raw<'i>>, Option<Raw<'i>>) {
         let (a, b) = (a.as_bytes(), b.as_bytes());
         let mut found = (None, None);
-        for (i, e) in self.entries() {
-            if self.is_named(i, e, a) {
-                found.0 = Some(value(self.input, e));
-            } else if self.is_named(i, e, b) {
-                found.1 = Some(value(self.input, e));
+        for (i, ke) in self.entries() {
+            if self.is_named(i, ke.1, a) {
+                found.0 = Some(value(self.input, ke));
+            } else if self.is_named(i, ke.1, b) {
+                found.1 = Some(value(self.input, ke));
             }
         }
         found
@@ -517,10 +525,10 @@ impl<'i> Members<'i> {
     /// [`get`](Self::get) of each of `names` in one pass over the members.
     pub fn get_all<const N: usize>(&self, names: [&str; N]) -> [Option<Raw<'i>>; N] {
         let mut found = [None; N];
-        for (i, e) in self.entries() {
+        for (i, ke) in self.entries() {
             for (slot, name) in found.iter_mut().zip(names) {
-                if self.is_named(i, e, name.as_bytes()) {
-                    *slot = Some(value(self.input, e));
+                if self.is_named(i, ke.1, name.as_bytes()) {
+                    *slot = Some(value(self.input, ke));
                 }
             }
         }
@@ -567,14 +575,14 @@ impl<'i> Members<'i> {
     pub fn names_and_values(&self) -> impl Iterator<Item = (&[u8], Raw<'i>)> + '_ {
         let input = self.input;
         self.entries()
-            .map(move |(i, e)| (self.name_bytes(i, e), value(input, e)))
+            .map(move |(i, ke)| (self.name_bytes(i, ke.1), value(input, ke)))
     }
 
     /// Each member's name and value.
     pub fn iter(&self) -> impl Iterator<Item = (Key<'_>, Raw<'i>)> + '_ {
         let input = self.input;
         self.entries()
-            .map(move |(i, e)| (Key(Cow::Borrowed(self.name(i, e))), value(input, e)))
+            .map(move |(i, ke)| (Key(Cow::Borrowed(self.name(i, ke.1))), value(input, ke)))
     }
 
     /// Each member's tape entry, numbered.
@@ -617,8 +625,8 @@ impl<'i> Iterator for Named<'_, 'i> {
     fn next(&mut self) -> Option<Raw<'i>> {
         let (members, name) = (self.members, self.name);
         self.chain
-            .find(|(i, e)| members.is_named(*i, e, name))
-            .map(|(_, e)| value(members.input, e))
+            .find(|(i, (_, e))| members.is_named(*i, e, name))
+            .map(|(_, ke)| value(members.input, ke))
     }
 }
 
@@ -645,14 +653,14 @@ impl<'i> Elements<'i> {
         self.tape
             .entries_of(self.container)
             .nth(i)
-            .map(|e| value(self.input, e))
+            .map(|ke| value(self.input, ke))
     }
 
     pub fn iter(&self) -> impl Iterator<Item = Raw<'i>> + '_ {
         let input = self.input;
         self.tape
             .entries_of(self.container)
-            .map(move |e| value(input, e))
+            .map(move |ke| value(input, ke))
     }
 }
 
@@ -660,11 +668,16 @@ impl<'i> Elements<'i> {
 pub(crate) struct Key<'a>(pub Cow<'a, str>);
 
 /// One JSON value's text, borrowed from an input validated whole
-/// ([`Walk::parse`], [`Raw::parse`]). Stepping into it
-/// ([`Walk::members`]/[`Walk::elements`]) looks its entries up in the
-/// walk's tape, read once per input.
+/// ([`Walk::parse`], [`Raw::parse`]), and the index of its entry in the
+/// tape that handed it out. Stepping into it
+/// ([`Walk::members`]/[`Walk::elements`]) finds its entries in the
+/// walk's tape, read once per input: at that index when the entry there
+/// is this value's, else by where it starts.
 #[derive(Clone, Copy, Debug)]
-pub struct Raw<'i>(&'i str);
+pub struct Raw<'i> {
+    text: &'i str,
+    entry: u32,
+}
 
 impl<'i> Raw<'i> {
     /// The JSON document `text`, validated (syntax, escapes, nesting
@@ -672,12 +685,20 @@ impl<'i> Raw<'i> {
     /// around it. A walk over it starts with [`Walk::parse`] instead.
     pub fn parse(text: &'i str) -> Result<Raw<'i>, RewriteError> {
         validate::read::<false>(text)?;
-        Ok(Raw(trim_json(text)))
+        Ok(Raw::outside(trim_json(text)))
+    }
+
+    /// A value no tape entry stands for (a document's root).
+    fn outside(text: &'i str) -> Raw<'i> {
+        Raw {
+            text,
+            entry: u32::MAX,
+        }
     }
 
     /// The value's text.
     pub fn get(self) -> &'i str {
-        self.0
+        self.text
     }
 }
 

@@ -240,8 +240,25 @@ impl Tape {
         Ok((i, c))
     }
 
+    /// The container whose own entry is entry `i`, if its value starts at
+    /// `at` (a value's entry carried with it, checked, so that a value of
+    /// another tape is looked up instead of misread).
+    #[inline]
+    pub(crate) fn container_of_entry(&self, i: usize, at: usize) -> Option<Container> {
+        let e = self.entries.get(i).filter(|e| e.value.0 as usize == at)?;
+        let (first, end) = (i + 1, e.next());
+        if end < first || end > self.entries.len() {
+            return None;
+        }
+        Some(Container {
+            first: first as u32,
+            end: end as u32,
+            escaped: e.next & ESCAPED_KEYS != 0,
+        })
+    }
+
     /// The entries of container `c`, which [`container`](Self::container)
-    /// answered, in order.
+    /// answered, in order, each with its index.
     pub(crate) fn entries_of(&self, c: Container) -> Chain<'_> {
         Chain {
             entries: &self.entries,
@@ -262,17 +279,18 @@ pub(crate) struct Chain<'t> {
 }
 
 impl<'t> Iterator for Chain<'t> {
-    type Item = &'t Entry;
+    type Item = (usize, &'t Entry);
 
     #[inline]
-    fn next(&mut self) -> Option<&'t Entry> {
+    fn next(&mut self) -> Option<(usize, &'t Entry)> {
         if self.at >= self.end {
             return None;
         }
-        let e = self.entries.get(self.at)?;
+        let i = self.at;
+        let e = self.entries.get(i)?;
         let next = e.next();
-        self.at = if next > self.at { next } else { self.end };
-        Some(e)
+        self.at = if next > i { next } else { self.end };
+        Some((i, e))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

@@ -99,7 +99,7 @@ fn a_scalar_or_string_has_no_entries() {
 fn text_that_is_not_what_validation_promised_is_an_error_not_a_panic() {
     // Never produced by `Raw::parse`; the scan still answers an error.
     for t in [r#"{"a""#, r#"{"a":1"#, r#"{"a":"#, r#"["x"#, r#"["\"#] {
-        let raw = Raw(t);
+        let raw = Raw::outside(t);
         let mut w = Walk::new(t);
         let r = if t.starts_with('{') {
             w.members(raw).map(drop)
@@ -645,4 +645,37 @@ fn a_container_is_found_whatever_the_last_one_found_was() {
     let c = w.members(inner).unwrap().unwrap().get("c").unwrap();
     assert_eq!(w.members(c).unwrap().unwrap().iter().count(), 0);
     assert!(w.elements(c).unwrap().is_none());
+}
+
+#[test]
+fn a_value_steps_in_by_its_entry_and_is_checked_against_where_it_starts() {
+    let text = r#"{"a":{"b":[{"c":1},{"d":[2,3]}]},"e":{"f":{"g":4}}}"#;
+    let (mut w, root) = Walk::parse(text).unwrap();
+    let ms = w.members(root).unwrap().unwrap();
+    let (a, e) = (ms.get("a").unwrap(), ms.get("e").unwrap());
+    let b = w.members(a).unwrap().unwrap().get("b").unwrap();
+    let items: Vec<Raw<'_>> = w.elements(b).unwrap().unwrap().iter().collect();
+    let d = w.members(items[1]).unwrap().unwrap().get("d").unwrap();
+    assert_eq!(w.elements(d).unwrap().unwrap().len(), 2);
+    let f = w.members(e).unwrap().unwrap().get("f").unwrap();
+    let names = |w: &mut Walk<'_>, v| -> Vec<String> {
+        let ms = w.members(v).unwrap().unwrap();
+        ms.iter().map(|(k, _)| k.0.into_owned()).collect()
+    };
+    assert_eq!(names(&mut w, f), ["g"]);
+    // Another walk of a text whose entry of the same number is another
+    // value: found by where the value starts, not misread.
+    let other = r#"{"x":[[[{"g":5}]]],"e":{"f":{"g":4}}}"#;
+    let (mut w2, root2) = Walk::parse(other).unwrap();
+    let e2 = w2.members(root2).unwrap().unwrap().get("e").unwrap();
+    let f2 = w2.members(e2).unwrap().unwrap().get("f").unwrap();
+    let forged = Raw {
+        text: f2.get(),
+        entry: f.entry,
+    };
+    assert_eq!(names(&mut w2, forged), ["g"]);
+    assert_eq!(
+        w2.members(forged).unwrap().unwrap().get("g").unwrap().get(),
+        "4"
+    );
 }
