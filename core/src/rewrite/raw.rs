@@ -64,8 +64,9 @@ pub(crate) struct Walk<'i> {
     levels: ByOffset<Rc<Tape>>,
     /// The largest input read whole into one tape.
     pub whole_tape_max: usize,
-    /// The whole tape's container found last: the walk mostly steps into
-    /// the one after it next (see [`Tape::container_after`]).
+    /// The entry of the whole tape's container found last (`usize::MAX`:
+    /// the outermost or none): a value without its entry is looked for
+    /// first just after it (see [`Tape::container_after`]).
     last_container: usize,
     /// Where the index's names occur in the input (every occurrence,
     /// overlapping ones too), sorted by start; found once, on the first
