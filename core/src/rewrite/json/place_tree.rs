@@ -65,8 +65,9 @@ impl JsonRewriter<'_> {
                 None => w.members(raw)?,
             };
             if let Some(ms) = ms {
-                for (name, v) in ms.names_and_values() {
+                for (name, m) in ms.names_and_entries() {
                     if let Some(c) = node.key_child(name) {
+                        let v = ms.value_of(m);
                         self.places_in(w, v, tree, c, hidden_ok, excluded, found, None)?;
                     }
                 }
