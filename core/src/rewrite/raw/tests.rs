@@ -96,6 +96,49 @@ fn a_scalar_or_string_has_no_entries() {
 }
 
 #[test]
+fn the_outermost_value_is_no_entry_and_whitespace_is_no_part_of_a_value() {
+    // A scalar or an empty container is the whole document, read before
+    // the reader's loop: no entry, whatever whitespace is around or in it.
+    for doc in [
+        " 12 ",
+        "\t\"s\"\n",
+        " {} ",
+        "[ ]",
+        "{ }",
+        " [\n] ",
+        "{}",
+        "[]",
+    ] {
+        assert!(reference::validates_as_serde_json(doc), "{doc:?}");
+        let tape = validate::read::<true>(doc).unwrap();
+        assert!(tape.entries.is_empty(), "{doc:?}");
+    }
+    for bad in [
+        "{ ]",
+        "[ }",
+        "{]",
+        "[}",
+        " 1 2",
+        "{} {}",
+        "[] ]",
+        " ",
+        "{ \"a\" }",
+    ] {
+        assert!(!reference::validates_as_serde_json(bad), "{bad:?}");
+    }
+    // The whitespace the reader skips before a value (after a colon, an
+    // array's comma or its opening) is outside the value's range.
+    let doc = "{\"a\": 1,\"b\":\n[ true,\t\"x\" ]}";
+    let tape = validate::read::<true>(doc).unwrap();
+    let values: Vec<&str> = tape
+        .entries
+        .iter()
+        .map(|e| &doc[e.value.0 as usize..e.value.1 as usize])
+        .collect();
+    assert_eq!(values, ["1", "[ true,\t\"x\" ]", "true", "\"x\""]);
+}
+
+#[test]
 fn text_that_is_not_what_validation_promised_is_an_error_not_a_panic() {
     // Never produced by `Raw::parse`; the scan still answers an error.
     for t in [r#"{"a""#, r#"{"a":1"#, r#"{"a":"#, r#"["x"#, r#"["\"#] {
