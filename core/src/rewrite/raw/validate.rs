@@ -356,9 +356,9 @@ fn close<const RECORD: bool>(
     Ok(end)
 }
 
-/// Reads `"key" :` at `b[i]` (whitespace already skipped), setting `key`
+/// Reads `"key" :` at `b[i]` (or after whitespace there), setting `key`
 /// to its range and noting an escape in it on the innermost open object;
-/// returns where its value starts.
+/// returns the byte after the colon (the value, or whitespace before it).
 #[inline(always)]
 fn member_key<const WIDE: bool>(
     b: &[u8],
