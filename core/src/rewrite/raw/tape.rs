@@ -227,16 +227,7 @@ impl Tape {
                 .binary_search_by_key(&at, |e| e.value.0)
                 .map_err(|_| broken())?
         };
-        let e = self.entries[i];
-        let (first, end) = (i + 1, e.next());
-        if end < first || end > self.entries.len() {
-            return Err(broken());
-        }
-        let c = Container {
-            first: first as u32,
-            end: end as u32,
-            escaped: e.next & ESCAPED_KEYS != 0,
-        };
+        let c = self.container_of_entry(i, at as usize).ok_or_else(broken)?;
         Ok((i, c))
     }
 
