@@ -12,7 +12,10 @@
 //! before: warnings and errors (an operator sees them without delay, and
 //! they come after the lines their thread gathered before them), every
 //! line once shutdown has begun ([`write_through`]), and the lines of
-//! threads that never park (the main thread, the blocking pool, tests).
+//! threads that never park (the main thread under a multi-thread runtime,
+//! the blocking pool, tests). A current-thread runtime's thread is the
+//! main one: it gathers as a worker does, and [`finish`] writes what is
+//! left when the runtime ends.
 //! Lines are whole in the output: each write holds whole lines and goes
 //! through standard error's lock. Lines of different workers may appear
 //! out of their timestamps' order, by at most what a worker serves
@@ -54,6 +57,19 @@ pub fn flush() {
         match p.as_mut() {
             Some(pending) => write_out(pending),
             None => *p = Some(Vec::with_capacity(FLUSH_AT)),
+        }
+    })
+}
+
+/// Writes this thread's pending lines and writes at once from now on: the
+/// end of the current-thread runtime, whose thread (the main one) never
+/// stops as a worker does.
+pub fn finish() {
+    PENDING.with(|p| {
+        if let Ok(mut p) = p.try_borrow_mut() {
+            if let Some(mut pending) = p.take() {
+                write_out(&mut pending);
+            }
         }
     })
 }
@@ -208,6 +224,22 @@ mod tests {
             gathering().write_all(&line).unwrap();
             assert_eq!(pending().map(|p| p.len()), Some(0));
             assert_eq!(written().len(), 9000, "written once full");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn finishing_writes_what_was_gathered_and_gathers_no_more() {
+        std::thread::spawn(|| {
+            flush();
+            gathering().write_all(b"last\n").unwrap();
+            assert_eq!(written(), b"");
+            finish();
+            assert_eq!(written(), b"last\n");
+            assert_eq!(pending(), None);
+            gathering().write_all(b"after\n").unwrap();
+            assert_eq!(written(), b"last\nafter\n", "written at once");
         })
         .join()
         .unwrap();

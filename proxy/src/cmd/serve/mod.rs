@@ -4,6 +4,7 @@
 #[cfg(test)]
 mod reason_sets;
 pub mod reload;
+mod runtime;
 mod start_error;
 
 pub use start_error::StartError;
@@ -96,12 +97,16 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), StartError> {
     if !listen.ip().is_loopback() {
         return Err(StartError::NotLoopback(listen));
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .on_thread_park(crate::observe::log_writer::flush)
-        .on_thread_stop(crate::observe::log_writer::flush)
-        .build()
-        .map_err(StartError::Runtime)?;
+    let flavor = runtime::Flavor::of_process();
+    let runtime = runtime::build(flavor).map_err(StartError::Runtime)?;
+    tracing::info!(
+        workers = flavor.workers(),
+        kind = match flavor {
+            runtime::Flavor::CurrentThread => "current-thread",
+            runtime::Flavor::MultiThread(_) => "multi-thread",
+        },
+        "runtime"
+    );
     let grace = settings.limits.shutdown_grace_period;
     let budget = crate::body::budget::configure(&settings.limits);
     tracing::info!(
@@ -118,7 +123,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), StartError> {
     let lifecycle = Lifecycle::new();
     let serving =
         Serving::new(settings.limits.clone(), lifecycle.clone()).with_metrics(metrics.clone());
-    let result = runtime.block_on(async move {
+    let result = runtime::block_on(&runtime, flavor, async move {
         match reloader {
             Some(r) => {
                 tracing::info!("watching the configuration: it will be reloaded on SIGHUP and whenever the file changes");
@@ -262,7 +267,8 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), StartError> {
             s.abort();
         }
         Ok(())
-    });
+    })
+    .map_err(StartError::Runtime)?;
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     result
 }
