@@ -13,9 +13,8 @@
 //! they come after the lines their thread gathered before them), every
 //! line once shutdown has begun ([`write_through`]), and the lines of
 //! threads that never park (the main thread under a multi-thread runtime,
-//! the blocking pool, tests). A current-thread runtime's thread is the
-//! main one: it gathers as a worker does, and [`finish`] writes what is
-//! left when the runtime ends.
+//! the blocking pool, tests). A current-thread runtime's thread gathers
+//! as a worker does, and [`finish`] writes what is left when it ends.
 //! Lines are whole in the output: each write holds whole lines and goes
 //! through standard error's lock. Lines of different workers may appear
 //! out of their timestamps' order, by at most what a worker serves
@@ -62,8 +61,8 @@ pub fn flush() {
 }
 
 /// Writes this thread's pending lines and writes at once from now on: the
-/// end of the current-thread runtime, whose thread (the main one) never
-/// stops as a worker does.
+/// end of the current-thread runtime, whose thread is not one of tokio's
+/// (no `on_thread_stop`).
 pub fn finish() {
     PENDING.with(|p| {
         if let Ok(mut p) = p.try_borrow_mut() {

@@ -99,14 +99,7 @@ pub fn run(settings: Settings, opts: Options) -> Result<(), StartError> {
     }
     let flavor = runtime::Flavor::of_process();
     let runtime = runtime::build(flavor).map_err(StartError::Runtime)?;
-    tracing::info!(
-        workers = flavor.workers(),
-        kind = match flavor {
-            runtime::Flavor::CurrentThread => "current-thread",
-            runtime::Flavor::MultiThread(_) => "multi-thread",
-        },
-        "runtime"
-    );
+    tracing::info!(workers = flavor.workers(), kind = flavor.kind(), "runtime");
     let grace = settings.limits.shutdown_grace_period;
     let budget = crate::body::budget::configure(&settings.limits);
     tracing::info!(

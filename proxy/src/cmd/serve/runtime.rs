@@ -1,14 +1,15 @@
 //! The tokio runtime `regroup serve` runs on: a worker per CPU the process
-//! may use (its affinity and its cgroup's CPU quota, as tokio counts them),
-//! and on one CPU a current-thread runtime.
+//! may use (its affinity and its cgroup's CPU quota, as Rust's
+//! `available_parallelism` counts them), and on one CPU a current-thread
+//! runtime.
 //!
 //! With one worker the two kinds run tasks the same way (one thread polls
 //! every task and drives the I/O and the timers), but the multi-thread one
 //! still pays for the parts that let workers share: the shared injection
 //! queue, the worker's park through a mutex and a condition variable, waking
-//! the driver across threads. A sidecar is usually given one CPU or less,
-//! so there the current-thread runtime is taken (docs/performance.md,
-//! "Build profile, allocator, runtime layout").
+//! the driver across threads. A sidecar limited to one CPU or less takes
+//! the current-thread runtime (docs/performance.md, "The runtime on one
+//! CPU, session 30").
 
 use std::num::NonZeroUsize;
 
@@ -17,7 +18,7 @@ use tokio::runtime::{Builder, Runtime};
 /// What tokio's multi-thread runtime reads to override its worker count.
 const WORKERS_ENV: &str = "TOKIO_WORKER_THREADS";
 
-/// Which runtime, for the start-up log.
+/// Which runtime `serve` runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {
     /// One thread: a single CPU.
@@ -60,6 +61,14 @@ impl Flavor {
         };
         b.enable_all();
         b
+    }
+
+    /// The runtime's kind, for the start-up log.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Flavor::CurrentThread => "current-thread",
+            Flavor::MultiThread(_) => "multi-thread",
+        }
     }
 
     /// The number of threads that poll tasks.
