@@ -21,6 +21,44 @@ fn decode_segment(s: &str) -> Cow<'_, str> {
     }
 }
 
+/// Segments [`RequestInfo::parse`] reads: nothing past the ninth is read
+/// (`apis`, group, version, `watch`, `namespaces`, namespace, resource,
+/// name, subresource).
+const SEGMENTS_READ: usize = 9;
+
+/// The first non-empty segments of `path` into `out`, as
+/// [`segments`](super::path::segments) cuts them; how many. Every slash's
+/// place is read from a mask of a word's slashes (`path::bytes_equal`),
+/// eight bytes a step, with nothing kept between segments but where the
+/// last one ended.
+fn first_segments<'p>(path: &'p str, out: &mut [&'p str]) -> usize {
+    use super::path::{bytes_equal, word_at};
+    let bytes = path.as_bytes();
+    let (mut n, mut start, mut word) = (0, 0, 0);
+    while word < bytes.len() && n < out.len() {
+        let mut slashes = bytes_equal(word_at(bytes, word), b'/');
+        while slashes != 0 {
+            let at = word + slashes.trailing_zeros() as usize / 8;
+            slashes &= slashes - 1;
+            if at > start {
+                // `/` is ASCII: both ends are character boundaries.
+                out[n] = &path[start..at];
+                n += 1;
+                if n == out.len() {
+                    return n;
+                }
+            }
+            start = at + 1;
+        }
+        word += 8;
+    }
+    if start < bytes.len() && n < out.len() {
+        out[n] = &path[start..];
+        n += 1;
+    }
+    n
+}
+
 /// What a request addresses.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequestInfo {
@@ -94,65 +132,70 @@ impl RequestInfo {
     /// assert_eq!(i.subresource.as_deref(), Some("status"));
     /// ```
     pub fn parse(path: &str, query: Option<&str>) -> RequestInfo {
-        const SEGMENTS_READ: usize = 9;
-        // Segments are decoded only where they hold an escape.
-        // Nothing past the ninth segment is read (`apis`, group, version,
-        // `watch`, `namespaces`, namespace, resource, name, subresource).
-        // On the stack, and the path searched for an escape once.
-        let escaped = memchr::memchr(b'%', path.as_bytes()).is_some();
-        let mut read: [Cow<'_, str>; SEGMENTS_READ] = Default::default();
-        let mut n = 0;
-        for s in segments(path).take(SEGMENTS_READ) {
-            read[n] = if escaped {
-                decode_segment(s)
-            } else {
-                Cow::Borrowed(s)
-            };
-            n += 1;
+        let watch = query.is_some_and(query_says_watch);
+        // The path searched for an escape once: most have none, and their
+        // segments are read as the path's own slices, cut where
+        // `first_segments` found them (no iterator over the pieces, no
+        // decoding).
+        if memchr::memchr(b'%', path.as_bytes()).is_some() {
+            let mut read: [Cow<'_, str>; SEGMENTS_READ] = Default::default();
+            let mut n = 0;
+            for s in segments(path).take(SEGMENTS_READ) {
+                read[n] = decode_segment(s);
+                n += 1;
+            }
+            return RequestInfo::of_segments(&read[..n], watch);
         }
-        let segments = &read[..n];
+        let mut read = [""; SEGMENTS_READ];
+        let n = first_segments(path, &mut read);
+        RequestInfo::of_segments(&read[..n], watch)
+    }
+
+    /// What the first segments of a path (at most [`SEGMENTS_READ`],
+    /// decoded) address.
+    fn of_segments<S: AsRef<str>>(segments: &[S], watch: bool) -> RequestInfo {
         let mut info = RequestInfo {
-            watch: query.is_some_and(query_says_watch),
+            watch,
             ..RequestInfo::default()
         };
-        let mut rest: &[Cow<'_, str>] = match segments.first().map(|s| s.as_ref()) {
-            Some("api") => {
-                info.is_api = true;
-                &segments[1..]
-            }
-            Some("apis") => {
-                info.is_api = true;
-                match segments.get(1) {
-                    Some(g) => {
-                        info.group = Segment::from(g.as_ref());
-                        &segments[2..]
-                    }
-                    None => return info,
+        let at = |i: usize| segments.get(i).map(AsRef::as_ref);
+        let mut next = match at(0) {
+            Some("api") => 1,
+            Some("apis") => match at(1) {
+                Some(g) => {
+                    info.group = Segment::from(g);
+                    2
                 }
-            }
+                None => {
+                    info.is_api = true;
+                    return info;
+                }
+            },
             _ => return info,
         };
-        let Some((version, r)) = rest.split_first() else {
+        info.is_api = true;
+        let Some(version) = at(next) else {
             return info;
         };
-        info.version = Some(Segment::from(version.as_ref()));
-        rest = r;
-        if rest.first().map(|s| s.as_ref()) == Some("watch") {
+        info.version = Some(Segment::from(version));
+        next += 1;
+        if at(next) == Some("watch") {
             info.watch = true;
-            rest = &rest[1..];
+            next += 1;
         }
-        if rest.first().map(|s| s.as_ref()) == Some("namespaces") && rest.len() > 1 {
-            info.namespace = Some(Segment::from(rest[1].as_ref()));
-            // `namespaces/{ns}/status` and `/finalize` are subresources of the
-            // namespace itself.
-            if rest.len() > 2 && !matches!(rest[2].as_ref(), "status" | "finalize") {
-                rest = &rest[2..];
+        if at(next) == Some("namespaces") {
+            if let Some(ns) = at(next + 1) {
+                info.namespace = Some(Segment::from(ns));
+                // `namespaces/{ns}/status` and `/finalize` are subresources
+                // of the namespace itself.
+                if at(next + 2).is_some_and(|s| !matches!(s, "status" | "finalize")) {
+                    next += 2;
+                }
             }
         }
-        let segment = |s: &Cow<'_, str>| Segment::from(s.as_ref());
-        info.resource = rest.first().map(segment);
-        info.name = rest.get(1).map(segment);
-        info.subresource = rest.get(2).map(segment);
+        info.resource = at(next).map(Segment::from);
+        info.name = at(next + 1).map(Segment::from);
+        info.subresource = at(next + 2).map(Segment::from);
         info
     }
 
@@ -300,6 +343,34 @@ fn query_says_watch(q: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn first_segments_are_the_first_non_empty_pieces(path in "[/aé.w]{0,40}", room in 0usize..12) {
+            let mut out = vec![""; room];
+            let n = first_segments(&path, &mut out);
+            let want: Vec<&str> = segments(&path).take(room).collect();
+            proptest::prop_assert_eq!(&out[..n], &want[..]);
+        }
+
+        #[test]
+        fn a_path_reads_the_same_with_its_segments_escaped(
+            segs in proptest::collection::vec("(api|apis|v1|watch|namespaces|status|finalize|foos|[a-z.]{1,5})", 0..12),
+            slashes in proptest::collection::vec("/{1,2}", 12),
+        ) {
+            // The escaped path goes the decoding way; the plain one, cut
+            // in place, must read the same.
+            let mut plain = String::new();
+            let mut escaped = String::new();
+            for (s, slash) in segs.iter().zip(&slashes) {
+                plain.push_str(slash);
+                plain.push_str(s);
+                escaped.push_str(slash);
+                escaped.push_str(&s.replacen('a', "%61", 1));
+            }
+            proptest::prop_assert_eq!(RequestInfo::parse(&plain, None), RequestInfo::parse(&escaped, None));
+        }
+    }
 
     #[test]
     fn verbs_are_kube_apiservers() {

@@ -104,31 +104,24 @@ fn check_pieces(rest: &str) -> Result<(), PathProblem> {
 /// True when no piece of `rest` can be refused: no escape, no piece
 /// starting with a dot, no empty piece before the last (no `/` or `.`
 /// after a slash, the path's first included). Eight bytes a step in a
-/// plain `u64`, as `kube::path::find_slash`: cutting the path costs a
-/// search per piece, a byte loop ~14 instructions a byte. The rest (an
-/// escape, a piece starting with a dot) is judged piece by piece.
+/// plain `u64`, as `kube::path::split` finds slashes: cutting the path
+/// costs a search per piece, a byte loop ~14 instructions a byte. The rest
+/// (an escape, a piece starting with a dot) is judged piece by piece.
 fn plainly_fine(rest: &[u8]) -> bool {
-    const LOWS: u64 = u64::from_le_bytes([0x7f; 8]);
-    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
-    // The high bit of each byte of `w` equal to `c`, exactly.
-    let eq = |w: u64, c: u8| {
-        let x = w ^ u64::from_le_bytes([c; 8]);
-        !(((x & LOWS) + LOWS) | x) & HIGHS
-    };
-    let mut words = rest.chunks_exact(8);
-    let mut tail = [b'a'; 8];
-    tail[..words.remainder().len()].copy_from_slice(words.remainder());
+    use crate::kube::path::{bytes_equal, word_at};
     // A slash before the first byte: the path's own.
     let mut carry = 0x80;
-    for w in words.by_ref().chain(std::iter::once(&tail[..])) {
-        let w = u64::from_le_bytes(w.try_into().expect("eight bytes"));
-        let slash = eq(w, b'/');
-        // The byte before each, little-endian: one byte lower.
+    let mut at = 0;
+    while at < rest.len() {
+        let w = word_at(rest, at);
+        let slash = bytes_equal(w, b'/');
+        // The byte after each, little-endian: one byte higher.
         let after_slash = (slash << 8) | carry;
-        if eq(w, b'%') | (after_slash & (slash | eq(w, b'.'))) != 0 {
+        if bytes_equal(w, b'%') | (after_slash & (slash | bytes_equal(w, b'.'))) != 0 {
             return false;
         }
         carry = slash >> 56;
+        at += 8;
     }
     true
 }
