@@ -8,6 +8,8 @@
 //! the reference-key heuristic (string values of keys named `apiGroup` or
 //! `apiVersion`), which [`Catalog::reference_keys_skip`] bounds.
 
+use std::sync::OnceLock;
+
 use regroup_config::field_path::{FieldPath, Step};
 use regroup_config::{CustomField, Form, GroupMap};
 
@@ -484,12 +486,9 @@ impl Catalog {
         let Some(kind) = Catalog::kind_for_resource(group, resource) else {
             return false;
         };
-        BUILTIN.iter().any(|(groups, kinds, path, slot)| {
-            groups.contains(&group)
-                && kinds.contains(&kind)
-                && *path == "metadata.name"
-                && *slot == Slot::Value(Form::QualifiedName)
-        })
+        qualified_names()
+            .iter()
+            .any(|&(g, k)| g == group && k == kind)
     }
 
     /// The form of the name of an object of `group`/`kind` (app names)
@@ -565,6 +564,28 @@ impl Catalog {
                 && key == "auditAnnotations")
             || (depth == 0 && OPAQUE_DATA_KINDS.contains(&kind) && OPAQUE_DATA_KEYS.contains(&key))
     }
+}
+
+/// The group and kind of each built-in place `metadata.name` of the
+/// `QualifiedName` form ([`Catalog::names_carry_group`]), read from
+/// [`BUILTIN`] once: every URL naming a built-in resource asked it, and the
+/// whole table was scanned each time (~2.6k instructions a request for a
+/// pod, docs/performance.md "One reading of a path's slashes").
+fn qualified_names() -> &'static [(&'static str, &'static str)] {
+    static NAMED: OnceLock<Vec<(&'static str, &'static str)>> = OnceLock::new();
+    NAMED.get_or_init(|| {
+        BUILTIN
+            .iter()
+            .filter(|(_, _, path, slot)| {
+                *path == "metadata.name" && *slot == Slot::Value(Form::QualifiedName)
+            })
+            .flat_map(|(groups, kinds, _, _)| {
+                groups
+                    .iter()
+                    .flat_map(move |g| kinds.iter().map(move |k| (*g, *k)))
+            })
+            .collect()
+    })
 }
 
 /// True for the groups of [`RESOURCE_KINDS`] (a test holds the two

@@ -189,3 +189,34 @@ fn every_group_of_the_resource_kinds_is_matched() {
         None
     );
 }
+
+#[test]
+fn resources_whose_names_carry_a_group_are_the_tables_qualified_name_places() {
+    // What `qualified_names` keeps, asked of every built-in resource the
+    // way the table was scanned before it: the same answer for each.
+    let scanned = |group: &str, kind: &str| {
+        BUILTIN.iter().any(|(groups, kinds, path, slot)| {
+            groups.contains(&group)
+                && kinds.contains(&kind)
+                && *path == "metadata.name"
+                && *slot == Slot::Value(Form::QualifiedName)
+        })
+    };
+    let mut carrying = Vec::new();
+    for (g, r, k) in RESOURCE_KINDS {
+        assert_eq!(Catalog::names_carry_group(g, r), scanned(g, k), "{g}/{r}");
+        if Catalog::names_carry_group(g, r) {
+            carrying.push(*r);
+        }
+    }
+    assert!(
+        carrying.contains(&"customresourcedefinitions"),
+        "{carrying:?}"
+    );
+    assert!(carrying.contains(&"apiservices"), "{carrying:?}");
+    assert!(!Catalog::names_carry_group("", "pods"));
+    assert!(!Catalog::names_carry_group(
+        "samplecontroller.k8s.io",
+        "foos"
+    ));
+}
