@@ -16,6 +16,7 @@ mod tallies;
 mod tls;
 pub mod vault;
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -525,9 +526,16 @@ impl Upstream {
     /// answer is sent once more, on a new connection: a pooled keep-alive
     /// connection the apiserver closed as the request went out fails that
     /// way, and the request had no effect (Go's client does the same).
-    pub async fn send(&self, req: Request<Body>) -> Result<Response<ResponseBody>, SendError> {
+    ///
+    /// This and [`Upstream::send_or_remake`] return `send_resending`'s
+    /// future itself: as `async fn`s they were a layer each around it, its
+    /// state moved once more (docs/performance.md, "The sender's layers").
+    pub fn send(
+        &self,
+        req: Request<Body>,
+    ) -> impl Future<Output = Result<Response<ResponseBody>, SendError>> + Send + '_ {
         let copy = resendable(&req).then(|| (req.uri().clone(), req.headers().clone()));
-        self.send_resending(req, copy.map(|c| move || c)).await
+        self.send_resending(req, copy.map(|c| move || c))
     }
 
     /// Like [`Upstream::send`], but a request sent again (a bodyless read a
@@ -535,13 +543,13 @@ impl Upstream {
     /// `again`, called only then: the caller makes them again from what it
     /// still holds, where a copy kept for a retry that almost never comes
     /// cost every request ~0.8k instructions.
-    pub async fn send_or_remake(
-        &self,
+    pub fn send_or_remake<'a>(
+        &'a self,
         req: Request<Body>,
-        again: impl FnOnce() -> (Uri, HeaderMap),
-    ) -> Result<Response<ResponseBody>, SendError> {
+        again: impl FnOnce() -> (Uri, HeaderMap) + Send + 'a,
+    ) -> impl Future<Output = Result<Response<ResponseBody>, SendError>> + Send + 'a {
         let resend = resendable(&req);
-        self.send_resending(req, resend.then_some(again)).await
+        self.send_resending(req, resend.then_some(again))
     }
 
     async fn send_resending(
