@@ -166,14 +166,16 @@ fn printable(s: &str) -> String {
 }
 
 /// Serves one request through `next` (the proxy) after the checks; `next`
-/// gets when the request arrived (one clock read a request).
+/// gets when the request arrived (one clock read a request). The
+/// connection's service future itself (hence `Result`, and what it holds
+/// owned): an `async` block around it moved its state once more.
 pub async fn serve<F, Fut>(
-    access: &Access,
+    access: Arc<Access>,
     conn: Arc<ConnState>,
-    lifecycle: &crate::listen::lifecycle::Lifecycle,
+    lifecycle: Arc<crate::listen::lifecycle::Lifecycle>,
     req: Request<hyper::body::Incoming>,
     next: F,
-) -> Response<Tracked>
+) -> Result<Response<Tracked>, std::convert::Infallible>
 where
     F: FnOnce(Request<hyper::body::Incoming>, Instant) -> Fut,
     Fut: std::future::Future<Output = Response<Body>>,
@@ -188,7 +190,7 @@ where
         };
         let resp =
             responder.refused_at_access(req.method(), &path, req.uri().query(), started, reason, f);
-        return Tracked::wrap(resp, token, None, None);
+        return Ok(Tracked::wrap(resp, token, None, None));
     }
     let watch = is_watch(&req);
     // The stacks time their requests with the Kubernetes verb they read
@@ -223,7 +225,7 @@ where
         });
         f
     });
-    Tracked::wrap(resp, token, end, boundary)
+    Ok(Tracked::wrap(resp, token, end, boundary))
 }
 
 /// A watch, as kube-apiserver reads it (`?watch=true` in any of Go's true

@@ -4,7 +4,6 @@
 //! loop that drives it until it ends, shutdown or the [`Watchdog`] closes
 //! it.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -117,8 +116,7 @@ pub async fn serve<I, H, Fut>(
     let (svc_state, lifecycle) = (state.clone(), serving.lifecycle.clone());
     let svc = service_fn(move |req| {
         let (access, state, handler) = (access.clone(), svc_state.clone(), handler.clone());
-        let lifecycle = lifecycle.clone();
-        async move { Ok::<_, Infallible>(access::serve(&access, state, &lifecycle, req, handler).await) }
+        access::serve(access, state, lifecycle.clone(), req, handler)
     });
     match protocol {
         Protocol::Http1 => {
