@@ -126,7 +126,15 @@ pub(crate) async fn forward(
     // How the patch step renames a body (the engine's, as any request's).
     let rename = |media, bytes| request_body::renamed(fwd, &x, media, bytes);
     let answer = match request_body::take(fwd, &x, &mut ctx, &mut to.headers, body).await? {
-        Taken::Body(body) => send(to, body, Some(remake)).await?,
+        // The main path: the sender's future awaited here, not through
+        // `send` (a layer more to move).
+        Taken::Body(body) => {
+            let lent = to.lent;
+            let sent = x
+                .upstream
+                .send_as(lent, credentials::request(to, body), Some(remake));
+            credentials::answered(fwd, sent.await)?
+        }
         // A patch a hook serves: read, amended, written, one loop; held
         // until it ends.
         Taken::Patch(bytes, _held) => {
