@@ -472,10 +472,10 @@ impl Catalog {
         if !in_resource_kinds(group) {
             return None;
         }
-        RESOURCE_KINDS
+        resource_kinds_of(group)
             .iter()
-            .find(|(g, r, _)| *g == group && *r == resource)
-            .map(|(_, _, k)| *k)
+            .find(|(r, _)| *r == resource)
+            .map(|(_, k)| *k)
     }
 
     /// True when the objects served at `group`/`resource` have names that
@@ -564,6 +564,30 @@ impl Catalog {
                 && key == "auditAnnotations")
             || (depth == 0 && OPAQUE_DATA_KINDS.contains(&kind) && OPAQUE_DATA_KEYS.contains(&key))
     }
+}
+
+/// The resources and kinds of [`RESOURCE_KINDS`] in `group`, in the
+/// table's order, gathered by group once: a built-in resource's look-up
+/// compares its group with the ~17 groups, then its resource with the
+/// group's few, where the ~45 rows were compared one by one (~0.22k
+/// instructions a look-up, twice a request).
+fn resource_kinds_of(group: &str) -> &'static [(&'static str, &'static str)] {
+    type ByGroup = Vec<(&'static str, Vec<(&'static str, &'static str)>)>;
+    static BY_GROUP: OnceLock<ByGroup> = OnceLock::new();
+    let by_group = BY_GROUP.get_or_init(|| {
+        let mut by_group: ByGroup = Vec::new();
+        for &(g, r, k) in RESOURCE_KINDS {
+            match by_group.iter_mut().find(|(x, _)| *x == g) {
+                Some((_, rows)) => rows.push((r, k)),
+                None => by_group.push((g, vec![(r, k)])),
+            }
+        }
+        by_group
+    });
+    by_group
+        .iter()
+        .find(|(g, _)| *g == group)
+        .map_or(&[], |(_, rows)| rows.as_slice())
 }
 
 /// The group and kind of each built-in place `metadata.name` of the
