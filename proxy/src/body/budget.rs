@@ -164,6 +164,13 @@ impl Budget {
         }
     }
 
+    /// A budget of its own for a test, so that what it holds can be
+    /// read while other tests use the process's.
+    #[cfg(test)]
+    pub(crate) fn for_test(total: usize) -> &'static Budget {
+        Box::leak(Box::new(Budget::new(total, Duration::from_millis(10))))
+    }
+
     /// Its size in bytes.
     pub fn total(&self) -> usize {
         self.total

@@ -41,9 +41,20 @@ pub fn full(b: impl Into<Bytes>) -> Body {
     Full::new(b.into()).map_err(|never| match never {}).boxed()
 }
 
-/// An incoming body passed on as it streams.
+/// An incoming body passed on as it streams; one that has ended already
+/// (a GET's, most requests') as [`empty`], which allocates nothing.
 pub fn pass(b: impl Received) -> Body {
+    if b.is_end_stream() {
+        return empty();
+    }
     b.map_err(|e| Box::new(e) as BoxError).boxed()
+}
+
+/// No body: boxed without an allocation (the box holds nothing).
+pub fn empty() -> Body {
+    http_body_util::Empty::new()
+        .map_err(|never| match never {})
+        .boxed()
 }
 
 /// Why a body could not be collected.
@@ -98,6 +109,44 @@ impl http_body::Body for Holding {
 
     fn size_hint(&self) -> http_body::SizeHint {
         self.body.size_hint()
+    }
+}
+
+/// `bytes` as the whole body, holding `held` until it is dropped: one
+/// box, where [`full`] inside [`holding`] is two (an allocation less for
+/// every renamed body).
+pub fn full_held(bytes: impl Into<Bytes>, held: Held) -> Body {
+    let bytes = bytes.into();
+    FullHeld {
+        data: (!bytes.is_empty()).then_some(bytes),
+        _held: held,
+    }
+    .boxed()
+}
+
+/// [`Full`]'s one frame, with the budget it holds.
+struct FullHeld {
+    data: Option<Bytes>,
+    _held: Held,
+}
+
+impl http_body::Body for FullHeld {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        std::task::Poll::Ready(self.data.take().map(|d| Ok(Frame::data(d))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.data.is_none()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.data.as_ref().map_or(0, |d| d.len() as u64))
     }
 }
 
@@ -403,6 +452,7 @@ pub enum LinesError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http_body::Body as _;
 
     /// A body of these frames, of unknown length.
     fn frames(parts: &[&'static [u8]]) -> impl http_body::Body<Data = Bytes, Error = BoxError> {
@@ -411,6 +461,44 @@ mod tests {
             .map(|p| Ok(Frame::data(Bytes::from_static(p))))
             .collect();
         StreamBody::new(stream::iter(items))
+    }
+
+    #[tokio::test]
+    async fn a_whole_body_holding_its_bytes_is_one_frame_then_gives_them_back() {
+        let b = budget::Budget::for_test(100);
+        let mut held = b.empty();
+        held.grow(40, b.deadline()).await.unwrap();
+        let frame = Bytes::from_static(b"{\"kind\":\"Foo\"}");
+        let body = full_held(frame.clone(), held);
+        assert_eq!(body.size_hint().exact(), Some(frame.len() as u64));
+        assert!(!body.is_end_stream());
+        assert_eq!(b.in_use(), 40);
+        let got = body.collect().await.unwrap().to_bytes();
+        assert_eq!(got, frame);
+        assert_eq!(
+            got.as_ptr(),
+            frame.as_ptr(),
+            "the bytes themselves, not a copy"
+        );
+        assert_eq!(b.in_use(), 0, "given back when the body is dropped");
+
+        let none = full_held(Bytes::new(), b.empty());
+        assert!(none.is_end_stream());
+        assert_eq!(none.size_hint().exact(), Some(0));
+        assert!(none.collect().await.unwrap().to_bytes().is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_ended_body_passes_as_an_empty_one_and_any_other_as_it_streams() {
+        let ended =
+            pass(Full::new(Bytes::new()).map_err(|never| -> hyper::Error { match never {} }));
+        assert!(ended.is_end_stream());
+        assert_eq!(ended.size_hint().exact(), Some(0));
+        let data = Bytes::from_static(b"abc");
+        let streaming =
+            pass(Full::new(data.clone()).map_err(|never| -> hyper::Error { match never {} }));
+        assert!(!streaming.is_end_stream());
+        assert_eq!(streaming.collect().await.unwrap().to_bytes(), data);
     }
 
     #[tokio::test]

@@ -11,7 +11,7 @@ use super::etag;
 use super::exchange::{Exchange, Forward, BODY_LIMIT};
 use crate::body::budget::{self, Reason};
 use crate::body::Body;
-use crate::body::{collect_held, full, holding, HeldCollectError};
+use crate::body::{collect_held, full_held, HeldCollectError};
 use crate::status::Failure;
 use crate::upstream::ResponseBody;
 
@@ -54,7 +54,7 @@ pub(crate) async fn rename_document(
     let json = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     if !json && !v2 {
         held.shrink(bytes.len());
-        return Ok(Response::from_parts(parts, holding(full(bytes), held)));
+        return Ok(Response::from_parts(parts, full_held(bytes, held)));
     }
     let out = x
         .engine
@@ -68,5 +68,5 @@ pub(crate) async fn rename_document(
     parts
         .headers
         .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-    Ok(Response::from_parts(parts, holding(full(bytes), held)))
+    Ok(Response::from_parts(parts, full_held(bytes, held)))
 }

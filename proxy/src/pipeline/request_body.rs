@@ -12,7 +12,7 @@ use super::exchange::{Exchange, Forward};
 use super::gzip;
 use crate::body::budget::{self, budget, Held, Reason};
 use crate::body::Body;
-use crate::body::{collect_held, full, holding, pass, HeldCollectError};
+use crate::body::{collect_held, full_held, pass, HeldCollectError};
 use crate::hooks::Ctx;
 use crate::kube::{MediaType, Wire};
 use crate::rewrite::{Context, RewriteError};
@@ -69,7 +69,7 @@ pub(crate) async fn take(
     // What is sent is held until it is; the input is given back.
     held.shrink(bytes.len());
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-    Ok(Taken::Body(holding(full(bytes), held)))
+    Ok(Taken::Body(full_held(bytes, held)))
 }
 
 /// A whole request body, as [`read_plain`] gave it, renamed by the engine.

@@ -9,7 +9,7 @@ use super::exchange::{Answer, Exchange, Forward, BODY_LIMIT};
 use super::gzip;
 use crate::body::budget::{self, Reason};
 use crate::body::Body;
-use crate::body::{collect_held, full, holding, HeldCollectError};
+use crate::body::{collect_held, full_held, HeldCollectError};
 use crate::hooks::Ctx;
 use crate::rewrite::{Context, RewriteError};
 use crate::status::Failure;
@@ -110,5 +110,5 @@ pub(crate) async fn rename_whole(
             .headers
             .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
     }
-    Ok(Response::from_parts(parts, holding(full(bytes), held)))
+    Ok(Response::from_parts(parts, full_held(bytes, held)))
 }

@@ -26,7 +26,6 @@ use arc_swap::ArcSwap;
 use base64::Engine as _;
 use http::header::{HeaderMap, HeaderName};
 use http::{HeaderValue, Method, Request, Response, Uri};
-use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::HttpConnector;
 pub use regroup_config::schema::Http2;
@@ -568,7 +567,7 @@ impl Upstream {
                     "upstream connection closed before an answer: sending the request again"
                 );
                 let (uri, headers) = again.expect("checked")();
-                let mut r = Request::new(empty_body());
+                let mut r = Request::new(crate::body::empty());
                 *r.method_mut() = method;
                 *r.uri_mut() = uri;
                 *r.version_mut() = version;
@@ -727,12 +726,6 @@ fn resendable(req: &Request<Body>) -> bool {
     use http_body::Body as _;
     matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS)
         && req.body().size_hint().exact() == Some(0)
-}
-
-fn empty_body() -> Body {
-    http_body_util::Empty::new()
-        .map_err(|never| match never {})
-        .boxed()
 }
 
 /// A connection that ended (closed or reset) before the response began.

@@ -632,7 +632,7 @@ mod tests {
     }
 
     fn get(url: &Uri, path: &str) -> Request<Body> {
-        let mut r = Request::new(super::super::empty_body());
+        let mut r = Request::new(crate::body::empty());
         *r.uri_mut() = format!("{url}{}", path.trim_start_matches('/'))
             .parse()
             .unwrap();
