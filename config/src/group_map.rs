@@ -403,6 +403,41 @@ impl GroupMap {
         dir: Direction,
         reference_keys_only: bool,
     ) -> Option<String> {
+        let (rule, group, version) =
+            self.api_version_rule(api_version, dir, reference_keys_only)?;
+        // One allocation, and no formatting machinery on the per-object
+        // path; two bytes more for a JSON codec's quotes.
+        let mut mapped = rule.rule.apply(group, dir, 1 + version.len() + 2);
+        mapped.push('/');
+        mapped.push_str(version);
+        Some(mapped)
+    }
+
+    /// [`map_api_version`](Self::map_api_version) appended to `out` (a
+    /// codec's buffer of replacement texts: no `String` of its own).
+    /// False, and `out` as it was: not mapped.
+    pub fn map_api_version_into(
+        &self,
+        api_version: &str,
+        dir: Direction,
+        out: &mut String,
+    ) -> bool {
+        let Some((rule, group, version)) = self.api_version_rule(api_version, dir, false) else {
+            return false;
+        };
+        rule.rule.apply_into(group, dir, out);
+        out.push('/');
+        out.push_str(version);
+        true
+    }
+
+    /// The rule that maps `group/version`, and the two halves.
+    fn api_version_rule<'v>(
+        &self,
+        api_version: &'v str,
+        dir: Direction,
+        reference_keys_only: bool,
+    ) -> Option<(&MapRule, &'v str, &'v str)> {
         // An exact rule's name followed by `/` is compared in place (group
         // names hold no `/`, so that is where `split_once` would split);
         // with no suffix rule, nothing else can match, and the text is not
@@ -420,13 +455,7 @@ impl GroupMap {
         if reference_keys_only && !rule.reference_keys {
             return None;
         }
-        let (group, version) = (&api_version[..slash], &api_version[slash + 1..]);
-        // One allocation, and no formatting machinery on the per-object
-        // path; two bytes more for a JSON codec's quotes.
-        let mut mapped = rule.rule.apply(group, dir, 1 + version.len() + 2);
-        mapped.push('/');
-        mapped.push_str(version);
-        Some(mapped)
+        Some((rule, &api_version[..slash], &api_version[slash + 1..]))
     }
 
     /// Maps a name of the form `first.group`, where `first` is one DNS label:

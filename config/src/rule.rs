@@ -77,9 +77,17 @@ impl Rule {
             Rule::Suffix { .. } => &group[..group.len() - source.len()],
         };
         let mut out = String::with_capacity(head.len() + target.len() + extra);
-        out.push_str(head);
-        out.push_str(target);
+        self.apply_into(group, dir, &mut out);
         out
+    }
+
+    /// [`apply`](Self::apply), appended to `out`.
+    pub(crate) fn apply_into(&self, group: &str, dir: Direction, out: &mut String) {
+        let (source, target) = self.ends(dir);
+        if let Rule::Suffix { .. } = self {
+            out.push_str(&group[..group.len() - source.len()]);
+        }
+        out.push_str(target);
     }
 }
 

@@ -326,6 +326,40 @@ fn api_version_needs_the_exact_group_before_the_slash() {
     untouched(f, "xpinniped.dev/v1");
 }
 
+#[test]
+fn api_version_into_a_buffer_is_the_mapping_appended() {
+    for m in [exact_map(), suffix_map()] {
+        for v in [
+            "samplecontroller.k8s.io/v1alpha1",
+            "samplecontroller.team1.example.com/v1alpha1",
+            "wardle.example.com/v1beta1",
+            "login.concierge.pinniped.dev/v1alpha1",
+            "login.concierge.team1.example.com/v1alpha1",
+            "pinniped.dev/v1",
+            "team1.example.com/",
+            "apps/v1",
+            "v1",
+            "",
+            "xpinniped.dev/v1",
+        ] {
+            for d in [ToCluster, ToApp] {
+                let mut out = String::from("kept");
+                let mapped = m.map_api_version_into(v, d, &mut out);
+                match m.map_api_version(v, d) {
+                    Some(want) => {
+                        assert!(mapped, "{v}");
+                        assert_eq!(out, format!("kept{want}"), "{v}");
+                    }
+                    None => {
+                        assert!(!mapped, "{v}");
+                        assert_eq!(out, "kept", "{v}");
+                    }
+                }
+            }
+        }
+    }
+}
+
 // ---------------------------------------------- plural.group, version.group
 
 #[test]

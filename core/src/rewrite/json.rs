@@ -631,6 +631,12 @@ impl<'a> JsonRewriter<'a> {
             w.replace_again(raw, form, text);
             return Ok(());
         }
+        if form == Form::ApiVersion {
+            // The most common place: mapped into the walk's texts.
+            let (map, dir) = (self.map, self.dir);
+            w.replace_quoted_with(raw, form, |out| map.map_api_version_into(&s, dir, out));
+            return Ok(());
+        }
         let Some(mapped) = self.map.map(form, &s, self.dir) else {
             return Ok(());
         };

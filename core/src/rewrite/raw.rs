@@ -245,6 +245,35 @@ impl<'i> Walk<'i> {
         self.push_edit(raw, (from, self.texts.len()), form);
     }
 
+    /// [`replace_quoted`](Self::replace_quoted) with the mapping written
+    /// by `map` straight into the walk's texts (no `String` of its own);
+    /// `map` answers false, leaving what it was given as it was, when
+    /// nothing is mapped. Returns what `map` answered.
+    pub fn replace_quoted_with(
+        &mut self,
+        raw: Raw<'_>,
+        form: Form,
+        map: impl FnOnce(&mut String) -> bool,
+    ) -> bool {
+        let from = self.texts.len();
+        self.texts.push('"');
+        if !map(&mut self.texts) {
+            self.texts.truncate(from);
+            return false;
+        }
+        if needs_escape(&self.texts[from + 1..]) {
+            // Rare (a version with a quote or a control byte, decoded
+            // from an escape): written again as JSON.
+            let quoted = serde_json::to_string(&self.texts[from + 1..]).expect("strings serialize");
+            self.texts.truncate(from);
+            self.texts.push_str(&quoted);
+        } else {
+            self.texts.push('"');
+        }
+        self.push_edit(raw, (from, self.texts.len()), Some(form));
+        true
+    }
+
     /// Replaces the string value `raw` by the text of an earlier edit
     /// that mapped the same string in `form` (from
     /// [`mapped_before`](Self::mapped_before)): the text is shared.

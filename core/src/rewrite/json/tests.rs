@@ -415,6 +415,19 @@ fn groups_hidden_behind_unicode_escapes_are_found() {
 }
 
 #[test]
+fn a_mapped_api_version_whose_version_needs_escapes_keeps_them() {
+    // The version holds a quote and a newline, decoded from escapes: the
+    // mapped text is written as JSON again, not as the decoded bytes.
+    let input = r#"{"apiVersion":"samplecontroller.k8s.io/v\"1\n","kind":"Foo"}"#;
+    let got = bytes(Direction::ToCluster, input).unwrap();
+    assert_eq!(
+        got,
+        r#"{"apiVersion":"samplecontroller.team1.example.com/v\"1\n","kind":"Foo"}"#
+    );
+    serde_json::from_str::<Json>(&got).unwrap();
+}
+
+#[test]
 fn shadowed_discovery_entries_are_deleted_with_their_commas() {
     let list = |entries: &[&str]| {
         let groups: Vec<String> = entries
