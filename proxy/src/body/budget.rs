@@ -201,9 +201,38 @@ impl Budget {
         }
     }
 
-    /// When work starting now stops waiting.
-    pub fn deadline(&self) -> Instant {
-        Instant::now() + self.wait
+    /// When work starting now stops waiting: the budget's wait from the
+    /// first time it has to (the clock is read only then: most asks are
+    /// granted at once, and a clock read is ~40 instructions a request).
+    pub fn deadline(&self) -> Deadline {
+        Deadline {
+            at: None,
+            wait: self.wait,
+        }
+    }
+}
+
+/// When a holder stops waiting for the budget: fixed the first time it
+/// waits, and kept for its later asks (one wait for one body, however
+/// many times it grows).
+#[derive(Clone, Copy, Debug)]
+pub struct Deadline {
+    at: Option<Instant>,
+    wait: Duration,
+}
+
+impl Deadline {
+    /// A deadline at `at`.
+    pub fn at(at: Instant) -> Deadline {
+        Deadline {
+            at: Some(at),
+            wait: Duration::ZERO,
+        }
+    }
+
+    /// The instant, fixed now if it was not yet.
+    fn instant(&mut self) -> Instant {
+        *self.at.get_or_insert_with(|| Instant::now() + self.wait)
     }
 }
 
@@ -248,7 +277,7 @@ impl Held {
     }
 
     /// Takes `more` bytes, waiting until `deadline` for them.
-    pub async fn grow(&mut self, more: usize, deadline: Instant) -> Result<(), Refusal> {
+    pub async fn grow(&mut self, more: usize, deadline: &mut Deadline) -> Result<(), Refusal> {
         if more == 0 {
             return Ok(());
         }
@@ -261,7 +290,7 @@ impl Held {
         let n = more as u32;
         let permit = match self.budget.sem.try_acquire_many(n) {
             Ok(p) => Some(p),
-            Err(_) => tokio::time::timeout_at(deadline, self.budget.sem.acquire_many(n))
+            Err(_) => tokio::time::timeout_at(deadline.instant(), self.budget.sem.acquire_many(n))
                 .await
                 .ok()
                 .and_then(Result::ok),
@@ -280,7 +309,7 @@ impl Held {
 
     /// Holds exactly `to` bytes: grows (waiting until `deadline`) or gives
     /// back the difference.
-    pub async fn set(&mut self, to: usize, deadline: Instant) -> Result<(), Refusal> {
+    pub async fn set(&mut self, to: usize, deadline: &mut Deadline) -> Result<(), Refusal> {
         if to > self.bytes {
             self.grow(to - self.bytes, deadline).await
         } else {
@@ -326,9 +355,9 @@ mod tests {
     async fn bytes_are_given_back_on_drop() {
         let b = leak(100, 10);
         let mut h = b.empty();
-        h.grow(60, b.deadline()).await.unwrap();
+        h.grow(60, &mut b.deadline()).await.unwrap();
         assert_eq!(b.in_use(), 60);
-        h.set(20, b.deadline()).await.unwrap();
+        h.set(20, &mut b.deadline()).await.unwrap();
         assert_eq!(b.in_use(), 20);
         drop(h);
         assert_eq!(b.in_use(), 0);
@@ -339,7 +368,7 @@ mod tests {
         let b = leak(100, 60_000);
         let mut h = b.empty();
         let started = std::time::Instant::now();
-        let e = h.grow(101, b.deadline()).await.unwrap_err();
+        let e = h.grow(101, &mut b.deadline()).await.unwrap_err();
         assert_eq!(
             e,
             Refusal::OverBudget {
@@ -352,19 +381,41 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_deadline_is_fixed_by_the_first_wait_and_kept_for_later_asks() {
+        let b = leak(100, 50);
+        let mut d = b.deadline();
+        let mut h = b.empty();
+        h.grow(60, &mut d).await.unwrap();
+        assert!(d.at.is_none(), "granted at once: the clock was not read");
+        let before = Instant::now();
+        let mut other = b.empty();
+        assert_eq!(other.grow(60, &mut d).await, Err(Refusal::Busy));
+        let fixed = d.at.expect("fixed by the wait");
+        assert!(fixed >= before + Duration::from_millis(50));
+        assert!(Instant::now() >= fixed);
+        // The same holder's next ask waits until the same, passed,
+        // instant: not a second wait.
+        assert_eq!(other.grow(60, &mut d).await, Err(Refusal::Busy));
+        assert_eq!(d.at, Some(fixed));
+    }
+
+    #[tokio::test]
     async fn a_spent_budget_waits_then_refuses_and_serves_once_given_back() {
         let b = leak(100, 50);
         let mut first = b.empty();
-        first.grow(80, b.deadline()).await.unwrap();
+        first.grow(80, &mut b.deadline()).await.unwrap();
         let mut second = b.empty();
-        assert_eq!(second.grow(30, b.deadline()).await, Err(Refusal::Busy));
+        assert_eq!(second.grow(30, &mut b.deadline()).await, Err(Refusal::Busy));
         assert_eq!(second.bytes(), 0);
         // Given back while the second waits: it gets them.
         let waiter = tokio::spawn(async move {
             let mut h = b.empty();
-            h.grow(30, Instant::now() + Duration::from_secs(30))
-                .await
-                .map(|()| h.bytes())
+            h.grow(
+                30,
+                &mut Deadline::at(Instant::now() + Duration::from_secs(30)),
+            )
+            .await
+            .map(|()| h.bytes())
         });
         tokio::task::yield_now().await;
         drop(first);
@@ -376,15 +427,18 @@ mod tests {
     async fn admitted_work_waits_then_takes_beyond_the_budget_and_gives_it_back() {
         let b = leak(100, 20);
         let mut first = b.empty();
-        first.grow(80, b.deadline()).await.unwrap();
+        first.grow(80, &mut b.deadline()).await.unwrap();
         let mut answer = b.admitted();
-        answer.grow(30, b.deadline()).await.unwrap();
+        answer.grow(30, &mut b.deadline()).await.unwrap();
         assert_eq!((answer.bytes(), b.in_use()), (30, 110));
         // New work is still refused while the budget is spent.
-        assert_eq!(b.empty().grow(30, b.deadline()).await, Err(Refusal::Busy));
+        assert_eq!(
+            b.empty().grow(30, &mut b.deadline()).await,
+            Err(Refusal::Busy)
+        );
         drop(first);
         // Growing again takes what is free now, within the budget.
-        answer.grow(50, b.deadline()).await.unwrap();
+        answer.grow(50, &mut b.deadline()).await.unwrap();
         assert_eq!(b.in_use(), 80);
         answer.shrink(10);
         assert_eq!(b.in_use(), 10);

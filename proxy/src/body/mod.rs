@@ -170,7 +170,7 @@ pub async fn collect_held<B>(
     limit: usize,
     factor: usize,
     held: &mut Held,
-    deadline: tokio::time::Instant,
+    deadline: &mut budget::Deadline,
 ) -> Result<Bytes, HeldCollectError>
 where
     B: http_body::Body<Data = Bytes>,
@@ -370,8 +370,8 @@ where
                     Some(Ok(f)) => {
                         if let Ok(data) = f.into_data() {
                             let need = (st.framer.pending() + data.len()) * 2;
-                            let deadline = budget::budget().deadline();
-                            if let Err(r) = st.held.set(need, deadline).await {
+                            let mut deadline = budget::budget().deadline();
+                            if let Err(r) = st.held.set(need, &mut deadline).await {
                                 let what = "a watch event";
                                 let f = r.failure(what, true);
                                 tracing::error!(
@@ -467,7 +467,7 @@ mod tests {
     async fn a_whole_body_holding_its_bytes_is_one_frame_then_gives_them_back() {
         let b = budget::Budget::for_test(100);
         let mut held = b.empty();
-        held.grow(40, b.deadline()).await.unwrap();
+        held.grow(40, &mut b.deadline()).await.unwrap();
         let frame = Bytes::from_static(b"{\"kind\":\"Foo\"}");
         let body = full_held(frame.clone(), held);
         assert_eq!(body.size_hint().exact(), Some(frame.len() as u64));
@@ -506,9 +506,15 @@ mod tests {
         let b = budget::budget();
         let mut held = b.empty();
         let frame = Bytes::from_static(b"{\"kind\":\"Foo\"}");
-        let got = collect_held(Full::new(frame.clone()), 100, 2, &mut held, b.deadline())
-            .await
-            .unwrap();
+        let got = collect_held(
+            Full::new(frame.clone()),
+            100,
+            2,
+            &mut held,
+            &mut b.deadline(),
+        )
+        .await
+        .unwrap();
         assert_eq!(got, frame);
         assert_eq!(got.as_ptr(), frame.as_ptr(), "the frame itself, not a copy");
         assert_eq!(held.bytes(), 2 * frame.len());
@@ -523,7 +529,7 @@ mod tests {
             100,
             2,
             &mut held,
-            b.deadline(),
+            &mut b.deadline(),
         )
         .await
         .unwrap();
@@ -535,10 +541,17 @@ mod tests {
     async fn a_body_past_the_limit_is_refused_whether_in_one_frame_or_more() {
         let b = budget::budget();
         let mut held = b.empty();
-        let one = collect_held(frames(&[b"abcdef"]), 5, 1, &mut held, b.deadline()).await;
+        let one = collect_held(frames(&[b"abcdef"]), 5, 1, &mut held, &mut b.deadline()).await;
         assert!(matches!(one, Err(HeldCollectError::TooLarge(5))));
         let mut held = b.empty();
-        let two = collect_held(frames(&[b"abc", b"def"]), 5, 1, &mut held, b.deadline()).await;
+        let two = collect_held(
+            frames(&[b"abc", b"def"]),
+            5,
+            1,
+            &mut held,
+            &mut b.deadline(),
+        )
+        .await;
         assert!(matches!(two, Err(HeldCollectError::TooLarge(5))));
     }
 }

@@ -54,7 +54,7 @@ pub(crate) async fn inflate_held(
     limit: usize,
     held: &mut Held,
 ) -> Result<Bytes, InflateError> {
-    let deadline = budget::budget().deadline();
+    let mut deadline = budget::budget().deadline();
     let mut d = flate2::read::GzDecoder::new(bytes);
     let mut out: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 64 << 10];
@@ -72,7 +72,7 @@ pub(crate) async fn inflate_held(
         if out.capacity() < out.len() + n {
             // Grows as a Vec does (doubling), within the limit.
             let cap = (out.len() + n).max(out.capacity() * 2).min(limit);
-            held.set(base + cap, deadline)
+            held.set(base + cap, &mut deadline)
                 .await
                 .map_err(InflateError::Budget)?;
             out.reserve_exact(cap - out.len());

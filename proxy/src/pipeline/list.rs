@@ -58,7 +58,7 @@ pub(crate) fn stream(
                     // What was sent is given back; the item being read, the
                     // chunk and its renamed copy are taken.
                     let need = list.held() + 2 * data.len();
-                    if let Err(r) = st.held.set(need, budget::budget().deadline()).await {
+                    if let Err(r) = st.held.set(need, &mut budget::budget().deadline()).await {
                         let f = r.failure("a list item", true);
                         tracing::error!(
                             "the API server's list can't be renamed, aborting the response: {}",

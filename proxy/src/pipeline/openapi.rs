@@ -40,7 +40,7 @@ pub(crate) async fn rename_document(
     // The document and its renamed copy, from the memory budget.
     let b = budget::budget();
     let mut held = b.empty();
-    let got = collect_held(body, BODY_LIMIT, 2, &mut held, b.deadline()).await;
+    let got = collect_held(body, BODY_LIMIT, 2, &mut held, &mut b.deadline()).await;
     let bytes = got.map_err(|e| match e {
         HeldCollectError::TooLarge(n) => {
             budget::refused(Reason::ObjectTooLarge, "an OpenAPI document", n);

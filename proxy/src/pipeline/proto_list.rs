@@ -55,7 +55,7 @@ pub(crate) async fn rename_list(
         if let Ok(data) = frame.into_data() {
             // What the list holds in memory (the look-ahead or the spill
             // file's buffer, the item being read) and the chunk.
-            held.set(list.held() + data.len(), b.deadline())
+            held.set(list.held() + data.len(), &mut b.deadline())
                 .await
                 .map_err(|r| r.failure("the API server's protobuf list", true))?;
             x.engine
@@ -63,7 +63,7 @@ pub(crate) async fn rename_list(
                 .map_err(bad)?;
         }
     }
-    held.set(list.held(), b.deadline())
+    held.set(list.held(), &mut b.deadline())
         .await
         .map_err(|r| r.failure("the API server's protobuf list", true))?;
     let out = x.engine.proto_list_finish(dir, list).map_err(bad)?;

@@ -110,7 +110,7 @@ async fn read(fwd: &Forward, body: Incoming) -> Result<(Bytes, Held), Failure> {
     let limit = fwd.limits.request;
     let b = budget();
     let mut held = b.empty();
-    let got = collect_held(body, limit, 2, &mut held, b.deadline()).await;
+    let got = collect_held(body, limit, 2, &mut held, &mut b.deadline()).await;
     let bytes = got.map_err(|e| match e {
         HeldCollectError::TooLarge(_) => {
             budget::refused(Reason::RequestTooLarge, "a request body", limit);
@@ -145,7 +145,7 @@ async fn read_plain(
                 .await
                 .map_err(gzip::InflateError::of_request)?;
             // The renamed copy of the inflated bytes.
-            held.grow(plain.len(), budget().deadline())
+            held.grow(plain.len(), &mut budget().deadline())
                 .await
                 .map_err(|r| r.failure("renaming the request body", false))?;
             headers.remove(header::CONTENT_ENCODING);

@@ -66,7 +66,7 @@ pub(crate) async fn towards_caller(
     // work waits for the memory budget here (then 429), before any
     // response header is sent.
     let mut held = budget::for_response(&x.method);
-    held.grow(ADMISSION, budget::budget().deadline())
+    held.grow(ADMISSION, &mut budget::budget().deadline())
         .await
         .map_err(|r| r.failure("a response to rename", true))?;
     if x.info.watch && success {

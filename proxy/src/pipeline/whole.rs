@@ -34,7 +34,7 @@ pub(crate) async fn rename_whole(
     let mut held = crate::body::budget::for_response(&x.method);
     // The body, and (when not gzip) its renamed copy.
     let factor = if answer.gzip { 1 } else { 2 };
-    let got = collect_held(answer.body, limit, factor, &mut held, b.deadline()).await;
+    let got = collect_held(answer.body, limit, factor, &mut held, &mut b.deadline()).await;
     let mut bytes = got.map_err(|e| match e {
         HeldCollectError::TooLarge(n) => {
             budget::refused(Reason::ObjectTooLarge, "an answer", n);
@@ -53,7 +53,7 @@ pub(crate) async fn rename_whole(
             .await
             .map_err(gzip::InflateError::of_upstream)?;
         // The compressed bytes go; the renamed copy comes.
-        held.set(plain.len() * 2, b.deadline())
+        held.set(plain.len() * 2, &mut b.deadline())
             .await
             .map_err(|r| r.failure("renaming the API server's response", true))?;
         bytes = plain;

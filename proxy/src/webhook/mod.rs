@@ -165,7 +165,14 @@ impl Webhooks {
         // from `Content-Length` before any of it is read).
         let b = budget::budget();
         let mut held = b.empty();
-        let got = collect_held(req.into_body(), self.max_body, 2, &mut held, b.deadline()).await;
+        let got = collect_held(
+            req.into_body(),
+            self.max_body,
+            2,
+            &mut held,
+            &mut b.deadline(),
+        )
+        .await;
         let body = got.map_err(|e| match e {
             HeldCollectError::TooLarge(l) => {
                 budget::refused(budget::Reason::RequestTooLarge, "a review", l);
