@@ -16,7 +16,7 @@ use regroup_config::field_path::Step;
 use regroup_config::{Direction, Form, GroupMap};
 use serde_json::Value as Json;
 
-use super::catalog::{self, Catalog, RefMembers, Slot};
+use super::catalog::{self, Catalog, PlaceTree, RefMembers, Slot};
 use super::names::NameIndex;
 use super::raw::{member, plain_or_string, quote, string, Members, Walk};
 use precheck::Precheck;
@@ -258,26 +258,40 @@ impl<'a> JsonRewriter<'a> {
         let app_group = app_group.as_ref();
 
         let excluded = self.excluded(w, raw, kind)?;
-        let (places, tree) = self.catalog.places_and_tree(app_group, kind);
+        let places = self.catalog.type_places(app_group, kind);
+        let tree = places.tree;
         // Where each place's path ends in this object, found in one walk
         // down the places' tree, then applied in the places' order (the
         // sort is stable: one place's values stay in document order), as
-        // if each place were walked on its own.
+        // if each place were walked on its own. Only the places found and
+        // those the tree lists as always visited are looked at, in order
+        // (one merge), not every place of the type: most find nothing.
         let since = w.edit_count();
         let mut found = std::mem::take(&mut w.found);
         found.clear();
         self.places_in(w, raw, tree, 0, true, excluded, &mut found, Some(&ms))?;
         found.sort_by_key(|(at, _)| *at);
-        let mut next = 0;
+        let (mut next, mut always) = (0, 0);
         let mut embedded: Vec<&str> = Vec::new();
-        for (at, place) in places.enumerate() {
+        loop {
+            let at = match (found.get(next), tree.visited.get(always)) {
+                (None, None) => break,
+                (Some((f, _)), None) => *f,
+                (None, Some(v)) => *v,
+                (Some((f, _)), Some(v)) => (*f).min(*v),
+            };
+            if tree.visited.get(always) == Some(&at) {
+                always += 1;
+            }
+            let place = places.place(at);
             if excluded && catalog::is_metadata_slot(&place.slot) {
+                // The tree found none of them (`places_in` skips them).
+                while found.get(next).is_some_and(|(a, _)| *a == at) {
+                    next += 1;
+                }
                 continue;
             }
-            if matches!(
-                place.slot,
-                Slot::Object | Slot::Items | Slot::TableRows { .. }
-            ) {
+            if PlaceTree::embeds(&place.slot) {
                 if let Some(Step::Key(k)) = place.path.steps().first() {
                     embedded.push(k);
                 }

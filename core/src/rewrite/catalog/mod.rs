@@ -310,6 +310,21 @@ struct ByType {
     any_list: TypePlaces,
 }
 
+/// One type's places ([`Catalog::type_places`]).
+#[derive(Clone, Copy)]
+pub struct TypePlacesOf<'a> {
+    all: &'a [Place],
+    of_type: &'a [usize],
+    pub tree: &'a PlaceTree,
+}
+
+impl<'a> TypePlacesOf<'a> {
+    /// The place at position `at` of the type's order.
+    pub fn place(&self, at: usize) -> &'a Place {
+        &self.all[self.of_type[at]]
+    }
+}
+
 /// One type's places, as indices into the catalog's, and their tree.
 #[derive(Clone, Debug)]
 struct TypePlaces {
@@ -551,6 +566,18 @@ impl Catalog {
     ) -> (impl Iterator<Item = &'a Place> + 'a, &'a PlaceTree) {
         let t = self.by_type.get(group, kind);
         (t.places.iter().map(|i| &self.places[*i]), &t.tree)
+    }
+
+    /// The places of an object of `group`/`kind` (app names) by their
+    /// position in that type's order, and their tree
+    /// ([`places_and_tree`](Self::places_and_tree) with random access).
+    pub fn type_places<'a>(&'a self, group: &str, kind: &str) -> TypePlacesOf<'a> {
+        let t = self.by_type.get(group, kind);
+        TypePlacesOf {
+            all: &self.places,
+            of_type: &t.places,
+            tree: &t.tree,
+        }
     }
 
     /// True when the reference-key heuristic must not descend into member

@@ -170,6 +170,21 @@ fn the_place_tree_holds_each_place_at_the_end_of_its_path() {
                 .map(|(at, p)| (at, p.path.steps().to_vec(), Visit::of(&p.slot)))
                 .collect();
             assert_eq!(leaves, want, "{g} {k}");
+            // The places a walk visits whatever the tree finds: exactly
+            // those applied from the object or embedding objects, and the
+            // random access agrees with the order.
+            let (places, _) = c.places_and_tree(g, k);
+            let visited: Vec<usize> = places
+                .enumerate()
+                .filter(|(_, p)| PlaceTree::from_object(&p.slot) || PlaceTree::embeds(&p.slot))
+                .map(|(at, _)| at)
+                .collect();
+            assert_eq!(tree.visited, visited, "{g} {k}");
+            let view = c.type_places(g, k);
+            let (places, _) = c.places_and_tree(g, k);
+            for (at, p) in places.enumerate() {
+                assert!(std::ptr::eq(view.place(at), p), "{g} {k} {at}");
+            }
         }
     }
 }

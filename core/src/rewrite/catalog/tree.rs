@@ -102,6 +102,12 @@ impl Node {
 #[derive(Clone, Debug)]
 pub struct PlaceTree {
     pub nodes: Vec<Node>,
+    /// The positions of the places a walk visits whatever the tree finds:
+    /// those applied from the object itself (a Table's rows, short forms)
+    /// and those holding embedded objects (whose first key the reference
+    /// heuristic leaves alone). With the places the tree found, they are
+    /// all the walk of an object visits, not every place of its type.
+    pub visited: Vec<usize>,
 }
 
 impl PlaceTree {
@@ -110,7 +116,11 @@ impl PlaceTree {
     /// out, the walk applies them in their turn.
     pub fn new<'p>(places: impl IntoIterator<Item = &'p Place>) -> PlaceTree {
         let mut nodes = vec![Node::new(Step::Each)];
+        let mut visited = Vec::new();
         for (at, place) in places.into_iter().enumerate() {
+            if PlaceTree::from_object(&place.slot) || PlaceTree::embeds(&place.slot) {
+                visited.push(at);
+            }
             if PlaceTree::from_object(&place.slot) {
                 continue;
             }
@@ -142,12 +152,17 @@ impl PlaceTree {
                 metadata: is_metadata_slot(&place.slot),
             });
         }
-        PlaceTree { nodes }
+        PlaceTree { nodes, visited }
     }
 
     /// True for the places applied from the object itself, not at the
     /// end of their path.
     pub fn from_object(slot: &Slot) -> bool {
         matches!(slot, Slot::TableRows { .. } | Slot::ShortForm { .. })
+    }
+
+    /// True for the places whose values are objects of their own.
+    pub fn embeds(slot: &Slot) -> bool {
+        matches!(slot, Slot::Object | Slot::Items | Slot::TableRows { .. })
     }
 }
