@@ -180,6 +180,14 @@ fn the_place_tree_holds_each_place_at_the_end_of_its_path() {
                 .map(|(at, _)| at)
                 .collect();
             assert_eq!(tree.visited, visited, "{g} {k}");
+            // The name form worked out per type is the first name place's
+            // by selector, in the catalog's order.
+            let by_selector = c
+                .places()
+                .iter()
+                .filter(|p| p.selector.matches(g, k))
+                .find_map(name_place);
+            assert_eq!(c.name_form(g, k), by_selector, "{g} {k}");
             let view = c.type_places(g, k);
             let (places, _) = c.places_and_tree(g, k);
             for (at, p) in places.enumerate() {
