@@ -564,7 +564,8 @@ impl Catalog {
 
     /// The places of an object of `group`/`kind` (app names), in order,
     /// and their tree, whose leaves name them by their position in that
-    /// order.
+    /// order (the tests' view; the walk takes [`type_places`](Self::type_places)).
+    #[cfg(test)]
     pub fn places_and_tree<'a>(
         &'a self,
         group: &str,
@@ -575,8 +576,7 @@ impl Catalog {
     }
 
     /// The places of an object of `group`/`kind` (app names) by their
-    /// position in that type's order, and their tree
-    /// ([`places_and_tree`](Self::places_and_tree) with random access).
+    /// position in that type's order, and their tree.
     pub fn type_places<'a>(&'a self, group: &str, kind: &str) -> TypePlacesOf<'a> {
         let t = self.by_type.get(group, kind);
         TypePlacesOf {

@@ -118,10 +118,11 @@ impl PlaceTree {
         let mut nodes = vec![Node::new(Step::Each)];
         let mut visited = Vec::new();
         for (at, place) in places.into_iter().enumerate() {
-            if PlaceTree::from_object(&place.slot) || PlaceTree::embeds(&place.slot) {
+            let from_object = PlaceTree::from_object(&place.slot);
+            if from_object || PlaceTree::embeds(&place.slot) {
                 visited.push(at);
             }
-            if PlaceTree::from_object(&place.slot) {
+            if from_object {
                 continue;
             }
             let visit = Visit::of(&place.slot);
