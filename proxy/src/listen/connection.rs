@@ -6,6 +6,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use std::time::Duration;
 use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpStream;
 
 use super::access::{self, Access};
@@ -91,11 +92,38 @@ pub async fn sniff_plain(stream: &TcpStream) -> std::io::Result<Option<Protocol>
     }
 }
 
+/// A connection to serve: what hyper reads and writes (the TCP stream or
+/// the TLS stream over it), and the TCP socket under it.
+pub struct Io<I> {
+    pub io: I,
+    pub fd: std::os::fd::RawFd,
+}
+
+impl Io<TokioIo<TcpStream>> {
+    /// A plain connection.
+    pub fn plain(tcp: TcpStream) -> Self {
+        Io {
+            fd: tcp.as_raw_fd(),
+            io: TokioIo::new(tcp),
+        }
+    }
+}
+
+impl Io<TokioIo<tokio_rustls::server::TlsStream<TcpStream>>> {
+    /// A TLS connection.
+    pub fn tls(tls: tokio_rustls::server::TlsStream<TcpStream>) -> Self {
+        Io {
+            fd: tls.get_ref().0.as_raw_fd(),
+            io: TokioIo::new(tls),
+        }
+    }
+}
+
 /// Serves one connection through the access checks until it ends: closed
 /// by the client, gracefully at shutdown, or by the watchdog (idle, or a
 /// request head too slow).
 pub async fn serve<I, H, Fut>(
-    io: I,
+    Io { io, fd }: Io<I>,
     protocol: Protocol,
     peer: SocketAddr,
     serving: &Serving,
@@ -108,10 +136,13 @@ pub async fn serve<I, H, Fut>(
     Fut: Future<Output = Response<Body>> + Send + 'static,
 {
     let limits = &serving.limits;
-    let state = Arc::new(ConnState::new(
-        protocol == Protocol::Http2,
-        serving.metrics.clone(),
-    ));
+    let state = ConnState::new(protocol == Protocol::Http2, serving.metrics.clone());
+    // HTTP/1.1: a streamed response's client is watched on the socket
+    // (hyper reads an HTTP/2 connection throughout).
+    let state = Arc::new(match protocol {
+        Protocol::Http1 => state.with_peer_fd(fd),
+        Protocol::Http2 => state,
+    });
     watchdog.watch(state.clone());
     let (svc_state, lifecycle) = (state.clone(), serving.lifecycle.clone());
     let svc = service_fn(move |req| {
@@ -124,10 +155,10 @@ pub async fn serve<I, H, Fut>(
             // No hyper timer: the watchdog times the request head.
             b.header_read_timeout(None)
                 .max_buf_size(limits.max_header_bytes)
-                // A client that goes away mid-response (a watch) is noticed
-                // by reading for its EOF: kept, the upstream request ends
-                // with it.
-                .half_close(false)
+                // No read for the client's EOF while a request is in
+                // flight (it cost every request a buffer): a streamed
+                // response's client is watched by `peer_gone` instead.
+                .half_close(true)
                 .writev(false);
             // hyper's own limit is the default, 100; set, hyper fills a
             // buffer of that many entries for every request head it reads.

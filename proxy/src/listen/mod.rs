@@ -15,6 +15,7 @@ pub mod connection;
 pub mod in_flight;
 pub mod lifecycle;
 pub mod path_check;
+pub(crate) mod peer_gone;
 pub mod stacks;
 mod tls_handshake;
 pub mod watchdog;

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use http::Request;
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use crate::listen::accept_loop;
@@ -48,7 +47,7 @@ pub async fn serve_sidecar(
                                 return tracing::debug!(%peer, "closing a connection with no request (limits.headerReadTimeout)")
                             }
                         };
-                    let io = TokioIo::new(stream);
+                    let io = connection::Io::plain(stream);
                     connection::serve(io, protocol, peer, &serving, &watchdog, access, handler)
                         .await
                 }
@@ -59,7 +58,7 @@ pub async fn serve_sidecar(
                     else {
                         return;
                     };
-                    let io = TokioIo::new(tls);
+                    let io = connection::Io::tls(tls);
                     connection::serve(io, protocol, peer, &serving, &watchdog, access, handler).await
                 }
             }
@@ -97,7 +96,7 @@ pub async fn serve_front(
             let handler = move |req: Request<Incoming>, started| {
                 proxy.clone().serve(req, certs.clone(), started)
             };
-            let io = TokioIo::new(tls);
+            let io = connection::Io::tls(tls);
             connection::serve(io, protocol, peer, &serving, &watchdog, access, handler).await
         }
     })

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use http::Request;
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use crate::listen::accept_loop;
@@ -48,7 +47,7 @@ pub async fn serve_webhooks(
                     let webhooks = webhooks.clone();
                     async move { webhooks.handle(req).await }
                 };
-                let io = TokioIo::new(tls);
+                let io = connection::Io::tls(tls);
                 connection::serve(io, protocol, peer, &serving, &watchdog, access, handler).await
             }
         },

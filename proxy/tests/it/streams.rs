@@ -173,6 +173,61 @@ async fn a_client_that_goes_away_tears_down_the_upstream_watch() {
     assert!(gone.is_ok(), "the upstream watch was not torn down");
 }
 
+/// Tells when it is dropped.
+struct DropSignal(Option<tokio::sync::oneshot::Sender<()>>);
+
+impl Drop for DropSignal {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// A client that leaves a watch with no further events (the upstream sends
+/// nothing more, so no write can fail) still tears down the upstream watch:
+/// regroup watches a streamed response's HTTP/1.1 client for its close.
+#[tokio::test]
+async fn a_client_that_leaves_a_quiet_watch_tears_down_the_upstream_watch() {
+    let (dropped_tx, dropped_rx) = tokio::sync::oneshot::channel();
+    let dropped = Arc::new(std::sync::Mutex::new(Some(dropped_tx)));
+    let server = upstream(move |_req| {
+        let guard = DropSignal(dropped.lock().unwrap().take());
+        // One event, then nothing: the stream (and the guard) lives until
+        // the upstream connection is torn down.
+        let s = futures_util::StreamExt::chain(
+            futures_util::stream::iter([Ok(Frame::data(event("ADDED", "a")))]),
+            futures_util::stream::poll_fn(move |_| {
+                let _ = &guard;
+                std::task::Poll::Pending
+            }),
+        );
+        Response::builder()
+            .header("content-type", "application/json")
+            .body(StreamBody::new(s).boxed())
+            .unwrap()
+    })
+    .await;
+    let addr = regroup(server).await;
+    let mut c = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    c.write_all(format!("GET {WATCH} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains("\"ADDED\"") {
+        let n = tokio::time::timeout(Duration::from_secs(10), c.read(&mut buf))
+            .await
+            .expect("the first event in time")
+            .unwrap();
+        assert!(n > 0, "regroup closed the watch");
+        got.extend_from_slice(&buf[..n]);
+    }
+    drop(c);
+    let gone = tokio::time::timeout(Duration::from_secs(10), dropped_rx).await;
+    assert!(gone.is_ok(), "the quiet upstream watch was not torn down");
+}
+
 #[tokio::test]
 async fn a_malformed_watch_event_becomes_an_error_event_and_ends_the_watch() {
     let server = upstream(|_| {
