@@ -97,7 +97,7 @@ fn request(
     upgrade: bool,
 ) -> HeaderMap {
     let impersonation = fwd.forwards_impersonation && !impersonated;
-    let mut h = HeaderMap::with_capacity(incoming.len());
+    let mut h = spare_map::take(incoming.len() + 1);
     for (name, value) in incoming {
         let n = name.as_str();
         let hop = is_hop_by_hop(name)
@@ -134,9 +134,70 @@ fn request(
     h
 }
 
+/// A finished request's header map, kept for the next request's head on
+/// the same thread.
+///
+/// hyper recycles the maps it parses into: the head a connection writes
+/// (cleared) is what it parses the next head into. The caller's request
+/// map, sized by the last response on its connection, fits a response;
+/// the map regroup built for the upstream, sized by the caller's few
+/// headers, did not, so hyper grew it to parse the response (two
+/// allocations and two frees), and a new one was allocated for every
+/// request. Passing the caller's map, cleared, on to the next request
+/// spares all four (docs/performance.md, "Session 34").
+pub(crate) mod spare_map {
+    use std::cell::RefCell;
+
+    use http::HeaderMap;
+
+    /// Maps with room for more entries than this are not kept: a thread
+    /// keeps a few hundred bytes, whatever a client sent.
+    const KEEP: usize = 32;
+
+    thread_local! {
+        static SPARE: RefCell<Option<HeaderMap>> = const { RefCell::new(None) };
+    }
+
+    /// An empty map with room for `n` entries: the thread's kept one when
+    /// it has the room.
+    pub(crate) fn take(n: usize) -> HeaderMap {
+        SPARE
+            .with_borrow_mut(|s| s.take_if(|m| m.capacity() >= n))
+            .unwrap_or_else(|| HeaderMap::with_capacity(n))
+    }
+
+    /// Keeps `map`, cleared, for the next [`take`] on this thread.
+    pub(crate) fn keep(mut map: HeaderMap) {
+        if map.capacity() > KEEP {
+            return;
+        }
+        map.clear();
+        SPARE.with_borrow_mut(|s| *s = Some(map));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_map_comes_back_empty_with_its_room() {
+        let mut m = HeaderMap::with_capacity(12);
+        m.insert(header::ACCEPT, HeaderValue::from_static("a"));
+        let room = m.capacity();
+        spare_map::keep(m);
+        let again = spare_map::take(2);
+        assert!(again.is_empty());
+        assert_eq!(again.capacity(), room);
+        // Nothing kept now: a new one, of the room asked for.
+        assert!(spare_map::take(2).capacity() >= 2);
+        // One too small for the ask is not handed out.
+        spare_map::keep(HeaderMap::with_capacity(1));
+        assert!(spare_map::take(20).capacity() >= 20);
+        // Nor is a large one kept.
+        spare_map::keep(HeaderMap::with_capacity(100));
+        assert!(spare_map::take(0).capacity() < 100);
+    }
 
     #[test]
     fn the_hop_by_hop_match_is_the_list() {

@@ -147,6 +147,9 @@ pub(crate) async fn forward(
             patch::serve(&x, &ctx, hook, to, bytes, d).await?
         }
     };
+    // The caller's header map, no longer read, for the next request's
+    // head (`headers::spare_map`).
+    headers::spare_map::keep(std::mem::take(&mut parts.headers));
     // From here the context is read only, shared with a watch's stream.
     let ctx = Arc::new(ctx);
     let resp = response::towards_caller(fwd, &x, &ctx, answer).await?;
