@@ -180,7 +180,6 @@ where
     F: FnOnce(Request<hyper::body::Incoming>, Instant) -> Fut,
     Fut: std::future::Future<Output = Response<Body>>,
 {
-    let peer_fd = conn.peer_fd;
     let token = InFlight::new(conn);
     let started = Instant::now();
     if let Err((f, reason)) = access.check(&req) {
@@ -226,9 +225,7 @@ where
         });
         f
     });
-    let mut resp = Tracked::wrap(resp, token, end, boundary);
-    Tracked::watch_peer(&mut resp, peer_fd);
-    Ok(resp)
+    Ok(Tracked::wrap(resp, token, end, boundary))
 }
 
 /// A watch, as kube-apiserver reads it (`?watch=true` in any of Go's true

@@ -137,8 +137,9 @@ pub async fn serve<I, H, Fut>(
 {
     let limits = &serving.limits;
     let state = ConnState::new(protocol == Protocol::Http2, serving.metrics.clone());
-    // HTTP/1.1: a streamed response's client is watched on the socket
-    // (hyper reads an HTTP/2 connection throughout).
+    // HTTP/1.1: the watchdog looks at the socket for the client's close
+    // while a request is in flight (hyper reads an HTTP/2 connection
+    // throughout).
     let state = Arc::new(match protocol {
         Protocol::Http1 => state.with_peer_fd(fd),
         Protocol::Http2 => state,
@@ -156,8 +157,8 @@ pub async fn serve<I, H, Fut>(
             b.header_read_timeout(None)
                 .max_buf_size(limits.max_header_bytes)
                 // No read for the client's EOF while a request is in
-                // flight (it cost every request a buffer): a streamed
-                // response's client is watched by `peer_gone` instead.
+                // flight (it cost every request a buffer): the watchdog
+                // looks for it instead (`peer_gone`).
                 .half_close(true)
                 .writev(false);
             // hyper's own limit is the default, 100; set, hyper fills a
@@ -217,8 +218,10 @@ async fn drive<C>(
             return Poll::Pending;
         }
         expirations = n;
-        let why = Expiry::describe(state.expiry.load(Ordering::Relaxed));
-        if closing {
+        let code = state.expiry.load(Ordering::Relaxed);
+        let why = Expiry::describe(code);
+        // A client gone with its request in flight: nothing to finish.
+        if closing || code == Expiry::PeerGone as u8 {
             tracing::debug!(%peer, "{why}: not closed gracefully, dropped");
             return Poll::Ready(());
         }

@@ -13,7 +13,6 @@ use futures_util::future::BoxFuture;
 use http::Response;
 use http_body::{Body as HttpBody, Frame, SizeHint};
 
-use super::peer_gone::PeerGone;
 use crate::body::{Body, BoxError};
 use crate::observe::metrics::Metrics;
 use crate::rewrite::framing::Boundary;
@@ -41,9 +40,10 @@ pub struct ConnState {
     pub(crate) signal: super::conn_signal::ConnSignal,
     /// The listener's metrics (requests in flight).
     pub(crate) metrics: Arc<Metrics>,
-    /// An HTTP/1.1 connection's socket, for watching a streamed response's
-    /// client ([`PeerGone`](super::peer_gone::PeerGone)); none for HTTP/2,
-    /// whose connection hyper reads throughout.
+    /// An HTTP/1.1 connection's socket, which the watchdog asks whether the
+    /// client closed it while a request is in flight
+    /// ([`peer_gone`](super::peer_gone)); none for HTTP/2, whose connection
+    /// hyper reads throughout.
     pub(crate) peer_fd: Option<std::os::fd::RawFd>,
 }
 
@@ -70,8 +70,8 @@ impl ConnState {
         }
     }
 
-    /// The same, its socket `fd` watched for the client's close while a
-    /// response streams (HTTP/1.1).
+    /// The same, its socket `fd` looked at for the client's close while a
+    /// request is in flight (HTTP/1.1).
     pub fn with_peer_fd(mut self, fd: std::os::fd::RawFd) -> ConnState {
         self.peer_fd = Some(fd);
         self
@@ -132,10 +132,6 @@ pub struct Tracked {
     /// A watch's event boundaries (the core's framer's own tracker); none
     /// for any other response, which is never ended early.
     boundary: Option<Boundary>,
-    /// A streamed response's HTTP/1.1 client, watched for its close: the
-    /// body then fails, hyper drops the connection and with it the
-    /// upstream request.
-    peer: Option<PeerGone>,
 }
 
 impl Tracked {
@@ -151,23 +147,7 @@ impl Tracked {
             end,
             ending: false,
             boundary,
-            peer: None,
         })
-    }
-
-    /// Watches the client of a streamed response for its close, on the
-    /// connection's socket `peer_fd` ([`ConnState::peer_fd`]: HTTP/1.1). A
-    /// response of known length is not watched: hyper writes it without
-    /// waiting on the client.
-    pub(crate) fn watch_peer(resp: &mut Response<Tracked>, peer_fd: Option<std::os::fd::RawFd>) {
-        let Some(fd) = peer_fd else { return };
-        if resp.body().inner.size_hint().exact().is_some() {
-            return;
-        }
-        // SAFETY: `peer_fd` is the socket of the connection this response's
-        // request arrived on, still being served (the response is not yet
-        // handed to hyper).
-        resp.body_mut().peer = unsafe { PeerGone::arm(fd) };
     }
 }
 
@@ -186,13 +166,6 @@ impl HttpBody for Tracked {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = &mut *self;
-        if let Some(peer) = &this.peer {
-            if peer.poll_gone(cx).is_ready() {
-                this.peer = None;
-                tracing::debug!("the client closed its connection: ending the response");
-                return Poll::Ready(Some(Err("the client closed its connection".into())));
-            }
-        }
         if !this.ending {
             if let Some(end) = this.end.as_mut() {
                 if end.as_mut().poll(cx).is_ready() {

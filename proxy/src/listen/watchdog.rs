@@ -11,7 +11,9 @@
 //! - HTTP/1.1 with no request in flight for `headerReadTimeout`: the next
 //!   request head is late (the clock runs from the end of the last response,
 //!   as hyper's header timer did), or for `idleTimeout` if that is shorter;
-//! - HTTP/2 with no request in flight for `idleTimeout`.
+//! - HTTP/2 with no request in flight for `idleTimeout`;
+//! - HTTP/1.1 with a request in flight whose client closed the connection
+//!   (`peer_gone`: hyper does not read it then): dropped at once.
 //!
 //! A limit is never enforced early: the clock lags real time by at most a
 //! period, so a connection counts as expired only once it is past the limit
@@ -41,6 +43,9 @@ pub enum Expiry {
     HeaderRead = 2,
     /// No request in flight for `idleTimeout`.
     Idle = 3,
+    /// HTTP/1.1: the client closed the connection while a request was in
+    /// flight (`peer_gone`): dropped, with the request.
+    PeerGone = 4,
 }
 
 impl Expiry {
@@ -49,6 +54,7 @@ impl Expiry {
         match code {
             1 => "closing a connection with no request (limits.headerReadTimeout)",
             2 => "closing a connection whose request head is late (limits.headerReadTimeout)",
+            4 => "the client closed its connection with a request in flight",
             _ => "closing an idle connection (limits.idleTimeout)",
         }
     }
@@ -73,6 +79,14 @@ fn expiry(c: &ConnState, now: u64, r: Rules) -> Option<Expiry> {
         return Some(Expiry::HeaderRead);
     }
     past(idle, r.idle).then_some(Expiry::Idle)
+}
+
+/// Whether `c`'s client closed it while a request is in flight (HTTP/1.1:
+/// one `poll(2)`, only for a connection with a request in flight).
+fn peer_gone(c: &ConnState) -> Option<Expiry> {
+    let fd = c.peer_fd?;
+    (c.in_flight.load(Ordering::SeqCst) > 0 && super::peer_gone::closed(fd))
+        .then_some(Expiry::PeerGone)
 }
 
 /// One listener's connections, swept on a coarse timer.
@@ -153,7 +167,7 @@ impl Watchdog {
             if Arc::strong_count(c) == 1 {
                 return false;
             }
-            if let Some(why) = expiry(c, now, self.rules) {
+            if let Some(why) = expiry(c, now, self.rules).or_else(|| peer_gone(c)) {
                 c.expiry.store(why as u8, Ordering::Relaxed);
                 c.signal.expire();
             }
@@ -266,5 +280,32 @@ mod tests {
         assert_eq!(Watchdog::new(&l).period(), Duration::from_millis(250));
         l.idle_timeout = Duration::from_millis(100);
         assert_eq!(Watchdog::new(&l).period(), Duration::from_millis(20));
+    }
+
+    #[tokio::test]
+    async fn a_closed_http1_connection_is_dropped_only_with_a_request_in_flight() {
+        use std::os::fd::AsRawFd;
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = tokio::net::TcpStream::connect(l.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = l.accept().await.unwrap();
+        let w = Watchdog::new(&Limits::default());
+        let now = now_ms();
+        let c = ConnState::new(false, Default::default()).with_peer_fd(server.as_raw_fd());
+        let c = Arc::new(ConnState { opened: now, ..c });
+        c.idle_since.store(now, Ordering::SeqCst);
+        c.requests.store(1, Ordering::SeqCst);
+        w.watch(c.clone());
+        drop(client);
+        // Closed, but nothing in flight: the idle rules' business.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        w.sweep(now);
+        assert_eq!(c.signal.expirations(), 0);
+        // A request in flight: dropped.
+        c.in_flight.store(1, Ordering::SeqCst);
+        w.sweep(now);
+        assert_eq!(c.signal.expirations(), 1);
+        assert_eq!(c.expiry.load(Ordering::SeqCst), Expiry::PeerGone as u8);
     }
 }

@@ -186,7 +186,8 @@ impl Drop for DropSignal {
 
 /// A client that leaves a watch with no further events (the upstream sends
 /// nothing more, so no write can fail) still tears down the upstream watch:
-/// regroup watches a streamed response's HTTP/1.1 client for its close.
+/// the listener's watchdog looks for the close of an HTTP/1.1 connection
+/// with a request in flight (hyper itself does not read it then).
 #[tokio::test]
 async fn a_client_that_leaves_a_quiet_watch_tears_down_the_upstream_watch() {
     let (dropped_tx, dropped_rx) = tokio::sync::oneshot::channel();
@@ -226,6 +227,48 @@ async fn a_client_that_leaves_a_quiet_watch_tears_down_the_upstream_watch() {
     drop(c);
     let gone = tokio::time::timeout(Duration::from_secs(10), dropped_rx).await;
     assert!(gone.is_ok(), "the quiet upstream watch was not torn down");
+}
+
+/// A client that leaves before the upstream has answered ends the upstream
+/// request too (no response is ever written that could fail).
+#[tokio::test]
+async fn a_client_that_leaves_before_the_answer_ends_the_upstream_request() {
+    let (dropped_tx, dropped_rx) = tokio::sync::oneshot::channel();
+    let dropped = Arc::new(std::sync::Mutex::new(Some(dropped_tx)));
+    let (arrived_tx, arrived_rx) = tokio::sync::oneshot::channel();
+    let arrived = Arc::new(std::sync::Mutex::new(Some(arrived_tx)));
+    // An upstream that never answers: its request lives (with the guard)
+    // until the connection regroup opened for it is closed.
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (s, _) = l.accept().await.unwrap();
+        let svc = service_fn(move |_req| {
+            let guard = DropSignal(dropped.lock().unwrap().take());
+            if let Some(tx) = arrived.lock().unwrap().take() {
+                let _ = tx.send(());
+            }
+            async move {
+                let _guard = guard;
+                std::future::pending::<Result<Response<UpBody>, std::convert::Infallible>>().await
+            }
+        });
+        let _ = hyper::server::conn::http1::Builder::new()
+            .serve_connection(TokioIo::new(s), svc)
+            .await;
+    });
+    let addr = regroup(up).await;
+    let mut c = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    c.write_all(b"GET /apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), arrived_rx)
+        .await
+        .expect("the request reached the upstream")
+        .unwrap();
+    drop(c);
+    let gone = tokio::time::timeout(Duration::from_secs(10), dropped_rx).await;
+    assert!(gone.is_ok(), "the upstream request outlived its client");
 }
 
 #[tokio::test]
