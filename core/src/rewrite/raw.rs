@@ -459,7 +459,17 @@ impl<'i> Walk<'i> {
         }
         self.edits
             .sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
-        let mut out = String::with_capacity(self.input.len() + 64);
+        // The exact length first: a body whose buffer is full becomes
+        // `Bytes` without an allocation of its own (one with spare room
+        // needs a shared header), and never grows while written.
+        let (mut len, mut cursor) = (self.input.len(), 0);
+        for e in &self.edits {
+            if e.start >= cursor {
+                len = len + (e.text.1 - e.text.0) - (e.end - e.start);
+                cursor = e.end;
+            }
+        }
+        let mut out = String::with_capacity(len);
         let mut cursor = 0;
         for e in &self.edits {
             if e.start < cursor {
@@ -470,6 +480,7 @@ impl<'i> Walk<'i> {
             cursor = e.end;
         }
         out.push_str(&self.input[cursor..]);
+        debug_assert_eq!((out.len(), out.capacity()), (len, len));
         Some(out)
     }
 }
