@@ -39,9 +39,47 @@ impl Ctx {
         }
     }
 
+    /// From here on read only (the request is sent).
+    pub(crate) fn sent(self) -> SentCtx {
+        SentCtx {
+            own: Some(self),
+            shared: None,
+        }
+    }
+
     /// The upstream this request goes to: the one a hook chose, else
     /// `stack`'s.
     pub(crate) fn upstream<'a>(&'a self, stack: &'a Arc<Upstream>) -> &'a Arc<Upstream> {
         self.upstream.as_ref().unwrap_or(stack)
+    }
+}
+
+/// A context once its request is sent: read only, and put behind an `Arc`
+/// only when a watch's stream shares it (an allocation every other request
+/// spares).
+pub(crate) struct SentCtx {
+    own: Option<Ctx>,
+    shared: Option<Arc<Ctx>>,
+}
+
+impl SentCtx {
+    /// The context, shared from now on.
+    pub(crate) fn share(&mut self) -> Arc<Ctx> {
+        if let Some(c) = self.own.take() {
+            self.shared = Some(Arc::new(c));
+        }
+        self.shared.clone().expect("a context is owned or shared")
+    }
+}
+
+impl std::ops::Deref for SentCtx {
+    type Target = Ctx;
+
+    fn deref(&self) -> &Ctx {
+        match (&self.own, &self.shared) {
+            (Some(c), _) => c,
+            (None, Some(c)) => c,
+            (None, None) => unreachable!("a context is owned or shared"),
+        }
     }
 }

@@ -43,7 +43,7 @@ use crate::status::Failure;
 
 pub(crate) mod context;
 
-pub(crate) use context::Ctx;
+pub(crate) use context::{Ctx, SentCtx};
 
 /// The amendments a stack applies, in order.
 pub(crate) type Amendments = Vec<Arc<dyn Amend>>;

@@ -151,7 +151,7 @@ pub(crate) async fn forward(
     // head (`headers::spare_map`).
     headers::spare_map::keep(std::mem::take(&mut parts.headers));
     // From here the context is read only, shared with a watch's stream.
-    let ctx = Arc::new(ctx);
-    let resp = response::towards_caller(fwd, &x, &ctx, answer).await?;
+    let mut ctx = ctx.sent();
+    let resp = response::towards_caller(fwd, &x, &mut ctx, answer).await?;
     x.hooks.answered(&ctx, resp).await
 }

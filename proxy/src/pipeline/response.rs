@@ -4,14 +4,12 @@
 use http::header::{self, HeaderMap};
 use http::{Method, Response};
 
-use std::sync::Arc;
-
 use super::exchange::{Answer, Exchange, Forward};
 use super::{errors, etag, list, openapi, proto_list, response_headers, watch, whole};
 use crate::body::budget;
 use crate::body::pass;
 use crate::body::Body;
-use crate::hooks::Ctx;
+use crate::hooks::SentCtx;
 use crate::kube::{media, MediaType, Wire};
 use crate::status::Failure;
 use crate::upstream::ResponseBody;
@@ -20,7 +18,7 @@ use crate::upstream::ResponseBody;
 pub(crate) async fn towards_caller(
     fwd: &Forward,
     x: &Exchange,
-    ctx: &Arc<Ctx>,
+    ctx: &mut SentCtx,
     resp: Response<ResponseBody>,
 ) -> Result<Response<Body>, Failure> {
     let (mut parts, body) = resp.into_parts();
@@ -70,7 +68,7 @@ pub(crate) async fn towards_caller(
         .await
         .map_err(|r| r.failure("a response to rename", true))?;
     if x.info.watch && success {
-        return watch::rename_events(fwd, x, ctx.clone(), answer, held);
+        return watch::rename_events(fwd, x, ctx.share(), answer, held);
     }
     // `/apis` is read whole: the copy's groups are put first in it
     // (`whole::rename_whole`).
