@@ -72,8 +72,9 @@ pub fn rewrite_path_for(
             Cow::Borrowed(seg)
         };
         let start = path.len() - rest.len();
+        // Borrowed from an exact rule: no `String` a renamed path.
         group = map
-            .map_group(&decoded, dir)
+            .map_group_cow(&decoded, dir)
             .map(|mapped| (i, start..start + seg.len(), mapped));
     }
     let name = name_form(info, map)
@@ -84,7 +85,7 @@ pub fn rewrite_path_for(
     }
     // The new path spliced from the old one, piece ranges found in one
     // pass: no list of the pieces.
-    let mut edits: [Option<(std::ops::Range<usize>, String)>; 2] = [None, None];
+    let mut edits: [Option<(std::ops::Range<usize>, Cow<str>)>; 2] = [None, None];
     let name_range = name.as_ref().and_then(|_| {
         // The name is the piece after the resource's (compared with the
         // group's piece as renamed).
@@ -98,7 +99,7 @@ pub fn rewrite_path_for(
                 return Some(range);
             }
             let piece = match &group {
-                Some((i, _, mapped)) if *i == index => mapped.as_str(),
+                Some((i, _, mapped)) if *i == index => mapped,
                 _ => piece,
             };
             after_resource = piece == resource;
@@ -113,7 +114,7 @@ pub fn rewrite_path_for(
         }
     }
     if let (Some(range), Some(mapped)) = (name_range, name) {
-        edits[1] = Some((range, mapped));
+        edits[1] = Some((range, Cow::Owned(mapped)));
     }
     if edits.iter().all(Option::is_none) {
         return None;
