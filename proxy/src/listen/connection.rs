@@ -176,7 +176,16 @@ pub async fn serve<I, H, Fut>(
                 .max_pending_accept_reset_streams(H2_MAX_PENDING_ACCEPT_RESET_STREAMS)
                 .max_local_error_reset_streams(H2_MAX_LOCAL_ERROR_RESET_STREAMS);
             let conn = b.serve_connection(io, svc);
-            drive(conn, |c| c.graceful_shutdown(), peer, serving, &state).await
+            // Boxed: an HTTP/2 connection's state is KBs, and held inline
+            // it would size every HTTP/1.1 connection's task as well.
+            Box::pin(drive(
+                conn,
+                |c| c.graceful_shutdown(),
+                peer,
+                serving,
+                &state,
+            ))
+            .await
         }
     }
 }
@@ -259,6 +268,30 @@ mod tests {
         let mut more = H2_PREFACE.to_vec();
         more.extend_from_slice(b"\0\0\x12\x04");
         assert_eq!(Protocol::from_first_bytes(&more), Some(Protocol::Http2));
+    }
+
+    #[tokio::test]
+    async fn an_http1_connections_future_holds_no_http2_state() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let _client = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (stream, peer) = l.accept().await.unwrap();
+        let serving = Serving::default();
+        let watchdog = Watchdog::start(&serving.limits, &serving.lifecycle);
+        let handler = |_: Request<Incoming>, _| async { Response::new(crate::body::empty()) };
+        let access = Arc::new(Access::front());
+        let conn = serve(
+            Io::plain(stream),
+            Protocol::Http1,
+            peer,
+            &serving,
+            &watchdog,
+            access,
+            handler,
+        );
+        // hyper's HTTP/2 server connection alone is more than this; held
+        // inline (not boxed), it sized every HTTP/1.1 connection.
+        let size = std::mem::size_of_val(&conn);
+        assert!(size < 3 * 1024, "{size} bytes");
     }
 
     #[test]

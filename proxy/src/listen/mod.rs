@@ -21,12 +21,14 @@ mod tls_handshake;
 pub mod watchdog;
 pub mod webhook;
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::FutureExt as _;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::listen::lifecycle::Serving;
 use watchdog::Watchdog;
@@ -85,10 +87,45 @@ pub(crate) async fn accept_loop<F, Fut>(
         };
         let _ = stream.set_nodelay(true);
         let conn = on_connection(stream, peer, watchdog.clone());
-        tokio::spawn(async move {
-            conn.await;
-            drop(permit);
-        });
+        tokio::spawn(holding(conn, permit));
     }
     tracing::info!(listener = name, "stopped accepting");
+}
+
+/// A connection's task: its future, then its slot given back. `map`, not
+/// an `async` block awaiting it: the block would hold the future twice
+/// (as captured and as awaited), and a watch holds its task for as long
+/// as it lasts.
+fn holding<F>(conn: F, permit: OwnedSemaphorePermit) -> impl Future<Output = ()> + Send
+where
+    F: Future<Output = ()> + Send,
+{
+    conn.map(move |()| drop(permit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_connections_task_holds_its_future_once() {
+        let slots = Arc::new(Semaphore::new(1));
+        let permit = slots.clone().acquire_owned().await.unwrap();
+        // A future whose state is mostly a buffer held across an await.
+        let conn = async {
+            let buf = [7u8; 4096];
+            tokio::task::yield_now().await;
+            assert_eq!(buf[4095], 7);
+        };
+        let own = std::mem::size_of_val(&conn);
+        let task = holding(conn, permit);
+        assert!(
+            std::mem::size_of_val(&task) < own + 64,
+            "{} bytes for a future of {own}",
+            std::mem::size_of_val(&task)
+        );
+        assert_eq!(slots.available_permits(), 0);
+        task.await;
+        assert_eq!(slots.available_permits(), 1, "the slot is given back");
+    }
 }

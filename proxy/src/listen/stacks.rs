@@ -51,7 +51,10 @@ pub async fn serve_sidecar(
                     connection::serve(io, protocol, peer, &serving, &watchdog, access, handler)
                         .await
                 }
-                Some(acceptor) => {
+                // Boxed: the handshake and the TLS stream are KBs, and held
+                // inline they would size every plain connection's task as
+                // well (a watch holds its task for as long as it lasts).
+                Some(acceptor) => Box::pin(async move {
                     let listener = access.listener;
                     let Some((tls, protocol)) =
                         tls_handshake::accept(&acceptor, stream, peer, &serving, listener).await
@@ -60,7 +63,8 @@ pub async fn serve_sidecar(
                     };
                     let io = connection::Io::tls(tls);
                     connection::serve(io, protocol, peer, &serving, &watchdog, access, handler).await
-                }
+                })
+                .await,
             }
         }
     })

@@ -44,6 +44,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use futures_util::FutureExt as _;
 use http::header::{HeaderValue, HOST};
 use http::{Method, Request, Response, Uri};
 use hyper::client::conn::{http1, http2, TrySendError};
@@ -474,20 +475,19 @@ impl Pool {
         }
         let (send, conn) = http1::handshake(io).await.map_err(ClientError::Handshake)?;
         let counted = Counted::new(&self.tallies, false);
+        // `map`, not an `async` block awaiting it: the block would hold
+        // the connection's future twice (as captured and as awaited), for
+        // as long as the connection lives.
+        let ended = move |r: Result<(), hyper::Error>| {
+            drop(counted);
+            if let Err(e) = r {
+                tracing::debug!("upstream connection ended: {e}");
+            }
+        };
         if self.upgrades {
-            tokio::spawn(async move {
-                let _counted = counted;
-                if let Err(e) = conn.with_upgrades().await {
-                    tracing::debug!("upstream connection ended: {e}");
-                }
-            });
+            tokio::spawn(conn.with_upgrades().map(ended));
         } else {
-            tokio::spawn(async move {
-                let _counted = counted;
-                if let Err(e) = conn.await {
-                    tracing::debug!("upstream connection ended: {e}");
-                }
-            });
+            tokio::spawn(conn.map(ended));
         }
         // It joins the list when its request is sent: the sweeper will
         // find it there.
