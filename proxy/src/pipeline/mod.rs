@@ -144,7 +144,10 @@ pub(crate) async fn forward(
                 send: |o, body| send(o, body, None),
                 dir: fwd.dir,
             };
-            patch::serve(&x, &ctx, hook, to, bytes, d).await?
+            // Boxed: its state is KBs, and inline it would size every
+            // request's future, which hyper keeps in a box of that size
+            // for as long as the connection lives.
+            Box::pin(patch::serve(&x, &ctx, hook, to, bytes, d)).await?
         }
     };
     // The caller's header map, no longer read, for the next request's
