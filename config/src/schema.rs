@@ -1,7 +1,7 @@
 //! The YAML configuration file, as written by users. Unknown keys are errors.
 //!
 //! See `docs/config.md` for the reference. Validation of what the types
-//! can't express lives in [`crate::load`].
+//! can't express lives in [`mod@crate::load`].
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -183,8 +183,8 @@ enum Step<'a> {
 }
 
 impl MetadataMap {
-    /// Rules as validated by [`crate::load`] (no overlaps: see
-    /// [`crate::validate::metadata_conflicts`]).
+    /// Rules as validated by [`crate::load()`] (no overlaps: see
+    /// `crate::validate::metadata_conflicts`).
     pub fn new(
         prefixes: Vec<Pair>,
         keys: Vec<Pair>,

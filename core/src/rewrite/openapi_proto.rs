@@ -14,7 +14,7 @@
 //! # How
 //!
 //! The wire format is read along a fixed table of gnostic's field numbers
-//! ([`action`]; the messages are declared in `core/proto/openapiv2.proto`,
+//! (`action`; the messages are declared in `core/proto/openapiv2.proto`,
 //! against which the tests check the table). All occurrences of every mapped
 //! name of both directions, forward and reverse-DNS, are found in one scan
 //! first; a length-delimited field is only descended into when its bytes hold

@@ -1,12 +1,12 @@
 //! Lazy access to raw JSON text and the edits that rename it.
 //!
-//! [`Walk::parse`] validates the input whole (the grammar serde_json
+//! `Walk::parse` validates the input whole (the grammar serde_json
 //! accepts, checked against it by differential tests) and, in the same
 //! pass, reads the structure of every container into a tape (for large
 //! inputs: validation only, then level by level as the walk steps in), so
 //! no byte is parsed twice. Its values are [`Raw`] slices of the input.
 //! A walker records edits (byte ranges and their replacement);
-//! [`Walk::finish`] applies them, copying every other byte as it came.
+//! `Walk::finish` applies them, copying every other byte as it came.
 
 use std::borrow::Cow;
 use std::rc::Rc;
@@ -722,9 +722,9 @@ impl<'i> Elements<'i> {
 pub(crate) struct Key<'a>(pub Cow<'a, str>);
 
 /// One JSON value's text, borrowed from an input validated whole
-/// ([`Walk::parse`], [`Raw::parse`]), and the index of its entry in the
+/// (`Walk::parse`, `Raw::parse`), and the index of its entry in the
 /// tape that handed it out. Stepping into it
-/// ([`Walk::members`]/[`Walk::elements`]) finds its entries in the
+/// (`Walk::members`/`Walk::elements`) finds its entries in the
 /// walk's tape, read once per input: at that index when the entry there
 /// is this value's, else by where it starts.
 #[derive(Clone, Copy, Debug)]
@@ -736,7 +736,7 @@ pub struct Raw<'i> {
 impl<'i> Raw<'i> {
     /// The JSON document `text`, validated (syntax, escapes, nesting
     /// depth) without reading its structure, and without the whitespace
-    /// around it. A walk over it starts with [`Walk::parse`] instead.
+    /// around it. A walk over it starts with `Walk::parse` instead.
     pub fn parse(text: &'i str) -> Result<Raw<'i>, RewriteError> {
         validate::read::<false>(text)?;
         Ok(Raw::outside(trim_json(text)))

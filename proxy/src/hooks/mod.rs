@@ -1,16 +1,16 @@
-//! The one extension point for edits beyond renaming: an [`Amend`] looks
+//! The one extension point for edits beyond renaming: an `Amend` looks
 //! at some requests (the objects it keeps differently in the cluster and
 //! in the app's view) and takes part in them at fixed places of the
-//! request's way, its phases, in this order: on arrival ([`Amend::admit`]),
-//! before forwarding ([`Amend::route`]), the request body
-//! ([`Amend::request_body`]) or the patch it serves (`serves_patch` and the
+//! request's way, its phases, in this order: on arrival (`Amend::admit`),
+//! before forwarding (`Amend::route`), the request body
+//! (`Amend::request_body`) or the patch it serves (`serves_patch` and the
 //! four after it), the response body or each watch event
-//! ([`Amend::response_body`], [`Amend::watch_event`]), and the answer
-//! last ([`Amend::answered`]). Every phase gets the request's one context
-//! ([`Ctx`], `context.rs`): what a hook learns on the way in it
+//! (`Amend::response_body`, `Amend::watch_event`), and the answer
+//! last (`Amend::answered`). Every phase gets the request's one context
+//! (`Ctx`, `context.rs`): what a hook learns on the way in it
 //! keeps there for the way out. The phases are named by where they sit;
 //! the encodings (JSON, YAML, protobuf) are dispatched below them
-//! ([`to_app`]).
+//! (`to_app`).
 //!
 //! Four implementations: the front identity (`front_identity.rs`: the
 //! aggregator's callers authenticated, on the front and in publish mode),
@@ -281,7 +281,7 @@ pub(crate) enum DocError {
     Yaml,
 }
 
-/// Why a hook can't amend a patch ([`Amend::amend_patch`]): answered 422
+/// Why a hook can't amend a patch (`Amend::amend_patch`): answered 422
 /// Invalid with this message.
 #[derive(Debug, thiserror::Error)]
 pub enum PatchRefused {

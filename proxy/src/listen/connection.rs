@@ -95,8 +95,8 @@ pub async fn sniff_plain(stream: &TcpStream) -> std::io::Result<Option<Protocol>
 /// A connection to serve: what hyper reads and writes (the TCP stream or
 /// the TLS stream over it), and the TCP socket under it.
 pub struct Io<I> {
-    pub io: I,
-    pub fd: std::os::fd::RawFd,
+    io: I,
+    fd: std::os::fd::RawFd,
 }
 
 impl Io<TokioIo<TcpStream>> {

@@ -5,7 +5,7 @@
 //! request head it reads; here a request only stores a clock reading (an
 //! atomic, see `coarse_clock`) when its response ends.
 //!
-//! The rules, per connection ([`expiry`]):
+//! The rules, per connection (`expiry`):
 //! - no request yet, `headerReadTimeout` after it opened (a caller that
 //!   sends nothing, or only part of a head, is a slowloris);
 //! - HTTP/1.1 with no request in flight for `headerReadTimeout`: the next

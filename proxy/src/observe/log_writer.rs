@@ -8,7 +8,7 @@
 //! several requests between two parks, so their lines now leave in one
 //! write; an idle worker parks right after the request it served, so a
 //! line waits only for the rest of that poll. A worker that never parks
-//! writes whenever [`FLUSH_AT`] bytes are pending. Written at once, as
+//! writes whenever `FLUSH_AT` bytes are pending. Written at once, as
 //! before: warnings and errors (an operator sees them without delay, and
 //! they come after the lines their thread gathered before them), every
 //! line once shutdown has begun ([`write_through`]), and the lines of

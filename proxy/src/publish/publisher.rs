@@ -1,10 +1,10 @@
 //! Publish mode's hook, made once for the process: a request of the
-//! remote cluster's aggregator is, before forwarding ([`Amend::route`]),
+//! remote cluster's aggregator is, before forwarding (`Amend::route`),
 //! authorized by the remote cluster, its namespace mapped, its name checked
 //! against the other sources and its URL pointed at the central one; its
 //! body put in the central namespace on the way (`amend.rs`, kept in the
 //! request's context); what comes back put in the remote namespaces, and
-//! last ([`Amend::answered`]) a read checked against its source, a refused
+//! last (`Amend::answered`) a read checked against its source, a refused
 //! create explained, discovery and OpenAPI cut down to the published
 //! groups.
 

@@ -1,7 +1,7 @@
 //! The catalog: every place a group lives in a Kubernetes object.
 //!
 //! This is the one list of group-bearing fields (`places.rs` holds the
-//! built-in rows; docs/architecture.md says how to add one). Codecs only walk: the JSON walker ([`super::json`]) applies these
+//! built-in rows; docs/architecture.md says how to add one). Codecs only walk: the JSON walker (`super::json`) applies these
 //! places to `serde_json::Value`s, and the protobuf walker reads the same
 //! places, translating each JSON field name to its proto field through the
 //! descriptors' `json_name`. Nothing is renamed outside this list, except
@@ -275,7 +275,7 @@ pub mod openapi {
 }
 
 /// A Table column whose cells name an object as `Kind/NAME`
-/// ([`places::TABLE_CELLS`]).
+/// (`places::TABLE_CELLS`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TableCell {
     /// The group of the Tables' kind.
@@ -425,7 +425,7 @@ impl Catalog {
     }
 
     /// The built-in catalog, the config's `fields`, and the name places of
-    /// the kinds `names:` lists (`map`'s [`ObjectNames`]).
+    /// the kinds `names:` lists (`map`'s `ObjectNames`).
     pub fn for_map(custom: &[CustomField], map: &GroupMap) -> Catalog {
         let mut catalog = Catalog::new(custom);
         if map.object_names().is_some() || map.metadata().is_some() || map.short_names().is_some() {

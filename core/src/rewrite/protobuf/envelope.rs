@@ -53,7 +53,7 @@ pub struct Head<'a> {
 
 impl<'a> Head<'a> {
     /// The `runtime.Unknown` of an enveloped `body` and its head (see
-    /// [`unwrap`]).
+    /// `unwrap`).
     pub fn open(body: &'a [u8], depth: usize) -> Result<(&'a [u8], Head<'a>), RewriteError> {
         let unknown = unwrap(body, depth)?;
         Ok((unknown, Head::read(unknown)?))
@@ -89,7 +89,7 @@ impl<'a> Head<'a> {
 
 /// The `runtime.Unknown` of an enveloped `body` (after `k8s\0`); refused
 /// when the magic is missing or the object is nested `depth` >=
-/// [`MAX_DEPTH`] envelopes deep.
+/// `MAX_DEPTH` envelopes deep.
 /// What amends one envelope's bytes, found at a nesting depth.
 pub type EnvelopeEdit<'e> =
     &'e mut dyn FnMut(&[u8], usize) -> Result<Option<Vec<u8>>, RewriteError>;

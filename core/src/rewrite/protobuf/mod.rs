@@ -8,7 +8,7 @@
 //! The catalog's places for that kind are translated once, through the
 //! descriptors compiled from `core/proto/` (their `json_name`s), into a tree
 //! of field numbers ([`plan`]; cached per message and kind). The walker
-//! ([`walker`]) then reads the wire format along that tree only, and only
+//! (`walker`) then reads the wire format along that tree only, and only
 //! into fields whose bytes contain a mapped name (all occurrences of every
 //! mapped name, either side's, are found in one scan of the input first).
 //! A renamed string becomes an edit of its byte range, and every length
@@ -68,7 +68,7 @@
 //!
 //! Malformed wire data on a walked path (truncated fields, a length beyond
 //! the bytes left, invalid wire types or a known field with the wrong one,
-//! groups, nesting deeper than [`envelope::MAX_DEPTH`]) is a
+//! groups, nesting deeper than `envelope::MAX_DEPTH`) is a
 //! [`RewriteError::Protobuf`]: never a panic, and no length read from the
 //! input is used before it is checked against the bytes that remain.
 //! A list body is renamed item by item as it arrives ([`list_stream`]), but

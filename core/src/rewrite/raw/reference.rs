@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use super::{validate, Raw, Walk, MAX_DEPTH};
 
 /// The validating reader accepts `text` exactly when serde_json does
-/// (into `IgnoredAny`) and it nests no deeper than [`MAX_DEPTH`], with
+/// (into `IgnoredAny`) and it nests no deeper than `MAX_DEPTH`, with
 /// the tape recorded and without; panics otherwise. Returns whether it
 /// was accepted.
 pub fn validates_as_serde_json(text: &str) -> bool {
@@ -149,7 +149,7 @@ pub(crate) fn agree<'i>(w: &mut Walk<'i>, raw: Raw<'i>) -> usize {
     n
 }
 
-/// [`agree`] with the walk's tape read whole and level by level: both
+/// `agree` with the walk's tape read whole and level by level: both
 /// must give serde_json's reading. Returns how many containers were
 /// compared (in one of the two).
 pub fn agree_both_ways(text: &str, raw: Raw<'_>) -> usize {

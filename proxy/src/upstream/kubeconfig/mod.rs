@@ -292,7 +292,7 @@ pub fn load_text(text: &str, label: &str) -> Result<Resolved, KubeconfigError> {
     resolve(&[loaded], label, None)
 }
 
-/// [`parse`] alone, for the fuzzer: the part of reading a kubeconfig that
+/// `parse` alone, for the fuzzer: the part of reading a kubeconfig that
 /// takes untrusted bytes (resolving reads the files it names).
 pub fn parse_text(text: &str) -> Result<(), Box<serde_saphyr::Error>> {
     parse(text).map(drop)
