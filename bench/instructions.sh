@@ -57,6 +57,12 @@
 # INSTRUCTIONS_TLS=1: the upstream serves TLS and offers h2 by ALPN, as a
 # kube-apiserver does (openssl makes a CA); regroup and the floor take h2,
 # nginx proxies over HTTP/1.1 with TLS sessions reused (all it can).
+# INSTRUCTIONS_CLIENT=h2c: the client speaks h2 with prior knowledge (one
+# connection, one request after another), as kubectl and client-go do over
+# TLS: hyper's server then spawns each request's future as a task of its
+# own. Needs the `h2` package for $INSTRUCTIONS_PYTHON (default python3):
+# `python3 -m venv V && V/bin/pip install h2`, INSTRUCTIONS_PYTHON=V/bin/python.
+# nginx listens with `http2` (h2c) for it, the floor with `--auto-server`.
 # INSTRUCTIONS_CONFIG_EXTRA='upstream:\n  http2: never\n' is appended to
 # regroup's config in every regroup case (printf %b: \n are newlines).
 set -euo pipefail
@@ -76,6 +82,7 @@ POM=$ROOT/testdata/kube-1.24/renamed/031-get-foo-pom-protobuf/response.body
 CRD=$ROOT/testdata/kube-1.24/renamed/037-get-crd-protobuf/response.body
 USER_LINE=""; [ "$(id -u)" = 0 ] && USER_LINE="user root;"
 SCHEME=http LISTEN_TLS="" PROXY_TLS="" KC_CA=""
+H2C=""; [ "${INSTRUCTIONS_CLIENT:-http1}" = h2c ] && H2C=" http2"
 if [ -n "${INSTRUCTIONS_TLS:-}" ]; then
   printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > "$T/ext"
   openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca.key" -out "$T/ca.pem" -days 1 -subj /CN=bench-ca 2>/dev/null
@@ -121,23 +128,23 @@ count() { # config group requests -> total instructions (group `apps`: the Deplo
     mkdir -p "$T/px"
     { [ "$(id -u)" = 0 ] && echo "user root;"
       sed -e "s|@DIR@|$T/px|g" -e "s|@PORT@|$pr|g" -e "s|@UPSTREAM@|$PU|g" \
-        -e "s|@SCHEME@|$SCHEME|g" -e "s|@TLS@|$PROXY_TLS|g" "$ROOT/bench/nginx-proxy.conf"
+        -e "s|@SCHEME@|$SCHEME|g" -e "s|@TLS@|$PROXY_TLS|g" -e "s|@H2C@|$H2C|g" "$ROOT/bench/nginx-proxy.conf"
     } > "$T/px/proxy.conf"
     valgrind --tool=callgrind --callgrind-out-file="$out" nginx -c "$T/px/proxy.conf" -p "$T/px" \
       2>"$T/regroup.log" & local rg=$!
   elif [ "$cfg" = floor ]; then
     # shellcheck disable=SC2086
     valgrind --tool=callgrind --callgrind-out-file="$out" "$FLOOR_BIN" "127.0.0.1:$pr" \
-      "$SCHEME://127.0.0.1:$PU" ${FLOOR_ARGS:-} 2>"$T/regroup.log" & local rg=$!
+      "$SCHEME://127.0.0.1:$PU" ${FLOOR_ARGS:-} ${H2C:+--auto-server} 2>"$T/regroup.log" & local rg=$!
   else
     valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN" serve -c "$cfg" --kubeconfig "$T/kc" \
       --listen "127.0.0.1:$pr" 2>"$T/regroup.log" & local rg=$!
   fi
   # A client that fails (a proxy that did not start or did not rename) ends
   # the run: its count would be a number that measures nothing.
-  python3 - "$pr" "$group" "$n" <<'P' || { kill "$rg" 2>/dev/null; echo "$CASE: the client failed" >&2; return 1; }
+  "${INSTRUCTIONS_PYTHON:-python3}" - "$pr" "$group" "$n" "${INSTRUCTIONS_CLIENT:-http1}" <<'P' || { kill "$rg" 2>/dev/null; echo "$CASE: the client failed" >&2; return 1; }
 import http.client, sys, time
-port, group, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+port, group, n, client = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
 headers = {}
 if group == "apps":
     path = "/apis/apps/v1/namespaces/renamed/deployments/alpha-deploy"
@@ -150,6 +157,36 @@ elif group.startswith("crd:"):
 else:
     path = f"/apis/{group}/v1alpha1/namespaces/renamed/foos/alpha"
 deadline = time.time() + 60
+if client == "h2c":
+    # h2 with prior knowledge; nginx then speaks nothing else, so the
+    # wait is for a connection and the first request's status the check.
+    import socket
+    import h2.config, h2.connection, h2.events
+    while True:
+        try:
+            s = socket.create_connection(("127.0.0.1", port)); break
+        except OSError:
+            if time.time() > deadline: sys.exit("the proxy did not start")
+            time.sleep(0.2)
+    h = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    h.initiate_connection(); s.sendall(h.data_to_send())
+    head = [(":method", "GET"), (":path", path), (":scheme", "http"),
+            (":authority", f"127.0.0.1:{port}")] + [(k.lower(), v) for k, v in headers.items()]
+    for _ in range(n + 1):
+        sid = h.get_next_available_stream_id()
+        h.send_headers(sid, head, end_stream=True); s.sendall(h.data_to_send())
+        status, done = None, False
+        while not done:
+            data = s.recv(65536)
+            if not data: sys.exit("the proxy closed the h2 connection")
+            for ev in h.receive_data(data):
+                if isinstance(ev, h2.events.ResponseReceived): status = dict(ev.headers)[b":status"]
+                elif isinstance(ev, h2.events.DataReceived):
+                    h.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, h2.events.StreamEnded) and ev.stream_id == sid: done = True
+            s.sendall(h.data_to_send())
+        assert status == b"200", status
+    sys.exit(0)
 while True:
     try:
         c = http.client.HTTPConnection("127.0.0.1", port); c.request("GET", path, headers=headers)
