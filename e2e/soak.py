@@ -13,7 +13,7 @@ each kill) mixes in oversized uploads (4 MiB, answered 413 before they are
 read), gzip bombs from the upstream (1 MiB inflating to 1 GiB, 502) and
 budget pressure (24 concurrent 2.5 MiB renamed creates, some 429): these
 refusals are expected, not errors, and so is a 429 to the normal load while
-the pressure lasts. Every --interval seconds it prints one line: requests
+the pressure lasts (a JSON watch's: its stream ends with a 429 Status event). Every --interval seconds it prints one line: requests
 ok, refused while the upstream was down or the budget was under pressure
 (expected), the hostile phase's expected refusals, errors, regroup's RSS and
 open fds. Exits 1 if regroup died, any request failed outside a fault
@@ -147,6 +147,13 @@ def proc_stats(pid):
     return rss, len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def budget_refused(event):
+    """A watch's ERROR event carrying the 429 Status regroup sends when the
+    memory budget stays spent past memoryBudgetWait."""
+    obj = event.get("object") or {}
+    return event.get("type") == "ERROR" and obj.get("kind") == "Status" and obj.get("code") == 429
+
+
 class Pressure:
     """While a burst of large uploads holds the memory budget (and for
     PRESSURE_GRACE after), a 429 to anyone is expected."""
@@ -239,6 +246,12 @@ class Load:
             if r.status == 200:
                 lines = [json.loads(line) for line in data.splitlines() if line.strip()]
                 bad = [e for e in lines if e.get("type") not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK")]
+                # An event regroup could not rename while the burst held the
+                # budget ends the stream with a 429 Status event: expected
+                # then, as a 429 answer is.
+                if bad and self.pressure.active() and all(budget_refused(e) for e in bad):
+                    self.stats.add("watch-json", "faulted")
+                    return
                 if bad and not (fault or self.upstream.in_fault()):
                     self.stats.add("watch-json", "error", f"odd events: {bad[:1]!r}"[:300])
                     return
