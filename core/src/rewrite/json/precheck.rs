@@ -9,8 +9,9 @@
 //! cheap while the names are few, and makes every `names:` kind a source
 //! of false candidates. So the layout depends on the configuration
 //! (measured: docs/performance.md, "The JSON walk alone"):
-//! - without `names:`, the names and `\u` are one search and the hiding
-//!   members are looked for only in a body where it found nothing;
+//! - without `names:`, the names, `\u` and the hiding members are one
+//!   search (a hiding member reported only in a body where it found
+//!   nothing else);
 //! - with `names:`, the names, the kinds and the hiding members are one
 //!   search, and `\u` is looked for by a pass of its own only where it
 //!   matters: in a body with nothing else found, or with an escape.
@@ -28,14 +29,15 @@ pub(super) struct Precheck {
     /// Patterns `names..kinds` are `names:` kinds; the rest, members
     /// whose value hides names.
     kinds: usize,
-    /// The hiding members one by one: for a body without `names:` (not in
-    /// `needles` then), and for a value inside a body ([`Self::may_hide`]).
+    /// The hiding members one by one, for a value inside a body
+    /// ([`Self::may_hide`]).
     hiding: Vec<Finder<'static>>,
     layout: Layout,
 }
 
 enum Layout {
-    /// No `names:` kinds: `\u` is among the names.
+    /// No `names:` kinds: `\u` is among the names, the hiding members
+    /// follow them.
     Names,
     /// Names, kinds and hiding members in `needles`; `\u` apart.
     All { escape: Box<Finder<'static>> },
@@ -63,7 +65,10 @@ impl Precheck {
             .map(|m| Finder::new(m.as_bytes()).into_owned())
             .collect();
         if kinds == 0 {
+            // The hiding members too: a second pass over a body with no
+            // name cost more than their few false candidates in this one.
             patterns.push("\\u");
+            patterns.extend(encoded.iter().map(String::as_str));
             return Precheck {
                 needles: Needles::new(&patterns),
                 names: names + 1,
@@ -109,7 +114,8 @@ impl Precheck {
             seen.found.sort_unstable();
         }
         if let Layout::Names = self.layout {
-            seen.hides = seen.found.is_empty() && self.may_hide(body);
+            // Reported only where it matters, as with `names:`.
+            seen.hides &= seen.found.is_empty();
         }
         seen
     }
