@@ -143,11 +143,7 @@ impl<'a> JsonRewriter<'a> {
         let mut found = None;
         if !force {
             let seen = self.precheck.scan(input);
-            if seen.found.is_empty()
-                && !seen.kinds
-                && !seen.hides
-                && !self.precheck.has_escape(input)
-            {
+            if seen.found.is_empty() && !seen.kinds && !seen.hides {
                 return Ok(None);
             }
             force = seen.kinds;
@@ -156,12 +152,7 @@ impl<'a> JsonRewriter<'a> {
         let text = utf8(input)?;
         let (mut walk, root) = Walk::parse(text)?;
         walk.force = force;
-        if let Some(mut found) = found {
-            // Without an escape in the input no `\u` occurs: the search
-            // for it is left to the few bodies that have one.
-            if walk.escapes {
-                self.precheck.add_escapes(input, &mut found);
-            }
+        if let Some(found) = found {
             walk.found(found);
         }
         self.object(&mut walk, root, hint, addressed)?;

@@ -4,27 +4,21 @@
 //! `names:` lists occurs (the whole object is then walked), and whether a
 //! member whose base64 value hides names occurs.
 //!
-//! The packed searcher matches on as many leading bytes of its patterns as
-//! the shortest has, up to four: a two-byte `\u` beside the long names is
-//! cheap while the names are few, and makes every `names:` kind a source
-//! of false candidates. So the layout depends on the configuration
-//! (measured: docs/performance.md, "The JSON walk alone"):
-//! - without `names:`, the names, `\u` and the hiding members are one
-//!   search (a hiding member reported only in a body where it found
-//!   nothing else);
-//! - with `names:`, the names, the kinds and the hiding members are one
-//!   search, and `\u` is looked for by a pass of its own only where it
-//!   matters: in a body with nothing else found, or with an escape.
+//! All of them are one pass of the packed searcher. It matches on as many
+//! leading bytes of its patterns as the shortest has, up to four, so the
+//! two-byte `\u` makes it match on two: more false candidates from the
+//! `names:` kinds, but a cheaper step, and no second pass for `\u` or for
+//! the hiding members. Measured in docs/performance.md ("Session 36").
 
 use crate::rewrite::names::NameIndex;
 use crate::rewrite::needles::Needles;
 use memchr::memmem::Finder;
 
-/// The searches answering the pre-check for one configuration.
+/// The search answering the pre-check for one configuration.
 pub(super) struct Precheck {
+    /// The mapped names, `\u`, the `names:` kinds, the hiding members.
     needles: Needles,
-    /// Patterns `0..names` of `needles` are the mapped names (and `\u`
-    /// when [`Layout::Names`]).
+    /// Patterns `0..names` of `needles` are the mapped names and `\u`.
     names: usize,
     /// Patterns `names..kinds` are `names:` kinds; the rest, members
     /// whose value hides names.
@@ -32,60 +26,33 @@ pub(super) struct Precheck {
     /// The hiding members one by one, for a value inside a body
     /// ([`Self::may_hide`]).
     hiding: Vec<Finder<'static>>,
-    layout: Layout,
-}
-
-enum Layout {
-    /// No `names:` kinds: `\u` is among the names, the hiding members
-    /// follow them.
-    Names,
-    /// Names, kinds and hiding members in `needles`; `\u` apart.
-    All { escape: Box<Finder<'static>> },
 }
 
 /// What a search of a body found.
 pub(super) struct Seen {
-    /// Where the mapped names occur (and `\u`, when the layout searches
-    /// them together), sorted by start, then end.
+    /// Where the mapped names and `\u` occur, sorted by start, then end.
     pub found: Vec<(usize, usize)>,
     /// A kind `names:` lists occurs.
     pub kinds: bool,
-    /// A member whose base64 value hides names occurs (without `names:`
-    /// looked for only when nothing else was found: it matters only then).
+    /// A member whose base64 value hides names occurs.
     pub hides: bool,
 }
 
 impl Precheck {
-    /// The searches for `index`'s names and `names:` kinds, and `encoded`
+    /// The search for `index`'s names and `names:` kinds, and `encoded`
     /// (quoted member names).
     pub fn new(index: &NameIndex, encoded: &[String]) -> Precheck {
         let (mut patterns, names, kinds) = index.names_and_kinds();
-        let hiding = encoded
-            .iter()
-            .map(|m| Finder::new(m.as_bytes()).into_owned())
-            .collect();
-        if kinds == 0 {
-            // The hiding members too: a second pass over a body with no
-            // name cost more than their few false candidates in this one.
-            patterns.push("\\u");
-            patterns.extend(encoded.iter().map(String::as_str));
-            return Precheck {
-                needles: Needles::new(&patterns),
-                names: names + 1,
-                kinds: names + 1,
-                hiding,
-                layout: Layout::Names,
-            };
-        }
+        patterns.insert(names, "\\u");
         patterns.extend(encoded.iter().map(String::as_str));
         Precheck {
             needles: Needles::new(&patterns),
-            names,
-            kinds: names + kinds,
-            hiding,
-            layout: Layout::All {
-                escape: Box::new(Finder::new(b"\\u").into_owned()),
-            },
+            names: names + 1,
+            kinds: names + 1 + kinds,
+            hiding: encoded
+                .iter()
+                .map(|m| Finder::new(m.as_bytes()).into_owned())
+                .collect(),
         }
     }
 
@@ -113,10 +80,6 @@ impl Precheck {
         if !sorted {
             seen.found.sort_unstable();
         }
-        if let Layout::Names = self.layout {
-            // Reported only where it matters, as with `names:`.
-            seen.hides &= seen.found.is_empty();
-        }
         seen
     }
 
@@ -124,37 +87,6 @@ impl Precheck {
     /// mapped name from the byte search.
     pub fn may_hide(&self, bytes: &[u8]) -> bool {
         self.hiding.iter().any(|f| f.find(bytes).is_some())
-    }
-
-    /// True when `body` holds a `\u` escape that [`scan`](Self::scan) did
-    /// not report.
-    pub fn has_escape(&self, body: &[u8]) -> bool {
-        match &self.layout {
-            Layout::Names => false,
-            // Most bodies hold no backslash at all: one byte search (about
-            // half the instructions of the pair search) answers for them.
-            Layout::All { escape } => {
-                memchr::memchr(b'\\', body).is_some() && escape.find(body).is_some()
-            }
-        }
-    }
-
-    /// Adds where `\u` occurs in `body` to `found` (of [`scan`](Self::scan)),
-    /// keeping it sorted, unless the scan reported them already: the walk's
-    /// occurrences when the body has escapes.
-    pub fn add_escapes(&self, body: &[u8], found: &mut Vec<(usize, usize)>) {
-        let Layout::All { escape } = &self.layout else {
-            return;
-        };
-        let before = found.len();
-        let mut at = 0;
-        while let Some(i) = escape.find(&body[at..]) {
-            found.push((at + i, at + i + 2));
-            at += i + 2;
-        }
-        if found.len() > before {
-            found.sort_unstable();
-        }
     }
 }
 
@@ -182,7 +114,7 @@ mod tests {
     }
 
     #[test]
-    fn one_search_tells_names_kinds_and_hiding_members_apart() {
+    fn one_search_tells_names_escapes_kinds_and_hiding_members_apart() {
         let p = Precheck::new(&index(true), &["\"patch\"".to_owned()]);
         let body =
             br#"{"apiVersion":"a.example.io/v1","kind":"ClusterRole","x":"\u0061","patch":"e30="}"#;
@@ -194,16 +126,15 @@ mod tests {
                 .unwrap();
             (i, i + s.len())
         };
-        assert_eq!(seen.found, vec![at("a.example.io")]);
+        assert_eq!(seen.found, vec![at("a.example.io"), at("\\u")]);
         assert!(seen.kinds);
         assert!(seen.hides);
-        assert!(p.has_escape(body));
-        let mut found = seen.found;
-        p.add_escapes(body, &mut found);
-        assert_eq!(found, vec![at("a.example.io"), at("\\u")]);
-        let none = p.scan(br#"{"kind":"Role","a":"b.example.io"}"#);
+        let none = p.scan(br#"{"kind":"Role","a":"b.example.io","e":"\n"}"#);
         assert!(none.found.is_empty() && !none.kinds && !none.hides);
-        assert!(!p.has_escape(br#"{"a":"\n"}"#));
+        // Each question alone.
+        assert_eq!(p.scan(br#"{"e":"\u0061"}"#).found, vec![(6, 8)]);
+        assert!(p.scan(br#"{"kind":"ClusterRole"}"#).kinds);
+        assert!(p.scan(br#"{"patch":"e30="}"#).hides);
     }
 
     #[test]
@@ -211,14 +142,8 @@ mod tests {
         let p = Precheck::new(&index(false), &["\"patch\"".to_owned()]);
         let body = br#"{"kind":"ClusterRole","g":"a.team1.example.com","e":"\u0061"}"#;
         let seen = p.scan(body);
-        // `\u` is found with the names.
         assert_eq!(seen.found, vec![(27, 46), (53, 55)]);
         assert!(!seen.kinds && !seen.hides);
-        assert!(!p.has_escape(body));
-        let mut found = seen.found.clone();
-        p.add_escapes(body, &mut found);
-        assert_eq!(found, seen.found);
-        // The hiding members, in a body where nothing else is found.
         assert!(p.scan(br#"{"patch":"e30="}"#).hides);
         assert!(!p.scan(br#"{"kind":"Role"}"#).hides);
     }
