@@ -10,6 +10,12 @@
 #
 # Prints one line per case: instructions per call of `Engine::body`
 # (callgrind, the difference of two runs, see json_walk.sh).
+#
+# JSON_WALK_NAMES=1 bench/json_walk_cases.sh: with `names:` and its default
+# kinds, as regroup runs unless its configuration turns `names:` off (it
+# is derived from the rules by default), so the pre-check also looks for
+# those kinds. Without it, the rules alone: the figures docs/performance.md
+# reports for sessions before 36 are of that configuration.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FOO=$ROOT/testdata/kube-1.24/renamed/027-get-foo-json/response.body
