@@ -132,8 +132,12 @@ impl Seen {
                 hop_by_hop |= 1 << i;
             }
         }
-        let content_type = content_type.map(|v| v.to_str());
+        // The API server's JSON answers say exactly this: one compare,
+        // not a check of the value's characters and a read of its name.
+        let json = content_type.is_some_and(|v| v.as_bytes() == b"application/json");
+        let content_type = content_type.filter(|_| !json).map(|v| v.to_str());
         let media = match content_type {
+            _ if json => MediaType::Json,
             None => MediaType::Unspecified,
             Some(Ok(s)) => MediaType::parse(Some(s)),
             Some(Err(_)) => MediaType::Other,
@@ -185,6 +189,27 @@ mod tests {
                 renamed: false,
                 etag: false,
             }
+        );
+    }
+
+    #[test]
+    fn json_is_told_by_its_exact_name_and_by_reading_the_value() {
+        for ct in [
+            "application/json",
+            "Application/JSON",
+            "application/json; charset=utf-8",
+            " application/json",
+        ] {
+            assert_eq!(seen(&[("content-type", ct)]).media, MediaType::Json, "{ct}");
+        }
+        let yaml = seen(&[
+            ("content-type", "application/yaml"),
+            ("content-type", "application/json"),
+        ]);
+        assert_eq!(
+            yaml.media,
+            MediaType::Yaml,
+            "the first Content-Type decides"
         );
     }
 
