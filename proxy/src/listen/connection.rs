@@ -146,10 +146,10 @@ pub async fn serve<I, H, Fut>(
     });
     watchdog.watch(state.clone());
     let (svc_state, lifecycle) = (state.clone(), serving.lifecycle.clone());
-    let svc = service_fn(move |req| {
+    let call = move |req| {
         let (access, state, handler) = (access.clone(), svc_state.clone(), handler.clone());
         access::serve(access, state, lifecycle.clone(), req, handler)
-    });
+    };
     match protocol {
         Protocol::Http1 => {
             let mut b = hyper::server::conn::http1::Builder::new();
@@ -166,7 +166,7 @@ pub async fn serve<I, H, Fut>(
             if limits.max_headers != HYPER_MAX_HEADERS {
                 b.max_headers(limits.max_headers);
             }
-            let conn = b.serve_connection(io, svc).with_upgrades();
+            let conn = b.serve_connection(io, service_fn(call)).with_upgrades();
             drive(conn, |c| c.graceful_shutdown(), peer, serving, &state).await
         }
         Protocol::Http2 => {
@@ -175,6 +175,11 @@ pub async fn serve<I, H, Fut>(
                 .max_concurrent_streams(H2_MAX_CONCURRENT_STREAMS)
                 .max_pending_accept_reset_streams(H2_MAX_PENDING_ACCEPT_RESET_STREAMS)
                 .max_local_error_reset_streams(H2_MAX_LOCAL_ERROR_RESET_STREAMS);
+            // Each request's future boxed: hyper spawns every stream as a
+            // task of its own and moves the stream's state, the future
+            // inside it, several times on the way (KBs each time); boxed,
+            // only a pointer moves (docs/performance.md, "Session 37").
+            let svc = service_fn(move |req| Box::pin(call(req)));
             let conn = b.serve_connection(io, svc);
             // Boxed: an HTTP/2 connection's state is KBs, and held inline
             // it would size every HTTP/1.1 connection's task as well.
