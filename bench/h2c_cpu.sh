@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# CPU time a request of the h2 caller kubectl and client-go are over TLS
+# (here plain, with prior knowledge: one connection, requests one after
+# another), for regroup and for nginx in the same run. callgrind
+# (bench/instructions.sh with INSTRUCTIONS_CLIENT=h2c) over-counts large
+# copies against CPU time, so an h2 change is checked here too.
+# Loopback only; everything it starts is stopped on exit.
+#
+#   bench/h2c_cpu.sh [REGROUP_BIN...]      # default: target/release/regroup
+#
+# Env: H2C_REQUESTS (default 20000, after 500 not counted), H2C_CASES
+# (default "nginx no-name rename"), H2C_PYTHON (a python3 with the `h2`
+# package: `python3 -m venv V && V/bin/pip install h2`; default python3).
+# The upstream is nginx serving the captured 921-byte Foo (as in
+# bench/instructions.sh); nginx in front is bench/nginx-proxy.conf with
+# `http2` on its listener; regroup's cases are instructions.sh's. Prints,
+# per case and binary, the proxy's user and system CPU (utime and stime
+# of /proc/PID/stat) over the counted requests, in microseconds a
+# request, and user+system against nginx's. Nothing is asserted.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BINS=("$@"); [ ${#BINS[@]} -eq 0 ] && BINS=("$ROOT/target/release/regroup")
+N=${H2C_REQUESTS:-20000}
+PY=${H2C_PYTHON:-python3}
+"$PY" -c 'import h2' 2>/dev/null || { echo "h2c_cpu: $PY has no h2 package (pip install h2)" >&2; exit 2; }
+T=$(mktemp -d)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$T"; }
+trap cleanup EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+PU=$(port)
+FOO=$ROOT/testdata/kube-1.24/renamed/027-get-foo-json/response.body
+USER_LINE=""; [ "$(id -u)" = 0 ] && USER_LINE="user root;"
+cat > "$T/up.conf" <<C
+$USER_LINE daemon off; worker_processes 1; pid $T/up.pid; error_log $T/err.log warn;
+events { worker_connections 64; }
+http { access_log off; keepalive_requests 10000000; client_body_temp_path $T/b; proxy_temp_path $T/p;
+ fastcgi_temp_path $T/f; uwsgi_temp_path $T/u; scgi_temp_path $T/s;
+ server { listen 127.0.0.1:$PU; etag off;
+  location = /apis/samplecontroller.team1.example.com/v1alpha1/namespaces/renamed/foos/alpha {
+   default_type application/json; alias $FOO; } } }
+C
+cat > "$T/kc" <<C
+apiVersion: v1
+kind: Config
+current-context: c
+clusters: [{name: c, cluster: {server: 'http://127.0.0.1:$PU'}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {token: load}}]
+C
+nginx -c "$T/up.conf" -p "$T" & PIDS+=($!)
+
+# measure PORT GROUP PID -> "user sys" microseconds a request
+measure() {
+  "$PY" - "$1" "$2" "$3" "$N" <<'P'
+import os, socket, sys, time
+import h2.config, h2.connection, h2.events
+port, group, pid, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+def cpu():
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return int(f[11]), int(f[12])
+deadline = time.time() + 30
+while True:
+    try:
+        s = socket.create_connection(("127.0.0.1", port)); break
+    except OSError:
+        if time.time() > deadline: sys.exit("the proxy did not start")
+        time.sleep(0.1)
+h = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+h.initiate_connection(); s.sendall(h.data_to_send())
+head = [(":method", "GET"), (":path", f"/apis/{group}/v1alpha1/namespaces/renamed/foos/alpha"),
+        (":scheme", "http"), (":authority", f"127.0.0.1:{port}")]
+def run(k):
+    for _ in range(k):
+        sid = h.get_next_available_stream_id()
+        h.send_headers(sid, head, end_stream=True); s.sendall(h.data_to_send())
+        status, body, done = None, b"", False
+        while not done:
+            data = s.recv(65536)
+            if not data: sys.exit("the proxy closed the h2 connection")
+            for ev in h.receive_data(data):
+                if isinstance(ev, h2.events.ResponseReceived): status = dict(ev.headers)[b":status"]
+                elif isinstance(ev, h2.events.DataReceived):
+                    body += ev.data
+                    h.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, h2.events.StreamEnded) and ev.stream_id == sid: done = True
+            s.sendall(h.data_to_send())
+        if status != b"200": sys.exit(f"status {status!r}")
+    return body
+first = run(500)
+# The answer names the group the client asked for: renamed by regroup's
+# `rename`, passed through by nginx and `no-name`.
+if group.encode() not in first: sys.exit(f"the answer does not name {group}")
+a = cpu(); run(n); b = cpu()
+tick = os.sysconf("SC_CLK_TCK")
+print(f"{(b[0] - a[0]) / tick / n * 1e6:.1f} {(b[1] - a[1]) / tick / n * 1e6:.1f}")
+P
+}
+
+BASE=""
+for case in ${H2C_CASES:-nginx no-name rename}; do
+  for bin in "${BINS[@]}"; do
+    pr=$(port)
+    if [ "$case" = nginx ]; then
+      mkdir -p "$T/px"
+      { [ "$(id -u)" = 0 ] && echo "user root;"
+        sed -e "s|@DIR@|$T/px|g" -e "s|@PORT@|$pr|g" -e "s|@UPSTREAM@|$PU|g" \
+          -e "s|@SCHEME@|http|g" -e "s|@TLS@||g" -e "s|@H2C@| http2|g" "$ROOT/bench/nginx-proxy.conf"
+      } > "$T/px/proxy.conf"
+      nginx -c "$T/px/proxy.conf" -p "$T/px" 2>"$T/proxy.log" & px=$!
+      group=samplecontroller.team1.example.com
+      name=nginx
+    else
+      if [ "$case" = rename ]; then
+        printf 'rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n' > "$T/cfg.yaml"
+        group=samplecontroller.k8s.io
+      else
+        printf 'rules:\n- from: wardle.example.com\n  to: wardle.team1.example.com\n' > "$T/cfg.yaml"
+        group=samplecontroller.team1.example.com
+      fi
+      "$bin" serve -c "$T/cfg.yaml" --kubeconfig "$T/kc" --listen "127.0.0.1:$pr" 2>"$T/proxy.log" & px=$!
+      name="$case $(basename "$bin")"
+    fi
+    got=$(measure "$pr" "$group" "$px") || { kill "$px" 2>/dev/null; echo "$name: the client failed" >&2; exit 1; }
+    kill "$px" 2>/dev/null; wait "$px" 2>/dev/null || true
+    read -r user sys <<<"$got"
+    total=$(python3 -c "print(f'{$user + $sys:.1f}')")
+    [ "$case" = nginx ] && [ -z "$BASE" ] && BASE=$total
+    ratio=""; [ -n "$BASE" ] && ratio=", $(python3 -c "print(f'{$total / $BASE:.2f}')") x nginx"
+    echo "$name: user $user us, system $sys us a request$ratio"
+    # nginx is measured once, whatever the binaries.
+    [ "$case" = nginx ] && break
+  done
+done
