@@ -23,68 +23,26 @@ BINS=("$@"); [ ${#BINS[@]} -eq 0 ] && BINS=("$ROOT/target/release/regroup")
 N=${H2C_REQUESTS:-20000}
 PY=${H2C_PYTHON:-python3}
 "$PY" -c 'import h2' 2>/dev/null || { echo "h2c_cpu: $PY has no h2 package (pip install h2)" >&2; exit 2; }
-T=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$T"; }
-trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-PU=$(port)
-FOO=$ROOT/testdata/kube-1.24/renamed/027-get-foo-json/response.body
-USER_LINE=""; [ "$(id -u)" = 0 ] && USER_LINE="user root;"
-cat > "$T/up.conf" <<C
-$USER_LINE daemon off; worker_processes 1; pid $T/up.pid; error_log $T/err.log warn;
-events { worker_connections 64; }
-http { access_log off; keepalive_requests 10000000; client_body_temp_path $T/b; proxy_temp_path $T/p;
- fastcgi_temp_path $T/f; uwsgi_temp_path $T/u; scgi_temp_path $T/s;
- server { listen 127.0.0.1:$PU; etag off;
-  location = /apis/samplecontroller.team1.example.com/v1alpha1/namespaces/renamed/foos/alpha {
-   default_type application/json; alias $FOO; } } }
-C
-cat > "$T/kc" <<C
-apiVersion: v1
-kind: Config
-current-context: c
-clusters: [{name: c, cluster: {server: 'http://127.0.0.1:$PU'}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-users: [{name: u, user: {token: load}}]
-C
-nginx -c "$T/up.conf" -p "$T" & PIDS+=($!)
+# shellcheck source=bench/upstream.sh
+. "$ROOT/bench/upstream.sh"
+start_upstream
 
 # measure PORT GROUP PID -> "user sys" microseconds a request
 measure() {
-  "$PY" - "$1" "$2" "$3" "$N" <<'P'
-import os, socket, sys, time
-import h2.config, h2.connection, h2.events
+  "$PY" - "$1" "$2" "$3" "$N" "$ROOT/bench" <<'P'
+import os, sys
+sys.path.insert(0, sys.argv[5])
+from h2c_client import H2c
 port, group, pid, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 def cpu():
     f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return int(f[11]), int(f[12])
-deadline = time.time() + 30
-while True:
-    try:
-        s = socket.create_connection(("127.0.0.1", port)); break
-    except OSError:
-        if time.time() > deadline: sys.exit("the proxy did not start")
-        time.sleep(0.1)
-h = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
-h.initiate_connection(); s.sendall(h.data_to_send())
-head = [(":method", "GET"), (":path", f"/apis/{group}/v1alpha1/namespaces/renamed/foos/alpha"),
-        (":scheme", "http"), (":authority", f"127.0.0.1:{port}")]
+c = H2c(port)
+path = f"/apis/{group}/v1alpha1/namespaces/renamed/foos/alpha"
 def run(k):
+    body = b""
     for _ in range(k):
-        sid = h.get_next_available_stream_id()
-        h.send_headers(sid, head, end_stream=True); s.sendall(h.data_to_send())
-        status, body, done = None, b"", False
-        while not done:
-            data = s.recv(65536)
-            if not data: sys.exit("the proxy closed the h2 connection")
-            for ev in h.receive_data(data):
-                if isinstance(ev, h2.events.ResponseReceived): status = dict(ev.headers)[b":status"]
-                elif isinstance(ev, h2.events.DataReceived):
-                    body += ev.data
-                    h.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
-                elif isinstance(ev, h2.events.StreamEnded) and ev.stream_id == sid: done = True
-            s.sendall(h.data_to_send())
+        status, body = c.get(path)
         if status != b"200": sys.exit(f"status {status!r}")
     return body
 first = run(500)
@@ -102,11 +60,7 @@ for case in ${H2C_CASES:-nginx no-name rename}; do
   for bin in "${BINS[@]}"; do
     pr=$(port)
     if [ "$case" = nginx ]; then
-      mkdir -p "$T/px"
-      { [ "$(id -u)" = 0 ] && echo "user root;"
-        sed -e "s|@DIR@|$T/px|g" -e "s|@PORT@|$pr|g" -e "s|@UPSTREAM@|$PU|g" \
-          -e "s|@SCHEME@|http|g" -e "s|@TLS@||g" -e "s|@H2C@| http2|g" "$ROOT/bench/nginx-proxy.conf"
-      } > "$T/px/proxy.conf"
+      nginx_proxy_conf "$pr" " http2"
       nginx -c "$T/px/proxy.conf" -p "$T/px" 2>"$T/proxy.log" & px=$!
       group=samplecontroller.team1.example.com
       name=nginx

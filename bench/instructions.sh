@@ -70,17 +70,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-$ROOT/target/release/regroup}
 N=${2:-1000}
 FLOOR_BIN=${FLOOR_BIN:-$ROOT/target/release/examples/hyper_floor}
-T=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$T"; }
-trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-PU=$(port)
-FOO=$ROOT/testdata/kube-1.24/renamed/027-get-foo-json/response.body
-DEPLOY=$ROOT/testdata/kube-1.24/renamed/041-get-deployment-json/response.body
-POM=$ROOT/testdata/kube-1.24/renamed/031-get-foo-pom-protobuf/response.body
-CRD=$ROOT/testdata/kube-1.24/renamed/037-get-crd-protobuf/response.body
-USER_LINE=""; [ "$(id -u)" = 0 ] && USER_LINE="user root;"
+# shellcheck source=bench/upstream.sh
+. "$ROOT/bench/upstream.sh"
 SCHEME=http LISTEN_TLS="" PROXY_TLS="" KC_CA=""
 H2C=""; [ "${INSTRUCTIONS_CLIENT:-http1}" = h2c ] && H2C=" http2"
 if [ -n "${INSTRUCTIONS_TLS:-}" ]; then
@@ -95,41 +86,14 @@ if [ -n "${INSTRUCTIONS_TLS:-}" ]; then
   KC_CA=", certificate-authority: '$T/ca.pem'"
   export FLOOR_CA_FILE=$T/ca.pem
 fi
-cat > "$T/up.conf" <<C
-$USER_LINE daemon off; worker_processes 1; pid $T/up.pid; error_log $T/err.log warn;
-events { worker_connections 64; }
-http { access_log off; keepalive_requests 10000000; client_body_temp_path $T/b; proxy_temp_path $T/p;
- fastcgi_temp_path $T/f; uwsgi_temp_path $T/u; scgi_temp_path $T/s;
- server { listen 127.0.0.1:$PU$LISTEN_TLS; etag off;
-  location = /apis/samplecontroller.team1.example.com/v1alpha1/namespaces/renamed/foos/alpha {
-   if (\$http_accept ~ protobuf) { rewrite ^ /pom-foo last; }
-   default_type application/json; alias $FOO; }
-  location = /pom-foo { internal; default_type application/vnd.kubernetes.protobuf; alias $POM; }
-  location = /apis/apiextensions.k8s.io/v1/customresourcedefinitions/foos.samplecontroller.team1.example.com {
-   default_type application/vnd.kubernetes.protobuf; alias $CRD; }
-  location = /apis/apps/v1/namespaces/renamed/deployments/alpha-deploy {
-   default_type application/json; alias $DEPLOY; } } }
-C
-cat > "$T/kc" <<C
-apiVersion: v1
-kind: Config
-current-context: c
-clusters: [{name: c, cluster: {server: '$SCHEME://127.0.0.1:$PU'$KC_CA}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-users: [{name: u, user: {token: load}}]
-C
-nginx -c "$T/up.conf" -p "$T" & PIDS+=($!)
+start_upstream
 
 count() { # config group requests -> total instructions (group `apps`: the Deployment;
   # `pom:GROUP`: the Foo's metadata in protobuf; `crd:GROUP`: the Foo's CRD in protobuf)
   local cfg=$1 group=$2 n=$3 pr out
   pr=$(port); out=$T/cg.$n.out
   if [ "$cfg" = nginx ]; then
-    mkdir -p "$T/px"
-    { [ "$(id -u)" = 0 ] && echo "user root;"
-      sed -e "s|@DIR@|$T/px|g" -e "s|@PORT@|$pr|g" -e "s|@UPSTREAM@|$PU|g" \
-        -e "s|@SCHEME@|$SCHEME|g" -e "s|@TLS@|$PROXY_TLS|g" -e "s|@H2C@|$H2C|g" "$ROOT/bench/nginx-proxy.conf"
-    } > "$T/px/proxy.conf"
+    nginx_proxy_conf "$pr" "$H2C"
     valgrind --tool=callgrind --callgrind-out-file="$out" nginx -c "$T/px/proxy.conf" -p "$T/px" \
       2>"$T/regroup.log" & local rg=$!
   elif [ "$cfg" = floor ]; then
@@ -142,7 +106,7 @@ count() { # config group requests -> total instructions (group `apps`: the Deplo
   fi
   # A client that fails (a proxy that did not start or did not rename) ends
   # the run: its count would be a number that measures nothing.
-  "${INSTRUCTIONS_PYTHON:-python3}" - "$pr" "$group" "$n" "${INSTRUCTIONS_CLIENT:-http1}" <<'P' || { kill "$rg" 2>/dev/null; echo "$CASE: the client failed" >&2; return 1; }
+  "${INSTRUCTIONS_PYTHON:-python3}" - "$pr" "$group" "$n" "${INSTRUCTIONS_CLIENT:-http1}" "$ROOT/bench" <<'P' || { kill "$rg" 2>/dev/null; echo "$CASE: the client failed" >&2; return 1; }
 import http.client, sys, time
 port, group, n, client = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
 headers = {}
@@ -160,31 +124,11 @@ deadline = time.time() + 60
 if client == "h2c":
     # h2 with prior knowledge; nginx then speaks nothing else, so the
     # wait is for a connection and the first request's status the check.
-    import socket
-    import h2.config, h2.connection, h2.events
-    while True:
-        try:
-            s = socket.create_connection(("127.0.0.1", port)); break
-        except OSError:
-            if time.time() > deadline: sys.exit("the proxy did not start")
-            time.sleep(0.2)
-    h = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
-    h.initiate_connection(); s.sendall(h.data_to_send())
-    head = [(":method", "GET"), (":path", path), (":scheme", "http"),
-            (":authority", f"127.0.0.1:{port}")] + [(k.lower(), v) for k, v in headers.items()]
+    sys.path.insert(0, sys.argv[5])
+    from h2c_client import H2c
+    c = H2c(port)
     for _ in range(n + 1):
-        sid = h.get_next_available_stream_id()
-        h.send_headers(sid, head, end_stream=True); s.sendall(h.data_to_send())
-        status, done = None, False
-        while not done:
-            data = s.recv(65536)
-            if not data: sys.exit("the proxy closed the h2 connection")
-            for ev in h.receive_data(data):
-                if isinstance(ev, h2.events.ResponseReceived): status = dict(ev.headers)[b":status"]
-                elif isinstance(ev, h2.events.DataReceived):
-                    h.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
-                elif isinstance(ev, h2.events.StreamEnded) and ev.stream_id == sid: done = True
-            s.sendall(h.data_to_send())
+        status, _ = c.get(path, headers.items())
         assert status == b"200", status
     sys.exit(0)
 while True:

@@ -1,0 +1,54 @@
+"""An h2 client with prior knowledge (one connection, one request after
+another, as kubectl and client-go send theirs over TLS), for
+bench/instructions.sh and bench/h2c_cpu.sh. Needs the `h2` package."""
+
+import socket
+import sys
+import time
+
+import h2.config
+import h2.connection
+import h2.events
+
+
+class H2c:
+    """One connection to 127.0.0.1:`port`, waited for up to 60 s."""
+
+    def __init__(self, port):
+        deadline = time.time() + 60
+        while True:
+            try:
+                self.s = socket.create_connection(("127.0.0.1", port))
+                break
+            except OSError:
+                if time.time() > deadline:
+                    sys.exit("the proxy did not start")
+                time.sleep(0.2)
+        self.authority = f"127.0.0.1:{port}"
+        self.h = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        self.h.initiate_connection()
+        self.s.sendall(self.h.data_to_send())
+
+    def get(self, path, headers=()):
+        """GETs `path`: its status (bytes) and body."""
+        h, s = self.h, self.s
+        sid = h.get_next_available_stream_id()
+        head = [(":method", "GET"), (":path", path), (":scheme", "http"),
+                (":authority", self.authority)] + [(k.lower(), v) for k, v in headers]
+        h.send_headers(sid, head, end_stream=True)
+        s.sendall(h.data_to_send())
+        status, body, done = None, b"", False
+        while not done:
+            data = s.recv(65536)
+            if not data:
+                sys.exit("the proxy closed the h2 connection")
+            for ev in h.receive_data(data):
+                if isinstance(ev, h2.events.ResponseReceived):
+                    status = dict(ev.headers)[b":status"]
+                elif isinstance(ev, h2.events.DataReceived):
+                    body += ev.data
+                    h.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, h2.events.StreamEnded) and ev.stream_id == sid:
+                    done = True
+            s.sendall(h.data_to_send())
+        return status, body
