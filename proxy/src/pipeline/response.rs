@@ -132,15 +132,17 @@ impl Seen {
                 hop_by_hop |= 1 << i;
             }
         }
-        // The API server's JSON answers say exactly this: one compare,
-        // not a check of the value's characters and a read of its name.
-        let json = content_type.is_some_and(|v| v.as_bytes() == b"application/json");
-        let content_type = content_type.filter(|_| !json).map(|v| v.to_str());
-        let media = match content_type {
-            _ if json => MediaType::Json,
-            None => MediaType::Unspecified,
-            Some(Ok(s)) => MediaType::parse(Some(s)),
-            Some(Err(_)) => MediaType::Other,
+        // The type, and the value as text when it had to be read. The API
+        // server's JSON answers say exactly `application/json`: one
+        // compare, not a check of the value's characters and a read of
+        // its name.
+        let (media, text) = match content_type {
+            Some(v) if v.as_bytes() == b"application/json" => (MediaType::Json, None),
+            None => (MediaType::Unspecified, None),
+            Some(v) => match v.to_str() {
+                Ok(s) => (MediaType::parse(Some(s)), Some(s)),
+                Err(_) => (MediaType::Other, None),
+            },
         };
         // Only these can be a type regroup can't rename (JSON, YAML never).
         let maybe = matches!(
@@ -149,7 +151,7 @@ impl Seen {
         );
         Seen {
             media,
-            unrenamable: maybe && matches!(content_type, Some(Ok(s)) if media::unrenamable(s)),
+            unrenamable: maybe && text.is_some_and(media::unrenamable),
             gzip: encoding.is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip")),
             hop_by_hop,
             renamed,
