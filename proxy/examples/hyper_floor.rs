@@ -34,8 +34,9 @@
 //! `--no-h2-keepalive` (no h2 health check: by default the h2 client pings
 //! after 30 s without a frame read and closes the connection when no
 //! answer comes in 15 s, idle or not, as regroup's does by default).
-//! The allocator is regroup's: mimalloc when the package's feature
-//! `mimalloc` is on (the default), as in the `regroup` binary.
+//! The allocator is regroup's: glibc's malloc, or mimalloc when the
+//! package's feature `mimalloc` is on (off by default), as in the
+//! `regroup` binary.
 //!
 //! `cargo build --release -p regroup --example hyper_floor`, then
 //! `target/release/examples/hyper_floor LISTEN_ADDR UPSTREAM_URL [FLAGS]`
