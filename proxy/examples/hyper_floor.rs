@@ -27,6 +27,10 @@
 //! (hyper-util's pooled `Client` over hyper-rustls), `--auto-server`
 //! (hyper-util's `auto` server, HTTP/1.1 and h2c), `--hyper-timer` (hyper's
 //! per-request header timer, 30 s), `--no-half-close`, `--writev`.
+//! `--same-task` goes the other way: a plain upstream's HTTP/1.1
+//! connection, opened as the client connects, is driven by the client
+//! connection's own task (both polled whenever either is woken) instead of
+//! a task of its own; measured dearer (docs/performance.md, "Session 38").
 //! Upstream protocol variants (over TLS): `--upstream-http1` (ALPN offers
 //! `http/1.1` only, as regroup's `upstream.http2: never`),
 //! `--h2-header-table=N` (the h2 client's HPACK table size),
@@ -94,6 +98,11 @@ struct Options {
     /// by default the h2 client pings a connection silent for 30 s and
     /// closes it when no answer comes in 15 s (client-go's, regroup's).
     no_h2_keepalive: bool,
+    /// Each client connection's upstream connection (plain HTTP/1.1,
+    /// opened when the client connects) is driven by the client
+    /// connection's own task, not a task of its own: what a request costs
+    /// when no task hands it to another (`--same-task`).
+    same_task: bool,
 }
 
 fn main() {
@@ -116,6 +125,7 @@ fn main() {
             "--upstream-http1" => o.upstream_http1 = true,
             "--h2-spec-windows" => o.h2_spec_windows = true,
             "--no-h2-keepalive" => o.no_h2_keepalive = true,
+            "--same-task" => o.same_task = true,
             a if a.starts_with("--h2-header-table=") => {
                 let n = a["--h2-header-table=".len()..].parse().expect("a size");
                 o.h2_header_table = Some(n);
@@ -365,6 +375,20 @@ async fn serve(listener: TcpListener, up: Arc<Upstream>, o: Options) {
         let (legacy, watched) = (legacy.clone(), watchdog.is_some());
         let task = tokio::spawn(async move {
             let io = TokioIo::new(tcp);
+            // `--same-task`: the upstream connection, driven below.
+            let mut upstream_conn = None;
+            if o.same_task && conn.up.tls.is_none() {
+                let Ok(tcp) = TcpStream::connect(&conn.up.addr).await else {
+                    return;
+                };
+                let _ = tcp.set_nodelay(true);
+                let Ok((send, c)) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await
+                else {
+                    return;
+                };
+                *conn.sender.lock().unwrap_or_else(|p| p.into_inner()) = Some(Sender::H1(send));
+                upstream_conn = Some(c);
+            }
             let svc = service_fn(move |req| {
                 let (conn, legacy) = (conn.clone(), legacy.clone());
                 async move {
@@ -393,7 +417,22 @@ async fn serve(listener: TcpListener, up: Arc<Upstream>, o: Options) {
                 } else {
                     b.header_read_timeout(None);
                 }
-                let _ = b.serve_connection(io, svc).await;
+                let server = b.serve_connection(io, svc);
+                match upstream_conn {
+                    // Both polled whenever the task is: a request handed
+                    // to the upstream connection is written in the same
+                    // poll, its answer read into the server's in the next.
+                    Some(upstream) => {
+                        tokio::pin!(server);
+                        tokio::select! {
+                            _ = &mut server => {}
+                            _ = upstream => { let _ = server.await; }
+                        }
+                    }
+                    None => {
+                        let _ = server.await;
+                    }
+                }
             }
         });
         if let Some(w) = &watchdog {
