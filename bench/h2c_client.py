@@ -1,20 +1,44 @@
 """An h2 client with prior knowledge (one connection, one request after
 another, as kubectl and client-go send theirs over TLS), for
-bench/instructions.sh and bench/h2c_cpu.sh. Needs the `h2` package."""
+bench/instructions.sh and bench/h2c_cpu.sh. Needs the `h2` package; the
+HTTP/1.1 client beside it (bench/h2c_cpu.sh's `H2C_CLIENT=http1`) does
+not."""
 
+import http.client
 import socket
 import sys
 import time
 
-import h2.config
-import h2.connection
-import h2.events
+
+class H1:
+    """One keep-alive HTTP/1.1 connection to 127.0.0.1:`port`, waited for
+    up to 60 s: the client of bench/instructions.sh's counts."""
+
+    def __init__(self, port):
+        deadline = time.time() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port)).close()
+                break
+            except OSError:
+                if time.time() > deadline:
+                    sys.exit("the proxy did not start")
+                time.sleep(0.2)
+        self.c = http.client.HTTPConnection("127.0.0.1", port)
+
+    def get(self, path, headers=()):
+        """GETs `path`: its status (bytes, as `H2c.get`'s) and body."""
+        self.c.request("GET", path, headers=dict(headers))
+        r = self.c.getresponse()
+        return str(r.status).encode(), r.read()
 
 
 class H2c:
     """One connection to 127.0.0.1:`port`, waited for up to 60 s."""
 
     def __init__(self, port):
+        import h2.config
+        import h2.connection
         deadline = time.time() + 60
         while True:
             try:
@@ -37,6 +61,8 @@ class H2c:
                 (":authority", self.authority)] + [(k.lower(), v) for k, v in headers]
         h.send_headers(sid, head, end_stream=True)
         s.sendall(h.data_to_send())
+        import h2.events
+
         status, body, done = None, b"", False
         while not done:
             data = s.recv(65536)

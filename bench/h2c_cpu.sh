@@ -10,7 +10,10 @@
 #
 # Env: H2C_REQUESTS (default 20000, after 500 not counted), H2C_CASES
 # (default "nginx no-name rename"), H2C_PYTHON (a python3 with the `h2`
-# package: `python3 -m venv V && V/bin/pip install h2`; default python3).
+# package: `python3 -m venv V && V/bin/pip install h2`; default python3),
+# H2C_CLIENT=http1: the same over one keep-alive HTTP/1.1 connection (the
+# protocol of bench/instructions.sh's counts and of #55's targets; no `h2`
+# package needed), nginx's listener without `http2`.
 # The upstream is nginx serving the captured 921-byte Foo (as in
 # bench/instructions.sh); nginx in front is bench/nginx-proxy.conf with
 # `http2` on its listener; regroup's cases are instructions.sh's. Prints,
@@ -22,22 +25,27 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BINS=("$@"); [ ${#BINS[@]} -eq 0 ] && BINS=("$ROOT/target/release/regroup")
 N=${H2C_REQUESTS:-20000}
 PY=${H2C_PYTHON:-python3}
-"$PY" -c 'import h2' 2>/dev/null || { echo "h2c_cpu: $PY has no h2 package (pip install h2)" >&2; exit 2; }
+CLIENT=H2c; LISTEN=" http2"
+if [ "${H2C_CLIENT:-h2c}" = http1 ]; then
+  CLIENT=H1; LISTEN=""
+else
+  "$PY" -c 'import h2' 2>/dev/null || { echo "h2c_cpu: $PY has no h2 package (pip install h2)" >&2; exit 2; }
+fi
 # shellcheck source=bench/upstream.sh
 . "$ROOT/bench/upstream.sh"
 start_upstream
 
 # measure PORT GROUP PID -> "user sys" microseconds a request
 measure() {
-  "$PY" - "$1" "$2" "$3" "$N" "$ROOT/bench" <<'P'
+  "$PY" - "$1" "$2" "$3" "$N" "$ROOT/bench" "$CLIENT" <<'P'
 import os, sys
 sys.path.insert(0, sys.argv[5])
-from h2c_client import H2c
+import h2c_client
 port, group, pid, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 def cpu():
     f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return int(f[11]), int(f[12])
-c = H2c(port)
+c = getattr(h2c_client, sys.argv[6])(port)
 path = f"/apis/{group}/v1alpha1/namespaces/renamed/foos/alpha"
 def run(k):
     body = b""
@@ -60,7 +68,7 @@ for case in ${H2C_CASES:-nginx no-name rename}; do
   for bin in "${BINS[@]}"; do
     pr=$(port)
     if [ "$case" = nginx ]; then
-      nginx_proxy_conf "$pr" " http2"
+      nginx_proxy_conf "$pr" "$LISTEN"
       nginx -c "$T/px/proxy.conf" -p "$T/px" 2>"$T/proxy.log" & px=$!
       group=samplecontroller.team1.example.com
       name=nginx
