@@ -12,6 +12,9 @@ request with start-up and shutdown cancelled out. This reads such a pair
       --inclusive=yes); with a second pair, the first, the second and
       their difference side by side (one binary against another, or a
       case against `floor`), largest difference first
+  bench/cg.py areas  N A0 A1 [B0 B1]   self costs summed by where the
+                                      function comes from (regroup's
+                                      crates, hyper, tokio, the allocator…)
   bench/cg.py callers N A0 A1 NAME    who calls functions whose name holds
                                       NAME, what it costs them, how often
   bench/cg.py callees N A0 A1 NAME    what functions whose name holds NAME
@@ -147,6 +150,48 @@ def funcs(args):
         print(f"{b.get(k, 0) - a.get(k, 0):10.1f} {a.get(k, 0):10.1f} {b.get(k, 0):10.1f}  {k[:150]}")
 
 
+# Where a function comes from, by its name; the first that matches.
+AREAS = [
+    ("regroup-core, regroup-config", ("regroup_core::", "regroup_config::")),
+    ("regroup's proxy", ("regroup::",)),
+    ("the floor's own (hyper_floor)", ("hyper_floor::",)),
+    ("hyper, http, httparse, h2", ("hyper::", "httparse::", "http::", "h2::")),
+    ("tokio, mio", ("tokio::", "mio::")),
+    ("aho-corasick, memchr, simdutf8", ("aho_corasick::", "memchr::", "simdutf8::")),
+    ("allocator, memcpy", ("malloc", "free", "memcpy", "memmove", "memcmp", "memset",
+                           "_int_", "realloc", "memalign", "__rdl_", "__rust_alloc",
+                           "__rust_dealloc", "__rust_realloc")),
+    ("clock reads, float math", ("Timespec", "clock_gettime", "pow", "floattidf")),
+]
+
+
+def area(name):
+    for label, marks in AREAS:
+        if any(m in name for m in marks):
+            return label
+    return "everything else"
+
+
+def areas(args):
+    pairs = [args.files[i:i + 2] for i in range(0, len(args.files), 2)]
+    if len(args.files) not in (2, 4):
+        sys.exit("areas: two files, or four")
+    sums = []
+    for a0, a1 in pairs:
+        costs = per(annotate(a0, False), annotate(a1, False), args.n)
+        total = costs.pop("PROGRAM TOTALS", 0)
+        by = collections.Counter()
+        for k, v in costs.items():
+            by[area(k)] += v
+        by["total"] = total
+        sums.append(by)
+    labels = [a for a, _ in AREAS] + ["everything else", "total"]
+    for label in labels:
+        row = " ".join(f"{s[label]:10.0f}" for s in sums)
+        diff = f" {sums[1][label] - sums[0][label]:10.0f}" if len(sums) == 2 else ""
+        print(f"{row}{diff}  {label}")
+
+
 def edges(args, side):
     a, b = Profile(args.files[0]), Profile(args.files[1])
     cost, count = collections.Counter(), collections.Counter()
@@ -178,7 +223,7 @@ def main():
     # A reader that stops early (`| head`) ends the printing quietly.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["funcs", "callers", "callees", "lines"])
+    ap.add_argument("what", choices=["funcs", "areas", "callers", "callees", "lines"])
     ap.add_argument("n", type=float, help="requests between the two runs")
     ap.add_argument("files", nargs="+", help="callgrind outputs, the shorter run first")
     ap.add_argument("--incl", action="store_true", help="funcs: inclusive costs")
@@ -186,6 +231,9 @@ def main():
     args = ap.parse_args()
     if args.what == "funcs":
         funcs(args)
+        return
+    if args.what == "areas":
+        areas(args)
         return
     if len(args.files) != 3:
         sys.exit(f"{args.what}: two files and a name")
