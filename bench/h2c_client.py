@@ -37,8 +37,12 @@ class H2c:
     """One connection to 127.0.0.1:`port`, waited for up to 60 s."""
 
     def __init__(self, port):
+        # Imported here: the HTTP/1.1 client runs without the package.
         import h2.config
         import h2.connection
+        import h2.events
+
+        self.events = h2.events
         deadline = time.time() + 60
         while True:
             try:
@@ -61,20 +65,18 @@ class H2c:
                 (":authority", self.authority)] + [(k.lower(), v) for k, v in headers]
         h.send_headers(sid, head, end_stream=True)
         s.sendall(h.data_to_send())
-        import h2.events
-
         status, body, done = None, b"", False
         while not done:
             data = s.recv(65536)
             if not data:
                 sys.exit("the proxy closed the h2 connection")
             for ev in h.receive_data(data):
-                if isinstance(ev, h2.events.ResponseReceived):
+                if isinstance(ev, self.events.ResponseReceived):
                     status = dict(ev.headers)[b":status"]
-                elif isinstance(ev, h2.events.DataReceived):
+                elif isinstance(ev, self.events.DataReceived):
                     body += ev.data
                     h.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
-                elif isinstance(ev, h2.events.StreamEnded) and ev.stream_id == sid:
+                elif isinstance(ev, self.events.StreamEnded) and ev.stream_id == sid:
                     done = True
             s.sendall(h.data_to_send())
         return status, body

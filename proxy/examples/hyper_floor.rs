@@ -27,10 +27,11 @@
 //! (hyper-util's pooled `Client` over hyper-rustls), `--auto-server`
 //! (hyper-util's `auto` server, HTTP/1.1 and h2c), `--hyper-timer` (hyper's
 //! per-request header timer, 30 s), `--no-half-close`, `--writev`.
-//! `--same-task` goes the other way: a plain upstream's HTTP/1.1
-//! connection, opened as the client connects, is driven by the client
-//! connection's own task (both polled whenever either is woken) instead of
-//! a task of its own; measured dearer (docs/performance.md, "Session 38").
+//! `--same-task` goes the other way (a plain upstream, not with
+//! `--auto-server`): the HTTP/1.1 upstream connection, opened as the
+//! client connects, is driven by the client connection's own task (both
+//! polled whenever either is woken) instead of a task of its own; measured
+//! dearer (docs/performance.md, "Session 38").
 //! Upstream protocol variants (over TLS): `--upstream-http1` (ALPN offers
 //! `http/1.1` only, as regroup's `upstream.http2: never`),
 //! `--h2-header-table=N` (the h2 client's HPACK table size),
