@@ -10,20 +10,25 @@ import sys
 import time
 
 
+def connect(port):
+    """A connection to 127.0.0.1:`port`, waited for up to 60 s (the proxy
+    may still be starting)."""
+    deadline = time.time() + 60
+    while True:
+        try:
+            return socket.create_connection(("127.0.0.1", port))
+        except OSError:
+            if time.time() > deadline:
+                sys.exit("the proxy did not start")
+            time.sleep(0.2)
+
+
 class H1:
     """One keep-alive HTTP/1.1 connection to 127.0.0.1:`port`, waited for
     up to 60 s: the client of bench/instructions.sh's counts."""
 
     def __init__(self, port):
-        deadline = time.time() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port)).close()
-                break
-            except OSError:
-                if time.time() > deadline:
-                    sys.exit("the proxy did not start")
-                time.sleep(0.2)
+        connect(port).close()
         self.c = http.client.HTTPConnection("127.0.0.1", port)
 
     def get(self, path, headers=()):
@@ -43,15 +48,7 @@ class H2c:
         import h2.events
 
         self.events = h2.events
-        deadline = time.time() + 60
-        while True:
-            try:
-                self.s = socket.create_connection(("127.0.0.1", port))
-                break
-            except OSError:
-                if time.time() > deadline:
-                    sys.exit("the proxy did not start")
-                time.sleep(0.2)
+        self.s = connect(port)
         self.authority = f"127.0.0.1:{port}"
         self.h = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
         self.h.initiate_connection()
