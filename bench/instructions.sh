@@ -21,6 +21,12 @@
 #                 --release -p regroup --example hyper_floor`; skipped,
 #                 saying so, when it is not built. $FLOOR_ARGS are passed to
 #                 it (its variants, e.g. `--legacy-client`: see its header);
+#   core-no-name, core-rename  the floor with `--core`: what regroup's core
+#                 does with the request (the path read and renamed, the
+#                 answer through `Engine::body`, the request line) on the
+#                 floor, without regroup's proxy layers; the configuration
+#                 of `no-name` and `rename`. A bound from below on those two
+#                 rows (not in the default list);
 #   no-name       regroup with a rule for another group: the same body,
 #                 nothing to rename;
 #   rename        samplecontroller.k8s.io renamed;
@@ -96,10 +102,11 @@ count() { # config group requests -> total instructions (group `apps`: the Deplo
     nginx_proxy_conf "$pr" "$H2C"
     valgrind --tool=callgrind --callgrind-out-file="$out" nginx -c "$T/px/proxy.conf" -p "$T/px" \
       2>"$T/regroup.log" & local rg=$!
-  elif [ "$cfg" = floor ]; then
+  elif [ "$cfg" = floor ] || [ "$cfg" = floor-core ]; then
+    local core=""; [ "$cfg" = floor-core ] && core=--core
     # shellcheck disable=SC2086
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$FLOOR_BIN" "127.0.0.1:$pr" \
-      "$SCHEME://127.0.0.1:$PU" ${FLOOR_ARGS:-} ${H2C:+--auto-server} 2>"$T/regroup.log" & local rg=$!
+    FLOOR_CONFIG=$T/cfg.yaml valgrind --tool=callgrind --callgrind-out-file="$out" "$FLOOR_BIN" "127.0.0.1:$pr" \
+      "$SCHEME://127.0.0.1:$PU" ${FLOOR_ARGS:-} $core ${H2C:+--auto-server} 2>"$T/regroup.log" & local rg=$!
   else
     valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN" serve -c "$cfg" --kubeconfig "$T/kc" \
       --listen "127.0.0.1:$pr" 2>"$T/regroup.log" & local rg=$!
@@ -166,6 +173,19 @@ for case in ${INSTRUCTIONS_CASES:-nginx floor no-name rename rename-names rename
     fi
     cfg=floor
     group=samplecontroller.team1.example.com
+  elif [ $case = core-no-name ] || [ $case = core-rename ]; then
+    if [ ! -x "$FLOOR_BIN" ]; then
+      echo "$case: skipped, $FLOOR_BIN is not built (cargo build --release -p regroup --example hyper_floor)"
+      continue
+    fi
+    cfg=floor-core
+    if [ $case = core-rename ]; then
+      printf "$RULE" > "$T/cfg.yaml"
+      group=samplecontroller.k8s.io
+    else
+      printf 'rules:\n- from: wardle.example.com\n  to: wardle.team1.example.com\n' > "$T/cfg.yaml"
+      group=samplecontroller.team1.example.com
+    fi
   elif [ $case = rename ]; then
     printf 'rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n' > "$T/cfg.yaml"
     group=samplecontroller.k8s.io

@@ -32,6 +32,14 @@
 //! client connects, is driven by the client connection's own task (both
 //! polled whenever either is woken) instead of a task of its own; measured
 //! dearer (docs/performance.md, "Session 38").
+//! `--core` adds, on the default layout, what regroup's core does with a
+//! request and nothing of its proxy's layers: the configuration file
+//! named by `FLOOR_CONFIG` loaded as `regroup serve` loads it, each
+//! request's path read (`RequestInfo::parse`) and renamed towards the
+//! cluster, the whole answer collected and put through `Engine::body` as
+//! the proxy's whole-answer step does (the addressed group and kind, JSON),
+//! and regroup's request line written: a bound from below on regroup's
+//! own cost, measured in docs/performance.md ("Session 39").
 //! Upstream protocol variants (over TLS): `--upstream-http1` (ALPN offers
 //! `http/1.1` only, as regroup's `upstream.http2: never`),
 //! `--h2-header-table=N` (the h2 client's HPACK table size),
@@ -67,6 +75,11 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
+use regroup_config::Direction;
+use regroup_core::kube::request::RequestInfo;
+use regroup_core::kube::Wire;
+use regroup_core::rewrite::{Catalog, Context as RenameContext, Engine};
+use regroup_core::url_rename::rewrite_path_for;
 use tokio::net::{TcpListener, TcpStream};
 
 // The same allocator as the `regroup` binary (src/main.rs).
@@ -104,6 +117,8 @@ struct Options {
     /// connection's own task, not a task of its own: what a request costs
     /// when no task hands it to another (`--same-task`).
     same_task: bool,
+    /// regroup's core work on each request (`--core`, `FLOOR_CONFIG`).
+    core: bool,
 }
 
 fn main() {
@@ -127,6 +142,7 @@ fn main() {
             "--h2-spec-windows" => o.h2_spec_windows = true,
             "--no-h2-keepalive" => o.no_h2_keepalive = true,
             "--same-task" => o.same_task = true,
+            "--core" => o.core = true,
             a if a.starts_with("--h2-header-table=") => {
                 let n = a["--h2-header-table=".len()..].parse().expect("a size");
                 o.h2_header_table = Some(n);
@@ -140,6 +156,14 @@ fn main() {
         }
     }
     let up = Arc::new(Upstream::new(upstream, o));
+    if o.core {
+        let path = std::env::var_os("FLOOR_CONFIG").expect("--core: FLOOR_CONFIG names a file");
+        let text = std::fs::read_to_string(path).expect("FLOOR_CONFIG: readable");
+        let s = regroup_config::load(&text).expect("FLOOR_CONFIG: a configuration");
+        let engine = Engine::new(s.map.clone(), Catalog::for_map(&s.fields, &s.map));
+        let _ = CORE.set(engine);
+        regroup::observe::request_log::write_directly();
+    }
     if o.multi_thread {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -390,11 +414,24 @@ async fn serve(listener: TcpListener, up: Arc<Upstream>, o: Options) {
                 *conn.sender.lock().unwrap_or_else(|p| p.into_inner()) = Some(Sender::H1(send));
                 upstream_conn = Some(c);
             }
+            if o.core && !o.auto_server && legacy.is_none() && upstream_conn.is_none() {
+                // HTTP/1.1 keeps a request's future where it is: unboxed, as
+                // regroup's (boxed, the copy costs ~1.1k a request).
+                let svc = service_fn(move |req| {
+                    let conn = conn.clone();
+                    async move { Ok::<_, Infallible>(forward_core(&conn, watched, req).await) }
+                });
+                let _ = h1_server(o).serve_connection(io, svc).await;
+                return;
+            }
             let svc = service_fn(move |req| {
                 let (conn, legacy) = (conn.clone(), legacy.clone());
                 async move {
                     Ok::<_, Infallible>(match legacy {
                         Some(client) => forward_legacy(&client, &conn.up, req).await,
+                        // Boxed: the service's future stays the size of
+                        // [`forward`]'s, which hyper's h2 server moves.
+                        None if o.core => Box::pin(forward_core(&conn, watched, req)).await,
                         None => forward(&conn, watched, req).await,
                     })
                 }
@@ -410,15 +447,7 @@ async fn serve(listener: TcpListener, up: Arc<Upstream>, o: Options) {
                 b.http2().timer(TokioTimer::new());
                 let _ = b.serve_connection_with_upgrades(io, svc).await;
             } else {
-                let mut b = hyper::server::conn::http1::Builder::new();
-                b.half_close(!o.no_half_close).writev(o.writev);
-                if o.hyper_timer {
-                    b.timer(TokioTimer::new())
-                        .header_read_timeout(Duration::from_secs(30));
-                } else {
-                    b.header_read_timeout(None);
-                }
-                let server = b.serve_connection(io, svc);
+                let server = h1_server(o).serve_connection(io, svc);
                 match upstream_conn {
                     // Both polled whenever the task is: a request handed
                     // to the upstream connection is written in the same
@@ -441,6 +470,19 @@ async fn serve(listener: TcpListener, up: Arc<Upstream>, o: Options) {
             conns.push((stamp, task.abort_handle()));
         }
     }
+}
+
+/// The HTTP/1.1 server connection's settings.
+fn h1_server(o: Options) -> hyper::server::conn::http1::Builder {
+    let mut b = hyper::server::conn::http1::Builder::new();
+    b.half_close(!o.no_half_close).writev(o.writev);
+    if o.hyper_timer {
+        b.timer(TokioTimer::new())
+            .header_read_timeout(Duration::from_secs(30));
+    } else {
+        b.header_read_timeout(None);
+    }
+    b
 }
 
 /// The hop-by-hop headers (RFC 9110 §7.6.1), and what `Connection` names.
@@ -492,6 +534,71 @@ fn drop_hop_by_hop(headers: &mut http::HeaderMap) {
 }
 
 type Out = Either<Watched, Full<Bytes>>;
+
+/// `--core`'s renaming engine.
+static CORE: std::sync::OnceLock<Engine> = std::sync::OnceLock::new();
+
+/// [`forward`] with regroup's core work around it (`--core`).
+async fn forward_core(
+    conn: &Arc<Conn>,
+    watched: bool,
+    mut req: Request<Incoming>,
+) -> Response<Out> {
+    let engine = CORE.get().expect("--core's engine");
+    let start = Instant::now();
+    let method = req.method().clone();
+    // The caller's URI, kept for the request line (a clone shares its bytes).
+    let uri = req.uri().clone();
+    let info = RequestInfo::parse(uri.path(), uri.query());
+    if let Some(p) = rewrite_path_for(uri.path(), &info, engine.map(), Direction::ToCluster) {
+        let pq = match uri.query() {
+            Some(q) => format!("{p}?{q}"),
+            None => p,
+        };
+        match Uri::try_from(pq) {
+            Ok(u) => *req.uri_mut() = u,
+            Err(e) => return bad_gateway(conn, &e.to_string()),
+        }
+    }
+    let resp = forward(conn, watched, req).await;
+    let (mut parts, body) = resp.into_parts();
+    let bytes = match body {
+        Either::Left(b) => match http_body_util::BodyExt::collect(b).await {
+            Ok(c) => c.to_bytes(),
+            Err(e) => return bad_gateway(conn, &e.to_string()),
+        },
+        Either::Right(_) => return Response::from_parts(parts, body),
+    };
+    let kind = info
+        .resource
+        .as_deref()
+        .and_then(|r| Catalog::kind_for_resource(&info.group, r));
+    let cx = RenameContext {
+        hint: None,
+        addressed: kind.map(|k| (info.group.as_str(), k)),
+    };
+    let bytes = match engine.body(Direction::ToApp, Wire::Json, cx, &bytes) {
+        Ok(Some(out)) => Bytes::from(out),
+        Ok(None) => bytes,
+        Err(e) => return bad_gateway(conn, &e.to_string()),
+    };
+    if parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .is_some_and(|v| v.as_bytes() != itoa::Buffer::new().format(bytes.len()).as_bytes())
+    {
+        parts.headers.remove(header::CONTENT_LENGTH);
+    }
+    regroup::observe::request_log::request_line(
+        "app",
+        &method,
+        info.verb(method.as_str()),
+        &info.template_of(uri.path()),
+        parts.status.as_u16(),
+        start.elapsed(),
+    );
+    Response::from_parts(parts, Either::Right(Full::new(bytes)))
+}
 
 async fn forward(conn: &Arc<Conn>, watched: bool, req: Request<Incoming>) -> Response<Out> {
     conn.watch.0.store(BUSY, Ordering::Relaxed);
