@@ -159,35 +159,31 @@ P
 
 BASE=""
 RULE='rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n'
+NO_NAME='rules:\n- from: wardle.example.com\n  to: wardle.team1.example.com\n'
 METADATA='metadata:\n  prefixes:\n  - {from: kopf.zalando.org, to: kopf.team1.example.com}\n  - {from: cert-manager.io, to: cert-manager.team1.example.com}\n  - {from: acme.example.io, to: acme.team1.example.com}\n'
 for case in ${INSTRUCTIONS_CASES:-nginx floor no-name rename rename-names rename-metadata deployment deployment-metadata protobuf protobuf-crd}; do
   CASE=$case
   cfg=$T/cfg.yaml
+  if [[ $case = floor || $case = core-* ]] && [ ! -x "$FLOOR_BIN" ]; then
+    echo "$case: skipped, $FLOOR_BIN is not built (cargo build --release -p regroup --example hyper_floor)"
+    continue
+  fi
   if [ $case = nginx ]; then
     cfg=nginx
     group=samplecontroller.team1.example.com
   elif [ $case = floor ]; then
-    if [ ! -x "$FLOOR_BIN" ]; then
-      echo "floor: skipped, $FLOOR_BIN is not built (cargo build --release -p regroup --example hyper_floor)"
-      continue
-    fi
     cfg=floor
     group=samplecontroller.team1.example.com
-  elif [ $case = core-no-name ] || [ $case = core-rename ]; then
-    if [ ! -x "$FLOOR_BIN" ]; then
-      echo "$case: skipped, $FLOOR_BIN is not built (cargo build --release -p regroup --example hyper_floor)"
-      continue
-    fi
+  elif [ $case = core-rename ]; then
     cfg=floor-core
-    if [ $case = core-rename ]; then
-      printf "$RULE" > "$T/cfg.yaml"
-      group=samplecontroller.k8s.io
-    else
-      printf 'rules:\n- from: wardle.example.com\n  to: wardle.team1.example.com\n' > "$T/cfg.yaml"
-      group=samplecontroller.team1.example.com
-    fi
+    printf "$RULE" > "$T/cfg.yaml"
+    group=samplecontroller.k8s.io
+  elif [ $case = core-no-name ]; then
+    cfg=floor-core
+    printf "$NO_NAME" > "$T/cfg.yaml"
+    group=samplecontroller.team1.example.com
   elif [ $case = rename ]; then
-    printf 'rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\n' > "$T/cfg.yaml"
+    printf "$RULE" > "$T/cfg.yaml"
     group=samplecontroller.k8s.io
   elif [ $case = rename-metadata ]; then
     printf "$RULE$METADATA" > "$T/cfg.yaml"
@@ -209,7 +205,7 @@ for case in ${INSTRUCTIONS_CASES:-nginx floor no-name rename rename-names rename
     printf 'rules:\n- from: samplecontroller.k8s.io\n  to: samplecontroller.team1.example.com\nnames:\n  prefix: team1-\n  kinds: [ClusterRole, ClusterRoleBinding, ValidatingWebhookConfiguration]\n' > "$T/cfg.yaml"
     group=samplecontroller.k8s.io
   else
-    printf 'rules:\n- from: wardle.example.com\n  to: wardle.team1.example.com\n' > "$T/cfg.yaml"
+    printf "$NO_NAME" > "$T/cfg.yaml"
     group=samplecontroller.team1.example.com
   fi
   if [ "$cfg" = "$T/cfg.yaml" ] && [ -n "${INSTRUCTIONS_CONFIG_EXTRA:-}" ]; then
