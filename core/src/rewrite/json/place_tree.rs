@@ -9,7 +9,7 @@
 //! while some place below would.
 
 use super::{JsonRewriter, RewriteError};
-use crate::rewrite::catalog::{PlaceTree, Visit};
+use crate::rewrite::catalog::{Node, PlaceTree, Visit};
 use crate::rewrite::raw::{Members, Raw, Walk};
 
 impl JsonRewriter<'_> {
@@ -34,19 +34,7 @@ impl JsonRewriter<'_> {
     ) -> Result<(), RewriteError> {
         let node = &tree.nodes[n];
         let named = self.may(w, raw);
-        for leaf in &node.leaves {
-            if excluded && leaf.metadata {
-                continue;
-            }
-            let visit = match leaf.visit {
-                Visit::WhereNamed => named,
-                Visit::Always => true,
-                Visit::NamedOrHidden => hidden_ok,
-            };
-            if visit {
-                found.push((leaf.at, raw));
-            }
-        }
+        leaves_at(node, raw, named, hidden_ok, excluded, found);
         if node.children.is_empty() {
             return Ok(());
         }
@@ -68,7 +56,15 @@ impl JsonRewriter<'_> {
                 for (name, m) in ms.names_and_entries() {
                     if let Some(c) = node.key_child(name) {
                         let v = ms.value_of(m);
-                        self.places_in(w, v, tree, c, hidden_ok, excluded, found, None)?;
+                        let child = &tree.nodes[c];
+                        if child.children.is_empty() {
+                            // Only places end there (an `apiVersion`):
+                            // no call, no member listing.
+                            let named = self.may(w, v);
+                            leaves_at(child, v, named, hidden_ok, excluded, found);
+                        } else {
+                            self.places_in(w, v, tree, c, hidden_ok, excluded, found, None)?;
+                        }
                     }
                 }
             }
@@ -81,5 +77,32 @@ impl JsonRewriter<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// Pushes the places ending at `node` that would be applied to `raw`:
+/// `named` says the byte search found a mapped name in it, `hidden_ok`
+/// as for [`JsonRewriter::places_in`].
+#[inline(always)]
+fn leaves_at<'i>(
+    node: &Node,
+    raw: Raw<'i>,
+    named: bool,
+    hidden_ok: bool,
+    excluded: bool,
+    found: &mut Vec<(usize, Raw<'i>)>,
+) {
+    for leaf in &node.leaves {
+        if excluded && leaf.metadata {
+            continue;
+        }
+        let visit = match leaf.visit {
+            Visit::WhereNamed => named,
+            Visit::Always => true,
+            Visit::NamedOrHidden => hidden_ok,
+        };
+        if visit {
+            found.push((leaf.at, raw));
+        }
     }
 }
